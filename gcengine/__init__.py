@@ -1,0 +1,87 @@
+"""gcengine: context garbage collection for LLM agent sessions, as a pure library.
+
+Values in, values out: no web framework, no database, no network. The only I/O is the explicit
+load/save helpers, which read files only when handed a path.
+"""
+
+from gcengine.budget import (
+    DEFAULT_CONTEXT_LIMIT,
+    GC_POLICY_INDICATORS,
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+)
+from gcengine.config import GCConfig, dump_gc_config, load_gc_config
+from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
+from gcengine.formats import LoadLimits, dump_session, load_session
+from gcengine.messages import (
+    FunctionCall,
+    FunctionResponse,
+    InlineData,
+    Message,
+    MessageKind,
+    OpaquePart,
+    Part,
+    PartType,
+    Role,
+    Turn,
+    split_into_turns,
+)
+from gcengine.session import (
+    ContextLimitOrigin,
+    Session,
+    SourceFormat,
+    SystemInstruction,
+    TokenDrift,
+    build_budget,
+    rebuild_budget,
+    token_drift,
+)
+from gcengine.tokens import (
+    ApproxCounter,
+    TokenCounter,
+    count_message,
+    load_counter,
+)
+
+__all__ = [
+    "DEFAULT_CONTEXT_LIMIT",
+    "GC_POLICY_INDICATORS",
+    "ApproxCounter",
+    "ConfigError",
+    "ContextLimitOrigin",
+    "FunctionCall",
+    "FunctionResponse",
+    "GCConfig",
+    "GCEngineError",
+    "GCPolicy",
+    "InlineData",
+    "InstructionBudget",
+    "InstructionSource",
+    "LoadLimits",
+    "Message",
+    "MessageKind",
+    "OpaquePart",
+    "Part",
+    "PartType",
+    "Role",
+    "Session",
+    "SessionFormatError",
+    "SourceEntry",
+    "SourceFormat",
+    "SystemInstruction",
+    "TokenCounter",
+    "TokenDrift",
+    "Turn",
+    "build_budget",
+    "count_message",
+    "dump_gc_config",
+    "dump_session",
+    "load_counter",
+    "load_gc_config",
+    "load_session",
+    "rebuild_budget",
+    "split_into_turns",
+    "token_drift",
+]

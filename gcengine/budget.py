@@ -1,0 +1,440 @@
+"""The instruction budget: where every token in the context window comes from, and its GC policy.
+
+This is JAATO's ``InstructionBudget`` data model, kept figure for figure so that snapshots move
+between the two systems unchanged. Two deliberate differences:
+
+* ``created_at`` has no wall-clock default. The engine is deterministic: whoever builds an entry
+  decides its timestamp (the session loader derives them from history order).
+* Reading a snapshot back never turns a container's *effective* policy into its *stored* one
+  (JAATO's restore does, so a conversation restored while it held only the locked first request
+  stays locked forever). See :func:`_infer_stored_policy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gcengine._fast import construct
+from gcengine._json import json_type, parse_count, parse_enum
+from gcengine.errors import SessionFormatError
+
+
+class InstructionSource(StrEnum):
+    """The five layers a prompt is assembled from."""
+
+    SYSTEM = "system"
+    PLUGIN = "plugin"
+    ENRICHMENT = "enrichment"
+    CONVERSATION = "conversation"
+    THINKING = "thinking"
+
+
+class GCPolicy(StrEnum):
+    """How willing the collector is to drop an entry, most protected first."""
+
+    LOCKED = "locked"
+    PRESERVABLE = "preservable"
+    PARTIAL = "partial"
+    EPHEMERAL = "ephemeral"
+    CONDITIONAL = "conditional"
+
+    @property
+    def indicator(self) -> str:
+        return GC_POLICY_INDICATORS[self]
+
+    @property
+    def description(self) -> str:
+        return GC_POLICY_DESCRIPTIONS[self]
+
+
+GC_POLICY_INDICATORS: dict[GCPolicy, str] = {
+    GCPolicy.LOCKED: "🔒",
+    GCPolicy.PRESERVABLE: "◑",
+    GCPolicy.PARTIAL: "◐",
+    GCPolicy.EPHEMERAL: "○",
+    GCPolicy.CONDITIONAL: "◈",
+}
+UNKNOWN_POLICY_INDICATOR = "?"
+
+GC_POLICY_DESCRIPTIONS: dict[GCPolicy, str] = {
+    GCPolicy.LOCKED: "never collected",
+    GCPolicy.PRESERVABLE: "collected only under pressure, never in continuous mode",
+    GCPolicy.PARTIAL: "a container whose children have mixed policies",
+    GCPolicy.EPHEMERAL: "collected first",
+    GCPolicy.CONDITIONAL: "decided at collection time by the plugin that owns the tool",
+}
+
+DEFAULT_SOURCE_POLICIES: dict[InstructionSource, GCPolicy] = {
+    InstructionSource.SYSTEM: GCPolicy.LOCKED,
+    InstructionSource.PLUGIN: GCPolicy.PARTIAL,
+    InstructionSource.ENRICHMENT: GCPolicy.EPHEMERAL,
+    InstructionSource.CONVERSATION: GCPolicy.PARTIAL,
+    InstructionSource.THINKING: GCPolicy.EPHEMERAL,
+}
+
+# Thinking tokens are output the model produced, not input it is sent again.
+NON_CONTEXT_SOURCES: frozenset[InstructionSource] = frozenset({InstructionSource.THINKING})
+
+DEFAULT_CONTEXT_LIMIT = 128_000
+
+
+class SourceEntry(BaseModel):
+    """One node of the budget tree: a source, or a child such as a turn or a message.
+
+    A node with children is a container: its own ``tokens`` are kept (JAATO writes them) but
+    every figure is computed from the children, exactly as JAATO does.
+    """
+
+    model_config = ConfigDict(validate_assignment=False)
+
+    source: InstructionSource
+    tokens: int = Field(default=0, ge=0)
+    gc_policy: GCPolicy
+    label: str | None = None
+    children: dict[str, SourceEntry] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: float | None = None
+    message_ids: list[str] = Field(default_factory=list)
+
+    def total_tokens(self) -> int:
+        if self.children:
+            return sum(child.total_tokens() for child in self.children.values())
+        return self.tokens
+
+    def gc_eligible_tokens(self) -> int:
+        if self.gc_policy is GCPolicy.LOCKED:
+            return 0
+        if self.gc_policy is GCPolicy.EPHEMERAL:
+            return self.total_tokens()
+        return sum(child.gc_eligible_tokens() for child in self.children.values())
+
+    def locked_tokens(self) -> int:
+        if self.gc_policy is GCPolicy.LOCKED:
+            return self.total_tokens()
+        return sum(child.locked_tokens() for child in self.children.values())
+
+    def preservable_tokens(self) -> int:
+        if self.gc_policy is GCPolicy.PRESERVABLE:
+            return self.total_tokens()
+        return sum(child.preservable_tokens() for child in self.children.values())
+
+    def effective_gc_policy(self) -> GCPolicy:
+        """A container's policy is its children's when they agree, PARTIAL when they do not."""
+        if not self.children:
+            return self.gc_policy
+        policies = {child.effective_gc_policy() for child in self.children.values()}
+        return policies.pop() if len(policies) == 1 else GCPolicy.PARTIAL
+
+    def indicator(self) -> str:
+        return self.effective_gc_policy().indicator
+
+    def add_child(
+        self,
+        key: str,
+        tokens: int,
+        gc_policy: GCPolicy | None = None,
+        label: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: float | None = None,
+        message_ids: list[str] | None = None,
+    ) -> SourceEntry:
+        """Add (or replace) a child; it inherits this entry's source, as in JAATO."""
+        child = SourceEntry(
+            source=self.source,
+            tokens=tokens,
+            gc_policy=gc_policy if gc_policy is not None else self.gc_policy,
+            label=label if label is not None else key,
+            metadata=dict(metadata or {}),
+            created_at=created_at,
+            message_ids=list(message_ids or []),
+        )
+        self.children[key] = child
+        return child
+
+    def remove_child(self, key: str) -> bool:
+        return self.children.pop(key, None) is not None
+
+    def walk(self, key: str = "") -> Iterator[tuple[str, SourceEntry]]:
+        """Every node below and including this one, depth first, with a ``/``-joined key path."""
+        yield key, self
+        for child_key, child in self.children.items():
+            yield from child.walk(f"{key}/{child_key}" if key else child_key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JAATO's ``SourceEntry.to_dict()`` shape, with the stored policy added when it differs."""
+        effective = self.effective_gc_policy()
+        data: dict[str, Any] = {
+            "source": self.source.value,
+            "tokens": self.tokens,
+            "total_tokens": self.total_tokens(),
+            "gc_policy": effective.value,
+            "gc_eligible_tokens": self.gc_eligible_tokens(),
+            "indicator": effective.indicator,
+        }
+        if self.gc_policy is not effective:
+            data["stored_gc_policy"] = self.gc_policy.value
+        if self.label:
+            data["label"] = self.label
+        if self.metadata:
+            data["metadata"] = self.metadata
+        if self.created_at is not None:
+            data["created_at"] = self.created_at
+        if self.message_ids:
+            data["message_ids"] = list(self.message_ids)
+        if self.children:
+            data["children"] = {key: child.to_dict() for key, child in self.children.items()}
+        return data
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Any,
+        path: tuple[str | int, ...] = (),
+        source: InstructionSource | None = None,
+        top_level_default: GCPolicy | None = None,
+    ) -> SourceEntry:
+        """Read the ``to_dict()`` shape back, recovering the stored policy (see module docs)."""
+        if not isinstance(data, Mapping):
+            raise SessionFormatError(
+                f"a budget entry must be an object, not {json_type(data)}", path
+            )
+        entry_source = parse_enum(InstructionSource, data.get("source"), (*path, "source"))
+        if source is not None and entry_source is not source:
+            entry_source = source
+        policy_value = data.get("stored_gc_policy", data.get("gc_policy", "ephemeral"))
+        policy = parse_enum(GCPolicy, policy_value, (*path, "gc_policy"))
+        tokens = parse_count(data.get("tokens", 0), (*path, "tokens"))
+        raw_children = data.get("children") or {}
+        if not isinstance(raw_children, Mapping):
+            raise SessionFormatError("children must be an object", (*path, "children"))
+        children = {
+            str(key): cls.from_dict(child, (*path, "children", str(key)), entry_source)
+            for key, child in raw_children.items()
+        }
+        label = data.get("label")
+        if label is not None and not isinstance(label, str):
+            raise SessionFormatError("label must be a string", (*path, "label"))
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise SessionFormatError("metadata must be an object", (*path, "metadata"))
+        created_at = data.get("created_at")
+        if created_at is not None and (
+            isinstance(created_at, bool) or not isinstance(created_at, int | float)
+        ):
+            raise SessionFormatError("created_at must be a Unix time", (*path, "created_at"))
+        message_ids = data.get("message_ids") or []
+        if not isinstance(message_ids, list) or not all(isinstance(m, str) for m in message_ids):
+            raise SessionFormatError(
+                "message_ids must be a list of strings", (*path, "message_ids")
+            )
+        entry = construct(
+            cls,
+            source=entry_source,
+            tokens=tokens,
+            gc_policy=policy,
+            label=label,
+            children=children,
+            metadata=dict(metadata),
+            created_at=float(created_at) if created_at is not None else None,
+            message_ids=list(message_ids),
+        )
+        if children and "stored_gc_policy" not in data:
+            entry.gc_policy = _infer_stored_policy(entry, data, top_level_default)
+        return entry
+
+
+def _infer_stored_policy(
+    entry: SourceEntry, recorded: Mapping[str, Any], top_level_default: GCPolicy | None
+) -> GCPolicy:
+    """Choose the stored policy of a container read from a JAATO snapshot.
+
+    JAATO writes only the effective policy. Any stored policy that reproduces the recorded
+    figures is a faithful reading; we prefer the source default, then PARTIAL, so a container
+    keeps accepting new children of any policy (the fix for JAATO's restore bug).
+    """
+    recorded_eligible = recorded.get("gc_eligible_tokens")
+    candidates = [top_level_default, GCPolicy.PARTIAL, entry.gc_policy]
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        trial = entry.model_copy(update={"gc_policy": candidate})
+        if recorded_eligible is None or trial.gc_eligible_tokens() == recorded_eligible:
+            return candidate
+    # The recorded figures fit no reading (a hand-edited file); PARTIAL keeps children in charge.
+    return GCPolicy.PARTIAL
+
+
+class InstructionBudget(BaseModel):
+    """The whole context window of one agent, by source."""
+
+    session_id: str = ""
+    agent_id: str = "main"
+    agent_type: str | None = None
+    context_limit: int = Field(default=DEFAULT_CONTEXT_LIMIT, ge=0)
+    entries: dict[InstructionSource, SourceEntry] = Field(default_factory=dict)
+
+    @classmethod
+    def create_default(
+        cls,
+        session_id: str = "",
+        agent_id: str = "main",
+        agent_type: str | None = None,
+        context_limit: int = DEFAULT_CONTEXT_LIMIT,
+    ) -> InstructionBudget:
+        """All five sources, empty, with their default policies, in JAATO's order."""
+        return cls(
+            session_id=session_id,
+            agent_id=agent_id,
+            agent_type=agent_type if agent_type is not None else agent_id,
+            context_limit=context_limit,
+            entries={
+                source: SourceEntry(source=source, gc_policy=DEFAULT_SOURCE_POLICIES[source])
+                for source in InstructionSource
+            },
+        )
+
+    def _context_entries(self) -> Iterator[SourceEntry]:
+        return (e for s, e in self.entries.items() if s not in NON_CONTEXT_SOURCES)
+
+    def total_tokens(self) -> int:
+        """Tokens sent to the model: every source but thinking."""
+        return sum(entry.total_tokens() for entry in self._context_entries())
+
+    def total_tokens_all(self) -> int:
+        return sum(entry.total_tokens() for entry in self.entries.values())
+
+    def gc_eligible_tokens(self) -> int:
+        return sum(entry.gc_eligible_tokens() for entry in self._context_entries())
+
+    def locked_tokens(self) -> int:
+        return sum(entry.locked_tokens() for entry in self._context_entries())
+
+    def preservable_tokens(self) -> int:
+        return sum(entry.preservable_tokens() for entry in self._context_entries())
+
+    def utilization_percent(self) -> float:
+        if self.context_limit == 0:
+            return 0.0
+        return self.total_tokens() / self.context_limit * 100
+
+    def available_tokens(self) -> int:
+        return max(0, self.context_limit - self.total_tokens())
+
+    def gc_headroom_percent(self) -> float:
+        if self.context_limit == 0:
+            return 0.0
+        return self.gc_eligible_tokens() / self.context_limit * 100
+
+    def get_entry(self, source: InstructionSource) -> SourceEntry | None:
+        return self.entries.get(source)
+
+    def set_entry(
+        self,
+        source: InstructionSource,
+        tokens: int,
+        gc_policy: GCPolicy | None = None,
+        label: str | None = None,
+        children: dict[str, SourceEntry] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: float | None = None,
+    ) -> SourceEntry:
+        """Replace a source's entry; a missing policy means the source's default."""
+        entry = SourceEntry(
+            source=source,
+            tokens=tokens,
+            gc_policy=gc_policy or DEFAULT_SOURCE_POLICIES[source],
+            label=label,
+            children=dict(children or {}),
+            metadata=dict(metadata or {}),
+            created_at=created_at,
+        )
+        self.entries[source] = entry
+        return entry
+
+    def add_child(
+        self,
+        source: InstructionSource,
+        key: str,
+        tokens: int,
+        gc_policy: GCPolicy | None = None,
+        label: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: float | None = None,
+        message_ids: list[str] | None = None,
+    ) -> SourceEntry | None:
+        """Add a child under a source; None when the source has no entry (as in JAATO)."""
+        parent = self.entries.get(source)
+        if parent is None:
+            return None
+        return parent.add_child(
+            key,
+            tokens,
+            gc_policy,
+            label=label,
+            metadata=metadata,
+            created_at=created_at,
+            message_ids=message_ids,
+        )
+
+    def remove_child(self, source: InstructionSource, key: str) -> bool:
+        parent = self.entries.get(source)
+        return parent.remove_child(key) if parent is not None else False
+
+    def snapshot(self) -> dict[str, Any]:
+        """JAATO's snapshot JSON: what its UIs receive and what budget files contain."""
+        return {
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "agent_type": self.agent_type,
+            "context_limit": self.context_limit,
+            "total_tokens": self.total_tokens(),
+            "gc_eligible_tokens": self.gc_eligible_tokens(),
+            "locked_tokens": self.locked_tokens(),
+            "preservable_tokens": self.preservable_tokens(),
+            "utilization_percent": round(self.utilization_percent(), 2),
+            "available_tokens": self.available_tokens(),
+            "gc_headroom_percent": round(self.gc_headroom_percent(), 2),
+            "entries": {source.value: entry.to_dict() for source, entry in self.entries.items()},
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: Any, path: tuple[str | int, ...] = ()) -> InstructionBudget:
+        """Read ``snapshot()`` output (ours or JAATO's) back into a budget with the same figures."""
+        if not isinstance(data, Mapping):
+            raise SessionFormatError(
+                f"a budget snapshot must be an object, not {json_type(data)}", path
+            )
+        raw_entries = data.get("entries")
+        if not isinstance(raw_entries, Mapping):
+            raise SessionFormatError(
+                "entries must be an object keyed by source", (*path, "entries")
+            )
+        entries: dict[InstructionSource, SourceEntry] = {}
+        for key, raw in raw_entries.items():
+            source = parse_enum(InstructionSource, key, (*path, "entries", key))
+            entries[source] = SourceEntry.from_dict(
+                raw, (*path, "entries", key), source, DEFAULT_SOURCE_POLICIES[source]
+            )
+        session_id = data.get("session_id", "")
+        agent_id = data.get("agent_id", "main")
+        agent_type = data.get("agent_type")
+        for name, value in (("session_id", session_id), ("agent_id", agent_id)):
+            if not isinstance(value, str):
+                raise SessionFormatError("must be a string", (*path, name))
+        if agent_type is not None and not isinstance(agent_type, str):
+            raise SessionFormatError("must be a string or null", (*path, "agent_type"))
+        context_limit = parse_count(
+            data.get("context_limit", DEFAULT_CONTEXT_LIMIT), (*path, "context_limit")
+        )
+        return construct(
+            cls,
+            session_id=session_id,
+            agent_id=agent_id,
+            agent_type=agent_type,
+            context_limit=context_limit,
+            entries=entries,
+        )

@@ -1,0 +1,52 @@
+"""The engine's only exceptions.
+
+Callers (the web app, the CLI) translate these into HTTP answers or exit codes, so every
+message must make sense to the person who uploaded the file: what is wrong, and where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+JsonPath = Sequence[str | int]
+
+
+def format_json_path(path: JsonPath) -> str:
+    """Render ``("history", 12, "parts", 0, "type")`` as ``history[12].parts[0].type``.
+
+    The same notation is used in every message so that users can search their file for it.
+    """
+    rendered = ""
+    for step in path:
+        if isinstance(step, int):
+            rendered += f"[{step}]"
+        else:
+            rendered += f".{step}" if rendered else step
+    return rendered or "$"
+
+
+class GCEngineError(Exception):
+    """Base class: anything the engine rejects on purpose."""
+
+
+class SessionFormatError(GCEngineError):
+    """A session or budget file could not be read; ``path`` points at the offending value."""
+
+    def __init__(self, message: str, path: JsonPath = ()) -> None:
+        self.path: tuple[str | int, ...] = tuple(path)
+        self.reason = message
+        location = format_json_path(self.path)
+        super().__init__(f"{location}: {message}" if self.path else message)
+
+    @property
+    def json_path(self) -> str:
+        return format_json_path(self.path)
+
+
+class ConfigError(GCEngineError):
+    """A ``gc.json`` (or an environment override) is invalid; ``key`` names the field."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        self.key = key
+        self.reason = message
+        super().__init__(f"{key}: {message}" if key else message)

@@ -1,0 +1,89 @@
+"""Reading and writing session files, whatever produced them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from gcengine._json import json_type
+from gcengine.errors import SessionFormatError
+from gcengine.formats import anthropic, jaato, openai
+from gcengine.formats.common import (
+    DEFAULT_LIMITS,
+    LoadLimits,
+    ParsedSession,
+    SessionSource,
+    assemble,
+    decode_source,
+)
+from gcengine.session import Session
+from gcengine.tokens import TokenCounter
+
+__all__ = ["LoadLimits", "SessionSource", "detect_and_parse", "dump_session", "load_session"]
+
+_WHAT_WE_READ = (
+    "a JAATO session file (version + history), a JAATO budget snapshot (entries), "
+    "OpenAI Chat Completions messages, OpenAI Responses items, or Anthropic Messages"
+)
+
+
+def detect_and_parse(data: Any) -> ParsedSession:
+    """Pick the reader from the shape of the data; the first reader that claims it wins."""
+    if isinstance(data, Mapping):
+        if jaato.looks_like_session_file(data):
+            return jaato.read_session_file(data)
+        if jaato.looks_like_budget_snapshot(data):
+            return jaato.read_budget_snapshot(data)
+        if "messages" in data:
+            if anthropic.looks_like_anthropic(data):
+                return anthropic.read_messages(data)
+            return openai.read_chat_completions(data)
+        if any(isinstance(data.get(key), list) for key in ("items", "input", "output")):
+            return openai.read_responses_items(data)
+        if "history" in data:
+            raise SessionFormatError("a JAATO session file needs a version", ("version",))
+        raise SessionFormatError(f"not a session this engine reads: expected {_WHAT_WE_READ}")
+    if isinstance(data, list):
+        if not data:
+            raise SessionFormatError("the file holds an empty list: there is no conversation")
+        if openai.looks_like_responses_items(data):
+            return openai.read_responses_items(data)
+        if anthropic.looks_like_anthropic(data):
+            return anthropic.read_messages(data)
+        return openai.read_chat_completions(data)
+    raise SessionFormatError(
+        f"not a session this engine reads ({json_type(data)}): expected {_WHAT_WE_READ}"
+    )
+
+
+def load_session(
+    source: SessionSource,
+    *,
+    counter: TokenCounter | None = None,
+    limits: LoadLimits = DEFAULT_LIMITS,
+) -> Session:
+    """Read a session from bytes, JSON text, a parsed dict or list, or a path.
+
+    The format is detected from the content. Without ``counter`` the best offline counter for
+    the session's model is used (``Session.token_counter`` names it). Raises
+    ``SessionFormatError`` (and nothing else) for input it cannot read.
+    """
+    try:
+        data = decode_source(source, limits)
+        parsed = detect_and_parse(data)
+        if len(parsed.history) > limits.max_messages:
+            raise SessionFormatError(
+                f"the session has {len(parsed.history):,} messages; "
+                f"the limit is {limits.max_messages:,}"
+            )
+        return assemble(parsed, counter)
+    except RecursionError:
+        raise SessionFormatError(
+            "the file nests objects or lists too deeply to be a session"
+        ) from None
+
+
+def dump_session(session: Session, *, indent: int | None = 2) -> str:
+    """The session as a JAATO 2.1 file; ``load_session`` of the result gives an equal session."""
+    return json.dumps(jaato.write_session_file(session), indent=indent, ensure_ascii=False)

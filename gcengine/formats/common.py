@@ -1,0 +1,221 @@
+"""What every format reader shares: decoding the input, limits, and assembling a ``Session``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from gcengine._json import json_type
+from gcengine.budget import InstructionBudget
+from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
+from gcengine.errors import JsonPath, SessionFormatError
+from gcengine.messages import InlineData, Message, Part, split_into_turns
+from gcengine.session import (
+    ContextLimitOrigin,
+    InterruptedTurn,
+    Session,
+    SourceFormat,
+    SystemInstruction,
+    TurnAccounting,
+    rebuild_budget,
+)
+from gcengine.tokens import TokenCounter, encoding_for_model, load_counter
+
+SessionSource = bytes | bytearray | str | os.PathLike[str] | Mapping[str, Any] | list[Any]
+
+
+@dataclass(frozen=True)
+class LoadLimits:
+    """Guards against inputs that would exhaust memory or the stack.
+
+    The defaults are far above real sessions (a 10,000-turn session is about 45 MB) and well
+    below what would hurt a server. Nesting deeper than Python's recursion limit (about 1,000
+    levels) is refused as a format error wherever it is met.
+    """
+
+    max_bytes: int = 256 * 1024 * 1024
+    max_messages: int = 1_000_000
+
+
+DEFAULT_LIMITS = LoadLimits()
+
+
+def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
+    """Turn any accepted input into decoded JSON, with a clear error for everything else."""
+    if isinstance(source, Mapping | list):
+        return source
+    if isinstance(source, os.PathLike):
+        return decode_source(_read_path(Path(source), limits), limits)
+    if isinstance(source, str):
+        if source.lstrip()[:1] in ("{", "["):
+            return _parse_json_text(source, limits)
+        return decode_source(_read_path(Path(source), limits), limits)
+    if isinstance(source, bytes | bytearray):
+        if len(source) > limits.max_bytes:
+            raise SessionFormatError(
+                f"the file is {len(source):,} bytes; the limit is {limits.max_bytes:,}"
+            )
+        try:
+            text = bytes(source).decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise SessionFormatError(
+                f"the file is not UTF-8 text (invalid byte at offset {error.start})"
+            ) from None
+        return _parse_json_text(text, limits)
+    raise SessionFormatError(f"cannot read a session from {type(source).__name__}")
+
+
+def _read_path(path: Path, limits: LoadLimits) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > limits.max_bytes:
+            raise SessionFormatError(f"{path} is {size:,} bytes; the limit is {limits.max_bytes:,}")
+        return path.read_bytes()
+    except OSError as error:
+        raise SessionFormatError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def _parse_json_text(text: str, limits: LoadLimits) -> Any:
+    if not text.strip():
+        raise SessionFormatError("the file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        if error.msg == "Extra data":
+            lines = _parse_json_lines(text)
+            if lines is not None:
+                return lines
+        raise SessionFormatError(
+            f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+        ) from None
+
+
+def _parse_json_lines(text: str) -> list[Any] | None:
+    """JSON Lines (one object a line), as agent SDKs store session items; None if it is not."""
+    items = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    return items
+
+
+def validate_model[M: BaseModel](model: type[M], data: Any, path: JsonPath) -> M:
+    """Validate a sub-object with pydantic, reporting the first problem at its JSON path."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        location = tuple(step for step in first["loc"] if isinstance(step, str | int))
+        raise SessionFormatError(first["msg"].lower(), (*path, *location)) from None
+
+
+def text_of_blocks(value: Any, path: JsonPath, text_types: frozenset[str]) -> str:
+    """Join the text of a content value that is a string or a list of text blocks."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise SessionFormatError(
+            f"must be a string or a list of text blocks, not {json_type(value)}", path
+        )
+    texts = []
+    for position, block in enumerate(value):
+        if not isinstance(block, Mapping) or block.get("type") not in text_types:
+            raise SessionFormatError("must be a text block", (*path, position))
+        text = block.get("text")
+        if not isinstance(text, str):
+            raise SessionFormatError("must be a string", (*path, position, "text"))
+        texts.append(text)
+    return "\n".join(texts)
+
+
+def image_part_from_url(url: str, mime_type: str = "image/*") -> Part:
+    """A data URL keeps its bytes; a web URL is kept as a reference (counted like any image)."""
+    if url.startswith("data:") and ";base64," in url:
+        header, payload = url[5:].split(";base64,", 1)
+        return Part.from_inline_data(InlineData(mime_type=header or mime_type, data=payload))
+    return Part.from_inline_data(InlineData(mime_type=mime_type, data=url, extra={"url": True}))
+
+
+@dataclass
+class ParsedSession:
+    """What a reader found, before the engine assembles it into a ``Session``."""
+
+    source_format: SourceFormat
+    history: list[Message]
+    format_version: str | None = None
+    session_id: str | None = None
+    model: str | None = None
+    file_context_limit: int | None = None
+    system_instructions: list[SystemInstruction] = field(default_factory=list)
+    recorded_budget: InstructionBudget | None = None
+    recorded_prompt_tokens: int | None = None
+    turn_accounting: list[TurnAccounting] = field(default_factory=list)
+    user_inputs: list[str] = field(default_factory=list)
+    interrupted_turn: InterruptedTurn | None = None
+    description: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    context_limit_origin: ContextLimitOrigin | None = None
+
+
+def derived_session_id(history: list[Message]) -> str:
+    """Files without an id get one from their content: the same file always gets the same id."""
+    digest = hashlib.sha256("\n".join(m.message_id for m in history).encode()).hexdigest()
+    return f"imported_{digest[:16]}"
+
+
+def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
+    """Stamp stable turn indices, settle the context limit and build the budget."""
+    history = parsed.history
+    if any(message.turn_index is None for message in history):
+        # The reader's messages are fresh and unshared, so they are stamped in place.
+        for turn in split_into_turns(history):
+            for message in turn.messages:
+                message.turn_index = turn.index
+    if parsed.file_context_limit is not None:
+        limit = parsed.file_context_limit
+        origin = parsed.context_limit_origin or ContextLimitOrigin.FILE
+    elif (known := context_limit_for_model(parsed.model)) is not None:
+        limit, origin = known, ContextLimitOrigin.MODEL
+    else:
+        limit, origin = DEFAULT_CONTEXT_LIMIT, ContextLimitOrigin.DEFAULT
+    counter = counter or load_counter(encoding_for_model(parsed.model))
+    session_id = parsed.session_id or derived_session_id(history)
+    session = Session.model_construct(  # type: ignore[call-arg]  # budget is set below
+        session_id=session_id,
+        source_format=parsed.source_format,
+        format_version=parsed.format_version,
+        model=parsed.model,
+        context_limit=limit,
+        context_limit_origin=origin,
+        description=parsed.description,
+        created_at=parsed.created_at,
+        updated_at=parsed.updated_at,
+        history=history,
+        system_instructions=parsed.system_instructions,
+        recorded_budget=parsed.recorded_budget,
+        recorded_prompt_tokens=parsed.recorded_prompt_tokens,
+        turn_accounting=parsed.turn_accounting,
+        user_inputs=parsed.user_inputs,
+        interrupted_turn=parsed.interrupted_turn,
+        metadata=parsed.metadata,
+        extra=parsed.extra,
+        token_counter=counter.name,
+        warnings=parsed.warnings,
+    )
+    session.budget = rebuild_budget(session, counter)
+    return session

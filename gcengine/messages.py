@@ -1,0 +1,268 @@
+"""Messages, parts and turns: the history an agent sends to its model.
+
+The model mirrors JAATO's (``Message`` with ``role``, ``parts`` and ``message_id``) with three
+additions that the collector relies on:
+
+* ``message_id`` is always present and stable: files that carry none get ids derived from the
+  message's position and content, so importing the same file twice gives the same ids.
+* ``turn_index`` records the turn a message belonged to in the session *as uploaded*, so turn
+  numbers (and the pins that name them) survive collections that remove earlier turns.
+* ``kind`` marks summaries and notices the collector wrote, so they are never mistaken for the
+  user's own words (JAATO stores both as plain user messages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from gcengine._fast import construct
+
+
+class Role(StrEnum):
+    USER = "user"
+    MODEL = "model"
+    TOOL = "tool"
+
+
+class PartType(StrEnum):
+    TEXT = "text"
+    FUNCTION_CALL = "function_call"
+    FUNCTION_RESPONSE = "function_response"
+    INLINE_DATA = "inline_data"
+    THOUGHT = "thought"
+    OPAQUE = "opaque"
+
+
+class MessageKind(StrEnum):
+    """Who wrote a message: the conversation itself, or the collector."""
+
+    CHAT = "chat"
+    SUMMARY = "summary"
+    NOTICE = "notice"
+
+
+class FunctionCall(BaseModel):
+    id: str | None = None
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class FunctionResponse(BaseModel):
+    call_id: str | None = None
+    name: str = ""
+    result: Any = None
+    is_error: bool = False
+    # Format-specific fields kept for the round trip (JAATO 2.10's ``untrusted``, for instance).
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class InlineData(BaseModel):
+    mime_type: str
+    data: str = Field(description="base64 payload, or a reference when the file held only one")
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class OpaquePart(BaseModel):
+    """A part this engine does not interpret (code execution, compaction markers, ...).
+
+    It is carried along unchanged and never shown to anyone as if it were message text.
+    """
+
+    kind: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Part(BaseModel):
+    """One piece of a message; exactly the field matching ``type`` is set."""
+
+    type: PartType
+    text: str | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+    inline_data: InlineData | None = None
+    opaque: OpaquePart | None = None
+    # Provider extras that ride along with a part (a thought's signature, for instance).
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _payload_matches_type(self) -> Part:
+        payloads = {
+            PartType.TEXT: self.text,
+            PartType.THOUGHT: self.text,
+            PartType.FUNCTION_CALL: self.function_call,
+            PartType.FUNCTION_RESPONSE: self.function_response,
+            PartType.INLINE_DATA: self.inline_data,
+            PartType.OPAQUE: self.opaque,
+        }
+        if payloads[self.type] is None:
+            raise ValueError(f"a {self.type.value} part needs its payload")
+        return self
+
+    @classmethod
+    def from_text(cls, text: str) -> Part:
+        return construct(cls, type=PartType.TEXT, text=text, extra={})
+
+    @classmethod
+    def from_thought(cls, text: str, extra: dict[str, Any] | None = None) -> Part:
+        return construct(cls, type=PartType.THOUGHT, text=text, extra=extra or {})
+
+    @classmethod
+    def from_function_call(cls, call: FunctionCall) -> Part:
+        return construct(cls, type=PartType.FUNCTION_CALL, function_call=call, extra={})
+
+    @classmethod
+    def from_function_response(cls, response: FunctionResponse) -> Part:
+        return construct(cls, type=PartType.FUNCTION_RESPONSE, function_response=response, extra={})
+
+    @classmethod
+    def from_inline_data(cls, data: InlineData) -> Part:
+        return construct(cls, type=PartType.INLINE_DATA, inline_data=data, extra={})
+
+    @classmethod
+    def from_opaque(cls, kind: str, data: dict[str, Any]) -> Part:
+        return construct(
+            cls, type=PartType.OPAQUE, opaque=OpaquePart(kind=kind, data=data), extra={}
+        )
+
+
+class Message(BaseModel):
+    role: Role
+    parts: list[Part]
+    message_id: str
+    kind: MessageKind = MessageKind.CHAT
+    turn_index: int | None = Field(
+        default=None, description="the turn this message belonged to in the session as uploaded"
+    )
+    # Per-message fields a format carries that the engine does not use (``model``, ``provider``).
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def function_calls(self) -> list[FunctionCall]:
+        return [p.function_call for p in self.parts if p.function_call is not None]
+
+    @property
+    def function_responses(self) -> list[FunctionResponse]:
+        return [p.function_response for p in self.parts if p.function_response is not None]
+
+    @property
+    def is_function_response(self) -> bool:
+        """JAATO's rule: a tool message, or a user message that carries a tool result."""
+        return self.role is Role.TOOL or any(
+            p.type is PartType.FUNCTION_RESPONSE for p in self.parts
+        )
+
+    @property
+    def text(self) -> str:
+        """The visible text of the message (thoughts and opaque parts excluded)."""
+        return "\n".join(p.text for p in self.parts if p.type is PartType.TEXT and p.text)
+
+    @property
+    def is_text_only(self) -> bool:
+        return bool(self.parts) and all(p.type is PartType.TEXT for p in self.parts)
+
+
+class Turn(BaseModel):
+    """A user request and everything the agent did for it.
+
+    ``index`` is the turn's position in the session as uploaded and never changes; it is None
+    only for turns the collector inserted (summaries, notices).
+    """
+
+    index: int | None
+    messages: list[Message]
+
+    @property
+    def message_ids(self) -> list[str]:
+        return [m.message_id for m in self.messages]
+
+    @property
+    def kind(self) -> MessageKind:
+        return self.messages[0].kind
+
+
+def _starts_turn(message: Message, current: list[Message]) -> bool:
+    if not current:
+        return True
+    if message.kind is not MessageKind.CHAT or current[0].kind is not MessageKind.CHAT:
+        return True
+    recorded, ongoing = message.turn_index, current[0].turn_index
+    if recorded is not None and ongoing is not None:
+        return recorded != ongoing
+    return message.role is Role.USER and not message.is_function_response
+
+
+def split_into_turns(history: Sequence[Message]) -> list[Turn]:
+    """Group a history into turns.
+
+    A turn starts at a user message that is not a tool result (JAATO's rule), so tool calls and
+    their results stay in the turn that asked for them; leading model messages form a turn of
+    their own. Messages that carry ``turn_index`` keep the turn they were uploaded in even when
+    earlier messages of that turn were collected, and summaries and notices stand alone.
+    """
+    groups: list[list[Message]] = []
+    for message in history:
+        if _starts_turn(message, groups[-1] if groups else []):
+            groups.append([message])
+        else:
+            groups[-1].append(message)
+    turns: list[Turn] = []
+    next_free = 0
+    for position, group in enumerate(groups):
+        recorded = group[0].turn_index
+        if recorded is not None:
+            index: int | None = recorded
+            next_free = max(next_free, recorded + 1)
+        elif group[0].kind is MessageKind.CHAT:
+            index = max(next_free, position)
+            next_free = index + 1
+        else:
+            index = None
+        turns.append(construct(Turn, index=index, messages=group))
+    return turns
+
+
+def derive_message_id(position: int, role: Role, parts: Sequence[Part]) -> str:
+    """A stable id for a message whose file carries none: same file, same ids.
+
+    It digests the position, the role, the text and the identities of tool calls and results
+    (not their arguments and results, which would mean serialising every payload again). That
+    keeps ids of different sessions apart, so a pin by message id does not leak into another
+    session, and keeps the ids of a session's unchanged beginning when it is uploaded again
+    with more turns.
+    """
+    digest = hashlib.blake2b(f"{position}:{role.value}".encode(), digest_size=16)
+    for part in parts:
+        if part.text is not None:
+            digest.update(b"\x00t")
+            digest.update(part.text.encode())
+        elif part.function_call is not None:
+            digest.update(f"\x00c{part.function_call.id}:{part.function_call.name}".encode())
+        elif part.function_response is not None:
+            response = part.function_response
+            digest.update(f"\x00r{response.call_id}:{response.name}".encode())
+        elif part.inline_data is not None:
+            digest.update(
+                f"\x00i{part.inline_data.mime_type}:{len(part.inline_data.data)}".encode()
+            )
+        elif part.opaque is not None:
+            digest.update(f"\x00o{part.opaque.kind}".encode())
+    return str(uuid.UUID(bytes=digest.digest(), version=5))
+
+
+def tool_exchange_ids(history: Iterable[Message]) -> Iterator[tuple[str, str]]:
+    """Pairs (calling message id, answering message id) linked through tool call ids."""
+    callers: dict[str, str] = {}
+    for message in history:
+        for call in message.function_calls:
+            if call.id:
+                callers[call.id] = message.message_id
+        for response in message.function_responses:
+            caller = callers.get(response.call_id or "")
+            if caller is not None:
+                yield caller, message.message_id

@@ -1,0 +1,421 @@
+"""A loaded agent session, and the budget the engine builds for it.
+
+Whatever the file format, a session ends up as one ``Session``: the history, the budget, what
+the file recorded about tokens, and everything else the file carried (kept so that writing it
+back loses nothing).
+
+Budget layout built from a history (``build_budget``)::
+
+    conversation (PARTIAL)
+      turn_<index>               one container per turn, keyed by its stable index
+        <message_id>             one leaf per message, holding that message's id
+    system                       one LOCKED child per system instruction the file carried
+    thinking                     the reasoning tokens the file recorded (not in the context)
+
+Message policies follow how JAATO fills its budget, without its two mistakes (the first user
+message of the session is locked even after a notice is put before it; every complex turn keeps
+its closing answer, not only the last turn):
+
+* the session's original request (first user message of the conversation): LOCKED;
+* the closing text answer of a turn that used tools over several model messages: PRESERVABLE;
+* summaries written by a collector: PRESERVABLE; everything else: EPHEMERAL.
+
+A message's figure is the one the file recorded for it when that recording covers everything
+the message sends, else the counter's (JAATO's own figures leave out function calls and media).
+Each leaf says which in ``metadata["counted_by"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gcengine._fast import construct
+from gcengine.budget import (
+    DEFAULT_SOURCE_POLICIES,
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+)
+from gcengine.messages import (
+    FunctionCall,
+    Message,
+    MessageKind,
+    PartType,
+    Role,
+    Turn,
+    split_into_turns,
+)
+from gcengine.tokens import TokenCounter, count_message, counter_by_name, load_counter
+
+
+class SourceFormat(StrEnum):
+    JAATO = "jaato"
+    JAATO_BUDGET_SNAPSHOT = "jaato_budget_snapshot"
+    OPENAI_CHAT = "openai_chat"
+    OPENAI_RESPONSES = "openai_responses"
+    ANTHROPIC_MESSAGES = "anthropic_messages"
+
+
+class ContextLimitOrigin(StrEnum):
+    FILE = "file"
+    MODEL = "model"
+    DEFAULT = "default"
+
+
+class SystemInstruction(BaseModel):
+    """Text the model sees before the conversation (system or developer prompt)."""
+
+    key: str
+    label: str
+    text: str
+
+
+class TurnAccounting(BaseModel):
+    """One turn's provider-reported usage, as JAATO records it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    prompt: int = Field(default=0, ge=0)
+    output: int = Field(default=0, ge=0)
+    total: int = Field(default=0, ge=0)
+    start_time: str | None = None
+    end_time: str | None = None
+    duration_seconds: float | None = None
+    function_calls: list[dict[str, Any]] = Field(default_factory=list)
+    cache_read: int | None = None
+    cache_creation: int | None = None
+    thinking: int | None = None
+
+
+class InterruptedTurn(BaseModel):
+    """A turn that was running when the session was saved (its tool calls never answered)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    agent_id: str | None = None
+    pending_tool_calls: list[FunctionCall] = Field(default_factory=list)
+    user_prompt: str = ""
+    started_at: str | None = None
+
+
+class Session(BaseModel):
+    session_id: str
+    source_format: SourceFormat
+    format_version: str | None = None
+    model: str | None = None
+    context_limit: int = Field(ge=0)
+    context_limit_origin: ContextLimitOrigin
+    description: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    history: list[Message] = Field(default_factory=list)
+    system_instructions: list[SystemInstruction] = Field(default_factory=list)
+    budget: InstructionBudget
+    recorded_budget: InstructionBudget | None = Field(
+        default=None, description="the budget exactly as the file recorded it, if it had one"
+    )
+    recorded_prompt_tokens: int | None = Field(
+        default=None, description="the provider's last reported prompt size, if recorded"
+    )
+    turn_accounting: list[TurnAccounting] = Field(default_factory=list)
+    user_inputs: list[str] = Field(default_factory=list)
+    interrupted_turn: InterruptedTurn | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="other top-level fields of the file, kept verbatim"
+    )
+    token_counter: str = Field(description="the counter that made the budget's counted figures")
+    warnings: list[str] = Field(default_factory=list)
+
+    def turns(self) -> list[Turn]:
+        return split_into_turns(self.history)
+
+
+def iso_to_epoch(value: str | None) -> float | None:
+    """JAATO writes naive ISO times; read them as UTC so results do not depend on the machine."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def recorded_message_figures(recorded: InstructionBudget | None) -> dict[str, int]:
+    """Per-message token figures a recorded budget holds (leaves that name exactly one message)."""
+    if recorded is None:
+        return {}
+    conversation = recorded.get_entry(InstructionSource.CONVERSATION)
+    if conversation is None:
+        return {}
+    return {
+        entry.message_ids[0]: entry.tokens
+        for _, entry in conversation.walk()
+        if not entry.children and len(entry.message_ids) == 1
+    }
+
+
+_PARTS_JAATO_DOES_NOT_COUNT = frozenset({PartType.FUNCTION_CALL, PartType.INLINE_DATA})
+
+
+def _recording_is_complete(message: Message) -> bool:
+    return not any(part.type in _PARTS_JAATO_DOES_NOT_COUNT for part in message.parts)
+
+
+def _role_label(message: Message) -> str:
+    if message.kind is MessageKind.SUMMARY:
+        return "summary"
+    if message.kind is MessageKind.NOTICE:
+        return "notice"
+    if message.role is Role.MODEL:
+        return "output (model)"
+    if message.is_function_response:
+        names = sorted({r.name for r in message.function_responses if r.name})
+        return f"input (tool = {', '.join(names)})" if names else "input (tool)"
+    return "input (external)"
+
+
+def _closing_answer_ids(turn: Turn) -> set[str]:
+    """The answer that closes a turn which took several model messages and used tools."""
+    model_messages = [m for m in turn.messages if m.role is Role.MODEL]
+    used_tools = any(m.function_calls for m in model_messages)
+    if len(model_messages) < 2 or not used_tools:
+        return set()
+    for message in reversed(model_messages):
+        if message.is_text_only:
+            return {message.message_id}
+    return set()
+
+
+def original_request_id(history: Sequence[Message]) -> str | None:
+    """The user's first request: the first user message that is not a tool result or notice."""
+    for message in history:
+        if (
+            message.role is Role.USER
+            and message.kind is MessageKind.CHAT
+            and not message.is_function_response
+        ):
+            return message.message_id
+    return None
+
+
+def _message_policy(message: Message, original: str | None, closing: set[str]) -> GCPolicy:
+    if message.message_id == original:
+        return GCPolicy.LOCKED
+    if message.kind is MessageKind.SUMMARY or message.message_id in closing:
+        return GCPolicy.PRESERVABLE
+    return GCPolicy.EPHEMERAL
+
+
+def turn_key(turn: Turn, position: int) -> str:
+    """Budget key of a turn: stable for uploaded turns, positional for inserted ones."""
+    if turn.index is not None:
+        return f"turn_{turn.index}"
+    prefix = "gc_summary" if turn.kind is MessageKind.SUMMARY else "gc_notice"
+    return f"{prefix}_{turn.messages[0].message_id}" if turn.messages else f"{prefix}_{position}"
+
+
+def build_conversation(
+    history: Sequence[Message],
+    counter: TokenCounter,
+    *,
+    recorded_figures: Mapping[str, int] | None = None,
+    created_base: float = 0.0,
+) -> SourceEntry:
+    """The CONVERSATION entry for a history: one container per turn, one leaf per message."""
+    recorded_figures = recorded_figures or {}
+    original = original_request_id(history)
+    conversation = construct(
+        SourceEntry,
+        source=InstructionSource.CONVERSATION,
+        tokens=0,
+        gc_policy=DEFAULT_SOURCE_POLICIES[InstructionSource.CONVERSATION],
+        label="Conversation",
+        children={},
+        metadata={},
+        created_at=created_base,
+        message_ids=[],
+    )
+    position = 0
+    for turn_position, turn in enumerate(split_into_turns(history)):
+        closing = _closing_answer_ids(turn)
+        leaves: dict[str, SourceEntry] = {}
+        turn_name = f"turn_{turn.index}" if turn.index is not None else "inserted"
+        for message in turn.messages:
+            recorded = recorded_figures.get(message.message_id)
+            if recorded is not None and _recording_is_complete(message):
+                tokens, counted_by = recorded, "recorded"
+            else:
+                tokens, counted_by = count_message(message, counter), counter.name
+            leaves[message.message_id] = construct(
+                SourceEntry,
+                source=InstructionSource.CONVERSATION,
+                tokens=tokens,
+                gc_policy=_message_policy(message, original, closing),
+                label=f"{turn_name} {_role_label(message)}",
+                children={},
+                metadata={"counted_by": counted_by, "role": message.role.value},
+                created_at=created_base + position / 1000,
+                message_ids=[message.message_id],
+            )
+            position += 1
+        first_leaf = next(iter(leaves.values()))
+        conversation.children[turn_key(turn, turn_position)] = construct(
+            SourceEntry,
+            source=InstructionSource.CONVERSATION,
+            tokens=sum(leaf.tokens for leaf in leaves.values()),
+            gc_policy=GCPolicy.PARTIAL,
+            label=turn_name if turn.index is not None else f"{turn.kind.value}",
+            children=leaves,
+            metadata={"turn_index": turn.index, "kind": turn.kind.value},
+            created_at=first_leaf.created_at,
+            message_ids=turn.message_ids,
+        )
+    conversation.tokens = sum(child.tokens for child in conversation.children.values())
+    return conversation
+
+
+def build_budget(
+    history: Sequence[Message],
+    counter: TokenCounter | None = None,
+    *,
+    session_id: str = "",
+    agent_id: str = "main",
+    context_limit: int,
+    system_instructions: Sequence[SystemInstruction] = (),
+    recorded_budget: InstructionBudget | None = None,
+    thinking_tokens: int | None = None,
+    created_base: float = 0.0,
+) -> InstructionBudget:
+    """Build the budget of a history; sources the history cannot tell come from the recording.
+
+    With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
+    kept as recorded.
+    """
+    counter = counter or load_counter()
+    budget = InstructionBudget.create_default(
+        session_id=session_id, agent_id=agent_id, context_limit=context_limit
+    )
+    if recorded_budget is not None:
+        budget.agent_type = recorded_budget.agent_type
+        for source, entry in recorded_budget.entries.items():
+            budget.entries[source] = entry.model_copy(deep=True)
+    if system_instructions:
+        system = budget.entries[InstructionSource.SYSTEM]
+        for position, instruction in enumerate(system_instructions):
+            system.add_child(
+                instruction.key,
+                counter.count(instruction.text),
+                GCPolicy.LOCKED,
+                label=instruction.label,
+                metadata={"counted_by": counter.name},
+                created_at=created_base + position / 1000,
+            )
+        system.tokens = sum(child.tokens for child in system.children.values())
+    if history or recorded_budget is None or not _has_conversation(recorded_budget):
+        budget.entries[InstructionSource.CONVERSATION] = build_conversation(
+            history,
+            counter,
+            recorded_figures=recorded_message_figures(recorded_budget),
+            created_base=created_base,
+        )
+    if thinking_tokens is not None and not _has_thinking(recorded_budget):
+        budget.entries[InstructionSource.THINKING].tokens = thinking_tokens
+    return budget
+
+
+def _has_conversation(budget: InstructionBudget) -> bool:
+    return InstructionSource.CONVERSATION in budget.entries
+
+
+def _has_thinking(budget: InstructionBudget | None) -> bool:
+    return budget is not None and InstructionSource.THINKING in budget.entries
+
+
+def rebuild_budget(session: Session, counter: TokenCounter | None = None) -> InstructionBudget:
+    """The budget the session's history implies now (after an edit or a collection)."""
+    thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
+    return build_budget(
+        session.history,
+        counter,
+        session_id=session.session_id,
+        context_limit=session.context_limit,
+        system_instructions=session.system_instructions,
+        recorded_budget=session.recorded_budget,
+        thinking_tokens=sum(thinking) if thinking else None,
+        created_base=iso_to_epoch(session.created_at) or 0.0,
+    )
+
+
+class MessageDrift(BaseModel):
+    message_id: str
+    label: str
+    recorded: int
+    counted: int
+
+    @property
+    def difference(self) -> int:
+        return self.counted - self.recorded
+
+
+class TokenDrift(BaseModel):
+    """How far the figures a file recorded are from what the engine counts."""
+
+    counter: str
+    messages: list[MessageDrift]
+    recorded_total: int
+    counted_total: int
+    provider_prompt_tokens: int | None
+    counted_context_tokens: int
+
+    @property
+    def difference(self) -> int:
+        return self.counted_total - self.recorded_total
+
+    @property
+    def difference_percent(self) -> float | None:
+        if self.recorded_total == 0:
+            return None
+        return self.difference / self.recorded_total * 100
+
+
+def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenDrift:
+    """Compare recorded per-message figures (and the provider's prompt size) with fresh counts."""
+    counter = counter or counter_by_name(session.token_counter)
+    figures = recorded_message_figures(session.recorded_budget)
+    conversation = session.budget.get_entry(InstructionSource.CONVERSATION)
+    labels = {
+        entry.message_ids[0]: entry.label or ""
+        for _, entry in (conversation.walk() if conversation else iter(()))
+        if not entry.children and entry.message_ids
+    }
+    drifts = [
+        MessageDrift(
+            message_id=message.message_id,
+            label=labels.get(message.message_id, ""),
+            recorded=figures[message.message_id],
+            counted=count_message(message, counter),
+        )
+        for message in session.history
+        if message.message_id in figures
+    ]
+    counted_context = sum(count_message(m, counter) for m in session.history) + sum(
+        counter.count(i.text) for i in session.system_instructions
+    )
+    return TokenDrift(
+        counter=counter.name,
+        messages=drifts,
+        recorded_total=sum(d.recorded for d in drifts),
+        counted_total=sum(d.counted for d in drifts),
+        provider_prompt_tokens=session.recorded_prompt_tokens,
+        counted_context_tokens=counted_context,
+    )

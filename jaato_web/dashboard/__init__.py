@@ -1,0 +1,1 @@
+"""Server-rendered pages of the dashboard (htmx for the interactive parts)."""

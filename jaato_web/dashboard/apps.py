@@ -1,0 +1,11 @@
+"""App registration for the dashboard pages."""
+
+from django.apps import AppConfig
+
+
+class DashboardConfig(AppConfig):
+    """Named explicitly because the app lives inside the project package."""
+
+    name = "jaato_web.dashboard"
+    label = "dashboard"
+    verbose_name = "Dashboard"

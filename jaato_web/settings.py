@@ -1,0 +1,246 @@
+"""Django settings for the jaato GC dashboard.
+
+This is the only module that reads the environment, so every knob a deployment
+can turn is visible in one place (and listed in the README). Local development
+needs no variables at all; production refuses to start without a real secret.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Read a boolean variable strictly, so a typo such as DJANGO_DEBUG=flase
+    stops the process instead of silently meaning one thing or the other."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name}={raw!r} is not a boolean; use one of {sorted(_TRUE | _FALSE)}."
+    )
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Comma lists are what shells and container platforms pass most easily."""
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def _redacted(url: str) -> str:
+    """Error messages end up in logs, so they show the URL without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def database_from_url(url: str) -> dict[str, Any]:
+    """Turn a DATABASE_URL into a Django DATABASES entry.
+
+    Written against urllib.parse rather than a helper package so the dashboard
+    keeps a short dependency list; only the two backends it supports are
+    accepted, and anything else fails at start-up rather than at first query.
+
+    Relative SQLite paths (sqlite:///name.db) are taken from the repository
+    root so the result does not depend on the directory a command ran from;
+    absolute ones need four slashes (sqlite:////var/lib/jaato/db.sqlite3).
+    """
+    url = url.strip()
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    shown = _redacted(url)
+
+    if scheme == "sqlite":
+        if parts.netloc:
+            raise ImproperlyConfigured(
+                f"DATABASE_URL {shown!r}: a SQLite URL has no host; "
+                "write sqlite:///relative/path.db or sqlite:////absolute/path.db."
+            )
+        raw_path = unquote(parts.path)[1:]  # drop the slash that separates host and path
+        if not raw_path:
+            raise ImproperlyConfigured(f"DATABASE_URL {shown!r} names no SQLite file.")
+        name: str | Path = raw_path if raw_path == ":memory:" else BASE_DIR / raw_path
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+
+    if scheme in {"postgres", "postgresql"}:
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"DATABASE_URL {shown!r} has an invalid port.") from exc
+        db_name = unquote(parts.path.lstrip("/"))
+        if not db_name:
+            raise ImproperlyConfigured(
+                f"DATABASE_URL {shown!r} names no database; "
+                "write postgres://user:password@host:5432/name."
+            )
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": db_name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": unquote(parts.hostname or ""),
+            "PORT": str(port) if port is not None else "",
+            "OPTIONS": dict(parse_qsl(parts.query)),
+        }
+
+    raise ImproperlyConfigured(
+        f"DATABASE_URL scheme {parts.scheme!r} is not supported; "
+        "use postgres://, postgresql:// or sqlite:///."
+    )
+
+
+# --- Core -------------------------------------------------------------------
+
+# Defaults favour a developer's first run; deployments switch DEBUG off.
+DEBUG = env_bool("DJANGO_DEBUG", default=True)
+
+_secret_key = os.environ.get("DJANGO_SECRET_KEY", "")
+if not _secret_key:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false; "
+            'generate one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+        )
+    _secret_key = "django-insecure-local-development-only-never-use-in-production"
+SECRET_KEY = _secret_key
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "ninja",
+    "jaato_web.dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "jaato_web.urls"
+WSGI_APPLICATION = "jaato_web.wsgi.application"
+ASGI_APPLICATION = "jaato_web.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.csp",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------
+
+DATABASES = {
+    "default": database_from_url(
+        os.environ.get("DATABASE_URL", "").strip() or "sqlite:///db.sqlite3"
+    )
+}
+
+# --- Passwords, i18n --------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files -----------------------------------------------------------
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- Security ---------------------------------------------------------------
+
+# Everything the pages load comes from this origin; the only scripts and style
+# blocks allowed inline are the ones a template stamps with the request nonce.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+}
+
+X_FRAME_OPTIONS = "DENY"
+
+# A TLS-terminating proxy that forwards plain HTTP would loop on this redirect;
+# such deployments switch it off and let the proxy redirect instead.
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", default=not DEBUG)
+
+if not DEBUG:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 60 * 60 * 24 * 365
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --- Logging ----------------------------------------------------------------
+
+# Console only: the process manager or container runtime owns log files.
+LOGGING: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "{asctime} {levelname} {name}: {message}", "style": "{"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+    },
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {
+        # Replaces Django's defaults (console only under DEBUG, mail to admins)
+        # so production errors reach the console and development sees no duplicates.
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}

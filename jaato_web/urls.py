@@ -1,0 +1,12 @@
+"""Top-level routes: pages at the root, the JSON API under api/, admin under admin/."""
+
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, include, path
+
+from jaato_web.api import api
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("admin/", admin.site.urls),
+    path("api/", api.urls),
+    path("", include("jaato_web.dashboard.urls")),
+]

@@ -1,0 +1,182 @@
+"""The dashboard skeleton: pages answer, the API answers, settings are strict.
+
+None of these requests touch the database, so no test here asks for one; that
+keeps the web suite fast and independent of migrations.
+"""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import Client
+
+from jaato_web import settings as project_settings
+from jaato_web.settings import database_from_url
+
+SETTINGS_FILE = Path(project_settings.__file__)
+
+
+def test_home_answers_and_says_what_is_coming(client: Client) -> None:
+    response = client.get("/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "jaato GC" in html
+    assert "What is coming" in html
+    for promise in ("token budget", "policy tier", "truncate", "summarize", "hybrid", "budget"):
+        assert promise in html
+    assert "live preview" in html
+    assert "Team review" in html
+
+
+def test_home_sends_strict_csp_with_the_nonce_its_scripts_carry(client: Client) -> None:
+    response = client.get("/")
+
+    policy = response.headers["Content-Security-Policy"]
+    match = re.search(r"'nonce-([^']+)'", policy)
+    assert match, policy
+    assert "object-src 'none'" in policy
+    assert "base-uri 'none'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert "unsafe-inline" not in policy
+    # The htmx <script> must carry the same nonce, or the browser would block it.
+    assert f'nonce="{match.group(1)}"' in response.content.decode()
+
+
+def test_home_has_no_inline_styles_or_scripts(client: Client) -> None:
+    html = client.get("/").content.decode()
+
+    assert "style=" not in html
+    assert "<style" not in html
+    for script in re.findall(r"<script[^>]*>", html):
+        assert "src=" in script, script
+
+
+def test_api_health_answers_ok_with_a_version(client: Client) -> None:
+    response = client.get("/api/health")
+
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert body["status"] == "ok"
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", body["version"])
+
+
+def test_api_docs_answer(client: Client) -> None:
+    response = client.get("/api/docs")
+
+    assert response.status_code == 200
+    assert b"swagger" in response.content.lower()
+
+
+def test_database_url_postgres() -> None:
+    config = database_from_url("postgres://gc:p%40ss@db.example.com:6543/jaato?sslmode=require")
+
+    assert config == {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "jaato",
+        "USER": "gc",
+        "PASSWORD": "p@ss",
+        "HOST": "db.example.com",
+        "PORT": "6543",
+        "OPTIONS": {"sslmode": "require"},
+    }
+
+
+def test_database_url_postgresql_scheme_without_port() -> None:
+    config = database_from_url("postgresql://gc@localhost/jaato")
+
+    assert config["ENGINE"] == "django.db.backends.postgresql"
+    assert config["NAME"] == "jaato"
+    assert config["HOST"] == "localhost"
+    assert config["PORT"] == ""
+    assert config["PASSWORD"] == ""
+
+
+def test_database_url_sqlite_relative_absolute_and_memory() -> None:
+    relative = database_from_url("sqlite:///var/gc.sqlite3")
+    absolute = database_from_url("sqlite:////tmp/gc.sqlite3")
+    memory = database_from_url("sqlite:///:memory:")
+
+    assert relative["ENGINE"] == "django.db.backends.sqlite3"
+    assert relative["NAME"] == project_settings.BASE_DIR / "var" / "gc.sqlite3"
+    assert absolute["NAME"] == Path("/tmp/gc.sqlite3")
+    assert memory["NAME"] == ":memory:"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://user:pass@localhost/jaato",
+        "redis://localhost:6379/0",
+        "db.sqlite3",
+        "postgres://user@localhost",  # no database name
+        "postgres://user@localhost:notaport/jaato",
+        "sqlite://host/db.sqlite3",
+    ],
+)
+def test_database_url_rejects_what_it_cannot_serve(url: str) -> None:
+    with pytest.raises(ImproperlyConfigured):
+        database_from_url(url)
+
+
+def test_default_database_is_sqlite_at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+
+    namespace = runpy.run_path(str(SETTINGS_FILE))
+
+    assert namespace["DATABASES"]["default"] == {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": project_settings.BASE_DIR / "db.sqlite3",
+    }
+
+
+def test_production_refuses_to_start_without_secret_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DJANGO_DEBUG", "false")
+    monkeypatch.delenv("DJANGO_SECRET_KEY", raising=False)
+
+    with pytest.raises(ImproperlyConfigured, match="DJANGO_SECRET_KEY"):
+        runpy.run_path(str(SETTINGS_FILE))
+
+
+def test_production_turns_on_transport_security(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DJANGO_DEBUG", "false")
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "x" * 50)
+    monkeypatch.setenv("DJANGO_ALLOWED_HOSTS", "gc.example.com, api.example.com")
+    monkeypatch.delenv("DJANGO_SECURE_SSL_REDIRECT", raising=False)
+
+    namespace = runpy.run_path(str(SETTINGS_FILE))
+
+    assert namespace["DEBUG"] is False
+    assert namespace["ALLOWED_HOSTS"] == ["gc.example.com", "api.example.com"]
+    assert namespace["SECURE_SSL_REDIRECT"] is True
+    assert namespace["SESSION_COOKIE_SECURE"] is True
+    assert namespace["CSRF_COOKIE_SECURE"] is True
+    assert namespace["SECURE_HSTS_SECONDS"] > 0
+
+
+def test_ssl_redirect_can_be_left_to_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DJANGO_DEBUG", "false")
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "x" * 50)
+    monkeypatch.setenv("DJANGO_SECURE_SSL_REDIRECT", "false")
+
+    assert runpy.run_path(str(SETTINGS_FILE))["SECURE_SSL_REDIRECT"] is False
+
+
+def test_misspelt_boolean_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DJANGO_DEBUG", "flase")
+
+    with pytest.raises(ImproperlyConfigured, match="DJANGO_DEBUG"):
+        runpy.run_path(str(SETTINGS_FILE))
+
+
+def test_database_url_errors_do_not_leak_the_password() -> None:
+    with pytest.raises(ImproperlyConfigured) as excinfo:
+        database_from_url("postgres://gc:hunter2@localhost:notaport/jaato")
+
+    assert "hunter2" not in str(excinfo.value)
+    assert "***" in str(excinfo.value)
