@@ -33,11 +33,14 @@ def _defaults(
 
 def construct[M: BaseModel](model: type[M], **values: Any) -> M:
     """Like ``model.model_construct(**values)``: no validation, defaults filled in."""
-    static, factories = _defaults(model)
-    data = {**static, **values}
-    for name, factory in factories:
-        if name not in data:
-            data[name] = factory()
+    if len(values) == len(model.model_fields):
+        data = values  # every field given: the common case on hot paths
+    else:
+        static, factories = _defaults(model)
+        data = {**static, **values}
+        for name, factory in factories:
+            if name not in data:
+                data[name] = factory()
     instance = model.__new__(model)
     _set(instance, "__dict__", data)
     _set(instance, "__pydantic_fields_set__", set(values))

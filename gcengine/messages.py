@@ -14,7 +14,6 @@ additions that the collector relies on:
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from typing import Any
@@ -171,7 +170,7 @@ class Turn(BaseModel):
     """A user request and everything the agent did for it.
 
     ``index`` is the turn's position in the session as uploaded and never changes; it is None
-    only for turns the collector inserted (summaries, notices).
+    only for summaries and notices a collector inserted after the upload.
     """
 
     index: int | None
@@ -252,7 +251,10 @@ def derive_message_id(position: int, role: Role, parts: Sequence[Part]) -> str:
             )
         elif part.opaque is not None:
             digest.update(f"\x00o{part.opaque.kind}".encode())
-    return str(uuid.UUID(bytes=digest.digest(), version=5))
+    # Shaped like a UUID (JAATO's ids are UUID4 strings); formatted by hand because this runs
+    # for every message of every upload.
+    h = digest.hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{h[16:20]}-{h[20:32]}"
 
 
 def tool_exchange_ids(history: Iterable[Message]) -> Iterator[tuple[str, str]]:

@@ -186,14 +186,20 @@ def _role_label(message: Message) -> str:
 
 def _closing_answer_ids(turn: Turn) -> set[str]:
     """The answer that closes a turn which took several model messages and used tools."""
-    model_messages = [m for m in turn.messages if m.role is Role.MODEL]
-    used_tools = any(m.function_calls for m in model_messages)
-    if len(model_messages) < 2 or not used_tools:
-        return set()
-    for message in reversed(model_messages):
+    model_messages = 0
+    used_tools = False
+    closing: Message | None = None
+    for message in turn.messages:
+        if message.role is not Role.MODEL:
+            continue
+        model_messages += 1
         if message.is_text_only:
-            return {message.message_id}
-    return set()
+            closing = message
+        elif any(part.type is PartType.FUNCTION_CALL for part in message.parts):
+            used_tools = True
+    if model_messages < 2 or not used_tools or closing is None:
+        return set()
+    return {closing.message_id}
 
 
 def original_request_id(history: Sequence[Message]) -> str | None:

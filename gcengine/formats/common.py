@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gcengine._json import json_type
 from gcengine.budget import InstructionBudget
@@ -115,9 +116,26 @@ def validate_model[M: BaseModel](model: type[M], data: Any, path: JsonPath) -> M
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        location = tuple(step for step in first["loc"] if isinstance(step, str | int))
-        raise SessionFormatError(first["msg"].lower(), (*path, *location)) from None
+        raise _located(error, path) from None
+
+
+@functools.cache
+def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
+def validate_models[M: BaseModel](model: type[M], data: Any, path: JsonPath) -> list[M]:
+    """Validate a list of sub-objects in one call (one per turn adds up on long sessions)."""
+    try:
+        return _list_adapter(model).validate_python(data)
+    except ValidationError as error:
+        raise _located(error, path) from None
+
+
+def _located(error: ValidationError, path: JsonPath) -> SessionFormatError:
+    first = error.errors()[0]
+    location = tuple(step for step in first["loc"] if isinstance(step, str | int))
+    return SessionFormatError(first["msg"].lower(), (*path, *location))
 
 
 def text_of_blocks(value: Any, path: JsonPath, text_types: frozenset[str]) -> str:
@@ -182,10 +200,12 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
     """Stamp stable turn indices, settle the context limit and build the budget."""
     history = parsed.history
     if any(message.turn_index is None for message in history):
-        # The reader's messages are fresh and unshared, so they are stamped in place.
-        for turn in split_into_turns(history):
+        # Every uploaded turn, summaries and notices included, is numbered by its position;
+        # only turns a collector inserts later go without. The reader's messages are fresh and
+        # unshared, so they are stamped in place.
+        for position, turn in enumerate(split_into_turns(history)):
             for message in turn.messages:
-                message.turn_index = turn.index
+                message.turn_index = turn.index if turn.index is not None else position
     if parsed.file_context_limit is not None:
         limit = parsed.file_context_limit
         origin = parsed.context_limit_origin or ContextLimitOrigin.FILE

@@ -34,7 +34,7 @@ from gcengine.budget import (
     SourceEntry,
 )
 from gcengine.errors import JsonPath, SessionFormatError
-from gcengine.formats.common import ParsedSession, validate_model
+from gcengine.formats.common import ParsedSession, validate_model, validate_models
 from gcengine.messages import (
     FunctionCall,
     FunctionResponse,
@@ -122,12 +122,11 @@ def read_session_file(data: Mapping[str, Any]) -> ParsedSession:
         description=expect_str(data.get("description"), ("description",), optional=True),
         created_at=created_at,
         updated_at=updated_at,
-        turn_accounting=[
-            validate_model(TurnAccounting, raw, ("turn_accounting", i))
-            for i, raw in enumerate(
-                expect_list(data.get("turn_accounting") or [], ("turn_accounting",))
-            )
-        ],
+        turn_accounting=validate_models(
+            TurnAccounting,
+            expect_list(data.get("turn_accounting") or [], ("turn_accounting",)),
+            ("turn_accounting",),
+        ),
         user_inputs=_read_strings(data.get("user_inputs") or [], ("user_inputs",)),
         interrupted_turn=(
             validate_model(InterruptedTurn, data["interrupted_turn"], ("interrupted_turn",))
@@ -193,7 +192,9 @@ def _read_message(raw: Any, path: JsonPath, position: int) -> Message:
         message_id=message_id,
         kind=kind,
         turn_index=turn_index,
-        metadata={k: v for k, v in message.items() if k not in _MESSAGE_KEYS},
+        metadata=(
+            {k: v for k, v in message.items() if k not in _MESSAGE_KEYS} if len(message) > 2 else {}
+        ),
     )
 
 
@@ -213,7 +214,8 @@ def _read_part(raw: Any, path: JsonPath) -> Part:
     part = expect_mapping(raw, path)
     kind = part.get("type")
     if kind == "text":
-        return Part.from_text(str(expect_str(part.get("text"), (*path, "text"))))
+        text = part.get("text")
+        return Part.from_text(text if type(text) is str else str(expect_str(text, (*path, "text"))))
     if kind == "function_call":
         args = part.get("args")
         return Part.from_function_call(
