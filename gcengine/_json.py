@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from enum import StrEnum
@@ -25,6 +26,25 @@ def json_type(value: Any) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return type(value).__name__
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A value as it looks in the file (``null``, ``"text"``, ``1.5``), shortened."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def text_or_none(value: Any) -> str | None:
+    """The value if it is a string; membership tests on anything else could even raise."""
+    return value if isinstance(value, str) else None
+
+
+def default_if_null(value: Any, default: Any) -> Any:
+    """JSON null (or a missing key) means the default; any other value is validated as is."""
+    return default if value is None else value
 
 
 def expect_mapping(value: Any, path: JsonPath, what: str = "an object") -> Mapping[str, Any]:
@@ -56,7 +76,12 @@ def parse_count(value: Any, path: JsonPath) -> int:
         or (isinstance(value, float) and not math.isfinite(value))
         or value != int(value)
     ):
-        raise SessionFormatError(f"must be a whole number, not {json_type(value)}", path)
+        shown = (
+            show(value)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else json_type(value)
+        )
+        raise SessionFormatError(f"must be a whole number, not {shown}", path)
     if value < 0:
         raise SessionFormatError("must not be negative", path)
     return int(value)
@@ -65,6 +90,6 @@ def parse_count(value: Any, path: JsonPath) -> int:
 def parse_enum[E: StrEnum](enum: type[E], value: Any, path: JsonPath) -> E:
     try:
         return enum(value)
-    except ValueError:
+    except (ValueError, TypeError):
         allowed = ", ".join(member.value for member in enum)
-        raise SessionFormatError(f"{value!r} is not one of {allowed}", path) from None
+        raise SessionFormatError(f"{show(value)} is not one of {allowed}", path) from None

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gcengine._fast import construct
-from gcengine._json import json_type, parse_count, parse_enum
+from gcengine._json import default_if_null, json_type, parse_count, parse_enum
 from gcengine.errors import SessionFormatError
 
 
@@ -205,10 +205,10 @@ class SourceEntry(BaseModel):
         entry_source = parse_enum(InstructionSource, data.get("source"), (*path, "source"))
         if source is not None and entry_source is not source:
             entry_source = source
-        policy_value = data.get("stored_gc_policy", data.get("gc_policy", "ephemeral"))
-        policy = parse_enum(GCPolicy, policy_value, (*path, "gc_policy"))
+        policy_key = "stored_gc_policy" if "stored_gc_policy" in data else "gc_policy"
+        policy = parse_enum(GCPolicy, data.get(policy_key, "ephemeral"), (*path, policy_key))
         tokens = parse_count(data.get("tokens", 0), (*path, "tokens"))
-        raw_children = data.get("children") or {}
+        raw_children = default_if_null(data.get("children"), {})
         if not isinstance(raw_children, Mapping):
             raise SessionFormatError("children must be an object", (*path, "children"))
         children = {
@@ -218,7 +218,7 @@ class SourceEntry(BaseModel):
         label = data.get("label")
         if label is not None and not isinstance(label, str):
             raise SessionFormatError("label must be a string", (*path, "label"))
-        metadata = data.get("metadata") or {}
+        metadata = default_if_null(data.get("metadata"), {})
         if not isinstance(metadata, Mapping):
             raise SessionFormatError("metadata must be an object", (*path, "metadata"))
         created_at = data.get("created_at")
@@ -226,7 +226,7 @@ class SourceEntry(BaseModel):
             isinstance(created_at, bool) or not isinstance(created_at, int | float)
         ):
             raise SessionFormatError("created_at must be a Unix time", (*path, "created_at"))
-        message_ids = data.get("message_ids") or []
+        message_ids = default_if_null(data.get("message_ids"), [])
         if not isinstance(message_ids, list) or not all(isinstance(m, str) for m in message_ids):
             raise SessionFormatError(
                 "message_ids must be a list of strings", (*path, "message_ids")

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, field_validator
 
 from gcengine.errors import ConfigError
 
@@ -79,6 +79,11 @@ class GCConfig(BaseModel):
     agent_name: str | None = None
     plugin_config: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("pressure_percent")
+    @classmethod
+    def _zero_pressure_is_continuous(cls, value: float | None) -> float | None:
+        return value or None
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def continuous_mode(self) -> bool:
@@ -95,7 +100,7 @@ _PERCENT_FIELDS = ("threshold_percent", "target_percent", "pressure_percent")
 
 
 def load_gc_config(
-    source: str | bytes | os.PathLike[str] | Mapping[str, Any],
+    source: str | bytes | os.PathLike[str] | Mapping[str, Any] | list[Any],
     *,
     env: Mapping[str, str] | None = None,
 ) -> GCConfig:
@@ -106,9 +111,9 @@ def load_gc_config(
     data = _decode(source)
     if not isinstance(data, Mapping):
         raise ConfigError("a gc.json must hold a JSON object")
-    flat = _flatten(data)
+    flat, strategy_key = _flatten(data)
     environment = os.environ if env is None else env
-    values: dict[str, Any] = {"plugin": _strategy(flat.pop("type", "truncate"), "type")}
+    values: dict[str, Any] = {"plugin": _strategy(flat.pop("type", "truncate"), strategy_key)}
     for key, raw in flat.items():
         if key.startswith("_"):
             continue
@@ -117,21 +122,35 @@ def load_gc_config(
                 f"unknown key (known keys: {', '.join(sorted(_FIELDS - {'plugin'}))})", key
             )
         values[key] = raw
+    from_environment: dict[str, str] = {}
     for key, variable in ENV_OVERRIDES.items():
         if key not in values and variable in environment:
             values[key] = _env_percent(environment[variable], variable)
-    return _validated(values)
+            from_environment[key] = variable
+    try:
+        return _validated(values)
+    except ConfigError as error:
+        # A value the file does not contain is blamed on the variable that supplied it.
+        if error.key in from_environment:
+            variable = from_environment[error.key]
+            raise ConfigError(f"{error.reason} (set by {variable})", variable) from None
+        raise
 
 
-def _decode(source: str | bytes | os.PathLike[str] | Mapping[str, Any]) -> Any:
-    if isinstance(source, Mapping):
+def _decode(source: Any) -> Any:
+    if isinstance(source, Mapping | list):
         return source
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.lstrip()[:1] != "{"):
+    if isinstance(source, str) and not source.strip():
+        raise ConfigError("the input is empty")
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.lstrip()[:1] not in ("{", "[")
+    ):
         path = Path(source)
         try:
             source = path.read_bytes()
-        except OSError as error:
-            raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
+        except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise ConfigError(f"cannot read {str(path)!r}: {reason}") from None
     try:
         return json.loads(source)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -143,12 +162,17 @@ def _decode(source: str | bytes | os.PathLike[str] | Mapping[str, Any]) -> Any:
         raise ConfigError(f"not valid JSON: {detail}") from None
     except RecursionError:
         raise ConfigError("the JSON nests too deeply") from None
+    except ValueError as error:  # an integer too long to convert (Python caps digits)
+        raise ConfigError(f"not a usable JSON number: {error}") from None
 
 
-def _flatten(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Turn the ``{"plugin", "config"}`` shape into the flat one; the flat one passes through."""
+def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """Turn the ``{"plugin", "config"}`` shape into the flat one; the flat one passes through.
+
+    Also returns the key that named the strategy, so an error about it names that key.
+    """
     if "plugin" not in data and "config" not in data:
-        return dict(data)
+        return dict(data), "type"
     if "type" in data:
         raise ConfigError("give the strategy either as 'type' or as 'plugin', not both", "plugin")
     inner = data.get("config", {})
@@ -164,7 +188,7 @@ def _flatten(data: Mapping[str, Any]) -> dict[str, Any]:
             "the strategy is named by the outer 'plugin' key",
             "config.type" if "type" in inner else "config.plugin",
         )
-    return {"type": data.get("plugin", "truncate"), **inner}
+    return {"type": data.get("plugin", "truncate"), **inner}, "plugin"
 
 
 def _strategy(value: Any, key: str) -> Strategy:
@@ -321,9 +345,8 @@ def _check_templates(config: GCConfig) -> None:
             }
         except ValueError as error:
             raise ConfigError(f"is not a valid template: {error}", key) from None
-        unknown = sorted(
-            n for n in names if n.split(".")[0].split("[")[0] not in allowed or n == ""
-        )
+        # Only plain names: "{items.x}" or "{0}" would fail when the notice is rendered.
+        unknown = sorted(n for n in names if n not in allowed)
         if unknown:
             raise ConfigError(
                 f"uses {{{unknown[0]}}}, which {config.plugin} does not provide (it provides "

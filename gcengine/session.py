@@ -79,7 +79,7 @@ class SystemInstruction(BaseModel):
 class TurnAccounting(BaseModel):
     """One turn's provider-reported usage, as JAATO records it."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     prompt: int = Field(default=0, ge=0)
     output: int = Field(default=0, ge=0)
@@ -96,7 +96,7 @@ class TurnAccounting(BaseModel):
 class InterruptedTurn(BaseModel):
     """A turn that was running when the session was saved (its tool calls never answered)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     agent_id: str | None = None
     pending_tool_calls: list[FunctionCall] = Field(default_factory=list)
@@ -222,12 +222,15 @@ def _message_policy(message: Message, original: str | None, closing: set[str]) -
     return GCPolicy.EPHEMERAL
 
 
-def turn_key(turn: Turn, position: int) -> str:
-    """Budget key of a turn: stable for uploaded turns, positional for inserted ones."""
+def turn_key(turn: Turn) -> str:
+    """Budget key of a turn: ``turn_<index>`` for uploaded turns; inserted summaries are
+    ``gc_summary_<n>`` (their place in the summary chain), inserted notices ``gc_notice_<id>``."""
     if turn.index is not None:
         return f"turn_{turn.index}"
-    prefix = "gc_summary" if turn.kind is MessageKind.SUMMARY else "gc_notice"
-    return f"{prefix}_{turn.messages[0].message_id}" if turn.messages else f"{prefix}_{position}"
+    first = turn.messages[0]
+    if turn.kind is MessageKind.SUMMARY:
+        return f"gc_summary_{first.metadata.get('summary_number', first.message_id)}"
+    return f"gc_notice_{first.message_id}"
 
 
 def build_conversation(
@@ -252,7 +255,7 @@ def build_conversation(
         message_ids=[],
     )
     position = 0
-    for turn_position, turn in enumerate(split_into_turns(history)):
+    for turn in split_into_turns(history):
         closing = _closing_answer_ids(turn)
         leaves: dict[str, SourceEntry] = {}
         turn_name = f"turn_{turn.index}" if turn.index is not None else "inserted"
@@ -275,7 +278,7 @@ def build_conversation(
             )
             position += 1
         first_leaf = next(iter(leaves.values()))
-        conversation.children[turn_key(turn, turn_position)] = construct(
+        conversation.children[turn_key(turn)] = construct(
             SourceEntry,
             source=InstructionSource.CONVERSATION,
             tokens=sum(leaf.tokens for leaf in leaves.values()),

@@ -11,7 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from gcengine._fast import construct
-from gcengine._json import expect_list, expect_mapping, expect_str, json_type, parse_count
+from gcengine._json import (
+    default_if_null,
+    expect_list,
+    expect_mapping,
+    expect_str,
+    json_type,
+    parse_count,
+    show,
+    text_or_none,
+)
 from gcengine.errors import JsonPath, SessionFormatError
 from gcengine.formats.common import ParsedSession, image_part_from_url, text_of_blocks
 from gcengine.messages import (
@@ -47,7 +56,7 @@ def looks_like_anthropic(data: Any) -> bool:
     if not isinstance(messages, list):
         return False
     return any(
-        isinstance(block, Mapping) and block.get("type") in ANTHROPIC_BLOCK_TYPES
+        isinstance(block, Mapping) and text_or_none(block.get("type")) in ANTHROPIC_BLOCK_TYPES
         for message in messages
         if isinstance(message, Mapping) and isinstance(message.get("content"), list)
         for block in message["content"]
@@ -78,7 +87,7 @@ def read_messages(data: Any) -> ParsedSession:
         role = message.get("role")
         if role not in ("user", "assistant"):
             raise SessionFormatError(
-                f"{role!r} is not a message role (user, assistant)", (*path, "role")
+                f"{show(role)} is not a message role (user, assistant)", (*path, "role")
             )
         parts = _blocks(message.get("content"), (*path, "content"), call_names)
         if not parts:
@@ -115,6 +124,10 @@ def _prompt_tokens(container: Mapping[str, Any]) -> int | None:
 def _blocks(content: Any, path: JsonPath, call_names: dict[str, str]) -> list[Part]:
     if isinstance(content, str):
         return [Part.from_text(content)] if content else []
+    if not isinstance(content, list):
+        raise SessionFormatError(
+            f"must be a string or a list of content blocks, not {json_type(content)}", path
+        )
     parts = []
     for position, raw in enumerate(expect_list(content, path)):
         block_path = (*path, position)
@@ -124,7 +137,7 @@ def _blocks(content: Any, path: JsonPath, call_names: dict[str, str]) -> list[Pa
 
 
 def _block(block: Mapping[str, Any], path: JsonPath, call_names: dict[str, str]) -> Part:
-    kind = block.get("type")
+    kind = text_or_none(block.get("type"))
     rest = {k: v for k, v in block.items() if k != "type"}
     if kind == "text":
         return Part.from_text(str(expect_str(block.get("text"), (*path, "text"))))
@@ -132,7 +145,7 @@ def _block(block: Mapping[str, Any], path: JsonPath, call_names: dict[str, str])
         call_id = str(expect_str(block.get("id"), (*path, "id")))
         name = str(expect_str(block.get("name"), (*path, "name")))
         call_names[call_id] = name
-        arguments = block.get("input") or {}
+        arguments = default_if_null(block.get("input"), {})
         call = FunctionCall(
             id=call_id, name=name, args=dict(expect_mapping(arguments, (*path, "input")))
         )
@@ -169,9 +182,9 @@ def _block(block: Mapping[str, Any], path: JsonPath, call_names: dict[str, str])
         if source.get("type") == "url":
             return image_part_from_url(str(expect_str(source.get("url"), (*path, "source", "url"))))
         return Part.from_opaque("image", rest)
-    if isinstance(kind, str):
+    if kind is not None:
         # redacted_thinking, compaction, server tool blocks: kept whole, never shown as text.
         return Part.from_opaque(kind, rest)
     raise SessionFormatError(
-        f"a content block needs a type, not {json_type(kind)}", (*path, "type")
+        f"a content block needs a type, not {json_type(block.get('type'))}", (*path, "type")
     )

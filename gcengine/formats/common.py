@@ -6,14 +6,14 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from gcengine._json import json_type
+from gcengine._json import json_type, show, text_or_none
 from gcengine.budget import InstructionBudget
 from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
 from gcengine.errors import JsonPath, SessionFormatError
@@ -55,14 +55,14 @@ def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
     if isinstance(source, os.PathLike):
         return decode_source(_read_path(Path(source), limits), limits)
     if isinstance(source, str):
+        if not source.strip():
+            raise SessionFormatError("the input is empty")
         if source.lstrip()[:1] in ("{", "["):
+            _check_size(len(source), limits, lambda: len(source.encode()))
             return _parse_json_text(source, limits)
         return decode_source(_read_path(Path(source), limits), limits)
     if isinstance(source, bytes | bytearray):
-        if len(source) > limits.max_bytes:
-            raise SessionFormatError(
-                f"the file is {len(source):,} bytes; the limit is {limits.max_bytes:,}"
-            )
+        _check_size(len(source), limits, lambda: len(source))
         try:
             text = bytes(source).decode("utf-8-sig")
         except UnicodeDecodeError as error:
@@ -73,14 +73,23 @@ def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
     raise SessionFormatError(f"cannot read a session from {type(source).__name__}")
 
 
+def _check_size(length: int, limits: LoadLimits, exact: Callable[[], int]) -> None:
+    """Refuse input over the limit; ``exact`` is consulted only when ``length`` may undercount
+    (characters of text, which take up to four bytes each)."""
+    if length > limits.max_bytes or (length * 4 > limits.max_bytes and exact() > limits.max_bytes):
+        size = max(length, exact())
+        raise SessionFormatError(f"the input is {size:,} bytes; the limit is {limits.max_bytes:,}")
+
+
 def _read_path(path: Path, limits: LoadLimits) -> bytes:
     try:
         size = path.stat().st_size
         if size > limits.max_bytes:
             raise SessionFormatError(f"{path} is {size:,} bytes; the limit is {limits.max_bytes:,}")
         return path.read_bytes()
-    except OSError as error:
-        raise SessionFormatError(f"cannot read {path}: {error.strerror or error}") from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise SessionFormatError(f"cannot read {str(path)!r}: {reason}") from None
 
 
 def _parse_json_text(text: str, limits: LoadLimits) -> Any:
@@ -96,6 +105,8 @@ def _parse_json_text(text: str, limits: LoadLimits) -> Any:
         raise SessionFormatError(
             f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
         ) from None
+    except ValueError as error:  # an integer too long to convert (Python caps digits)
+        raise SessionFormatError(f"not a usable JSON number: {error}") from None
 
 
 def _parse_json_lines(text: str) -> list[Any] | None:
@@ -132,10 +143,28 @@ def validate_models[M: BaseModel](model: type[M], data: Any, path: JsonPath) -> 
         raise _located(error, path) from None
 
 
+_PYDANTIC_REASONS = {
+    "model_type": "must be an object",
+    "dict_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "list_type": "must be a list",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "string_type": "must be a string",
+    "bool_type": "must be true or false",
+    "greater_than_equal": "must not be negative",
+    "missing": "is required",
+}
+
+
 def _located(error: ValidationError, path: JsonPath) -> SessionFormatError:
     first = error.errors()[0]
     location = tuple(step for step in first["loc"] if isinstance(step, str | int))
-    return SessionFormatError(first["msg"].lower(), (*path, *location))
+    reason = _PYDANTIC_REASONS.get(first["type"], first["msg"].lower())
+    if first["type"] != "missing":
+        reason = f"{reason}, not {show(first.get('input'))}"
+    return SessionFormatError(reason, (*path, *location))
 
 
 def text_of_blocks(value: Any, path: JsonPath, text_types: frozenset[str]) -> str:
@@ -148,7 +177,7 @@ def text_of_blocks(value: Any, path: JsonPath, text_types: frozenset[str]) -> st
         )
     texts = []
     for position, block in enumerate(value):
-        if not isinstance(block, Mapping) or block.get("type") not in text_types:
+        if not isinstance(block, Mapping) or text_or_none(block.get("type")) not in text_types:
             raise SessionFormatError("must be a text block", (*path, position))
         text = block.get("text")
         if not isinstance(text, str):

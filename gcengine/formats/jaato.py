@@ -20,12 +20,14 @@ from typing import Any
 
 from gcengine._fast import construct
 from gcengine._json import (
+    default_if_null,
     expect_list,
     expect_mapping,
     expect_str,
     json_type,
     parse_count,
     parse_enum,
+    show,
 )
 from gcengine.budget import (
     DEFAULT_SOURCE_POLICIES,
@@ -87,7 +89,7 @@ def looks_like_session_file(data: Any) -> bool:
 
 
 def looks_like_budget_snapshot(data: Any) -> bool:
-    return isinstance(data, Mapping) and isinstance(data.get("entries"), Mapping)
+    return isinstance(data, Mapping) and "entries" in data and "messages" not in data
 
 
 def read_budget_snapshot(data: Mapping[str, Any]) -> ParsedSession:
@@ -105,14 +107,15 @@ def read_session_file(data: Mapping[str, Any]) -> ParsedSession:
     version = data.get("version")
     if not isinstance(version, str) or not _VERSION.match(version):
         raise SessionFormatError(
-            f"unsupported JAATO session version {version!r} (1.x and 2.x are read)", ("version",)
+            f"unsupported JAATO session version {show(version)} (1.x and 2.x are read)",
+            ("version",),
         )
     session_id = expect_str(data.get("session_id"), ("session_id",))
     created_at = expect_str(data.get("created_at"), ("created_at",))
     updated_at = expect_str(data.get("updated_at"), ("updated_at",))
     raw_history = expect_list(data.get("history", []), ("history",))
     history = [_read_message(raw, ("history", i), i) for i, raw in enumerate(raw_history)]
-    metadata = dict(expect_mapping(data.get("metadata") or {}, ("metadata",)))
+    metadata = dict(expect_mapping(default_if_null(data.get("metadata"), {}), ("metadata",)))
     engine_view = metadata.pop(ENGINE_METADATA_KEY, None)
     parsed = ParsedSession(
         source_format=SourceFormat.JAATO,
@@ -124,10 +127,10 @@ def read_session_file(data: Mapping[str, Any]) -> ParsedSession:
         updated_at=updated_at,
         turn_accounting=validate_models(
             TurnAccounting,
-            expect_list(data.get("turn_accounting") or [], ("turn_accounting",)),
+            expect_list(default_if_null(data.get("turn_accounting"), []), ("turn_accounting",)),
             ("turn_accounting",),
         ),
-        user_inputs=_read_strings(data.get("user_inputs") or [], ("user_inputs",)),
+        user_inputs=_read_strings(default_if_null(data.get("user_inputs"), []), ("user_inputs",)),
         interrupted_turn=(
             validate_model(InterruptedTurn, data["interrupted_turn"], ("interrupted_turn",))
             if data.get("interrupted_turn") is not None
@@ -265,7 +268,7 @@ def _read_unknown_part(part: Mapping[str, Any], path: JsonPath) -> Part:
     """JAATO's ``unknown`` part, or one we wrote for a thought or an opaque part."""
     written_as = part.get("kind")
     if written_as == PartType.THOUGHT.value:
-        extra = part.get("extra") or {}
+        extra = default_if_null(part.get("extra"), {})
         return Part.from_thought(
             str(expect_str(part.get("text"), (*path, "text"))),
             dict(expect_mapping(extra, (*path, "extra"))),
@@ -273,7 +276,7 @@ def _read_unknown_part(part: Mapping[str, Any], path: JsonPath) -> Part:
     if written_as == PartType.OPAQUE.value:
         return Part.from_opaque(
             str(expect_str(part.get("opaque_kind"), (*path, "opaque_kind"))),
-            dict(expect_mapping(part.get("data") or {}, (*path, "data"))),
+            dict(expect_mapping(default_if_null(part.get("data"), {}), (*path, "data"))),
         )
     expect_str(part.get("repr", ""), (*path, "repr"))
     return Part.from_opaque("unknown", {k: v for k, v in part.items() if k != "type"})
@@ -332,7 +335,9 @@ def _apply_engine_view(parsed: ParsedSession, view: Any) -> None:
     parsed.system_instructions = [
         validate_model(SystemInstruction, raw, (*path, "system_instructions", i))
         for i, raw in enumerate(
-            expect_list(view.get("system_instructions") or [], (*path, "system_instructions"))
+            expect_list(
+                default_if_null(view.get("system_instructions"), []), (*path, "system_instructions")
+            )
         )
     ]
     recorded = view.get("recorded_budget")
@@ -347,8 +352,8 @@ def _apply_engine_view(parsed: ParsedSession, view: Any) -> None:
         if prompt_tokens is not None
         else None
     )
-    parsed.warnings = _read_strings(view.get("warnings") or [], (*path, "warnings"))
-    for field_name in _read_strings(view.get("absent") or [], (*path, "absent")):
+    parsed.warnings = _read_strings(default_if_null(view.get("warnings"), []), (*path, "warnings"))
+    for field_name in _read_strings(default_if_null(view.get("absent"), []), (*path, "absent")):
         if field_name in ("created_at", "updated_at"):
             setattr(parsed, field_name, None)
 

@@ -11,7 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from gcengine._fast import construct
-from gcengine._json import expect_list, expect_mapping, expect_str, json_type, parse_count
+from gcengine._json import (
+    default_if_null,
+    expect_list,
+    expect_mapping,
+    expect_str,
+    json_type,
+    parse_count,
+    show,
+    text_or_none,
+)
 from gcengine.errors import JsonPath, SessionFormatError
 from gcengine.formats.common import ParsedSession, image_part_from_url, text_of_blocks
 from gcengine.messages import (
@@ -53,11 +62,15 @@ def _content_parts(content: Any, path: JsonPath) -> list[Part]:
         return []
     if isinstance(content, str):
         return [Part.from_text(content)] if content else []
+    if not isinstance(content, list):
+        raise SessionFormatError(
+            f"must be a string or a list of content parts, not {json_type(content)}", path
+        )
     parts = []
     for position, raw in enumerate(expect_list(content, path)):
         block_path = (*path, position)
         block = expect_mapping(raw, block_path)
-        kind = block.get("type")
+        kind = text_or_none(block.get("type"))
         if kind in _TEXT_TYPES:
             parts.append(Part.from_text(str(expect_str(block.get("text"), (*block_path, "text")))))
         elif kind == "refusal":
@@ -72,11 +85,12 @@ def _content_parts(content: Any, path: JsonPath) -> list[Part]:
             )
         elif kind == "input_image" and isinstance(block.get("image_url"), str):
             parts.append(image_part_from_url(block["image_url"]))
-        elif isinstance(kind, str):
+        elif kind is not None:
             parts.append(Part.from_opaque(kind, {k: v for k, v in block.items() if k != "type"}))
         else:
             raise SessionFormatError(
-                f"a content part needs a type, not {json_type(kind)}", (*block_path, "type")
+                f"a content part needs a type, not {json_type(block.get('type'))}",
+                (*block_path, "type"),
             )
     return parts
 
@@ -105,7 +119,7 @@ def read_chat_completions(data: Any) -> ParsedSession:
     for position, raw in enumerate(raw_messages):
         path = (*base, position)
         message = expect_mapping(raw, path)
-        role = message.get("role")
+        role = text_or_none(message.get("role"))
         if role in _SYSTEM_ROLES:
             text = text_of_blocks(message.get("content"), (*path, "content"), _TEXT_TYPES)
             parsed.system_instructions.append(
@@ -128,7 +142,8 @@ def read_chat_completions(data: Any) -> ParsedSession:
             mapped = Role.TOOL
         else:
             raise SessionFormatError(
-                f"{role!r} is not a chat role (system, developer, user, assistant, tool)",
+                f"{show(message.get('role'))} is not a chat role "
+                "(system, developer, user, assistant, tool)",
                 (*path, "role"),
             )
         if not parts:
@@ -151,7 +166,7 @@ def _assistant_calls(
     message: Mapping[str, Any], path: JsonPath, call_names: dict[str, str]
 ) -> list[Part]:
     parts = []
-    calls = message.get("tool_calls") or []
+    calls = default_if_null(message.get("tool_calls"), [])
     for position, raw in enumerate(expect_list(calls, (*path, "tool_calls"))):
         call_path = (*path, "tool_calls", position)
         call = expect_mapping(raw, call_path)
@@ -192,7 +207,10 @@ def _tool_result(message: Mapping[str, Any], path: JsonPath, call_names: dict[st
 
 
 def looks_like_responses_items(items: list[Any]) -> bool:
-    return any(isinstance(i, Mapping) and i.get("type") in RESPONSES_ITEM_TYPES for i in items)
+    return any(
+        isinstance(i, Mapping) and text_or_none(i.get("type")) in RESPONSES_ITEM_TYPES
+        for i in items
+    )
 
 
 def read_responses_items(data: Any) -> ParsedSession:
@@ -233,7 +251,7 @@ def read_responses_items(data: Any) -> ParsedSession:
             )
             _append_to(parsed, Role.TOOL, Part.from_function_response(response), position)
         elif kind == "reasoning":
-            summary = item.get("summary") or []
+            summary = default_if_null(item.get("summary"), [])
             text = "\n".join(
                 str(s.get("text", ""))
                 for s in expect_list(summary, (*path, "summary"))
@@ -252,7 +270,7 @@ def read_responses_items(data: Any) -> ParsedSession:
 def _responses_message(
     parsed: ParsedSession, item: Mapping[str, Any], path: JsonPath, position: int
 ) -> None:
-    role = item.get("role")
+    role = text_or_none(item.get("role"))
     if role in _SYSTEM_ROLES:
         parsed.system_instructions.append(
             SystemInstruction(
@@ -264,7 +282,8 @@ def _responses_message(
         return
     if role not in ("user", "assistant"):
         raise SessionFormatError(
-            f"{role!r} is not a message role (system, developer, user, assistant)", (*path, "role")
+            f"{show(item.get('role'))} is not a message role (system, developer, user, assistant)",
+            (*path, "role"),
         )
     parts = _content_parts(item.get("content"), (*path, "content"))
     if not parts:
