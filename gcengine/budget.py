@@ -164,8 +164,12 @@ class SourceEntry(BaseModel):
         for child_key, child in self.children.items():
             yield from child.walk(f"{key}/{child_key}" if key else child_key)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JAATO's ``SourceEntry.to_dict()`` shape, with the stored policy added when it differs."""
+    def to_dict(self, top_level_default: GCPolicy | None = None) -> dict[str, Any]:
+        """JAATO's ``SourceEntry.to_dict()`` shape.
+
+        A container's stored policy is added (as ``stored_gc_policy``) when reading the dict
+        back would not recover it from the figures alone.
+        """
         effective = self.effective_gc_policy()
         data: dict[str, Any] = {
             "source": self.source.value,
@@ -175,7 +179,10 @@ class SourceEntry(BaseModel):
             "gc_eligible_tokens": self.gc_eligible_tokens(),
             "indicator": effective.indicator,
         }
-        if self.gc_policy is not effective:
+        if (
+            self.children
+            and _infer_stored_policy(self, data, top_level_default) is not self.gc_policy
+        ):
             data["stored_gc_policy"] = self.gc_policy.value
         if self.label:
             data["label"] = self.label
@@ -257,15 +264,23 @@ def _infer_stored_policy(
     keeps accepting new children of any policy (the fix for JAATO's restore bug).
     """
     recorded_eligible = recorded.get("gc_eligible_tokens")
-    candidates = [top_level_default, GCPolicy.PARTIAL, entry.gc_policy]
+    candidates = [top_level_default, GCPolicy.PARTIAL, entry.effective_gc_policy()]
     for candidate in candidates:
         if candidate is None:
             continue
-        trial = entry.model_copy(update={"gc_policy": candidate})
-        if recorded_eligible is None or trial.gc_eligible_tokens() == recorded_eligible:
+        if recorded_eligible is None or _eligible_as(entry, candidate) == recorded_eligible:
             return candidate
     # The recorded figures fit no reading (a hand-edited file); PARTIAL keeps children in charge.
     return GCPolicy.PARTIAL
+
+
+def _eligible_as(entry: SourceEntry, policy: GCPolicy) -> int:
+    """The container's GC-eligible tokens if ``policy`` were its stored policy."""
+    if policy is GCPolicy.LOCKED:
+        return 0
+    if policy is GCPolicy.EPHEMERAL:
+        return entry.total_tokens()
+    return sum(child.gc_eligible_tokens() for child in entry.children.values())
 
 
 class InstructionBudget(BaseModel):
@@ -398,7 +413,10 @@ class InstructionBudget(BaseModel):
             "utilization_percent": round(self.utilization_percent(), 2),
             "available_tokens": self.available_tokens(),
             "gc_headroom_percent": round(self.gc_headroom_percent(), 2),
-            "entries": {source.value: entry.to_dict() for source, entry in self.entries.items()},
+            "entries": {
+                source.value: entry.to_dict(DEFAULT_SOURCE_POLICIES[source])
+                for source, entry in self.entries.items()
+            },
         }
 
     @classmethod

@@ -225,16 +225,28 @@ def derived_session_id(history: list[Message]) -> str:
     return f"imported_{digest[:16]}"
 
 
+def _stamp_turn_indices(history: list[Message]) -> None:
+    """Give each turn of an upload its stable index (the reader's messages are fresh, so
+    they are stamped in place).
+
+    A first upload numbers every turn by position, summaries and notices included. A file
+    this engine wrote already carries indices: there, summaries and notices a collector
+    inserted keep having none, and only new conversation turns are numbered, after the rest.
+    """
+    first_upload = all(message.turn_index is None for message in history)
+    for position, turn in enumerate(split_into_turns(history)):
+        index = position if first_upload else turn.index
+        if index is None:
+            continue
+        for message in turn.messages:
+            if message.turn_index is None:
+                message.turn_index = index
+
+
 def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
     """Stamp stable turn indices, settle the context limit and build the budget."""
     history = parsed.history
-    if any(message.turn_index is None for message in history):
-        # Every uploaded turn, summaries and notices included, is numbered by its position;
-        # only turns a collector inserts later go without. The reader's messages are fresh and
-        # unshared, so they are stamped in place.
-        for position, turn in enumerate(split_into_turns(history)):
-            for message in turn.messages:
-                message.turn_index = turn.index if turn.index is not None else position
+    _stamp_turn_indices(history)
     if parsed.file_context_limit is not None:
         limit = parsed.file_context_limit
         origin = parsed.context_limit_origin or ContextLimitOrigin.FILE
