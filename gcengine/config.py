@@ -275,9 +275,11 @@ def _validated(values: dict[str, Any]) -> GCConfig:
             checked[key] = _flag(values, key)
     if "preserve_recent_turns" in values:
         checked["preserve_recent_turns"] = _whole(values, "preserve_recent_turns", minimum=0)
-    for key in ("max_turns", "summarize_middle_turns", "max_summary_tokens"):
+    # summarize_middle_turns 0 is meaningful: the hybrid strategy then only truncates.
+    minimums = {"max_turns": 1, "summarize_middle_turns": 0, "max_summary_tokens": 1}
+    for key, minimum in minimums.items():
         if key in values:
-            checked[key] = _whole(values, key, minimum=1, nullable=True)
+            checked[key] = _whole(values, key, minimum=minimum, nullable=True)
     if "pinned_turn_indices" in values:
         checked["pinned_turn_indices"] = _pins(values["pinned_turn_indices"])
     if "pinned_message_ids" in values:

@@ -115,7 +115,7 @@ class SessionShape:
     turns: int = 100
     user_chars: int = 800
     model_chars: int = 1200
-    tool_every: int = 3
+    tool_every: int = 3  # turns 1, 4, 7, ... call a tool; 1 means every turn, 0 none
     tool_result_chars: int = 4000
     parallel_calls: int = 1
     thoughts: bool = False
@@ -152,7 +152,7 @@ def generate_session_file(shape: SessionShape = SessionShape()) -> dict[str, Any
             payload = base64.b64encode(rng.randbytes(48)).decode()
             user_parts.append({"type": "inline_data", "mime_type": "image/png", "data": payload})
         history.append({"role": "user", "parts": user_parts})
-        if shape.tool_every and turn % shape.tool_every == 1:
+        if shape.tool_every and turn % shape.tool_every == 1 % shape.tool_every:
             calls = []
             for _ in range(shape.parallel_calls):
                 call_counter += 1

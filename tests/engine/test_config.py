@@ -343,7 +343,7 @@ def test_unrelated_env_variables_are_ignored() -> None:
         pytest.param(
             {"summarize_middle_turns": -3},
             "summarize_middle_turns",
-            "at least 1",
+            "at least 0",
             id="summarize-negative",
         ),
         pytest.param(
@@ -699,3 +699,8 @@ def test_pinned_message_ids_are_deduplicated_keeping_order(
     ids: list[str], expected: list[str]
 ) -> None:
     assert load({"pinned_message_ids": ids}).pinned_message_ids == expected
+
+
+def test_summarize_middle_turns_zero_means_hybrid_only_truncates() -> None:
+    config = load_gc_config({"type": "hybrid", "summarize_middle_turns": 0}, env={})
+    assert config.summarize_middle_turns == 0

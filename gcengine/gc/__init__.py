@@ -1,0 +1,50 @@
+"""Collection strategies, their contract, and running them on sessions."""
+
+from gcengine.gc.registry import ENTRY_POINT_GROUP, PluginError, discover_gc_plugins, load_gc_plugin
+from gcengine.gc.run import GCOutcome, plugin_options, run_gc
+from gcengine.gc.strategies import (
+    BudgetStrategy,
+    HybridStrategy,
+    SummarizeStrategy,
+    TruncateStrategy,
+)
+from gcengine.gc.summarizers import (
+    ExtractiveSummarizer,
+    LLMSummarizer,
+    Summarizer,
+    SummarizerError,
+    SummaryRequest,
+)
+from gcengine.gc.types import (
+    GCPlugin,
+    GCRemovalItem,
+    GCResult,
+    GCTriggerReason,
+    RemovalReason,
+    context_usage,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "BudgetStrategy",
+    "ExtractiveSummarizer",
+    "GCOutcome",
+    "GCPlugin",
+    "GCRemovalItem",
+    "GCResult",
+    "GCTriggerReason",
+    "HybridStrategy",
+    "LLMSummarizer",
+    "PluginError",
+    "RemovalReason",
+    "SummarizeStrategy",
+    "Summarizer",
+    "SummarizerError",
+    "SummaryRequest",
+    "TruncateStrategy",
+    "context_usage",
+    "discover_gc_plugins",
+    "load_gc_plugin",
+    "plugin_options",
+    "run_gc",
+]

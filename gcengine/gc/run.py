@@ -1,0 +1,110 @@
+"""Running a strategy on a session: the new session, the result, the budgets around it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from gcengine.budget import InstructionBudget, InstructionSource
+from gcengine.config import GCConfig
+from gcengine.gc.registry import load_gc_plugin
+from gcengine.gc.strategies import Strategy
+from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
+from gcengine.session import Session, rebuild_budget
+from gcengine.tokens import counter_by_name
+
+
+class GCOutcome(BaseModel):
+    """What a run did. ``session`` is new; the session it started from is untouched."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    session: Session
+    result: GCResult
+    budget_before: InstructionBudget
+    budget_after: InstructionBudget
+
+
+def plugin_options(config: GCConfig) -> dict[str, Any]:
+    """What a plugin is initialised with: the policy's knobs, then ``plugin_config`` over them."""
+    options: dict[str, Any] = {
+        "preserve_recent_turns": config.preserve_recent_turns,
+        "notify_on_gc": config.notify_on_gc,
+    }
+    for key in ("summarize_middle_turns", "max_summary_tokens", "agent_name"):
+        value = getattr(config, key)
+        if value is not None:
+            options[key] = value
+    return {**options, **config.plugin_config}
+
+
+def _without_entries(
+    budget: InstructionBudget | None, items: list[GCRemovalItem]
+) -> InstructionBudget | None:
+    """Budget entries outside the conversation that a run removed, gone from the recording."""
+    outside = [i for i in items if i.source is not InstructionSource.CONVERSATION]
+    if budget is None or not outside:
+        return budget
+    budget = budget.model_copy(deep=True)
+    for item in outside:
+        entry = budget.get_entry(item.source)
+        if entry is None:
+            continue
+        if item.child_key is None:
+            entry.tokens = 0
+            entry.children.clear()
+        else:
+            entry.remove_child(item.child_key)
+    return budget
+
+
+def run_gc(
+    session: Session,
+    config: GCConfig,
+    reason: GCTriggerReason | str = GCTriggerReason.MANUAL,
+    plugin: GCPlugin | str | None = None,
+) -> GCOutcome:
+    """Collect ``session`` under ``config`` with its strategy (or ``plugin``).
+
+    The budget after is rebuilt from the new history with the session's own counter, so it is
+    always the budget that history really has; the result's figures are taken from the two
+    budgets. A failed collection (a summarizer error, say) returns the session unchanged.
+    """
+    reason = GCTriggerReason(reason)
+    counter = counter_by_name(session.token_counter)
+    if plugin is None or isinstance(plugin, str):
+        plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
+    usage = context_usage(session.budget, turns=len(session.turns()))
+    if isinstance(plugin, Strategy):
+        new_history, result = plugin.collect(
+            session.history, usage, config, reason, session.budget, counter=counter
+        )
+    else:
+        new_history, result = plugin.collect(session.history, usage, config, reason, session.budget)
+    if not result.success:
+        return GCOutcome(
+            session=session,
+            result=result,
+            budget_before=session.budget,
+            budget_after=session.budget,
+        )
+    new_session = session.model_copy(
+        update={
+            "history": new_history,
+            "recorded_budget": _without_entries(session.recorded_budget, result.removal_list),
+        }
+    )
+    new_session.budget = rebuild_budget(new_session, counter)
+    result = result.model_copy(
+        update={
+            "tokens_before": session.budget.total_tokens(),
+            "tokens_after": new_session.budget.total_tokens(),
+        }
+    )
+    return GCOutcome(
+        session=new_session,
+        result=result,
+        budget_before=session.budget,
+        budget_after=new_session.budget,
+    )

@@ -1,0 +1,504 @@
+"""The four strategies: truncate, summarize, hybrid, budget.
+
+Every one stops as soon as usage is at or below ``target_percent`` (oldest first), never
+removes locked content, recent or pinned turns, and removes whole turns or, inside older turns,
+complete tool exchanges (see ``plan``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
+from gcengine.config import GCConfig
+from gcengine.gc.plan import (
+    Collection,
+    Decision,
+    Unit,
+    apply,
+    failed,
+    marked_message,
+    preserve_count,
+    start_collection,
+    take_until_target,
+)
+from gcengine.gc.summarizers import (
+    DEFAULT_MAX_SUMMARY_TOKENS,
+    SummarizerError,
+    SummaryRequest,
+    summarizer_from_options,
+    summary_text,
+)
+from gcengine.gc.types import ContextUsage, GCResult, GCTriggerReason, RemovalReason
+from gcengine.messages import Message, MessageKind
+from gcengine.tokens import TokenCounter, load_counter
+
+DEFAULT_TEMPLATES = {
+    "gc_truncate": "Context cleaned: removed {removed} old turns, kept {kept} recent turns.",
+    "gc_summarize": "Context cleaned: summarized {removed} old turns into context summary.",
+    "gc_hybrid": (
+        "Context cleaned: {truncated} turns removed, {summarized} turns summarized, "
+        "{kept} recent turns preserved."
+    ),
+    "gc_budget": "Context cleaned: removed {items} items, freed {freed} tokens.",
+}
+
+
+class Strategy:
+    """Shared plumbing: options, triggering, and turning a decision into a result."""
+
+    name = "gc_strategy"
+
+    def __init__(self) -> None:
+        self._options: dict[str, Any] = {}
+        self.initialized = False
+
+    def initialize(self, config: Mapping[str, Any] | None = None) -> None:
+        self._options = dict(config or {})
+        self.initialized = True
+
+    def shutdown(self) -> None:
+        self._options = {}
+        self.initialized = False
+
+    def should_collect(
+        self, context_usage: ContextUsage, config: GCConfig
+    ) -> tuple[bool, GCTriggerReason | None]:
+        """Threshold mode: at or above the threshold. Continuous mode: above the target.
+
+        ``max_turns`` triggers in both modes (JAATO's budget strategy skips it in continuous).
+        """
+        if not config.auto_trigger:
+            return False, None
+        percent = float(context_usage.get("percent_used", 0.0))
+        if config.continuous_mode:
+            if percent > config.target_percent:
+                return True, GCTriggerReason.THRESHOLD
+        elif percent >= config.threshold_percent:
+            return True, GCTriggerReason.THRESHOLD
+        turns = int(context_usage.get("turns", 0))
+        if config.max_turns is not None and turns >= config.max_turns:
+            return True, GCTriggerReason.TURN_LIMIT
+        return False, None
+
+    def collect(
+        self,
+        history: Sequence[Message],
+        context_usage: ContextUsage,
+        config: GCConfig,
+        reason: GCTriggerReason,
+        budget: InstructionBudget | None = None,
+        *,
+        counter: TokenCounter | None = None,
+    ) -> tuple[list[Message], GCResult]:
+        counter = counter or load_counter()
+        collection = start_collection(
+            history,
+            context_usage,
+            config,
+            budget,
+            counter,
+            preserve_count(config, self._options),
+        )
+        if collection.to_free <= 0:
+            decision = Decision(
+                details={"message": "Already at or below target, nothing to collect"}
+            )
+            return apply(
+                collection, decision, plugin_name=self.name, reason=reason, counter=counter
+            )
+        try:
+            decision = self.decide(collection, counter)
+        except SummarizerError as error:
+            return list(history), failed(collection, self.name, reason, str(error))
+        return apply(
+            collection,
+            decision,
+            plugin_name=self.name,
+            reason=reason,
+            counter=counter,
+            notification=self._notification(config, collection, decision),
+        )
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        raise NotImplementedError
+
+    def _notification(
+        self, config: GCConfig, collection: Collection, decision: Decision
+    ) -> str | None:
+        if not self._options.get("notify_on_gc", config.notify_on_gc) or not decision.removed:
+            return None
+        template = config.notification_template or DEFAULT_TEMPLATES[self.name]
+        return template.format(**self.notification_fields(collection, decision))
+
+    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
+        removed = sum(1 for unit, _ in decision.removed if unit.whole_turn)
+        return {
+            "removed": removed,
+            "kept": len(collection.turns) - removed,
+            "tokens_freed": decision.freed,
+        }
+
+
+def _whole_turns(collection: Collection, kinds: set[MessageKind]) -> list[Unit]:
+    return [
+        collection.turn_unit(p)
+        for p in collection.removable_turns()
+        if collection.turns[p].kind in kinds
+    ]
+
+
+class TruncateStrategy(Strategy):
+    """Drop the oldest removable turns until the target is reached."""
+
+    name = "gc_truncate"
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        decision = Decision()
+        candidates = _whole_turns(collection, {MessageKind.CHAT, MessageKind.NOTICE})
+        take_until_target(collection, candidates, RemovalReason.TRUNCATED, decision)
+        return decision
+
+
+def summarize_units(
+    collection: Collection,
+    units: list[Unit],
+    counter: TokenCounter,
+    options: Mapping[str, Any],
+    decision: Decision,
+) -> None:
+    """Replace ``units`` (whole turns, oldest first) with one summary in the chain.
+
+    An earlier summary among them is folded into the new one, which records the turns and the
+    summary it covers, so nothing the chain held is lost.
+    """
+    if not units:
+        return
+    positions = {u.turn_position for u in units}
+    turns = [collection.turns[p] for p in sorted(p for p in positions if p is not None)]
+    earlier = [t for t in turns if t.kind is MessageKind.SUMMARY]
+    covered = [t for t in turns if t.kind is not MessageKind.SUMMARY]
+    previous = earlier[-1].messages[0] if earlier else None
+    max_tokens = int(
+        options.get("max_summary_tokens")
+        or collection.config.max_summary_tokens
+        or DEFAULT_MAX_SUMMARY_TOKENS
+    )
+    summarizer = summarizer_from_options(options)
+    body = summarizer.summarize(
+        SummaryRequest(
+            turns=covered,
+            previous_summary=_summary_body(previous.text) if previous else None,
+            max_tokens=max_tokens,
+            counter=counter,
+        )
+    )
+    existing = [
+        int(m.metadata["summary_number"])
+        for m in collection.history
+        if m.kind is MessageKind.SUMMARY and isinstance(m.metadata.get("summary_number"), int)
+    ]
+    number = max(existing, default=0) + 1
+    decision.removed.extend((unit, RemovalReason.SUMMARIZED) for unit in units)
+    decision.inserted = marked_message(
+        MessageKind.SUMMARY,
+        summary_text(body),
+        [i for unit in units for i in unit.message_ids],
+        summary_number=number,
+        covers_turns=[t.index for t in covered],
+        covers_summary=previous.metadata.get("summary_number", previous.message_id)
+        if previous
+        else None,
+        summarizer=summarizer.name,
+    )
+    decision.details.update(
+        {"summary_number": number, "turns_summarized": len(covered), "summarizer": summarizer.name}
+    )
+
+
+def _summary_body(text: str) -> str:
+    lines = text.splitlines()
+    if lines and lines[0].startswith("[Context Summary"):
+        lines = lines[1:]
+    if lines and lines[-1].startswith("[End Context Summary"):
+        lines = lines[:-1]
+    return "\n".join(lines)
+
+
+def _units_for_summary(
+    collection: Collection, candidates: list[Unit], budget_for_summary: int
+) -> list[Unit]:
+    """The shortest run of oldest candidates whose replacement by a summary meets the target."""
+    chosen: list[Unit] = []
+    freed = 0
+    for unit in candidates:
+        if (
+            collection.tokens_before - freed + budget_for_summary <= collection.target_tokens
+            and chosen
+        ):
+            break
+        chosen.append(unit)
+        freed += unit.tokens
+    return chosen
+
+
+class SummarizeStrategy(Strategy):
+    """Replace the oldest removable turns with one summary, chained to the previous one."""
+
+    name = "gc_summarize"
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        decision = Decision()
+        candidates = _whole_turns(
+            collection, {MessageKind.CHAT, MessageKind.SUMMARY, MessageKind.NOTICE}
+        )
+        cap = int(
+            self._options.get("max_summary_tokens")
+            or collection.config.max_summary_tokens
+            or DEFAULT_MAX_SUMMARY_TOKENS
+        )
+        summarize_units(
+            collection,
+            _units_for_summary(collection, candidates, cap),
+            counter,
+            self._options,
+            decision,
+        )
+        return decision
+
+    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
+        fields = super().notification_fields(collection, decision)
+        fields["kept"] = fields["kept"] + 1
+        return fields
+
+
+class HybridStrategy(Strategy):
+    """Generational: truncate ancient turns, summarize the middle, keep recent ones.
+
+    ``preserve_recent_turns`` sets the young generation, ``summarize_middle_turns`` (default
+    10) the middle one; everything older is ancient. Ancient turns go first (truncated, oldest
+    first); only if that does not reach the target is the middle generation summarized. With
+    ``summarize_middle_turns`` 0 it is plain truncation; with a large value, plain summarizing.
+    """
+
+    name = "gc_hybrid"
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        decision = Decision()
+        middle_size = self._options.get(
+            "summarize_middle_turns", collection.config.summarize_middle_turns
+        )
+        middle_size = 10 if middle_size is None else int(middle_size)
+        unprotected_chat = [
+            p
+            for p in collection.removable_turns()
+            if collection.turns[p].kind is not MessageKind.SUMMARY
+        ]
+        recent_start = min(
+            (
+                p
+                for p in range(len(collection.turns))
+                if p in collection.protected and p > max(unprotected_chat, default=-1)
+            ),
+            default=len(collection.turns),
+        )
+        before_recent = [p for p in unprotected_chat if p < recent_start]
+        middle = before_recent[-middle_size:] if middle_size else []
+        ancient = [p for p in before_recent if p not in middle]
+        take_until_target(
+            collection,
+            [collection.turn_unit(p) for p in ancient],
+            RemovalReason.TRUNCATED,
+            decision,
+        )
+        decision.details["turns_truncated"] = len(decision.removed)
+        if collection.to_free - decision.freed > 0 and middle:
+            summaries = [
+                p
+                for p in collection.removable_turns()
+                if collection.turns[p].kind is MessageKind.SUMMARY
+            ]
+            units = [collection.turn_unit(p) for p in sorted(summaries + middle)]
+            summarize_units(collection, units, counter, self._options, decision)
+        decision.details.update(
+            {
+                "turns_summarized": decision.details.get("turns_summarized", 0),
+                "summarize_middle": middle_size,
+                "ancient_turns": len(ancient),
+                "middle_turns": len(middle),
+            }
+        )
+        return decision
+
+    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
+        truncated = sum(1 for _, why in decision.removed if why == RemovalReason.TRUNCATED)
+        summarized = int(decision.details.get("turns_summarized", 0))
+        return {
+            "truncated": truncated,
+            "summarized": summarized,
+            "kept": len(collection.turns) - truncated - summarized,
+            "tokens_freed": decision.freed,
+        }
+
+
+class BudgetStrategy(Strategy):
+    """Policy-aware, in phases, each only while the target is not yet met:
+
+    1a. clear the enrichment source whole; 1b. other ephemeral entries, oldest first (plugin
+    entries, and complete tool exchanges and notices inside older turns); 2. whole older turns
+    that hold nothing preservable; 3. preservable content, only when usage is at or above
+    ``pressure_percent`` and never in continuous mode. Locked content never goes. Without a
+    budget it falls back to truncation and says so.
+    """
+
+    name = "gc_budget"
+
+    def collect(
+        self,
+        history: Sequence[Message],
+        context_usage: ContextUsage,
+        config: GCConfig,
+        reason: GCTriggerReason,
+        budget: InstructionBudget | None = None,
+        *,
+        counter: TokenCounter | None = None,
+    ) -> tuple[list[Message], GCResult]:
+        if budget is None:
+            fallback = _FallbackTruncate()
+            fallback.initialize(self._options)
+            new_history, result = fallback.collect(
+                history, context_usage, config, reason, counter=counter
+            )
+            result.plugin_name = self.name
+            result.details["mode"] = "fallback_truncate"
+            return new_history, result
+        return super().collect(history, context_usage, config, reason, budget, counter=counter)
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        decision = Decision()
+        budget = collection.budget
+        assert budget is not None
+        enrichment = budget.get_entry(InstructionSource.ENRICHMENT)
+        if enrichment is not None and enrichment.total_tokens() > 0:
+            unit = Unit(
+                InstructionSource.ENRICHMENT,
+                None,
+                [],
+                enrichment.total_tokens(),
+                GCPolicy.EPHEMERAL,
+                0.0,
+            )
+            take_until_target(collection, [unit], RemovalReason.ENRICHMENT_BULK_CLEAR, decision)
+        ephemeral = [u for u in _entry_units(budget) if u.policy is GCPolicy.EPHEMERAL]
+        for position in collection.removable_turns():
+            ephemeral.extend(
+                u for u in collection.inner_units(position) if u.policy is GCPolicy.EPHEMERAL
+            )
+        ephemeral.sort(key=lambda u: (u.created_at, -u.tokens))
+        take_until_target(collection, ephemeral, RemovalReason.EPHEMERAL, decision)
+        turns = self._remaining_turns(collection, decision, allow_preservable=False)
+        take_until_target(collection, turns, RemovalReason.PARTIAL_TURN, decision)
+        percent = (
+            collection.tokens_before / collection.context_limit * 100
+            if collection.context_limit
+            else 0.0
+        )
+        pressure = collection.config.pressure_percent
+        under_pressure = pressure is not None and percent >= pressure
+        if under_pressure and collection.to_free - decision.freed > 0:
+            preservable = [u for u in _entry_units(budget) if u.policy is GCPolicy.PRESERVABLE]
+            preservable += self._remaining_turns(collection, decision, allow_preservable=True)
+            preservable.sort(key=lambda u: u.created_at)
+            take_until_target(
+                collection, preservable, RemovalReason.PRESERVABLE_UNDER_PRESSURE, decision
+            )
+        counts: dict[str, int] = {}
+        for _, why in decision.removed:
+            counts[why] = counts.get(why, 0) + 1
+        decision.details.update(
+            {
+                "enrichment_cleared": counts.get(RemovalReason.ENRICHMENT_BULK_CLEAR, 0) > 0,
+                "ephemeral_removed": counts.get(RemovalReason.EPHEMERAL, 0),
+                "partial_removed": counts.get(RemovalReason.PARTIAL_TURN, 0),
+                "preservable_removed": counts.get(RemovalReason.PRESERVABLE_UNDER_PRESSURE, 0),
+                "pressure_applied": under_pressure,
+            }
+        )
+        return decision
+
+    @staticmethod
+    def _remaining_turns(
+        collection: Collection, decision: Decision, *, allow_preservable: bool
+    ) -> list[Unit]:
+        """Whole removable turns, minus what earlier phases already took from them."""
+        taken = decision.removed_ids
+        units = []
+        for position in collection.removable_turns():
+            unit = collection.turn_unit(position)
+            left = [i for i in unit.message_ids if i not in taken]
+            if not left:
+                continue
+            holds_preservable = any(
+                collection.figures.policies[i] is GCPolicy.PRESERVABLE for i in left
+            )
+            if holds_preservable and not allow_preservable:
+                continue
+            unit.message_ids = left
+            unit.tokens = sum(collection.figures.tokens[i] for i in left)
+            units.append(unit)
+        return units
+
+    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
+        return {
+            "items": len(decision.removed),
+            "freed": decision.freed,
+            "tokens_freed": decision.freed,
+        }
+
+
+class _FallbackTruncate(TruncateStrategy):
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        decision = Decision(details={"mode": "fallback_truncate"})
+        candidates = _whole_turns(collection, {MessageKind.CHAT, MessageKind.NOTICE})
+        take_until_target(collection, candidates, RemovalReason.TRUNCATED_FALLBACK, decision)
+        return decision
+
+    def _notification(
+        self, config: GCConfig, collection: Collection, decision: Decision
+    ) -> str | None:
+        return None
+
+
+def _entry_units(budget: InstructionBudget) -> list[Unit]:
+    """Removable budget entries outside the conversation (plugin instructions, tool schemas).
+
+    A CONDITIONAL entry is decided by the plugin owning its tool; with no such plugin here it
+    counts as ephemeral, as it does in JAATO.
+    """
+    units = []
+    for source in (InstructionSource.SYSTEM, InstructionSource.PLUGIN):
+        entry = budget.get_entry(source)
+        if entry is None:
+            continue
+        for key, child in entry.children.items():
+            policy = child.effective_gc_policy()
+            if policy is GCPolicy.CONDITIONAL:
+                policy = GCPolicy.EPHEMERAL
+            if policy in (GCPolicy.EPHEMERAL, GCPolicy.PRESERVABLE):
+                units.append(
+                    Unit(
+                        source,
+                        key,
+                        list(child.message_ids),
+                        child.total_tokens(),
+                        policy,
+                        child.created_at or 0.0,
+                    )
+                )
+    return units
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    cls.name: cls for cls in (TruncateStrategy, SummarizeStrategy, HybridStrategy, BudgetStrategy)
+}

@@ -1,0 +1,114 @@
+"""The collector's contract, compatible with JAATO's so plugins move between the two.
+
+A plugin decides *what* to forget and returns a new history with a removal list; the caller
+(``run_gc``, or an agent framework) applies it. ``collect`` never mutates its inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field, computed_field
+
+from gcengine.budget import InstructionBudget, InstructionSource
+from gcengine.config import GCConfig
+from gcengine.messages import Message
+
+
+class GCTriggerReason(StrEnum):
+    THRESHOLD = "threshold"
+    MANUAL = "manual"
+    TURN_LIMIT = "turn_limit"
+    PRE_MESSAGE = "pre_message"
+    CONTEXT_LIMIT = "context_limit"
+
+
+class RemovalReason(StrEnum):
+    """Why an item went; the values are JAATO's, so ledgers from both read alike."""
+
+    TRUNCATED = "truncated"
+    SUMMARIZED = "summarized"
+    TRUNCATED_FALLBACK = "truncated_fallback"
+    ENRICHMENT_BULK_CLEAR = "enrichment_bulk_clear"
+    EPHEMERAL = "ephemeral"
+    PARTIAL_TURN = "partial_turn"
+    PRESERVABLE_UNDER_PRESSURE = "preservable_under_pressure"
+
+
+class GCRemovalItem(BaseModel):
+    """One thing a collection removed from the budget (and, with message ids, the history).
+
+    ``child_key`` None means the whole source was cleared. ``turn_index`` is the stable index
+    of the turn the item belonged to, when it belonged to one.
+    """
+
+    source: InstructionSource
+    child_key: str | None = None
+    tokens_freed: int = 0
+    reason: str = ""
+    message_ids: list[str] = Field(default_factory=list)
+    turn_index: int | None = None
+
+
+class GCResult(BaseModel):
+    success: bool
+    items_collected: int
+    tokens_before: int
+    tokens_after: int
+    plugin_name: str
+    trigger_reason: GCTriggerReason
+    notification: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    removal_list: list[GCRemovalItem] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tokens_freed(self) -> int:
+        return max(0, self.tokens_before - self.tokens_after)
+
+
+ContextUsage = Mapping[str, Any]
+"""JAATO's ``get_context_usage()`` dict: ``total_tokens``, ``context_limit``, ``percent_used``,
+``turns`` (and more a plugin may ignore)."""
+
+
+@runtime_checkable
+class GCPlugin(Protocol):
+    """What every collection strategy provides (JAATO's ``GCPlugin``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def initialize(self, config: Mapping[str, Any] | None = None) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def should_collect(
+        self, context_usage: ContextUsage, config: GCConfig
+    ) -> tuple[bool, GCTriggerReason | None]: ...
+
+    def collect(
+        self,
+        history: Sequence[Message],
+        context_usage: ContextUsage,
+        config: GCConfig,
+        reason: GCTriggerReason,
+        budget: InstructionBudget | None = None,
+    ) -> tuple[list[Message], GCResult]: ...
+
+
+def context_usage(budget: InstructionBudget, turns: int) -> dict[str, Any]:
+    """The usage dict a plugin receives, computed from a budget."""
+    total = budget.total_tokens()
+    return {
+        "total_tokens": total,
+        "prompt_tokens": total,
+        "output_tokens": 0,
+        "context_limit": budget.context_limit,
+        "percent_used": budget.utilization_percent(),
+        "tokens_remaining": budget.available_tokens(),
+        "turns": turns,
+    }

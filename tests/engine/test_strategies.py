@@ -1,0 +1,435 @@
+"""The four strategies: what each removes, and the guarantees every one keeps."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gcengine
+from gcengine import GCPolicy, InstructionSource, MessageKind, Session
+from gcengine.gc import (
+    GCTriggerReason,
+    PluginError,
+    RemovalReason,
+    discover_gc_plugins,
+    load_gc_plugin,
+    run_gc,
+)
+from gcengine.synthetic import SessionShape, generate_session_file
+from gcengine.tokens import TokenCounter, count_message
+
+STRATEGIES = ["truncate", "summarize", "hybrid", "budget"]
+
+
+def session_at(turns: int, usage: float, counter: TokenCounter, **shape: Any) -> Session:
+    """A generated session whose context limit puts it at ``usage`` percent."""
+    session = gcengine.load_session(
+        generate_session_file(SessionShape(turns=turns, **shape)), counter=counter
+    )
+    limit = max(1, int(session.budget.total_tokens() * 100 / usage))
+    session = session.model_copy(update={"context_limit": limit})
+    session.budget = gcengine.rebuild_budget(session, counter)
+    return session
+
+
+def policy(**fields: Any) -> gcengine.GCConfig:
+    return gcengine.load_gc_config(fields, env={})
+
+
+def leaves(session: Session) -> dict[str, GCPolicy]:
+    conversation = session.budget.entries[InstructionSource.CONVERSATION]
+    return {
+        e.message_ids[0]: e.gc_policy
+        for _, e in conversation.walk()
+        if not e.children and e.message_ids
+    }
+
+
+def test_the_package_registers_its_strategies_under_jaatos_entry_point_group() -> None:
+    from importlib.metadata import entry_points
+
+    registered = {ep.name: ep.load() for ep in entry_points(group="jaato.gc_plugins")}
+    assert {name: cls().name for name, cls in registered.items() if name in STRATEGY_NAMES} == {
+        name: name for name in STRATEGY_NAMES
+    }
+
+
+STRATEGY_NAMES = ["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
+
+
+def test_all_four_strategies_are_discoverable_and_load_by_either_name() -> None:
+    assert {"gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"} <= set(discover_gc_plugins())
+    assert load_gc_plugin("truncate").name == "gc_truncate"
+    assert load_gc_plugin("gc_budget", {"preserve_recent_turns": 2}).name == "gc_budget"
+    with pytest.raises(PluginError, match="no GC plugin named 'fifo'"):
+        load_gc_plugin("fifo")
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_should_collect_in_threshold_and_continuous_mode(name: str) -> None:
+    plugin = load_gc_plugin(name)
+    threshold = policy(type=name, threshold_percent=75, target_percent=60)
+    assert plugin.should_collect({"percent_used": 80}, threshold) == (
+        True,
+        GCTriggerReason.THRESHOLD,
+    )
+    assert plugin.should_collect({"percent_used": 50}, threshold) == (False, None)
+    limited = policy(type=name, threshold_percent=90, max_turns=10)
+    assert plugin.should_collect({"percent_used": 50, "turns": 15}, limited) == (
+        True,
+        GCTriggerReason.TURN_LIMIT,
+    )
+    continuous = policy(type=name, target_percent=60, pressure_percent=0)
+    assert plugin.should_collect({"percent_used": 65}, continuous) == (
+        True,
+        GCTriggerReason.THRESHOLD,
+    )
+    assert plugin.should_collect({"percent_used": 60}, continuous) == (False, None)
+    assert plugin.should_collect({"percent_used": 99}, policy(type=name, auto_trigger=False)) == (
+        False,
+        None,
+    )
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_nothing_is_removed_when_usage_is_already_at_target(
+    name: str, counter: TokenCounter
+) -> None:
+    session = session_at(20, 55, counter, seed=1)
+    outcome = run_gc(session, policy(type=name))
+    assert outcome.result.success
+    assert outcome.result.items_collected == 0
+    assert outcome.session.history == session.history
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_stops_at_the_target_instead_of_keeping_only_recent_turns(
+    name: str, counter: TokenCounter
+) -> None:
+    session = session_at(60, 85, counter, seed=2)
+    outcome = run_gc(session, policy(type=name, target_percent=60))
+    after = outcome.budget_after.utilization_percent()
+    assert after <= 60
+    assert after > 45, "a collection that stops at the target leaves most of the context"
+    assert len(outcome.session.turns()) > 30
+
+
+def test_truncate_removes_whole_turns_oldest_first(counter: TokenCounter) -> None:
+    session = session_at(40, 90, counter, seed=3)
+    outcome = run_gc(session, policy(type="truncate"))
+    removed = [item.turn_index for item in outcome.result.removal_list]
+    assert removed == sorted(removed)
+    assert removed[0] == 1, "turn 0 holds the locked original request"
+    assert {item.reason for item in outcome.result.removal_list} == {RemovalReason.TRUNCATED}
+    turns_before = {t.index: t.message_ids for t in session.turns()}
+    for item in outcome.result.removal_list:
+        assert item.message_ids == turns_before[item.turn_index]
+        assert item.child_key == f"turn_{item.turn_index}"
+
+
+def test_pins_by_turn_index_and_by_message_id_survive(counter: TokenCounter) -> None:
+    session = session_at(40, 95, counter, seed=4)
+    pinned_message = session.turns()[9].messages[-1].message_id
+    outcome = run_gc(
+        session,
+        policy(type="truncate", pinned_turn_indices=[4], pinned_message_ids=[pinned_message]),
+    )
+    kept = {t.index for t in outcome.session.turns()}
+    assert {4, 9} <= kept
+    assert 5 not in kept
+
+
+def test_pins_name_turns_as_uploaded_even_after_an_earlier_collection(
+    counter: TokenCounter,
+) -> None:
+    session = session_at(40, 95, counter, seed=5)
+    first = run_gc(session, policy(type="truncate", target_percent=70)).session
+    assert 3 not in {t.index for t in first.turns()}
+    pinned = max(t.index for t in first.turns() if t.index is not None) - 10
+    second = run_gc(first, policy(type="truncate", target_percent=20, pinned_turn_indices=[pinned]))
+    assert pinned in {t.index for t in second.session.turns()}
+
+
+def test_summarize_chains_summaries(counter: TokenCounter) -> None:
+    session = session_at(50, 90, counter, seed=6)
+    first = run_gc(session, policy(type="summarize", target_percent=70))
+    summaries = [m for m in first.session.history if m.kind is MessageKind.SUMMARY]
+    assert len(summaries) == 1
+    assert summaries[0].metadata["summary_number"] == 1
+    covered = summaries[0].metadata["covers_turns"]
+    assert covered == [i.turn_index for i in first.result.removal_list]
+    assert leaves(first.session)[summaries[0].message_id] is GCPolicy.PRESERVABLE
+    assert "gc_summary_1" in first.budget_after.entries[InstructionSource.CONVERSATION].children
+
+    second = run_gc(first.session, policy(type="summarize", target_percent=40))
+    chain = [m for m in second.session.history if m.kind is MessageKind.SUMMARY]
+    assert len(chain) == 1
+    assert chain[0].metadata["summary_number"] == 2
+    assert chain[0].metadata["covers_summary"] == 1
+    assert "Earlier:" in chain[0].text
+
+
+def test_a_summary_is_never_taken_for_the_original_request(counter: TokenCounter) -> None:
+    session = session_at(30, 90, counter, seed=7)
+    outcome = run_gc(session, policy(type="summarize", notify_on_gc=True))
+    policies = leaves(outcome.session)
+    locked = [m for m in outcome.session.history if policies[m.message_id] is GCPolicy.LOCKED]
+    assert locked == [session.history[0]]
+    kinds = [m.kind for m in outcome.session.history if m.kind is not MessageKind.CHAT]
+    assert sorted(kinds) == [MessageKind.NOTICE, MessageKind.SUMMARY]
+
+
+def test_the_extractive_summary_keeps_tool_calls_with_their_arguments_and_results(
+    counter: TokenCounter,
+) -> None:
+    session = session_at(12, 99, counter, seed=8, tool_every=1)
+    outcome = run_gc(session, policy(type="summarize", preserve_recent_turns=1, target_percent=10))
+    summary = next(m for m in outcome.session.history if m.kind is MessageKind.SUMMARY)
+    covered = summary.metadata["covers_turns"][0]
+    turn = next(t for t in session.turns() if t.index == covered)
+    call = next(c for m in turn.messages for c in m.function_calls)
+    assert f"called {call.name}(path=" in summary.text
+    assert "returned" in summary.text
+
+
+def test_a_failing_summarizer_fails_the_run_and_changes_nothing(counter: TokenCounter) -> None:
+    session = session_at(30, 90, counter, seed=9)
+    before = copy.deepcopy(session)
+
+    def broken(transcript: str) -> str:
+        raise RuntimeError("model offline")
+
+    plugin = load_gc_plugin("summarize", {"summarizer": broken})
+    outcome = run_gc(session, policy(type="summarize"), plugin=plugin)
+    assert not outcome.result.success
+    assert "Summarization failed: model offline" in (outcome.result.error or "")
+    assert outcome.session == before
+    assert session == before
+
+
+@pytest.mark.parametrize(
+    ("middle", "expect_truncated", "expect_summarized"),
+    [(0, True, False), (10, True, True), (100, False, True)],
+)
+def test_hybrid_options_change_the_outcome(
+    middle: int, expect_truncated: bool, expect_summarized: bool, counter: TokenCounter
+) -> None:
+    session = session_at(40, 99, counter, seed=10)
+    outcome = run_gc(
+        session,
+        policy(
+            type="hybrid", summarize_middle_turns=middle, target_percent=30, threshold_percent=80
+        ),
+    )
+    reasons = {item.reason for item in outcome.result.removal_list}
+    assert (RemovalReason.TRUNCATED in reasons) is expect_truncated
+    assert (RemovalReason.SUMMARIZED in reasons) is expect_summarized
+
+
+def test_budget_takes_tool_exchanges_before_whole_turns(counter: TokenCounter) -> None:
+    session = session_at(60, 70, counter, seed=11)
+    outcome = run_gc(session, policy(type="budget", target_percent=60, threshold_percent=65))
+    reasons = [item.reason for item in outcome.result.removal_list]
+    assert reasons
+    assert set(reasons) == {RemovalReason.EPHEMERAL}
+    for item in outcome.result.removal_list:
+        removed = [m for m in session.history if m.message_id in item.message_ids]
+        calls = {c.id for m in removed for c in m.function_calls}
+        answers = {r.call_id for m in removed for r in m.function_responses}
+        assert calls
+        assert calls == answers
+
+
+def test_budget_touches_preservable_only_under_pressure_and_never_in_continuous_mode(
+    counter: TokenCounter,
+) -> None:
+    session = session_at(40, 95, counter, seed=12, tool_every=2)
+    preservable = {mid for mid, p in leaves(session).items() if p is GCPolicy.PRESERVABLE}
+    assert preservable
+    continuous = run_gc(session, policy(type="budget", target_percent=5, pressure_percent=0))
+    assert preservable <= {m.message_id for m in continuous.session.history}
+    assert continuous.result.details["preservable_removed"] == 0
+    pressured = run_gc(session, policy(type="budget", target_percent=5, pressure_percent=90))
+    assert pressured.result.details["preservable_removed"] > 0
+    relaxed = run_gc(session, policy(type="budget", target_percent=5, pressure_percent=99))
+    assert relaxed.result.details["preservable_removed"] == 0
+
+
+def test_budget_clears_enrichment_and_ephemeral_plugin_entries_first(counter: TokenCounter) -> None:
+    session = session_at(10, 50, counter, seed=13)
+    recorded = gcengine.InstructionBudget.create_default(context_limit=session.context_limit)
+    recorded.entries[InstructionSource.ENRICHMENT].tokens = 3000
+    recorded.add_child(
+        InstructionSource.PLUGIN, "web_search", 2000, GCPolicy.EPHEMERAL, created_at=1.0
+    )
+    recorded.add_child(InstructionSource.PLUGIN, "filesystem", 800, GCPolicy.LOCKED)
+    del recorded.entries[InstructionSource.CONVERSATION]
+    session = session.model_copy(update={"recorded_budget": recorded})
+    session.budget = gcengine.rebuild_budget(session, counter)
+    outcome = run_gc(session, policy(type="budget", target_percent=45, threshold_percent=50))
+    first, second = outcome.result.removal_list[:2]
+    assert (first.source, first.child_key, first.reason) == (
+        InstructionSource.ENRICHMENT,
+        None,
+        RemovalReason.ENRICHMENT_BULK_CLEAR,
+    )
+    assert (second.source, second.child_key) == (InstructionSource.PLUGIN, "web_search")
+    plugin_entry = outcome.budget_after.entries[InstructionSource.PLUGIN]
+    assert list(plugin_entry.children) == ["filesystem"]
+    assert outcome.budget_after.entries[InstructionSource.ENRICHMENT].total_tokens() == 0
+
+
+def test_budget_without_a_budget_falls_back_to_truncation_and_says_so(
+    counter: TokenCounter,
+) -> None:
+    session = session_at(20, 90, counter, seed=14)
+    plugin = load_gc_plugin("budget")
+    usage = {"percent_used": 90.0, "context_limit": session.context_limit, "turns": 20}
+    history, result = plugin.collect(
+        session.history, usage, policy(type="budget"), GCTriggerReason.MANUAL
+    )
+    assert result.details["mode"] == "fallback_truncate"
+    assert {i.reason for i in result.removal_list} == {RemovalReason.TRUNCATED_FALLBACK}
+    assert len(history) < len(session.history)
+
+
+def test_collect_never_mutates_its_inputs(counter: TokenCounter) -> None:
+    session = session_at(30, 95, counter, seed=15)
+    history, budget = copy.deepcopy(session.history), session.budget.model_copy(deep=True)
+    for name in STRATEGIES:
+        run_gc(session, policy(type=name, notify_on_gc=True))
+    assert session.history == history
+    assert session.budget == budget
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_notification_is_a_notice_with_the_strategys_figures(
+    name: str, counter: TokenCounter
+) -> None:
+    session = session_at(30, 95, counter, seed=16)
+    templates = {
+        "truncate": "Cleared {removed} turns!",
+        "summarize": "Summarized {removed}.",
+        "hybrid": "{truncated}T {summarized}S {kept}K",
+        "budget": "Cleared {items} items, {freed} tokens.",
+    }
+    outcome = run_gc(
+        session, policy(type=name, notify_on_gc=True, notification_template=templates[name])
+    )
+    notices = [m for m in outcome.session.history if m.kind is MessageKind.NOTICE]
+    assert len(notices) == 1
+    assert notices[0].text == f"[System: {outcome.result.notification}]"
+    assert "{" not in (outcome.result.notification or "{")
+
+
+# --- Guarantees, for every strategy, on generated sessions -----------------------------------
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    target = draw(st.integers(10, 70))
+    pressure = draw(st.sampled_from([0, 0, target + 5, 95]))
+    return {
+        "shape": SessionShape(
+            turns=draw(st.integers(2, 30)),
+            tool_every=draw(st.integers(0, 3)),
+            parallel_calls=draw(st.integers(1, 3)),
+            user_chars=draw(st.sampled_from([40, 400])),
+            model_chars=draw(st.sampled_from([60, 600])),
+            tool_result_chars=draw(st.sampled_from([200, 2000])),
+            seed=draw(st.integers(0, 10_000)),
+        ),
+        "usage": draw(st.floats(30, 150)),
+        "policy": {
+            "target_percent": target,
+            "threshold_percent": min(100, target + draw(st.integers(1, 30))),
+            "pressure_percent": pressure,
+            "preserve_recent_turns": draw(st.integers(0, 6)),
+            "pinned_turn_indices": draw(st.lists(st.integers(0, 30), max_size=3)),
+            "notify_on_gc": draw(st.booleans()),
+            "summarize_middle_turns": draw(st.integers(0, 12)),
+        },
+    }
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=scenarios())
+def test_every_strategy_keeps_every_guarantee(
+    name: str, scenario: dict[str, Any], counter: TokenCounter
+) -> None:
+    shape: SessionShape = scenario["shape"]
+    session = session_at(
+        shape.turns,
+        scenario["usage"],
+        counter,
+        **{
+            k: getattr(shape, k)
+            for k in (
+                "tool_every",
+                "parallel_calls",
+                "user_chars",
+                "model_chars",
+                "tool_result_chars",
+                "seed",
+            )
+        },
+    )
+    config = policy(type=name, **scenario["policy"])
+    before = copy.deepcopy(session)
+    outcome = run_gc(session, config)
+    result, after = outcome.result, outcome.session
+    assert session == before, "the original session is untouched"
+    assert result.success
+
+    before_policies = leaves(session)
+    kept_ids = {m.message_id for m in after.history}
+    # Locked content is never removed.
+    assert {mid for mid, p in before_policies.items() if p is GCPolicy.LOCKED} <= kept_ids
+    # Recent and pinned turns stay whole.
+    chat_turns = [t for t in session.turns() if t.kind is MessageKind.CHAT]
+    recent = chat_turns[-config.preserve_recent_turns :] if config.preserve_recent_turns else []
+    pinned = [t for t in chat_turns if t.index in set(config.pinned_turn_indices)]
+    for turn in recent + pinned:
+        assert set(turn.message_ids) <= kept_ids
+    # Removal units are whole turns or complete exchanges: no call without its answer.
+    calls = {c.id for m in after.history for c in m.function_calls}
+    answers = {r.call_id for m in after.history for r in m.function_responses}
+    assert calls == answers
+    # Every turn index is unique and was a turn of the upload.
+    indices = [t.index for t in after.turns() if t.index is not None]
+    assert len(indices) == len(set(indices))
+    assert set(indices) <= {t.index for t in session.turns()}
+    # The ledger has no duplicates and its figures add up.
+    ledger_ids = [i for item in result.removal_list for i in item.message_ids]
+    assert len(ledger_ids) == len(set(ledger_ids))
+    figures = {
+        m.message_id: t for m, t in ((m, count_message(m, counter)) for m in session.history)
+    }
+    conversation_items = [
+        i for i in result.removal_list if i.source is InstructionSource.CONVERSATION
+    ]
+    for item in conversation_items:
+        assert item.tokens_freed == sum(figures[mid] for mid in item.message_ids)
+    inserted = sum(count_message(m, counter) for m in after.history if m.message_id not in figures)
+    freed = sum(item.tokens_freed for item in result.removal_list)
+    assert result.tokens_before - result.tokens_after == freed - inserted
+    # The budget after is the budget of the new history, with the same keys for what stayed.
+    assert outcome.budget_after == gcengine.rebuild_budget(after, counter)
+    assert result.tokens_after == outcome.budget_after.total_tokens()
+    keys_before = set(outcome.budget_before.entries[InstructionSource.CONVERSATION].children)
+    keys_after = set(outcome.budget_after.entries[InstructionSource.CONVERSATION].children)
+    assert {k for k in keys_after if k.startswith("turn_")} <= keys_before
+    # Stopping rule: nothing removed at or below target; otherwise stop once there.
+    target = int(session.context_limit * config.target_percent / 100)
+    if result.tokens_before <= target:
+        assert result.items_collected == 0
+    elif result.removal_list and name != "summarize" and name != "hybrid":
+        last = result.removal_list[-1]
+        assert result.tokens_before - (freed - last.tokens_freed) > target
