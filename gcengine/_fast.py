@@ -31,9 +31,14 @@ def _defaults(
     return static, tuple(factories)
 
 
+@functools.cache
+def _field_count(model: type[BaseModel]) -> int:
+    return len(model.model_fields)
+
+
 def construct[M: BaseModel](model: type[M], **values: Any) -> M:
     """Like ``model.model_construct(**values)``: no validation, defaults filled in."""
-    if len(values) == len(model.model_fields):
+    if len(values) == _field_count(model):
         data = values  # every field given: the common case on hot paths
     else:
         static, factories = _defaults(model)
