@@ -15,6 +15,7 @@ from gcengine.budget import (
 from gcengine.config import GCConfig, dump_gc_config, load_gc_config
 from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
 from gcengine.formats import LoadLimits, dump_session, load_session
+from gcengine.gc import GCOutcome, GCResult, GCTriggerReason, Simulation, run_gc, simulate
 from gcengine.messages import (
     FunctionCall,
     FunctionResponse,
@@ -55,7 +56,10 @@ __all__ = [
     "FunctionResponse",
     "GCConfig",
     "GCEngineError",
+    "GCOutcome",
     "GCPolicy",
+    "GCResult",
+    "GCTriggerReason",
     "InlineData",
     "InstructionBudget",
     "InstructionSource",
@@ -68,6 +72,7 @@ __all__ = [
     "Role",
     "Session",
     "SessionFormatError",
+    "Simulation",
     "SourceEntry",
     "SourceFormat",
     "SystemInstruction",
@@ -82,6 +87,8 @@ __all__ = [
     "load_gc_config",
     "load_session",
     "rebuild_budget",
+    "run_gc",
+    "simulate",
     "split_into_turns",
     "token_drift",
 ]

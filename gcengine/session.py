@@ -171,6 +171,16 @@ def _recording_is_complete(message: Message) -> bool:
     return not any(part.type in _PARTS_JAATO_DOES_NOT_COUNT for part in message.parts)
 
 
+def message_figure(
+    message: Message, counter: TokenCounter, recorded_figures: Mapping[str, int]
+) -> tuple[int, str]:
+    """A message's tokens in the budget, and what made the figure (``recorded`` or a counter)."""
+    recorded = recorded_figures.get(message.message_id)
+    if recorded is not None and _recording_is_complete(message):
+        return recorded, "recorded"
+    return count_message(message, counter), counter.name
+
+
 def _role_label(message: Message) -> str:
     if message.kind is MessageKind.SUMMARY:
         return "summary"
@@ -260,11 +270,7 @@ def build_conversation(
         leaves: dict[str, SourceEntry] = {}
         turn_name = f"turn_{turn.index}" if turn.index is not None else "inserted"
         for message in turn.messages:
-            recorded = recorded_figures.get(message.message_id)
-            if recorded is not None and _recording_is_complete(message):
-                tokens, counted_by = recorded, "recorded"
-            else:
-                tokens, counted_by = count_message(message, counter), counter.name
+            tokens, counted_by = message_figure(message, counter, recorded_figures)
             leaves[message.message_id] = construct(
                 SourceEntry,
                 source=InstructionSource.CONVERSATION,

@@ -2,6 +2,7 @@
 
 from gcengine.gc.registry import ENTRY_POINT_GROUP, PluginError, discover_gc_plugins, load_gc_plugin
 from gcengine.gc.run import GCOutcome, plugin_options, run_gc
+from gcengine.gc.simulate import Simulation, SimulationEvent, SimulationStep, simulate
 from gcengine.gc.strategies import (
     BudgetStrategy,
     HybridStrategy,
@@ -37,6 +38,9 @@ __all__ = [
     "LLMSummarizer",
     "PluginError",
     "RemovalReason",
+    "Simulation",
+    "SimulationEvent",
+    "SimulationStep",
     "SummarizeStrategy",
     "Summarizer",
     "SummarizerError",
@@ -47,4 +51,5 @@ __all__ = [
     "load_gc_plugin",
     "plugin_options",
     "run_gc",
+    "simulate",
 ]

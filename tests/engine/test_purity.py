@@ -95,7 +95,8 @@ def test_the_engine_imports_and_loads_a_session_with_the_web_layer_unimportable(
         import gcengine
         walked = [info.name for info in pkgutil.walk_packages(gcengine.__path__, "gcengine.")]
         names = sorted(set(walked) | set({expected!r}))
-        for name in names:
+        # A __main__ module runs the program when imported; its imports are checked statically.
+        for name in (n for n in names if not n.endswith(".__main__")):
             importlib.import_module(name)
         session = gcengine.load_session(Path({str(REFERENCE_SESSION)!r}))
         assert session.history, "the reference session has a conversation"

@@ -1,0 +1,173 @@
+"""``python -m gcengine``: inspect a session, run a policy on it, or replay it.
+
+Exit codes: 0 success, 1 the collection itself failed (a summarizer error, say), 2 bad input
+(a session or gc.json that cannot be read, an unknown plugin), 130 interrupted. Errors are one
+line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.config import load_gc_config
+from gcengine.errors import GCEngineError
+from gcengine.formats import dump_session, load_session
+from gcengine.gc import run_gc, simulate
+from gcengine.session import Session, token_drift
+
+EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m gcengine", description="Context garbage collection for agent sessions."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    inspect = commands.add_parser("inspect", help="the budget tree and usage of a session")
+    inspect.add_argument("session", type=Path)
+    inspect.add_argument("--children", type=int, default=5, help="children shown per source")
+    inspect.add_argument("--json", action="store_true", help="the budget snapshot as JSON")
+    run = commands.add_parser("run", help="collect a session under a gc.json policy")
+    run.add_argument("session", type=Path)
+    run.add_argument("--config", type=Path, required=True, help="the gc.json policy")
+    run.add_argument("--plugin", help="run this strategy instead of the policy's")
+    run.add_argument("--out", type=Path, help="write the collected session (JAATO 2.1) here")
+    run.add_argument("--json", action="store_true", help="the result as JSON")
+    replay = commands.add_parser("simulate", help="replay a session turn by turn under a policy")
+    replay.add_argument("session", type=Path)
+    replay.add_argument("--config", type=Path, required=True, help="the gc.json policy")
+    replay.add_argument("--json", action="store_true", help="the whole series as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "inspect":
+            return _inspect(args)
+        if args.command == "run":
+            return _run(args)
+        return _simulate(args)
+    except GCEngineError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(f"error: {error.filename or ''}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _percent(tokens: int, limit: int) -> str:
+    return f"{tokens / limit * 100:.1f}%" if limit else "-"
+
+
+def _entry_line(key: str, entry: SourceEntry, limit: int, depth: int) -> str:
+    policy = entry.effective_gc_policy()
+    total = entry.total_tokens()
+    share = _percent(total, limit)
+    return f"{'  ' * depth}{policy.indicator} {key:<28} {total:>10,}  {share:>6}  {policy.value}"
+
+
+def _tree(budget: InstructionBudget, children: int) -> list[str]:
+    lines = []
+    for source, entry in budget.entries.items():
+        note = "  (not in the context)" if source is InstructionSource.THINKING else ""
+        lines.append(_entry_line(source.value, entry, budget.context_limit, 0) + note)
+        items = list(entry.children.items())
+        for key, child in items[:children]:
+            lines.append(_entry_line(key, child, budget.context_limit, 1))
+        if len(items) > children:
+            rest = sum(c.total_tokens() for _, c in items[children:])
+            lines.append(f"  … {len(items) - children:,} more ({rest:,} tokens)")
+    return lines
+
+
+def _usage_lines(session: Session) -> list[str]:
+    budget = session.budget
+    return [
+        f"session   {session.session_id} ({session.source_format.value}"
+        f"{' ' + session.format_version if session.format_version else ''})",
+        f"model     {session.model or 'unknown'}; context limit {session.context_limit:,} "
+        f"(from {session.context_limit_origin.value})",
+        f"counter   {session.token_counter}",
+        f"turns     {len(session.turns()):,}; messages {len(session.history):,}",
+        f"usage     {budget.total_tokens():,} tokens, {budget.utilization_percent():.1f}% "
+        f"({budget.available_tokens():,} available)",
+        f"policy    {GCPolicy.LOCKED.indicator} locked {budget.locked_tokens():,}  "
+        f"{GCPolicy.PRESERVABLE.indicator} preservable {budget.preservable_tokens():,}  "
+        f"{GCPolicy.EPHEMERAL.indicator} eligible {budget.gc_eligible_tokens():,}",
+    ]
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    if args.json:
+        print(json.dumps(session.budget.snapshot(), ensure_ascii=False, indent=2))
+        return 0
+    lines = _usage_lines(session)
+    drift = token_drift(session)
+    if drift.messages:
+        lines.append(
+            f"drift     recorded {drift.recorded_total:,} vs counted {drift.counted_total:,} "
+            f"over {len(drift.messages):,} messages"
+        )
+    for warning in session.warnings:
+        lines.append(f"warning   {warning}")
+    print("\n".join([*lines, "", *_tree(session.budget, args.children)]))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    config = load_gc_config(args.config)
+    outcome = run_gc(session, config, plugin=args.plugin)
+    result = outcome.result
+    if args.out is not None and result.success:
+        args.out.write_text(dump_session(outcome.session), encoding="utf-8")
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        limit = session.context_limit
+        print(f"{result.plugin_name}: {'ok' if result.success else 'FAILED'}")
+        if result.error:
+            print(f"error     {result.error}")
+        print(
+            f"tokens    {result.tokens_before:,} ({_percent(result.tokens_before, limit)}) -> "
+            f"{result.tokens_after:,} ({_percent(result.tokens_after, limit)}); "
+            f"freed {result.tokens_freed:,}; {result.items_collected} items"
+        )
+        for item in result.removal_list:
+            where = f"turn {item.turn_index}" if item.turn_index is not None else item.source.value
+            key = item.child_key or "(whole source)"
+            print(f"  - {item.reason:<28} {where:<10} {item.tokens_freed:>8,}  {key}")
+        if args.out is not None and result.success:
+            print(f"wrote     {args.out}")
+    return 0 if result.success else EXIT_FAILED
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    config = load_gc_config(args.config)
+    replay = simulate(session, config)
+    if args.json:
+        print(replay.model_dump_json(indent=2))
+        return 0
+    mode = "continuous" if replay.continuous_mode else f"threshold {replay.threshold_percent:g}%"
+    limit = replay.context_limit
+    print(f"{replay.plugin}, {mode}, target {replay.target_percent:g}%, limit {limit:,}")
+    turns, events = len(session.turns()), len(replay.events)
+    print(f"turns {turns:,}; GC events {events}; peak {replay.peak_percent:.1f}%")
+    for event in replay.events:
+        result = event.result
+        print(
+            f"  turn {event.turn_index} {event.point:<11} {event.reason.value:<12} "
+            f"{_percent(result.tokens_before, limit):>6} -> "
+            f"{_percent(result.tokens_after, limit):>6}  {result.items_collected} items"
+        )
+    return 0

@@ -1,0 +1,287 @@
+"""Replaying sessions, the command line, and the LLM summarizer against a local server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import gcengine
+from gcengine import MessageKind, Session
+from gcengine.cli import main
+from gcengine.gc import LLMSummarizer, SummarizerError, load_gc_plugin, run_gc, simulate
+from gcengine.synthetic import SessionShape, generate_session_file
+from gcengine.tokens import TokenCounter
+from tests.engine.conftest import EXAMPLES
+
+
+def long_session(counter: TokenCounter, turns: int = 300, limit: int = 60_000) -> Session:
+    session = gcengine.load_session(
+        generate_session_file(SessionShape(turns=turns, seed=21)), counter=counter
+    )
+    session = session.model_copy(update={"context_limit": limit})
+    session.budget = gcengine.rebuild_budget(session, counter)
+    return session
+
+
+def post_turn_percent(replay: gcengine.Simulation) -> list[float]:
+    return [replay.percent(s.tokens_after) for s in replay.steps if s.point == "post_turn"]
+
+
+def test_threshold_mode_draws_a_sawtooth(counter: TokenCounter) -> None:
+    replay = simulate(long_session(counter), gcengine.load_gc_config({"type": "budget"}, env={}))
+    assert len(replay.events) >= 5
+    for event in replay.events:
+        assert replay.percent(event.result.tokens_before) >= 80
+        assert replay.percent(event.result.tokens_after) <= 60
+    assert 80 <= replay.peak_percent < 90
+    usage = post_turn_percent(replay)
+    assert min(usage[100:]) < 65 < max(usage[100:])
+
+
+def test_continuous_mode_ripples_around_the_target(counter: TokenCounter) -> None:
+    config = gcengine.load_gc_config({"type": "budget", "pressure_percent": 0}, env={})
+    replay = simulate(long_session(counter), config)
+    usage = post_turn_percent(replay)[100:]
+    assert all(u <= 60 for u in usage)
+    assert min(usage) > 55, "continuous collections are small: usage stays close to the target"
+    assert len(replay.events) > 150
+
+
+def test_replay_respects_pins_and_counts_usage_like_the_budget(counter: TokenCounter) -> None:
+    session = long_session(counter, turns=120)
+    config = gcengine.load_gc_config({"type": "truncate", "pinned_turn_indices": [7]}, env={})
+    replay = simulate(session, config)
+    removed = {item.turn_index for event in replay.events for item in event.result.removal_list}
+    assert 7 not in removed
+    assert 8 in removed
+    last = replay.steps[-1]
+    assert replay.events, "the session outgrows its limit, so GC ran"
+    # The running total is the budget's own figure at the point of each collection.
+    for event in replay.events:
+        step = next(
+            s for s in replay.steps if s.turn_index == event.turn_index and s.point == event.point
+        )
+        assert step.tokens_before == event.result.tokens_before
+        assert step.tokens_after == event.result.tokens_after
+    assert last.tokens_after <= session.context_limit
+
+
+def test_replay_checks_before_send_only_when_asked(counter: TokenCounter) -> None:
+    session = long_session(counter, turns=60)
+    points = {s.point for s in simulate(session, gcengine.load_gc_config({}, env={})).steps}
+    assert points == {"pre_message", "post_turn"}
+    config = gcengine.load_gc_config({"check_before_send": False}, env={})
+    assert {s.point for s in simulate(session, config).steps} == {"post_turn"}
+
+
+def run_cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write_config(tmp_path: Path, **fields: Any) -> Path:
+    path = tmp_path / "gc.json"
+    path.write_text(json.dumps(fields))
+    return path
+
+
+def test_cli_inspect_shows_usage_tree_and_drift(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli("inspect", str(EXAMPLES / "jaato_session_v2.1.json"), capsys=capsys)
+    assert code == 0
+    assert "context limit 200,000 (from model)" in out
+    assert "🔒" in out
+    assert "conversation" in out
+    assert "turn_0" in out
+    assert "drift     recorded 85 vs counted" in out
+
+
+def test_cli_inspect_json_is_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        "inspect", str(EXAMPLES / "jaato_budget_snapshot.json"), "--json", capsys=capsys
+    )
+    assert code == 0
+    assert json.loads(out) == json.loads((EXAMPLES / "jaato_budget_snapshot.json").read_text())
+
+
+def test_cli_run_prints_the_ledger_and_writes_the_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session_path = tmp_path / "session.json"
+    session_path.write_text(json.dumps(generate_session_file(SessionShape(turns=40, seed=2))))
+    config = write_config(tmp_path, type="truncate", target_percent=1, threshold_percent=2)
+    out_path = tmp_path / "out.json"
+    code, out, _ = run_cli(
+        "run", str(session_path), "--config", str(config), "--out", str(out_path), capsys=capsys
+    )
+    assert code == 0
+    assert "gc_truncate: ok" in out
+    assert "truncated" in out
+    collected = gcengine.load_session(out_path)
+    assert len(collected.turns()) == 6  # turn 0 (locked request) and the 5 recent turns
+    code, out, _ = run_cli(
+        "run", str(session_path), "--config", str(config), "--json", capsys=capsys
+    )
+    assert json.loads(out)["items_collected"] == 34
+
+
+def test_cli_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path, type="budget")
+    code, out, _ = run_cli(
+        "simulate",
+        str(EXAMPLES / "jaato_session_v2.1.json"),
+        "--config",
+        str(config),
+        capsys=capsys,
+    )
+    assert code == 0
+    assert "GC events 0" in out
+    code, out, _ = run_cli(
+        "simulate",
+        str(EXAMPLES / "jaato_session_v2.1.json"),
+        "--config",
+        str(config),
+        "--json",
+        capsys=capsys,
+    )
+    assert json.loads(out)["plugin"] == "gc_budget"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["inspect", "/does/not/exist.json"], "cannot read"),
+        (
+            ["run", str(EXAMPLES / "jaato_session_v2.1.json"), "--config", "/does/not/exist.json"],
+            "cannot read",
+        ),
+        (
+            [
+                "run",
+                str(EXAMPLES / "jaato_session_v2.1.json"),
+                "--config",
+                "{config}",
+                "--plugin",
+                "fifo",
+            ],
+            "no GC plugin",
+        ),
+    ],
+)
+def test_cli_errors_are_one_line_and_exit_2(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, type="truncate")
+    code, _, err = run_cli(*[a.replace("{config}", str(config)) for a in args], capsys=capsys)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+    assert err.count("\n") == 1
+
+
+def test_cli_bad_session_names_the_json_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads((EXAMPLES / "jaato_session_v2.1.json").read_text())
+    data["history"][2]["parts"][0]["is_error"] = "no"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli("inspect", str(path), capsys=capsys)
+    assert code == 2
+    assert "history[2].parts[0].is_error" in err
+
+
+class FakeChatServer(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /chat/completions endpoint on loopback."""
+
+    requests: ClassVar[list[dict[str, Any]]] = []
+    status = 200
+    reply: ClassVar[Any] = {
+        "choices": [
+            {"message": {"role": "assistant", "content": "Decided: fix parser.py (3 bugs)."}}
+        ]
+    }
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+        )
+        payload = json.dumps(type(self).reply).encode()
+        self.send_response(type(self).status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@pytest.fixture
+def chat_server() -> Iterator[str]:
+    FakeChatServer.requests = []
+    FakeChatServer.status = 200
+    server = HTTPServer(("127.0.0.1", 0), FakeChatServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_llm_summarizer_uses_the_configured_endpoint(
+    chat_server: str, monkeypatch: pytest.MonkeyPatch, counter: TokenCounter
+) -> None:
+    monkeypatch.setenv("JAATO_GC_LLM_BASE_URL", chat_server)
+    monkeypatch.setenv("JAATO_GC_LLM_MODEL", "local-model")
+    monkeypatch.setenv("JAATO_GC_LLM_API_KEY", "secret")
+    session = long_session(counter, turns=30, limit=20_000)
+    config = gcengine.load_gc_config(
+        {"type": "summarize", "plugin_config": {"summarizer": "llm"}}, env={}
+    )
+    outcome = run_gc(session, config)
+    assert outcome.result.success
+    summary = next(m for m in outcome.session.history if m.kind is MessageKind.SUMMARY)
+    assert "Decided: fix parser.py (3 bugs)." in summary.text
+    assert summary.metadata["summarizer"] == "llm"
+    request = FakeChatServer.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["auth"] == "Bearer secret"
+    assert request["body"]["model"] == "local-model"
+    assert "[Called" in request["body"]["messages"][1]["content"]
+
+
+def test_a_failing_endpoint_fails_the_run_and_changes_nothing(
+    chat_server: str, monkeypatch: pytest.MonkeyPatch, counter: TokenCounter
+) -> None:
+    FakeChatServer.status = 503
+    monkeypatch.setenv("JAATO_GC_LLM_BASE_URL", chat_server)
+    monkeypatch.setenv("JAATO_GC_LLM_MODEL", "local-model")
+    session = long_session(counter, turns=30, limit=20_000)
+    config = gcengine.load_gc_config(
+        {"type": "summarize", "plugin_config": {"summarizer": "llm"}}, env={}
+    )
+    outcome = run_gc(session, config)
+    assert not outcome.result.success
+    assert "HTTP 503" in (outcome.result.error or "")
+    assert outcome.session is session
+
+
+def test_the_llm_summarizer_needs_its_settings_and_its_server(counter: TokenCounter) -> None:
+    with pytest.raises(SummarizerError, match="JAATO_GC_LLM_BASE_URL"):
+        LLMSummarizer.from_environment({})
+    unreachable = LLMSummarizer("http://127.0.0.1:9", "m", timeout=2)
+    plugin = load_gc_plugin("summarize", {"summarizer": unreachable})
+    session = long_session(counter, turns=30, limit=20_000)
+    outcome = run_gc(session, gcengine.load_gc_config({"type": "summarize"}, env={}), plugin=plugin)
+    assert not outcome.result.success
+    assert "cannot reach http://127.0.0.1:9" in (outcome.result.error or "")
