@@ -1,4 +1,4 @@
-"""Building trusted models without pydantic's per-call overhead.
+"""Speed for bulk work: building trusted models cheaply, and pausing the cycle collector.
 
 Readers validate raw JSON themselves (so every error names its JSON path) and then build
 tens of thousands of models for a long session. ``model_construct`` resolves every default
@@ -9,7 +9,9 @@ per-class table. Only for values the engine has already checked.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel
@@ -52,3 +54,22 @@ def construct[M: BaseModel](model: type[M], **values: Any) -> M:
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector during bulk work on a large session.
+
+    Loading or collecting allocates hundreds of thousands of containers, and every few
+    thousand allocations the collector walks the young heap, which here holds the whole
+    session: that walking cost as much as the rest of a 10,000-turn load, and 40% of a
+    collection. Nothing the engine builds forms a reference cycle (JSON and the models are
+    trees), so reference counting frees it all and pausing the collector loses nothing.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
+from gcengine._fast import cyclic_gc_paused
 from gcengine._json import json_type
 from gcengine.errors import SessionFormatError
 from gcengine.formats import anthropic, jaato, openai
@@ -59,25 +58,6 @@ def detect_and_parse(data: Any) -> ParsedSession:
     )
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while a large file becomes models.
-
-    A load allocates hundreds of thousands of containers, and every few thousand allocations
-    the collector walks the whole young heap, which here holds the entire parsed file: that
-    walking cost about as much as the rest of the load together. Nothing a load builds forms a
-    reference cycle (JSON and the models are trees), so reference counting frees it all and
-    pausing the collector loses nothing.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def load_session(
     source: SessionSource,
     *,
@@ -91,7 +71,7 @@ def load_session(
     ``SessionFormatError`` (and nothing else) for input it cannot read.
     """
     try:
-        with _cyclic_gc_paused():
+        with cyclic_gc_paused():
             data = decode_source(source, limits)
             parsed = detect_and_parse(data)
             if len(parsed.history) > limits.max_messages:

@@ -292,10 +292,11 @@ class Decision:
     removed: list[tuple[Unit, str]] = field(default_factory=list)
     inserted: Message | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    freed: int = 0  # kept as units are added: strategies ask after every candidate
 
-    @property
-    def freed(self) -> int:
-        return sum(unit.tokens for unit, _ in self.removed)
+    def remove(self, unit: Unit, reason: str) -> None:
+        self.removed.append((unit, reason))
+        self.freed += unit.tokens
 
     @property
     def removed_ids(self) -> set[str]:
@@ -309,7 +310,7 @@ def take_until_target(
     for unit in candidates:
         if collection.to_free - decision.freed <= 0:
             return
-        decision.removed.append((unit, reason))
+        decision.remove(unit, reason)
 
 
 def apply(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.gc.plan import (
@@ -91,6 +92,18 @@ class Strategy:
         budget: InstructionBudget | None = None,
         *,
         counter: TokenCounter | None = None,
+    ) -> tuple[list[Message], GCResult]:
+        with cyclic_gc_paused():
+            return self._collect(history, context_usage, config, reason, budget, counter)
+
+    def _collect(
+        self,
+        history: Sequence[Message],
+        context_usage: ContextUsage,
+        config: GCConfig,
+        reason: GCTriggerReason,
+        budget: InstructionBudget | None,
+        counter: TokenCounter | None,
     ) -> tuple[list[Message], GCResult]:
         counter = counter or load_counter()
         collection = start_collection(
@@ -200,7 +213,8 @@ def summarize_units(
         if m.kind is MessageKind.SUMMARY and isinstance(m.metadata.get("summary_number"), int)
     ]
     number = max(existing, default=0) + 1
-    decision.removed.extend((unit, RemovalReason.SUMMARIZED) for unit in units)
+    for unit in units:
+        decision.remove(unit, RemovalReason.SUMMARIZED)
     decision.inserted = marked_message(
         MessageKind.SUMMARY,
         summary_text(body),
