@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from gcengine._fast import construct
 from gcengine._json import default_if_null, json_type, parse_count, parse_enum
@@ -58,7 +58,6 @@ GC_POLICY_INDICATORS: dict[GCPolicy, str] = {
     GCPolicy.EPHEMERAL: "○",
     GCPolicy.CONDITIONAL: "◈",
 }
-UNKNOWN_POLICY_INDICATOR = "?"
 
 GC_POLICY_DESCRIPTIONS: dict[GCPolicy, str] = {
     GCPolicy.LOCKED: "never collected",
@@ -88,8 +87,6 @@ class SourceEntry(BaseModel):
     A node with children is a container: its own ``tokens`` are kept (JAATO writes them) but
     every figure is computed from the children, exactly as JAATO does.
     """
-
-    model_config = ConfigDict(validate_assignment=False)
 
     source: InstructionSource
     tokens: int = Field(default=0, ge=0)

@@ -14,7 +14,7 @@ additions that the collector relies on:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -251,20 +251,11 @@ def derive_message_id(position: int, role: Role, parts: Sequence[Part]) -> str:
             )
         elif part.opaque is not None:
             digest.update(f"\x00o{part.opaque.kind}".encode())
-    # Shaped like a UUID (JAATO's ids are UUID4 strings); formatted by hand because this runs
-    # for every message of every upload.
-    h = digest.hexdigest()
+    return uuid_shaped(digest.hexdigest())
+
+
+def uuid_shaped(hex_digest: str) -> str:
+    """A 32-hex-digit digest shaped like a UUID (JAATO's ids are UUID strings); formatted by
+    hand because this runs for every message of every upload."""
+    h = hex_digest
     return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{h[16:20]}-{h[20:32]}"
-
-
-def tool_exchange_ids(history: Iterable[Message]) -> Iterator[tuple[str, str]]:
-    """Pairs (calling message id, answering message id) linked through tool call ids."""
-    callers: dict[str, str] = {}
-    for message in history:
-        for call in message.function_calls:
-            if call.id:
-                callers[call.id] = message.message_id
-        for response in message.function_responses:
-            caller = callers.get(response.call_id or "")
-            if caller is not None:
-                yield caller, message.message_id

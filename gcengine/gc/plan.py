@@ -30,7 +30,15 @@ from typing import Any
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
-from gcengine.messages import Message, MessageKind, Part, Role, Turn, split_into_turns
+from gcengine.messages import (
+    Message,
+    MessageKind,
+    Part,
+    Role,
+    Turn,
+    split_into_turns,
+    uuid_shaped,
+)
 from gcengine.session import turn_key
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
@@ -275,11 +283,10 @@ def marked_message(kind: MessageKind, text: str, seed: Iterable[str], **metadata
     digest = hashlib.blake2b(f"{kind.value}:{text}".encode(), digest_size=16)
     for message_id in seed:
         digest.update(message_id.encode())
-    h = digest.hexdigest()
     return Message(
         role=Role.USER,
         parts=[Part.from_text(text)],
-        message_id=f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{h[16:20]}-{h[20:32]}",
+        message_id=uuid_shaped(digest.hexdigest()),
         kind=kind,
         metadata=metadata,
     )

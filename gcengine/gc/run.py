@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import InstructionBudget, InstructionSource
@@ -18,8 +18,6 @@ from gcengine.tokens import counter_by_name
 
 class GCOutcome(BaseModel):
     """What a run did. ``session`` is new; the session it started from is untouched."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     session: Session
     result: GCResult

@@ -166,11 +166,12 @@ class TruncateStrategy(Strategy):
     """Drop the oldest removable turns until the target is reached."""
 
     name = "gc_truncate"
+    removal_reason = RemovalReason.TRUNCATED
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
         decision = Decision()
         candidates = _whole_turns(collection, {MessageKind.CHAT, MessageKind.NOTICE})
-        take_until_target(collection, candidates, RemovalReason.TRUNCATED, decision)
+        take_until_target(collection, candidates, self.removal_reason, decision)
         return decision
 
 
@@ -309,17 +310,9 @@ class HybridStrategy(Strategy):
             for p in collection.removable_turns()
             if collection.turns[p].kind is not MessageKind.SUMMARY
         ]
-        recent_start = min(
-            (
-                p
-                for p in range(len(collection.turns))
-                if p in collection.protected and p > max(unprotected_chat, default=-1)
-            ),
-            default=len(collection.turns),
-        )
-        before_recent = [p for p in unprotected_chat if p < recent_start]
-        middle = before_recent[-middle_size:] if middle_size else []
-        ancient = [p for p in before_recent if p not in middle]
+        # Recent turns are protected, so every unprotected turn comes before them.
+        middle = unprotected_chat[-middle_size:] if middle_size else []
+        ancient = [p for p in unprotected_chat if p not in middle]
         take_until_target(
             collection,
             [collection.turn_unit(p) for p in ancient],
@@ -472,11 +465,9 @@ class BudgetStrategy(Strategy):
 
 
 class _FallbackTruncate(TruncateStrategy):
-    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
-        decision = Decision(details={"mode": "fallback_truncate"})
-        candidates = _whole_turns(collection, {MessageKind.CHAT, MessageKind.NOTICE})
-        take_until_target(collection, candidates, RemovalReason.TRUNCATED_FALLBACK, decision)
-        return decision
+    """What gc_budget does without a budget: truncation, labelled as such, without notices."""
+
+    removal_reason = RemovalReason.TRUNCATED_FALLBACK
 
     def _notification(
         self, config: GCConfig, collection: Collection, decision: Decision
