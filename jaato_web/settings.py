@@ -44,6 +44,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_int(name: str, default: int) -> int:
+    """Sizes and counts; a non-number stops start-up with the variable's name."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
+
+
 def _redacted(url: str) -> str:
     """Error messages end up in logs, so they show the URL without its password."""
     parts = urlsplit(url)
@@ -190,6 +201,19 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+
+# --- Sessions and GC ----------------------------------------------------------
+
+# Uploads above this size are refused with 413 before anything is read or stored.
+JAATO_UPLOAD_MAX_BYTES = env_int("JAATO_UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
+# Uploads up to this size are read during the request (errors come back at once); larger
+# ones are read by the background worker while the page shows progress.
+JAATO_INLINE_INGEST_BYTES = env_int("JAATO_INLINE_INGEST_BYTES", 2 * 1024 * 1024)
+# Run the project's default policy on every new upload.
+JAATO_GC_ON_UPLOAD = env_bool("JAATO_GC_ON_UPLOAD", default=True)
+# Django refuses request bodies above this before our own check could give a clear answer.
+DATA_UPLOAD_MAX_MEMORY_SIZE = JAATO_UPLOAD_MAX_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # --- Static files -----------------------------------------------------------
 

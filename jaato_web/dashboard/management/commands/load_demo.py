@@ -1,0 +1,79 @@
+"""Give a fresh dashboard something to show: starter policies, a demo session, one GC run.
+
+Safe to run on every start: the session is recognised by its sha256 and the policies by name,
+so nothing is duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from gcengine.synthetic import SessionShape, generate_session_file
+from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard.models import JobStatus, Policy
+
+DEMO_FILENAME = "demo-session.json"
+# About 470 turns at 84 % of a 200,000-token window: enough history for every strategy to
+# have a choice, small enough to load in a few seconds.
+DEMO_SHAPE = SessionShape(
+    turns=470, user_chars=400, model_chars=600, tool_result_chars=1800, tool_every=3, seed=7
+)
+STARTER_POLICIES: dict[str, dict[str, Any]] = {
+    "Budget 80/60": {
+        "type": "gc_budget",
+        "threshold_percent": 80,
+        "target_percent": 60,
+        "pressure_percent": 90,
+        "preserve_recent_turns": 5,
+    },
+    "Continuous budget": {
+        "type": "gc_budget",
+        "threshold_percent": 80,
+        "target_percent": 60,
+        "pressure_percent": 0,
+        "preserve_recent_turns": 5,
+    },
+    "Hybrid (summarize the middle)": {
+        "type": "gc_hybrid",
+        "threshold_percent": 80,
+        "target_percent": 50,
+        "preserve_recent_turns": 5,
+        "summarize_middle_turns": 20,
+    },
+}
+
+
+class Command(BaseCommand):
+    help = "Load starter policies and a generated demo session, and run GC on it once."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        project = services.project_default()
+        for name, config in STARTER_POLICIES.items():
+            if not Policy.objects.filter(project=project, name=name).exists():
+                services.policy_create(
+                    project=project, name=name, config=config, message="starter policy"
+                )
+        if project.default_policy_id is None:
+            services.project_set_default_policy(
+                project=project, policy=Policy.objects.get(project=project, name="Budget 80/60")
+            )
+        data = json.dumps(generate_session_file(DEMO_SHAPE)).encode()
+        receipt = services.session_upload(project=project, filename=DEMO_FILENAME, data=data)
+        session = receipt.session
+        if session is None:  # larger than the inline limit: read it now rather than wait
+            assert receipt.job is not None
+            services.ingest_job_execute(job_id=receipt.job.pk)
+            session = selectors.ingest_job_get(project=project, job_id=receipt.job.pk).session
+        assert session is not None
+        # A worker may not be running yet; a queued run is claimed once, by whoever is first.
+        for run in selectors.run_list(session=session).filter(status=JobStatus.QUEUED):
+            services.run_execute(run_id=run.pk)
+        state = "already loaded" if receipt.duplicate else "loaded"
+        self.stdout.write(
+            f"Demo session {state}: {session.label}, {session.turn_count} turns, "
+            f"{session.total_tokens:,} tokens ({session.utilization_percent:.0f} % of "
+            f"{session.context_limit:,})."
+        )

@@ -1,0 +1,311 @@
+"""What the dashboard stores: uploads, sessions laid out for paging, policies, GC runs.
+
+Big things are split so pages never load them: the original bytes and the engine's own
+session document live in their own rows (``SessionDocument``), and the history and the budget
+tree are stored as one row per turn and per tree node, so a page of a 10,000-turn session reads
+the same few rows as a page of a 10-turn one.
+
+Uploaded originals are immutable: nothing updates a ``SessionDocument`` after it is written,
+and GC runs write their own rows beside the session's.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class BackgroundWork(models.Model):
+    """What uploads, runs and replays share: they may run in a worker, and pages poll them."""
+
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    progress = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class Project(models.Model):
+    """A team workspace: every session, policy and run belongs to one."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(unique=True)
+    default_policy = models.ForeignKey(
+        "Policy",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Runs on every upload when GC on upload is enabled.",
+    )
+    run_default_policy_on_upload = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentSession(models.Model):
+    """An uploaded agent session, with the figures list pages show."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
+    label = models.CharField(max_length=300, help_text="The uploaded file's name.")
+    sha256 = models.CharField(max_length=64)
+    size_bytes = models.PositiveBigIntegerField()
+    source_format = models.CharField(max_length=40)
+    format_version = models.CharField(max_length=40, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    engine_session_id = models.CharField(max_length=200, blank=True)
+    context_limit = models.PositiveBigIntegerField()
+    context_limit_origin = models.CharField(max_length=40)
+    turn_count = models.PositiveIntegerField()
+    message_count = models.PositiveIntegerField()
+    total_tokens = models.PositiveBigIntegerField()
+    locked_tokens = models.PositiveBigIntegerField()
+    preservable_tokens = models.PositiveBigIntegerField()
+    eligible_tokens = models.PositiveBigIntegerField()
+    utilization_percent = models.FloatField()
+    token_counter = models.CharField(max_length=100)
+    drift = models.JSONField(default=dict, help_text="Recorded vs counted token figures.")
+    warnings = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "sha256"], name="session_unique_upload"),
+        ]
+        indexes = [models.Index(fields=["project", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.label
+
+
+class SessionDocument(models.Model):
+    """The bytes as uploaded and the engine's reading of them; written once, never changed."""
+
+    session = models.OneToOneField(
+        AgentSession, on_delete=models.CASCADE, primary_key=True, related_name="document"
+    )
+    original = models.BinaryField()
+    engine_session = models.BinaryField(help_text="gcengine.Session as JSON, zlib-compressed.")
+
+    def __str__(self) -> str:
+        return f"document of session {self.session_id}"
+
+
+class SessionTurn(models.Model):
+    """One turn of a session's history, with its messages as the history view shows them."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="turns")
+    position = models.PositiveIntegerField(help_text="0-based place in the history.")
+    turn_index = models.IntegerField(null=True, help_text="The stable turn index, if any.")
+    kind = models.CharField(max_length=20)
+    tokens = models.PositiveBigIntegerField()
+    policy = models.CharField(max_length=20, help_text="The most protective policy inside.")
+    tool_calls = models.PositiveIntegerField(default=0)
+    preview = models.CharField(max_length=300, blank=True)
+    messages = models.JSONField(help_text="Message rows: id, role, kind, tokens, policy, parts.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="turn_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_index} of {self.session_id}"
+
+
+class BudgetNode(models.Model):
+    """One entry of a budget tree: the session's own tree, or the one a run left behind."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(
+        "GCRun", null=True, on_delete=models.CASCADE, related_name="budget_nodes"
+    )
+    path = models.CharField(max_length=400, help_text="Keys from the root, joined by '/'.")
+    parent_path = models.CharField(max_length=400, blank=True)
+    position = models.PositiveIntegerField()
+    depth = models.PositiveSmallIntegerField()
+    key = models.CharField(max_length=200)
+    label = models.CharField(max_length=300, blank=True)
+    policy = models.CharField(max_length=20)
+    tokens = models.PositiveBigIntegerField()
+    child_count = models.PositiveIntegerField()
+    message_ids = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "run", "parent_path", "position"])]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Policy(models.Model):
+    """A named ``gc.json``; every save is a new ``PolicyVersion``."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="policies")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="policy_unique_name"),
+        ]
+        verbose_name_plural = "policies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PolicyVersion(models.Model):
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    config = models.JSONField(help_text="The gc.json, as gcengine.dump_gc_config writes it.")
+    message = models.CharField(max_length=500, blank=True)
+    author = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "number"], name="policy_version_unique"),
+        ]
+        ordering = ["policy", "-number"]
+
+    def __str__(self) -> str:
+        return f"{self.policy.name} v{self.number}"
+
+
+class GCRun(BackgroundWork):
+    """One GC run of a policy on a session, with what it removed and why."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="runs")
+    policy_version = models.ForeignKey(
+        PolicyVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    config = models.JSONField(help_text="The exact gc.json the run used.")
+    plugin = models.CharField(max_length=100)
+    trigger = models.CharField(max_length=40, default="manual", help_text="manual or upload")
+    tokens_before = models.PositiveBigIntegerField(null=True)
+    tokens_after = models.PositiveBigIntegerField(null=True)
+    tokens_freed = models.BigIntegerField(null=True)
+    items_collected = models.PositiveIntegerField(null=True)
+    turns_after = models.PositiveIntegerField(null=True)
+    context_limit = models.PositiveBigIntegerField(null=True)
+    result = models.JSONField(null=True, help_text="gcengine.GCResult without its removal list.")
+    session_after = models.BinaryField(
+        null=True, help_text="The session after the run, gcengine.Session JSON, zlib-compressed."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.plugin}) on {self.session_id}"
+
+    def percent(self, tokens: int | None) -> float | None:
+        if tokens is None or not self.context_limit:
+            return None
+        return tokens / self.context_limit * 100
+
+
+class Removal(models.Model):
+    """One item of a run's removal ledger."""
+
+    run = models.ForeignKey(GCRun, on_delete=models.CASCADE, related_name="removals")
+    seq = models.PositiveIntegerField()
+    source = models.CharField(max_length=40)
+    child_key = models.CharField(max_length=400, blank=True)
+    reason = models.CharField(max_length=60)
+    tokens_freed = models.BigIntegerField()
+    message_ids = models.JSONField(default=list)
+    turn_index = models.IntegerField(null=True)
+    turn_position = models.PositiveIntegerField(
+        null=True, help_text="Position of the turn in the session before the run."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="removal_unique_seq"),
+        ]
+        indexes = [models.Index(fields=["run", "turn_position"])]
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.child_key or self.source}"
+
+
+class Summary(models.Model):
+    """A summary in the chain a run leaves: the ones it inherited and the one it wrote."""
+
+    run = models.ForeignKey(GCRun, on_delete=models.CASCADE, related_name="summaries")
+    number = models.PositiveIntegerField(null=True)
+    message_id = models.CharField(max_length=100)
+    text = models.TextField()
+    tokens = models.PositiveBigIntegerField()
+    covers_turns = models.JSONField(default=list)
+    covers_summary = models.JSONField(null=True, help_text="The earlier summary it folds in.")
+    summarizer = models.CharField(max_length=100, blank=True)
+    written_by_run = models.BooleanField(default=False)
+    inserted_before_position = models.PositiveIntegerField(
+        null=True, help_text="Where it went in: before this turn of the session before the run."
+    )
+
+    class Meta:
+        ordering = ["run", "number"]
+        verbose_name_plural = "summaries"
+
+    def __str__(self) -> str:
+        return f"gc_summary_{self.number}"
+
+
+class Replay(BackgroundWork):
+    """A turn-by-turn replay of a session under a policy (the sawtooth or ripple chart)."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="replays")
+    config = models.JSONField()
+    config_digest = models.CharField(max_length=64)
+    series = models.JSONField(null=True, help_text="Steps and events, as the chart draws them.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "config_digest"], name="replay_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"replay of {self.session_id}"
+
+
+class IngestJob(BackgroundWork):
+    """A large upload waiting to be read in the background.
+
+    The bytes wait here, not in a session, so a file that turns out to be malformed leaves
+    nothing half-stored: the job keeps only its error and the bytes are dropped.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="ingest_jobs")
+    filename = models.CharField(max_length=300)
+    sha256 = models.CharField(max_length=64)
+    size_bytes = models.PositiveBigIntegerField()
+    data = models.BinaryField(null=True)
+    error_path = models.CharField(max_length=400, blank=True)
+    session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"ingest {self.filename} ({self.status})"

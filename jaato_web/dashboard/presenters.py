@@ -1,0 +1,458 @@
+"""Engine values shaped into flat rows for storage and templates: no ORM, no requests.
+
+The budget tree and the history are flattened once, when a session or a run is stored, so
+pages page through rows instead of walking a 26,000-leaf tree per request.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gcengine
+
+PREVIEW_CHARS = 200
+# Tool arguments and results can be megabytes; the history view shows the start and says so.
+PART_TEXT_CHARS = 4000
+
+POLICY_ORDER = [
+    gcengine.GCPolicy.LOCKED,
+    gcengine.GCPolicy.PRESERVABLE,
+    gcengine.GCPolicy.PARTIAL,
+    gcengine.GCPolicy.CONDITIONAL,
+    gcengine.GCPolicy.EPHEMERAL,
+]
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    policy: str
+    indicator: str
+    description: str
+
+
+def policy_legend() -> list[LegendEntry]:
+    """Every policy tier the tree can show, with the indicator and what it means."""
+    return [LegendEntry(p.value, p.indicator, p.description) for p in POLICY_ORDER]
+
+
+def indicator(policy: str) -> str:
+    try:
+        return gcengine.GCPolicy(policy).indicator
+    except ValueError:
+        return "?"
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    path: str
+    parent_path: str
+    position: int
+    depth: int
+    key: str
+    label: str
+    policy: str
+    tokens: int
+    child_count: int
+    message_ids: list[str]
+
+
+def budget_rows(budget: gcengine.InstructionBudget) -> list[NodeRow]:
+    """Every node of the tree, parents before children, figures computed bottom-up once."""
+    rows: list[NodeRow] = []
+    for position, (source, entry) in enumerate(budget.entries.items()):
+        _flatten(entry, source.value, "", position, 0, rows)
+    return rows
+
+
+def _flatten(
+    entry: gcengine.SourceEntry,
+    key: str,
+    parent_path: str,
+    position: int,
+    depth: int,
+    rows: list[NodeRow],
+) -> tuple[int, str]:
+    path = f"{parent_path}/{key}" if parent_path else key
+    slot = len(rows)
+    rows.append(NodeRow(path, parent_path, position, depth, key, "", "", 0, 0, []))
+    if entry.children:
+        tokens = 0
+        policies: set[str] = set()
+        for child_position, (child_key, child) in enumerate(entry.children.items()):
+            child_tokens, child_policy = _flatten(
+                child, child_key, path, child_position, depth + 1, rows
+            )
+            tokens += child_tokens
+            policies.add(child_policy)
+        policy = policies.pop() if len(policies) == 1 else gcengine.GCPolicy.PARTIAL.value
+    else:
+        tokens, policy = entry.tokens, entry.gc_policy.value
+    rows[slot] = NodeRow(
+        path=path,
+        parent_path=parent_path,
+        position=position,
+        depth=depth,
+        key=key,
+        label=entry.label or key,
+        policy=policy,
+        tokens=tokens,
+        child_count=len(entry.children),
+        message_ids=list(entry.message_ids),
+    )
+    return tokens, policy
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    position: int
+    turn_index: int | None
+    kind: str
+    tokens: int
+    policy: str
+    tool_calls: int
+    preview: str
+    messages: list[dict[str, Any]]
+
+
+def message_figures(budget: gcengine.InstructionBudget) -> dict[str, tuple[int, str, str]]:
+    """Per message: tokens, policy and how the figure was made, read from budget leaves."""
+    conversation = budget.get_entry(gcengine.InstructionSource.CONVERSATION)
+    figures: dict[str, tuple[int, str, str]] = {}
+    if conversation is None:
+        return figures
+    stack = [conversation]
+    while stack:
+        entry = stack.pop()
+        if entry.children:
+            stack.extend(entry.children.values())
+        elif len(entry.message_ids) == 1:
+            counted_by = str(entry.metadata.get("counted_by", ""))
+            figures[entry.message_ids[0]] = (entry.tokens, entry.gc_policy.value, counted_by)
+    return figures
+
+
+def _clip(text: str, limit: int = PART_TEXT_CHARS) -> tuple[str, bool]:
+    return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def part_row(part: gcengine.Part) -> dict[str, Any]:
+    """A part as the history view shows it: its kind, a readable body, and whether it is cut."""
+    kind = part.type.value
+    if part.function_call is not None:
+        body = pretty_json(part.function_call.args)
+        title = part.function_call.name
+    elif part.function_response is not None:
+        body = pretty_json(part.function_response.result)
+        title = part.function_response.name
+    elif part.inline_data is not None:
+        body = f"{part.inline_data.mime_type}, {len(part.inline_data.data):,} characters of data"
+        title = "media"
+    elif part.opaque is not None:
+        body = pretty_json(part.opaque.data)
+        title = part.opaque.kind
+    else:
+        body = part.text or ""
+        title = ""
+    text, clipped = _clip(body)
+    return {"type": kind, "title": title, "text": text, "clipped": clipped, "length": len(body)}
+
+
+def pretty_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def most_protective(policies: Iterable[str]) -> str:
+    present = set(policies)
+    for policy in POLICY_ORDER:
+        if policy.value in present:
+            return policy.value
+    return gcengine.GCPolicy.EPHEMERAL.value
+
+
+def turn_rows(session: gcengine.Session) -> list[TurnRow]:
+    """The history, turn by turn, each message with its tokens and policy from the budget."""
+    figures = message_figures(session.budget)
+    counter: gcengine.TokenCounter | None = None
+    rows: list[TurnRow] = []
+    for position, turn in enumerate(session.turns()):
+        messages = []
+        for message in turn.messages:
+            if message.message_id in figures:
+                tokens, policy, counted_by = figures[message.message_id]
+            else:
+                counter = counter or gcengine.load_counter()
+                tokens = gcengine.count_message(message, counter)
+                policy, counted_by = gcengine.GCPolicy.EPHEMERAL.value, counter.name
+            messages.append(
+                {
+                    "id": message.message_id,
+                    "role": message.role.value,
+                    "kind": message.kind.value,
+                    "tokens": tokens,
+                    "policy": policy,
+                    "counted_by": counted_by,
+                    "parts": [part_row(p) for p in message.parts],
+                    "metadata": message.metadata if message.kind.value != "chat" else {},
+                }
+            )
+        first_text = next((m.text for m in turn.messages if m.text), "")
+        rows.append(
+            TurnRow(
+                position=position,
+                turn_index=turn.index,
+                kind=turn.kind.value,
+                tokens=sum(m["tokens"] for m in messages),
+                policy=most_protective(m["policy"] for m in messages),
+                tool_calls=sum(len(m.function_calls) for m in turn.messages),
+                preview=_clip(" ".join(first_text.split()), PREVIEW_CHARS)[0],
+                messages=messages,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """A node as the tree view draws it: share of the whole, indicator, whether it opens."""
+
+    path: str
+    depth: int
+    label: str
+    policy: str
+    indicator: str
+    tokens: int
+    share_percent: float
+    child_count: int
+    removed: bool = False
+
+
+def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
+    """Stored nodes (anything with the ``BudgetNode`` fields) ready for the template."""
+    return [
+        TreeRow(
+            path=node.path,
+            depth=node.depth,
+            label=node.label,
+            policy=node.policy,
+            indicator=indicator(node.policy),
+            tokens=node.tokens,
+            share_percent=round(node.tokens / total_tokens * 100, 1) if total_tokens else 0.0,
+            child_count=node.child_count,
+        )
+        for node in nodes
+    ]
+
+
+@dataclass(frozen=True)
+class UsageBar:
+    """Usage against the context limit, split by what GC may and may not touch."""
+
+    limit: int
+    total: int
+    locked: int
+    preservable: int
+    eligible: int
+    percent: float
+    segments: list[tuple[str, float]] = field(default_factory=list)
+
+
+def usage_bar(*, limit: int, total: int, locked: int, preservable: int, eligible: int) -> UsageBar:
+    def share(tokens: int) -> float:
+        return round(min(tokens / limit * 100, 100.0), 2) if limit else 0.0
+
+    other = max(total - locked - preservable - eligible, 0)
+    return UsageBar(
+        limit=limit,
+        total=total,
+        locked=locked,
+        preservable=preservable,
+        eligible=eligible,
+        percent=round(total / limit * 100, 1) if limit else 0.0,
+        segments=[
+            ("locked", share(locked)),
+            ("preservable", share(preservable)),
+            ("eligible", share(eligible)),
+            ("other", share(other)),
+        ],
+    )
+
+
+def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
+    """A replay as stored: compact step tuples (a 10,000-turn replay has 20,000 steps)."""
+    return {
+        "plugin": simulation.plugin,
+        "context_limit": simulation.context_limit,
+        "threshold_percent": simulation.threshold_percent,
+        "target_percent": simulation.target_percent,
+        "pressure_percent": simulation.pressure_percent,
+        "continuous_mode": simulation.continuous_mode,
+        "steps": [
+            [s.turn_index, s.point, s.tokens_before, s.tokens_after] for s in simulation.steps
+        ],
+        "events": [
+            {
+                "turn_index": e.turn_index,
+                "point": e.point,
+                "reason": e.reason.value,
+                "success": e.result.success,
+                "items": e.result.items_collected,
+                "tokens_before": e.result.tokens_before,
+                "tokens_after": e.result.tokens_after,
+                "error": e.result.error,
+            }
+            for e in simulation.events
+        ],
+    }
+
+
+CHART_WIDTH = 900
+CHART_HEIGHT = 260
+# More points than pixels only slows the browser; peaks and troughs survive the thinning.
+CHART_MAX_POINTS = 1800
+
+
+@dataclass(frozen=True)
+class ReplayChart:
+    """Server-drawn SVG geometry for the usage-over-turns chart, plus its figures in words."""
+
+    width: int
+    height: int
+    points: str
+    threshold_y: float | None
+    target_y: float | None
+    pressure_y: float | None
+    limit_y: float
+    events: list[tuple[float, float]]
+    y_ticks: list[tuple[float, int]]
+    x_ticks: list[tuple[float, str]]
+    mode: str
+    collections: int
+    peak_percent: float
+    final_percent: float
+    steps: int
+
+
+def replay_chart(series: dict[str, Any]) -> ReplayChart:
+    """Usage after each check point, as a polyline: before and after a collection both show,
+    so threshold mode draws a sawtooth and continuous mode a ripple."""
+    limit = int(series["context_limit"]) or 1
+    steps = series["steps"]
+    values: list[float] = []
+    for _, _, before, after in steps:
+        values.append(before / limit * 100)
+        if after != before:
+            values.append(after / limit * 100)
+    values = _thinned(values, CHART_MAX_POINTS)
+    top = max([100.0, *values])
+
+    def y(percent: float) -> float:
+        return round(CHART_HEIGHT - percent / top * CHART_HEIGHT, 1)
+
+    count = max(len(values) - 1, 1)
+
+    def x(index: int) -> float:
+        return round(index / count * CHART_WIDTH, 1)
+
+    points = " ".join(f"{x(i)},{y(v)}" for i, v in enumerate(values))
+    event_marks: list[tuple[float, float]] = []
+    total_steps = max(len(steps) - 1, 1)
+    step_of_turn = {turn: i for i, (turn, _, _, _) in enumerate(steps)}
+    for event in series["events"]:
+        step = step_of_turn.get(event["turn_index"], 0)
+        event_marks.append(
+            (round(step / total_steps * CHART_WIDTH, 1), y(event["tokens_after"] / limit * 100))
+        )
+    pressure = series.get("pressure_percent")
+    turns = [t for t, _, _, _ in steps if t is not None]
+    return ReplayChart(
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        points=points,
+        threshold_y=None if series["continuous_mode"] else y(series["threshold_percent"]),
+        target_y=y(series["target_percent"]),
+        pressure_y=y(pressure) if pressure else None,
+        limit_y=y(100.0),
+        events=event_marks,
+        y_ticks=[(y(p), p) for p in (0, 25, 50, 75, 100)],
+        x_ticks=[
+            (round(i / 4 * CHART_WIDTH, 1), str(turns[min(len(turns) - 1, i * len(turns) // 4)]))
+            for i in range(5)
+        ]
+        if turns
+        else [],
+        mode="continuous" if series["continuous_mode"] else "threshold",
+        collections=sum(1 for e in series["events"] if e["success"]),
+        peak_percent=round(max(values, default=0.0), 1),
+        final_percent=round(values[-1], 1) if values else 0.0,
+        steps=len(steps),
+    )
+
+
+def _thinned(values: list[float], limit: int) -> list[float]:
+    """Keep each bucket's minimum and maximum, in order, so no spike or dip disappears."""
+    if len(values) <= limit:
+        return values
+    bucket = -(-len(values) // (limit // 2))
+    kept: list[float] = []
+    for start in range(0, len(values), bucket):
+        chunk = values[start : start + bucket]
+        low, high = chunk.index(min(chunk)), chunk.index(max(chunk))
+        kept.extend(chunk[i] for i in sorted({low, high}))
+    return kept
+
+
+def pack_session(session: gcengine.Session) -> bytes:
+    """How engine sessions are stored: JSON, compressed (a 10,000-turn session: 62 -> 17 MB)."""
+    return zlib.compress(session.model_dump_json().encode(), 1)
+
+
+def unpack_session(packed: bytes) -> gcengine.Session:
+    return gcengine.Session.model_validate_json(zlib.decompress(packed))
+
+
+LEDGER_COLUMNS = [
+    "seq",
+    "reason",
+    "source",
+    "child_key",
+    "turn_index",
+    "tokens_freed",
+    "message_ids",
+]
+
+
+def ledger_records(removals: Iterable[Any]) -> list[dict[str, Any]]:
+    """The removal ledger as plain records (stored ``Removal`` rows in, JSON-ready dicts out)."""
+    return [
+        {
+            "seq": r.seq,
+            "reason": r.reason,
+            "source": r.source,
+            "child_key": r.child_key,
+            "turn_index": r.turn_index,
+            "tokens_freed": r.tokens_freed,
+            "message_ids": list(r.message_ids),
+        }
+        for r in removals
+    ]
+
+
+def ledger_csv(records: list[dict[str, Any]]) -> str:
+    """CSV for spreadsheets: message ids joined with spaces in one column."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(LEDGER_COLUMNS)
+    for record in records:
+        writer.writerow(
+            [" ".join(record[c]) if c == "message_ids" else record[c] for c in LEDGER_COLUMNS]
+        )
+    return buffer.getvalue()

@@ -1,0 +1,217 @@
+"""Read-side queries: every query a page or an API endpoint makes is one of these.
+
+Each returns a bounded amount: list pages are paged, tree nodes come one level at a time and
+in slices, the history a page of turns at a time. That is what keeps a 10,000-turn session's
+pages as cheap as a 10-turn one's. The big columns (original bytes, engine documents, the
+session after a run) are never loaded here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from jaato_web.dashboard.models import (
+    AgentSession,
+    BudgetNode,
+    GCRun,
+    IngestJob,
+    Policy,
+    PolicyVersion,
+    Project,
+    Removal,
+    Replay,
+    SessionTurn,
+    Summary,
+)
+
+SESSION_SORTS = {
+    "newest": "-created_at",
+    "oldest": "created_at",
+    "tokens": "-total_tokens",
+    "utilization": "-utilization_percent",
+    "turns": "-turn_count",
+    "name": "label",
+}
+SESSIONS_PER_PAGE = 25
+TURNS_PER_PAGE = 25
+NODES_PER_PAGE = 100
+LEDGER_PER_PAGE = 50
+
+
+def session_list(
+    *, project: Project, search: str = "", sort: str = "newest"
+) -> QuerySet[AgentSession]:
+    sessions = AgentSession.objects.filter(project=project).annotate(run_count=Count("runs"))
+    if search:
+        sessions = sessions.filter(
+            Q(label__icontains=search)
+            | Q(model_name__icontains=search)
+            | Q(source_format__icontains=search)
+            | Q(sha256__startswith=search.lower())
+        )
+    return sessions.order_by(SESSION_SORTS.get(sort, "-created_at"), "-pk")
+
+
+def page_of(items: QuerySet[Any], number: Any, per_page: int) -> Page[Any]:
+    return Paginator(items, per_page).get_page(number)
+
+
+def session_get(*, project: Project, session_id: int) -> AgentSession:
+    return get_object_or_404(
+        AgentSession.objects.select_related("project"), pk=session_id, project=project
+    )
+
+
+def session_turns(*, session: AgentSession) -> QuerySet[SessionTurn]:
+    return SessionTurn.objects.filter(session=session).order_by("position")
+
+
+def session_turn(*, session: AgentSession, position: int) -> SessionTurn:
+    return get_object_or_404(SessionTurn, session=session, position=position)
+
+
+def budget_children(
+    *, session: AgentSession, run: GCRun | None = None, parent_path: str = ""
+) -> QuerySet[BudgetNode]:
+    """One level of a budget tree: the session's own (``run`` None) or a run's after-tree."""
+    return (
+        BudgetNode.objects.filter(session=session, run=run, parent_path=parent_path)
+        .defer("message_ids")
+        .order_by("position")
+    )
+
+
+def budget_node(*, session: AgentSession, run: GCRun | None, path: str) -> BudgetNode:
+    return get_object_or_404(
+        BudgetNode.objects.defer("message_ids"), session=session, run=run, path=path
+    )
+
+
+def run_list(*, session: AgentSession) -> QuerySet[GCRun]:
+    return (
+        GCRun.objects.filter(session=session)
+        .select_related("policy_version__policy")
+        .defer("session_after", "result")
+        .order_by("-created_at", "-pk")
+    )
+
+
+def run_get(*, project: Project, run_id: int) -> GCRun:
+    return get_object_or_404(
+        GCRun.objects.select_related("session__project", "policy_version__policy").defer(
+            "session_after"
+        ),
+        pk=run_id,
+        session__project=project,
+    )
+
+
+def run_removals(*, run: GCRun) -> QuerySet[Removal]:
+    return Removal.objects.filter(run=run).order_by("seq")
+
+
+def run_removal(*, run: GCRun, seq: int) -> Removal:
+    return get_object_or_404(Removal, run=run, seq=seq)
+
+
+def run_summaries(*, run: GCRun) -> QuerySet[Summary]:
+    return Summary.objects.filter(run=run).order_by("number", "pk")
+
+
+def run_session_after(*, run: GCRun) -> bytes | None:
+    """The packed post-run session, for exports only."""
+    value = GCRun.objects.filter(pk=run.pk).values_list("session_after", flat=True).first()
+    return bytes(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One turn of the session before the run, and what the run did to it."""
+
+    turn: SessionTurn
+    state: str  # kept, removed, partial
+    removed_ids: frozenset[str]
+    summaries_before: list[Summary]
+
+
+def run_diff(*, run: GCRun, turns: list[SessionTurn]) -> list[DiffRow]:
+    """The before/after view of a page of turns, in three queries whatever the session size."""
+    if not turns:
+        return []
+    first, last = turns[0].position, turns[-1].position
+    removed: dict[int, set[str]] = {}
+    for position, ids in Removal.objects.filter(
+        run=run, turn_position__gte=first, turn_position__lte=last
+    ).values_list("turn_position", "message_ids"):
+        removed.setdefault(position, set()).update(ids)
+    inserted: dict[int, list[Summary]] = {}
+    for summary in Summary.objects.filter(
+        run=run,
+        written_by_run=True,
+        inserted_before_position__gte=first,
+        inserted_before_position__lte=last,
+    ):
+        inserted.setdefault(summary.inserted_before_position or 0, []).append(summary)
+    rows = []
+    for turn in turns:
+        ids = removed.get(turn.position, set())
+        all_ids = {m["id"] for m in turn.messages}
+        state = "kept" if not ids else ("removed" if all_ids <= ids else "partial")
+        rows.append(DiffRow(turn, state, frozenset(ids), inserted.get(turn.position, [])))
+    return rows
+
+
+def ingest_job_get(*, project: Project, job_id: int) -> IngestJob:
+    return get_object_or_404(IngestJob.objects.defer("data"), pk=job_id, project=project)
+
+
+def replay_get(*, project: Project, replay_id: int) -> Replay:
+    return get_object_or_404(
+        Replay.objects.select_related("session"), pk=replay_id, session__project=project
+    )
+
+
+def policy_list(*, project: Project) -> QuerySet[Policy]:
+    return Policy.objects.filter(project=project).order_by("name")
+
+
+def policy_get(*, project: Project, policy_id: int) -> Policy:
+    return get_object_or_404(Policy, pk=policy_id, project=project)
+
+
+def policy_latest_versions(*, project: Project) -> list[PolicyVersion]:
+    """The newest version of every policy of the project, in one query."""
+    versions = (
+        PolicyVersion.objects.filter(policy__project=project)
+        .select_related("policy")
+        .order_by("policy__name", "-number")
+    )
+    latest: dict[int, PolicyVersion] = {}
+    for version in versions:
+        latest.setdefault(version.policy_id, version)
+    return list(latest.values())
+
+
+def policy_version_get(*, project: Project, version_id: int) -> PolicyVersion:
+    return get_object_or_404(
+        PolicyVersion.objects.select_related("policy"), pk=version_id, policy__project=project
+    )
+
+
+def pinned_by_default_policy(*, project: Project) -> tuple[set[int], set[str]]:
+    """Turn indices and message ids the project's default policy pins (shown as badges)."""
+    if project.default_policy_id is None:
+        return set(), set()
+    version = (
+        PolicyVersion.objects.filter(policy_id=project.default_policy_id)
+        .order_by("-number")
+        .only("config")
+        .first()
+    )
+    config = version.config if version is not None else {}
+    return set(config.get("pinned_turn_indices") or []), set(config.get("pinned_message_ids") or [])

@@ -1,0 +1,531 @@
+"""Write-side use cases: the only module that both calls the engine and writes the database.
+
+Pages, the API and management commands call these functions and nothing else to change state,
+so an upload or a run behaves the same whichever door it came through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+import gcengine
+from gcengine.gc import PluginError, discover_gc_plugins
+from jaato_web.dashboard import presenters, tasks
+from jaato_web.dashboard.models import (
+    AgentSession,
+    BudgetNode,
+    GCRun,
+    IngestJob,
+    JobStatus,
+    Policy,
+    PolicyVersion,
+    Project,
+    Removal,
+    Replay,
+    SessionDocument,
+    SessionTurn,
+    Summary,
+)
+
+DEFAULT_PROJECT_SLUG = "default"
+BULK_BATCH = 1000
+
+
+class UploadTooLarge(Exception):
+    """The upload is over ``JAATO_UPLOAD_MAX_BYTES``; nothing was read or stored."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"the file is {size:,} bytes; the limit is {limit:,} bytes (JAATO_UPLOAD_MAX_BYTES)"
+        )
+
+
+class PolicyConflict(Exception):
+    """A save based on an older version than the one stored now."""
+
+    def __init__(self, policy: Policy, base: int, current: PolicyVersion) -> None:
+        self.policy = policy
+        self.base = base
+        self.current = current
+        super().__init__(
+            f"{policy.name} changed since you loaded version {base}: "
+            f"version {current.number} was saved by {current.author or 'someone'}"
+        )
+
+
+@dataclass(frozen=True)
+class UploadReceipt:
+    """What an upload became: a stored session, or a job reading it in the background."""
+
+    filename: str
+    session: AgentSession | None = None
+    job: IngestJob | None = None
+    duplicate: bool = False
+
+
+def project_default() -> Project:
+    project, _ = Project.objects.get_or_create(
+        slug=DEFAULT_PROJECT_SLUG, defaults={"name": "Default project"}
+    )
+    return project
+
+
+def config_validated(config: Any) -> gcengine.GCConfig:
+    """The engine's reading of a gc.json, independent of this server's environment."""
+    return gcengine.load_gc_config(config, env={})
+
+
+def config_canonical(config: Any) -> dict[str, Any]:
+    """What is stored for a policy: the flat gc.json JAATO's own loader accepts."""
+    return gcengine.dump_gc_config(config_validated(config))
+
+
+# --- Uploads ---------------------------------------------------------------------------------
+
+
+def session_upload(*, project: Project, filename: str, data: bytes) -> UploadReceipt:
+    """Store an uploaded session, or say it is already here.
+
+    Small files are read now, so a malformed one raises ``gcengine.SessionFormatError`` with
+    nothing stored; large ones become an ``IngestJob`` for the worker.
+    """
+    limit = settings.JAATO_UPLOAD_MAX_BYTES
+    if len(data) > limit:
+        raise UploadTooLarge(len(data), limit)
+    digest = hashlib.sha256(data).hexdigest()
+    existing = AgentSession.objects.filter(project=project, sha256=digest).first()
+    if existing is not None:
+        return UploadReceipt(filename, session=existing, duplicate=True)
+    if len(data) > settings.JAATO_INLINE_INGEST_BYTES:
+        with transaction.atomic():
+            job = IngestJob.objects.create(
+                project=project,
+                filename=filename,
+                sha256=digest,
+                size_bytes=len(data),
+                data=data,
+                progress="waiting for a worker",
+            )
+            transaction.on_commit(partial(tasks.ingest_upload.enqueue, job.pk))
+        return UploadReceipt(filename, job=job)
+    engine_session = gcengine.load_session(data)
+    try:
+        session = _session_store(project, filename, data, digest, engine_session)
+    except IntegrityError:
+        # The same file arrived twice at once; the other request stored it.
+        return UploadReceipt(
+            filename,
+            session=AgentSession.objects.get(project=project, sha256=digest),
+            duplicate=True,
+        )
+    _run_on_upload(session)
+    return UploadReceipt(filename, session=session)
+
+
+def ingest_job_execute(*, job_id: int) -> None:
+    """Read a queued upload; on success store the session, on failure keep only the error."""
+    if not IngestJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING, progress="reading the file and counting tokens"
+    ):
+        return  # another worker took it
+    job = IngestJob.objects.get(pk=job_id)
+    data = bytes(job.data or b"")
+    try:
+        engine_session = gcengine.load_session(data)
+    except gcengine.SessionFormatError as error:
+        IngestJob.objects.filter(pk=job_id).update(
+            status=JobStatus.FAILED,
+            progress="",
+            error=str(error),
+            error_path=error.json_path,
+            data=None,
+        )
+        return
+    _job_progress(job_id, f"storing {len(engine_session.history):,} messages")
+    existing = AgentSession.objects.filter(project_id=job.project_id, sha256=job.sha256).first()
+    session = existing or _session_store(
+        job.project, job.filename, data, job.sha256, engine_session
+    )
+    IngestJob.objects.filter(pk=job_id).update(
+        status=JobStatus.DONE, progress="", session=session, data=None
+    )
+    if existing is None:
+        _run_on_upload(session)
+
+
+def _job_progress(job_id: int, text: str) -> None:
+    IngestJob.objects.filter(pk=job_id).update(progress=text)
+
+
+@transaction.atomic
+def _session_store(
+    project: Project, filename: str, data: bytes, digest: str, engine: gcengine.Session
+) -> AgentSession:
+    budget = engine.budget
+    total = budget.total_tokens()
+    turn_rows = presenters.turn_rows(engine)
+    session = AgentSession.objects.create(
+        project=project,
+        label=filename[:300],
+        sha256=digest,
+        size_bytes=len(data),
+        source_format=engine.source_format.value,
+        format_version=engine.format_version or "",
+        model_name=engine.model or "",
+        engine_session_id=engine.session_id[:200],
+        context_limit=budget.context_limit,
+        context_limit_origin=engine.context_limit_origin.value,
+        turn_count=len(turn_rows),
+        message_count=len(engine.history),
+        total_tokens=total,
+        locked_tokens=budget.locked_tokens(),
+        preservable_tokens=budget.preservable_tokens(),
+        eligible_tokens=budget.gc_eligible_tokens(),
+        utilization_percent=budget.utilization_percent(),
+        token_counter=engine.token_counter,
+        drift=_drift_summary(engine),
+        warnings=list(engine.warnings),
+    )
+    SessionDocument.objects.create(
+        session=session, original=data, engine_session=presenters.pack_session(engine)
+    )
+    SessionTurn.objects.bulk_create(
+        (
+            SessionTurn(
+                session=session,
+                position=row.position,
+                turn_index=row.turn_index,
+                kind=row.kind,
+                tokens=row.tokens,
+                policy=row.policy,
+                tool_calls=row.tool_calls,
+                preview=row.preview,
+                messages=row.messages,
+            )
+            for row in turn_rows
+        ),
+        batch_size=BULK_BATCH,
+    )
+    _budget_store(session, None, budget)
+    return session
+
+
+def _budget_store(
+    session: AgentSession, run: GCRun | None, budget: gcengine.InstructionBudget
+) -> None:
+    BudgetNode.objects.bulk_create(
+        (
+            BudgetNode(
+                session=session,
+                run=run,
+                path=row.path,
+                parent_path=row.parent_path,
+                position=row.position,
+                depth=row.depth,
+                key=row.key[:200],
+                label=row.label[:300],
+                policy=row.policy,
+                tokens=row.tokens,
+                child_count=row.child_count,
+                message_ids=row.message_ids,
+            )
+            for row in presenters.budget_rows(budget)
+        ),
+        batch_size=BULK_BATCH,
+    )
+
+
+# The largest differences are what a reader acts on; the rest is a count.
+DRIFT_MESSAGES_SHOWN = 20
+
+
+def _drift_summary(engine: gcengine.Session) -> dict[str, Any]:
+    drift = gcengine.token_drift(engine)
+    largest = sorted(drift.messages, key=lambda m: abs(m.counted - m.recorded), reverse=True)
+    return {
+        "counter": drift.counter,
+        "compared_messages": len(drift.messages),
+        "recorded_total": drift.recorded_total,
+        "counted_total": drift.counted_total,
+        "difference": drift.difference,
+        "difference_percent": drift.difference_percent,
+        "provider_prompt_tokens": drift.provider_prompt_tokens,
+        "counted_context_tokens": drift.counted_context_tokens,
+        "largest": [
+            {
+                "message_id": m.message_id,
+                "label": m.label,
+                "recorded": m.recorded,
+                "counted": m.counted,
+            }
+            for m in largest[:DRIFT_MESSAGES_SHOWN]
+            if m.counted != m.recorded
+        ],
+    }
+
+
+def _run_on_upload(session: AgentSession) -> None:
+    project = session.project
+    if not (settings.JAATO_GC_ON_UPLOAD and project.run_default_policy_on_upload):
+        return
+    if project.default_policy_id is None:
+        return
+    version = (
+        PolicyVersion.objects.filter(policy_id=project.default_policy_id)
+        .order_by("-number")
+        .first()
+    )
+    if version is not None:
+        run_start(session=session, policy_version=version, trigger="upload")
+
+
+# --- GC runs ---------------------------------------------------------------------------------
+
+
+def run_start(
+    *,
+    session: AgentSession,
+    policy_version: PolicyVersion | None = None,
+    config: Any = None,
+    plugin: str | None = None,
+    trigger: str = "manual",
+) -> GCRun:
+    """Queue a run of a stored policy version, or of a gc.json given as is.
+
+    The gc.json is validated here (``gcengine.ConfigError`` names the key), so a run that is
+    queued can only fail for reasons the engine finds while collecting.
+    """
+    if policy_version is not None:
+        config = policy_version.config
+    if config is None:
+        raise gcengine.ConfigError("a run needs a policy version or a gc.json")
+    validated = config_validated(config)
+    plugin_name = plugin or validated.plugin
+    installed = discover_gc_plugins()
+    if plugin_name not in installed:
+        names = ", ".join(sorted(installed))
+        raise PluginError(f"no GC plugin named {plugin_name!r} (installed: {names})")
+    with transaction.atomic():
+        run = GCRun.objects.create(
+            session=session,
+            policy_version=policy_version,
+            config=gcengine.dump_gc_config(validated),
+            plugin=plugin_name,
+            trigger=trigger,
+            context_limit=session.context_limit,
+            progress="waiting for a worker",
+        )
+        transaction.on_commit(partial(tasks.execute_run.enqueue, run.pk))
+    return run
+
+
+def run_execute(*, run_id: int) -> None:
+    """Run the engine for a queued run and store everything its pages and exports show."""
+    if not GCRun.objects.filter(pk=run_id, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING, progress="loading the session"
+    ):
+        return
+    try:
+        _run_execute_claimed(run_id)
+    except Exception as error:
+        # A bug, not bad input: the traceback goes to the log, and the run must not
+        # stay "running" forever in every page that shows it.
+        _run_failed(run_id, f"internal error ({type(error).__name__}); see the server log", None)
+        raise
+
+
+def _run_execute_claimed(run_id: int) -> None:
+    run = GCRun.objects.select_related("session").get(pk=run_id)
+    before = engine_session_of(run.session)
+    config = config_validated(run.config)
+    GCRun.objects.filter(pk=run_id).update(progress=f"collecting with {run.plugin}")
+    try:
+        outcome = gcengine.run_gc(before, config, plugin=run.plugin)
+    except gcengine.GCEngineError as error:
+        _run_failed(run_id, str(error), None)
+        return
+    result = outcome.result
+    if not result.success:
+        _run_failed(run_id, result.error or "the strategy reported a failure", result)
+        return
+    GCRun.objects.filter(pk=run_id).update(progress="storing the ledger")
+    _run_store(run, before, outcome)
+
+
+def _run_failed(run_id: int, error: str, result: gcengine.GCResult | None) -> None:
+    GCRun.objects.filter(pk=run_id).update(
+        status=JobStatus.FAILED,
+        progress="",
+        error=error,
+        result=result.model_dump(mode="json", exclude={"removal_list"}) if result else None,
+        finished_at=timezone.now(),
+    )
+
+
+@transaction.atomic
+def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome) -> None:
+    result = outcome.result
+    position_of = {
+        message.message_id: position
+        for position, turn in enumerate(before.turns())
+        for message in turn.messages
+    }
+    removals = [
+        Removal(
+            run=run,
+            seq=seq,
+            source=item.source.value,
+            child_key=(item.child_key or "")[:400],
+            reason=str(item.reason),
+            tokens_freed=item.tokens_freed,
+            message_ids=list(item.message_ids),
+            turn_index=item.turn_index,
+            turn_position=min(
+                (position_of[i] for i in item.message_ids if i in position_of), default=None
+            ),
+        )
+        for seq, item in enumerate(result.removal_list)
+    ]
+    Removal.objects.bulk_create(removals, batch_size=BULK_BATCH)
+    Summary.objects.bulk_create(_summaries(run, before, outcome, removals, position_of))
+    _budget_store(run.session, run, outcome.budget_after)
+    GCRun.objects.filter(pk=run.pk).update(
+        status=JobStatus.DONE,
+        progress="",
+        tokens_before=outcome.budget_before.total_tokens(),
+        tokens_after=outcome.budget_after.total_tokens(),
+        tokens_freed=outcome.budget_before.total_tokens() - outcome.budget_after.total_tokens(),
+        items_collected=result.items_collected,
+        turns_after=len(outcome.session.turns()),
+        result=result.model_dump(mode="json", exclude={"removal_list"}),
+        session_after=presenters.pack_session(outcome.session),
+        finished_at=timezone.now(),
+    )
+
+
+def _summaries(
+    run: GCRun,
+    before: gcengine.Session,
+    outcome: gcengine.GCOutcome,
+    removals: list[Removal],
+    position_of: dict[str, int],
+) -> list[Summary]:
+    """The chain after the run: summaries it kept and the one it wrote, in history order."""
+    existing = {m.message_id for m in before.history}
+    figures = presenters.message_figures(outcome.budget_after)
+    # A new summary goes in before the first turn anything was taken from.
+    first_touched = min(
+        (r.turn_position for r in removals if r.turn_position is not None), default=None
+    )
+    rows = []
+    for message in outcome.session.history:
+        if message.kind is not gcengine.MessageKind.SUMMARY:
+            continue
+        written = message.message_id not in existing
+        number = message.metadata.get("summary_number")
+        rows.append(
+            Summary(
+                run=run,
+                number=number if isinstance(number, int) else None,
+                message_id=message.message_id,
+                text=message.text,
+                tokens=figures.get(message.message_id, (0, "", ""))[0],
+                covers_turns=list(message.metadata.get("covers_turns") or []),
+                covers_summary=message.metadata.get("covers_summary"),
+                summarizer=str(message.metadata.get("summarizer") or ""),
+                written_by_run=written,
+                inserted_before_position=first_touched
+                if written
+                else position_of.get(message.message_id),
+            )
+        )
+    return rows
+
+
+def engine_session_of(session: AgentSession) -> gcengine.Session:
+    document = SessionDocument.objects.only("engine_session").get(session=session)
+    return presenters.unpack_session(bytes(document.engine_session))
+
+
+# --- Replays ---------------------------------------------------------------------------------
+
+
+def replay_request(*, session: AgentSession, config: Any) -> Replay:
+    """The replay of a session under a gc.json: the stored one, or a newly queued one."""
+    canonical = config_canonical(config)
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+    with transaction.atomic():
+        replay, created = Replay.objects.get_or_create(
+            session=session,
+            config_digest=digest,
+            defaults={"config": canonical, "progress": "waiting for a worker"},
+        )
+        if created:
+            transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
+    return replay
+
+
+def replay_execute(*, replay_id: int) -> None:
+    if not Replay.objects.filter(pk=replay_id, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING, progress="replaying turn by turn"
+    ):
+        return
+    replay = Replay.objects.select_related("session").get(pk=replay_id)
+    try:
+        simulation = gcengine.simulate(
+            engine_session_of(replay.session), config_validated(replay.config)
+        )
+    except gcengine.GCEngineError as error:
+        Replay.objects.filter(pk=replay_id).update(
+            status=JobStatus.FAILED, progress="", error=str(error)
+        )
+        return
+    Replay.objects.filter(pk=replay_id).update(
+        status=JobStatus.DONE, progress="", series=presenters.replay_series(simulation)
+    )
+
+
+# --- Policies --------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def policy_create(
+    *, project: Project, name: str, config: Any, message: str = "", author: str = ""
+) -> Policy:
+    stored = config_canonical(config)
+    policy = Policy.objects.create(project=project, name=name)
+    PolicyVersion.objects.create(
+        policy=policy, number=1, config=stored, message=message or "created", author=author
+    )
+    return policy
+
+
+@transaction.atomic
+def policy_save(
+    *, policy: Policy, config: Any, base_number: int, message: str = "", author: str = ""
+) -> PolicyVersion:
+    """Store a new version, unless someone saved since ``base_number`` was loaded."""
+    stored = config_canonical(config)
+    Policy.objects.select_for_update().filter(pk=policy.pk).get()
+    current = policy.versions.order_by("-number").first()
+    assert current is not None  # every policy is created with version 1
+    if current.number != base_number:
+        raise PolicyConflict(policy, base_number, current)
+    return PolicyVersion.objects.create(
+        policy=policy, number=current.number + 1, config=stored, message=message, author=author
+    )
+
+
+def project_set_default_policy(*, project: Project, policy: Policy | None) -> None:
+    Project.objects.filter(pk=project.pk).update(default_policy=policy)
+    project.default_policy = policy
