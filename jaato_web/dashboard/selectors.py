@@ -25,6 +25,7 @@ from jaato_web.dashboard.models import (
     Project,
     Removal,
     Replay,
+    SessionDocument,
     SessionTurn,
     Summary,
 )
@@ -65,6 +66,11 @@ def session_get(*, project: Project, session_id: int) -> AgentSession:
     return get_object_or_404(
         AgentSession.objects.select_related("project"), pk=session_id, project=project
     )
+
+
+def session_original(*, session: AgentSession) -> bytes:
+    """The uploaded bytes, for download only."""
+    return bytes(SessionDocument.objects.values_list("original", flat=True).get(session=session))
 
 
 def session_turns(*, session: AgentSession) -> QuerySet[SessionTurn]:
@@ -188,7 +194,7 @@ def policy_latest_versions(*, project: Project) -> list[PolicyVersion]:
     """The newest version of every policy of the project, in one query."""
     versions = (
         PolicyVersion.objects.filter(policy__project=project)
-        .select_related("policy")
+        .select_related("policy__project")
         .order_by("policy__name", "-number")
     )
     latest: dict[int, PolicyVersion] = {}
@@ -215,3 +221,7 @@ def pinned_by_default_policy(*, project: Project) -> tuple[set[int], set[str]]:
     )
     config = version.config if version is not None else {}
     return set(config.get("pinned_turn_indices") or []), set(config.get("pinned_message_ids") or [])
+
+
+def policy_versions(*, policy: Policy) -> QuerySet[PolicyVersion]:
+    return policy.versions.order_by("-number")

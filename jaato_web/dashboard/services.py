@@ -93,15 +93,19 @@ def config_canonical(config: Any) -> dict[str, Any]:
 # --- Uploads ---------------------------------------------------------------------------------
 
 
+def upload_size_check(size: int) -> None:
+    """Refuse an oversized upload from its declared size, before it is read into memory."""
+    if size > settings.JAATO_UPLOAD_MAX_BYTES:
+        raise UploadTooLarge(size, settings.JAATO_UPLOAD_MAX_BYTES)
+
+
 def session_upload(*, project: Project, filename: str, data: bytes) -> UploadReceipt:
     """Store an uploaded session, or say it is already here.
 
     Small files are read now, so a malformed one raises ``gcengine.SessionFormatError`` with
     nothing stored; large ones become an ``IngestJob`` for the worker.
     """
-    limit = settings.JAATO_UPLOAD_MAX_BYTES
-    if len(data) > limit:
-        raise UploadTooLarge(len(data), limit)
+    upload_size_check(len(data))
     digest = hashlib.sha256(data).hexdigest()
     existing = AgentSession.objects.filter(project=project, sha256=digest).first()
     if existing is not None:

@@ -1,0 +1,177 @@
+"""GC runs and replays: start them, follow them, and read what they removed and why."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Router, Status
+
+import gcengine
+from jaato_web.api.pages import node_page, paged
+from jaato_web.api.schemas import (
+    DiffPage,
+    NodePage,
+    Problem,
+    RemovalPage,
+    ReplayIn,
+    ReplayOut,
+    RunDetailOut,
+    RunIn,
+    RunOut,
+    SummaryOut,
+)
+from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard.models import GCRun, Replay, Summary
+
+router = Router(tags=["runs"])
+
+
+def _run(run_id: int) -> GCRun:
+    return selectors.run_get(project=services.project_default(), run_id=run_id)
+
+
+def _config_source(
+    policy_version_id: int | None, config: dict[str, object] | None
+) -> tuple[object, object]:
+    """A stored version (scoped to the project) or a pasted gc.json; exactly one is needed."""
+    if policy_version_id is not None:
+        version = selectors.policy_version_get(
+            project=services.project_default(), version_id=policy_version_id
+        )
+        return version, version.config
+    if config is None:
+        raise gcengine.ConfigError("give policy_version_id or config (a gc.json object)")
+    return None, config
+
+
+@router.post(
+    "/sessions/{int:session_id}/runs",
+    response={202: RunOut, 400: Problem, 404: Problem},
+    summary="Start a GC run",
+)
+def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[GCRun]:
+    """Runs in the background; poll ``GET /api/runs/{id}`` until ``status`` is done or failed."""
+    session = selectors.session_get(project=services.project_default(), session_id=session_id)
+    version, config = _config_source(payload.policy_version_id, payload.config)
+    run = services.run_start(
+        session=session,
+        policy_version=version,  # type: ignore[arg-type]
+        config=config,
+        plugin=payload.plugin,
+    )
+    run.refresh_from_db()
+    return Status(202, run)
+
+
+@router.get("/sessions/{int:session_id}/runs", response=list[RunOut], summary="A session's runs")
+def list_runs(request: HttpRequest, session_id: int) -> list[GCRun]:
+    session = selectors.session_get(project=services.project_default(), session_id=session_id)
+    return list(selectors.run_list(session=session))
+
+
+@router.get("/runs/{int:run_id}", response=RunDetailOut, summary="A run: status and figures")
+def get_run(request: HttpRequest, run_id: int) -> GCRun:
+    return _run(run_id)
+
+
+@router.get("/runs/{int:run_id}/ledger", response=RemovalPage, summary="The removal ledger")
+def run_ledger(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
+    return paged(selectors.run_removals(run=_run(run_id)), page, selectors.LEDGER_PER_PAGE)
+
+
+@router.get("/runs/{int:run_id}/ledger.json", summary="The whole ledger as a JSON file")
+def run_ledger_json(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _run(run_id)
+    records = presenters.ledger_records(selectors.run_removals(run=run))
+    response = HttpResponse(
+        presenters.pretty_json(records), content_type="application/json; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-ledger.json"'
+    return response
+
+
+@router.get("/runs/{int:run_id}/ledger.csv", summary="The whole ledger as CSV")
+def run_ledger_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _run(run_id)
+    records = presenters.ledger_records(selectors.run_removals(run=run))
+    response = HttpResponse(presenters.ledger_csv(records), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-ledger.csv"'
+    return response
+
+
+@router.get("/runs/{int:run_id}/summaries", response=list[SummaryOut], summary="Summary chain")
+def run_summaries(request: HttpRequest, run_id: int) -> list[Summary]:
+    return list(selectors.run_summaries(run=_run(run_id)))
+
+
+@router.get(
+    "/runs/{int:run_id}/budget", response=NodePage, summary="One level of the after-run tree"
+)
+def run_budget(
+    request: HttpRequest, run_id: int, parent: str = "", offset: int = 0
+) -> dict[str, object]:
+    run = _run(run_id)
+    nodes = selectors.budget_children(session=run.session, run=run, parent_path=parent)
+    return node_page(nodes, parent, offset)
+
+
+@router.get("/runs/{int:run_id}/diff", response=DiffPage, summary="Before/after, turn by turn")
+def run_diff(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
+    run = _run(run_id)
+    turns = selectors.page_of(
+        selectors.session_turns(session=run.session), page, selectors.TURNS_PER_PAGE
+    )
+    rows = selectors.run_diff(run=run, turns=list(turns.object_list))
+    return {
+        "page": turns.number,
+        "pages": turns.paginator.num_pages,
+        "count": turns.paginator.count,
+        "items": [
+            {
+                "position": row.turn.position,
+                "turn_index": row.turn.turn_index,
+                "state": row.state,
+                "removed_message_ids": sorted(row.removed_ids),
+                "summaries_inserted_before": [s.message_id for s in row.summaries_before],
+            }
+            for row in rows
+        ],
+    }
+
+
+@router.get(
+    "/runs/{int:run_id}/session",
+    response={200: None, 409: Problem},
+    summary="The session after the run, as a JAATO file",
+)
+def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _run(run_id)
+    packed = selectors.run_session_after(run=run)
+    if packed is None:
+        return HttpResponse(
+            presenters.pretty_json({"detail": f"run {run.pk} is {run.status}; nothing to export"}),
+            status=409,
+            content_type="application/json",
+        )
+    document = gcengine.dump_session(presenters.unpack_session(packed))
+    response = HttpResponse(document, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.json"'
+    return response
+
+
+@router.post(
+    "/sessions/{int:session_id}/replays",
+    response={202: ReplayOut, 200: ReplayOut, 400: Problem},
+    summary="Replay a session turn by turn under a policy",
+)
+def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> Status[Replay]:
+    """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
+    session = selectors.session_get(project=services.project_default(), session_id=session_id)
+    _, config = _config_source(payload.policy_version_id, payload.config)
+    replay = services.replay_request(session=session, config=config)
+    replay.refresh_from_db()
+    return Status(200 if replay.status == "done" else 202, replay)
+
+
+@router.get("/replays/{int:replay_id}", response=ReplayOut, summary="A replay's series")
+def get_replay(request: HttpRequest, replay_id: int) -> Replay:
+    return selectors.replay_get(project=services.project_default(), replay_id=replay_id)

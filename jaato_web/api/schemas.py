@@ -1,0 +1,226 @@
+"""API-only shapes: listings, receipts and pages. Engine values (GCResult, the gc.json) are
+passed through as the engine dumps them rather than re-declared here."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+
+
+class Problem(Schema):
+    """Every error answer: a message, plus where when the engine knows (JSON path or key)."""
+
+    detail: str
+    reason: str | None = None
+    json_path: str | None = None
+    key: str | None = None
+
+
+class SessionOut(Schema):
+    id: int
+    label: str
+    sha256: str
+    size_bytes: int
+    source_format: str
+    format_version: str
+    model_name: str
+    context_limit: int
+    context_limit_origin: str
+    turn_count: int
+    message_count: int
+    total_tokens: int
+    locked_tokens: int
+    preservable_tokens: int
+    eligible_tokens: int
+    utilization_percent: float
+    token_counter: str
+    created_at: datetime
+    run_count: int | None = None
+
+
+class SessionDetailOut(SessionOut):
+    drift: dict[str, Any]
+    warnings: list[str]
+
+
+class IngestJobOut(Schema):
+    id: int
+    filename: str
+    status: str
+    progress: str
+    error: str
+    error_path: str
+    session_id: int | None
+
+
+class UploadOut(Schema):
+    """``session`` when stored (or already stored: ``duplicate``), ``job`` when queued."""
+
+    filename: str
+    duplicate: bool
+    session: SessionOut | None = None
+    job: IngestJobOut | None = None
+
+
+class Paged(Schema):
+    page: int
+    pages: int
+    count: int
+
+
+class SessionPage(Paged):
+    items: list[SessionOut]
+
+
+class NodeOut(Schema):
+    path: str
+    parent_path: str
+    key: str
+    label: str
+    depth: int
+    policy: str
+    indicator: str
+    tokens: int
+    child_count: int
+
+
+class NodePage(Schema):
+    parent_path: str
+    offset: int
+    total: int
+    items: list[NodeOut]
+
+
+class TurnOut(Schema):
+    position: int
+    turn_index: int | None
+    kind: str
+    tokens: int
+    policy: str
+    tool_calls: int
+    preview: str
+    messages: list[dict[str, Any]]
+
+
+class TurnPage(Paged):
+    items: list[TurnOut]
+
+
+class RunIn(Schema):
+    """A stored policy version, or a gc.json as is; ``plugin`` overrides its strategy."""
+
+    policy_version_id: int | None = None
+    config: dict[str, Any] | None = None
+    plugin: str | None = None
+
+
+class RunOut(Schema):
+    id: int
+    session_id: int
+    policy_version_id: int | None
+    plugin: str
+    trigger: str
+    status: str
+    progress: str
+    error: str
+    config: dict[str, Any]
+    context_limit: int | None
+    tokens_before: int | None
+    tokens_after: int | None
+    tokens_freed: int | None
+    items_collected: int | None
+    turns_after: int | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class RunDetailOut(RunOut):
+    result: dict[str, Any] | None
+
+
+class RemovalOut(Schema):
+    seq: int
+    reason: str
+    source: str
+    child_key: str
+    turn_index: int | None
+    turn_position: int | None
+    tokens_freed: int
+    message_ids: list[str]
+
+
+class RemovalPage(Paged):
+    items: list[RemovalOut]
+
+
+class SummaryOut(Schema):
+    number: int | None
+    message_id: str
+    text: str
+    tokens: int
+    covers_turns: list[int | None]
+    covers_summary: Any
+    summarizer: str
+    written_by_run: bool
+    inserted_before_position: int | None
+
+
+class DiffTurnOut(Schema):
+    position: int
+    turn_index: int | None
+    state: str
+    removed_message_ids: list[str]
+    summaries_inserted_before: list[str]
+
+
+class DiffPage(Paged):
+    items: list[DiffTurnOut]
+
+
+class ReplayIn(Schema):
+    policy_version_id: int | None = None
+    config: dict[str, Any] | None = None
+
+
+class ReplayOut(Schema):
+    id: int
+    session_id: int
+    status: str
+    progress: str
+    error: str
+    config: dict[str, Any]
+    series: dict[str, Any] | None
+
+
+class PolicyIn(Schema):
+    name: str
+    config: dict[str, Any]
+    message: str = ""
+
+
+class PolicyVersionIn(Schema):
+    """``base_version`` is the version the change was made from; a newer one stored since
+    makes the save fail with 409 and the current version, so nothing is overwritten."""
+
+    config: dict[str, Any]
+    base_version: int
+    message: str = ""
+
+
+class PolicyVersionOut(Schema):
+    id: int
+    number: int
+    config: dict[str, Any]
+    message: str
+    author: str
+    created_at: datetime
+
+
+class PolicyOut(Schema):
+    id: int
+    name: str
+    description: str
+    is_default: bool
+    latest: PolicyVersionOut | None

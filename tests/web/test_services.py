@@ -1,0 +1,229 @@
+"""The write path every door shares: uploads, runs, replays and policy versions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+import gcengine
+from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard.models import (
+    AgentSession,
+    BudgetNode,
+    GCRun,
+    IngestJob,
+    JobStatus,
+    Removal,
+    SessionDocument,
+    SessionTurn,
+    Summary,
+)
+from tests.web.uploads import BUDGET_POLICY, HYBRID_POLICY, session_file
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project() -> services.Project:
+    return services.project_default()
+
+
+def test_upload_stores_original_bytes_turns_and_tree(project):
+    data = session_file(20)
+
+    receipt = services.session_upload(project=project, filename="agent.json", data=data)
+
+    session = receipt.session
+    assert session is not None and not receipt.duplicate
+    assert session.sha256 == hashlib.sha256(data).hexdigest()
+    assert bytes(SessionDocument.objects.get(session=session).original) == data
+    engine = gcengine.load_session(data)
+    assert (
+        session.turn_count
+        == len(engine.turns())
+        == SessionTurn.objects.filter(session=session).count()
+    )
+    assert session.total_tokens == engine.budget.total_tokens()
+    assert session.context_limit == 8192
+    top = list(selectors.budget_children(session=session))
+    assert sum(node.tokens for node in top) == session.total_tokens
+    conversation = next(node for node in top if node.key == "conversation")
+    assert conversation.child_count == session.turn_count
+
+
+def test_second_upload_of_the_same_bytes_points_at_the_first(project):
+    first = services.session_upload(project=project, filename="a.json", data=session_file(5))
+    again = services.session_upload(project=project, filename="b.json", data=session_file(5))
+
+    assert again.duplicate
+    assert again.session == first.session
+    assert AgentSession.objects.count() == 1
+
+
+def test_malformed_upload_names_the_path_and_stores_nothing(project):
+    document = json.loads(session_file(3))
+    document["history"][2]["role"] = 7
+
+    with pytest.raises(gcengine.SessionFormatError) as caught:
+        services.session_upload(
+            project=project, filename="bad.json", data=json.dumps(document).encode()
+        )
+
+    assert caught.value.json_path == "history[2].role"
+    assert AgentSession.objects.count() == SessionTurn.objects.count() == 0
+    assert BudgetNode.objects.count() == 0
+
+
+def test_oversized_upload_is_refused_before_anything_is_stored(project, settings):
+    settings.JAATO_UPLOAD_MAX_BYTES = 100
+
+    with pytest.raises(services.UploadTooLarge, match="limit is 100 bytes"):
+        services.session_upload(project=project, filename="big.json", data=session_file(5))
+    assert AgentSession.objects.count() == IngestJob.objects.count() == 0
+
+
+def test_large_upload_is_read_in_the_background_then_kept(
+    project, settings, django_capture_on_commit_callbacks
+):
+    settings.JAATO_INLINE_INGEST_BYTES = 10
+
+    with django_capture_on_commit_callbacks(execute=True):
+        receipt = services.session_upload(
+            project=project, filename="big.json", data=session_file(8)
+        )
+
+    assert receipt.job is not None and receipt.session is None
+    job = IngestJob.objects.get(pk=receipt.job.pk)
+    assert job.status == JobStatus.DONE
+    assert job.data is None  # the bytes now live with the session only
+    assert job.session is not None and job.session.turn_count == 8
+
+
+def test_malformed_background_upload_keeps_only_its_error(
+    project, settings, django_capture_on_commit_callbacks
+):
+    settings.JAATO_INLINE_INGEST_BYTES = 10
+
+    with django_capture_on_commit_callbacks(execute=True):
+        receipt = services.session_upload(
+            project=project, filename="bad.json", data=b'{"history": "not a list", "x": 1}'
+        )
+
+    job = IngestJob.objects.get(pk=receipt.job.pk)  # type: ignore[union-attr]
+    assert job.status == JobStatus.FAILED
+    assert job.error_path == "version"
+    assert "needs a version" in job.error
+    assert job.data is None
+    assert AgentSession.objects.count() == 0
+
+
+def finished_run(project, config, django_capture_on_commit_callbacks, turns=20):
+    session = services.session_upload(
+        project=project, filename="s.json", data=session_file(turns)
+    ).session
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_start(session=session, config=config)
+    run.refresh_from_db()
+    return session, run
+
+
+def test_run_stores_ledger_figures_and_after_tree(project, django_capture_on_commit_callbacks):
+    session, run = finished_run(project, BUDGET_POLICY, django_capture_on_commit_callbacks)
+    original = bytes(SessionDocument.objects.get(session=session).original)
+
+    assert run.status == JobStatus.DONE, run.error
+    assert run.tokens_before == session.total_tokens
+    assert run.tokens_after <= session.context_limit * 0.30
+    removals = list(Removal.objects.filter(run=run).order_by("seq"))
+    assert len(removals) == run.items_collected > 0
+    assert sum(r.tokens_freed for r in removals) == run.tokens_freed
+    assert all(r.turn_position is not None for r in removals if r.source == "conversation")
+    after_top = list(selectors.budget_children(session=session, run=run))
+    assert sum(n.tokens for n in after_top) == run.tokens_after
+    # The upload is untouched by the run.
+    assert bytes(SessionDocument.objects.get(session=session).original) == original
+    after = presenters.unpack_session(selectors.run_session_after(run=run))
+    assert gcengine.rebuild_budget(after).total_tokens() == run.tokens_after
+
+
+def test_summarizing_run_stores_the_chain_and_where_it_went_in(
+    project, django_capture_on_commit_callbacks
+):
+    _, run = finished_run(project, HYBRID_POLICY, django_capture_on_commit_callbacks)
+
+    assert run.status == JobStatus.DONE, run.error
+    written = Summary.objects.get(run=run, written_by_run=True)
+    assert written.number == 1
+    assert written.covers_turns
+    assert written.text.startswith("[Context Summary")
+    assert Removal.objects.filter(run=run, reason="summarized").exists()
+    # The engine puts a summary before the first turn the run took anything from.
+    touched = Removal.objects.filter(run=run).values_list("turn_position", flat=True)
+    assert written.inserted_before_position == min(touched)
+    diff = selectors.run_diff(run=run, turns=list(selectors.session_turns(session=run.session)))
+    states = {row.state for row in diff}
+    assert {"removed", "kept"} <= states
+    assert any(row.summaries_before for row in diff)
+
+
+def test_invalid_policy_names_the_key_and_queues_nothing(project):
+    session = services.session_upload(
+        project=project, filename="s.json", data=session_file(4)
+    ).session
+
+    with pytest.raises(gcengine.ConfigError) as caught:
+        services.run_start(session=session, config={**BUDGET_POLICY, "target_percent": 95})
+
+    assert caught.value.key == "target_percent"
+    assert GCRun.objects.count() == 0
+
+
+def test_default_policy_runs_on_upload(project, django_capture_on_commit_callbacks):
+    policy = services.policy_create(project=project, name="p", config=BUDGET_POLICY)
+    services.project_set_default_policy(project=project, policy=policy)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.session_upload(
+            project=project, filename="s.json", data=session_file(20)
+        ).session
+
+    run = GCRun.objects.get(session=session)
+    assert run.trigger == "upload"
+    assert run.policy_version == policy.versions.get()
+    assert run.status == JobStatus.DONE
+
+
+def test_replay_is_computed_once_per_policy(project, django_capture_on_commit_callbacks):
+    session = services.session_upload(
+        project=project, filename="s.json", data=session_file(20)
+    ).session
+
+    with django_capture_on_commit_callbacks(execute=True):
+        replay = services.replay_request(session=session, config=BUDGET_POLICY)
+    again = services.replay_request(session=session, config=dict(BUDGET_POLICY))
+
+    replay.refresh_from_db()
+    assert again.pk == replay.pk
+    assert replay.status == JobStatus.DONE
+    series = replay.series
+    assert len(series["steps"]) >= session.turn_count
+    chart = presenters.replay_chart(series)
+    assert chart.mode == "threshold" and chart.threshold_y is not None
+
+
+def test_policy_save_refuses_a_stale_base(project):
+    policy = services.policy_create(project=project, name="p", config=BUDGET_POLICY)
+    services.policy_save(
+        policy=policy, config={**BUDGET_POLICY, "target_percent": 50}, base_number=1
+    )
+
+    with pytest.raises(services.PolicyConflict) as caught:
+        services.policy_save(
+            policy=policy, config={**BUDGET_POLICY, "target_percent": 40}, base_number=1
+        )
+
+    assert caught.value.current.number == 2
+    assert caught.value.current.config["target_percent"] == 50
+    assert policy.versions.count() == 2
