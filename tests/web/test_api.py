@@ -201,7 +201,8 @@ def test_policy_versions_and_conflicting_save(client):
     exported = client.get(f"/api/policies/versions/{saved.json()['id']}/gc.json")
 
     assert created["latest"]["config"]["threshold_percent"] == 85
-    assert saved.status_code == 201 and saved.json()["number"] == 2
+    assert saved.status_code == 201
+    assert saved.json()["number"] == 2
     assert stale.status_code == 409
     assert stale.json()["current_version"] == 2
     assert gcengine.load_gc_config(exported.content, env={}).target_percent == 30

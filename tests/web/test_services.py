@@ -36,7 +36,8 @@ def test_upload_stores_original_bytes_turns_and_tree(project):
     receipt = services.session_upload(project=project, filename="agent.json", data=data)
 
     session = receipt.session
-    assert session is not None and not receipt.duplicate
+    assert session is not None
+    assert not receipt.duplicate
     assert session.sha256 == hashlib.sha256(data).hexdigest()
     assert bytes(SessionDocument.objects.get(session=session).original) == data
     engine = gcengine.load_session(data)
@@ -94,11 +95,13 @@ def test_large_upload_is_read_in_the_background_then_kept(
             project=project, filename="big.json", data=session_file(8)
         )
 
-    assert receipt.job is not None and receipt.session is None
+    assert receipt.job is not None
+    assert receipt.session is None
     job = IngestJob.objects.get(pk=receipt.job.pk)
     assert job.status == JobStatus.DONE
     assert job.data is None  # the bytes now live with the session only
-    assert job.session is not None and job.session.turn_count == 8
+    assert job.session is not None
+    assert job.session.turn_count == 8
 
 
 def test_malformed_background_upload_keeps_only_its_error(
@@ -210,7 +213,8 @@ def test_replay_is_computed_once_per_policy(project, django_capture_on_commit_ca
     series = replay.series
     assert len(series["steps"]) >= session.turn_count
     chart = presenters.replay_chart(series)
-    assert chart.mode == "threshold" and chart.threshold_y is not None
+    assert chart.mode == "threshold"
+    assert chart.threshold_y is not None
 
 
 def test_policy_save_refuses_a_stale_base(project):
