@@ -184,7 +184,9 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
     counter: gcengine.TokenCounter | None = None
     rows: list[TurnRow] = []
     for position, turn in enumerate(session.turns()):
-        messages = []
+        messages: list[dict[str, Any]] = []
+        turn_tokens = 0
+        policies: list[str] = []
         for message in turn.messages:
             if message.message_id in figures:
                 tokens, policy, counted_by = figures[message.message_id]
@@ -192,6 +194,8 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
                 counter = counter or gcengine.load_counter()
                 tokens = gcengine.count_message(message, counter)
                 policy, counted_by = gcengine.GCPolicy.EPHEMERAL.value, counter.name
+            turn_tokens += tokens
+            policies.append(policy)
             messages.append(
                 {
                     "id": message.message_id,
@@ -210,8 +214,8 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
                 position=position,
                 turn_index=turn.index,
                 kind=turn.kind.value,
-                tokens=sum(m["tokens"] for m in messages),
-                policy=most_protective(m["policy"] for m in messages),
+                tokens=turn_tokens,
+                policy=most_protective(policies),
                 tool_calls=sum(len(m.function_calls) for m in turn.messages),
                 preview=_clip(" ".join(first_text.split()), PREVIEW_CHARS)[0],
                 messages=messages,

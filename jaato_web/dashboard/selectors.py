@@ -154,7 +154,8 @@ def run_diff(*, run: GCRun, turns: list[SessionTurn]) -> list[DiffRow]:
     for position, ids in Removal.objects.filter(
         run=run, turn_position__gte=first, turn_position__lte=last
     ).values_list("turn_position", "message_ids"):
-        removed.setdefault(position, set()).update(ids)
+        if position is not None:
+            removed.setdefault(position, set()).update(ids)
     inserted: dict[int, list[Summary]] = {}
     for summary in Summary.objects.filter(
         run=run,
