@@ -68,9 +68,14 @@ class Command(BaseCommand):
             services.ingest_job_execute(job_id=receipt.job.pk)
             session = selectors.ingest_job_get(project=project, job_id=receipt.job.pk).session
         assert session is not None
-        # A worker may not be running yet; a queued run is claimed once, by whoever is first.
+        # A worker may not be running yet; queued work is claimed once, by whoever is first.
         for run in selectors.run_list(session=session).filter(status=JobStatus.QUEUED):
             services.run_execute(run_id=run.pk)
+        for name in ("Budget 80/60", "Continuous budget"):
+            version = Policy.objects.get(project=project, name=name).versions.latest("number")
+            replay = services.replay_request(session=session, config=version.config)
+            if replay.status == JobStatus.QUEUED:
+                services.replay_execute(replay_id=replay.pk)
         state = "already loaded" if receipt.duplicate else "loaded"
         self.stdout.write(
             f"Demo session {state}: {session.label}, {session.turn_count} turns, "
