@@ -36,9 +36,10 @@ class MultipleFileField(forms.FileField):
         super().__init__(*args, **kwargs)
 
     def clean(self, data: Any, initial: Any = None) -> list[UploadedFile]:
-        if isinstance(data, list | tuple):
-            return [super(MultipleFileField, self).clean(item, initial) for item in data]
-        return [super().clean(data, initial)]
+        items = list(data) if isinstance(data, list | tuple) else [data]
+        # No file at all is cleaned as one missing file, so "required" still applies.
+        cleaned = [super().clean(item, initial) for item in items or [None]]
+        return [upload for upload in cleaned if upload]
 
 
 class UploadForm(DashboardForm):

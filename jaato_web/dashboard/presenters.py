@@ -760,8 +760,9 @@ def replay_events(series: dict[str, Any], limit: int = REPLAY_EVENTS_SHOWN) -> l
 class Pager:
     """A page of a list and the query changes that reach its neighbours.
 
-    ``previous`` and ``next`` are mappings for ``{% querystring %}``, which keeps the rest of
-    the query (search, sort, the other lists' pages); page 1 drops the parameter.
+    ``previous`` and ``next`` are mappings for ``{% querystring request.GET pager.next %}``,
+    which keeps the rest of the query (search, sort, other lists' pages); page 1 drops the
+    parameter.
     """
 
     page: Any

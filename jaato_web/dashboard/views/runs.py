@@ -122,8 +122,13 @@ def run_export_ledger_csv(request: HtmxHttpRequest, run_id: int) -> HttpResponse
 
 def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
     removals = selectors.run_removals(run=run)
+    page = selectors.page_of(removals, query.get("ledger"), selectors.LEDGER_PER_PAGE)
+    # Each row links its removed content; one reverse() for the page instead of one per row.
+    removals_url = reverse("dashboard:run_removal", args=[run.pk, 0]).removesuffix("0/")
     return {
-        "ledger_page": selectors.page_of(removals, query.get("ledger"), selectors.LEDGER_PER_PAGE)
+        "ledger_page": page,
+        "ledger_pager": presenters.pager(page, "ledger"),
+        "removals_url": removals_url,
     }
 
 
