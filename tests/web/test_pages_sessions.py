@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
 from jaato_web.dashboard import selectors, services
 from jaato_web.dashboard.models import AgentSession, Policy, Project
@@ -302,3 +303,18 @@ def test_runs_of_the_session_are_listed_with_a_run_form(
 
 def test_unknown_session_is_not_found(client: Client, project: Project) -> None:
     assert client.get(reverse("dashboard:session_detail", args=[999])).status_code == 404
+
+
+def test_budget_snapshot_without_history(client: Client, project: Project) -> None:
+    engine_session = gcengine.load_session(generate_session_file(SessionShape(turns=3)))
+    data = json.dumps(engine_session.budget.snapshot()).encode()
+    receipt = services.session_upload(project=project, filename="snapshot.json", data=data)
+    assert receipt.session is not None
+
+    response = client.get(reverse("dashboard:session_detail", args=[receipt.session.pk]))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "jaato_budget_snapshot" in html
+    assert "This session has no history" in html
+    assert "Conversation" in html or "conversation" in html
