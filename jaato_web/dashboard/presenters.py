@@ -237,6 +237,7 @@ class TreeRow:
     share_percent: float
     child_count: int
     removed: bool = False
+    node_id: int = 0
 
 
 def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
@@ -251,6 +252,7 @@ def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
             tokens=node.tokens,
             share_percent=round(node.tokens / total_tokens * 100, 1) if total_tokens else 0.0,
             child_count=node.child_count,
+            node_id=node.pk,
         )
         for node in nodes
     ]
@@ -267,6 +269,16 @@ class UsageBar:
     eligible: int
     percent: float
     segments: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def placed(self) -> list[tuple[str, float, float]]:
+        """Segments laid end to end as (name, x, width) percentages, clipped at the limit."""
+        placed, x = [], 0.0
+        for name, share in self.segments:
+            width = round(max(min(share, 100.0 - x), 0.0), 2)
+            placed.append((name, round(x, 2), width))
+            x += width
+        return placed
 
 
 def usage_bar(*, limit: int, total: int, locked: int, preservable: int, eligible: int) -> UsageBar:
@@ -343,6 +355,10 @@ class ReplayChart:
     peak_percent: float
     final_percent: float
     steps: int
+    plugin: str = ""
+    threshold_percent: float | None = None
+    target_percent: float | None = None
+    pressure_percent: float | None = None
 
 
 def replay_chart(series: dict[str, Any]) -> ReplayChart:
@@ -398,6 +414,10 @@ def replay_chart(series: dict[str, Any]) -> ReplayChart:
         peak_percent=round(max(values, default=0.0), 1),
         final_percent=round(values[-1], 1) if values else 0.0,
         steps=len(steps),
+        plugin=str(series.get("plugin") or ""),
+        threshold_percent=None if series["continuous_mode"] else series["threshold_percent"],
+        target_percent=series["target_percent"],
+        pressure_percent=pressure or None,
     )
 
 
@@ -460,3 +480,360 @@ def ledger_csv(records: list[dict[str, Any]]) -> str:
             [" ".join(record[c]) if c == "message_ids" else record[c] for c in LEDGER_COLUMNS]
         )
     return buffer.getvalue()
+
+
+# --- Pages: the history, the diff, the summary chain -----------------------------------------
+
+# Parts a reader opens on demand; plain text and media descriptions are shown as they are.
+FOLDED_PARTS = {
+    "function_call": "Tool call",
+    "function_response": "Tool result",
+    "thought": "Reasoning",
+    "opaque": "Other content",
+}
+
+
+@dataclass(frozen=True)
+class PartView:
+    kind: str
+    heading: str
+    text: str
+    clipped: bool
+    length: int
+    folded: bool
+
+
+@dataclass(frozen=True)
+class MessageView:
+    message_id: str
+    role: str
+    kind: str
+    tokens: int
+    policy: str
+    indicator: str
+    pinned: bool
+    removed: bool
+    parts: list[PartView]
+    preview: str = ""
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """A stored turn as the history and the diff draw it."""
+
+    position: int
+    turn_index: int | None
+    kind: str
+    tokens: int
+    policy: str
+    indicator: str
+    pinned: bool
+    tool_calls: int
+    preview: str
+    messages: list[MessageView]
+    state: str = "kept"
+    summaries_before: list[Any] = field(default_factory=list)
+
+    @property
+    def removed_count(self) -> int:
+        return sum(1 for m in self.messages if m.removed)
+
+
+def part_view(part: dict[str, Any]) -> PartView:
+    kind = str(part.get("type", "text"))
+    title = str(part.get("title") or "")
+    label = FOLDED_PARTS.get(kind, "")
+    heading = f"{label}: {title}" if label and title and kind != "thought" else label
+    return PartView(
+        kind=kind,
+        heading=heading,
+        text=str(part.get("text", "")),
+        clipped=bool(part.get("clipped")),
+        length=int(part.get("length", 0)),
+        folded=kind in FOLDED_PARTS,
+    )
+
+
+def message_views(
+    messages: Iterable[dict[str, Any]],
+    pinned_ids: Iterable[str] = (),
+    removed_ids: Iterable[str] = (),
+) -> list[MessageView]:
+    """Stored message rows (``SessionTurn.messages``) ready for the template."""
+    pinned, removed = set(pinned_ids), set(removed_ids)
+    views = []
+    for m in messages:
+        parts = [part_view(p) for p in m["parts"]]
+        views.append(
+            MessageView(
+                message_id=m["id"],
+                role=m["role"],
+                kind=m["kind"],
+                tokens=m["tokens"],
+                policy=m["policy"],
+                indicator=indicator(m["policy"]),
+                pinned=m["id"] in pinned,
+                removed=m["id"] in removed,
+                parts=parts,
+                preview=_message_preview(parts),
+            )
+        )
+    return views
+
+
+def _message_preview(parts: list[PartView]) -> str:
+    """One line for the diff: the first text, else what the first folded part is."""
+    for part in parts:
+        if not part.folded and part.text:
+            return _clip(" ".join(part.text.split()), PREVIEW_CHARS)[0]
+    return "; ".join(p.heading for p in parts if p.heading)
+
+
+def removed_message_views(
+    messages: Iterable[dict[str, Any]], ids: Iterable[str]
+) -> list[MessageView]:
+    """The messages of a turn that a ledger item took away."""
+    wanted = set(ids)
+    return message_views((m for m in messages if m["id"] in wanted), removed_ids=wanted)
+
+
+def turn_views(
+    turns: Iterable[Any], pinned_turns: Iterable[int] = (), pinned_ids: Iterable[str] = ()
+) -> list[TurnView]:
+    """Stored turns (anything with the ``SessionTurn`` fields), with the pins of a policy."""
+    pinned_turn_set, pinned_id_set = set(pinned_turns), set(pinned_ids)
+    views = []
+    for turn in turns:
+        messages = message_views(turn.messages, pinned_id_set)
+        views.append(
+            TurnView(
+                position=turn.position,
+                turn_index=turn.turn_index,
+                kind=turn.kind,
+                tokens=turn.tokens,
+                policy=turn.policy,
+                indicator=indicator(turn.policy),
+                pinned=turn.turn_index in pinned_turn_set or any(m.pinned for m in messages),
+                tool_calls=turn.tool_calls,
+                preview=turn.preview,
+                messages=messages,
+            )
+        )
+    return views
+
+
+def diff_views(rows: Iterable[Any]) -> list[TurnView]:
+    """``selectors.DiffRow``s: each turn before the run, with what went and what came in."""
+    views = []
+    for row in rows:
+        turn = row.turn
+        views.append(
+            TurnView(
+                position=turn.position,
+                turn_index=turn.turn_index,
+                kind=turn.kind,
+                tokens=turn.tokens,
+                policy=turn.policy,
+                indicator=indicator(turn.policy),
+                pinned=False,
+                tool_calls=turn.tool_calls,
+                preview=turn.preview,
+                messages=message_views(turn.messages, removed_ids=row.removed_ids),
+                state=row.state,
+                summaries_before=summary_views(row.summaries_before),
+            )
+        )
+    return views
+
+
+def turn_ranges(indices: Iterable[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` as ``1–3, 7, 9–10``."""
+    spans: list[list[int]] = []
+    for index in sorted(set(indices)):
+        if spans and index == spans[-1][1] + 1:
+            spans[-1][1] = index
+        else:
+            spans.append([index, index])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    number: int | None
+    message_id: str
+    covers: str
+    covers_count: int
+    covers_summary: str
+    summarizer: str
+    tokens: int
+    text: str
+    written_by_run: bool
+
+
+def summary_views(summaries: Iterable[Any]) -> list[SummaryView]:
+    """Stored ``Summary`` rows: which turns and which earlier summary each one stands for."""
+    views = []
+    for s in summaries:
+        earlier = s.covers_summary
+        if isinstance(earlier, int):
+            earlier_text = f"summary {earlier}"
+        elif earlier:
+            earlier_text = f"summary message {earlier}"
+        else:
+            earlier_text = ""
+        views.append(
+            SummaryView(
+                number=s.number,
+                message_id=s.message_id,
+                covers=turn_ranges(s.covers_turns),
+                covers_count=len(s.covers_turns),
+                covers_summary=earlier_text,
+                summarizer=s.summarizer,
+                tokens=s.tokens,
+                text=s.text,
+                written_by_run=s.written_by_run,
+            )
+        )
+    return views
+
+
+# --- Pages: a run's figures and a replay's events ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class FigureRow:
+    label: str
+    before: str
+    after: str
+
+
+def _number(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f} %"
+
+
+def run_figures(run: Any, session: Any) -> list[FigureRow]:
+    """A stored run next to its session: tokens, share of the limit, turns, before and after."""
+    return [
+        FigureRow("Tokens", _number(run.tokens_before), _number(run.tokens_after)),
+        FigureRow(
+            "Share of the context limit",
+            _percent(run.percent(run.tokens_before)),
+            _percent(run.percent(run.tokens_after)),
+        ),
+        FigureRow("Turns", _number(session.turn_count), _number(run.turns_after)),
+    ]
+
+
+@dataclass(frozen=True)
+class ReplayEvent:
+    turn_index: int | None
+    point: str
+    reason: str
+    success: bool
+    items: int
+    tokens_before: int
+    tokens_after: int
+    error: str
+
+
+# A long replay collects hundreds of times; the page lists the first ones and counts the rest.
+REPLAY_EVENTS_SHOWN = 200
+
+
+def replay_events(series: dict[str, Any], limit: int = REPLAY_EVENTS_SHOWN) -> list[ReplayEvent]:
+    return [
+        ReplayEvent(
+            turn_index=e["turn_index"],
+            point=str(e["point"]).replace("_", " "),
+            reason=str(e["reason"]).replace("_", " "),
+            success=bool(e["success"]),
+            items=int(e["items"]),
+            tokens_before=int(e["tokens_before"]),
+            tokens_after=int(e["tokens_after"]),
+            error=str(e.get("error") or ""),
+        )
+        for e in series["events"][:limit]
+    ]
+
+
+@dataclass(frozen=True)
+class Pager:
+    """A page of a list and the query changes that reach its neighbours.
+
+    ``previous`` and ``next`` are mappings for ``{% querystring request.GET pager.next %}``,
+    which keeps the rest of the query (search, sort, other lists' pages); page 1 drops the
+    parameter.
+    """
+
+    page: Any
+    param: str
+    previous: dict[str, int | None] | None
+    next: dict[str, int | None] | None
+
+
+def pager(page: Any, param: str) -> Pager:
+    previous = next_ = None
+    if page.has_previous():
+        number = page.previous_page_number()
+        previous = {param: number if number > 1 else None}
+    if page.has_next():
+        next_ = {param: page.next_page_number()}
+    return Pager(page=page, param=param, previous=previous, next=next_)
+
+
+@dataclass(frozen=True)
+class DriftLine:
+    label: str
+    message_id: str
+    recorded: int
+    counted: int
+    difference: int
+
+
+@dataclass(frozen=True)
+class DriftView:
+    """The stored drift summary, with the differences worked out for the page."""
+
+    counter: str
+    has_figures: bool
+    compared_messages: int
+    recorded_total: int
+    counted_total: int
+    difference: int
+    difference_percent: float | None
+    provider_prompt_tokens: int | None
+    counted_context_tokens: int
+    provider_difference: int | None
+    largest: list[DriftLine]
+
+
+def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
+    compared = int(drift.get("compared_messages") or 0)
+    provider = drift.get("provider_prompt_tokens")
+    counted_context = int(drift.get("counted_context_tokens") or 0)
+    return DriftView(
+        counter=str(drift.get("counter") or counter),
+        has_figures=bool(compared or provider is not None),
+        compared_messages=compared,
+        recorded_total=int(drift.get("recorded_total") or 0),
+        counted_total=int(drift.get("counted_total") or 0),
+        difference=int(drift.get("difference") or 0),
+        difference_percent=drift.get("difference_percent"),
+        provider_prompt_tokens=provider,
+        counted_context_tokens=counted_context,
+        provider_difference=None if provider is None else counted_context - int(provider),
+        largest=[
+            DriftLine(
+                label=str(m.get("label") or ""),
+                message_id=str(m.get("message_id") or ""),
+                recorded=int(m["recorded"]),
+                counted=int(m["counted"]),
+                difference=int(m["counted"]) - int(m["recorded"]),
+            )
+            for m in drift.get("largest") or []
+        ],
+    )

@@ -8,6 +8,7 @@ session after a run) are never loaded here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,7 @@ SESSIONS_PER_PAGE = 25
 TURNS_PER_PAGE = 25
 NODES_PER_PAGE = 100
 LEDGER_PER_PAGE = 50
+RUNS_PER_PAGE = 20
 
 
 def session_list(
@@ -81,6 +83,34 @@ def session_turn(*, session: AgentSession, position: int) -> SessionTurn:
     return get_object_or_404(SessionTurn, session=session, position=position)
 
 
+class _TurnsByPosition(Sequence[SessionTurn]):
+    """A session's turns as a sequence a ``Paginator`` can page.
+
+    Positions run from 0 to ``turn_count - 1`` without gaps, so a page is a range of the
+    unique (session, position) index and the count is already on the session: page 400 of a
+    10,000-turn session costs what page 1 costs, with no COUNT and no OFFSET scan.
+    """
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+
+    def __len__(self) -> int:
+        return self.session.turn_count
+
+    def __getitem__(self, index: Any) -> Any:
+        if not isinstance(index, slice):
+            raise TypeError("turns are read a page at a time")
+        start, stop, _ = index.indices(len(self))
+        return list(
+            session_turns(session=self.session).filter(position__gte=start, position__lt=stop)
+        )
+
+
+def session_turn_page(*, session: AgentSession, number: Any) -> Page[SessionTurn]:
+    """One page of the history (``TURNS_PER_PAGE`` turns) in one query."""
+    return Paginator(_TurnsByPosition(session), TURNS_PER_PAGE).get_page(number)
+
+
 def budget_children(
     *, session: AgentSession, run: GCRun | None = None, parent_path: str = ""
 ) -> QuerySet[BudgetNode]:
@@ -89,6 +119,24 @@ def budget_children(
         BudgetNode.objects.filter(session=session, run=run, parent_path=parent_path)
         .defer("message_ids")
         .order_by("position")
+    )
+
+
+def budget_children_slice(
+    *, session: AgentSession, run: GCRun | None = None, parent_path: str = "", offset: int = 0
+) -> tuple[list[BudgetNode], bool]:
+    """``NODES_PER_PAGE`` children from ``offset``, and whether more follow, in one query."""
+    nodes = list(
+        budget_children(session=session, run=run, parent_path=parent_path)[
+            offset : offset + NODES_PER_PAGE + 1
+        ]
+    )
+    return nodes[:NODES_PER_PAGE], len(nodes) > NODES_PER_PAGE
+
+
+def budget_node_find(*, session: AgentSession, run: GCRun | None, path: str) -> BudgetNode | None:
+    return (
+        BudgetNode.objects.filter(session=session, run=run, path=path).defer("message_ids").first()
     )
 
 
@@ -171,6 +219,16 @@ def run_diff(*, run: GCRun, turns: list[SessionTurn]) -> list[DiffRow]:
         state = "kept" if not ids else ("removed" if all_ids <= ids else "partial")
         rows.append(DiffRow(turn, state, frozenset(ids), inserted.get(turn.position, [])))
     return rows
+
+
+def replay_shown(*, session: AgentSession, replay_id: Any = None) -> Replay | None:
+    """The replay a session page shows: the one asked for, else the newest; never its series."""
+    replays = Replay.objects.filter(session=session).defer("series")
+    if replay_id is not None and str(replay_id).isdigit():
+        chosen = replays.filter(pk=int(replay_id)).first()
+        if chosen is not None:
+            return chosen
+    return replays.order_by("-created_at", "-pk").first()
 
 
 def ingest_job_get(*, project: Project, job_id: int) -> IngestJob:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from django.conf import settings
@@ -294,6 +294,16 @@ def _run_on_upload(session: AgentSession) -> None:
 
 
 # --- GC runs ---------------------------------------------------------------------------------
+
+
+@cache
+def plugin_names() -> tuple[str, ...]:
+    """The installed GC plugins, for the run form.
+
+    Scanning entry points takes milliseconds, and a newly installed plugin needs a restart
+    to be importable anyway, so the list is read once per process.
+    """
+    return tuple(sorted(discover_gc_plugins()))
 
 
 def run_start(

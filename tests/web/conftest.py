@@ -1,18 +1,112 @@
-"""Fixtures for the dashboard's tests (pytest-django)."""
+"""Fixtures for the dashboard's tests.
+
+Each block below serves one kind of test; keep new fixtures in their own block so the
+blocks stay independent of each other.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
 import pytest
-from pytest_django.fixtures import Settings
+
+from gcengine.synthetic import SessionShape, generate_session_file
+from jaato_web.dashboard import services
+from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
+
+# --- Background tasks ------------------------------------------------------------------------
 
 IMMEDIATE_TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
 
 
 @pytest.fixture(autouse=True)
-def _tasks_run_immediately(settings: Settings) -> None:
+def _tasks_run_immediately(settings: Any) -> None:
     """Tasks run inside the call that enqueues them, so tests need no worker.
 
     The dashboard itself defaults to the database backend and a worker; a test
     of that path switches TASKS back with the `settings` fixture.
     """
     settings.TASKS = IMMEDIATE_TASKS
+
+
+# --- Dashboard data: a project, stored sessions, policies and finished runs ---------------
+
+# Eight short turns, a tool call every third: about 2,000 tokens, 1 % of the 200,000-token
+# window of its model, and quick to store.
+SMALL_SHAPE = SessionShape(
+    turns=8, user_chars=300, model_chars=400, tool_result_chars=1200, tool_every=3, seed=99
+)
+# Thresholds low enough that GC has work to do in such a small session.
+TIGHT_BUDGET = {
+    "type": "gc_budget",
+    "threshold_percent": 1,
+    "target_percent": 0.5,
+    "preserve_recent_turns": 1,
+}
+TIGHT_SUMMARIZE = {
+    "type": "gc_summarize",
+    "threshold_percent": 1,
+    "target_percent": 0.5,
+    "preserve_recent_turns": 2,
+}
+
+
+def session_bytes(shape: SessionShape = SMALL_SHAPE) -> bytes:
+    """A generated JAATO session file."""
+    return json.dumps(generate_session_file(shape)).encode()
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """``admin_client`` makes a superuser per test; the default hasher takes a second."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def project(db: None) -> Project:
+    return services.project_default()
+
+
+@pytest.fixture
+def stored_session(project: Project) -> AgentSession:
+    receipt = services.session_upload(
+        project=project, filename="small-session.json", data=session_bytes()
+    )
+    assert receipt.session is not None
+    return receipt.session
+
+
+@pytest.fixture
+def budget_policy(project: Project) -> Policy:
+    return services.policy_create(project=project, name="Tight budget", config=TIGHT_BUDGET)
+
+
+@pytest.fixture
+def run_finished(
+    django_capture_on_commit_callbacks: Any,
+) -> Callable[..., GCRun]:
+    """Start a run and let its task run (tasks are enqueued when the transaction commits)."""
+
+    def start(session: AgentSession, **arguments: Any) -> GCRun:
+        with django_capture_on_commit_callbacks(execute=True):
+            run = services.run_start(session=session, **arguments)
+        run.refresh_from_db()
+        assert run.status == "done", run.error
+        return run
+
+    return start
+
+
+@pytest.fixture
+def finished_run(
+    stored_session: AgentSession, budget_policy: Policy, run_finished: Callable[..., GCRun]
+) -> GCRun:
+    """A gc_budget run of the stored session that keeps, removes and partly removes turns."""
+    return run_finished(stored_session, policy_version=budget_policy.versions.get())
+
+
+@pytest.fixture
+def summarize_run(stored_session: AgentSession, run_finished: Callable[..., GCRun]) -> GCRun:
+    return run_finished(stored_session, config=TIGHT_SUMMARIZE)

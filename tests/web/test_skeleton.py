@@ -1,11 +1,12 @@
 """The dashboard skeleton: pages answer, the API answers, settings are strict.
 
-None of these requests touch the database, so no test here asks for one; that
-keeps the web suite fast and independent of migrations.
+Only the page tests touch the database (the sessions list reads it); the API and
+settings tests need none.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
 from pathlib import Path
@@ -20,21 +21,22 @@ from jaato_web.settings import database_from_url
 SETTINGS_FILE = Path(project_settings.__file__)
 
 
-def test_home_answers_and_says_what_is_coming(client: Client) -> None:
-    response = client.get("/")
+@pytest.mark.django_db
+def test_home_leads_to_the_sessions_list(client: Client) -> None:
+    response = client.get("/", follow=True)
 
     assert response.status_code == 200
+    assert response.redirect_chain == [("/sessions/", 302)]
     html = response.content.decode()
     assert "jaato GC" in html
-    assert "What is coming" in html
-    for promise in ("token budget", "policy tier", "truncate", "summarize", "hybrid", "budget"):
-        assert promise in html
-    assert "live preview" in html
-    assert "Team review" in html
+    assert "<h1>Sessions</h1>" in html
+    for link in ("/sessions/", "/sessions/upload/", "/api/docs", "/admin/"):
+        assert f'href="{link}"' in html
 
 
-def test_home_sends_strict_csp_with_the_nonce_its_scripts_carry(client: Client) -> None:
-    response = client.get("/")
+@pytest.mark.django_db
+def test_pages_send_strict_csp_with_the_nonce_their_scripts_carry(client: Client) -> None:
+    response = client.get("/sessions/")
 
     policy = response.headers["Content-Security-Policy"]
     match = re.search(r"'nonce-([^']+)'", policy)
@@ -47,13 +49,34 @@ def test_home_sends_strict_csp_with_the_nonce_its_scripts_carry(client: Client) 
     assert f'nonce="{match.group(1)}"' in response.content.decode()
 
 
-def test_home_has_no_inline_styles_or_scripts(client: Client) -> None:
-    html = client.get("/").content.decode()
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/sessions/", "/sessions/upload/"])
+def test_pages_have_no_inline_styles_or_scripts(client: Client, url: str) -> None:
+    html = client.get(url).content.decode()
 
     assert "style=" not in html
     assert "<style" not in html
+    assert "hx-on" not in html
     for script in re.findall(r"<script[^>]*>", html):
         assert "src=" in script, script
+
+
+@pytest.mark.django_db
+def test_htmx_swaps_form_errors_but_no_other_error(client: Client) -> None:
+    html = client.get("/sessions/").content.decode()
+
+    match = re.search(r'<meta name="htmx-config" content=\'([^\']+)\'>', html)
+    assert match
+    config = json.loads(match.group(1))
+    assert config["allowEval"] is False
+    assert config["includeIndicatorStyles"] is False
+    rules = config["responseHandling"]
+    swapped = {rule["code"]: rule["swap"] for rule in rules}
+    assert swapped["^(400|413)$"] is True
+    assert swapped["[45].."] is False
+    assert [r["code"] for r in rules].index("^(400|413)$") < [r["code"] for r in rules].index(
+        "[45].."
+    )
 
 
 def test_api_health_answers_ok_with_a_version(client: Client) -> None:

@@ -1,0 +1,192 @@
+"""The Django admin for what the dashboard stores: for looking, mostly.
+
+Sessions, runs, ledgers, summaries and replays are written by the services and read by the
+pages; the admin shows them but never edits them, so an uploaded original or a run's ledger
+stays what it was. Projects and policy names can be edited; a policy's versions cannot (a new
+version is saved through the services, which check for concurrent edits).
+
+List pages never load the big columns: the original bytes, packed sessions, message JSON and
+replay series are deferred or left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from jaato_web.dashboard.models import (
+    AgentSession,
+    GCRun,
+    IngestJob,
+    Policy,
+    PolicyVersion,
+    Project,
+    Removal,
+    Replay,
+    SessionTurn,
+    Summary,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Viewable, not editable: no add, no change, no delete."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "default_policy", "run_default_policy_on_upload", "created_at")
+    list_select_related = ("default_policy",)
+    search_fields = ("name", "slug")
+    readonly_fields = ("created_at",)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AgentSession)
+class AgentSessionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "label",
+        "project",
+        "source_format",
+        "model_name",
+        "turn_count",
+        "total_tokens",
+        "utilization_percent",
+        "created_at",
+    )
+    list_select_related = ("project",)
+    list_filter = ("source_format", "project")
+    search_fields = ("label", "model_name", "sha256", "engine_session_id")
+    date_hierarchy = "created_at"
+    exclude = ("drift",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentSession]:
+        return super().get_queryset(request).defer("drift", "warnings")
+
+
+@admin.register(SessionTurn)
+class SessionTurnAdmin(ReadOnlyAdmin):
+    list_display = ("session", "position", "turn_index", "kind", "policy", "tokens", "tool_calls")
+    list_select_related = ("session",)
+    list_filter = ("kind", "policy")
+    search_fields = ("session__label", "preview")
+    exclude = ("messages",)
+    show_full_result_count = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SessionTurn]:
+        return super().get_queryset(request).defer("messages")
+
+
+class PolicyVersionInline(admin.TabularInline):
+    model = PolicyVersion
+    fields = ("number", "config", "message", "author", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Policy)
+class PolicyAdmin(admin.ModelAdmin):
+    list_display = ("name", "project", "created_at")
+    list_select_related = ("project",)
+    search_fields = ("name", "description")
+    readonly_fields = ("created_at",)
+    inlines = (PolicyVersionInline,)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a policy is created with its first version, through the services
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(PolicyVersion)
+class PolicyVersionAdmin(ReadOnlyAdmin):
+    list_display = ("policy", "number", "message", "author", "created_at")
+    list_select_related = ("policy",)
+    search_fields = ("policy__name", "message", "author")
+
+
+@admin.register(GCRun)
+class GCRunAdmin(ReadOnlyAdmin):
+    list_display = (
+        "pk",
+        "session",
+        "plugin",
+        "policy_version",
+        "status",
+        "trigger",
+        "tokens_before",
+        "tokens_after",
+        "items_collected",
+        "created_at",
+    )
+    list_select_related = ("session", "policy_version__policy")
+    list_filter = ("status", "plugin", "trigger")
+    search_fields = ("session__label", "plugin", "error")
+    date_hierarchy = "created_at"
+    exclude = ("session_after",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GCRun]:
+        return super().get_queryset(request).defer("session_after", "result", "config")
+
+
+@admin.register(Removal)
+class RemovalAdmin(ReadOnlyAdmin):
+    list_display = ("run", "seq", "reason", "source", "turn_index", "tokens_freed")
+    list_select_related = ("run",)
+    list_filter = ("reason", "source")
+    search_fields = ("child_key",)
+    show_full_result_count = False
+
+
+@admin.register(Summary)
+class SummaryAdmin(ReadOnlyAdmin):
+    list_display = ("run", "number", "summarizer", "tokens", "written_by_run")
+    list_select_related = ("run",)
+    list_filter = ("written_by_run", "summarizer")
+    search_fields = ("message_id",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Summary]:
+        return super().get_queryset(request).defer("text", "covers_turns")
+
+
+@admin.register(Replay)
+class ReplayAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "session", "status", "created_at")
+    list_select_related = ("session",)
+    list_filter = ("status",)
+    search_fields = ("session__label",)
+    exclude = ("series",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Replay]:
+        return super().get_queryset(request).defer("series")
+
+
+@admin.register(IngestJob)
+class IngestJobAdmin(ReadOnlyAdmin):
+    list_display = ("filename", "project", "status", "size_bytes", "session", "created_at")
+    list_select_related = ("project", "session")
+    list_filter = ("status",)
+    search_fields = ("filename", "sha256")
+    exclude = ("data",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[IngestJob]:
+        return super().get_queryset(request).defer("data")

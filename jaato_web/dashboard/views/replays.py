@@ -1,0 +1,39 @@
+"""A replay's chart: usage turn by turn under a policy, drawn on the server as SVG."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard.models import JobStatus
+from jaato_web.dashboard.views import HtmxHttpRequest
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def replay_detail(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
+    """The chart; while the replay is pending, a fragment that polls this same URL.
+
+    The session page loads this fragment after the page itself, so a 20,000-step series is
+    never read to draw the rest of the session page.
+    """
+    project = services.project_default()
+    replay = selectors.replay_get(project=project, replay_id=replay_id)
+    context: dict[str, Any] = {
+        "replay": replay,
+        "session": replay.session,
+        "config_json": presenters.pretty_json(replay.config),
+    }
+    if replay.status == JobStatus.DONE and replay.series:
+        context |= {
+            "chart": presenters.replay_chart(replay.series),
+            "events": presenters.replay_events(replay.series),
+            "event_count": len(replay.series["events"]),
+        }
+    template = "replays/detail.html#replay-chart" if request.htmx else "replays/detail.html"
+    return render(request, template, context)

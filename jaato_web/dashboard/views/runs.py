@@ -1,0 +1,153 @@
+"""The run page, its polling status, the removed content of one ledger item, and exports."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+from django.http import Http404, HttpResponse, QueryDict
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+import gcengine
+from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard.models import GCRun, JobStatus
+from jaato_web.dashboard.views import HtmxHttpRequest, htmx_target
+
+
+@require_GET
+@vary_on_headers("HX-Request", "HX-Target")
+def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    project = services.project_default()
+    run = selectors.run_get(project=project, run_id=run_id)
+    target = htmx_target(request)
+    if target == "ledger":
+        return render(request, "runs/detail.html#ledger", {"run": run, **_ledger(run, request.GET)})
+    if target == "diff":
+        return render(request, "runs/detail.html#diff", {"run": run, **_diff(run, request.GET)})
+    session = run.session
+    context: dict[str, Any] = {
+        "run": run,
+        "session": session,
+        "figures": presenters.run_figures(run, session),
+        "config_json": presenters.pretty_json(run.config),
+        "legend": presenters.policy_legend(),
+    }
+    if run.status == JobStatus.DONE:
+        before, _ = selectors.budget_children_slice(session=session)
+        after, _ = selectors.budget_children_slice(session=session, run=run)
+        context |= {
+            "summaries": presenters.summary_views(selectors.run_summaries(run=run)),
+            "tree_before": {
+                "rows": presenters.tree_rows(before, session.total_tokens),
+                "url": reverse("dashboard:session_tree", args=[session.pk]),
+            },
+            "tree_after": {
+                "rows": presenters.tree_rows(after, session.total_tokens),
+                "url": reverse("dashboard:run_tree", args=[run.pk]),
+            },
+            **_ledger(run, request.GET),
+            **_diff(run, request.GET),
+        }
+    return render(request, "runs/detail.html", context)
+
+
+@require_GET
+def run_status(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """What the run page polls while the run waits or works; once it ends, reload the page."""
+    project = services.project_default()
+    run = selectors.run_get(project=project, run_id=run_id)
+    response = render(request, "runs/detail.html#run-status", {"run": run})
+    if not run.is_pending:
+        response["HX-Refresh"] = "true"
+    return response
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def run_removal(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse:
+    """What one ledger item took away: its messages, or the budget entry that went."""
+    project = services.project_default()
+    run = selectors.run_get(project=project, run_id=run_id)
+    removal = selectors.run_removal(run=run, seq=seq)
+    context: dict[str, Any] = {"run": run, "removal": removal}
+    if removal.turn_position is not None:
+        turn = selectors.session_turn(session=run.session, position=removal.turn_position)
+        context["turn"] = turn
+        context["removed_messages"] = presenters.removed_message_views(
+            turn.messages, removal.message_ids
+        )
+    else:
+        path = "/".join(part for part in (removal.source, removal.child_key) if part)
+        entry = selectors.budget_node_find(session=run.session, run=None, path=path)
+        context["entry"] = (
+            presenters.tree_rows([entry], run.session.total_tokens)[0] if entry else None
+        )
+    template = "runs/removal.html#removed-content" if request.htmx else "runs/removal.html"
+    return render(request, template, context)
+
+
+@require_GET
+def run_export_session(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    """The session as the run left it, as a JAATO session file."""
+    project = services.project_default()
+    run = selectors.run_get(project=project, run_id=run_id)
+    packed = selectors.run_session_after(run=run)
+    if packed is None:
+        raise Http404("This run has not finished, so there is no collected session.")
+    text = gcengine.dump_session(presenters.unpack_session(packed))
+    return _attachment(text, _export_name(run, "gc.json"), "application/json")
+
+
+@require_GET
+def run_export_ledger_json(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    project = services.project_default()
+    run = selectors.run_get(project=project, run_id=run_id)
+    records = presenters.ledger_records(selectors.run_removals(run=run))
+    body = presenters.pretty_json({"run": run.pk, "session": run.session_id, "ledger": records})
+    return _attachment(body, _export_name(run, "ledger.json"), "application/json")
+
+
+@require_GET
+def run_export_ledger_csv(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+    project = services.project_default()
+    run = selectors.run_get(project=project, run_id=run_id)
+    body = presenters.ledger_csv(presenters.ledger_records(selectors.run_removals(run=run)))
+    return _attachment(body, _export_name(run, "ledger.csv"), "text/csv")
+
+
+def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
+    removals = selectors.run_removals(run=run)
+    page = selectors.page_of(removals, query.get("ledger"), selectors.LEDGER_PER_PAGE)
+    # Each row links its removed content; one reverse() for the page instead of one per row.
+    removals_url = reverse("dashboard:run_removal", args=[run.pk, 0]).removesuffix("0/")
+    return {
+        "ledger_page": page,
+        "ledger_pager": presenters.pager(page, "ledger"),
+        "removals_url": removals_url,
+    }
+
+
+def _diff(run: GCRun, query: QueryDict) -> dict[str, Any]:
+    page = selectors.session_turn_page(session=run.session, number=query.get("diff"))
+    return {
+        "diff_pager": presenters.pager(page, "diff"),
+        "diff_turns": presenters.diff_views(selectors.run_diff(run=run, turns=list(page))),
+    }
+
+
+def _export_name(run: GCRun, suffix: str) -> str:
+    """``demo-session-run12.gc.json``: the uploaded name, tamed for a download header."""
+    stem = PurePosixPath(run.session.label).name.split(".")[0]
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-")[:80] or "session"
+    return f"{stem}-run{run.pk}.{suffix}"
+
+
+def _attachment(body: str, filename: str, content_type: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    return response

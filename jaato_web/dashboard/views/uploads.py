@@ -1,0 +1,96 @@
+"""Uploading session files, and following the ones read in the background."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+
+import gcengine
+from jaato_web.dashboard import forms, selectors, services
+from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
+from jaato_web.dashboard.views import HtmxHttpRequest
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    """What became of one file: stored, duplicate, queued, too_large or malformed."""
+
+    filename: str
+    state: str
+    status: int
+    session: AgentSession | None = None
+    job: IngestJob | None = None
+    message: str = ""
+    json_path: str = ""
+
+
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def session_upload(request: HtmxHttpRequest) -> HttpResponse:
+    """Each file is stored on its own; the answer lists every file's outcome.
+
+    The status is 200 when at least one file was taken; when none was, it is the failure's
+    (413 too large, 400 malformed), and the same page or fragment still says why for each.
+    """
+    project = services.project_default()
+    if request.method == "GET":
+        return render(request, "uploads/upload.html", {"form": forms.UploadForm()})
+    form = forms.UploadForm(request.POST, request.FILES)
+    outcomes: list[UploadOutcome] = []
+    status = 400
+    if form.is_valid():
+        outcomes = [_upload(project, upload) for upload in form.cleaned_data["files"]]
+        status = _status(outcomes)
+    context = {"form": form, "outcomes": outcomes}
+    template = "uploads/upload.html#upload-results" if request.htmx else "uploads/upload.html"
+    return render(request, template, context, status=status)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
+    """A file being read in the background; the status fragment polls until it is done."""
+    project = services.project_default()
+    job = selectors.ingest_job_get(project=project, job_id=job_id)
+    template = "uploads/job.html#job-status" if request.htmx else "uploads/job.html"
+    return render(request, template, {"job": job})
+
+
+def _upload(project: Project, upload: UploadedFile) -> UploadOutcome:
+    name = upload.name or "upload.json"
+    limit = settings.JAATO_UPLOAD_MAX_BYTES
+    try:
+        if (upload.size or 0) > limit:
+            # The service refuses it too; checking first spares reading it into memory.
+            raise services.UploadTooLarge(upload.size or 0, limit)
+        receipt = services.session_upload(project=project, filename=name, data=upload.read())
+    except services.UploadTooLarge as error:
+        return UploadOutcome(name, "too_large", 413, message=str(error))
+    except gcengine.SessionFormatError as error:
+        return UploadOutcome(
+            name, "malformed", 400, message=error.reason, json_path=error.json_path
+        )
+    if receipt.job is None:
+        state = "duplicate" if receipt.duplicate else "stored"
+        return UploadOutcome(name, state, 200, session=receipt.session)
+    # Read again: a synchronous task backend has already read the file by now.
+    job = selectors.ingest_job_get(project=project, job_id=receipt.job.pk)
+    if job.status == JobStatus.DONE and job.session is not None:
+        return UploadOutcome(name, "stored", 200, session=job.session)
+    if job.status == JobStatus.FAILED:
+        reason = job.error.removeprefix(f"{job.error_path}: ") if job.error_path else job.error
+        return UploadOutcome(name, "malformed", 400, message=reason, json_path=job.error_path)
+    return UploadOutcome(name, "queued", 200, job=job)
+
+
+def _status(outcomes: list[UploadOutcome]) -> int:
+    if any(o.status < 400 for o in outcomes):
+        return 200
+    failures = {o.status for o in outcomes}
+    return failures.pop() if len(failures) == 1 else 400

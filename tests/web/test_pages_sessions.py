@@ -1,0 +1,320 @@
+"""The sessions list and the session page: full pages and their htmx fragments."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+import gcengine
+from gcengine.synthetic import SessionShape, generate_session_file
+from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard.models import AgentSession, Policy, Project
+from tests.web.conftest import session_bytes
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HX-Request": "true"}
+
+
+def upload(project: Project, name: str, turns: int, seed: int) -> AgentSession:
+    data = session_bytes(SessionShape(turns=turns, user_chars=200, model_chars=200, seed=seed))
+    receipt = services.session_upload(project=project, filename=name, data=data)
+    assert receipt.session is not None
+    return receipt.session
+
+
+def test_root_redirects_to_the_sessions_list(client: Client) -> None:
+    response = client.get("/")
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("dashboard:session_list")
+
+
+def test_empty_list_says_so_and_links_to_upload(client: Client, project: Project) -> None:
+    response = client.get(reverse("dashboard:session_list"))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "No sessions yet" in html
+    assert f'href="{reverse("dashboard:session_upload")}"' in html
+
+
+def test_list_shows_each_session_with_its_figures(
+    client: Client, stored_session: AgentSession
+) -> None:
+    response = client.get(reverse("dashboard:session_list"))
+
+    html = response.content.decode()
+    assert f'href="{reverse("dashboard:session_detail", args=[stored_session.pk])}"' in html
+    assert "small-session.json" in html
+    assert "claude-sonnet-4" in html
+    assert "jaato 2.1" in html
+    assert f"{stored_session.total_tokens:,}" in html
+    assert re.search(r'<meter[^>]*value="1\.07\d*"', html), "utilization as a <meter>"
+    assert "<html" in html
+
+
+def test_search_answers_htmx_with_the_table_only(client: Client, project: Project) -> None:
+    upload(project, "alpha-agent.json", 2, seed=1)
+    upload(project, "beta-agent.json", 2, seed=2)
+
+    response = client.get(reverse("dashboard:session_list"), {"q": "alpha"}, headers=HTMX)
+
+    html = response.content.decode()
+    assert "<html" not in html
+    assert 'id="session-table"' in html
+    assert "alpha-agent.json" in html
+    assert "beta-agent.json" not in html
+    assert "HX-Request" in response["Vary"]
+
+
+def test_search_without_matches_says_so(client: Client, stored_session: AgentSession) -> None:
+    html = client.get(reverse("dashboard:session_list"), {"q": "nothing-like-it"}).content
+
+    assert "No session matches “nothing-like-it”" in html.decode()
+
+
+@pytest.mark.parametrize(
+    ("sort", "first"),
+    [("turns", "long.json"), ("name", "a-short.json"), ("oldest", "a-short.json")],
+)
+def test_sorting(client: Client, project: Project, sort: str, first: str) -> None:
+    upload(project, "a-short.json", 2, seed=1)
+    upload(project, "long.json", 5, seed=2)
+
+    html = client.get(reverse("dashboard:session_list"), {"sort": sort}).content.decode()
+
+    names = re.findall(r">([\w-]+\.json)</a>", html)
+    assert names[0] == first
+
+
+def test_pagination_keeps_search_and_sort(
+    client: Client, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(selectors, "SESSIONS_PER_PAGE", 2)
+    for seed in range(3):
+        upload(project, f"agent-{seed}.json", 2, seed=seed)
+
+    first = client.get(reverse("dashboard:session_list"), {"q": "agent", "sort": "name"})
+    second = client.get(
+        reverse("dashboard:session_list"), {"q": "agent", "sort": "name", "page": "2"}
+    )
+
+    assert "Page 1 of 2" in first.content.decode()
+    assert "?q=agent&amp;sort=name&amp;page=2" in first.content.decode()
+    assert re.findall(r">(agent-\d\.json)</a>", second.content.decode()) == ["agent-2.json"]
+
+
+def test_session_page_shows_figures_usage_and_budget(
+    client: Client, stored_session: AgentSession
+) -> None:
+    response = client.get(reverse("dashboard:session_detail", args=[stored_session.pk]))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    for figure in ("jaato 2.1", "claude-sonnet-4", stored_session.token_counter, "200,000"):
+        assert figure in html
+    assert "known limit of the model" in html
+    assert f"{stored_session.turn_count}</dd>" in html
+    assert f"{stored_session.message_count}</dd>" in html
+    # The stacked usage bar: one rect per share, widths as attributes, figures in text too.
+    assert re.search(
+        r'class="usage-bar__part usage-bar__part--locked" x="0\.0" width="[\d.]+"', html
+    )
+    assert "usage-bar__part--eligible" in html
+    assert f"locked {stored_session.locked_tokens:,}" in html
+    assert f"eligible for GC {stored_session.eligible_tokens:,}" in html
+    # Top-level sources of the budget, the conversation openable, and the legend.
+    assert "Conversation" in html
+    assert re.search(r'aria-expanded="false" aria-controls="tree-children-\d+"', html)
+    for tier in ("locked", "preservable", "partial", "conditional", "ephemeral"):
+        assert f"</span> {tier}</dt>" in html
+    assert "never collected" in html
+
+
+def test_session_page_has_no_inline_styles_or_scripts(
+    client: Client, stored_session: AgentSession
+) -> None:
+    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+
+    text = html.decode()
+    assert "style=" not in text
+    assert "<style" not in text
+    assert "hx-on" not in text
+    for script in re.findall(r"<script[^>]*>", text):
+        assert "src=" in script, script
+
+
+def test_budget_children_open_lazily_in_slices(
+    client: Client, stored_session: AgentSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(selectors, "NODES_PER_PAGE", 5)
+    url = reverse("dashboard:session_tree", args=[stored_session.pk])
+
+    first = client.get(url, {"path": "conversation"}, headers=HTMX).content.decode()
+    rest = client.get(url, {"path": "conversation", "offset": "5"}, headers=HTMX).content.decode()
+
+    assert "<html" not in first
+    assert first.count('class="tree-node"') == 5
+    assert "turn_0" in first or "Turn 0" in first
+    assert "Load more entries" in first
+    assert "offset=5" in first
+    assert rest.count('class="tree-node"') == 3  # 8 turns in all
+    assert "Load more entries" not in rest
+
+
+def test_tree_of_another_project_is_not_found(client: Client, stored_session: AgentSession) -> None:
+    other = Project.objects.create(name="Other", slug="other")
+    AgentSession.objects.filter(pk=stored_session.pk).update(project=other)
+
+    response = client.get(reverse("dashboard:session_tree", args=[stored_session.pk]))
+
+    assert response.status_code == 404
+
+
+def test_history_shows_turns_messages_and_folded_tool_calls(
+    client: Client, stored_session: AgentSession
+) -> None:
+    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+
+    text = html.decode()
+    assert "Turn 0" in text
+    assert "Turn 7" in text
+    assert '<span class="message__role">user</span>' in text
+    assert '<span class="message__role">tool</span>' in text
+    assert re.search(r"<summary>Tool call: \w+</summary>", text)
+    assert re.search(r"<summary>Tool result: \w+</summary>", text)
+    assert "🔒" in text  # the session's first request is locked
+
+
+def test_history_pages_through_htmx(
+    client: Client, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(selectors, "TURNS_PER_PAGE", 3)
+    session = upload(project, "paged.json", 7, seed=3)
+    url = reverse("dashboard:session_detail", args=[session.pk])
+
+    response = client.get(url, {"turns": "3"}, headers={**HTMX, "HX-Target": "history"})
+
+    html = response.content.decode()
+    assert "<html" not in html
+    assert html.startswith('<div id="history"') or '<div id="history"' in html[:200]
+    assert "Turn 6" in html
+    assert "Turn 5" not in html
+    assert "Page 3 of 3" in html
+    assert "HX-Target" in response["Vary"]
+
+
+def test_history_clipped_content_says_so(client: Client, project: Project) -> None:
+    data = session_bytes(SessionShape(turns=3, tool_result_chars=9000, tool_every=1, seed=5))
+    session = services.session_upload(project=project, filename="big-tool.json", data=data)
+    assert session.session is not None
+
+    html = client.get(reverse("dashboard:session_detail", args=[session.session.pk])).content
+
+    assert "Clipped: showing the first 4,000 of" in html.decode()
+
+
+def test_pinned_badge_follows_the_default_policy(
+    client: Client, stored_session: AgentSession, project: Project
+) -> None:
+    policy = services.policy_create(
+        project=project, name="Pins", config={"type": "gc_budget", "pinned_turn_indices": [2]}
+    )
+    services.project_set_default_policy(project=project, policy=policy)
+
+    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+
+    text = html.decode()
+    assert text.count("pinned by the default policy") == 1
+    turn_2 = text.index("Turn 2</h3>")
+    assert "pinned by the default policy" in text[turn_2 : turn_2 + 700]
+
+
+def test_message_content_is_escaped(client: Client, project: Project) -> None:
+    file = generate_session_file(SessionShape(turns=1, tool_every=0, seed=4))
+    file["history"][0]["parts"][0]["text"] = "<script>alert(1)</script>"
+    file["history"][1]["parts"][0]["text"] = "<b>bold</b>"
+    receipt = services.session_upload(
+        project=project, filename="<i>name</i>.json", data=json.dumps(file).encode()
+    )
+    assert receipt.session is not None
+
+    html = client.get(reverse("dashboard:session_detail", args=[receipt.session.pk])).content
+
+    text = html.decode()
+    assert "<script>alert(1)</script>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<b>bold</b>" not in text
+    assert "<i>name</i>" not in text
+
+
+def test_drift_says_plainly_when_the_file_recorded_nothing(
+    client: Client, stored_session: AgentSession
+) -> None:
+    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+
+    assert "The file recorded no token figures" in html.decode()
+
+
+def test_drift_table_when_the_file_recorded_figures(client: Client, project: Project) -> None:
+    data = session_bytes(SessionShape(turns=4, with_budget_state=True, seed=8))
+    receipt = services.session_upload(project=project, filename="recorded.json", data=data)
+    assert receipt.session is not None
+
+    html = client.get(reverse("dashboard:session_detail", args=[receipt.session.pk])).content
+
+    text = html.decode()
+    assert "Messages compared" in text
+    assert "Recorded in the file" in text
+    assert "Largest differences" in text or "Every recorded figure matches" in text
+    assert "The file recorded no token figures" not in text
+
+
+def test_warnings_are_listed(client: Client, stored_session: AgentSession) -> None:
+    AgentSession.objects.filter(pk=stored_session.pk).update(
+        warnings=["3 messages had no id; ids were derived"]
+    )
+
+    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+
+    assert "<li>3 messages had no id; ids were derived</li>" in html.decode()
+
+
+def test_runs_of_the_session_are_listed_with_a_run_form(
+    client: Client, finished_run, budget_policy: Policy
+) -> None:
+    session = finished_run.session
+
+    html = client.get(reverse("dashboard:session_detail", args=[session.pk])).content.decode()
+
+    assert f'href="{reverse("dashboard:run_detail", args=[finished_run.pk])}"' in html
+    assert "gc_budget" in html
+    assert "Tight budget" in html
+    assert f"{finished_run.tokens_before:,} → {finished_run.tokens_after:,}" in html
+    assert "Tight budget (version 1)" in html  # offered in the run form
+    assert 'name="gc_json"' in html
+    assert '<option value="gc_truncate">' in html
+
+
+def test_unknown_session_is_not_found(client: Client, project: Project) -> None:
+    assert client.get(reverse("dashboard:session_detail", args=[999])).status_code == 404
+
+
+def test_budget_snapshot_without_history(client: Client, project: Project) -> None:
+    engine_session = gcengine.load_session(generate_session_file(SessionShape(turns=3)))
+    data = json.dumps(engine_session.budget.snapshot()).encode()
+    receipt = services.session_upload(project=project, filename="snapshot.json", data=data)
+    assert receipt.session is not None
+
+    response = client.get(reverse("dashboard:session_detail", args=[receipt.session.pk]))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "jaato_budget_snapshot" in html
+    assert "This session has no history" in html
+    assert "Conversation" in html or "conversation" in html

@@ -1,0 +1,218 @@
+"""Uploading from the page: one file or several, and every way a file can turn out."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from gcengine.synthetic import SessionShape, generate_session_file
+from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
+from tests.web.conftest import session_bytes
+
+pytestmark = pytest.mark.django_db
+
+URL = "/sessions/upload/"
+HTMX = {"HX-Request": "true"}
+
+
+def a_file(name: str, data: bytes) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data, content_type="application/json")
+
+
+def malformed_bytes() -> bytes:
+    file = generate_session_file(SessionShape(turns=2, seed=3))
+    file["history"][2]["role"] = "alien"
+    return json.dumps(file).encode()
+
+
+def other_session(seed: int) -> bytes:
+    return session_bytes(SessionShape(turns=2, user_chars=100, model_chars=100, seed=seed))
+
+
+def test_upload_page_has_a_multiple_file_picker_and_a_drop_zone(
+    client: Client, project: Project
+) -> None:
+    html = client.get(reverse("dashboard:session_upload")).content.decode()
+
+    assert re.search(r'<input type="file" name="files"[^>]* multiple', html)
+    assert 'enctype="multipart/form-data"' in html
+    assert 'hx-encoding="multipart/form-data"' in html
+    assert "data-dropzone" in html
+    assert re.search(r'<script src="/static/js/upload\.js" defer>', html)
+    assert "style=" not in html
+
+
+def test_single_file_is_stored_and_linked(client: Client, project: Project) -> None:
+    response = client.post(URL, {"files": a_file("one.json", other_session(1))})
+
+    session = AgentSession.objects.get()
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "one.json" in html
+    assert "stored" in html
+    assert f'href="{reverse("dashboard:session_detail", args=[session.pk])}"' in html
+    assert "<html" in html
+
+
+def test_htmx_upload_answers_with_the_results_fragment(client: Client, project: Project) -> None:
+    response = client.post(URL, {"files": a_file("one.json", other_session(1))}, headers=HTMX)
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in html
+    assert html.lstrip().startswith('<section id="upload-results"')
+    assert "stored" in html
+
+
+def test_several_files_each_get_their_outcome(client: Client, project: Project) -> None:
+    files = [
+        a_file("first.json", other_session(1)),
+        a_file("broken.json", malformed_bytes()),
+        a_file("second.json", other_session(2)),
+    ]
+
+    response = client.post(URL, {"files": files})
+
+    html = response.content.decode()
+    assert response.status_code == 200  # at least one was stored
+    assert AgentSession.objects.count() == 2
+    outcomes = re.findall(
+        r'<li class="outcome outcome--(\w+)">\s*<span class="outcome__file">([^<]+)<', html
+    )
+    assert outcomes == [
+        ("stored", "first.json"),
+        ("malformed", "broken.json"),
+        ("stored", "second.json"),
+    ]
+
+
+def test_duplicate_links_the_existing_session(client: Client, stored_session: AgentSession) -> None:
+    response = client.post(URL, {"files": a_file("again.json", session_bytes())})
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "already uploaded" in html
+    assert f'href="{reverse("dashboard:session_detail", args=[stored_session.pk])}"' in html
+    assert AgentSession.objects.count() == 1
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["page", "htmx"])
+def test_malformed_file_is_refused_with_reason_and_path(
+    client: Client, project: Project, headers: dict[str, str]
+) -> None:
+    response = client.post(
+        URL, {"files": a_file("broken.json", malformed_bytes())}, headers=headers
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "broken.json" in html
+    assert "&quot;alien&quot; is not one of user, model, tool" in html
+    assert "<code>history[2].role</code>" in html
+    assert "Nothing was stored" in html
+    assert not AgentSession.objects.exists()
+
+
+def test_not_json_is_refused(client: Client, project: Project) -> None:
+    response = client.post(URL, {"files": a_file("notes.txt", b"just some notes")})
+
+    assert response.status_code == 400
+    assert "not valid JSON" in response.content.decode()
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["page", "htmx"])
+def test_too_large_is_refused_with_413(
+    client: Client, project: Project, settings: Any, headers: dict[str, str]
+) -> None:
+    settings.JAATO_UPLOAD_MAX_BYTES = 1000
+
+    response = client.post(URL, {"files": a_file("huge.json", other_session(1))}, headers=headers)
+
+    html = response.content.decode()
+    assert response.status_code == 413
+    assert "huge.json" in html
+    assert "too large" in html
+    assert "the limit is 1,000 bytes" in html
+    assert not AgentSession.objects.exists()
+
+
+def test_all_failed_for_different_reasons_is_400(
+    client: Client, project: Project, settings: Any
+) -> None:
+    settings.JAATO_UPLOAD_MAX_BYTES = 5000
+    files = [a_file("huge.json", session_bytes()), a_file("tiny.json", b"[1]")]
+
+    response = client.post(URL, {"files": files})
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "outcome--too_large" in html
+    assert "outcome--malformed" in html
+
+
+def test_no_file_chosen_is_a_form_error(client: Client, project: Project) -> None:
+    response = client.post(URL, {}, headers=HTMX)
+
+    assert response.status_code == 400
+    assert "This field is required." in response.content.decode()
+
+
+def test_large_file_is_read_in_the_background(
+    client: Client, project: Project, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.JAATO_INLINE_INGEST_BYTES = 1000
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(URL, {"files": a_file("big.json", other_session(1))})
+
+    job = IngestJob.objects.get()
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "being read in the background" in html
+    assert f'href="{reverse("dashboard:ingest_job", args=[job.pk])}"' in html
+
+    # The task ran once the upload committed; the job page now links the session.
+    page = client.get(reverse("dashboard:ingest_job", args=[job.pk])).content.decode()
+    session = AgentSession.objects.get()
+    assert "The file was read and stored" in page
+    assert f'href="{reverse("dashboard:session_detail", args=[session.pk])}"' in page
+    assert "every 2s" not in page
+
+
+def test_pending_job_polls_until_done(client: Client, project: Project, settings: Any) -> None:
+    settings.JAATO_INLINE_INGEST_BYTES = 1000
+    client.post(URL, {"files": a_file("big.json", other_session(1))})  # never committed: queued
+    job = IngestJob.objects.get()
+
+    response = client.get(reverse("dashboard:ingest_job", args=[job.pk]), headers=HTMX)
+
+    html = response.content.decode()
+    assert "<html" not in html
+    assert 'hx-trigger="every 2s"' in html
+    assert f'hx-get="{reverse("dashboard:ingest_job", args=[job.pk])}"' in html
+    assert "waiting for a worker" in html
+
+
+def test_failed_background_job_shows_the_error_and_path(client: Client, project: Project) -> None:
+    job = IngestJob.objects.create(
+        project=project,
+        filename="broken.json",
+        sha256="0" * 64,
+        size_bytes=10,
+        status=JobStatus.FAILED,
+        error="history[2].role: bad role",
+        error_path="history[2].role",
+    )
+
+    html = client.get(reverse("dashboard:ingest_job", args=[job.pk])).content.decode()
+
+    assert "history[2].role: bad role" in html
+    assert "<code>history[2].role</code>" in html
+    assert "nothing was stored" in html
+    assert "every 2s" not in html

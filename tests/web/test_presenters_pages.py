@@ -1,0 +1,194 @@
+"""Presenters the pages use: plain values in, template-ready values out (no database)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from django.core.paginator import Paginator
+
+from jaato_web.dashboard import presenters
+
+
+@pytest.mark.parametrize(
+    ("indices", "text"),
+    [([], ""), ([5], "5"), ([1, 2, 3, 7, 9, 10], "1–3, 7, 9–10"), ([4, 2, 3, 3], "2–4")],
+)
+def test_turn_ranges(indices: list[int], text: str) -> None:
+    assert presenters.turn_ranges(indices) == text
+
+
+def test_usage_bar_segments_are_laid_end_to_end_and_clipped() -> None:
+    bar = presenters.usage_bar(limit=100, total=130, locked=50, preservable=40, eligible=40)
+
+    assert bar.placed == [
+        ("locked", 0.0, 50.0),
+        ("preservable", 50.0, 40.0),
+        ("eligible", 90.0, 10.0),
+        ("other", 100.0, 0.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("number", "previous", "next_"),
+    [(1, None, {"page": 2}), (2, {"page": None}, {"page": 3}), (3, {"page": 2}, None)],
+)
+def test_pager_links_drop_the_parameter_for_page_one(
+    number: int, previous: dict[str, int | None] | None, next_: dict[str, int] | None
+) -> None:
+    page = Paginator(list(range(25)), 10).page(number)
+
+    pager = presenters.pager(page, "page")
+
+    assert pager.previous == previous
+    assert pager.next == next_
+
+
+def test_parts_fold_tool_calls_under_the_tool_name() -> None:
+    call = presenters.part_view({"type": "function_call", "title": "read_file", "text": "{}"})
+    result = presenters.part_view({"type": "function_response", "title": "read_file"})
+    thought = presenters.part_view({"type": "thought", "title": "", "text": "hmm"})
+    text = presenters.part_view({"type": "text", "title": "", "text": "hello"})
+
+    assert (call.folded, call.heading) == (True, "Tool call: read_file")
+    assert result.heading == "Tool result: read_file"
+    assert (thought.folded, thought.heading) == (True, "Reasoning")
+    assert (text.folded, text.heading) == (False, "")
+
+
+def test_message_views_mark_pins_removals_and_preview() -> None:
+    messages = [
+        {
+            "id": "m1",
+            "role": "user",
+            "kind": "chat",
+            "tokens": 12,
+            "policy": "locked",
+            "parts": [{"type": "text", "title": "", "text": "Fix   the build"}],
+        },
+        {
+            "id": "m2",
+            "role": "model",
+            "kind": "chat",
+            "tokens": 30,
+            "policy": "ephemeral",
+            "parts": [{"type": "function_call", "title": "run_tests", "text": "{}"}],
+        },
+    ]
+
+    views = presenters.message_views(messages, pinned_ids=["m1"], removed_ids=["m2"])
+
+    assert [(v.pinned, v.removed) for v in views] == [(True, False), (False, True)]
+    assert views[0].indicator == "🔒"
+    assert views[0].preview == "Fix the build"
+    assert views[1].preview == "Tool call: run_tests"
+    only = presenters.removed_message_views(messages, ["m2"])
+    assert [v.message_id for v in only] == ["m2"]
+
+
+def test_turn_views_pin_by_turn_index_or_message_id() -> None:
+    def turn(position: int, index: int, message_id: str) -> SimpleNamespace:
+        message = {
+            "id": message_id,
+            "role": "user",
+            "kind": "chat",
+            "tokens": 1,
+            "policy": "ephemeral",
+            "parts": [],
+        }
+        return SimpleNamespace(
+            position=position,
+            turn_index=index,
+            kind="chat",
+            tokens=1,
+            policy="ephemeral",
+            tool_calls=0,
+            preview="",
+            messages=[message],
+        )
+
+    views = presenters.turn_views(
+        [turn(0, 0, "a"), turn(1, 1, "b"), turn(2, 2, "c")], pinned_turns=[1], pinned_ids=["c"]
+    )
+
+    assert [v.pinned for v in views] == [False, True, True]
+
+
+def test_drift_view_without_recorded_figures() -> None:
+    drift = presenters.drift_view(
+        {"counter": "tiktoken:cl100k_base", "compared_messages": 0, "largest": []}, "x"
+    )
+
+    assert drift.has_figures is False
+    assert drift.counter == "tiktoken:cl100k_base"
+
+
+def test_drift_view_works_out_differences() -> None:
+    drift = presenters.drift_view(
+        {
+            "counter": "c",
+            "compared_messages": 2,
+            "recorded_total": 100,
+            "counted_total": 110,
+            "difference": 10,
+            "difference_percent": 10.0,
+            "provider_prompt_tokens": 120,
+            "counted_context_tokens": 115,
+            "largest": [{"message_id": "m", "label": "turn_1", "recorded": 40, "counted": 50}],
+        },
+        "c",
+    )
+
+    assert drift.has_figures is True
+    assert drift.provider_difference == -5
+    assert drift.largest[0].difference == 10
+
+
+def test_run_figures_before_and_after() -> None:
+    run = SimpleNamespace(
+        tokens_before=150_000,
+        tokens_after=90_000,
+        turns_after=12,
+        percent=lambda tokens: None if tokens is None else tokens / 200_000 * 100,
+    )
+
+    rows = presenters.run_figures(run, SimpleNamespace(turn_count=20))
+
+    assert [(r.label, r.before, r.after) for r in rows] == [
+        ("Tokens", "150,000", "90,000"),
+        ("Share of the context limit", "75.0 %", "45.0 %"),
+        ("Turns", "20", "12"),
+    ]
+
+
+def test_replay_chart_carries_its_percentages() -> None:
+    series = {
+        "plugin": "gc_budget",
+        "context_limit": 100,
+        "threshold_percent": 80.0,
+        "target_percent": 60.0,
+        "pressure_percent": 90.0,
+        "continuous_mode": False,
+        "steps": [[0, "post_turn", 50, 50], [1, "post_turn", 85, 55], [2, "post_turn", 70, 70]],
+        "events": [
+            {
+                "turn_index": 1,
+                "point": "post_turn",
+                "reason": "threshold",
+                "success": True,
+                "items": 2,
+                "tokens_before": 85,
+                "tokens_after": 55,
+                "error": None,
+            }
+        ],
+    }
+
+    chart = presenters.replay_chart(series)
+    events = presenters.replay_events(series)
+
+    assert (chart.threshold_percent, chart.target_percent, chart.pressure_percent) == (80, 60, 90)
+    assert chart.collections == 1
+    assert chart.peak_percent == 85.0
+    assert events[0].reason == "threshold"
+    assert events[0].point == "post turn"
