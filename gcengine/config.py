@@ -104,7 +104,9 @@ def load_gc_config(
     *,
     env: Mapping[str, str] | None = None,
 ) -> GCConfig:
-    """Read a ``gc.json`` (path, JSON text or bytes, or a parsed object) into a ``GCConfig``.
+    """Read a ``gc.json`` (a path object, JSON text or bytes, or a parsed object) into a config.
+
+    A ``str`` is always JSON text, never a file name: pass a ``pathlib.Path`` to read a file.
 
     ``env`` defaults to ``os.environ``; pass a mapping to make the result independent of it.
     """
@@ -142,9 +144,9 @@ def _decode(source: Any) -> Any:
         return source
     if isinstance(source, str) and not source.strip():
         raise ConfigError("the input is empty")
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str) and source.lstrip()[:1] not in ("{", "[")
-    ):
+    # Only a path object names a file: text is always the gc.json itself, so a string pasted
+    # into a form ("/etc/passwd") can never make a server read a file.
+    if isinstance(source, os.PathLike):
         path = Path(source)
         try:
             source = path.read_bytes()

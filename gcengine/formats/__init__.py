@@ -64,7 +64,9 @@ def load_session(
     counter: TokenCounter | None = None,
     limits: LoadLimits = DEFAULT_LIMITS,
 ) -> Session:
-    """Read a session from bytes, JSON text, a parsed dict or list, or a path.
+    """Read a session from bytes, JSON text, a parsed dict or list, or a path object.
+
+    A ``str`` is always the document's text, never a file name: pass a ``pathlib.Path``.
 
     The format is detected from the content. Without ``counter`` the best offline counter for
     the session's model is used (``Session.token_counter`` names it). Raises

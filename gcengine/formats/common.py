@@ -57,10 +57,10 @@ def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
     if isinstance(source, str):
         if not source.strip():
             raise SessionFormatError("the input is empty")
-        if source.lstrip()[:1] in ("{", "["):
-            _check_size(len(source), limits, lambda: len(source.encode()))
-            return _parse_json_text(source, limits)
-        return decode_source(_read_path(Path(source), limits), limits)
+        # Text is always the document: only a path object names a file, so text that came
+        # from a user can never make the caller read a file.
+        _check_size(len(source), limits, lambda: len(source.encode()))
+        return _parse_json_text(source, limits)
     if isinstance(source, bytes | bytearray):
         _check_size(len(source), limits, lambda: len(source))
         try:

@@ -500,10 +500,18 @@ def test_file_path_bytes_text_and_dict_give_the_same_config(tmp_path: Path) -> N
     assert expected.plugin == "gc_budget"
     assert expected.threshold_percent == 75
     assert load(file) == expected
-    assert load(str(file)) == expected
     assert load(text.encode()) == expected
     assert load(text) == expected
     assert load("\n  " + text) == expected
+
+
+def test_a_string_is_never_read_as_a_file_name(tmp_path: Path) -> None:
+    """Text pasted into a form must not make a server open a file of that name."""
+    file = tmp_path / "gc.json"
+    file.write_text('{"type": "budget"}')
+
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load(str(file))
 
 
 def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
@@ -514,10 +522,9 @@ def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
 
 def test_missing_file_is_an_error_saying_it_cannot_be_read(tmp_path: Path) -> None:
     missing = tmp_path / "absent" / "gc.json"
-    for source in (missing, str(missing)):
-        error = config_error(source)
-        assert "cannot read" in error.reason
-        assert str(missing) in error.reason
+    error = config_error(missing)
+    assert "cannot read" in error.reason
+    assert str(missing) in error.reason
 
 
 def test_bytes_that_are_not_utf8_are_refused() -> None:
@@ -533,7 +540,7 @@ def test_deeply_nested_json_is_refused() -> None:
     ("source", "words"),
     [
         pytest.param("", "empty", id="empty-text"),
-        pytest.param("gc\x00.json", "cannot read", id="path-with-nul-byte"),
+        pytest.param(Path("gc\x00.json"), "cannot read", id="path-with-nul-byte"),
         pytest.param('{"max_turns": ' + "9" * 5000 + "}", "digits|number", id="5000-digit-number"),
     ],
 )

@@ -401,7 +401,6 @@ def test_anthropic_mixed_tool_result_and_text_stays_in_the_turn(counter: TokenCo
     "source",
     [
         pytest.param(lambda p: p, id="path"),
-        pytest.param(lambda p: str(p), id="str-path"),
         pytest.param(lambda p: p.read_bytes(), id="bytes"),
         pytest.param(lambda p: p.read_text(), id="text"),
         pytest.param(lambda p: json.loads(p.read_text()), id="dict"),
