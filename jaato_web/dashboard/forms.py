@@ -35,7 +35,7 @@ class MultipleFileField(forms.FileField):
         kwargs.setdefault("widget", MultipleFileInput())
         super().__init__(*args, **kwargs)
 
-    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile]:
+    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile[Any]]:
         items = list(data) if isinstance(data, list | tuple) else [data]
         # No file at all is cleaned as one missing file, so "required" still applies.
         cleaned = [super().clean(item, initial) for item in items or [None]]
@@ -43,7 +43,9 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(DashboardForm):
-    files = MultipleFileField(
+    # Django's form metaclass moves declared fields into ``base_fields``, so this does not
+    # replace ``BaseForm.files`` at run time; the stubs cannot know that.
+    files = MultipleFileField(  # type: ignore[assignment]
         label="Session files",
         help_text="JAATO session files, budget snapshots, OpenAI or Anthropic exports (JSON).",
     )
@@ -82,8 +84,11 @@ class RunForm(DashboardForm):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.versions = {str(v.pk): v for v in versions}
-        self.fields["policy_version"].choices = [("", "—"), *_version_choices(versions)]
-        self.fields["plugin"].choices = [("", "the policy's own"), *((p, p) for p in plugins)]
+        _choice_field(self, "policy_version").choices = [("", "—"), *_version_choices(versions)]
+        _choice_field(self, "plugin").choices = [
+            ("", "the policy's own"),
+            *((p, p) for p in plugins),
+        ]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -112,7 +117,13 @@ class ReplayForm(DashboardForm):
     def __init__(self, *args: Any, versions: Sequence[PolicyVersion], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.versions = {str(v.pk): v for v in versions}
-        self.fields["policy_version"].choices = _version_choices(versions)
+        _choice_field(self, "policy_version").choices = _version_choices(versions)
 
     def chosen_version(self) -> PolicyVersion:
         return self.versions[self.cleaned_data["policy_version"]]
+
+
+def _choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    return field

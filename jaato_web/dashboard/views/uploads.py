@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -62,7 +63,7 @@ def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     return render(request, template, {"job": job})
 
 
-def _upload(project: Project, upload: UploadedFile) -> UploadOutcome:
+def _upload(project: Project, upload: UploadedFile[Any]) -> UploadOutcome:
     name = upload.name or "upload.json"
     limit = settings.JAATO_UPLOAD_MAX_BYTES
     try:
