@@ -73,9 +73,11 @@ _sessions: _LRU[tuple[int, str], gcengine.Session] = _LRU(SESSION_CACHE_SIZE)
 _replays: _LRU[tuple[int, str, str], dict[str, Any]] = _LRU(REPLAY_CACHE_SIZE)
 
 
-def clear_caches() -> None:
-    _sessions.clear()
-    _replays.clear()
+def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:
+    if sessions:
+        _sessions.clear()
+    if replays:
+        _replays.clear()
 
 
 def engine_session(session: AgentSession) -> gcengine.Session:
