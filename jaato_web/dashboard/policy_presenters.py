@@ -55,6 +55,8 @@ def shown(key: str, value: Any) -> str:
         return "0 (continuous mode)"
     if key == "type":
         return STRATEGY_LABELS.get(strategy_of({"type": value}), str(value))
+    if value is None and key in ("pinned_turn_indices", "pinned_message_ids", "plugin_config"):
+        return "none"  # stored configs leave empty lists out
     if value is None:
         return "—"
     if isinstance(value, bool):
