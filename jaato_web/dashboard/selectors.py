@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -193,16 +193,18 @@ def policy_get(*, project: Project, policy_id: int) -> Policy:
 
 
 def policy_latest_versions(*, project: Project) -> list[PolicyVersion]:
-    """The newest version of every policy of the project, in one query."""
-    versions = (
-        PolicyVersion.objects.filter(policy__project=project)
-        .select_related("policy__project")
-        .order_by("policy__name", "-number")
+    """The newest version of every policy of the project, in one query (however many versions
+    pins and saves have made)."""
+    newest = (
+        PolicyVersion.objects.filter(policy=OuterRef("policy"))
+        .order_by("-number")
+        .values("number")[:1]
     )
-    latest: dict[int, PolicyVersion] = {}
-    for version in versions:
-        latest.setdefault(version.policy_id, version)
-    return list(latest.values())
+    return list(
+        PolicyVersion.objects.filter(policy__project=project, number=Subquery(newest))
+        .select_related("policy__project")
+        .order_by("policy__name")
+    )
 
 
 def policy_version_get(*, project: Project, version_id: int) -> PolicyVersion:

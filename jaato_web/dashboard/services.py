@@ -638,7 +638,7 @@ def policy_pin(
     exist in it. Returns the newest version and whether the item is pinned now.
     """
     if (turn_index is None) == (message_id is None):
-        raise PinError("give a turn index or a message id, not both", "turn_index")
+        raise PinError("give either a turn index or a message id", "turn_index")
     if session is not None:
         _pin_target_check(session, turn_index, message_id)
     with transaction.atomic():

@@ -74,6 +74,23 @@ def test_list_shows_strategy_figures_latest_version_and_default(client: Client, 
     assert reverse("dashboard:policy-import") in html
 
 
+def test_list_costs_the_same_queries_however_many_policies_and_versions(
+    client: Client, project, policy, django_assert_num_queries
+):
+    url = reverse("dashboard:policy-list")
+    client.get(url)
+    with django_assert_num_queries(2) as one:  # the project, the newest versions
+        client.get(url)
+    for n in range(3):
+        other = services.policy_create(project=project, name=f"p{n}", config=TRUNCATE_POLICY)
+        services.policy_pin(policy=other, turn_index=n)
+
+    with django_assert_num_queries(len(one.captured_queries)):
+        html = client.get(url).content.decode()
+
+    assert html.count("data-policy-id=") == 4
+
+
 def test_mark_and_unmark_the_default(client: Client, project, policy):
     url = reverse("dashboard:policy-default", args=[policy.pk])
 
