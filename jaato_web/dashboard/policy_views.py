@@ -42,6 +42,8 @@ from jaato_web.dashboard.policy_forms import (
 PREVIEW_LEDGER_ROWS = 30
 # Pickers list the newest sessions; older ones are reachable by id (?session=).
 SESSION_CHOICES = 200
+# Pins make versions too, so a busy policy's history is paged.
+VERSIONS_PER_PAGE = 50
 AUTHOR_KEY = "policy_author"
 
 
@@ -386,14 +388,17 @@ def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResp
 def policy_versions(request: HttpRequest, policy_id: int) -> HttpResponse:
     project = _project()
     policy = selectors.policy_get(project=project, policy_id=policy_id)
-    versions = list(selectors.policy_versions(policy=policy))
+    page = selectors.page_of(
+        selectors.policy_versions(policy=policy), request.GET.get("page"), VERSIONS_PER_PAGE
+    )
     return render(
         request,
         "policies/versions.html",
         {
             "policy": policy,
-            "versions": versions,
-            "latest": versions[0],
+            "page": page,
+            "versions": list(page.object_list),
+            "latest": selectors.policy_latest_version(policy=policy),
             "author": _author(request),
             "is_default": project.default_policy_id == policy.pk,
         },

@@ -369,6 +369,22 @@ def test_versions_list_compare_and_restore(client: Client, policy):
     assert v3.config == policy.versions.get(number=1).config
 
 
+def test_long_histories_are_paged(client: Client, policy, monkeypatch):
+    from jaato_web.dashboard import policy_views
+
+    monkeypatch.setattr(policy_views, "VERSIONS_PER_PAGE", 2)
+    for turn in range(4):
+        services.policy_pin(policy=policy, turn_index=turn)
+    url = reverse("dashboard:policy-versions", args=[policy.pk])
+
+    first = client.get(url).content.decode()
+    last = client.get(url, {"page": 3}).content.decode()
+
+    assert re.findall(r'data-version="(\d+)"', first) == ["5", "4"]
+    assert re.findall(r'data-version="(\d+)"', last) == ["1"]
+    assert "page 1 of 3" in first
+
+
 def test_restore_over_an_unseen_save_is_refused(client: Client, policy):
     services.policy_save(policy=policy, config=TRUNCATE_POLICY, base_number=1, message="same")
 
