@@ -163,11 +163,15 @@ class PolicyForm(forms.Form):
         choices=STRATEGY_CHOICES,
         widget=forms.Select(attrs={"data-strategy-select": ""}),
     )
-    threshold_percent = forms.FloatField(widget=_percent_input("threshold_percent"))
-    target_percent = forms.FloatField(widget=_percent_input("target_percent"))
-    pressure_percent = forms.FloatField(widget=_percent_input("pressure_percent"))
+    threshold_percent = forms.FloatField(
+        label="Threshold", widget=_percent_input("threshold_percent")
+    )
+    target_percent = forms.FloatField(label="Target", widget=_percent_input("target_percent"))
+    pressure_percent = forms.FloatField(label="Pressure", widget=_percent_input("pressure_percent"))
     preserve_recent_turns = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 0}))
-    max_turns = forms.IntegerField(required=False, widget=forms.NumberInput(attrs={"min": 1}))
+    max_turns = forms.IntegerField(
+        required=False, label="Max turns", widget=forms.NumberInput(attrs={"min": 1})
+    )
     auto_trigger = forms.BooleanField(required=False)
     check_before_send = forms.BooleanField(required=False)
     notify_on_gc = forms.BooleanField(required=False)
@@ -181,10 +185,11 @@ class PolicyForm(forms.Form):
     )
     summarizer = forms.ChoiceField(required=False, choices=SUMMARIZER_CHOICES)
     agent_name = forms.CharField(required=False, max_length=200)
-    pinned_turn_indices = TurnListField(required=False)
-    pinned_message_ids = _ListField(required=False)
+    pinned_turn_indices = TurnListField(required=False, label="Pinned turns")
+    pinned_message_ids = _ListField(required=False, label="Pinned messages")
     plugin_options = forms.CharField(
         required=False,
+        label="Other plugin options",
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
         help_text="Other plugin_config keys, as a JSON object (kept as they are).",
     )
