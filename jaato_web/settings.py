@@ -144,6 +144,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "django_tasks_db",
     "ninja",
     "jaato_web.dashboard",
 ]
@@ -187,6 +188,23 @@ DATABASES = {
         os.environ.get("DATABASE_URL", "").strip() or "sqlite:///db.sqlite3"
     )
 }
+
+# --- Background tasks -------------------------------------------------------
+
+# Long work (GC runs) goes through django.tasks. With the database backend a
+# task is a row that `manage.py db_worker` processes claim and run; with the
+# immediate backend it runs inside the request that enqueues it.
+_TASK_BACKENDS = {
+    "database": "django_tasks_db.DatabaseBackend",
+    "immediate": "django.tasks.backends.immediate.ImmediateBackend",
+}
+_task_backend = os.environ.get("JAATO_TASK_BACKEND", "").strip().lower() or "database"
+if _task_backend not in _TASK_BACKENDS:
+    raise ImproperlyConfigured(
+        f"JAATO_TASK_BACKEND={_task_backend!r} is not a task backend; "
+        f"use one of {sorted(_TASK_BACKENDS)}."
+    )
+TASKS = {"default": {"BACKEND": _TASK_BACKENDS[_task_backend]}}
 
 # --- Passwords, i18n --------------------------------------------------------
 

@@ -1,4 +1,8 @@
-"""Hypothesis strategies: JAATO session files (as decoded JSON) and bare budget trees.
+"""Test data shared by the engine tests: Hypothesis strategies and plain builders.
+
+Hypothesis strategies generate JAATO session files (as decoded JSON) and bare budget trees;
+the builders at the end make the small sessions, messages and policies that strategy tests
+use, so every test module builds them the same way.
 
 Session files are generated turn by turn, the way JAATO writes them: a user request, zero to
 three tool rounds (a model message calling one to three tools, answered either by one ``tool``
@@ -17,7 +21,24 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from gcengine import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+import gcengine
+from gcengine import (
+    FunctionCall,
+    FunctionResponse,
+    GCConfig,
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    Message,
+    Part,
+    Role,
+    Session,
+    SourceEntry,
+    split_into_turns,
+)
+from gcengine.gc import GCPlugin, GCResult, GCTriggerReason, context_usage
+from gcengine.synthetic import SessionShape, generate_session_file
+from gcengine.tokens import TokenCounter
 
 THOUGHT_MARKER = "\ue000"
 SUMMARY_TEXT = (
@@ -299,3 +320,65 @@ def instruction_budgets(draw: st.DrawFn, max_depth: int = 3) -> InstructionBudge
             for source in sources
         },
     )
+
+
+# --- sessions, messages and policies for strategy tests ------------------------------------
+
+
+def session_at(turns: int, usage: float, counter: TokenCounter, **shape: Any) -> Session:
+    """A generated session whose context limit puts it at ``usage`` percent."""
+    session = gcengine.load_session(
+        generate_session_file(SessionShape(turns=turns, **shape)), counter=counter
+    )
+    limit = max(1, int(session.budget.total_tokens() * 100 / usage))
+    session = session.model_copy(update={"context_limit": limit})
+    session.budget = gcengine.rebuild_budget(session, counter)
+    return session
+
+
+def policy(**fields: Any) -> GCConfig:
+    """A policy read the way a ``gc.json`` is, without the runner's environment leaking in."""
+    return gcengine.load_gc_config(fields, env={})
+
+
+def leaves(session: Session) -> dict[str, GCPolicy]:
+    """The policy of every message of the session's conversation, by message id."""
+    conversation = session.budget.entries[InstructionSource.CONVERSATION]
+    return {
+        e.message_ids[0]: e.gc_policy
+        for _, e in conversation.walk()
+        if not e.children and e.message_ids
+    }
+
+
+def user(text: str, mid: str) -> Message:
+    return Message(role=Role.USER, parts=[Part.from_text(text)], message_id=mid)
+
+
+def model(text: str, mid: str, *calls: str) -> Message:
+    """A model message with ``text`` and one call (to ``tool``) per id in ``calls``."""
+    parts = [Part.from_text(text)] + [
+        Part.from_function_call(FunctionCall(id=c, name="tool", args={})) for c in calls
+    ]
+    return Message(role=Role.MODEL, parts=parts, message_id=mid)
+
+
+def result(role: Role, mid: str, *calls: str) -> Message:
+    """The results of ``calls``: a ``tool`` message, or Google-style a ``user`` one."""
+    parts = [
+        Part.from_function_response(FunctionResponse(call_id=c, name="tool", result="ok"))
+        for c in calls
+    ]
+    return Message(role=role, parts=parts, message_id=mid)
+
+
+def collect(
+    plugin: GCPlugin,
+    history: list[Message],
+    config: GCConfig,
+    budget: InstructionBudget,
+    reason: GCTriggerReason = GCTriggerReason.THRESHOLD,
+) -> tuple[list[Message], GCResult]:
+    """Call ``plugin.collect`` as an agent framework does, with the usage the budget gives."""
+    usage = context_usage(budget, turns=len(split_into_turns(history)))
+    return plugin.collect(history, usage, config, reason, budget)

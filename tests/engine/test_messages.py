@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 
 from gcengine import (
-    FunctionCall,
-    FunctionResponse,
     Message,
     MessageKind,
     Part,
@@ -14,25 +12,7 @@ from gcengine import (
     Role,
     split_into_turns,
 )
-
-
-def user(text: str, mid: str) -> Message:
-    return Message(role=Role.USER, parts=[Part.from_text(text)], message_id=mid)
-
-
-def model(text: str, mid: str, *calls: str) -> Message:
-    parts = [Part.from_text(text)] + [
-        Part.from_function_call(FunctionCall(id=c, name="tool", args={})) for c in calls
-    ]
-    return Message(role=Role.MODEL, parts=parts, message_id=mid)
-
-
-def result(role: Role, mid: str, *calls: str) -> Message:
-    parts = [
-        Part.from_function_response(FunctionResponse(call_id=c, name="tool", result="ok"))
-        for c in calls
-    ]
-    return Message(role=role, parts=parts, message_id=mid)
+from tests.engine.strategies import model, result, user
 
 
 def test_tool_results_stay_in_the_turn_that_asked_for_them() -> None:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gcengine
-from gcengine import GCPolicy, InstructionSource, MessageKind, Session
+from gcengine import GCPolicy, InstructionSource, MessageKind
 from gcengine.gc import (
     GCTriggerReason,
     PluginError,
@@ -19,34 +19,11 @@ from gcengine.gc import (
     load_gc_plugin,
     run_gc,
 )
-from gcengine.synthetic import SessionShape, generate_session_file
+from gcengine.synthetic import SessionShape
 from gcengine.tokens import TokenCounter, count_message
+from tests.engine.strategies import leaves, policy, session_at
 
 STRATEGIES = ["truncate", "summarize", "hybrid", "budget"]
-
-
-def session_at(turns: int, usage: float, counter: TokenCounter, **shape: Any) -> Session:
-    """A generated session whose context limit puts it at ``usage`` percent."""
-    session = gcengine.load_session(
-        generate_session_file(SessionShape(turns=turns, **shape)), counter=counter
-    )
-    limit = max(1, int(session.budget.total_tokens() * 100 / usage))
-    session = session.model_copy(update={"context_limit": limit})
-    session.budget = gcengine.rebuild_budget(session, counter)
-    return session
-
-
-def policy(**fields: Any) -> gcengine.GCConfig:
-    return gcengine.load_gc_config(fields, env={})
-
-
-def leaves(session: Session) -> dict[str, GCPolicy]:
-    conversation = session.budget.entries[InstructionSource.CONVERSATION]
-    return {
-        e.message_ids[0]: e.gc_policy
-        for _, e in conversation.walk()
-        if not e.children and e.message_ids
-    }
 
 
 def test_the_package_registers_its_strategies_under_jaatos_entry_point_group() -> None:
