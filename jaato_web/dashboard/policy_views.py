@@ -26,6 +26,7 @@ from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selecto
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyVersion, Project
 from jaato_web.dashboard.policy_forms import (
     APPLIES_TO,
+    KEY_FIELDS,
     NOOP_PLACEHOLDERS,
     PLACEHOLDERS,
     PolicyForm,
@@ -340,12 +341,13 @@ def policy_import(request: HttpRequest) -> HttpResponse:
     return render(request, "policies/import.html", {"form": form})
 
 
+# Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
+# like it ("strategy", "summarizer").
+GC_JSON_KEYS = frozenset(gcengine.GCConfig.model_fields) | frozenset(KEY_FIELDS)
+
+
 def _has_control(error: gcengine.ConfigError) -> bool:
-    return (
-        error.key is not None
-        and "unknown key" not in error.reason
-        and field_for_key(PolicyForm(), error.key) is not None
-    )
+    return error.key in GC_JSON_KEYS and field_for_key(PolicyForm(), error.key) is not None
 
 
 def _import_into_editor(

@@ -326,6 +326,17 @@ def test_import_of_an_unknown_key_names_it_on_top(client: Client):
     assert not Policy.objects.exists()
 
 
+def test_a_key_named_like_a_control_is_still_unknown(client: Client):
+    answer = client.post(
+        reverse("dashboard:policy-import"),
+        {"text": json.dumps({"strategy": "budget"}), "name": "x"},
+    )
+
+    html = answer.content.decode()
+    assert 'id="import-errors"' in html
+    assert "strategy: unknown key" in html
+
+
 def test_import_of_text_that_is_not_json_says_where(client: Client):
     answer = client.post(reverse("dashboard:policy-import"), {"text": "{oops", "name": "x"})
 
