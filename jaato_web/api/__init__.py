@@ -15,7 +15,13 @@ from ninja import NinjaAPI, Schema
 import gcengine
 from gcengine.gc import PluginError
 from jaato_web.api import policies, runs, sessions
-from jaato_web.dashboard.services import PolicyConflict, UploadTooLarge
+from jaato_web.dashboard import policy_presenters
+from jaato_web.dashboard.services import (
+    PinError,
+    PolicyConflict,
+    PolicyNameError,
+    UploadTooLarge,
+)
 
 DISTRIBUTION = "jaato-gc-web"
 
@@ -81,11 +87,32 @@ def policy_conflict(request: HttpRequest, error: PolicyConflict) -> HttpResponse
         request,
         {
             "detail": str(error),
+            "key": "base_version",
             "base_version": error.base,
             "current_version": error.current.number,
+            "current_author": error.current.author,
+            "current_message": error.current.message,
             "current_config": error.current.config,
+            # What changed between the version the client started from and the stored one.
+            "differences": policy_presenters.config_changes(
+                error.base_config or {}, error.current.config
+            ),
         },
         status=409,
+    )
+
+
+@api.exception_handler(PolicyNameError)
+def policy_name_error(request: HttpRequest, error: PolicyNameError) -> HttpResponse:
+    return api.create_response(
+        request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
+    )
+
+
+@api.exception_handler(PinError)
+def pin_error(request: HttpRequest, error: PinError) -> HttpResponse:
+    return api.create_response(
+        request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
     )
 
 

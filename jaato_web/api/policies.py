@@ -1,15 +1,49 @@
-"""Policies: gc.json files stored with versions, imported and exported as JAATO reads them."""
+"""Policies: gc.json files stored with versions, imported and exported as JAATO reads them,
+previewed and compared on sessions, pinned, restored, made the default and applied in bulk.
+
+Every operation calls the services, selectors and dry runs the pages call, so the API accepts
+and refuses exactly what the editor does; an engine refusal is a 400 naming the gc.json key.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from ninja import Router, Status
+from typing import Any
 
-from jaato_web.api.schemas import PolicyIn, PolicyOut, PolicyVersionIn, PolicyVersionOut, Problem
-from jaato_web.dashboard import presenters, selectors, services
-from jaato_web.dashboard.models import Policy, PolicyVersion
+from django.http import HttpRequest, HttpResponse
+from ninja import File, Form, Router, Status, UploadedFile
+
+import gcengine
+from jaato_web.api.schemas import (
+    ApplyIn,
+    ApplyOut,
+    CompareIn,
+    CompareOut,
+    ConfigRef,
+    DefaultOut,
+    PinIn,
+    PinOut,
+    PolicyIn,
+    PolicyOut,
+    PolicyVersionIn,
+    PolicyVersionOut,
+    PreviewIn,
+    PreviewOut,
+    Problem,
+    RestoreIn,
+    VersionCompareOut,
+)
+from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
+from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyVersion, Project
 
 router = Router(tags=["policies"])
+
+
+def _project() -> Project:
+    return services.project_default()
+
+
+def _policy(policy_id: int) -> Policy:
+    return selectors.policy_get(project=_project(), policy_id=policy_id)
 
 
 def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, object]:
@@ -17,14 +51,14 @@ def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, objec
         "id": policy.pk,
         "name": policy.name,
         "description": policy.description,
-        "is_default": policy.project.default_policy_id == policy.pk,
+        "is_default": _project().default_policy_id == policy.pk,
         "latest": latest,
     }
 
 
 @router.get("", response=list[PolicyOut], summary="Policies with their latest version")
 def list_policies(request: HttpRequest) -> list[dict[str, object]]:
-    project = services.project_default()
+    project = _project()
     return [_policy_out(v.policy, v) for v in selectors.policy_latest_versions(project=project)]
 
 
@@ -32,18 +66,43 @@ def list_policies(request: HttpRequest) -> list[dict[str, object]]:
 def create_policy(request: HttpRequest, payload: PolicyIn) -> Status[dict[str, object]]:
     """Either gc.json shape is accepted; it is validated by the engine and stored flat."""
     policy = services.policy_create(
-        project=services.project_default(),
+        project=_project(),
         name=payload.name,
         config=payload.config,
         message=payload.message,
+        author=payload.author,
     )
     return Status(201, _policy_out(policy, policy.versions.get()))
 
 
+@router.post("/import", response={201: PolicyOut, 400: Problem}, summary="Import a gc.json file")
+def import_policy(
+    request: HttpRequest,
+    file: File[UploadedFile],
+    name: Form[str] = "",
+    message: Form[str] = "",
+    author: Form[str] = "",
+) -> Status[dict[str, object]]:
+    """The file as uploaded, in either shape; without ``name`` the file's name is used."""
+    policy = services.policy_import(
+        project=_project(),
+        name=name or (file.name or "").removesuffix(".json"),
+        data=file.read(),
+        message=message,
+        author=author,
+    )
+    return Status(201, _policy_out(policy, policy.versions.get()))
+
+
+@router.get("/{int:policy_id}", response=PolicyOut, summary="A policy and its latest version")
+def get_policy(request: HttpRequest, policy_id: int) -> dict[str, object]:
+    policy = _policy(policy_id)
+    return _policy_out(policy, selectors.policy_latest_version(policy=policy))
+
+
 @router.get("/{int:policy_id}/versions", response=list[PolicyVersionOut], summary="All versions")
 def policy_versions(request: HttpRequest, policy_id: int) -> list[PolicyVersion]:
-    policy = selectors.policy_get(project=services.project_default(), policy_id=policy_id)
-    return list(selectors.policy_versions(policy=policy))
+    return list(selectors.policy_versions(policy=_policy(policy_id)))
 
 
 @router.post(
@@ -54,23 +113,237 @@ def policy_versions(request: HttpRequest, policy_id: int) -> list[PolicyVersion]
 def save_policy(
     request: HttpRequest, policy_id: int, payload: PolicyVersionIn
 ) -> Status[PolicyVersion]:
-    policy = selectors.policy_get(project=services.project_default(), policy_id=policy_id)
+    """409 when ``base_version`` is not the newest: the answer carries the stored config and
+    the differences between the version the change started from and the stored one."""
     version = services.policy_save(
-        policy=policy,
+        policy=_policy(policy_id),
         config=payload.config,
         base_number=payload.base_version,
         message=payload.message,
+        author=payload.author,
     )
     return Status(201, version)
 
 
-@router.get("/versions/{int:version_id}/gc.json", summary="Export a version as gc.json")
-def export_policy(request: HttpRequest, version_id: int) -> HttpResponse:
-    version = selectors.policy_version_get(
-        project=services.project_default(), version_id=version_id
+@router.get(
+    "/{int:policy_id}/versions/{int:number}", response=PolicyVersionOut, summary="One version"
+)
+def policy_version(request: HttpRequest, policy_id: int, number: int) -> PolicyVersion:
+    return selectors.policy_version_by_number(policy=_policy(policy_id), number=number)
+
+
+@router.get(
+    "/{int:policy_id}/versions/compare",
+    response=VersionCompareOut,
+    summary="Two versions, field by field",
+)
+def compare_versions(request: HttpRequest, policy_id: int, a: int, b: int) -> dict[str, object]:
+    policy = _policy(policy_id)
+    first = selectors.policy_version_by_number(policy=policy, number=a)
+    second = selectors.policy_version_by_number(policy=policy, number=b)
+    return {
+        "a": first,
+        "b": second,
+        "differences": policy_presenters.config_changes(first.config, second.config),
+    }
+
+
+@router.post(
+    "/{int:policy_id}/versions/{int:number}/restore",
+    response={201: PolicyVersionOut, 404: Problem, 409: Problem},
+    summary="Restore a version (as a new version)",
+)
+def restore_version(
+    request: HttpRequest, policy_id: int, number: int, payload: RestoreIn
+) -> Status[PolicyVersion]:
+    policy = _policy(policy_id)
+    selectors.policy_version_by_number(policy=policy, number=number)
+    version = services.policy_restore(
+        policy=policy, number=number, base_number=payload.base_version, author=payload.author
     )
+    return Status(201, version)
+
+
+@router.get("/{int:policy_id}/versions/{int:number}/gc.json", summary="Export as gc.json")
+def export_version(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
+    version = selectors.policy_version_by_number(policy=_policy(policy_id), number=number)
+    return _gc_json(version)
+
+
+@router.get("/versions/{int:version_id}/gc.json", summary="Export a version (by id) as gc.json")
+def export_policy(request: HttpRequest, version_id: int) -> HttpResponse:
+    return _gc_json(selectors.policy_version_get(project=_project(), version_id=version_id))
+
+
+def _gc_json(version: PolicyVersion) -> HttpResponse:
+    """The flat gc.json JAATO's own loader reads (``gcengine.dump_gc_config``)."""
+    document = gcengine.dump_gc_config(services.config_validated(version.config))
     response = HttpResponse(
-        presenters.pretty_json(version.config), content_type="application/json; charset=utf-8"
+        presenters.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
     )
     response["Content-Disposition"] = 'attachment; filename="gc.json"'
     return response
+
+
+@router.put("/{int:policy_id}/default", response=DefaultOut, summary="Make it the default")
+def set_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
+    """The default policy runs on every upload, and pins from a history page go to it."""
+    policy = _policy(policy_id)
+    services.project_set_default_policy(project=_project(), policy=policy)
+    return {"policy_id": policy.pk, "is_default": True}
+
+
+@router.delete("/{int:policy_id}/default", response=DefaultOut, summary="Stop being the default")
+def unset_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
+    project = _project()
+    policy = _policy(policy_id)
+    if project.default_policy_id == policy.pk:
+        services.project_set_default_policy(project=project, policy=None)
+    return {"policy_id": policy.pk, "is_default": False}
+
+
+@router.post(
+    "/{int:policy_id}/pins",
+    response={200: PinOut, 400: Problem, 404: Problem},
+    summary="Pin or unpin a turn or a message",
+)
+def pin(request: HttpRequest, policy_id: int, payload: PinIn) -> dict[str, object]:
+    """Each change is a new version ("pinned turn N", "unpinned turn N"); asking for the state
+    the policy already has stores nothing and answers its newest version."""
+    policy = _policy(policy_id)
+    session = (
+        selectors.session_get(project=_project(), session_id=payload.session_id)
+        if payload.session_id is not None
+        else None
+    )
+    version, pinned = services.policy_pin(
+        policy=policy,
+        turn_index=payload.turn_index,
+        message_id=payload.message_id,
+        pinned=payload.pinned,
+        session=session,
+        author=payload.author,
+    )
+    return {"pinned": pinned, "version": version}
+
+
+# --- Dry runs: preview and compare -----------------------------------------------------------
+
+
+def _config_of(ref: ConfigRef) -> gcengine.GCConfig:
+    if (ref.policy_version_id is None) == (ref.config is None):
+        raise gcengine.ConfigError("give policy_version_id or config (a gc.json object)")
+    if ref.policy_version_id is not None:
+        version = selectors.policy_version_get(project=_project(), version_id=ref.policy_version_id)
+        return services.config_validated(version.config)
+    return services.config_validated(ref.config)
+
+
+def _preview_out(
+    session: AgentSession, preview: dry_runs.Preview, replay: bool
+) -> dict[str, object]:
+    figures: dict[str, Any] | None = None
+    if replay:
+        series = dry_runs.replay(session, preview.config)
+        figures = {**vars(policy_presenters.replay_figures(series)), "series": series}
+    return {
+        "session_id": session.pk,
+        "config": gcengine.dump_gc_config(preview.config),
+        "context_limit": preview.context_limit,
+        "tokens_before": preview.tokens_before,
+        "tokens_after": preview.tokens_after,
+        "tokens_freed": preview.tokens_freed,
+        "percent_before": preview.percent_before,
+        "percent_after": preview.percent_after,
+        "would_trigger": preview.would_trigger,
+        "trigger_reason": preview.trigger_reason,
+        "success": preview.success,
+        "error": preview.error,
+        "notification": preview.notification,
+        "notes": preview.notes,
+        "removed_turns": sorted(preview.removed_turns),
+        "ledger": [policy_presenters.ledger_record(item) for item in preview.items],
+        "elapsed_ms": preview.elapsed_ms,
+        "replay": figures,
+    }
+
+
+@router.post(
+    "/preview",
+    response={200: PreviewOut, 400: Problem, 404: Problem},
+    summary="What a policy would remove from a session now (nothing is stored)",
+)
+def preview(request: HttpRequest, payload: PreviewIn) -> dict[str, object]:
+    """A stored version or a gc.json as is; ``replay`` adds the turn-by-turn replay (slow for
+    long sessions in continuous mode)."""
+    session = selectors.session_get(project=_project(), session_id=payload.session_id)
+    config = _config_of(payload)
+    return _preview_out(session, dry_runs.preview(session, config), payload.replay)
+
+
+@router.post(
+    "/compare",
+    response={200: CompareOut, 400: Problem, 404: Problem},
+    summary="Two policies (or versions) on one session, side by side",
+)
+def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
+    session = selectors.session_get(project=_project(), session_id=payload.session_id)
+    a, b = _config_of(payload.a), _config_of(payload.b)
+    comparison = dry_runs.compare(session, a, b)
+    return {
+        "a": _preview_out(session, comparison.a, payload.replay),
+        "b": _preview_out(session, comparison.b, payload.replay),
+        "only_a_turns": comparison.only_a_turns,
+        "only_b_turns": comparison.only_b_turns,
+        "both_turns": comparison.both_turns,
+        "only_a_message_ids": comparison.only_a_message_ids,
+        "only_b_message_ids": comparison.only_b_message_ids,
+        "both_message_ids": comparison.both_message_ids,
+        "differences": policy_presenters.config_changes(
+            gcengine.dump_gc_config(a), gcengine.dump_gc_config(b)
+        ),
+    }
+
+
+# --- Apply -----------------------------------------------------------------------------------
+
+
+def _apply_out(runs: list[GCRun]) -> dict[str, object]:
+    done = sum(1 for r in runs if r.status == "done")
+    failed = sum(1 for r in runs if r.status == "failed")
+    return {
+        "total": len(runs),
+        "done": done,
+        "failed": failed,
+        "pending": len(runs) - done - failed,
+        "runs": runs,
+    }
+
+
+@router.post(
+    "/{int:policy_id}/apply",
+    response={202: ApplyOut, 400: Problem, 404: Problem},
+    summary="Run a version on one session or many",
+)
+def apply(request: HttpRequest, policy_id: int, payload: ApplyIn) -> Status[dict[str, Any]]:
+    """One background run per session; follow them with ``GET /api/policies/runs?ids=...``."""
+    project = _project()
+    policy = _policy(policy_id)
+    version = (
+        selectors.policy_version_by_number(policy=policy, number=payload.version)
+        if payload.version is not None
+        else selectors.policy_latest_version(policy=policy)
+    )
+    sessions = selectors.sessions_by_ids(project=project, ids=payload.session_ids)
+    if not sessions:
+        detail = "session_ids: no session of this project among them"
+        return Status(400, {"detail": detail, "key": "session_ids"})
+    runs = services.policy_apply(version=version, sessions=sessions)
+    return Status(202, _apply_out(selectors.runs_by_ids(project=project, ids=[r.pk for r in runs])))
+
+
+@router.get("/runs", response=ApplyOut, summary="Progress of runs started by an apply")
+def apply_status(request: HttpRequest, ids: str) -> dict[str, object]:
+    """``ids`` is a comma-separated list of run ids (as an apply answered them)."""
+    wanted = [int(i) for i in ids.split(",") if i.strip().isdigit()]
+    return _apply_out(selectors.runs_by_ids(project=_project(), ids=wanted))

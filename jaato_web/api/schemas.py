@@ -195,9 +195,12 @@ class ReplayOut(Schema):
 
 
 class PolicyIn(Schema):
+    """A new policy from a gc.json object in either shape (an import, or a fresh policy)."""
+
     name: str
     config: dict[str, Any]
     message: str = ""
+    author: str = ""
 
 
 class PolicyVersionIn(Schema):
@@ -207,6 +210,7 @@ class PolicyVersionIn(Schema):
     config: dict[str, Any]
     base_version: int
     message: str = ""
+    author: str = ""
 
 
 class PolicyVersionOut(Schema):
@@ -224,3 +228,133 @@ class PolicyOut(Schema):
     description: str
     is_default: bool
     latest: PolicyVersionOut | None
+
+
+class RestoreIn(Schema):
+    """``base_version``: the newest version the client has seen (409 if a newer one exists);
+    leave it out to restore on top of whatever is newest."""
+
+    base_version: int | None = None
+    author: str = ""
+
+
+class DefaultOut(Schema):
+    policy_id: int
+    is_default: bool
+
+
+class PinIn(Schema):
+    """Pin (or unpin) a stable turn index or a message id; ``pinned`` null toggles. With
+    ``session_id`` the turn or message must exist in that session."""
+
+    turn_index: int | None = None
+    message_id: str | None = None
+    pinned: bool | None = None
+    session_id: int | None = None
+    author: str = ""
+
+
+class PinOut(Schema):
+    pinned: bool
+    version: PolicyVersionOut
+
+
+class ConfigRef(Schema):
+    """A stored policy version, or a gc.json object as is (exactly one)."""
+
+    policy_version_id: int | None = None
+    config: dict[str, Any] | None = None
+
+
+class PreviewIn(ConfigRef):
+    session_id: int
+    replay: bool = False
+
+
+class CompareIn(Schema):
+    session_id: int
+    a: ConfigRef
+    b: ConfigRef
+    replay: bool = False
+
+
+class ReplayFiguresOut(Schema):
+    checks: int
+    events: int
+    collections: int
+    failures: int
+    items: int
+    tokens_freed: int
+    peak_percent: float
+    series: dict[str, Any]
+
+
+class LedgerItemOut(Schema):
+    reason: str
+    source: str
+    child_key: str | None
+    turn_index: int | None
+    tokens_freed: int
+    message_ids: list[str]
+
+
+class PreviewOut(Schema):
+    """What the policy would do to the session now; nothing is stored."""
+
+    session_id: int
+    config: dict[str, Any]
+    context_limit: int
+    tokens_before: int
+    tokens_after: int
+    tokens_freed: int
+    percent_before: float
+    percent_after: float
+    would_trigger: bool
+    trigger_reason: str | None
+    success: bool
+    error: str | None
+    notification: str | None
+    notes: list[str]
+    removed_turns: list[int]
+    ledger: list[LedgerItemOut]
+    elapsed_ms: float
+    replay: ReplayFiguresOut | None = None
+
+
+class ChangeOut(Schema):
+    key: str
+    a: Any
+    b: Any
+
+
+class CompareOut(Schema):
+    a: PreviewOut
+    b: PreviewOut
+    only_a_turns: list[int]
+    only_b_turns: list[int]
+    both_turns: list[int]
+    only_a_message_ids: list[str]
+    only_b_message_ids: list[str]
+    both_message_ids: list[str]
+    differences: list[ChangeOut]
+
+
+class VersionCompareOut(Schema):
+    a: PolicyVersionOut
+    b: PolicyVersionOut
+    differences: list[ChangeOut]
+
+
+class ApplyIn(Schema):
+    """Run version ``version`` (its number; default the newest) on each session."""
+
+    session_ids: list[int]
+    version: int | None = None
+
+
+class ApplyOut(Schema):
+    total: int
+    done: int
+    failed: int
+    pending: int
+    runs: list[RunOut]

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from jaato_web.dashboard.models import (
@@ -250,22 +251,102 @@ def policy_get(*, project: Project, policy_id: int) -> Policy:
 
 
 def policy_latest_versions(*, project: Project) -> list[PolicyVersion]:
-    """The newest version of every policy of the project, in one query."""
-    versions = (
-        PolicyVersion.objects.filter(policy__project=project)
-        .select_related("policy__project")
-        .order_by("policy__name", "-number")
+    """The newest version of every policy of the project, in one query (however many versions
+    pins and saves have made)."""
+    newest = (
+        PolicyVersion.objects.filter(policy=OuterRef("policy"))
+        .order_by("-number")
+        .values("number")[:1]
     )
-    latest: dict[int, PolicyVersion] = {}
-    for version in versions:
-        latest.setdefault(version.policy_id, version)
-    return list(latest.values())
+    return list(
+        PolicyVersion.objects.filter(policy__project=project, number=Subquery(newest))
+        .select_related("policy__project")
+        .order_by("policy__name")
+    )
 
 
 def policy_version_get(*, project: Project, version_id: int) -> PolicyVersion:
     return get_object_or_404(
         PolicyVersion.objects.select_related("policy"), pk=version_id, policy__project=project
     )
+
+
+def policy_version_by_number(*, policy: Policy, number: int) -> PolicyVersion:
+    return get_object_or_404(PolicyVersion, policy=policy, number=number)
+
+
+def policy_latest_version(*, policy: Policy) -> PolicyVersion:
+    version = policy.versions.order_by("-number").first()
+    if version is None:  # every policy is created with version 1; a broken row is not found
+        raise Http404("policy has no version")
+    return version
+
+
+def policy_version_choices(*, project: Project) -> QuerySet[PolicyVersion]:
+    """Every version of every policy, for pickers: names and numbers, not the gc.json."""
+    return (
+        PolicyVersion.objects.filter(policy__project=project)
+        .select_related("policy")
+        .defer("config")
+        .order_by("policy__name", "-number")
+    )
+
+
+def session_choices(*, project: Project) -> QuerySet[AgentSession]:
+    """Sessions for pickers (preview, compare, apply): figures only, newest first."""
+    return (
+        AgentSession.objects.filter(project=project)
+        .only(
+            "id",
+            "project_id",
+            "label",
+            "turn_count",
+            "total_tokens",
+            "context_limit",
+            "utilization_percent",
+            "created_at",
+        )
+        .order_by("-created_at", "-pk")
+    )
+
+
+def sessions_by_ids(*, project: Project, ids: list[int]) -> list[AgentSession]:
+    """The project's sessions among ``ids``, in the order given; ids of others are dropped."""
+    found = AgentSession.objects.filter(project=project, pk__in=ids).in_bulk()
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
+def runs_by_ids(*, project: Project, ids: list[int]) -> list[GCRun]:
+    """Runs of the project among ``ids``, in the order given (a bulk apply's progress)."""
+    found = (
+        GCRun.objects.filter(session__project=project, pk__in=ids)
+        .select_related("session", "policy_version__policy")
+        .defer("session_after", "result")
+        .in_bulk()
+    )
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
+def pin_policy(*, project: Project, policy_id: int | None = None) -> Policy | None:
+    """The policy pins act on: the one asked for, else the project's default (or None)."""
+    if policy_id is not None:
+        return policy_get(project=project, policy_id=policy_id)
+    if project.default_policy_id is None:
+        return None
+    return Policy.objects.filter(pk=project.default_policy_id, project=project).first()
+
+
+def policy_pins(*, policy: Policy | None) -> tuple[set[int], set[str]]:
+    """Turn indices and message ids the policy's newest version pins."""
+    if policy is None:
+        return set(), set()
+    config = (
+        PolicyVersion.objects.filter(policy=policy)
+        .order_by("-number")
+        .values_list("config", flat=True)
+        .first()
+    ) or {}
+    return set(config.get("pinned_turn_indices") or []), set(config.get("pinned_message_ids") or [])
 
 
 def pinned_by_default_policy(*, project: Project) -> tuple[set[int], set[str]]:

@@ -51,16 +51,46 @@ class UploadTooLarge(Exception):
 
 
 class PolicyConflict(Exception):
-    """A save based on an older version than the one stored now."""
+    """A save based on an older version than the one stored now.
 
-    def __init__(self, policy: Policy, base: int, current: PolicyVersion) -> None:
+    ``base_config`` is the gc.json of the version the change was made from (None when that
+    number does not exist), so callers can show what changed underneath the user.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        base: int,
+        current: PolicyVersion,
+        base_config: dict[str, Any] | None = None,
+    ) -> None:
         self.policy = policy
         self.base = base
         self.current = current
+        self.base_config = base_config
         super().__init__(
             f"{policy.name} changed since you loaded version {base}: "
             f"version {current.number} was saved by {current.author or 'someone'}"
         )
+
+
+class PolicyNameError(Exception):
+    """A policy name that is empty, too long, or already used in the project."""
+
+    key = "name"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"name: {reason}")
+
+
+class PinError(Exception):
+    """A pin that cannot be placed: no policy to hold it, or no such turn in the session."""
+
+    def __init__(self, reason: str, key: str | None = None) -> None:
+        self.reason = reason
+        self.key = key
+        super().__init__(reason)
 
 
 @dataclass(frozen=True)
@@ -511,17 +541,58 @@ def replay_execute(*, replay_id: int) -> None:
 
 # --- Policies --------------------------------------------------------------------------------
 
+POLICY_NAME_MAX = 200
+
+
+def _policy_name_checked(project: Project, name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise PolicyNameError("give the policy a name")
+    if len(name) > POLICY_NAME_MAX:
+        raise PolicyNameError(f"at most {POLICY_NAME_MAX} characters")
+    if Policy.objects.filter(project=project, name=name).exists():
+        raise PolicyNameError(f"a policy named {name!r} already exists")
+    return name
+
 
 @transaction.atomic
 def policy_create(
     *, project: Project, name: str, config: Any, message: str = "", author: str = ""
 ) -> Policy:
     stored = config_canonical(config)
-    policy = Policy.objects.create(project=project, name=name)
+    name = _policy_name_checked(project, name)
+    try:
+        with transaction.atomic():
+            policy = Policy.objects.create(project=project, name=name)
+    except IntegrityError:
+        # Someone created the same name between the check and the insert.
+        raise PolicyNameError(f"a policy named {name!r} already exists") from None
     PolicyVersion.objects.create(
         policy=policy, number=1, config=stored, message=message or "created", author=author
     )
     return policy
+
+
+def policy_import(
+    *, project: Project, name: str, data: bytes | str, message: str = "", author: str = ""
+) -> Policy:
+    """Create a policy from a gc.json file's bytes or pasted text, in either shape.
+
+    Text is encoded before it reaches the engine, which would read a string that does not look
+    like JSON as a path on this server.
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    return policy_create(
+        project=project, name=name, config=raw, message=message or "imported", author=author
+    )
+
+
+def _latest_locked(policy: Policy) -> PolicyVersion:
+    """The newest version, with the policy row locked until the transaction ends."""
+    Policy.objects.select_for_update().filter(pk=policy.pk).get()
+    current = policy.versions.order_by("-number").first()
+    assert current is not None  # every policy is created with version 1
+    return current
 
 
 @transaction.atomic
@@ -530,14 +601,100 @@ def policy_save(
 ) -> PolicyVersion:
     """Store a new version, unless someone saved since ``base_number`` was loaded."""
     stored = config_canonical(config)
-    Policy.objects.select_for_update().filter(pk=policy.pk).get()
-    current = policy.versions.order_by("-number").first()
-    assert current is not None  # every policy is created with version 1
+    current = _latest_locked(policy)
     if current.number != base_number:
-        raise PolicyConflict(policy, base_number, current)
+        base = policy.versions.filter(number=base_number).values_list("config", flat=True).first()
+        raise PolicyConflict(policy, base_number, current, base)
     return PolicyVersion.objects.create(
         policy=policy, number=current.number + 1, config=stored, message=message, author=author
     )
+
+
+def policy_restore(
+    *, policy: Policy, number: int, base_number: int | None = None, author: str = ""
+) -> PolicyVersion:
+    """Store version ``number``'s gc.json again, as a new version "restored version N".
+
+    History is never rewritten: the restore is itself a version, so it can be undone the same
+    way. ``base_number`` guards against restoring over a save the user has not seen.
+    """
+    old = policy.versions.get(number=number)
+    with transaction.atomic():
+        current = _latest_locked(policy)
+        base = current.number if base_number is None else base_number
+        return policy_save(
+            policy=policy,
+            config=old.config,
+            base_number=base,
+            message=f"restored version {number}",
+            author=author,
+        )
+
+
+def policy_pin(
+    *,
+    policy: Policy,
+    turn_index: int | None = None,
+    message_id: str | None = None,
+    pinned: bool | None = None,
+    session: AgentSession | None = None,
+    author: str = "",
+) -> tuple[PolicyVersion, bool]:
+    """Pin or unpin one turn (stable index) or one message id in the policy's newest version.
+
+    ``pinned`` None toggles. A change is a new version with the message "pinned turn N" /
+    "unpinned turn N" (or "... message ID"), so every pin is in the policy's history; asking
+    for the state it already has stores nothing. With ``session``, the turn or message must
+    exist in it. Returns the newest version and whether the item is pinned now.
+    """
+    if (turn_index is None) == (message_id is None):
+        raise PinError("give either a turn index or a message id", "turn_index")
+    if session is not None:
+        _pin_target_check(session, turn_index, message_id)
+    with transaction.atomic():
+        current = _latest_locked(policy)
+        config = dict(current.config)
+        item: int | str
+        if turn_index is not None:
+            key, item, noun = "pinned_turn_indices", turn_index, f"turn {turn_index}"
+        else:
+            assert message_id is not None
+            key, item, noun = "pinned_message_ids", message_id, f"message {message_id}"
+        pins = list(config.get(key) or [])
+        now = (item not in pins) if pinned is None else pinned
+        if now == (item in pins):
+            return current, now
+        config[key] = [*pins, item] if now else [p for p in pins if p != item]
+        version = PolicyVersion.objects.create(
+            policy=policy,
+            number=current.number + 1,
+            config=config_canonical(config),
+            message=f"{'pinned' if now else 'unpinned'} {noun}",
+            author=author,
+        )
+    return version, now
+
+
+def _pin_target_check(
+    session: AgentSession, turn_index: int | None, message_id: str | None
+) -> None:
+    turns = SessionTurn.objects.filter(session=session)
+    if turn_index is not None and not turns.filter(turn_index=turn_index).exists():
+        raise PinError(f"{session.label} has no turn {turn_index}", "turn_index")
+    if message_id is not None:
+        # JSON containment is not portable (SQLite has none); message pins are rare, so scan.
+        for messages in turns.values_list("messages", flat=True).iterator():
+            if any(m.get("id") == message_id for m in messages):
+                return
+        raise PinError(f"{session.label} has no message {message_id!r}", "message_id")
+
+
+def policy_apply(
+    *, version: PolicyVersion, sessions: list[AgentSession], trigger: str = "manual"
+) -> list[GCRun]:
+    """Queue one run of ``version`` per session; they run in the background, in order."""
+    with transaction.atomic():
+        return [run_start(session=s, policy_version=version, trigger=trigger) for s in sessions]
 
 
 def project_set_default_policy(*, project: Project, policy: Policy | None) -> None:

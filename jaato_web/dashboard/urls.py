@@ -1,13 +1,15 @@
 """Routes for the dashboard pages, namespaced so templates say ``dashboard:<name>``."""
 
-from django.urls import URLPattern, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from jaato_web.dashboard.views import replays, runs, sessions, trees, uploads
 
 app_name = "dashboard"
 
-urlpatterns: list[URLPattern] = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("", sessions.home, name="home"),
+    # The policy editor's pages keep their own route list (same namespace).
+    path("policies/", include("jaato_web.dashboard.policy_urls")),
     path("sessions/", sessions.session_list, name="session_list"),
     path("sessions/upload/", uploads.session_upload, name="session_upload"),
     path("sessions/<int:session_id>/", sessions.session_detail, name="session_detail"),

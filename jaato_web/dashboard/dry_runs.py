@@ -1,0 +1,232 @@
+"""Dry runs: what a policy would do to a stored session, computed in this process, never stored.
+
+The policy editor previews every edit (debounced) and the compare page runs two policies side
+by side, so what matters is the cost per request:
+
+* unpacking a stored session (zlib JSON into a ``gcengine.Session``) takes 0.1-0.3 s at 1,000
+  turns, so sessions are kept in a small LRU keyed by id and sha256; uploads are immutable,
+  so an entry never goes stale, and the engine never mutates a session it is handed;
+* ``gcengine.run_gc`` on the whole session gives the ledger (about 0.1 s at 1,000 turns);
+* the replay (``gcengine.simulate``) is the slow part, and its cost depends on the mode:
+  threshold mode collects a few times, continuous mode after nearly every turn past the
+  target. Replays are cached by session and gc.json, and drawn without being asked only when
+  the session is short enough for the mode (``QUICK_REPLAY_TURNS``).
+
+An LLM summarizer is never called from here: a dry run swaps in the offline extractive one and
+says so in its notes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import gcengine
+from gcengine.gc import GCRemovalItem, context_usage, load_gc_plugin, plugin_options
+from jaato_web.dashboard import presenters, services
+from jaato_web.dashboard.models import AgentSession
+
+SESSION_CACHE_SIZE = 4
+REPLAY_CACHE_SIZE = 64
+# Sessions up to this many turns are replayed as soon as a preview asks; longer ones wait
+# for a click. Continuous mode collects after nearly every turn past the target, so it costs
+# far more per turn (measured in benchmarks/preview.py).
+QUICK_REPLAY_TURNS = {"threshold": 2000, "continuous": 200}
+LLM_NOTE = (
+    "This preview summarizes with the offline extractive summarizer; "
+    "a real run calls the LLM endpoint."
+)
+
+
+class _LRU[K, V]:
+    """A small thread-safe least-recently-used map (runserver and WSGI servers use threads)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_sessions: _LRU[tuple[int, str], gcengine.Session] = _LRU(SESSION_CACHE_SIZE)
+_replays: _LRU[tuple[int, str, str], dict[str, Any]] = _LRU(REPLAY_CACHE_SIZE)
+
+
+def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:
+    if sessions:
+        _sessions.clear()
+    if replays:
+        _replays.clear()
+
+
+def engine_session(session: AgentSession) -> gcengine.Session:
+    """The engine's session for a stored one, unpacked once and then served from memory."""
+    key = (session.pk, session.sha256)
+    cached = _sessions.get(key)
+    if cached is None:
+        cached = services.engine_session_of(session)
+        _sessions.put(key, cached)
+    return cached
+
+
+def dry_run_config(config: gcengine.GCConfig) -> tuple[gcengine.GCConfig, list[str]]:
+    """The config a dry run uses, and notes on where it differs from a real run."""
+    if config.plugin_config.get("summarizer") != "llm":
+        return config, []
+    data = gcengine.dump_gc_config(config)
+    data["plugin_config"] = {**data["plugin_config"], "summarizer": "extractive"}
+    return services.config_validated(data), [LLM_NOTE]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``config`` would do to a session if it ran now, with the figures around it."""
+
+    config: gcengine.GCConfig
+    context_limit: int
+    turn_count: int
+    tokens_before: int
+    tokens_after: int
+    success: bool
+    error: str | None
+    items: list[GCRemovalItem]
+    notification: str | None
+    would_trigger: bool
+    trigger_reason: str | None
+    elapsed_ms: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_freed(self) -> int:
+        return max(self.tokens_before - self.tokens_after, 0)
+
+    def percent(self, tokens: int) -> float:
+        return round(tokens / self.context_limit * 100, 1) if self.context_limit else 0.0
+
+    @property
+    def percent_before(self) -> float:
+        return self.percent(self.tokens_before)
+
+    @property
+    def percent_after(self) -> float:
+        return self.percent(self.tokens_after)
+
+    @property
+    def removed_turns(self) -> frozenset[int]:
+        """Stable indices of the turns the run takes something from."""
+        return frozenset(i.turn_index for i in self.items if i.turn_index is not None)
+
+    @property
+    def removed_message_ids(self) -> frozenset[str]:
+        return frozenset(m for i in self.items for m in i.message_ids)
+
+
+def preview(session: AgentSession, config: gcengine.GCConfig) -> Preview:
+    """Run ``config`` on the session now (as a manual run would), and say whether its
+    trigger would have fired on its own at the session's current usage."""
+    started = time.perf_counter()
+    engine = engine_session(session)
+    used, notes = dry_run_config(config)
+    outcome = gcengine.run_gc(engine, used)
+    plugin = load_gc_plugin(used.plugin, plugin_options(used))
+    wanted, reason = plugin.should_collect(context_usage(engine.budget, len(engine.turns())), used)
+    result = outcome.result
+    return Preview(
+        config=config,
+        context_limit=engine.context_limit,
+        turn_count=session.turn_count,
+        tokens_before=outcome.budget_before.total_tokens(),
+        tokens_after=outcome.budget_after.total_tokens(),
+        success=result.success,
+        error=result.error,
+        items=list(result.removal_list),
+        notification=result.notification,
+        would_trigger=wanted,
+        trigger_reason=reason.value if reason is not None else None,
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+        notes=notes,
+    )
+
+
+def _replay_key(session: AgentSession, config: gcengine.GCConfig) -> tuple[int, str, str]:
+    canonical = json.dumps(gcengine.dump_gc_config(config), sort_keys=True)
+    return (session.pk, session.sha256, canonical)
+
+
+def replay_is_quick(session: AgentSession, config: gcengine.GCConfig) -> bool:
+    mode = "continuous" if config.continuous_mode else "threshold"
+    return int(session.turn_count) <= QUICK_REPLAY_TURNS[mode]
+
+
+def replay_cached(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any] | None:
+    used, _ = dry_run_config(config)
+    return _replays.get(_replay_key(session, used))
+
+
+def replay(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any]:
+    """The turn-by-turn replay series (``presenters.replay_series``), computed once per
+    session and gc.json."""
+    used, _ = dry_run_config(config)
+    key = _replay_key(session, used)
+    series = _replays.get(key)
+    if series is None:
+        series = presenters.replay_series(gcengine.simulate(engine_session(session), used))
+        _replays.put(key, series)
+    return series
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two policies on one session: what each removes, and what only one of them does."""
+
+    a: Preview
+    b: Preview
+
+    @property
+    def only_a_turns(self) -> list[int]:
+        return sorted(self.a.removed_turns - self.b.removed_turns)
+
+    @property
+    def only_b_turns(self) -> list[int]:
+        return sorted(self.b.removed_turns - self.a.removed_turns)
+
+    @property
+    def both_turns(self) -> list[int]:
+        return sorted(self.a.removed_turns & self.b.removed_turns)
+
+    @property
+    def only_a_message_ids(self) -> list[str]:
+        return sorted(self.a.removed_message_ids - self.b.removed_message_ids)
+
+    @property
+    def only_b_message_ids(self) -> list[str]:
+        return sorted(self.b.removed_message_ids - self.a.removed_message_ids)
+
+    @property
+    def both_message_ids(self) -> list[str]:
+        return sorted(self.a.removed_message_ids & self.b.removed_message_ids)
+
+
+def compare(session: AgentSession, a: gcengine.GCConfig, b: gcengine.GCConfig) -> Comparison:
+    return Comparison(preview(session, a), preview(session, b))

@@ -1,0 +1,319 @@
+"""Policy forms: widgets and coercion only. Every rule is the engine's.
+
+``PolicyForm`` turns the editor's fields into a flat gc.json and hands it to
+``gcengine.load_gc_config`` (through ``services.config_validated``); a ``ConfigError`` comes
+back naming a gc.json key, and ``field_for_key`` puts its message next to the control that
+edits that key. So the editor, the import page and the API refuse exactly the same things.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+import gcengine
+from gcengine.config import NOOP_NOTIFICATION_FIELDS, NOTIFICATION_FIELDS
+from jaato_web.dashboard import services
+from jaato_web.dashboard.policy_presenters import strategy_of
+
+STRATEGY_CHOICES = [
+    ("gc_budget", "budget: policy-aware, ephemeral content first"),
+    ("gc_truncate", "truncate: drop the oldest turns"),
+    ("gc_summarize", "summarize: replace old turns with a summary"),
+    ("gc_hybrid", "hybrid: drop ancient turns, summarize the middle"),
+]
+SUMMARIZER_CHOICES = [
+    ("", "extractive (default): offline, deterministic"),
+    ("extractive", "extractive, named explicitly"),
+    ("llm", "llm: an OpenAI-compatible endpoint set on the server"),
+]
+# The options that only some strategies read; the editor shows each one for these only.
+# Hidden options keep their values, so switching strategy and back loses nothing.
+APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "summarize_middle_turns": ("gc_hybrid",),
+    "max_summary_tokens": ("gc_summarize", "gc_hybrid"),
+    "summarizer": ("gc_summarize", "gc_hybrid"),
+    "noop_notification_template": ("gc_truncate", "gc_summarize", "gc_hybrid"),
+}
+PLACEHOLDERS = {
+    strategy: ", ".join("{" + name + "}" for name in sorted(names))
+    for strategy, names in NOTIFICATION_FIELDS.items()
+}
+NOOP_PLACEHOLDERS = ", ".join("{" + name + "}" for name in sorted(NOOP_NOTIFICATION_FIELDS))
+
+# gc.json keys that the editor edits under another name.
+KEY_FIELDS = {
+    "type": "strategy",
+    "plugin": "strategy",
+    "config.type": "strategy",
+    "config.plugin": "strategy",
+    "continuous_mode": "pressure_percent",
+    "plugin_config": "plugin_options",
+}
+IMPORT_MAX_BYTES = 256 * 1024
+
+
+def field_for_key(form: forms.Form, key: str | None) -> str | None:
+    """The form field that edits gc.json key ``key``, or None (then it is shown on top)."""
+    if key is None:
+        return None
+    name = KEY_FIELDS.get(key, key)
+    return name if name in form.fields else None
+
+
+def add_config_error(form: forms.Form, error: gcengine.ConfigError) -> None:
+    field = field_for_key(form, error.key)
+    if field is not None:
+        form.add_error(field, error.reason)
+    else:
+        form.add_error(None, str(error))  # "key: reason", so an unknown key is named
+
+
+class _ListField(forms.Field):
+    """Repeated inputs with one name (the pinned list); blank entries are ignored."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[Any]:
+        if value in self.empty_values:
+            return []
+        values = value if isinstance(value, list | tuple) else [value]
+        return [self.item(str(v).strip()) for v in values if str(v).strip()]
+
+    def item(self, value: str) -> Any:
+        return value
+
+
+class TurnListField(_ListField):
+    def item(self, value: str) -> int:
+        try:
+            return int(value)
+        except ValueError:
+            raise ValidationError(f"“{value}” is not a turn index (a whole number).") from None
+
+
+def _number(value: Any) -> Any:
+    """80.0 shows as 80 in a number field; other values pass through."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def flat_gc_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat shape of either gc.json shape, as far as it can be read (for refilling a form
+    from a file the engine refused; the engine itself decides what is valid)."""
+    if "plugin" in data or "config" in data:
+        inner = data.get("config")
+        return {"type": data.get("plugin"), **(inner if isinstance(inner, Mapping) else {})}
+    return dict(data)
+
+
+def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The editor's field values for a flat gc.json (stored, default, or imported)."""
+    plugin_config = config.get("plugin_config")
+    options = dict(plugin_config) if isinstance(plugin_config, Mapping) else plugin_config
+    summarizer = options.pop("summarizer", "") if isinstance(options, dict) else ""
+    pressure = config.get("pressure_percent", 90)
+    return {
+        "strategy": strategy_of(config),
+        "threshold_percent": _number(config.get("threshold_percent", 80)),
+        "target_percent": _number(config.get("target_percent", 60)),
+        "pressure_percent": _number(pressure) if pressure else 0,
+        "preserve_recent_turns": config.get("preserve_recent_turns", 5),
+        "max_turns": config.get("max_turns"),
+        "auto_trigger": config.get("auto_trigger", True),
+        "check_before_send": config.get("check_before_send", True),
+        "notify_on_gc": config.get("notify_on_gc", False),
+        "notification_template": config.get("notification_template") or "",
+        "noop_notification_template": config.get("noop_notification_template") or "",
+        "summarize_middle_turns": config.get("summarize_middle_turns"),
+        "max_summary_tokens": config.get("max_summary_tokens"),
+        "summarizer": summarizer if isinstance(summarizer, str) else json.dumps(summarizer),
+        "agent_name": config.get("agent_name") or "",
+        "pinned_turn_indices": list(config.get("pinned_turn_indices") or []),
+        "pinned_message_ids": list(config.get("pinned_message_ids") or []),
+        "plugin_options": json.dumps(options, indent=1, sort_keys=True) if options else "",
+    }
+
+
+def default_values() -> dict[str, Any]:
+    """A new policy starts from the engine's defaults, with the policy-aware strategy."""
+    return form_values(gcengine.dump_gc_config(gcengine.GCConfig(plugin="gc_budget")))
+
+
+def _percent_input(field_id: str) -> forms.NumberInput:
+    return forms.NumberInput(
+        attrs={
+            "min": 0,
+            "max": 100,
+            "step": "any",
+            "class": "percent-pair__number",
+            "data-percent-number": field_id,
+        }
+    )
+
+
+class PolicyForm(forms.Form):
+    """The gc.json being edited. ``config`` holds the engine's reading once valid."""
+
+    strategy = forms.ChoiceField(
+        choices=STRATEGY_CHOICES,
+        widget=forms.Select(attrs={"data-strategy-select": ""}),
+    )
+    threshold_percent = forms.FloatField(
+        label="Threshold", widget=_percent_input("threshold_percent")
+    )
+    target_percent = forms.FloatField(label="Target", widget=_percent_input("target_percent"))
+    pressure_percent = forms.FloatField(label="Pressure", widget=_percent_input("pressure_percent"))
+    preserve_recent_turns = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 0}))
+    max_turns = forms.IntegerField(
+        required=False, label="Max turns", widget=forms.NumberInput(attrs={"min": 1})
+    )
+    auto_trigger = forms.BooleanField(required=False)
+    check_before_send = forms.BooleanField(required=False)
+    notify_on_gc = forms.BooleanField(required=False)
+    notification_template = forms.CharField(required=False, max_length=2000)
+    noop_notification_template = forms.CharField(required=False, max_length=2000)
+    summarize_middle_turns = forms.IntegerField(
+        required=False, widget=forms.NumberInput(attrs={"min": 0})
+    )
+    max_summary_tokens = forms.IntegerField(
+        required=False, widget=forms.NumberInput(attrs={"min": 1})
+    )
+    summarizer = forms.ChoiceField(required=False, choices=SUMMARIZER_CHOICES)
+    agent_name = forms.CharField(required=False, max_length=200)
+    pinned_turn_indices = TurnListField(required=False, label="Pinned turns")
+    pinned_message_ids = _ListField(required=False, label="Pinned messages")
+    plugin_options = forms.CharField(
+        required=False,
+        label="Other plugin options",
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="Other plugin_config keys, as a JSON object (kept as they are).",
+    )
+
+    config: gcengine.GCConfig
+
+    def clean_plugin_options(self) -> dict[str, Any]:
+        text = self.cleaned_data["plugin_options"].strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValidationError(f"Not JSON: {error.msg} (line {error.lineno}).") from None
+        if not isinstance(value, dict):
+            raise ValidationError('Give a JSON object, such as {"key": 1}.')
+        if "summarizer" in value:
+            raise ValidationError("Choose the summarizer with its own control above.")
+        return value
+
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned  # coercion failed somewhere; the engine would only repeat it
+        try:
+            self.config = services.config_validated(self.gc_json())
+        except gcengine.ConfigError as error:
+            add_config_error(self, error)
+        return cleaned
+
+    def gc_json(self) -> dict[str, Any]:
+        """The flat gc.json these fields say (before the engine has read it)."""
+        data = self.cleaned_data
+        options = dict(data.get("plugin_options") or {})
+        if data.get("summarizer"):
+            options["summarizer"] = data["summarizer"]
+        config: dict[str, Any] = {
+            "type": data["strategy"],
+            "threshold_percent": data["threshold_percent"],
+            "target_percent": data["target_percent"],
+            "pressure_percent": data["pressure_percent"],
+            "preserve_recent_turns": data["preserve_recent_turns"],
+            "max_turns": data.get("max_turns"),
+            "auto_trigger": data["auto_trigger"],
+            "check_before_send": data["check_before_send"],
+            "notify_on_gc": data["notify_on_gc"],
+            "pinned_turn_indices": data.get("pinned_turn_indices") or [],
+            "pinned_message_ids": data.get("pinned_message_ids") or [],
+            "plugin_config": options,
+        }
+        optional = (
+            "notification_template",
+            "noop_notification_template",
+            "summarize_middle_turns",
+            "max_summary_tokens",
+            "agent_name",
+        )
+        for key in optional:
+            if data.get(key) not in (None, ""):
+                config[key] = data[key]
+        return config
+
+
+class PolicySaveForm(forms.Form):
+    """What a save records beside the gc.json: who, why, and the version it started from."""
+
+    name = forms.CharField(max_length=services.POLICY_NAME_MAX, required=False)
+    message = forms.CharField(
+        max_length=500,
+        error_messages={"required": "Say what changed and why: it is the version's message."},
+    )
+    author = forms.CharField(max_length=150, required=False)
+    base_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, new: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.new = new
+        self.fields["name"].required = new
+
+
+class PolicyImportForm(forms.Form):
+    """A gc.json to import, uploaded or pasted; the engine reads it, in either shape."""
+
+    file = forms.FileField(required=False)
+    text = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+        strip=False,
+    )
+    name = forms.CharField(max_length=services.POLICY_NAME_MAX, required=False)
+    message = forms.CharField(max_length=500, required=False)
+    author = forms.CharField(max_length=150, required=False)
+
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        upload = self.cleaned_data.get("file")
+        text = self.cleaned_data.get("text") or ""
+        if upload and text.strip():
+            raise ValidationError("Upload a file or paste its text, not both.")
+        if not upload and not text.strip():
+            raise ValidationError("Upload a gc.json file or paste its text.")
+        if upload is not None and upload.size > IMPORT_MAX_BYTES:
+            self.add_error("file", f"A gc.json is small; this file is {upload.size:,} bytes.")
+        return cleaned
+
+    def raw(self) -> bytes:
+        upload = self.cleaned_data.get("file")
+        if upload is not None:
+            return bytes(upload.read())
+        return str(self.cleaned_data["text"]).encode()
+
+    def policy_name(self) -> str:
+        """The name given, else the file's name without ``.json`` (``gc`` says nothing)."""
+        name = str(self.cleaned_data.get("name") or "").strip()
+        upload = self.cleaned_data.get("file")
+        if not name and upload is not None:
+            stem = PurePath(upload.name or "").name.removesuffix(".json")
+            name = "" if stem in ("", "gc") else stem
+        return name
+
+    def parsed(self, raw: bytes) -> dict[str, Any] | None:
+        """The file as a JSON object, if it is one (for refilling the editor)."""
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):  # JSON, UTF-8 and number-size errors alike
+            return None
+        return value if isinstance(value, dict) else None

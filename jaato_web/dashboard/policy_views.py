@@ -1,0 +1,613 @@
+"""Pages of the policy editor: list, import, edit with live preview, versions, pins, compare,
+apply.
+
+Views only parse input, call a service or selector, and render; the rules are the engine's
+(through ``policy_forms``), dry runs are ``dry_runs``, and every write is a service. Fragments
+that htmx swaps live in the page templates as ``{% partialdef %}`` blocks, and every one of
+them is also reachable without JavaScript through an ordinary form post.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+import gcengine
+from gcengine.gc import PluginError
+from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
+from jaato_web.dashboard.models import AgentSession, Policy, PolicyVersion, Project
+from jaato_web.dashboard.policy_forms import (
+    APPLIES_TO,
+    KEY_FIELDS,
+    NOOP_PLACEHOLDERS,
+    PLACEHOLDERS,
+    PolicyForm,
+    PolicyImportForm,
+    PolicySaveForm,
+    add_config_error,
+    default_values,
+    field_for_key,
+    flat_gc_json,
+    form_values,
+)
+
+# A preview shows this many ledger rows and counts the rest.
+PREVIEW_LEDGER_ROWS = 30
+# Pickers list the newest sessions; older ones are reachable by id (?session=).
+SESSION_CHOICES = 200
+# Pins make versions too, so a busy policy's history is paged.
+VERSIONS_PER_PAGE = 50
+AUTHOR_KEY = "policy_author"
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _project() -> Project:
+    return services.project_default()
+
+
+def _author(request: HttpRequest, given: str | None = None) -> str:
+    """The free-text author name, remembered for this browser until sign-in exists."""
+    if given is not None:
+        request.session[AUTHOR_KEY] = given
+        return given
+    return str(request.session.get(AUTHOR_KEY, ""))
+
+
+def _session_choice(project: Project, value: Any) -> AgentSession | None:
+    """The session asked for, else the newest one; None when the project has none."""
+    session_id = _int(value)
+    if session_id is not None:
+        return selectors.session_get(project=project, session_id=session_id)
+    newest = selectors.session_choices(project=project).first()
+    return selectors.session_get(project=project, session_id=newest.pk) if newest else None
+
+
+# --- List and default ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    policy: Policy
+    latest: PolicyVersion
+    summary: policy_presenters.PolicySummary
+    is_default: bool
+
+
+@require_GET
+def policy_list(request: HttpRequest) -> HttpResponse:
+    project = _project()
+    rows = [
+        PolicyRow(
+            policy=version.policy,
+            latest=version,
+            summary=policy_presenters.policy_summary(version.config),
+            is_default=project.default_policy_id == version.policy_id,
+        )
+        for version in selectors.policy_latest_versions(project=project)
+    ]
+    return render(
+        request,
+        "policies/list.html",
+        {"rows": rows, "project": project, "on_upload": project.run_default_policy_on_upload},
+    )
+
+
+@require_POST
+def policy_default(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Mark the policy as the project's default (it runs on every upload), or unmark it."""
+    project = _project()
+    policy = selectors.policy_get(project=project, policy_id=policy_id)
+    if request.POST.get("default") == "on":
+        services.project_set_default_policy(project=project, policy=policy)
+        messages.success(request, f"{policy.name} is now the default: it runs on every upload.")
+    elif project.default_policy_id == policy.pk:
+        services.project_set_default_policy(project=project, policy=None)
+        messages.success(request, f"{policy.name} is no longer the default; uploads run no GC.")
+    return redirect("dashboard:policy-list")
+
+
+# --- Editor --------------------------------------------------------------------------------
+
+
+def _editor_context(
+    request: HttpRequest,
+    project: Project,
+    policy: Policy | None,
+    form: PolicyForm,
+    save_form: PolicySaveForm,
+    **extra: Any,
+) -> dict[str, Any]:
+    sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
+    chosen = _int(request.GET.get("session") or request.POST.get("session"))
+    if chosen is None and sessions:
+        chosen = sessions[0].pk
+    return {
+        "policy": policy,
+        "form": form,
+        "save_form": save_form,
+        "sessions": sessions,
+        "chosen_session": chosen,
+        "applies_to": {k: " ".join(v) for k, v in APPLIES_TO.items()},
+        "placeholders": PLACEHOLDERS,
+        "noop_placeholders": NOOP_PLACEHOLDERS,
+        "is_default": policy is not None and project.default_policy_id == policy.pk,
+        **extra,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+def policy_new(request: HttpRequest) -> HttpResponse:
+    return _editor(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+def policy_edit(request: HttpRequest, policy_id: int) -> HttpResponse:
+    return _editor(request, selectors.policy_get(project=_project(), policy_id=policy_id))
+
+
+def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
+    project = _project()
+    latest = selectors.policy_latest_version(policy=policy) if policy else None
+    if request.method != "POST":
+        form = PolicyForm(initial=form_values(latest.config) if latest else default_values())
+        save_form = PolicySaveForm(
+            new=policy is None,
+            initial={"base_version": latest.number if latest else None, "author": _author(request)},
+        )
+        return render(
+            request,
+            "policies/editor.html",
+            _editor_context(request, project, policy, form, save_form, latest=latest),
+        )
+
+    form = PolicyForm(request.POST)
+    save_form = PolicySaveForm(request.POST, new=policy is None)
+    extra: dict[str, Any] = {"latest": latest}
+    if form.is_valid() and save_form.is_valid():
+        data = save_form.cleaned_data
+        author = _author(request, data["author"])
+        try:
+            if policy is None:
+                policy = services.policy_create(
+                    project=project,
+                    name=data["name"],
+                    config=form.gc_json(),
+                    message=data["message"],
+                    author=author,
+                )
+                messages.success(request, f"Created {policy.name}, version 1.")
+                return redirect("dashboard:policy-edit", policy_id=policy.pk)
+            version = services.policy_save(
+                policy=policy,
+                config=form.gc_json(),
+                base_number=data["base_version"] or 0,
+                message=data["message"],
+                author=author,
+            )
+        except services.PolicyNameError as error:
+            save_form.add_error("name", error.reason)
+        except gcengine.ConfigError as error:  # the form already asked the engine; a race
+            add_config_error(form, error)
+        except services.PolicyConflict as conflict:
+            extra |= _conflict_context(conflict, form)
+            # Saving again is now a deliberate choice made after seeing the difference.
+            rebased = request.POST.copy()
+            rebased["base_version"] = str(conflict.current.number)
+            save_form = PolicySaveForm(rebased, new=False)
+            save_form.is_valid()
+            extra["latest"] = conflict.current
+        else:
+            messages.success(request, f"Saved {policy.name} version {version.number}.")
+            return redirect("dashboard:policy-edit", policy_id=policy.pk)
+    return render(
+        request,
+        "policies/editor.html",
+        _editor_context(request, project, policy, form, save_form, **extra),
+    )
+
+
+def _conflict_context(conflict: services.PolicyConflict, form: PolicyForm) -> dict[str, Any]:
+    return {
+        "conflict": conflict,
+        "conflict_rows": policy_presenters.conflict_rows(
+            conflict.base_config or {},
+            conflict.current.config,
+            gcengine.dump_gc_config(form.config),
+        ),
+    }
+
+
+# --- Live preview ----------------------------------------------------------------------------
+
+
+@require_POST
+def policy_preview(request: HttpRequest) -> HttpResponse:
+    """What the form's policy would remove from the chosen session now; stores nothing."""
+    project = _project()
+    form = PolicyForm(request.POST)
+    session = _session_choice(project, request.POST.get("session"))
+    context: dict[str, Any] = {"form": form, "session": session}
+    if session is not None and form.is_valid():
+        context |= _preview_context(session, form.config)
+    return render(request, "policies/editor.html#preview", context)
+
+
+def _preview_context(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any]:
+    result = dry_runs.preview(session, config)
+    series = dry_runs.replay_cached(session, config)
+    return {
+        "preview": result,
+        "ledger": policy_presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
+        "replay_quick": dry_runs.replay_is_quick(session, config),
+        **_chart_context(series),
+    }
+
+
+def _chart_context(series: dict[str, Any] | None) -> dict[str, Any]:
+    if series is None:
+        return {"chart": None, "replay": None}
+    return {
+        "chart": presenters.replay_chart(series),
+        "replay": policy_presenters.replay_figures(series),
+    }
+
+
+@require_POST
+def policy_preview_chart(request: HttpRequest) -> HttpResponse:
+    """The replay chart for the form's policy; asked for separately because it costs more."""
+    project = _project()
+    form = PolicyForm(request.POST)
+    session = _session_choice(project, request.POST.get("session"))
+    context: dict[str, Any] = {"form": form, "session": session}
+    if session is not None and form.is_valid():
+        context |= _chart_context(dry_runs.replay(session, form.config))
+    return render(request, "policies/editor.html#preview-chart", context)
+
+
+@require_GET
+def policy_version_chart(request: HttpRequest) -> HttpResponse:
+    """The replay chart of a stored version on a session (the compare page loads two)."""
+    project = _project()
+    session = _session_choice(project, request.GET.get("session"))
+    version_id = _int(request.GET.get("version"))
+    if session is None or version_id is None:
+        return HttpResponseBadRequest("give session and version")
+    version = selectors.policy_version_get(project=project, version_id=version_id)
+    series = dry_runs.replay(session, services.config_validated(version.config))
+    return render(
+        request,
+        "policies/compare.html#compare-chart",
+        {
+            "session": session,
+            "version": version,
+            "chart_label": f"{version.policy.name} v{version.number}",
+            **_chart_context(series),
+        },
+    )
+
+
+# --- Import and export -----------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def policy_import(request: HttpRequest) -> HttpResponse:
+    project = _project()
+    if request.method != "POST":
+        form = PolicyImportForm(initial={"author": _author(request)})
+        return render(request, "policies/import.html", {"form": form})
+    form = PolicyImportForm(request.POST, request.FILES)
+    if form.is_valid():
+        raw = form.raw()
+        name = form.policy_name()
+        author = _author(request, form.cleaned_data["author"])
+        message = form.cleaned_data["message"] or "imported"
+        try:
+            policy = services.policy_import(
+                project=project, name=name, data=raw, message=message, author=author
+            )
+        except gcengine.ConfigError as error:
+            # A bad value of a key the editor has a control for is fixed there, next to the
+            # control; anything else (not JSON, an unknown key) is shown here, with its key.
+            parsed = form.parsed(raw) if _has_control(error) else None
+            editor = parsed is not None and _import_into_editor(
+                request, project, parsed, name, message, author
+            )
+            if editor:
+                return editor
+            add_config_error(form, error)
+        except services.PolicyNameError as error:
+            form.add_error("name", error.reason)
+        else:
+            messages.success(request, f"Imported {policy.name} as version 1.")
+            return redirect("dashboard:policy-edit", policy_id=policy.pk)
+    return render(request, "policies/import.html", {"form": form})
+
+
+# Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
+# like it ("strategy", "summarizer").
+GC_JSON_KEYS = frozenset(gcengine.GCConfig.model_fields) | frozenset(KEY_FIELDS)
+
+
+def _has_control(error: gcengine.ConfigError) -> bool:
+    return error.key in GC_JSON_KEYS and field_for_key(PolicyForm(), error.key) is not None
+
+
+def _import_into_editor(
+    request: HttpRequest,
+    project: Project,
+    parsed: dict[str, Any],
+    name: str,
+    message: str,
+    author: str,
+) -> HttpResponse | None:
+    """Show the refused file in the editor, each engine message next to its control; None
+    when the editor's reading of the file is valid (the problem is in the file's shape)."""
+    form = PolicyForm(form_values(flat_gc_json(parsed)))
+    if form.is_valid():
+        return None
+    save_form = PolicySaveForm(
+        initial={"name": name, "message": message, "author": author}, new=True
+    )
+    context = _editor_context(request, project, None, form, save_form, imported=True, latest=None)
+    return render(request, "policies/editor.html", context)
+
+
+@require_GET
+def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
+    """A version as the gc.json JAATO's own loader reads (``gcengine.dump_gc_config``)."""
+    policy = selectors.policy_get(project=_project(), policy_id=policy_id)
+    version = selectors.policy_version_by_number(policy=policy, number=number)
+    document = gcengine.dump_gc_config(services.config_validated(version.config))
+    response = HttpResponse(
+        presenters.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
+    )
+    response["Content-Disposition"] = 'attachment; filename="gc.json"'
+    return response
+
+
+# --- Versions ------------------------------------------------------------------------------
+
+
+@require_GET
+def policy_versions(request: HttpRequest, policy_id: int) -> HttpResponse:
+    project = _project()
+    policy = selectors.policy_get(project=project, policy_id=policy_id)
+    page = selectors.page_of(
+        selectors.policy_versions(policy=policy), request.GET.get("page"), VERSIONS_PER_PAGE
+    )
+    return render(
+        request,
+        "policies/versions.html",
+        {
+            "policy": policy,
+            "page": page,
+            "versions": list(page.object_list),
+            "latest": selectors.policy_latest_version(policy=policy),
+            "author": _author(request),
+            "is_default": project.default_policy_id == policy.pk,
+        },
+    )
+
+
+@require_GET
+def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Two versions side by side, field by field, differences marked."""
+    policy = selectors.policy_get(project=_project(), policy_id=policy_id)
+    latest = selectors.policy_latest_version(policy=policy)
+    a_number = _int(request.GET.get("a")) or max(latest.number - 1, 1)
+    b_number = _int(request.GET.get("b")) or latest.number
+    a = selectors.policy_version_by_number(policy=policy, number=a_number)
+    b = selectors.policy_version_by_number(policy=policy, number=b_number)
+    rows = policy_presenters.config_table([a.config, b.config])
+    return render(
+        request,
+        "policies/versions_compare.html",
+        {
+            "policy": policy,
+            "a": a,
+            "b": b,
+            "rows": rows,
+            "changed": sum(1 for r in rows if r.differs),
+            "numbers": list(range(latest.number, 0, -1)),
+        },
+    )
+
+
+@require_POST
+def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
+    policy = selectors.policy_get(project=_project(), policy_id=policy_id)
+    selectors.policy_version_by_number(policy=policy, number=number)  # 404 for a wrong number
+    author = _author(request, request.POST.get("author", "").strip()[:150])
+    try:
+        version = services.policy_restore(
+            policy=policy,
+            number=number,
+            base_number=_int(request.POST.get("base_version")),
+            author=author,
+        )
+    except services.PolicyConflict as conflict:
+        messages.error(
+            request,
+            f"Not restored: {conflict}. Look at version {conflict.current.number} below, "
+            "then restore again if you still want to.",
+        )
+    else:
+        messages.success(
+            request, f"Restored version {number} as version {version.number} of {policy.name}."
+        )
+    return redirect("dashboard:policy-versions", policy_id=policy.pk)
+
+
+# --- Pins ----------------------------------------------------------------------------------
+
+
+def pin_toggle_context(*, project: Project, policy_id: int | None = None) -> dict[str, Any]:
+    """What ``policies/pin_toggle.html#pin-toggle`` needs besides ``session`` and
+    ``turn_index``: the policy pins go to and the turns it pins. Computed once per page."""
+    policy = selectors.pin_policy(project=project, policy_id=policy_id)
+    turns, _ = selectors.policy_pins(policy=policy)
+    return {"pin_policy": policy, "pinned_turns": turns}
+
+
+@require_POST
+@vary_on_headers("HX-Request")
+def policy_pin_toggle(request: HttpRequest) -> HttpResponse:
+    """Pin or unpin one turn of a session in a policy (the project's default unless one is
+    chosen); each change is a new version of that policy."""
+    project = _project()
+    session_id, turn_index = _int(request.POST.get("session")), _int(request.POST.get("turn"))
+    if session_id is None or turn_index is None:
+        return HttpResponseBadRequest("give session and turn")
+    session = selectors.session_get(project=project, session_id=session_id)
+    context = pin_toggle_context(project=project, policy_id=_int(request.POST.get("policy")))
+    policy: Policy | None = context["pin_policy"]
+    error = version = None
+    if policy is None:
+        error = "Mark a policy as the default (or choose one) to pin turns."
+    else:
+        try:
+            version, pinned = services.policy_pin(
+                policy=policy, turn_index=turn_index, session=session, author=_author(request)
+            )
+        except services.PinError as problem:
+            error = problem.reason
+        else:
+            turns = set(context["pinned_turns"])
+            context["pinned_turns"] = turns | {turn_index} if pinned else turns - {turn_index}
+    next_url = request.POST.get("next", "")
+    if not _is_htmx(request):
+        if error:
+            messages.error(request, error)
+        elif version is not None:
+            messages.success(request, f"{version.message} in {policy}: version {version.number}.")
+        if url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
+            return redirect(next_url)
+        return redirect("dashboard:policy-list")
+    context |= {
+        "session": session,
+        "turn_index": turn_index,
+        "pin_error": error,
+        "pin_version": version,
+        "pin_next": next_url,
+    }
+    return render(request, "policies/pin_toggle.html#pin-toggle", context)
+
+
+# --- Compare two policies on a session -------------------------------------------------------
+
+
+@require_GET
+def policy_compare(request: HttpRequest) -> HttpResponse:
+    project = _project()
+    choices = list(selectors.policy_version_choices(project=project))
+    sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
+    session = _session_choice(project, request.GET.get("session"))
+    a_id, b_id = _int(request.GET.get("a")), _int(request.GET.get("b"))
+    if a_id is None or b_id is None:
+        latest = {}
+        for v in choices:
+            latest.setdefault(v.policy_id, v)
+        default_id = project.default_policy_id
+        ordered = sorted(latest.values(), key=lambda v: v.policy_id != default_id)
+        a_id = a_id or (ordered[0].pk if ordered else None)
+        b_id = b_id or (ordered[1].pk if len(ordered) > 1 else a_id)
+    context: dict[str, Any] = {
+        "choices": choices,
+        "sessions": sessions,
+        "session": session,
+        "a_id": a_id,
+        "b_id": b_id,
+    }
+    if session is not None and a_id is not None and b_id is not None:
+        a = selectors.policy_version_get(project=project, version_id=a_id)
+        b = selectors.policy_version_get(project=project, version_id=b_id)
+        comparison = dry_runs.compare(
+            session, services.config_validated(a.config), services.config_validated(b.config)
+        )
+        context |= {
+            "a": a,
+            "b": b,
+            "comparison": comparison,
+            "ledger_a": policy_presenters.ledger_rows(comparison.a.items, PREVIEW_LEDGER_ROWS),
+            "ledger_b": policy_presenters.ledger_rows(comparison.b.items, PREVIEW_LEDGER_ROWS),
+            "rows": [r for r in policy_presenters.config_table([a.config, b.config]) if r.differs],
+            "quick_a": dry_runs.replay_is_quick(session, comparison.a.config),
+            "quick_b": dry_runs.replay_is_quick(session, comparison.b.config),
+        }
+    return render(request, "policies/compare.html", context)
+
+
+# --- Apply to sessions ---------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Run a version of the policy on one session or a selection, one background run each."""
+    project = _project()
+    policy = selectors.policy_get(project=project, policy_id=policy_id)
+    versions = list(selectors.policy_versions(policy=policy).defer("config"))
+    sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
+    error = None
+    selected = {i for i in map(_int, request.GET.getlist("session")) if i is not None}
+    if request.method == "POST":
+        number = _int(request.POST.get("version")) or versions[0].number
+        version = selectors.policy_version_by_number(policy=policy, number=number)
+        ids = [i for i in map(_int, request.POST.getlist("sessions")) if i is not None]
+        chosen = selectors.sessions_by_ids(project=project, ids=ids)
+        selected = {s.pk for s in chosen}
+        if not chosen:
+            error = "Choose at least one session."
+        else:
+            try:
+                runs = services.policy_apply(version=version, sessions=chosen)
+            except (gcengine.GCEngineError, PluginError) as problem:
+                error = str(problem)
+            else:
+                url = reverse("dashboard:policy-runs")
+                return redirect(f"{url}?ids={','.join(str(r.pk) for r in runs)}")
+    return render(
+        request,
+        "policies/apply.html",
+        {
+            "policy": policy,
+            "versions": versions,
+            "sessions": sessions,
+            "selected": selected,
+            "error": error,
+        },
+    )
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def policy_runs(request: HttpRequest) -> HttpResponse:
+    """Progress of a bulk apply: polled by htmx until every run is done or failed."""
+    ids = [i for i in map(_int, request.GET.get("ids", "").split(",")) if i is not None]
+    runs = selectors.runs_by_ids(project=_project(), ids=ids)
+    finished = sum(1 for r in runs if not r.is_pending)
+    context = {
+        "runs": runs,
+        "finished": finished,
+        "pending": finished < len(runs),
+        "ids": ",".join(str(r.pk) for r in runs),
+    }
+    template = "policies/runs.html#apply-progress" if _is_htmx(request) else "policies/runs.html"
+    return render(request, template, context)

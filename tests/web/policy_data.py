@@ -1,0 +1,44 @@
+"""Policies and sessions the policy editor's tests share (plain values and helpers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jaato_web.dashboard import services
+from jaato_web.dashboard.models import AgentSession, Project
+from tests.web.uploads import session_file
+
+GC_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gc"
+# JAATO's two shipped gc.json files and the design document's shape (reference 2.2).
+JAATO_REPO_FILE = GC_FIXTURES / "jaato_repo_gc.json"
+JAATO_TUI_EXAMPLE_FILE = GC_FIXTURES / "jaato_tui_example_gc.json"
+DESIGN_SHAPE_FILE = GC_FIXTURES / "design_shape_gc.json"
+
+TRUNCATE_POLICY: dict[str, Any] = {
+    "type": "truncate",
+    "threshold_percent": 80,
+    "target_percent": 40,
+    "pressure_percent": 90,
+    "preserve_recent_turns": 2,
+}
+BUDGET_POLICY: dict[str, Any] = {
+    "type": "budget",
+    "threshold_percent": 80,
+    "target_percent": 30,
+    "pressure_percent": 90,
+    "preserve_recent_turns": 2,
+}
+
+
+def gc_file(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def stored_session(project: Project, turns: int = 20, seed: int = 1) -> AgentSession:
+    receipt = services.session_upload(
+        project=project, filename=f"agent-{turns}-{seed}.json", data=session_file(turns, seed=seed)
+    )
+    assert receipt.session is not None
+    return receipt.session

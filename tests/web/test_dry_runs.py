@@ -1,0 +1,159 @@
+"""Dry runs: what a policy would remove from a stored session, computed and never stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
+from jaato_web.dashboard.models import GCRun, Replay
+from tests.web.policy_data import BUDGET_POLICY, TRUNCATE_POLICY
+
+pytestmark = pytest.mark.django_db
+pytest_plugins = ["tests.web.policy_fixtures"]
+
+
+def config(**changes: object):
+    return services.config_validated({**TRUNCATE_POLICY, **changes})
+
+
+def expected_truncation(session, target_percent: float, keep: set[int]) -> tuple[list[int], int]:
+    """Oldest removable turns first until usage is at or below the target, from the figures
+    stored at upload: the turn holding the locked request, the recent ones and ``keep`` stay."""
+    turns = list(selectors.session_turns(session=session))
+    recent = {t.turn_index for t in turns[-TRUNCATE_POLICY["preserve_recent_turns"] :]}
+    target = session.context_limit * target_percent / 100
+    total, removed = session.total_tokens, []
+    for turn in turns:
+        if total <= target:
+            break
+        if turn.policy == "locked" or turn.turn_index in recent | keep:
+            continue
+        removed.append(turn.turn_index)
+        total -= turn.tokens
+    return removed, total
+
+
+def test_preview_removes_the_oldest_turns_down_to_the_target(agent_session):
+    preview = dry_runs.preview(agent_session, config())
+
+    turns, tokens_after = expected_truncation(agent_session, 40, keep=set())
+    assert [item.turn_index for item in preview.items] == turns
+    assert {item.reason for item in preview.items} == {"truncated"}
+    assert preview.tokens_before == agent_session.total_tokens
+    assert preview.tokens_after == tokens_after
+    assert preview.percent_after <= 40
+    assert preview.tokens_freed == sum(item.tokens_freed for item in preview.items)
+
+
+def test_preview_stores_nothing(agent_session):
+    dry_runs.preview(agent_session, config())
+
+    assert GCRun.objects.count() == 0
+    assert Replay.objects.count() == 0
+
+
+def test_a_higher_target_removes_less(agent_session):
+    low = dry_runs.preview(agent_session, config(target_percent=30))
+    high = dry_runs.preview(agent_session, config(target_percent=55))
+
+    assert len(high.items) < len(low.items)
+    assert high.tokens_after > low.tokens_after
+
+
+def test_a_pinned_turn_leaves_the_ledger(agent_session):
+    first = dry_runs.preview(agent_session, config()).items[0].turn_index
+    assert first is not None
+
+    pinned = dry_runs.preview(agent_session, config(pinned_turn_indices=[first]))
+
+    turns, tokens_after = expected_truncation(agent_session, 40, keep={first})
+    assert first not in pinned.removed_turns
+    assert [item.turn_index for item in pinned.items] == turns
+    assert pinned.tokens_after == tokens_after
+
+
+def test_trigger_state_follows_the_threshold(agent_session):
+    usage = agent_session.utilization_percent
+
+    below = dry_runs.preview(agent_session, config(threshold_percent=usage + 5))
+    above = dry_runs.preview(agent_session, config(threshold_percent=usage - 5))
+
+    assert below.would_trigger is False
+    assert above.would_trigger is True
+    assert above.trigger_reason == "threshold"
+
+
+def test_the_llm_summarizer_is_swapped_for_the_offline_one(agent_session, monkeypatch):
+    monkeypatch.delenv("JAATO_GC_LLM_BASE_URL", raising=False)
+    llm = services.config_validated(
+        {**TRUNCATE_POLICY, "type": "summarize", "plugin_config": {"summarizer": "llm"}}
+    )
+
+    preview = dry_runs.preview(agent_session, llm)
+
+    assert preview.success
+    assert preview.notes == [dry_runs.LLM_NOTE]
+    assert {item.reason for item in preview.items} == {"summarized"}
+
+
+def test_sessions_are_unpacked_once(agent_session, monkeypatch):
+    calls = []
+    original = services.engine_session_of
+    monkeypatch.setattr(services, "engine_session_of", lambda s: calls.append(s.pk) or original(s))
+
+    dry_runs.preview(agent_session, config())
+    dry_runs.preview(agent_session, config(target_percent=30))
+    dry_runs.replay(agent_session, config())
+
+    assert calls == [agent_session.pk]
+
+
+def test_replays_are_cached_per_gc_json(agent_session):
+    assert dry_runs.replay_cached(agent_session, config()) is None
+
+    series = dry_runs.replay(agent_session, config())
+
+    assert dry_runs.replay_cached(agent_session, config()) is series
+    assert dry_runs.replay_cached(agent_session, config(target_percent=30)) is None
+    assert len(series["steps"]) >= agent_session.turn_count
+    assert presenters.replay_chart(series).mode == "threshold"
+    figures = policy_presenters.replay_figures(series)
+    assert figures.events == len(series["events"])
+
+
+def test_long_continuous_replays_wait_for_a_click(agent_session, monkeypatch):
+    continuous = config(pressure_percent=0)
+    assert dry_runs.replay_is_quick(agent_session, continuous)
+
+    monkeypatch.setitem(dry_runs.QUICK_REPLAY_TURNS, "continuous", agent_session.turn_count - 1)
+
+    assert not dry_runs.replay_is_quick(agent_session, continuous)
+    assert dry_runs.replay_is_quick(agent_session, config())
+
+
+def test_compare_tells_what_only_one_policy_removes(agent_session):
+    plain = config()
+    pinned_turn = dry_runs.preview(agent_session, plain).items[0].turn_index
+    assert pinned_turn is not None
+
+    comparison = dry_runs.compare(agent_session, plain, config(pinned_turn_indices=[pinned_turn]))
+
+    assert pinned_turn in comparison.only_a_turns
+    assert pinned_turn not in comparison.only_b_turns
+    assert comparison.only_b_turns  # B takes a later turn instead
+    pinned_ids = {
+        m["id"]
+        for t in selectors.session_turns(session=agent_session)
+        if t.turn_index == pinned_turn
+        for m in t.messages
+    }
+    assert pinned_ids <= set(comparison.only_a_message_ids)
+    assert not pinned_ids & set(comparison.only_b_message_ids)
+
+
+def test_compare_of_two_strategies(agent_session):
+    comparison = dry_runs.compare(agent_session, config(), services.config_validated(BUDGET_POLICY))
+
+    assert set(comparison.both_turns) <= comparison.a.removed_turns
+    assert set(comparison.only_a_turns).isdisjoint(comparison.b.removed_turns)
+    assert set(comparison.only_b_turns).isdisjoint(comparison.a.removed_turns)
