@@ -522,7 +522,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
     session = _session_choice(project, request.GET.get("session"))
     a_id, b_id = _int(request.GET.get("a")), _int(request.GET.get("b"))
     if a_id is None or b_id is None:
-        latest = {}
+        latest: dict[int, PolicyVersion] = {}
         for v in choices:
             latest.setdefault(v.policy_id, v)
         default_id = project.default_policy_id

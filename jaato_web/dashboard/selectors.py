@@ -349,19 +349,5 @@ def policy_pins(*, policy: Policy | None) -> tuple[set[int], set[str]]:
     return set(config.get("pinned_turn_indices") or []), set(config.get("pinned_message_ids") or [])
 
 
-def pinned_by_default_policy(*, project: Project) -> tuple[set[int], set[str]]:
-    """Turn indices and message ids the project's default policy pins (shown as badges)."""
-    if project.default_policy_id is None:
-        return set(), set()
-    version = (
-        PolicyVersion.objects.filter(policy_id=project.default_policy_id)
-        .order_by("-number")
-        .only("config")
-        .first()
-    )
-    config = version.config if version is not None else {}
-    return set(config.get("pinned_turn_indices") or []), set(config.get("pinned_message_ids") or [])
-
-
 def policy_versions(*, policy: Policy) -> QuerySet[PolicyVersion]:
     return policy.versions.order_by("-number")

@@ -104,7 +104,7 @@ def test_mark_and_unmark_the_default(client: Client, project, policy):
 
 
 def test_policies_nav_link_is_on_every_page(client: Client):
-    html = client.get(reverse("dashboard:home")).content.decode()
+    html = client.get(reverse("dashboard:session_list")).content.decode()
 
     assert reverse("dashboard:policy-list") in html
 
@@ -656,3 +656,15 @@ def test_apply_needs_a_session(client: Client, policy):
 
     assert "Choose at least one session" in answer.content.decode()
     assert not GCRun.objects.exists()
+
+
+def test_the_session_history_has_a_pin_toggle_per_turn(client: Client, project, stored_session):
+    policy = services.policy_create(project=project, name="Pins", config={"type": "gc_budget"})
+    services.project_set_default_policy(project=project, policy=policy)
+
+    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    text = html.decode()
+
+    assert text.count("data-pin-toggle") == stored_session.turn_count
+    assert 'data-turn="0"' in text
+    assert "css/policies.css" in text

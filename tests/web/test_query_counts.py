@@ -24,8 +24,8 @@ from tests.web.conftest import TIGHT_BUDGET, session_bytes
 pytestmark = pytest.mark.django_db
 
 # Session page: project, session, policy versions, top of the tree, replay, a page of turns,
-# the default policy's pins, runs count and page.
-SESSION_PAGE_QUERIES = 9
+# the policy pins go to and its pins, runs count and page.
+SESSION_PAGE_QUERIES = 10
 # Run page: project, run with session and policy, both tree tops, summaries, ledger count and
 # page, a page of turns with its removals and inserted summaries.
 RUN_PAGE_QUERIES = 10

@@ -163,11 +163,15 @@ def _session_page(
 
 def _history(project: Project, session: AgentSession, query: QueryDict) -> dict[str, Any]:
     page = selectors.session_turn_page(session=session, number=query.get("turns"))
-    pinned_turns, pinned_ids = selectors.pinned_by_default_policy(project=project)
+    pin_policy = selectors.pin_policy(project=project)
+    pinned_turns, pinned_ids = selectors.policy_pins(policy=pin_policy)
     return {
         "turn_pager": presenters.pager(page, "turns"),
         "turns": presenters.turn_views(page, pinned_turns, pinned_ids),
         "default_policy_pins": bool(pinned_turns or pinned_ids),
+        # What the per-turn pin toggle (policies/pin_toggle.html) needs.
+        "pin_policy": pin_policy,
+        "pinned_turns": pinned_turns,
     }
 
 
