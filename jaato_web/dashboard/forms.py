@@ -115,6 +115,9 @@ class ReplayForm(DashboardForm):
     policy_version = forms.ChoiceField(label="Policy")
 
     def __init__(self, *args: Any, versions: Sequence[PolicyVersion], **kwargs: Any) -> None:
+        # The session page also shows RunForm, whose field has the same name: distinct ids
+        # keep each label on its own select.
+        kwargs.setdefault("auto_id", "id_replay_%s")
         super().__init__(*args, **kwargs)
         self.versions = {str(v.pk): v for v in versions}
         _choice_field(self, "policy_version").choices = _version_choices(versions)

@@ -301,6 +301,18 @@ def test_runs_of_the_session_are_listed_with_a_run_form(
     assert '<option value="gc_truncate">' in html
 
 
+def test_each_form_label_of_the_session_page_names_its_own_field(
+    client: Client, stored_session: AgentSession, budget_policy: Policy
+) -> None:
+    # The run form and the replay form both have a policy_version field.
+    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+
+    ids = re.findall(r'\sid="([^"]+)"', html.decode())
+    assert [i for i in set(ids) if ids.count(i) > 1] == []
+    for target in re.findall(r'<label for="([^"]+)"', html.decode()):
+        assert target in ids, target
+
+
 def test_unknown_session_is_not_found(client: Client, project: Project) -> None:
     assert client.get(reverse("dashboard:session_detail", args=[999])).status_code == 404
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
 from tests.web.browser.page_log import PageLog
@@ -29,6 +29,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+# How long an expect() assertion waits for the page to get there. Playwright's 5 seconds are
+# short when other browsers share the machine; a passing assertion returns as soon as it holds.
+EXPECT_TIMEOUT_MS = 15_000
 
 
 def in_ci() -> bool:
@@ -55,6 +59,7 @@ def chromium() -> Iterator[Browser]:
     with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        expect.set_options(timeout=EXPECT_TIMEOUT_MS)
         yield browser
         browser.close()
 

@@ -25,5 +25,8 @@ class PageLog:
         if response.status >= 400:
             self.bad_responses.append(f"{response.status} {response.url}")
 
+    def console_errors(self) -> list[str]:
+        return [line for line in self.console if line.startswith("error: ")]
+
     def csp_violations(self) -> list[str]:
         return [line for line in self.console if "Content Security Policy" in line]

@@ -11,15 +11,17 @@ from tests.web.browser.page_log import PageLog
 pytestmark = pytest.mark.browser
 
 
-def test_home_renders_and_its_scripts_run_under_the_csp(page: Page, page_log: PageLog) -> None:
+def test_home_is_the_sessions_list_and_its_scripts_run_under_the_csp(
+    page: Page, page_log: PageLog
+) -> None:
     response = page.goto("/")
 
+    # The home page redirects; the response is the sessions list it lands on.
     assert response is not None
     assert response.ok
+    assert response.url.endswith("/sessions/")
     assert "'nonce-" in response.headers["content-security-policy"]
-    expect(page.get_by_role("heading", level=1)).to_have_text(
-        "See and steer how your agents forget"
-    )
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sessions")
     # htmx is the page's script: it ran only if the CSP let its nonce through.
     assert page.evaluate("typeof window.htmx") == "object"
     assert page.evaluate("document.styleSheets.length") >= 1

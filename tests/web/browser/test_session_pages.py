@@ -1,0 +1,125 @@
+"""The sessions list and the session page in the browser: htmx paging, folding, search, sort
+and the replay chart."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from jaato_web.dashboard import services
+from jaato_web.dashboard.models import AgentSession, Replay
+from tests.web.browser.page_log import PageLog
+from tests.web.browser.steps import assert_quiet, expect_same_document, mark_document
+from tests.web.uploads import session_file
+
+pytestmark = pytest.mark.browser
+
+# Threshold mode: collect at 60 % of the window, down to 40 %. A 30-turn file fills gpt-4's
+# 8,192 tokens to over 90 %, so a replay reaches the threshold more than once.
+SAWTOOTH_POLICY = {
+    "type": "gc_budget",
+    "threshold_percent": 60,
+    "target_percent": 40,
+    "preserve_recent_turns": 2,
+}
+
+
+def stored(name: str, data: bytes) -> AgentSession:
+    session = services.session_upload(
+        project=services.project_default(), filename=name, data=data
+    ).session
+    assert session is not None
+    return session
+
+
+def test_history_pages_with_htmx_and_tool_calls_unfold(page: Page, page_log: PageLog) -> None:
+    session = stored("long-session.json", session_file(30))
+    page.goto(f"/sessions/{session.pk}/")
+    mark_document(page)
+    history = page.locator("#history")
+    turn_headings = history.locator(".turn__head h3")
+    expect(turn_headings).to_have_count(25)
+    expect(turn_headings.first).to_have_text("Turn 0")
+
+    history.get_by_role("link", name="Next →").first.click()
+
+    expect(turn_headings).to_have_text([f"Turn {n}" for n in range(25, 30)])
+    expect(history.get_by_text("Page 2 of 2").first).to_be_visible()
+    expect(page).to_have_url(re.compile(r"\?turns=2$"))
+    expect_same_document(page)
+
+    # Turn 25 called a tool: the call is folded under its name until opened.
+    call = history.locator("details.part--function_call").first
+    expect(call).to_have_js_property("open", False)
+    expect(call.locator("pre")).to_be_hidden()
+    call.locator("summary").click()
+    expect(call).to_have_js_property("open", True)
+    expect(call.locator("pre")).to_be_visible()
+    expect(call.locator("pre")).to_contain_text("src/")
+    assert_quiet(page_log)
+
+
+def test_replay_draws_the_sawtooth_chart_and_says_it_in_words(
+    page: Page, page_log: PageLog
+) -> None:
+    session = stored("long-session.json", session_file(30))
+    services.policy_create(
+        project=services.project_default(), name="Sawtooth", config=SAWTOOTH_POLICY
+    )
+    page.goto(f"/sessions/{session.pk}/")
+
+    replay_section = page.locator("#replay")
+    replay_section.get_by_label("Policy").select_option(label="Sawtooth (version 1)")
+    replay_section.get_by_role("button", name="Replay").click()
+
+    chart = page.locator("#replay-chart svg.chart__svg")
+    expect(chart).to_be_visible()
+    replay = Replay.objects.get()
+    events = replay.series["events"]
+    collections = sum(1 for event in events if event["success"])
+    assert collections > 1
+    expect(chart.locator("polyline.chart__usage")).to_have_attribute(
+        "points", re.compile(r"^[\d.]+,[\d.]+( [\d.]+,[\d.]+)+$")
+    )
+    expect(chart.locator("line.chart__threshold")).to_have_count(1)
+    expect(chart.locator("line.chart__target")).to_have_count(1)
+    expect(chart.locator("circle.chart__event")).to_have_count(len(events))
+    expect(chart.locator("text.chart__label")).to_contain_text(
+        ["limit", "threshold 60 %", "target 40 %"]
+    )
+    summary = page.locator(".chart-summary")
+    expect(summary).to_contain_text("In threshold mode")
+    expect(summary).to_contain_text(f"GC ran {collections} times over")
+    figures = page.get_by_role("table", name="Replay figures")
+    for row in ("Mode threshold", f"Collections {collections}", "Threshold 60 %", "Target 40 %"):
+        expect(figures.get_by_role("row", name=row, exact=True)).to_be_visible()
+    assert_quiet(page_log)
+
+
+def test_sessions_list_searches_and_sorts_without_loading_the_page(
+    page: Page, page_log: PageLog
+) -> None:
+    # Uploaded in this order, so newest first is neither the name nor the token order.
+    stored("beta-agent.json", session_file(9, seed=2))
+    stored("alpha-agent.json", session_file(4, seed=1))
+    stored("gamma-tools.json", session_file(6, seed=3))
+    page.goto("/sessions/")
+    mark_document(page)
+    expect_names = expect(page.locator("#session-table tbody tr td:first-child"))
+    expect_names.to_have_text(["gamma-tools.json", "alpha-agent.json", "beta-agent.json"])
+
+    page.get_by_role("searchbox", name="Search").fill("agent")
+    expect_names.to_have_text(["alpha-agent.json", "beta-agent.json"])
+    expect(page.locator("#session-table")).to_contain_text("2 sessions matching “agent”")
+    expect(page).to_have_url(re.compile(r"\?q=agent&sort=newest$"))
+
+    page.get_by_label("Sort by").select_option(label="Most tokens")
+    expect_names.to_have_text(["beta-agent.json", "alpha-agent.json"])
+    expect(page).to_have_url(re.compile(r"\?q=agent&sort=tokens$"))
+
+    page.get_by_role("searchbox", name="Search").fill("")
+    expect_names.to_have_text(["beta-agent.json", "gamma-tools.json", "alpha-agent.json"])
+    expect_same_document(page)
+    assert_quiet(page_log)
