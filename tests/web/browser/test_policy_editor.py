@@ -168,3 +168,23 @@ def test_versions_apply_and_progress_pages(
     expect(page).to_have_url(re.compile(r"/policies/runs/\?ids=\d+"))
     expect(page.locator("#apply-progress")).to_contain_text("1 of 1 done")
     clean(page_log)
+
+
+def test_export_then_import_gives_the_same_policy(
+    page: Page, page_log: PageLog, policy: Policy, agent_session: AgentSession, tmp_path
+) -> None:
+    open_editor(page, policy)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export gc.json").click()
+    exported = tmp_path / "gc.json"
+    download.value.save_as(exported)
+
+    page.goto("/policies/import/")
+    page.get_by_label("gc.json file").set_input_files(str(exported))
+    page.get_by_label("Name", exact=True).fill("Round trip")
+    page.get_by_role("button", name="Import").click()
+
+    expect(page.locator(".flash")).to_contain_text("Imported Round trip as version 1")
+    imported = Policy.objects.get(name="Round trip").versions.get()
+    assert imported.config == policy.versions.get().config
+    clean(page_log)
