@@ -329,6 +329,18 @@ def test_notification_is_a_notice_with_the_strategys_figures(
 # --- Guarantees, for every strategy, on generated sessions -----------------------------------
 
 
+def scenario_session(scenario: dict[str, Any], counter: TokenCounter) -> Session:
+    shape: SessionShape = scenario["shape"]
+    fields = ("tool_every", "parallel_calls", "user_chars", "model_chars", "tool_result_chars")
+    return session_at(
+        shape.turns,
+        scenario["usage"],
+        counter,
+        seed=shape.seed,
+        **{k: getattr(shape, k) for k in fields},
+    )
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     target = draw(st.integers(10, 70))
@@ -364,29 +376,16 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 def test_every_strategy_keeps_every_guarantee(
     name: str, scenario: dict[str, Any], counter: TokenCounter
 ) -> None:
-    shape: SessionShape = scenario["shape"]
-    session = session_at(
-        shape.turns,
-        scenario["usage"],
-        counter,
-        **{
-            k: getattr(shape, k)
-            for k in (
-                "tool_every",
-                "parallel_calls",
-                "user_chars",
-                "model_chars",
-                "tool_result_chars",
-                "seed",
-            )
-        },
-    )
+    session = scenario_session(scenario, counter)
     config = policy(type=name, **scenario["policy"])
     before = copy.deepcopy(session)
     outcome = run_gc(session, config)
     result, after = outcome.result, outcome.session
     assert session == before, "the original session is untouched"
     assert result.success
+    # The turn counts reported are those of the histories before and after.
+    assert result.details["turns_before"] == len(session.turns())
+    assert result.details["turns_after"] == len(after.turns())
 
     before_policies = leaves(session)
     kept_ids = {m.message_id for m in after.history}
@@ -433,3 +432,76 @@ def test_every_strategy_keeps_every_guarantee(
     elif result.removal_list and name != "summarize" and name != "hybrid":
         last = result.removal_list[-1]
         assert result.tokens_before - (freed - last.tokens_freed) > target
+
+
+def conversation_leaves(budget: gcengine.InstructionBudget) -> list[gcengine.SourceEntry]:
+    conversation = budget.entries[InstructionSource.CONVERSATION]
+    return [e for _, e in conversation.walk() if not e.children and e.message_ids]
+
+
+def flattened(budget: gcengine.InstructionBudget) -> gcengine.InstructionBudget:
+    """The same per-message figures laid out as JAATO lays them out: ``msg_<i>`` leaves."""
+    flat = budget.model_copy(deep=True)
+    conversation = flat.entries[InstructionSource.CONVERSATION]
+    conversation.children = {f"msg_{i}": e for i, e in enumerate(conversation_leaves(flat))}
+    return flat
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=scenarios())
+def test_the_budget_layout_does_not_change_what_is_collected(
+    name: str, scenario: dict[str, Any], counter: TokenCounter
+) -> None:
+    """Figures are read straight from the layout the budget builder makes; any other layout of
+    the same figures is read the general way, with the same outcome."""
+    session = scenario_session(scenario, counter)
+    config = policy(type=name, **scenario["policy"])
+    plugin = load_gc_plugin(name, gcengine.gc.plugin_options(config))
+    usage = {"percent_used": session.budget.utilization_percent()}
+
+    def collect(budget: gcengine.InstructionBudget) -> tuple[list[Any], dict[str, Any]]:
+        history, result = plugin.collect(
+            session.history, usage, config, GCTriggerReason.MANUAL, budget, counter=counter
+        )
+        return history, result.model_dump()
+
+    assert collect(flattened(session.budget)) == collect(session.budget)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=scenarios(), shuffle=st.randoms(use_true_random=False))
+def test_budget_takes_ephemeral_units_oldest_first_whatever_the_creation_times(
+    scenario: dict[str, Any], shuffle: Any, counter: TokenCounter
+) -> None:
+    """With creation times in history order (as built) phase 1b reads turns lazily; with any
+    other times it sorts them all. Either way the ledger is oldest first, largest first on a
+    tie, and the guarantees hold."""
+    session = scenario_session(scenario, counter)
+    budget = session.budget.model_copy(deep=True)
+    leaves = conversation_leaves(budget)
+    times = [leaf.created_at for leaf in leaves]
+    shuffle.shuffle(times)
+    for leaf, created in zip(leaves, times, strict=True):
+        leaf.created_at = created
+    created = {leaf.message_ids[0]: leaf.created_at or 0.0 for leaf in leaves}
+    config = policy(type="budget", **scenario["policy"])
+    plugin = load_gc_plugin("budget", gcengine.gc.plugin_options(config))
+    usage = {"percent_used": budget.utilization_percent()}
+    history, result = plugin.collect(
+        session.history, usage, config, GCTriggerReason.MANUAL, budget, counter=counter
+    )
+    ephemeral = [
+        (min(created[i] for i in item.message_ids), -item.tokens_freed)
+        for item in result.removal_list
+        if item.reason == RemovalReason.EPHEMERAL and item.source is InstructionSource.CONVERSATION
+    ]
+    assert ephemeral == sorted(ephemeral)
+    kept = {m.message_id for m in history}
+    assert {e.message_ids[0] for e in leaves if e.gc_policy is GCPolicy.LOCKED} <= kept
+    calls = {c.id for m in history for c in m.function_calls}
+    assert calls == {r.call_id for m in history for r in m.function_responses}
