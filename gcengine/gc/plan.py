@@ -250,18 +250,33 @@ class Collection:
         """Positions of turns a strategy may remove whole, oldest first, as it asks for them."""
         return (p for p in range(len(self.layout)) if p not in self.protected)
 
-    def inner_units(self, position: int) -> list[Unit]:
-        """Tool exchanges and notices inside an (unprotected) turn, in history order."""
-        start, end = self.layout.span(position)
-        groups = _exchanges(self.history[start:end])
-        if not groups:
-            return []
-        key = self.turn_key(position)
-        units: list[Unit] = []
-        for group in groups:
-            positions = [start + offset for offset in group]
-            units.append(self._unit(position, f"{key}/{self.ids[positions[0]]}", positions))
-        return units
+    def inner_units(self) -> Iterator[Unit]:
+        """Tool exchanges and notices inside removable turns, oldest first, as asked for.
+
+        One pass over the messages, from the first removable turn on; a turn's units are made
+        once the pass has left the turn, so a strategy that stops early reads no further.
+        """
+        layout, protected = self.layout, self.protected
+        first = next(self.removable_turns(), len(layout))
+        start = layout.starts[first] if first < len(layout) else len(self.history)
+        turn, end = first, start
+        members: list[_Member] = []
+        for member in _tool_traffic(self.history, start):
+            if member[0] >= end:
+                yield from self._exchange_units(turn, members)
+                turn = layout.turn_of(member[0])
+                end = layout.span(turn)[1]
+                members = []
+            if turn not in protected:
+                members.append(member)
+        yield from self._exchange_units(turn, members)
+
+    def _exchange_units(self, turn: int, members: list[_Member]) -> Iterator[Unit]:
+        if not members:
+            return
+        key = self.turn_key(turn)
+        for positions in _exchanges(members):
+            yield self._unit(turn, f"{key}/{self.ids[positions[0]]}", positions)
 
     def _unit(
         self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
@@ -280,16 +295,15 @@ class Collection:
         )
 
 
-def _exchanges(messages: Sequence[Message]) -> list[list[int]]:
-    """Group a turn's tool calls with every message answering them; notices stand alone.
+# A message that takes part in tool traffic: its position, the call ids it makes and those it
+# answers (or none of either: a notice).
+_Member = tuple[int, list[str], list[str]]
 
-    Messages joined through a shared call id end up in one group (a union over call ids), so
-    a parallel batch answered across several messages is one exchange. Groups are given as
-    offsets into ``messages``, each in order, ordered by their first message.
-    """
-    # (offset, call ids, answered call ids) of every message that can belong to a group.
-    members: list[tuple[int, list[str], list[str]]] = []
-    for offset, message in enumerate(messages):
+
+def _tool_traffic(history: Sequence[Message], start: int) -> Iterator[_Member]:
+    """Messages from ``start`` on that call tools, answer calls or are notices, lazily."""
+    for position in range(start, len(history)):
+        message = history[position]
         calls: list[str] = []
         answers: list[str] = []
         for part in message.parts:
@@ -300,9 +314,34 @@ def _exchanges(messages: Sequence[Message]) -> list[list[int]]:
             if response is not None and response.call_id:
                 answers.append(response.call_id)
         if calls or answers or message.kind is MessageKind.NOTICE:
-            members.append((offset, calls, answers))
-    if len(members) < 2:  # most turns: no tool traffic, or a notice standing alone
-        return [[offset] for offset, calls, answers in members if set(calls) == set(answers)]
+            yield position, calls, answers
+
+
+def _exchanges(members: Sequence[_Member]) -> list[list[int]]:
+    """Group one turn's tool traffic into exchanges: calls with every message answering them;
+    notices stand alone.
+
+    Messages joined through a shared call id end up in one group, so a parallel batch answered
+    across several messages is one exchange. An exchange is complete only when every call in
+    it is answered and every answer has its call in this turn; anything else is left to
+    whole-turn removal. Exchanges are given as history positions, ordered by first message.
+    """
+    return [
+        [members[i][0] for i in group]
+        for group in _linked(members)
+        if {c for i in group for c in members[i][1]} == {a for i in group for a in members[i][2]}
+    ]
+
+
+def _linked(members: Sequence[_Member]) -> list[list[int]]:
+    """Indices of ``members`` grouped by shared call ids (a union over call ids), each group in
+    order, groups in order of their first member."""
+    if len(members) < 3:  # most turns: nothing, a notice, or one call and its answer
+        if len(members) < 2:
+            return [[0]] if members else []
+        (_, calls, answers), (_, other_calls, other_answers) = members
+        shared = not {*calls, *answers}.isdisjoint([*other_calls, *other_answers])
+        return [[0, 1]] if shared else [[0], [1]]
     owner: dict[str, int] = {}
     parent = list(range(len(members)))
 
@@ -322,13 +361,7 @@ def _exchanges(messages: Sequence[Message]) -> list[list[int]]:
     groups: dict[int, list[int]] = {}
     for index in range(len(members)):
         groups.setdefault(find(index), []).append(index)
-    # An exchange is complete only when every call in it is answered and every answer has
-    # its call in this turn; anything else is left to whole-turn removal.
-    return [
-        [members[i][0] for i in group]
-        for group in groups.values()
-        if {c for i in group for c in members[i][1]} == {a for i in group for a in members[i][2]}
-    ]
+    return list(groups.values())
 
 
 def _pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:

@@ -401,12 +401,7 @@ class BudgetStrategy(Strategy):
                 0.0,
             )
             take_until_target(collection, [unit], RemovalReason.ENRICHMENT_BULK_CLEAR, decision)
-        exchanges = (
-            unit
-            for position in collection.removable_turns()
-            for unit in collection.inner_units(position)
-            if unit.policy is GCPolicy.EPHEMERAL
-        )
+        exchanges = (u for u in collection.inner_units() if u.policy is GCPolicy.EPHEMERAL)
         ephemeral = oldest_first(
             collection,
             [u for u in _entry_units(budget) if u.policy is GCPolicy.EPHEMERAL],
