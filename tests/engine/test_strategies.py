@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from gcengine.gc import (
     load_gc_plugin,
     run_gc,
 )
+from gcengine.gc.summarizers import sentences
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import TokenCounter, count_message
 
@@ -194,6 +196,12 @@ def test_the_extractive_summary_keeps_tool_calls_with_their_arguments_and_result
     call = next(c for m in turn.messages for c in m.function_calls)
     assert f"called {call.name}(path=" in summary.text
     assert "returned" in summary.text
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(st.sampled_from("ab.!? \n\t\r\x0b\x0c\x1c\x85\xa0\u2003\u2028"), max_size=40))
+def test_the_summarizer_splits_sentences_where_the_sentence_pattern_does(text: str) -> None:
+    assert sentences(text) == re.split(r"(?<=[.!?])\s+|\n+", text)
 
 
 def test_a_failing_summarizer_fails_the_run_and_changes_nothing(counter: TokenCounter) -> None:
