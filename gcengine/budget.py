@@ -309,24 +309,25 @@ class InstructionBudget(BaseModel):
             },
         )
 
-    def _context_entries(self) -> Iterator[SourceEntry]:
-        return (e for s, e in self.entries.items() if s not in NON_CONTEXT_SOURCES)
+    def context_entries(self) -> Iterator[tuple[InstructionSource, SourceEntry]]:
+        """The sources sent to the model (every one but thinking), with their entries."""
+        return ((s, e) for s, e in self.entries.items() if s not in NON_CONTEXT_SOURCES)
 
     def total_tokens(self) -> int:
         """Tokens sent to the model: every source but thinking."""
-        return sum(entry.total_tokens() for entry in self._context_entries())
+        return sum(entry.total_tokens() for _, entry in self.context_entries())
 
     def total_tokens_all(self) -> int:
         return sum(entry.total_tokens() for entry in self.entries.values())
 
     def gc_eligible_tokens(self) -> int:
-        return sum(entry.gc_eligible_tokens() for entry in self._context_entries())
+        return sum(entry.gc_eligible_tokens() for _, entry in self.context_entries())
 
     def locked_tokens(self) -> int:
-        return sum(entry.locked_tokens() for entry in self._context_entries())
+        return sum(entry.locked_tokens() for _, entry in self.context_entries())
 
     def preservable_tokens(self) -> int:
-        return sum(entry.preservable_tokens() for entry in self._context_entries())
+        return sum(entry.preservable_tokens() for _, entry in self.context_entries())
 
     def utilization_percent(self) -> float:
         if self.context_limit == 0:

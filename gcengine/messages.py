@@ -14,8 +14,12 @@ additions that the collector relies on:
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from itertools import compress, count, islice
+from operator import ne
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -185,15 +189,84 @@ class Turn(BaseModel):
         return self.messages[0].kind
 
 
-def _starts_turn(message: Message, current: list[Message]) -> bool:
-    if not current:
+def starts_turn(message: Message, opener: Message | None) -> bool:
+    """Whether ``message`` begins a new turn when the current one began with ``opener`` (None
+    before the first turn).
+
+    Only a turn's first message matters, so a history can be split from any turn boundary on,
+    which is what lets a collection count the turns it changed without splitting it all again.
+    """
+    if opener is None:
         return True
-    if message.kind is not MessageKind.CHAT or current[0].kind is not MessageKind.CHAT:
+    if message.kind is not MessageKind.CHAT or opener.kind is not MessageKind.CHAT:
         return True
-    recorded, ongoing = message.turn_index, current[0].turn_index
+    recorded, ongoing = message.turn_index, opener.turn_index
     if recorded is not None and ongoing is not None:
         return recorded != ongoing
     return message.role is Role.USER and not message.is_function_response
+
+
+@dataclass(frozen=True)
+class TurnLayout:
+    """A history's message ids and where each of its turns starts, with the turn's stable
+    index and kind.
+
+    ``split_into_turns`` without building the turns, read in one pass over the messages: a
+    collection needs the shape of the whole history but looks inside only the turns it
+    removes, usually the oldest few.
+    """
+
+    message_ids: list[str]
+    starts: list[int]
+    indices: list[int | None]
+    kinds: list[MessageKind]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def span(self, turn: int) -> tuple[int, int]:
+        """The history positions of turn ``turn``'s messages, as ``range`` bounds."""
+        end = self.starts[turn + 1] if turn + 1 < len(self.starts) else len(self.message_ids)
+        return self.starts[turn], end
+
+    def turn_of(self, position: int) -> int:
+        """The turn holding the message at ``position``."""
+        return bisect_right(self.starts, position) - 1
+
+
+def turn_layout(history: Sequence[Message]) -> TurnLayout:
+    """The layout of ``history`` (the rule is in ``split_into_turns``)."""
+    ids: list[str] = []
+    kinds: list[MessageKind] = []
+    recorded: list[int | None] = []
+    for message in history:
+        ids.append(message.message_id)
+        kinds.append(message.kind)
+        recorded.append(message.turn_index)
+    if kinds.count(MessageKind.CHAT) == len(kinds) and None not in recorded:
+        # Every message is conversation and carries its turn: a turn starts exactly where the
+        # recorded index changes, which C-level iteration finds without a call per message.
+        changes = compress(count(1), map(ne, recorded, islice(recorded, 1, None)))
+        starts = [0, *changes] if history else []
+        chat = [MessageKind.CHAT] * len(starts)
+        return TurnLayout(ids, starts, [recorded[s] for s in starts], chat)
+    starts = []
+    opener: Message | None = None
+    for position, message in enumerate(history):
+        if starts_turn(message, opener):
+            starts.append(position)
+            opener = message
+    indices: list[int | None] = []
+    next_free = 0
+    for turn, start in enumerate(starts):
+        index = recorded[start]
+        if index is not None:
+            next_free = max(next_free, index + 1)
+        elif kinds[start] is MessageKind.CHAT:
+            index = max(next_free, turn)
+            next_free = index + 1
+        indices.append(index)
+    return TurnLayout(ids, starts, indices, [kinds[s] for s in starts])
 
 
 def split_into_turns(history: Sequence[Message]) -> list[Turn]:
@@ -204,25 +277,12 @@ def split_into_turns(history: Sequence[Message]) -> list[Turn]:
     their own. Messages that carry ``turn_index`` keep the turn they were uploaded in even when
     earlier messages of that turn were collected, and summaries and notices stand alone.
     """
-    groups: list[list[Message]] = []
-    for message in history:
-        if _starts_turn(message, groups[-1] if groups else []):
-            groups.append([message])
-        else:
-            groups[-1].append(message)
+    layout = turn_layout(history)
+    messages = list(history)
     turns: list[Turn] = []
-    next_free = 0
-    for position, group in enumerate(groups):
-        recorded = group[0].turn_index
-        if recorded is not None:
-            index: int | None = recorded
-            next_free = max(next_free, recorded + 1)
-        elif group[0].kind is MessageKind.CHAT:
-            index = max(next_free, position)
-            next_free = index + 1
-        else:
-            index = None
-        turns.append(construct(Turn, index=index, messages=group))
+    for turn, index in enumerate(layout.indices):
+        start, end = layout.span(turn)
+        turns.append(construct(Turn, index=index, messages=messages[start:end]))
     return turns
 
 

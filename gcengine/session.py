@@ -235,10 +235,14 @@ def _message_policy(message: Message, original: str | None, closing: set[str]) -
 def turn_key(turn: Turn) -> str:
     """Budget key of a turn: ``turn_<index>`` for uploaded turns; inserted summaries are
     ``gc_summary_<n>`` (their place in the summary chain), inserted notices ``gc_notice_<id>``."""
-    if turn.index is not None:
-        return f"turn_{turn.index}"
-    first = turn.messages[0]
-    if turn.kind is MessageKind.SUMMARY:
+    return turn_key_of(turn.index, turn.messages[0])
+
+
+def turn_key_of(index: int | None, first: Message) -> str:
+    """``turn_key`` of the turn with stable index ``index`` that begins with ``first``."""
+    if index is not None:
+        return f"turn_{index}"
+    if first.kind is MessageKind.SUMMARY:
         return f"gc_summary_{first.metadata.get('summary_number', first.message_id)}"
     return f"gc_notice_{first.message_id}"
 

@@ -1,8 +1,10 @@
 """What every strategy shares: removal units, protection, and applying a decision.
 
-A strategy only *chooses* units, oldest first, until the target is met. This module builds
-the units once (indexes by message id and by turn, no scans per removed item), decides what is
-protected, and turns a choice into a new history, a removal ledger and figures.
+A strategy only *chooses* units, oldest first, until the target is met. This module reads what
+it needs about the whole history once, as flat per-position lists (where each turn starts, each
+message's tokens, policy and creation time, what is protected), and builds units only for the
+turns a strategy actually looks at: a collection stops at the target, usually long before the
+recent end of a session, and the turns it never reaches cost nothing more.
 
 Removal units:
 
@@ -23,23 +25,30 @@ Protected, never removed: the last ``preserve_recent_turns`` conversation turns,
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+import heapq
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import compress, count, islice, repeat
+from operator import is_, lt
 from typing import Any
 
-from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
+from gcengine._fast import construct
+from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
-from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
+from gcengine.gc.types import ContextUsage, GCResult, GCTriggerReason
 from gcengine.messages import (
     Message,
     MessageKind,
     Part,
     Role,
     Turn,
-    split_into_turns,
+    TurnLayout,
+    starts_turn,
+    turn_layout,
     uuid_shaped,
 )
-from gcengine.session import turn_key
+from gcengine.session import turn_key_of
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
 # Most protective first: a unit takes the first of these that any member has.
@@ -69,20 +78,72 @@ class Unit:
 
 @dataclass
 class Figures:
-    """Per-message token figures and policies, read from the budget once."""
+    """Each history message's tokens, policy and creation time, by position in the history.
 
-    tokens: dict[str, int]
-    policies: dict[str, GCPolicy]
-    created_at: dict[str, float]
+    ``known`` holds every message id the figures cover (the history's and the budget's): a
+    message outside it, such as a summary a collection inserts, adds its own tokens.
+    """
+
+    tokens: list[int]
+    policies: list[GCPolicy]
+    created_at: list[float]
+    known: Container[str]
+
+    @cached_property
+    def created_in_order(self) -> bool:
+        """Whether creation times strictly increase along the history (as the budget builder
+        lays them out). Units of a later turn are then always younger than those of an earlier
+        one, so "oldest first" is simply history order and needs no sort over every turn."""
+        return all(map(lt, self.created_at, islice(self.created_at, 1, None)))
 
 
-def _message_figures(
-    history: Sequence[Message], budget: InstructionBudget | None, counter: TokenCounter
-) -> Figures:
+def _figures_as_laid_out(
+    conversation: SourceEntry, ids: Sequence[str], known: Container[str]
+) -> Figures | None:
+    """The figures of a conversation entry laid out as ``build_conversation`` lays it out: one
+    container per turn and, in history order, one leaf per message naming only that message.
+
+    Read positionally, without the id lookups the general reading needs; None for any other
+    layout. With unique history ids (the caller's check) each message is then named by exactly
+    one leaf, so this gives what ``_figures_by_id`` would.
+    """
+    if not conversation.children:
+        return None
+    tokens: list[int] = []
+    policies: list[GCPolicy] = []
+    created: list[float] = []
+    position, size = 0, len(ids)
+    for turn in conversation.children.values():
+        leaves = turn.children
+        if not leaves:
+            return None
+        for leaf in leaves.values():
+            named = leaf.message_ids
+            if leaf.children or position == size or len(named) != 1 or named[0] != ids[position]:
+                return None
+            tokens.append(leaf.tokens)
+            policies.append(leaf.gc_policy)
+            created.append(leaf.created_at or 0.0)
+            position += 1
+    if position != size:
+        return None
+    return Figures(tokens, policies, created, known)
+
+
+def _figures_by_id(
+    history: Sequence[Message],
+    ids: Sequence[str],
+    conversation: SourceEntry | None,
+    counter: TokenCounter,
+) -> tuple[Figures, int]:
+    """Figures for a budget of any shape, and the tokens of the messages they cover.
+
+    Every leaf naming messages shares its tokens among them (the first takes the remainder); a
+    message no leaf names is counted, as the budget builder would.
+    """
     tokens: dict[str, int] = {}
     policies: dict[str, GCPolicy] = {}
     created: dict[str, float] = {}
-    conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
     if conversation is not None:
         for _, entry in conversation.walk():
             if entry.children or not entry.message_ids:
@@ -99,7 +160,37 @@ def _message_figures(
                 GCPolicy.PRESERVABLE if message.kind is MessageKind.SUMMARY else GCPolicy.EPHEMERAL
             )
             created[message.message_id] = position / 1000
-    return Figures(tokens, policies, created)
+    figures = Figures(
+        [tokens[i] for i in ids],
+        [policies[i] for i in ids],
+        [created[i] for i in ids],
+        tokens.keys(),
+    )
+    return figures, sum(tokens.values())
+
+
+def _read_figures(
+    history: Sequence[Message],
+    ids: Sequence[str],
+    known: set[str],
+    budget: InstructionBudget | None,
+    counter: TokenCounter,
+) -> tuple[Figures, int]:
+    """Every message's figures, and the tokens in context before collecting."""
+    conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
+    if budget is not None and conversation is not None and len(known) == len(ids):
+        figures = _figures_as_laid_out(conversation, ids, known)
+        if figures is not None:
+            # The conversation's total is the sum of its leaves, just read; only the small
+            # entries outside it are walked.
+            outside = sum(
+                entry.total_tokens()
+                for source, entry in budget.context_entries()
+                if source is not InstructionSource.CONVERSATION
+            )
+            return figures, outside + sum(figures.tokens)
+    figures, covered = _figures_by_id(history, ids, conversation, counter)
+    return figures, budget.total_tokens() if budget is not None else covered
 
 
 def _most_protective(policies: Iterable[GCPolicy]) -> GCPolicy:
@@ -112,77 +203,147 @@ def _most_protective(policies: Iterable[GCPolicy]) -> GCPolicy:
 
 @dataclass
 class Collection:
-    """Everything a strategy needs to decide, computed once per collection."""
+    """Everything a strategy needs to decide, computed once per collection.
+
+    Whole-history facts are flat lists by position (``ids``, ``layout``, ``figures``); turns and
+    units are built on demand, for the turns a strategy reaches.
+    """
 
     history: list[Message]
+    ids: list[str]
+    unique_ids: bool
     config: GCConfig
-    turns: list[Turn]
+    layout: TurnLayout
     figures: Figures
     budget: InstructionBudget | None
     tokens_before: int
     context_limit: int
     protected: set[int] = field(default_factory=set)
 
-    @property
+    @cached_property
     def target_tokens(self) -> int:
         return int(self.context_limit * self.config.target_percent / 100)
 
-    @property
+    @cached_property
     def to_free(self) -> int:
         return self.tokens_before - self.target_tokens
 
-    def turn_tokens(self, position: int) -> int:
-        return sum(self.figures.tokens[m.message_id] for m in self.turns[position].messages)
+    @property
+    def turn_count(self) -> int:
+        return len(self.layout)
 
-    def turn_unit(self, position: int) -> Unit:
-        turn = self.turns[position]
-        ids = turn.message_ids
-        return Unit(
-            source=InstructionSource.CONVERSATION,
-            key=turn_key(turn),
-            message_ids=ids,
-            tokens=self.turn_tokens(position),
-            policy=_most_protective(self.figures.policies[i] for i in ids),
-            created_at=min(self.figures.created_at[i] for i in ids),
-            turn_index=turn.index,
-            turn_position=position,
-            whole_turn=True,
+    def turn(self, position: int) -> Turn:
+        start, end = self.layout.span(position)
+        return construct(
+            Turn, index=self.layout.indices[position], messages=self.history[start:end]
         )
 
-    def removable_turns(self) -> list[int]:
-        """Positions of turns a strategy may remove whole, oldest first."""
-        return [p for p in range(len(self.turns)) if p not in self.protected]
+    def turn_key(self, position: int) -> str:
+        first = self.history[self.layout.starts[position]]
+        return turn_key_of(self.layout.indices[position], first)
 
-    def inner_units(self, position: int) -> list[Unit]:
-        """Tool exchanges and notices inside an (unprotected) turn, in history order."""
-        turn = self.turns[position]
-        key = turn_key(turn)
-        units: list[Unit] = []
-        for group in _exchanges(turn.messages):
-            ids = [m.message_id for m in group]
-            units.append(
-                Unit(
-                    source=InstructionSource.CONVERSATION,
-                    key=f"{key}/{ids[0]}",
-                    message_ids=ids,
-                    tokens=sum(self.figures.tokens[i] for i in ids),
-                    policy=_most_protective(self.figures.policies[i] for i in ids),
-                    created_at=min(self.figures.created_at[i] for i in ids),
-                    turn_index=turn.index,
-                    turn_position=position,
-                )
-            )
-        return units
+    def turn_unit(self, position: int) -> Unit:
+        start, end = self.layout.span(position)
+        return self._unit(position, self.turn_key(position), range(start, end), whole_turn=True)
+
+    def removable_turns(self) -> Iterator[int]:
+        """Positions of turns a strategy may remove whole, oldest first, as it asks for them."""
+        return (p for p in range(len(self.layout)) if p not in self.protected)
+
+    def inner_units(self) -> Iterator[Unit]:
+        """Tool exchanges and notices inside removable turns, oldest first, as asked for.
+
+        One pass over the messages, from the first removable turn on; a turn's units are made
+        once the pass has left the turn, so a strategy that stops early reads no further.
+        """
+        layout, protected = self.layout, self.protected
+        first = next(self.removable_turns(), len(layout))
+        start = layout.starts[first] if first < len(layout) else len(self.history)
+        turn, end = first, start
+        members: list[_Member] = []
+        for member in _tool_traffic(self.history, start):
+            if member[0] >= end:
+                yield from self._exchange_units(turn, members)
+                turn = layout.turn_of(member[0])
+                end = layout.span(turn)[1]
+                members = []
+            if turn not in protected:
+                members.append(member)
+        yield from self._exchange_units(turn, members)
+
+    def _exchange_units(self, turn: int, members: list[_Member]) -> Iterator[Unit]:
+        if not members:
+            return
+        key = self.turn_key(turn)
+        for positions in _exchanges(members):
+            yield self._unit(turn, f"{key}/{self.ids[positions[0]]}", positions)
+
+    def _unit(
+        self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
+    ) -> Unit:
+        figures = self.figures
+        return Unit(
+            source=InstructionSource.CONVERSATION,
+            key=key,
+            message_ids=[self.ids[p] for p in positions],
+            tokens=sum([figures.tokens[p] for p in positions]),
+            policy=_most_protective([figures.policies[p] for p in positions]),
+            created_at=min([figures.created_at[p] for p in positions]),
+            turn_index=self.layout.indices[turn],
+            turn_position=turn,
+            whole_turn=whole_turn,
+        )
 
 
-def _exchanges(messages: Sequence[Message]) -> list[list[Message]]:
-    """Group a turn's tool calls with every message answering them; notices stand alone.
+# A message that takes part in tool traffic: its position, the call ids it makes and those it
+# answers (or none of either: a notice).
+_Member = tuple[int, list[str], list[str]]
 
-    Messages joined through a shared call id end up in one group (a union over call ids), so
-    a parallel batch answered across several messages is one exchange.
+
+def _tool_traffic(history: Sequence[Message], start: int) -> Iterator[_Member]:
+    """Messages from ``start`` on that call tools, answer calls or are notices, lazily."""
+    for position in range(start, len(history)):
+        message = history[position]
+        calls: list[str] = []
+        answers: list[str] = []
+        for part in message.parts:
+            call = part.function_call
+            if call is not None and call.id:
+                calls.append(call.id)
+            response = part.function_response
+            if response is not None and response.call_id:
+                answers.append(response.call_id)
+        if calls or answers or message.kind is MessageKind.NOTICE:
+            yield position, calls, answers
+
+
+def _exchanges(members: Sequence[_Member]) -> list[list[int]]:
+    """Group one turn's tool traffic into exchanges: calls with every message answering them;
+    notices stand alone.
+
+    Messages joined through a shared call id end up in one group, so a parallel batch answered
+    across several messages is one exchange. An exchange is complete only when every call in
+    it is answered and every answer has its call in this turn; anything else is left to
+    whole-turn removal. Exchanges are given as history positions, ordered by first message.
     """
+    return [
+        [members[i][0] for i in group]
+        for group in _linked(members)
+        if {c for i in group for c in members[i][1]} == {a for i in group for a in members[i][2]}
+    ]
+
+
+def _linked(members: Sequence[_Member]) -> list[list[int]]:
+    """Indices of ``members`` grouped by shared call ids (a union over call ids), each group in
+    order, groups in order of their first member."""
+    if len(members) < 3:  # most turns: nothing, a notice, or one call and its answer
+        if len(members) < 2:
+            return [[0]] if members else []
+        (_, calls, answers), (_, other_calls, other_answers) = members
+        shared = not {*calls, *answers}.isdisjoint([*other_calls, *other_answers])
+        return [[0, 1]] if shared else [[0], [1]]
     owner: dict[str, int] = {}
-    parent: list[int] = []
+    parent = list(range(len(members)))
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -190,48 +351,37 @@ def _exchanges(messages: Sequence[Message]) -> list[list[Message]]:
             i = parent[i]
         return i
 
-    members: list[Message] = []
-    for message in messages:
-        calls = [c.id for c in message.function_calls if c.id]
-        answers = [r.call_id for r in message.function_responses if r.call_id]
-        if message.kind is MessageKind.NOTICE and not calls and not answers:
-            members.append(message)
-            parent.append(len(parent))
-            continue
-        if not calls and not answers:
-            continue
-        index = len(members)
-        members.append(message)
-        parent.append(index)
+    for index, (_, calls, answers) in enumerate(members):
         for call_id in calls + answers:
             if call_id in owner:
                 parent[find(index)] = find(owner[call_id])
             else:
                 owner[call_id] = index
-    # An exchange is complete only when every call in it is answered and every answer has
-    # its call in this turn; anything else is left to whole-turn removal.
-    groups: dict[int, list[Message]] = {}
-    for index, message in enumerate(members):
-        groups.setdefault(find(index), []).append(message)
-    complete: list[list[Message]] = []
-    for group in groups.values():
-        called = {c.id for m in group for c in m.function_calls if c.id}
-        answered = {r.call_id for m in group for r in m.function_responses if r.call_id}
-        if called == answered:
-            complete.append(group)
-    complete.sort(key=lambda g: messages.index(g[0]))
-    return complete
+    # Members are visited in order, so each group is in order and groups come by first member.
+    groups: dict[int, list[int]] = {}
+    for index in range(len(members)):
+        groups.setdefault(find(index), []).append(index)
+    return list(groups.values())
 
 
-def pinned_positions(turns: Sequence[Turn], config: GCConfig) -> set[int]:
+def _pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:
     pinned_indices = set(config.pinned_turn_indices)
     pinned_ids = set(config.pinned_message_ids)
-    return {
-        position
-        for position, turn in enumerate(turns)
-        if (turn.index is not None and turn.index in pinned_indices)
-        or any(m.message_id in pinned_ids for m in turn.messages)
-    }
+    turns: set[int] = set()
+    if pinned_indices:
+        turns.update(
+            turn
+            for turn, index in enumerate(layout.indices)
+            if index is not None and index in pinned_indices
+        )
+    if pinned_ids:
+        turns.update(layout.turn_of(p) for p, i in enumerate(ids) if i in pinned_ids)
+    return turns
+
+
+def _locked_turns(layout: TurnLayout, figures: Figures) -> set[int]:
+    locked = compress(count(), map(is_, figures.policies, repeat(GCPolicy.LOCKED)))
+    return {layout.turn_of(position) for position in locked}
 
 
 def preserve_count(config: GCConfig, plugin_options: Mapping[str, Any]) -> int:
@@ -250,32 +400,32 @@ def start_collection(
 ) -> Collection:
     history = list(history)
     counter = counter or load_counter()
-    turns = split_into_turns(history)
-    figures = _message_figures(history, budget, counter)
+    layout = turn_layout(history)
+    ids = layout.message_ids
+    known = set(ids)
+    figures, tokens_before = _read_figures(history, ids, known, budget, counter)
     if budget is not None:
-        tokens_before = budget.total_tokens()
         limit = budget.context_limit
     else:
-        tokens_before = sum(figures.tokens.values())
         limit = int(context_usage.get("context_limit") or 0) or max(tokens_before, 1)
-    collection = Collection(
+    chat: Sequence[int] = (
+        range(len(layout))
+        if layout.kinds.count(MessageKind.CHAT) == len(layout)
+        else [p for p, kind in enumerate(layout.kinds) if kind is MessageKind.CHAT]
+    )
+    recent = set(chat[-preserve_recent:]) if preserve_recent else set()
+    return Collection(
         history=history,
+        ids=ids,
+        unique_ids=len(known) == len(ids),
         config=config,
-        turns=turns,
+        layout=layout,
         figures=figures,
         budget=budget,
         tokens_before=tokens_before,
         context_limit=limit,
+        protected=recent | _pinned_turns(layout, ids, config) | _locked_turns(layout, figures),
     )
-    chat_positions = [p for p, t in enumerate(turns) if t.kind is MessageKind.CHAT]
-    recent = set(chat_positions[-preserve_recent:]) if preserve_recent else set()
-    locked = {
-        p
-        for p, turn in enumerate(turns)
-        if any(figures.policies[m.message_id] is GCPolicy.LOCKED for m in turn.messages)
-    }
-    collection.protected = recent | pinned_positions(turns, config) | locked
-    return collection
 
 
 def marked_message(kind: MessageKind, text: str, seed: Iterable[str], **metadata: Any) -> Message:
@@ -299,25 +449,107 @@ class Decision:
     removed: list[tuple[Unit, str]] = field(default_factory=list)
     inserted: Message | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    freed: int = 0  # kept as units are added: strategies ask after every candidate
+    # Both kept as units are added: strategies ask after every candidate.
+    freed: int = 0
+    removed_ids: set[str] = field(default_factory=set)
 
     def remove(self, unit: Unit, reason: str) -> None:
         self.removed.append((unit, reason))
         self.freed += unit.tokens
-
-    @property
-    def removed_ids(self) -> set[str]:
-        return {i for unit, _ in self.removed for i in unit.message_ids}
+        self.removed_ids.update(unit.message_ids)
 
 
 def take_until_target(
     collection: Collection, candidates: Iterable[Unit], reason: str, decision: Decision
 ) -> None:
-    """Take candidates in order until the collection is at or below its target."""
+    """Take candidates in order until the collection is at or below its target.
+
+    Candidates may be generated lazily: none is asked for once the target is met.
+    """
+    to_free = collection.to_free
+    if decision.freed >= to_free:
+        return
     for unit in candidates:
-        if collection.to_free - decision.freed <= 0:
-            return
         decision.remove(unit, reason)
+        if decision.freed >= to_free:
+            return
+
+
+def oldest_first(
+    collection: Collection,
+    entries: list[Unit],
+    turn_units: Iterable[Unit],
+    key: Callable[[Unit], Any],
+) -> Iterable[Unit]:
+    """``sorted(entries + list(turn_units), key=key)``, where ``key`` orders by ``created_at``
+    first, without building every turn's units when the order is already known.
+
+    ``turn_units`` come oldest turn first, in history order within a turn. When creation times
+    increase along the history, that is their sorted order, so they only need merging with the
+    budget entries outside the conversation, lazily; the merge is stable (entries first on
+    equal keys), exactly as the sort of the concatenation.
+    """
+    if not collection.figures.created_in_order:
+        return sorted([*entries, *turn_units], key=key)
+    return heapq.merge(sorted(entries, key=key), turn_units, key=key)
+
+
+def _touched_turns(collection: Collection, decision: Decision) -> set[int]:
+    """The turns a decision takes messages from.
+
+    A conversation unit names messages of its own turn only; an entry outside the conversation
+    may name any, and a repeated id is removed wherever it appears, so either means a search.
+    """
+    units = [unit for unit, _ in decision.removed if unit.message_ids]
+    positions = [unit.turn_position for unit in units]
+    if collection.unique_ids and None not in positions:
+        return {p for p in positions if p is not None}
+    removed, layout = decision.removed_ids, collection.layout
+    return {layout.turn_of(p) for p, i in enumerate(collection.ids) if i in removed}
+
+
+def _turns_after(
+    collection: Collection, touched: list[int], inserts: Sequence[Message], removed: set[str]
+) -> int:
+    """How many turns the new history has, without splitting it again.
+
+    Splitting depends only on each turn's first message. So while the new history ends a turn
+    where the old one did, an untouched turn stays one turn, and so does a touched turn that
+    keeps its first message; only the rest are walked message by message.
+    """
+    history, layout, ids = collection.history, collection.layout, collection.ids
+    first = touched[0] if touched else len(layout)
+    turns = first
+    opener = history[layout.starts[first - 1]] if first else None
+    for message in inserts:
+        if starts_turn(message, opener):
+            turns += 1
+            opener = message
+    in_step = not inserts  # the split so far ends where the old one did
+    pending = iter([*touched, len(layout)])
+    next_touched = next(pending)
+    turn = first
+    while turn < len(layout):
+        if turn == next_touched:
+            next_touched = next(pending)
+        elif in_step:
+            turns += next_touched - turn
+            turn = next_touched
+            opener = history[layout.starts[turn - 1]]
+            continue
+        start, end = layout.span(turn)
+        # In step, the opener is the one this turn's first message began a turn after.
+        if ids[start] not in removed and (in_step or starts_turn(history[start], opener)):
+            turns += 1
+            opener = history[start]
+        else:
+            for position in range(start, end):
+                if ids[position] not in removed and starts_turn(history[position], opener):
+                    turns += 1
+                    opener = history[position]
+        in_step = opener is history[start]
+        turn += 1
+    return turns
 
 
 def apply(
@@ -331,35 +563,42 @@ def apply(
 ) -> tuple[list[Message], GCResult]:
     """Build the new history and the result."""
     removed_ids = decision.removed_ids
-    new_history: list[Message] = []
+    history, layout = collection.history, collection.layout
     inserts = [m for m in (decision.inserted,) if m is not None]
     if notification is not None and decision.removed:
         inserts.append(
             marked_message(MessageKind.NOTICE, f"[System: {notification}]", sorted(removed_ids))
         )
     # Inserts go before the first turn anything was taken from: at a turn boundary, so they
-    # never split a turn that keeps some of its messages.
-    for turn in collection.turns:
-        if inserts and any(m.message_id in removed_ids for m in turn.messages):
-            new_history.extend(inserts)
-            inserts = []
-        new_history.extend(m for m in turn.messages if m.message_id not in removed_ids)
-    new_history.extend(inserts)
+    # never split a turn that keeps some of its messages. Turns before it and after the last
+    # one touched are kept as they are, by slicing.
+    touched = sorted(_touched_turns(collection, decision))
+    if touched:
+        start, end = layout.starts[touched[0]], layout.span(touched[-1])[1]
+    else:
+        start = end = len(history)
+    kept = [
+        message
+        for message, message_id in zip(history[start:end], collection.ids[start:end], strict=True)
+        if message_id not in removed_ids
+    ]
+    new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
     added = sum(
         count_message(m, counter)
-        for m in new_history
-        if m.kind is not MessageKind.CHAT and m.message_id not in collection.figures.tokens
+        for m in inserts
+        if m.kind is not MessageKind.CHAT and m.message_id not in collection.figures.known
     )
+    # Items go in as plain dicts: validating them all at once costs less than building each.
     removal_list = [
-        GCRemovalItem(
-            source=unit.source,
-            child_key=unit.key,
-            tokens_freed=unit.tokens,
-            reason=why,
-            message_ids=list(unit.message_ids),
-            turn_index=unit.turn_index,
-        )
+        {
+            "source": unit.source,
+            "child_key": unit.key,
+            "tokens_freed": unit.tokens,
+            "reason": why,
+            "message_ids": unit.message_ids,
+            "turn_index": unit.turn_index,
+        }
         for unit, why in decision.removed
     ]
     tokens_after = collection.tokens_before - decision.freed + added
@@ -374,12 +613,10 @@ def apply(
         details={
             "target_tokens": collection.target_tokens,
             "tokens_to_free": max(0, collection.to_free),
-            "turns_before": len(collection.turns),
-            "turns_after": len(split_into_turns(new_history)),
+            "turns_before": len(layout),
+            "turns_after": _turns_after(collection, touched, inserts, removed_ids),
             "protected_turns": sorted(
-                t.index
-                for p, t in enumerate(collection.turns)
-                if p in collection.protected and t.index is not None
+                index for p in collection.protected if (index := layout.indices[p]) is not None
             ),
             **decision.details,
         },

@@ -7,7 +7,7 @@ complete tool exchanges (see ``plan``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gcengine._fast import cyclic_gc_paused
@@ -20,6 +20,7 @@ from gcengine.gc.plan import (
     apply,
     failed,
     marked_message,
+    oldest_first,
     preserve_count,
     start_collection,
     take_until_target,
@@ -149,17 +150,18 @@ class Strategy:
         removed = sum(1 for unit, _ in decision.removed if unit.whole_turn)
         return {
             "removed": removed,
-            "kept": len(collection.turns) - removed,
+            "kept": collection.turn_count - removed,
             "tokens_freed": decision.freed,
         }
 
 
-def _whole_turns(collection: Collection, kinds: set[MessageKind]) -> list[Unit]:
-    return [
+def _whole_turns(collection: Collection, kinds: set[MessageKind]) -> Iterator[Unit]:
+    """Removable turns of ``kinds`` as units, oldest first, built as they are asked for."""
+    return (
         collection.turn_unit(p)
         for p in collection.removable_turns()
-        if collection.turns[p].kind in kinds
-    ]
+        if collection.layout.kinds[p] in kinds
+    )
 
 
 class TruncateStrategy(Strategy):
@@ -190,7 +192,7 @@ def summarize_units(
     if not units:
         return
     positions = {u.turn_position for u in units}
-    turns = [collection.turns[p] for p in sorted(p for p in positions if p is not None)]
+    turns = [collection.turn(p) for p in sorted(p for p in positions if p is not None)]
     earlier = [t for t in turns if t.kind is MessageKind.SUMMARY]
     covered = [t for t in turns if t.kind is not MessageKind.SUMMARY]
     previous = earlier[-1].messages[0] if earlier else None
@@ -208,10 +210,17 @@ def summarize_units(
             counter=counter,
         )
     )
+    # A summary always stands alone as a turn, so the summaries are those turns' first messages.
+    layout = collection.layout
+    summaries = [
+        collection.history[layout.starts[p]]
+        for p, kind in enumerate(layout.kinds)
+        if kind is MessageKind.SUMMARY
+    ]
     existing = [
         int(m.metadata["summary_number"])
-        for m in collection.history
-        if m.kind is MessageKind.SUMMARY and isinstance(m.metadata.get("summary_number"), int)
+        for m in summaries
+        if isinstance(m.metadata.get("summary_number"), int)
     ]
     number = max(existing, default=0) + 1
     for unit in units:
@@ -242,7 +251,7 @@ def _summary_body(text: str) -> str:
 
 
 def _units_for_summary(
-    collection: Collection, candidates: list[Unit], budget_for_summary: int
+    collection: Collection, candidates: Iterable[Unit], budget_for_summary: int
 ) -> list[Unit]:
     """The shortest run of oldest candidates whose replacement by a summary meets the target."""
     chosen: list[Unit] = []
@@ -305,27 +314,22 @@ class HybridStrategy(Strategy):
             "summarize_middle_turns", collection.config.summarize_middle_turns
         )
         middle_size = 10 if middle_size is None else int(middle_size)
+        kinds = collection.layout.kinds
         unprotected_chat = [
-            p
-            for p in collection.removable_turns()
-            if collection.turns[p].kind is not MessageKind.SUMMARY
+            p for p in collection.removable_turns() if kinds[p] is not MessageKind.SUMMARY
         ]
         # Recent turns are protected, so every unprotected turn comes before them.
         middle = unprotected_chat[-middle_size:] if middle_size else []
-        ancient = [p for p in unprotected_chat if p not in middle]
+        ancient = [p for p in unprotected_chat if p not in set(middle)]
         take_until_target(
             collection,
-            [collection.turn_unit(p) for p in ancient],
+            (collection.turn_unit(p) for p in ancient),
             RemovalReason.TRUNCATED,
             decision,
         )
         decision.details["turns_truncated"] = len(decision.removed)
         if collection.to_free - decision.freed > 0 and middle:
-            summaries = [
-                p
-                for p in collection.removable_turns()
-                if collection.turns[p].kind is MessageKind.SUMMARY
-            ]
+            summaries = [p for p in collection.removable_turns() if kinds[p] is MessageKind.SUMMARY]
             units = [collection.turn_unit(p) for p in sorted(summaries + middle)]
             summarize_units(collection, units, counter, self._options, decision)
         decision.details.update(
@@ -344,7 +348,7 @@ class HybridStrategy(Strategy):
         return {
             "truncated": truncated,
             "summarized": summarized,
-            "kept": len(collection.turns) - truncated - summarized,
+            "kept": collection.turn_count - truncated - summarized,
             "tokens_freed": decision.freed,
         }
 
@@ -397,12 +401,13 @@ class BudgetStrategy(Strategy):
                 0.0,
             )
             take_until_target(collection, [unit], RemovalReason.ENRICHMENT_BULK_CLEAR, decision)
-        ephemeral = [u for u in _entry_units(budget) if u.policy is GCPolicy.EPHEMERAL]
-        for position in collection.removable_turns():
-            ephemeral.extend(
-                u for u in collection.inner_units(position) if u.policy is GCPolicy.EPHEMERAL
-            )
-        ephemeral.sort(key=lambda u: (u.created_at, -u.tokens))
+        exchanges = (u for u in collection.inner_units() if u.policy is GCPolicy.EPHEMERAL)
+        ephemeral = oldest_first(
+            collection,
+            [u for u in _entry_units(budget) if u.policy is GCPolicy.EPHEMERAL],
+            exchanges,
+            key=lambda u: (u.created_at, -u.tokens),
+        )
         take_until_target(collection, ephemeral, RemovalReason.EPHEMERAL, decision)
         turns = self._remaining_turns(collection, decision, allow_preservable=False)
         take_until_target(collection, turns, RemovalReason.PARTIAL_TURN, decision)
@@ -414,9 +419,12 @@ class BudgetStrategy(Strategy):
         pressure = collection.config.pressure_percent
         under_pressure = pressure is not None and percent >= pressure
         if under_pressure and collection.to_free - decision.freed > 0:
-            preservable = [u for u in _entry_units(budget) if u.policy is GCPolicy.PRESERVABLE]
-            preservable += self._remaining_turns(collection, decision, allow_preservable=True)
-            preservable.sort(key=lambda u: u.created_at)
+            preservable = oldest_first(
+                collection,
+                [u for u in _entry_units(budget) if u.policy is GCPolicy.PRESERVABLE],
+                self._remaining_turns(collection, decision, allow_preservable=True),
+                key=lambda u: u.created_at,
+            )
             take_until_target(
                 collection, preservable, RemovalReason.PRESERVABLE_UNDER_PRESSURE, decision
             )
@@ -437,24 +445,23 @@ class BudgetStrategy(Strategy):
     @staticmethod
     def _remaining_turns(
         collection: Collection, decision: Decision, *, allow_preservable: bool
-    ) -> list[Unit]:
-        """Whole removable turns, minus what earlier phases already took from them."""
-        taken = decision.removed_ids
-        units = []
+    ) -> Iterator[Unit]:
+        """Whole removable turns, minus what earlier phases already took from them, oldest
+        first; what was taken is fixed when this is called, before the phase takes more."""
+        taken = set(decision.removed_ids)
+        ids, figures = collection.ids, collection.figures
         for position in collection.removable_turns():
-            unit = collection.turn_unit(position)
-            left = [i for i in unit.message_ids if i not in taken]
+            start, end = collection.layout.span(position)
+            left = [p for p in range(start, end) if ids[p] not in taken]
             if not left:
                 continue
-            holds_preservable = any(
-                collection.figures.policies[i] is GCPolicy.PRESERVABLE for i in left
-            )
+            holds_preservable = any(figures.policies[p] is GCPolicy.PRESERVABLE for p in left)
             if holds_preservable and not allow_preservable:
                 continue
-            unit.message_ids = left
-            unit.tokens = sum(collection.figures.tokens[i] for i in left)
-            units.append(unit)
-        return units
+            unit = collection.turn_unit(position)
+            unit.message_ids = [ids[p] for p in left]
+            unit.tokens = sum(figures.tokens[p] for p in left)
+            yield unit
 
     def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
         return {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from gcengine.gc import (
     load_gc_plugin,
     run_gc,
 )
+from gcengine.gc.summarizers import sentences
 from gcengine.synthetic import SessionShape
 from gcengine.tokens import TokenCounter, count_message
 from tests.engine.strategies import leaves, policy, session_at
@@ -173,6 +175,12 @@ def test_the_extractive_summary_keeps_tool_calls_with_their_arguments_and_result
     assert "returned" in summary.text
 
 
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(st.sampled_from("ab.!? \n\t\r\x0b\x0c\x1c\x85\xa0\u2003\u2028"), max_size=40))
+def test_the_summarizer_splits_sentences_where_the_sentence_pattern_does(text: str) -> None:
+    assert sentences(text) == re.split(r"(?<=[.!?])\s+|\n+", text)
+
+
 def test_a_failing_summarizer_fails_the_run_and_changes_nothing(counter: TokenCounter) -> None:
     session = session_at(30, 90, counter, seed=9)
     before = copy.deepcopy(session)
@@ -306,6 +314,18 @@ def test_notification_is_a_notice_with_the_strategys_figures(
 # --- Guarantees, for every strategy, on generated sessions -----------------------------------
 
 
+def scenario_session(scenario: dict[str, Any], counter: TokenCounter) -> gcengine.Session:
+    shape: SessionShape = scenario["shape"]
+    fields = ("tool_every", "parallel_calls", "user_chars", "model_chars", "tool_result_chars")
+    return session_at(
+        shape.turns,
+        scenario["usage"],
+        counter,
+        seed=shape.seed,
+        **{k: getattr(shape, k) for k in fields},
+    )
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     target = draw(st.integers(10, 70))
@@ -341,29 +361,16 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 def test_every_strategy_keeps_every_guarantee(
     name: str, scenario: dict[str, Any], counter: TokenCounter
 ) -> None:
-    shape: SessionShape = scenario["shape"]
-    session = session_at(
-        shape.turns,
-        scenario["usage"],
-        counter,
-        **{
-            k: getattr(shape, k)
-            for k in (
-                "tool_every",
-                "parallel_calls",
-                "user_chars",
-                "model_chars",
-                "tool_result_chars",
-                "seed",
-            )
-        },
-    )
+    session = scenario_session(scenario, counter)
     config = policy(type=name, **scenario["policy"])
     before = copy.deepcopy(session)
     outcome = run_gc(session, config)
     result, after = outcome.result, outcome.session
     assert session == before, "the original session is untouched"
     assert result.success
+    # The turn counts reported are those of the histories before and after.
+    assert result.details["turns_before"] == len(session.turns())
+    assert result.details["turns_after"] == len(after.turns())
 
     before_policies = leaves(session)
     kept_ids = {m.message_id for m in after.history}
@@ -410,3 +417,76 @@ def test_every_strategy_keeps_every_guarantee(
     elif result.removal_list and name != "summarize" and name != "hybrid":
         last = result.removal_list[-1]
         assert result.tokens_before - (freed - last.tokens_freed) > target
+
+
+def conversation_leaves(budget: gcengine.InstructionBudget) -> list[gcengine.SourceEntry]:
+    conversation = budget.entries[InstructionSource.CONVERSATION]
+    return [e for _, e in conversation.walk() if not e.children and e.message_ids]
+
+
+def flattened(budget: gcengine.InstructionBudget) -> gcengine.InstructionBudget:
+    """The same per-message figures laid out as JAATO lays them out: ``msg_<i>`` leaves."""
+    flat = budget.model_copy(deep=True)
+    conversation = flat.entries[InstructionSource.CONVERSATION]
+    conversation.children = {f"msg_{i}": e for i, e in enumerate(conversation_leaves(flat))}
+    return flat
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=scenarios())
+def test_the_budget_layout_does_not_change_what_is_collected(
+    name: str, scenario: dict[str, Any], counter: TokenCounter
+) -> None:
+    """Figures are read straight from the layout the budget builder makes; any other layout of
+    the same figures is read the general way, with the same outcome."""
+    session = scenario_session(scenario, counter)
+    config = policy(type=name, **scenario["policy"])
+    plugin = load_gc_plugin(name, gcengine.gc.plugin_options(config))
+    usage = {"percent_used": session.budget.utilization_percent()}
+
+    def collect(budget: gcengine.InstructionBudget) -> tuple[list[Any], dict[str, Any]]:
+        history, result = plugin.collect(
+            session.history, usage, config, GCTriggerReason.MANUAL, budget, counter=counter
+        )
+        return history, result.model_dump()
+
+    assert collect(flattened(session.budget)) == collect(session.budget)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=scenarios(), shuffle=st.randoms(use_true_random=False))
+def test_budget_takes_ephemeral_units_oldest_first_whatever_the_creation_times(
+    scenario: dict[str, Any], shuffle: Any, counter: TokenCounter
+) -> None:
+    """With creation times in history order (as built) phase 1b reads turns lazily; with any
+    other times it sorts them all. Either way the ledger is oldest first, largest first on a
+    tie, and the guarantees hold."""
+    session = scenario_session(scenario, counter)
+    budget = session.budget.model_copy(deep=True)
+    leaves = conversation_leaves(budget)
+    times = [leaf.created_at for leaf in leaves]
+    shuffle.shuffle(times)
+    for leaf, created in zip(leaves, times, strict=True):
+        leaf.created_at = created
+    created = {leaf.message_ids[0]: leaf.created_at or 0.0 for leaf in leaves}
+    config = policy(type="budget", **scenario["policy"])
+    plugin = load_gc_plugin("budget", gcengine.gc.plugin_options(config))
+    usage = {"percent_used": budget.utilization_percent()}
+    history, result = plugin.collect(
+        session.history, usage, config, GCTriggerReason.MANUAL, budget, counter=counter
+    )
+    ephemeral = [
+        (min(created[i] for i in item.message_ids), -item.tokens_freed)
+        for item in result.removal_list
+        if item.reason == RemovalReason.EPHEMERAL and item.source is InstructionSource.CONVERSATION
+    ]
+    assert ephemeral == sorted(ephemeral)
+    kept = {m.message_id for m in history}
+    assert {e.message_ids[0] for e in leaves if e.gc_policy is GCPolicy.LOCKED} <= kept
+    calls = {c.id for m in history for c in m.function_calls}
+    assert calls == {r.call_id for m in history for r in m.function_responses}
