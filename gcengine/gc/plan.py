@@ -18,8 +18,10 @@ Removal units:
 A unit takes the most protective policy of its members, so pulling a tool result never drags a
 preservable or locked call with it.
 
-Protected, never removed: the last ``preserve_recent_turns`` conversation turns, pinned turns
-(stable index or message id), and any turn holding locked content.
+Sealed, nothing taken from them: the last ``preserve_recent_turns`` conversation turns and
+pinned turns (stable index or message id). A turn holding locked content (the original request)
+never goes whole, but an ephemeral exchange inside it may go: the first request often starts
+the longest tool loop of a session. Without a budget, the original request is still locked.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from gcengine.messages import (
     turn_layout,
     uuid_shaped,
 )
-from gcengine.session import turn_key_of
+from gcengine.session import original_request_id, turn_key_of
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
 # Most protective first: a unit takes the first of these that any member has.
@@ -153,11 +155,17 @@ def _figures_by_id(
                 tokens[message_id] = share + (remainder if position == 0 else 0)
                 policies[message_id] = entry.gc_policy
                 created[message_id] = entry.created_at or 0.0
+    # Without a budget, the original request is locked as the budget builder would lock it.
+    original = None if conversation is not None else original_request_id(history)
     for position, message in enumerate(history):
         if message.message_id not in tokens:
             tokens[message.message_id] = count_message(message, counter)
             policies[message.message_id] = (
-                GCPolicy.PRESERVABLE if message.kind is MessageKind.SUMMARY else GCPolicy.EPHEMERAL
+                GCPolicy.LOCKED
+                if message.message_id == original
+                else GCPolicy.PRESERVABLE
+                if message.kind is MessageKind.SUMMARY
+                else GCPolicy.EPHEMERAL
             )
             created[message.message_id] = position / 1000
     figures = Figures(
@@ -218,6 +226,9 @@ class Collection:
     budget: InstructionBudget | None
     tokens_before: int
     context_limit: int
+    # Turns nothing may be taken from (recent and pinned), and turns that may not go whole:
+    # those plus any turn holding locked content, whose other exchanges may still go.
+    sealed: set[int] = field(default_factory=set)
     protected: set[int] = field(default_factory=set)
 
     @cached_property
@@ -251,13 +262,15 @@ class Collection:
         return (p for p in range(len(self.layout)) if p not in self.protected)
 
     def inner_units(self) -> Iterator[Unit]:
-        """Tool exchanges and notices inside removable turns, oldest first, as asked for.
+        """Tool exchanges and notices inside unsealed turns, oldest first, as asked for.
 
-        One pass over the messages, from the first removable turn on; a turn's units are made
-        once the pass has left the turn, so a strategy that stops early reads no further.
+        A turn holding locked content (the original request) is not sealed: its exchanges are
+        units like any other, and a unit with a locked member is itself locked. One pass over
+        the messages, from the first unsealed turn on; a turn's units are made once the pass
+        has left the turn, so a strategy that stops early reads no further.
         """
-        layout, protected = self.layout, self.protected
-        first = next(self.removable_turns(), len(layout))
+        layout, sealed = self.layout, self.sealed
+        first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
         start = layout.starts[first] if first < len(layout) else len(self.history)
         turn, end = first, start
         members: list[_Member] = []
@@ -267,7 +280,7 @@ class Collection:
                 turn = layout.turn_of(member[0])
                 end = layout.span(turn)[1]
                 members = []
-            if turn not in protected:
+            if turn not in sealed:
                 members.append(member)
         yield from self._exchange_units(turn, members)
 
@@ -414,6 +427,7 @@ def start_collection(
         else [p for p, kind in enumerate(layout.kinds) if kind is MessageKind.CHAT]
     )
     recent = set(chat[-preserve_recent:]) if preserve_recent else set()
+    sealed = recent | _pinned_turns(layout, ids, config)
     return Collection(
         history=history,
         ids=ids,
@@ -424,7 +438,8 @@ def start_collection(
         budget=budget,
         tokens_before=tokens_before,
         context_limit=limit,
-        protected=recent | _pinned_turns(layout, ids, config) | _locked_turns(layout, figures),
+        sealed=sealed,
+        protected=sealed | _locked_turns(layout, figures),
     )
 
 

@@ -25,12 +25,6 @@ auto_trigger off, threshold     ``test_should_collect_in_threshold_and_continuou
 reached, not reached, turn
 limit, continuous above and
 at the target)
-``TestCollectFallback::``       held back: without a budget, our fallback truncation also
-``test_fallback_without_``      removes the turn of the user's original request, which the
-``budget``                      design says is never collected; the rest of the case (mode
-                                ``fallback_truncate``, truncation reasons) is covered by
-                                ``test_strategies::``
-                                ``test_budget_without_a_budget_falls_back_to_truncation_and_says_so``
 ``TestGCConfigNewFields`` (5:   already covered by ``test_config::test_defaults`` and the
 defaults, pressure 0, None,     continuous-mode tests next to it
 85, custom target)
@@ -55,10 +49,11 @@ from gcengine import (
     InstructionBudget,
     InstructionSource,
     Message,
+    MessageKind,
     Part,
     Role,
 )
-from gcengine.gc import GCRemovalItem, GCResult, RemovalReason, load_gc_plugin
+from gcengine.gc import GCRemovalItem, GCResult, GCTriggerReason, RemovalReason, load_gc_plugin
 from tests.engine.strategies import collect, model, policy, result, user
 
 CONVERSATION = InstructionSource.CONVERSATION
@@ -402,3 +397,53 @@ def test_sequential_exchanges_are_separate_units_taken_oldest_first(
     calls = {c.id for m in new_history for c in m.function_calls}
     answers = {r.call_id for m in new_history for r in m.function_responses}
     assert calls == answers
+
+
+@pytest.mark.parametrize("preserve", [0, 1])
+def test_a_tool_exchange_in_the_turn_of_the_original_request_can_go(preserve: int) -> None:
+    """The first request often starts a long tool loop: its turn holds locked content, so it
+    never goes whole, but an ephemeral exchange inside it is removed like any other."""
+    history = [
+        user("fix the build", "u0"),
+        model("looking", "m0", "call_A"),
+        result(Role.TOOL, "t0", "call_A"),
+        model("done", "m0b"),
+        user("thanks", "u1"),
+        model("welcome", "m1"),
+    ]
+    budget = per_message_budget(
+        history,
+        [50, 100, 5000, 50, 50, 50],
+        [LOCKED, EPHEMERAL, EPHEMERAL, PRESERVABLE, EPHEMERAL, EPHEMERAL],
+    )
+
+    new_history, outcome = collect_budget(
+        budget, policy(type="budget", target_percent=20), history, preserve=preserve
+    )
+
+    assert removed_ids(outcome)[:2] == ["m0", "t0"]
+    assert outcome.tokens_after <= 2000
+    assert [m.message_id for m in new_history][:2] == ["u0", "m0b"]
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "summarize", "hybrid", "budget"])
+def test_without_a_budget_the_original_request_is_kept(strategy: str) -> None:
+    """JAATO's ``test_fallback_without_budget``, for every strategy: with no budget to read
+    policies from, the user's first request is still locked, so its turn stays."""
+    history = [m for i in range(6) for m in (user(f"u{i}", f"u{i}"), model(f"m{i}", f"m{i}"))]
+    plugin = load_gc_plugin(strategy, {"preserve_recent_turns": 2})
+
+    new_history, outcome = plugin.collect(
+        history,
+        {"percent_used": 95.0, "context_limit": 50, "turns": 6},
+        policy(type=strategy, target_percent=0),
+        GCTriggerReason.MANUAL,
+        None,
+    )
+
+    assert outcome.success
+    kept = [m.message_id for m in new_history if m.kind is MessageKind.CHAT]
+    assert kept[:2] == ["u0", "m0"]
+    assert kept[-4:] == ["u4", "m4", "u5", "m5"]
+    if strategy == "budget":
+        assert outcome.details["mode"] == "fallback_truncate"
