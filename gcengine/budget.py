@@ -98,9 +98,19 @@ class SourceEntry(BaseModel):
     message_ids: list[str] = Field(default_factory=list)
 
     def total_tokens(self) -> int:
-        if self.children:
-            return sum(child.total_tokens() for child in self.children.values())
-        return self.tokens
+        """A leaf's own tokens; a container's is the sum over its leaves, walked without a call
+        per node (a conversation has a leaf per message)."""
+        if not self.children:
+            return self.tokens
+        total = 0
+        pending = [self.children]
+        while pending:
+            for child in pending.pop().values():
+                if child.children:
+                    pending.append(child.children)
+                else:
+                    total += child.tokens
+        return total
 
     def gc_eligible_tokens(self) -> int:
         if self.gc_policy is GCPolicy.LOCKED:
@@ -330,9 +340,13 @@ class InstructionBudget(BaseModel):
         return sum(entry.preservable_tokens() for _, entry in self.context_entries())
 
     def utilization_percent(self) -> float:
+        return self.percent_of(self.total_tokens())
+
+    def percent_of(self, tokens: int) -> float:
+        """``tokens`` as a share of the context limit, in percent (0 without a limit)."""
         if self.context_limit == 0:
             return 0.0
-        return self.total_tokens() / self.context_limit * 100
+        return tokens / self.context_limit * 100
 
     def available_tokens(self) -> int:
         return max(0, self.context_limit - self.total_tokens())

@@ -14,7 +14,7 @@ additions that the collector relies on:
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -232,6 +232,14 @@ class TurnLayout:
     def turn_of(self, position: int) -> int:
         """The turn holding the message at ``position``."""
         return bisect_right(self.starts, position) - 1
+
+    def turn_starting_at(self, position: int) -> int | None:
+        """The turn whose first message is at ``position`` (the number of turns at the end of
+        the history); None when ``position`` is inside a turn."""
+        if position == len(self.message_ids):
+            return len(self.starts)
+        turn = bisect_left(self.starts, position)
+        return turn if turn < len(self.starts) and self.starts[turn] == position else None
 
 
 def turn_layout(history: Sequence[Message]) -> TurnLayout:

@@ -27,7 +27,7 @@ Each leaf says which in ``metadata["counted_by"]``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -50,6 +50,7 @@ from gcengine.messages import (
     Role,
     Turn,
     split_into_turns,
+    turn_layout,
 )
 from gcengine.tokens import TokenCounter, count_message, counter_by_name, load_counter
 
@@ -194,12 +195,12 @@ def _role_label(message: Message) -> str:
     return "input (external)"
 
 
-def _closing_answer_ids(turn: Turn) -> set[str]:
+def _closing_answer_ids(turn: Sequence[Message]) -> set[str]:
     """The answer that closes a turn which took several model messages and used tools."""
     model_messages = 0
     used_tools = False
     closing: Message | None = None
-    for message in turn.messages:
+    for message in turn:
         if message.role is not Role.MODEL:
             continue
         model_messages += 1
@@ -212,15 +213,16 @@ def _closing_answer_ids(turn: Turn) -> set[str]:
     return {closing.message_id}
 
 
-def original_request_id(history: Sequence[Message]) -> str | None:
-    """The user's first request: the first user message that is not a tool result or notice."""
-    for message in history:
+def original_request(history: Sequence[Message]) -> int | None:
+    """Where the user's first request is: the first user message that is not a tool result or
+    notice."""
+    for position, message in enumerate(history):
         if (
             message.role is Role.USER
             and message.kind is MessageKind.CHAT
             and not message.is_function_response
         ):
-            return message.message_id
+            return position
     return None
 
 
@@ -247,16 +249,39 @@ def turn_key_of(index: int | None, first: Message) -> str:
     return f"gc_notice_{first.message_id}"
 
 
+Figure = Callable[[Message], tuple[int, str]]
+"""A message's tokens in the budget and what made the figure, as ``message_figure`` gives them."""
+
+
 def build_conversation(
     history: Sequence[Message],
     counter: TokenCounter,
     *,
     recorded_figures: Mapping[str, int] | None = None,
     created_base: float = 0.0,
+    figure: Figure | None = None,
+    built: tuple[SourceEntry, int] | None = None,
 ) -> SourceEntry:
-    """The CONVERSATION entry for a history: one container per turn, one leaf per message."""
-    recorded_figures = recorded_figures or {}
-    original = original_request_id(history)
+    """The CONVERSATION entry for a history: one container per turn, one leaf per message.
+
+    Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
+    what ``figure`` gives: a replay, which builds budgets of the same messages at every
+    collection, passes one that works each out once.
+
+    ``built`` is an entry this function made, with the same arguments, for the first messages
+    of ``history``, and how many. Its turns are kept when nothing later can change them (a turn
+    starts there, and the session's original request is among them); only the rest are built.
+    """
+    if figure is None:
+        recorded = recorded_figures or {}
+
+        def figure(message: Message) -> tuple[int, str]:
+            return message_figure(message, counter, recorded)
+
+    messages = list(history)
+    layout = turn_layout(messages)
+    request = original_request(messages)
+    original = messages[request].message_id if request is not None else None
     conversation = construct(
         SourceEntry,
         source=InstructionSource.CONVERSATION,
@@ -268,13 +293,22 @@ def build_conversation(
         created_at=created_base,
         message_ids=[],
     )
-    position = 0
-    for turn in split_into_turns(history):
-        closing = _closing_answer_ids(turn)
+    first_turn = 0
+    if built is not None:
+        kept, covered = built
+        resume = layout.turn_starting_at(covered)
+        if resume is not None and request is not None and request < covered:
+            conversation.children = dict(kept.children)
+            first_turn = resume
+    for turn in range(first_turn, len(layout)):
+        start, end = layout.span(turn)
+        index = layout.indices[turn]
+        turn_messages = messages[start:end]
+        closing = _closing_answer_ids(turn_messages)
         leaves: dict[str, SourceEntry] = {}
-        turn_name = f"turn_{turn.index}" if turn.index is not None else "inserted"
-        for message in turn.messages:
-            tokens, counted_by = message_figure(message, counter, recorded_figures)
+        turn_name = f"turn_{index}" if index is not None else "inserted"
+        for position, message in enumerate(turn_messages, start):
+            tokens, counted_by = figure(message)
             leaves[message.message_id] = construct(
                 SourceEntry,
                 source=InstructionSource.CONVERSATION,
@@ -286,18 +320,17 @@ def build_conversation(
                 created_at=created_base + position / 1000,
                 message_ids=[message.message_id],
             )
-            position += 1
         first_leaf = next(iter(leaves.values()))
-        conversation.children[turn_key(turn)] = construct(
+        conversation.children[turn_key_of(index, turn_messages[0])] = construct(
             SourceEntry,
             source=InstructionSource.CONVERSATION,
             tokens=sum(leaf.tokens for leaf in leaves.values()),
             gc_policy=GCPolicy.PARTIAL,
-            label=turn_name if turn.index is not None else f"{turn.kind.value}",
+            label=turn_name if index is not None else f"{layout.kinds[turn].value}",
             children=leaves,
-            metadata={"turn_index": turn.index, "kind": turn.kind.value},
+            metadata={"turn_index": index, "kind": layout.kinds[turn].value},
             created_at=first_leaf.created_at,
-            message_ids=turn.message_ids,
+            message_ids=layout.message_ids[start:end],
         )
     conversation.tokens = sum(child.tokens for child in conversation.children.values())
     return conversation
@@ -314,11 +347,13 @@ def build_budget(
     recorded_budget: InstructionBudget | None = None,
     thinking_tokens: int | None = None,
     created_base: float = 0.0,
+    figure: Figure | None = None,
+    built: tuple[SourceEntry, int] | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded.
+    kept as recorded. ``figure`` and ``built`` are ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -346,6 +381,8 @@ def build_budget(
             counter,
             recorded_figures=recorded_message_figures(recorded_budget),
             created_base=created_base,
+            figure=figure,
+            built=built,
         )
     if thinking_tokens is not None and not _has_thinking(recorded_budget):
         budget.entries[InstructionSource.THINKING].tokens = thinking_tokens
@@ -360,9 +397,25 @@ def _has_thinking(budget: InstructionBudget | None) -> bool:
     return budget is not None and InstructionSource.THINKING in budget.entries
 
 
-def rebuild_budget(session: Session, counter: TokenCounter | None = None) -> InstructionBudget:
-    """The budget the session's history implies now (after an edit or a collection)."""
+def rebuild_budget(
+    session: Session,
+    counter: TokenCounter | None = None,
+    *,
+    figure: Figure | None = None,
+    built: tuple[InstructionBudget, int] | None = None,
+) -> InstructionBudget:
+    """The budget the session's history implies now (after an edit or a collection).
+
+    ``figure``, when given, stands for ``message_figure``. ``built`` is a budget this function
+    made, with the same arguments, for a session that differed only in holding the first so
+    many messages of this history; its conversation's turns are kept where they cannot change
+    (see ``build_conversation``).
+    """
     thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
+    conversation = None
+    if built is not None:
+        entry = built[0].get_entry(InstructionSource.CONVERSATION)
+        conversation = (entry, built[1]) if entry is not None else None
     return build_budget(
         session.history,
         counter,
@@ -372,6 +425,8 @@ def rebuild_budget(session: Session, counter: TokenCounter | None = None) -> Ins
         recorded_budget=session.recorded_budget,
         thinking_tokens=sum(thinking) if thinking else None,
         created_base=iso_to_epoch(session.created_at) or 0.0,
+        figure=figure,
+        built=conversation,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -12,8 +13,9 @@ from gcengine.config import GCConfig
 from gcengine.gc.registry import load_gc_plugin
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
+from gcengine.messages import turn_layout
 from gcengine.session import Session, rebuild_budget
-from gcengine.tokens import counter_by_name
+from gcengine.tokens import TokenCounter, counter_by_name
 
 
 class GCOutcome(BaseModel):
@@ -71,16 +73,25 @@ def run_gc(
     budgets. A failed collection (a summarizer error, say) returns the session unchanged.
     """
     with cyclic_gc_paused():
-        return _run(session, config, GCTriggerReason(reason), plugin)
+        return run_collection(session, config, GCTriggerReason(reason), plugin, rebuild_budget)
 
 
-def _run(
-    session: Session, config: GCConfig, reason: GCTriggerReason, plugin: GCPlugin | str | None
+Rebuild = Callable[[Session, TokenCounter], InstructionBudget]
+
+
+def run_collection(
+    session: Session,
+    config: GCConfig,
+    reason: GCTriggerReason,
+    plugin: GCPlugin | str | None,
+    rebuild: Rebuild,
 ) -> GCOutcome:
+    """``run_gc`` with the budget after built by ``rebuild``, for a replay, which passes one
+    that works each message's figure out once. The caller pauses the cycle collector."""
     counter = counter_by_name(session.token_counter)
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
-    usage = context_usage(session.budget, turns=len(session.turns()))
+    usage = context_usage(session.budget, turns=len(turn_layout(session.history)))
     if isinstance(plugin, Strategy):
         new_history, result = plugin.collect(
             session.history, usage, config, reason, session.budget, counter=counter
@@ -100,10 +111,10 @@ def _run(
             "recorded_budget": _without_entries(session.recorded_budget, result.removal_list),
         }
     )
-    new_session.budget = rebuild_budget(new_session, counter)
+    new_session.budget = rebuild(new_session, counter)
     result = result.model_copy(
         update={
-            "tokens_before": session.budget.total_tokens(),
+            "tokens_before": usage["total_tokens"],
             "tokens_after": new_session.budget.total_tokens(),
         }
     )

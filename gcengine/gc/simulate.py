@@ -8,23 +8,26 @@ usage passes the target).
 
 It is incremental: usage is a running total of per-message figures (the same figures the budget
 builder uses), and the budget is built only when a collection runs, over the history then in
-the window, never over the whole session again.
+the window, never over the whole session again. Each message's figure is worked out once per
+replay and reused by every budget built afterwards.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gcengine.budget import InstructionSource
+from gcengine._fast import cyclic_gc_paused
+from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.gc.registry import load_gc_plugin
-from gcengine.gc.run import plugin_options, run_gc
+from gcengine.gc.run import plugin_options, run_collection
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason
 from gcengine.messages import Message
 from gcengine.session import Session, message_figure, rebuild_budget, recorded_message_figures
-from gcengine.tokens import counter_by_name
+from gcengine.tokens import TokenCounter, counter_by_name
 
 Point = Literal["pre_message", "post_turn"]
 
@@ -64,17 +67,52 @@ class Simulation(BaseModel):
         return max((self.percent(s.tokens_before) for s in self.steps), default=0.0)
 
 
+class _Figures:
+    """Each message's budget figure (``message_figure``), worked out once per replay.
+
+    The window's budget is built again at every collection from messages that do not change,
+    and working their figures out (serialising tool payloads to count them) was most of it.
+    """
+
+    def __init__(self, counter: TokenCounter, recorded: Mapping[str, int]) -> None:
+        self._counter = counter
+        self._recorded = recorded
+        self._known: dict[str, tuple[Message, tuple[int, str]]] = {}
+
+    def __call__(self, message: Message) -> tuple[int, str]:
+        known = self._known.get(message.message_id)
+        if known is None or known[0] is not message:
+            figure = message_figure(message, self._counter, self._recorded)
+            known = self._known[message.message_id] = (message, figure)
+        return known[1]
+
+    def budget(
+        self,
+        state: Session,
+        counter: TokenCounter,
+        built: tuple[InstructionBudget, int] | None = None,
+    ) -> InstructionBudget:
+        return rebuild_budget(state, counter, figure=self, built=built)
+
+
 def simulate(
     session: Session, config: GCConfig, plugin: GCPlugin | str | None = None
 ) -> Simulation:
     """The per-turn usage series and GC events of ``session`` replayed under ``config``."""
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
+    with cyclic_gc_paused():
+        return _replay(session, config, plugin)
+
+
+def _replay(session: Session, config: GCConfig, plugin: GCPlugin) -> Simulation:
     counter = counter_by_name(session.token_counter)
+    # Collections never change a message, only which are in the window; nor the recorded
+    # conversation, so the recorded figures hold for the whole replay.
+    figures = _Figures(counter, recorded_message_figures(session.recorded_budget))
     state = session.model_copy(update={"history": []})
-    state.budget = rebuild_budget(state, counter)
+    state.budget = figures.budget(state, counter)
     base = state.budget.total_tokens()  # everything outside the conversation
-    figures = recorded_message_figures(session.recorded_budget)
     window: list[Message] = []
     window_tokens = 0
     turns_done = 0
@@ -104,9 +142,12 @@ def simulate(
         if not wanted or reason is None:
             return
         reason = GCTriggerReason.PRE_MESSAGE if point == "pre_message" else reason
+        # The window is the history after the last collection plus the turns since: only those
+        # are added to the budget it had then.
+        built = state.budget, len(state.history)
         state = state.model_copy(update={"history": list(window)})
-        state.budget = rebuild_budget(state, counter)
-        outcome = run_gc(state, config, reason, plugin)
+        state.budget = figures.budget(state, counter, built)
+        outcome = run_collection(state, config, reason, plugin, figures.budget)
         simulation.events.append(
             SimulationEvent(
                 turn_index=turn_index, point=point, reason=reason, result=outcome.result
@@ -127,7 +168,7 @@ def simulate(
             check(turn.index, "pre_message")
         for message in turn.messages:
             window.append(message)
-            window_tokens += message_figure(message, counter, figures)[0]
+            window_tokens += figures(message)[0]
         turns_done += 1
         check(turn.index, "post_turn")
     return simulation

@@ -102,13 +102,13 @@ class GCPlugin(Protocol):
 
 def context_usage(budget: InstructionBudget, turns: int) -> dict[str, Any]:
     """The usage dict a plugin receives, computed from a budget."""
-    total = budget.total_tokens()
+    total = budget.total_tokens()  # walked once: every figure here derives from it
     return {
         "total_tokens": total,
         "prompt_tokens": total,
         "output_tokens": 0,
         "context_limit": budget.context_limit,
-        "percent_used": budget.utilization_percent(),
-        "tokens_remaining": budget.available_tokens(),
+        "percent_used": budget.percent_of(total),
+        "tokens_remaining": max(0, budget.context_limit - total),
         "turns": turns,
     }

@@ -192,6 +192,22 @@ def test_a_built_budget_adds_up_with_the_approximate_counter(file: dict[str, Any
 
 
 @PROPERTY_SETTINGS
+@given(file=jaato_session_files(), data=st.data())
+def test_a_budget_extended_from_one_built_for_fewer_messages_is_the_rebuilt_budget(
+    file: dict[str, Any], data: st.DataObject, counter: TokenCounter
+) -> None:
+    """A replay builds each collection's budget from the one it built before; wherever it
+    cuts the history, the result is the budget built from scratch."""
+    session = load_session(file, counter=counter)
+    covered = data.draw(st.integers(0, len(session.history)))
+    prefix = session.model_copy(update={"history": session.history[:covered]})
+    built = rebuild_budget(prefix, counter)
+    assert rebuild_budget(session, counter, built=(built, covered)) == rebuild_budget(
+        session, counter
+    )
+
+
+@PROPERTY_SETTINGS
 @given(file=jaato_session_files(), limit=st.integers(0, 3_000))
 def test_utilization_and_available_tokens_follow_the_limit(
     file: dict[str, Any], limit: int, counter: TokenCounter
