@@ -50,7 +50,7 @@ from gcengine.messages import (
     turn_layout,
     uuid_shaped,
 )
-from gcengine.session import original_request_id, turn_key_of
+from gcengine.session import original_request, turn_key_of
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
 # Most protective first: a unit takes the first of these that any member has.
@@ -156,13 +156,13 @@ def _figures_by_id(
                 policies[message_id] = entry.gc_policy
                 created[message_id] = entry.created_at or 0.0
     # Without a budget, the original request is locked as the budget builder would lock it.
-    original = None if conversation is not None else original_request_id(history)
+    original = None if conversation is not None else original_request(history)
     for position, message in enumerate(history):
         if message.message_id not in tokens:
             tokens[message.message_id] = count_message(message, counter)
             policies[message.message_id] = (
                 GCPolicy.LOCKED
-                if message.message_id == original
+                if position == original
                 else GCPolicy.PRESERVABLE
                 if message.kind is MessageKind.SUMMARY
                 else GCPolicy.EPHEMERAL
