@@ -491,6 +491,8 @@ def oldest_first(
     """
     if not collection.figures.created_in_order:
         return sorted([*entries, *turn_units], key=key)
+    if not entries:
+        return turn_units
     return heapq.merge(sorted(entries, key=key), turn_units, key=key)
 
 
