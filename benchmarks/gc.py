@@ -11,16 +11,21 @@ target 60, pressure 90, preserve 5. Two figures per strategy, medians of ``--rep
 The pair-heavy case is the one that is quadratic in JAATO (a linear scan of the budget per
 tool result removed): every turn has a tool exchange and only exchanges need to go.
 
+The replay figure is ``simulate`` (what a policy editor previews) on the 1,000-turn session
+with a context limit a tenth of its size, under gc_budget: threshold mode collects now and
+then, continuous mode (pressure 0) after nearly every turn.
+
 JAATO's medians on a 2-vCPU machine (reference section 9), for comparison:
 gc_budget 1.9-2.1 ms (100 turns), 16.8-18.7 ms (1,000), 194-225 ms (10,000);
 truncate 0.8 / 6.8-9.5 / 92-186 ms. Pair-heavy in JAATO: 10-12 s at 24,000 children.
 
-    python benchmarks/gc.py [--sizes 100 1000 10000] [--repeat 5]
+    python benchmarks/gc.py [--sizes 100 1000 10000] [--repeat 5] [--replay-turns 1000]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -29,12 +34,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gcengine
-from gcengine.gc import GCTriggerReason, load_gc_plugin, plugin_options, run_gc
+from gcengine.gc import GCTriggerReason, load_gc_plugin, plugin_options, run_gc, simulate
 from gcengine.gc.types import context_usage
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import load_counter
 
 STRATEGIES = ("gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget")
+POLICY = {
+    "threshold_percent": 80,
+    "target_percent": 60,
+    "pressure_percent": 90,
+    "preserve_recent_turns": 5,
+}
 
 
 def session_at(shape: SessionShape, usage: float) -> gcengine.Session:
@@ -79,20 +90,27 @@ def measure(session: gcengine.Session, config: gcengine.GCConfig, name: str, rep
     )
 
 
+def replay(turns: int, repeat: int) -> None:
+    session = gcengine.load_session(generate_session_file(SessionShape(turns=turns, seed=turns)))
+    session = session.model_copy(update={"context_limit": session.budget.total_tokens() // 10})
+    session.budget = gcengine.rebuild_budget(session)
+    print(f"replay: {turns:,} turns, context limit a tenth of the session, gc_budget")
+    for mode, pressure in (("threshold", 90), ("continuous", 0)):
+        config = gcengine.load_gc_config(
+            {**POLICY, "type": "budget", "pressure_percent": pressure}, env={}
+        )
+        collections = len(simulate(session, config).events)
+        replay_ms = median_ms(functools.partial(simulate, session, config), repeat)
+        print(f"  {mode:<13} simulate {replay_ms:8.1f} ms   {collections:5} collections")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--replay-turns", type=int, default=1_000)
     args = parser.parse_args()
-    config = gcengine.load_gc_config(
-        {
-            "threshold_percent": 80,
-            "target_percent": 60,
-            "pressure_percent": 90,
-            "preserve_recent_turns": 5,
-        },
-        env={},
-    )
+    config = gcengine.load_gc_config(POLICY, env={})
     for turns in args.sizes:
         session = session_at(SessionShape(turns=turns, seed=turns), 85)
         tokens = session.budget.total_tokens()
@@ -104,6 +122,7 @@ def main() -> None:
     )
     print(f"pair-heavy: {len(pair_heavy.history):,} messages, every turn a tool exchange")
     print("  " + measure(pair_heavy, config, "gc_budget", args.repeat))
+    replay(args.replay_turns, args.repeat)
 
 
 if __name__ == "__main__":

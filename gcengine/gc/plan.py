@@ -506,6 +506,8 @@ def oldest_first(
     """
     if not collection.figures.created_in_order:
         return sorted([*entries, *turn_units], key=key)
+    if not entries:
+        return turn_units
     return heapq.merge(sorted(entries, key=key), turn_units, key=key)
 
 
@@ -529,8 +531,8 @@ def _turns_after(
     """How many turns the new history has, without splitting it again.
 
     Splitting depends only on each turn's first message. So while the new history ends a turn
-    where the old one did, an untouched turn stays one turn, and so does a touched turn that
-    keeps its first message; only the rest are walked message by message.
+    where the old one did, a turn that keeps its first message stays one turn; only turns that
+    lost it, or that follow a place where the split changed, are looked at again.
     """
     history, layout, ids = collection.history, collection.layout, collection.ids
     first = touched[0] if touched else len(layout)
@@ -541,30 +543,41 @@ def _turns_after(
             turns += 1
             opener = message
     in_step = not inserts  # the split so far ends where the old one did
-    pending = iter([*touched, len(layout)])
-    next_touched = next(pending)
     turn = first
-    while turn < len(layout):
-        if turn == next_touched:
-            next_touched = next(pending)
-        elif in_step:
-            turns += next_touched - turn
-            turn = next_touched
-            opener = history[layout.starts[turn - 1]]
-            continue
-        start, end = layout.span(turn)
-        # In step, the opener is the one this turn's first message began a turn after.
-        if ids[start] not in removed and (in_step or starts_turn(history[start], opener)):
-            turns += 1
-            opener = history[start]
-        else:
-            for position in range(start, end):
-                if ids[position] not in removed and starts_turn(history[position], opener):
-                    turns += 1
-                    opener = history[position]
-        in_step = opener is history[start]
+    for lost in [*(t for t in touched if ids[layout.starts[t]] in removed), len(layout)]:
+        while turn < lost:  # these turns keep their first message
+            if in_step:
+                turns += lost - turn
+                turn = lost
+                opener = history[layout.starts[turn - 1]]
+                break
+            head = history[layout.starts[turn]]
+            if starts_turn(head, opener):
+                turns += 1
+                opener = head
+            else:
+                turns, opener = _split_rest(collection, turn, removed, turns, opener)
+            in_step = opener is head
+            turn += 1
+        if turn == len(layout):
+            break
+        turns, opener = _split_rest(collection, turn, removed, turns, opener)
+        in_step = opener is history[layout.starts[turn]]
         turn += 1
     return turns
+
+
+def _split_rest(
+    collection: Collection, turn: int, removed: set[str], turns: int, opener: Message | None
+) -> tuple[int, Message | None]:
+    """Continue splitting through the messages ``turn`` keeps: the turns count and opener."""
+    start, end = collection.layout.span(turn)
+    for position in range(start, end):
+        message = collection.history[position]
+        if collection.ids[position] not in removed and starts_turn(message, opener):
+            turns += 1
+            opener = message
+    return turns, opener
 
 
 def apply(

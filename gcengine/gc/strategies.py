@@ -320,7 +320,7 @@ class HybridStrategy(Strategy):
         ]
         # Recent turns are protected, so every unprotected turn comes before them.
         middle = unprotected_chat[-middle_size:] if middle_size else []
-        ancient = [p for p in unprotected_chat if p not in set(middle)]
+        ancient = unprotected_chat[: len(unprotected_chat) - len(middle)]  # middle is a suffix
         take_until_target(
             collection,
             (collection.turn_unit(p) for p in ancient),
@@ -447,7 +447,7 @@ class BudgetStrategy(Strategy):
         collection: Collection, decision: Decision, *, allow_preservable: bool
     ) -> Iterator[Unit]:
         """Whole removable turns, minus what earlier phases already took from them, oldest
-        first; what was taken is fixed when this is called, before the phase takes more."""
+        first; what was taken is read when the first is asked for, before this phase takes any."""
         taken = set(decision.removed_ids)
         ids, figures = collection.ids, collection.figures
         for position in collection.removable_turns():
