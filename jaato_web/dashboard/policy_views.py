@@ -522,11 +522,11 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
     session = _session_choice(project, request.GET.get("session"))
     a_id, b_id = _int(request.GET.get("a")), _int(request.GET.get("b"))
     if a_id is None or b_id is None:
-        latest: dict[int, PolicyVersion] = {}
-        for v in choices:
-            latest.setdefault(v.policy_id, v)
         default_id = project.default_policy_id
-        ordered = sorted(latest.values(), key=lambda v: v.policy_id != default_id)
+        ordered = sorted(
+            selectors.policy_latest_versions(project=project),
+            key=lambda v: v.policy_id != default_id,
+        )
         a_id = a_id or (ordered[0].pk if ordered else None)
         b_id = b_id or (ordered[1].pk if len(ordered) > 1 else a_id)
     context: dict[str, Any] = {
