@@ -147,6 +147,8 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "ninja",
     "jaato_web.dashboard",
+    "jaato_web.teams",
+    "jaato_web.review",
 ]
 
 MIDDLEWARE = [
@@ -156,6 +158,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "jaato_web.teams.middleware.PagesLoginRequiredMiddleware",
+    "jaato_web.teams.middleware.NoProjectMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -176,6 +180,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "jaato_web.teams.context_processors.projects",
             ],
         },
     },
@@ -205,6 +210,16 @@ if _task_backend not in _TASK_BACKENDS:
         f"use one of {sorted(_TASK_BACKENDS)}."
     )
 TASKS = {"default": {"BACKEND": _TASK_BACKENDS[_task_backend]}}
+
+# --- Accounts ---------------------------------------------------------------
+
+LOGIN_URL = "teams:sign_in"
+LOGIN_REDIRECT_URL = "dashboard:home"
+# A signed-in browser stays signed in for two weeks of inactivity at most.
+SESSION_COOKIE_AGE = env_int("JAATO_SESSION_AGE_SECONDS", 60 * 60 * 24 * 14)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
 
 # --- Passwords, i18n --------------------------------------------------------
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 
 import gcengine
 from gcengine.gc import PluginError
-from jaato_web.api import policies, runs, sessions
+from jaato_web.api import policies, runs, sessions, teams
 from jaato_web.dashboard import policy_presenters
 from jaato_web.dashboard.services import (
     PinError,
@@ -22,6 +23,7 @@ from jaato_web.dashboard.services import (
     PolicyNameError,
     UploadTooLarge,
 )
+from jaato_web.teams.access import NoProject
 
 DISTRIBUTION = "jaato-gc-web"
 
@@ -29,6 +31,7 @@ api = NinjaAPI(title="jaato GC API", version="1", urls_namespace="api")
 api.add_router("/sessions", sessions.router)
 api.add_router("/", runs.router)
 api.add_router("/policies", policies.router)
+api.add_router("/", teams.router)
 
 
 class Health(Schema):
@@ -119,3 +122,14 @@ def pin_error(request: HttpRequest, error: PinError) -> HttpResponse:
 @api.exception_handler(Http404)
 def not_found(request: HttpRequest, error: Http404) -> HttpResponse:
     return api.create_response(request, {"detail": "Not found."}, status=404)
+
+
+@api.exception_handler(PermissionDenied)
+def permission_denied(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
+    """The caller reaches the project but their role lacks the action; the message says which."""
+    return api.create_response(request, {"detail": str(error) or "Not allowed."}, status=403)
+
+
+@api.exception_handler(NoProject)
+def no_project(request: HttpRequest, error: NoProject) -> HttpResponse:
+    return api.create_response(request, {"detail": str(error)}, status=404)

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import File, Form, Router, Status, UploadedFile
 
 import gcengine
+from jaato_web.api.auth import EDIT_POLICY, PIN, RUN, VIEW, access_of, project_of
 from jaato_web.api.schemas import (
     ApplyIn,
     ApplyOut,
@@ -33,82 +34,98 @@ from jaato_web.api.schemas import (
     VersionCompareOut,
 )
 from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
-from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyVersion, Project
+from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyVersion
 
 router = Router(tags=["policies"])
 
 
-def _project() -> Project:
-    return services.project_default()
-
-
-def _policy(policy_id: int) -> Policy:
-    return selectors.policy_get(project=_project(), policy_id=policy_id)
+def _policy(request: HttpRequest, policy_id: int) -> Policy:
+    return access_of(request).policy(policy_id)
 
 
 def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, object]:
     return {
         "id": policy.pk,
+        "project": policy.project_id,
         "name": policy.name,
         "description": policy.description,
-        "is_default": _project().default_policy_id == policy.pk,
+        "is_default": policy.project.default_policy_id == policy.pk,
         "latest": latest,
     }
 
 
-@router.get("", response=list[PolicyOut], summary="Policies with their latest version")
-def list_policies(request: HttpRequest) -> list[dict[str, object]]:
-    project = _project()
-    return [_policy_out(v.policy, v) for v in selectors.policy_latest_versions(project=project)]
+@router.get(
+    "", response=list[PolicyOut], summary="A project's policies, latest versions", auth=VIEW
+)
+def list_policies(request: HttpRequest, project: int | None = None) -> list[dict[str, object]]:
+    target = project_of(request, project)
+    return [_policy_out(v.policy, v) for v in selectors.policy_latest_versions(project=target)]
 
 
-@router.post("", response={201: PolicyOut, 400: Problem}, summary="Create (or import) a policy")
-def create_policy(request: HttpRequest, payload: PolicyIn) -> Status[dict[str, object]]:
+@router.post(
+    "",
+    response={201: PolicyOut, 400: Problem},
+    summary="Create (or import) a policy",
+    auth=EDIT_POLICY,
+)
+def create_policy(
+    request: HttpRequest, payload: PolicyIn, project: int | None = None
+) -> Status[dict[str, object]]:
     """Either gc.json shape is accepted; it is validated by the engine and stored flat."""
     policy = services.policy_create(
-        project=_project(),
+        project=project_of(request, project),
         name=payload.name,
         config=payload.config,
         message=payload.message,
-        author=payload.author,
+        actor=access_of(request).user,
     )
     return Status(201, _policy_out(policy, policy.versions.get()))
 
 
-@router.post("/import", response={201: PolicyOut, 400: Problem}, summary="Import a gc.json file")
+@router.post(
+    "/import",
+    response={201: PolicyOut, 400: Problem},
+    summary="Import a gc.json file",
+    auth=EDIT_POLICY,
+)
 def import_policy(
     request: HttpRequest,
     file: File[UploadedFile],
     name: Form[str] = "",
     message: Form[str] = "",
-    author: Form[str] = "",
+    project: int | None = None,
 ) -> Status[dict[str, object]]:
     """The file as uploaded, in either shape; without ``name`` the file's name is used."""
     policy = services.policy_import(
-        project=_project(),
+        project=project_of(request, project),
         name=name or (file.name or "").removesuffix(".json"),
         data=file.read(),
         message=message,
-        author=author,
+        actor=access_of(request).user,
     )
     return Status(201, _policy_out(policy, policy.versions.get()))
 
 
-@router.get("/{int:policy_id}", response=PolicyOut, summary="A policy and its latest version")
+@router.get(
+    "/{int:policy_id}", response=PolicyOut, summary="A policy and its latest version", auth=VIEW
+)
 def get_policy(request: HttpRequest, policy_id: int) -> dict[str, object]:
-    policy = _policy(policy_id)
+    policy = _policy(request, policy_id)
     return _policy_out(policy, selectors.policy_latest_version(policy=policy))
 
 
-@router.get("/{int:policy_id}/versions", response=list[PolicyVersionOut], summary="All versions")
+@router.get(
+    "/{int:policy_id}/versions", response=list[PolicyVersionOut], summary="All versions", auth=VIEW
+)
 def policy_versions(request: HttpRequest, policy_id: int) -> list[PolicyVersion]:
-    return list(selectors.policy_versions(policy=_policy(policy_id)))
+    return list(selectors.policy_versions(policy=_policy(request, policy_id)))
 
 
 @router.post(
     "/{int:policy_id}/versions",
     response={201: PolicyVersionOut, 400: Problem, 409: Problem},
     summary="Save a new version",
+    auth=EDIT_POLICY,
 )
 def save_policy(
     request: HttpRequest, policy_id: int, payload: PolicyVersionIn
@@ -116,29 +133,33 @@ def save_policy(
     """409 when ``base_version`` is not the newest: the answer carries the stored config and
     the differences between the version the change started from and the stored one."""
     version = services.policy_save(
-        policy=_policy(policy_id),
+        policy=_policy(request, policy_id),
         config=payload.config,
         base_number=payload.base_version,
         message=payload.message,
-        author=payload.author,
+        actor=access_of(request).user,
     )
     return Status(201, version)
 
 
 @router.get(
-    "/{int:policy_id}/versions/{int:number}", response=PolicyVersionOut, summary="One version"
+    "/{int:policy_id}/versions/{int:number}",
+    response=PolicyVersionOut,
+    summary="One version",
+    auth=VIEW,
 )
 def policy_version(request: HttpRequest, policy_id: int, number: int) -> PolicyVersion:
-    return selectors.policy_version_by_number(policy=_policy(policy_id), number=number)
+    return selectors.policy_version_by_number(policy=_policy(request, policy_id), number=number)
 
 
 @router.get(
     "/{int:policy_id}/versions/compare",
     response=VersionCompareOut,
     summary="Two versions, field by field",
+    auth=VIEW,
 )
 def compare_versions(request: HttpRequest, policy_id: int, a: int, b: int) -> dict[str, object]:
-    policy = _policy(policy_id)
+    policy = _policy(request, policy_id)
     first = selectors.policy_version_by_number(policy=policy, number=a)
     second = selectors.policy_version_by_number(policy=policy, number=b)
     return {
@@ -152,27 +173,35 @@ def compare_versions(request: HttpRequest, policy_id: int, a: int, b: int) -> di
     "/{int:policy_id}/versions/{int:number}/restore",
     response={201: PolicyVersionOut, 404: Problem, 409: Problem},
     summary="Restore a version (as a new version)",
+    auth=EDIT_POLICY,
 )
 def restore_version(
     request: HttpRequest, policy_id: int, number: int, payload: RestoreIn
 ) -> Status[PolicyVersion]:
-    policy = _policy(policy_id)
+    policy = _policy(request, policy_id)
     selectors.policy_version_by_number(policy=policy, number=number)
     version = services.policy_restore(
-        policy=policy, number=number, base_number=payload.base_version, author=payload.author
+        policy=policy,
+        number=number,
+        base_number=payload.base_version,
+        actor=access_of(request).user,
     )
     return Status(201, version)
 
 
-@router.get("/{int:policy_id}/versions/{int:number}/gc.json", summary="Export as gc.json")
+@router.get(
+    "/{int:policy_id}/versions/{int:number}/gc.json", summary="Export as gc.json", auth=VIEW
+)
 def export_version(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
-    version = selectors.policy_version_by_number(policy=_policy(policy_id), number=number)
+    version = selectors.policy_version_by_number(policy=_policy(request, policy_id), number=number)
     return _gc_json(version)
 
 
-@router.get("/versions/{int:version_id}/gc.json", summary="Export a version (by id) as gc.json")
+@router.get(
+    "/versions/{int:version_id}/gc.json", summary="Export a version (by id) as gc.json", auth=VIEW
+)
 def export_policy(request: HttpRequest, version_id: int) -> HttpResponse:
-    return _gc_json(selectors.policy_version_get(project=_project(), version_id=version_id))
+    return _gc_json(access_of(request).policy_version(version_id))
 
 
 def _gc_json(version: PolicyVersion) -> HttpResponse:
@@ -185,20 +214,30 @@ def _gc_json(version: PolicyVersion) -> HttpResponse:
     return response
 
 
-@router.put("/{int:policy_id}/default", response=DefaultOut, summary="Make it the default")
+@router.put(
+    "/{int:policy_id}/default", response=DefaultOut, summary="Make it the default", auth=EDIT_POLICY
+)
 def set_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
     """The default policy runs on every upload, and pins from a history page go to it."""
-    policy = _policy(policy_id)
-    services.project_set_default_policy(project=_project(), policy=policy)
+    policy = _policy(request, policy_id)
+    services.project_set_default_policy(
+        project=policy.project, policy=policy, actor=access_of(request).user
+    )
     return {"policy_id": policy.pk, "is_default": True}
 
 
-@router.delete("/{int:policy_id}/default", response=DefaultOut, summary="Stop being the default")
+@router.delete(
+    "/{int:policy_id}/default",
+    response=DefaultOut,
+    summary="Stop being the default",
+    auth=EDIT_POLICY,
+)
 def unset_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
-    project = _project()
-    policy = _policy(policy_id)
-    if project.default_policy_id == policy.pk:
-        services.project_set_default_policy(project=project, policy=None)
+    policy = _policy(request, policy_id)
+    if policy.project.default_policy_id == policy.pk:
+        services.project_set_default_policy(
+            project=policy.project, policy=None, actor=access_of(request).user
+        )
     return {"policy_id": policy.pk, "is_default": False}
 
 
@@ -206,15 +245,14 @@ def unset_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
     "/{int:policy_id}/pins",
     response={200: PinOut, 400: Problem, 404: Problem},
     summary="Pin or unpin a turn or a message",
+    auth=PIN,
 )
 def pin(request: HttpRequest, policy_id: int, payload: PinIn) -> dict[str, object]:
     """Each change is a new version ("pinned turn N", "unpinned turn N"); asking for the state
     the policy already has stores nothing and answers its newest version."""
-    policy = _policy(policy_id)
+    policy = _policy(request, policy_id)
     session = (
-        selectors.session_get(project=_project(), session_id=payload.session_id)
-        if payload.session_id is not None
-        else None
+        access_of(request).session(payload.session_id) if payload.session_id is not None else None
     )
     version, pinned = services.policy_pin(
         policy=policy,
@@ -222,7 +260,7 @@ def pin(request: HttpRequest, policy_id: int, payload: PinIn) -> dict[str, objec
         message_id=payload.message_id,
         pinned=payload.pinned,
         session=session,
-        author=payload.author,
+        actor=access_of(request).user,
     )
     return {"pinned": pinned, "version": version}
 
@@ -230,11 +268,11 @@ def pin(request: HttpRequest, policy_id: int, payload: PinIn) -> dict[str, objec
 # --- Dry runs: preview and compare -----------------------------------------------------------
 
 
-def _config_of(ref: ConfigRef) -> gcengine.GCConfig:
+def _config_of(request: HttpRequest, ref: ConfigRef) -> gcengine.GCConfig:
     if (ref.policy_version_id is None) == (ref.config is None):
         raise gcengine.ConfigError("give policy_version_id or config (a gc.json object)")
     if ref.policy_version_id is not None:
-        version = selectors.policy_version_get(project=_project(), version_id=ref.policy_version_id)
+        version = access_of(request).policy_version(ref.policy_version_id)
         return services.config_validated(version.config)
     return services.config_validated(ref.config)
 
@@ -272,12 +310,13 @@ def _preview_out(
     "/preview",
     response={200: PreviewOut, 400: Problem, 404: Problem},
     summary="What a policy would remove from a session now (nothing is stored)",
+    auth=EDIT_POLICY,
 )
 def preview(request: HttpRequest, payload: PreviewIn) -> dict[str, object]:
     """A stored version or a gc.json as is; ``replay`` adds the turn-by-turn replay (slow for
     long sessions in continuous mode)."""
-    session = selectors.session_get(project=_project(), session_id=payload.session_id)
-    config = _config_of(payload)
+    session = access_of(request).session(payload.session_id)
+    config = _config_of(request, payload)
     return _preview_out(session, dry_runs.preview(session, config), payload.replay)
 
 
@@ -285,10 +324,11 @@ def preview(request: HttpRequest, payload: PreviewIn) -> dict[str, object]:
     "/compare",
     response={200: CompareOut, 400: Problem, 404: Problem},
     summary="Two policies (or versions) on one session, side by side",
+    auth=VIEW,
 )
 def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
-    session = selectors.session_get(project=_project(), session_id=payload.session_id)
-    a, b = _config_of(payload.a), _config_of(payload.b)
+    session = access_of(request).session(payload.session_id)
+    a, b = _config_of(request, payload.a), _config_of(request, payload.b)
     comparison = dry_runs.compare(session, a, b)
     return {
         "a": _preview_out(session, comparison.a, payload.replay),
@@ -324,11 +364,12 @@ def _apply_out(runs: list[GCRun]) -> dict[str, object]:
     "/{int:policy_id}/apply",
     response={202: ApplyOut, 400: Problem, 404: Problem},
     summary="Run a version on one session or many",
+    auth=RUN,
 )
 def apply(request: HttpRequest, policy_id: int, payload: ApplyIn) -> Status[dict[str, Any]]:
     """One background run per session; follow them with ``GET /api/policies/runs?ids=...``."""
-    project = _project()
-    policy = _policy(policy_id)
+    policy = _policy(request, policy_id)
+    project = policy.project
     version = (
         selectors.policy_version_by_number(policy=policy, number=payload.version)
         if payload.version is not None
@@ -338,12 +379,13 @@ def apply(request: HttpRequest, policy_id: int, payload: ApplyIn) -> Status[dict
     if not sessions:
         detail = "session_ids: no session of this project among them"
         return Status(400, {"detail": detail, "key": "session_ids"})
-    runs = services.policy_apply(version=version, sessions=sessions)
-    return Status(202, _apply_out(selectors.runs_by_ids(project=project, ids=[r.pk for r in runs])))
+    runs = services.policy_apply(version=version, sessions=sessions, actor=access_of(request).user)
+    ids = [r.pk for r in runs]
+    return Status(202, _apply_out(selectors.runs_by_ids(projects=[project.pk], ids=ids)))
 
 
-@router.get("/runs", response=ApplyOut, summary="Progress of runs started by an apply")
+@router.get("/runs", response=ApplyOut, summary="Progress of runs started by an apply", auth=VIEW)
 def apply_status(request: HttpRequest, ids: str) -> dict[str, object]:
     """``ids`` is a comma-separated list of run ids (as an apply answered them)."""
     wanted = [int(i) for i in ids.split(",") if i.strip().isdigit()]
-    return _apply_out(selectors.runs_by_ids(project=_project(), ids=wanted))
+    return _apply_out(selectors.runs_by_ids(projects=access_of(request).project_ids, ids=wanted))

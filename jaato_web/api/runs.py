@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 
 import gcengine
+from jaato_web.api.auth import RUN, VIEW, access_of
 from jaato_web.api.pages import node_page, paged
 from jaato_web.api.schemas import (
     DiffPage,
@@ -25,18 +26,16 @@ from jaato_web.dashboard.models import GCRun, Replay, Summary
 router = Router(tags=["runs"])
 
 
-def _run(run_id: int) -> GCRun:
-    return selectors.run_get(project=services.project_default(), run_id=run_id)
+def _run(request: HttpRequest, run_id: int) -> GCRun:
+    return access_of(request).run(run_id)
 
 
 def _config_source(
-    policy_version_id: int | None, config: dict[str, object] | None
+    request: HttpRequest, policy_version_id: int | None, config: dict[str, object] | None
 ) -> tuple[object, object]:
-    """A stored version (scoped to the project) or a pasted gc.json; exactly one is needed."""
+    """A stored version (among the caller's projects) or a pasted gc.json; exactly one."""
     if policy_version_id is not None:
-        version = selectors.policy_version_get(
-            project=services.project_default(), version_id=policy_version_id
-        )
+        version = access_of(request).policy_version(policy_version_id)
         return version, version.config
     if config is None:
         raise gcengine.ConfigError("give policy_version_id or config (a gc.json object)")
@@ -47,40 +46,48 @@ def _config_source(
     "/sessions/{int:session_id}/runs",
     response={202: RunOut, 400: Problem, 404: Problem},
     summary="Start a GC run",
+    auth=RUN,
 )
 def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[GCRun]:
     """Runs in the background; poll ``GET /api/runs/{id}`` until ``status`` is done or failed."""
-    session = selectors.session_get(project=services.project_default(), session_id=session_id)
-    version, config = _config_source(payload.policy_version_id, payload.config)
+    session = access_of(request).session(session_id)
+    version, config = _config_source(request, payload.policy_version_id, payload.config)
     run = services.run_start(
         session=session,
         policy_version=version,  # type: ignore[arg-type]
         config=config,
         plugin=payload.plugin,
+        actor=access_of(request).user,
     )
     run.refresh_from_db()
     return Status(202, run)
 
 
-@router.get("/sessions/{int:session_id}/runs", response=list[RunOut], summary="A session's runs")
+@router.get(
+    "/sessions/{int:session_id}/runs", response=list[RunOut], summary="A session's runs", auth=VIEW
+)
 def list_runs(request: HttpRequest, session_id: int) -> list[GCRun]:
-    session = selectors.session_get(project=services.project_default(), session_id=session_id)
+    session = access_of(request).session(session_id)
     return list(selectors.run_list(session=session))
 
 
-@router.get("/runs/{int:run_id}", response=RunDetailOut, summary="A run: status and figures")
+@router.get(
+    "/runs/{int:run_id}", response=RunDetailOut, summary="A run: status and figures", auth=VIEW
+)
 def get_run(request: HttpRequest, run_id: int) -> GCRun:
-    return _run(run_id)
+    return _run(request, run_id)
 
 
-@router.get("/runs/{int:run_id}/ledger", response=RemovalPage, summary="The removal ledger")
+@router.get(
+    "/runs/{int:run_id}/ledger", response=RemovalPage, summary="The removal ledger", auth=VIEW
+)
 def run_ledger(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
-    return paged(selectors.run_removals(run=_run(run_id)), page, selectors.LEDGER_PER_PAGE)
+    return paged(selectors.run_removals(run=_run(request, run_id)), page, selectors.LEDGER_PER_PAGE)
 
 
-@router.get("/runs/{int:run_id}/ledger.json", summary="The whole ledger as a JSON file")
+@router.get("/runs/{int:run_id}/ledger.json", summary="The whole ledger as a JSON file", auth=VIEW)
 def run_ledger_json(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = _run(run_id)
+    run = _run(request, run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))
     response = HttpResponse(
         presenters.pretty_json(records), content_type="application/json; charset=utf-8"
@@ -89,34 +96,41 @@ def run_ledger_json(request: HttpRequest, run_id: int) -> HttpResponse:
     return response
 
 
-@router.get("/runs/{int:run_id}/ledger.csv", summary="The whole ledger as CSV")
+@router.get("/runs/{int:run_id}/ledger.csv", summary="The whole ledger as CSV", auth=VIEW)
 def run_ledger_csv(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = _run(run_id)
+    run = _run(request, run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))
     response = HttpResponse(presenters.ledger_csv(records), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-ledger.csv"'
     return response
 
 
-@router.get("/runs/{int:run_id}/summaries", response=list[SummaryOut], summary="Summary chain")
+@router.get(
+    "/runs/{int:run_id}/summaries", response=list[SummaryOut], summary="Summary chain", auth=VIEW
+)
 def run_summaries(request: HttpRequest, run_id: int) -> list[Summary]:
-    return list(selectors.run_summaries(run=_run(run_id)))
+    return list(selectors.run_summaries(run=_run(request, run_id)))
 
 
 @router.get(
-    "/runs/{int:run_id}/budget", response=NodePage, summary="One level of the after-run tree"
+    "/runs/{int:run_id}/budget",
+    response=NodePage,
+    summary="One level of the after-run tree",
+    auth=VIEW,
 )
 def run_budget(
     request: HttpRequest, run_id: int, parent: str = "", offset: int = 0
 ) -> dict[str, object]:
-    run = _run(run_id)
+    run = _run(request, run_id)
     nodes = selectors.budget_children(session=run.session, run=run, parent_path=parent)
     return node_page(nodes, parent, offset)
 
 
-@router.get("/runs/{int:run_id}/diff", response=DiffPage, summary="Before/after, turn by turn")
+@router.get(
+    "/runs/{int:run_id}/diff", response=DiffPage, summary="Before/after, turn by turn", auth=VIEW
+)
 def run_diff(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
-    run = _run(run_id)
+    run = _run(request, run_id)
     turns = selectors.page_of(
         selectors.session_turns(session=run.session), page, selectors.TURNS_PER_PAGE
     )
@@ -142,9 +156,10 @@ def run_diff(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, obje
     "/runs/{int:run_id}/session",
     response={200: None, 409: Problem},
     summary="The session after the run, as a JAATO file",
+    auth=VIEW,
 )
 def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = _run(run_id)
+    run = _run(request, run_id)
     packed = selectors.run_session_after(run=run)
     if packed is None:
         return HttpResponse(
@@ -162,16 +177,17 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
     "/sessions/{int:session_id}/replays",
     response={202: ReplayOut, 200: ReplayOut, 400: Problem},
     summary="Replay a session turn by turn under a policy",
+    auth=RUN,
 )
 def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> Status[Replay]:
     """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
-    session = selectors.session_get(project=services.project_default(), session_id=session_id)
-    _, config = _config_source(payload.policy_version_id, payload.config)
-    replay = services.replay_request(session=session, config=config)
+    session = access_of(request).session(session_id)
+    _, config = _config_source(request, payload.policy_version_id, payload.config)
+    replay = services.replay_request(session=session, config=config, actor=access_of(request).user)
     replay.refresh_from_db()
     return Status(200 if replay.status == "done" else 202, replay)
 
 
-@router.get("/replays/{int:replay_id}", response=ReplayOut, summary="A replay's series")
+@router.get("/replays/{int:replay_id}", response=ReplayOut, summary="A replay's series", auth=VIEW)
 def get_replay(request: HttpRequest, replay_id: int) -> Replay:
-    return selectors.replay_get(project=services.project_default(), replay_id=replay_id)
+    return access_of(request).replay(replay_id)

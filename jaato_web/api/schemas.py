@@ -200,7 +200,6 @@ class PolicyIn(Schema):
     name: str
     config: dict[str, Any]
     message: str = ""
-    author: str = ""
 
 
 class PolicyVersionIn(Schema):
@@ -210,7 +209,6 @@ class PolicyVersionIn(Schema):
     config: dict[str, Any]
     base_version: int
     message: str = ""
-    author: str = ""
 
 
 class PolicyVersionOut(Schema):
@@ -224,6 +222,7 @@ class PolicyVersionOut(Schema):
 
 class PolicyOut(Schema):
     id: int
+    project: int
     name: str
     description: str
     is_default: bool
@@ -235,7 +234,6 @@ class RestoreIn(Schema):
     leave it out to restore on top of whatever is newest."""
 
     base_version: int | None = None
-    author: str = ""
 
 
 class DefaultOut(Schema):
@@ -251,7 +249,6 @@ class PinIn(Schema):
     message_id: str | None = None
     pinned: bool | None = None
     session_id: int | None = None
-    author: str = ""
 
 
 class PinOut(Schema):

@@ -12,8 +12,9 @@ from typing import Any
 
 from django import forms
 from django.core.files.uploadedfile import UploadedFile
+from django.db.models import QuerySet
 
-from jaato_web.dashboard.models import PolicyVersion
+from jaato_web.dashboard.models import PolicyVersion, Project
 
 
 class DashboardForm(forms.Form):
@@ -50,9 +51,17 @@ class UploadForm(DashboardForm):
         help_text="JAATO session files, budget snapshots, OpenAI or Anthropic exports (JSON).",
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    # Left out, the upload goes to the current project.
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(), empty_label=None, label="Project", required=False
+    )
+
+    def __init__(self, *args: Any, projects: QuerySet[Project], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["files"].widget.attrs.update({"accept": ".json,.jsonl,application/json"})
+        project_field = self.fields["project"]
+        assert isinstance(project_field, forms.ModelChoiceField)
+        project_field.queryset = projects
 
 
 def _version_choices(versions: Sequence[PolicyVersion]) -> list[tuple[str, str]]:

@@ -254,14 +254,14 @@ class PolicyForm(forms.Form):
 
 
 class PolicySaveForm(forms.Form):
-    """What a save records beside the gc.json: who, why, and the version it started from."""
+    """What a save records beside the gc.json: why, and the version it started from (who is the
+    signed-in user)."""
 
     name = forms.CharField(max_length=services.POLICY_NAME_MAX, required=False)
     message = forms.CharField(
         max_length=500,
         error_messages={"required": "Say what changed and why: it is the version's message."},
     )
-    author = forms.CharField(max_length=150, required=False)
     base_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, new: bool = False, **kwargs: Any) -> None:
@@ -281,7 +281,6 @@ class PolicyImportForm(forms.Form):
     )
     name = forms.CharField(max_length=services.POLICY_NAME_MAX, required=False)
     message = forms.CharField(max_length=500, required=False)
-    author = forms.CharField(max_length=150, required=False)
 
     def clean(self) -> dict[str, Any] | None:
         cleaned = super().clean()

@@ -38,6 +38,8 @@ from jaato_web.dashboard.policy_forms import (
     flat_gc_json,
     form_values,
 )
+from jaato_web.teams.access import Access, requires
+from jaato_web.teams.permissions import Action
 
 # A preview shows this many ledger rows and counts the rest.
 PREVIEW_LEDGER_ROWS = 30
@@ -45,7 +47,6 @@ PREVIEW_LEDGER_ROWS = 30
 SESSION_CHOICES = 200
 # Pins make versions too, so a busy policy's history is paged.
 VERSIONS_PER_PAGE = 50
-AUTHOR_KEY = "policy_author"
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -59,25 +60,24 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _project() -> Project:
-    return services.project_default()
+def _access(request: HttpRequest) -> Access:
+    access: Access = request.access  # type: ignore[attr-defined]
+    return access
 
 
-def _author(request: HttpRequest, given: str | None = None) -> str:
-    """The free-text author name, remembered for this browser until sign-in exists."""
-    if given is not None:
-        request.session[AUTHOR_KEY] = given
-        return given
-    return str(request.session.get(AUTHOR_KEY, ""))
+def _project(request: HttpRequest) -> Project:
+    """The project a list or a new policy belongs to (``?project=``, else the current one)."""
+    return _access(request).project(_int(request.GET.get("project")), request)
 
 
-def _session_choice(project: Project, value: Any) -> AgentSession | None:
-    """The session asked for, else the newest one; None when the project has none."""
+def _session_choice(request: HttpRequest, project: Project, value: Any) -> AgentSession | None:
+    """The session asked for (among the user's), else the project's newest; None when the
+    project has none."""
     session_id = _int(value)
     if session_id is not None:
-        return selectors.session_get(project=project, session_id=session_id)
+        return _access(request).session(session_id)
     newest = selectors.session_choices(project=project).first()
-    return selectors.session_get(project=project, session_id=newest.pk) if newest else None
+    return selectors.session_get(projects=[project.pk], session_id=newest.pk) if newest else None
 
 
 # --- List and default ----------------------------------------------------------------------
@@ -92,8 +92,9 @@ class PolicyRow:
 
 
 @require_GET
+@requires(Action.VIEW)
 def policy_list(request: HttpRequest) -> HttpResponse:
-    project = _project()
+    project = _project(request)
     rows = [
         PolicyRow(
             policy=version.policy,
@@ -111,17 +112,18 @@ def policy_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@requires(Action.EDIT_POLICY)
 def policy_default(request: HttpRequest, policy_id: int) -> HttpResponse:
     """Mark the policy as the project's default (it runs on every upload), or unmark it."""
-    project = _project()
-    policy = selectors.policy_get(project=project, policy_id=policy_id)
+    policy = _access(request).policy(policy_id)
+    project = policy.project
     if request.POST.get("default") == "on":
-        services.project_set_default_policy(project=project, policy=policy)
+        services.project_set_default_policy(project=project, policy=policy, actor=request.user)
         messages.success(request, f"{policy.name} is now the default: it runs on every upload.")
     elif project.default_policy_id == policy.pk:
-        services.project_set_default_policy(project=project, policy=None)
+        services.project_set_default_policy(project=project, policy=None, actor=request.user)
         messages.success(request, f"{policy.name} is no longer the default; uploads run no GC.")
-    return redirect("dashboard:policy-list")
+    return redirect(f"{reverse('dashboard:policy-list')}?project={project.pk}")
 
 
 # --- Editor --------------------------------------------------------------------------------
@@ -154,23 +156,25 @@ def _editor_context(
 
 
 @require_http_methods(["GET", "POST"])
+@requires(Action.EDIT_POLICY)
 def policy_new(request: HttpRequest) -> HttpResponse:
     return _editor(request, None)
 
 
 @require_http_methods(["GET", "POST"])
+@requires(Action.EDIT_POLICY)
 def policy_edit(request: HttpRequest, policy_id: int) -> HttpResponse:
-    return _editor(request, selectors.policy_get(project=_project(), policy_id=policy_id))
+    return _editor(request, _access(request).policy(policy_id))
 
 
 def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
-    project = _project()
+    project = policy.project if policy is not None else _project(request)
     latest = selectors.policy_latest_version(policy=policy) if policy else None
     if request.method != "POST":
         form = PolicyForm(initial=form_values(latest.config) if latest else default_values())
         save_form = PolicySaveForm(
             new=policy is None,
-            initial={"base_version": latest.number if latest else None, "author": _author(request)},
+            initial={"base_version": latest.number if latest else None},
         )
         return render(
             request,
@@ -183,7 +187,6 @@ def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
     extra: dict[str, Any] = {"latest": latest}
     if form.is_valid() and save_form.is_valid():
         data = save_form.cleaned_data
-        author = _author(request, data["author"])
         try:
             if policy is None:
                 policy = services.policy_create(
@@ -191,7 +194,7 @@ def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
                     name=data["name"],
                     config=form.gc_json(),
                     message=data["message"],
-                    author=author,
+                    actor=request.user,
                 )
                 messages.success(request, f"Created {policy.name}, version 1.")
                 return redirect("dashboard:policy-edit", policy_id=policy.pk)
@@ -200,7 +203,7 @@ def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
                 config=form.gc_json(),
                 base_number=data["base_version"] or 0,
                 message=data["message"],
-                author=author,
+                actor=request.user,
             )
         except services.PolicyNameError as error:
             save_form.add_error("name", error.reason)
@@ -239,11 +242,12 @@ def _conflict_context(conflict: services.PolicyConflict, form: PolicyForm) -> di
 
 
 @require_POST
+@requires(Action.EDIT_POLICY)
 def policy_preview(request: HttpRequest) -> HttpResponse:
     """What the form's policy would remove from the chosen session now; stores nothing."""
-    project = _project()
+    project = _project(request)
     form = PolicyForm(request.POST)
-    session = _session_choice(project, request.POST.get("session"))
+    session = _session_choice(request, project, request.POST.get("session"))
     context: dict[str, Any] = {"form": form, "session": session}
     if session is not None and form.is_valid():
         context |= _preview_context(session, form.config)
@@ -271,11 +275,12 @@ def _chart_context(series: dict[str, Any] | None) -> dict[str, Any]:
 
 
 @require_POST
+@requires(Action.EDIT_POLICY)
 def policy_preview_chart(request: HttpRequest) -> HttpResponse:
     """The replay chart for the form's policy; asked for separately because it costs more."""
-    project = _project()
+    project = _project(request)
     form = PolicyForm(request.POST)
-    session = _session_choice(project, request.POST.get("session"))
+    session = _session_choice(request, project, request.POST.get("session"))
     context: dict[str, Any] = {"form": form, "session": session}
     if session is not None and form.is_valid():
         context |= _chart_context(dry_runs.replay(session, form.config))
@@ -283,14 +288,15 @@ def policy_preview_chart(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@requires(Action.VIEW)
 def policy_version_chart(request: HttpRequest) -> HttpResponse:
     """The replay chart of a stored version on a session (the compare page loads two)."""
-    project = _project()
-    session = _session_choice(project, request.GET.get("session"))
+    project = _project(request)
+    session = _session_choice(request, project, request.GET.get("session"))
     version_id = _int(request.GET.get("version"))
     if session is None or version_id is None:
         return HttpResponseBadRequest("give session and version")
-    version = selectors.policy_version_get(project=project, version_id=version_id)
+    version = _access(request).policy_version(version_id)
     series = dry_runs.replay(session, services.config_validated(version.config))
     return render(
         request,
@@ -308,27 +314,27 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@requires(Action.EDIT_POLICY)
 def policy_import(request: HttpRequest) -> HttpResponse:
-    project = _project()
+    project = _project(request)
     if request.method != "POST":
-        form = PolicyImportForm(initial={"author": _author(request)})
-        return render(request, "policies/import.html", {"form": form})
+        form = PolicyImportForm()
+        return render(request, "policies/import.html", {"form": form, "project": project})
     form = PolicyImportForm(request.POST, request.FILES)
     if form.is_valid():
         raw = form.raw()
         name = form.policy_name()
-        author = _author(request, form.cleaned_data["author"])
         message = form.cleaned_data["message"] or "imported"
         try:
             policy = services.policy_import(
-                project=project, name=name, data=raw, message=message, author=author
+                project=project, name=name, data=raw, message=message, actor=request.user
             )
         except gcengine.ConfigError as error:
             # A bad value of a key the editor has a control for is fixed there, next to the
             # control; anything else (not JSON, an unknown key) is shown here, with its key.
             parsed = form.parsed(raw) if _has_control(error) else None
             editor = parsed is not None and _import_into_editor(
-                request, project, parsed, name, message, author
+                request, project, parsed, name, message
             )
             if editor:
                 return editor
@@ -338,7 +344,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Imported {policy.name} as version 1.")
             return redirect("dashboard:policy-edit", policy_id=policy.pk)
-    return render(request, "policies/import.html", {"form": form})
+    return render(request, "policies/import.html", {"form": form, "project": project})
 
 
 # Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
@@ -356,24 +362,22 @@ def _import_into_editor(
     parsed: dict[str, Any],
     name: str,
     message: str,
-    author: str,
 ) -> HttpResponse | None:
     """Show the refused file in the editor, each engine message next to its control; None
     when the editor's reading of the file is valid (the problem is in the file's shape)."""
     form = PolicyForm(form_values(flat_gc_json(parsed)))
     if form.is_valid():
         return None
-    save_form = PolicySaveForm(
-        initial={"name": name, "message": message, "author": author}, new=True
-    )
+    save_form = PolicySaveForm(initial={"name": name, "message": message}, new=True)
     context = _editor_context(request, project, None, form, save_form, imported=True, latest=None)
     return render(request, "policies/editor.html", context)
 
 
 @require_GET
+@requires(Action.VIEW)
 def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
     """A version as the gc.json JAATO's own loader reads (``gcengine.dump_gc_config``)."""
-    policy = selectors.policy_get(project=_project(), policy_id=policy_id)
+    policy = _access(request).policy(policy_id)
     version = selectors.policy_version_by_number(policy=policy, number=number)
     document = gcengine.dump_gc_config(services.config_validated(version.config))
     response = HttpResponse(
@@ -387,9 +391,10 @@ def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResp
 
 
 @require_GET
+@requires(Action.VIEW)
 def policy_versions(request: HttpRequest, policy_id: int) -> HttpResponse:
-    project = _project()
-    policy = selectors.policy_get(project=project, policy_id=policy_id)
+    policy = _access(request).policy(policy_id)
+    project = policy.project
     page = selectors.page_of(
         selectors.policy_versions(policy=policy), request.GET.get("page"), VERSIONS_PER_PAGE
     )
@@ -401,16 +406,16 @@ def policy_versions(request: HttpRequest, policy_id: int) -> HttpResponse:
             "page": page,
             "versions": list(page.object_list),
             "latest": selectors.policy_latest_version(policy=policy),
-            "author": _author(request),
             "is_default": project.default_policy_id == policy.pk,
         },
     )
 
 
 @require_GET
+@requires(Action.VIEW)
 def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpResponse:
     """Two versions side by side, field by field, differences marked."""
-    policy = selectors.policy_get(project=_project(), policy_id=policy_id)
+    policy = _access(request).policy(policy_id)
     latest = selectors.policy_latest_version(policy=policy)
     a_number = _int(request.GET.get("a")) or max(latest.number - 1, 1)
     b_number = _int(request.GET.get("b")) or latest.number
@@ -432,16 +437,16 @@ def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpRespons
 
 
 @require_POST
+@requires(Action.EDIT_POLICY)
 def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
-    policy = selectors.policy_get(project=_project(), policy_id=policy_id)
+    policy = _access(request).policy(policy_id)
     selectors.policy_version_by_number(policy=policy, number=number)  # 404 for a wrong number
-    author = _author(request, request.POST.get("author", "").strip()[:150])
     try:
         version = services.policy_restore(
             policy=policy,
             number=number,
             base_number=_int(request.POST.get("base_version")),
-            author=author,
+            actor=request.user,
         )
     except services.PolicyConflict as conflict:
         messages.error(
@@ -469,14 +474,15 @@ def pin_toggle_context(*, project: Project, policy_id: int | None = None) -> dic
 
 @require_POST
 @vary_on_headers("HX-Request")
+@requires(Action.PIN)
 def policy_pin_toggle(request: HttpRequest) -> HttpResponse:
     """Pin or unpin one turn of a session in a policy (the project's default unless one is
     chosen); each change is a new version of that policy."""
-    project = _project()
     session_id, turn_index = _int(request.POST.get("session")), _int(request.POST.get("turn"))
     if session_id is None or turn_index is None:
         return HttpResponseBadRequest("give session and turn")
-    session = selectors.session_get(project=project, session_id=session_id)
+    session = _access(request).session(session_id)
+    project = session.project
     context = pin_toggle_context(project=project, policy_id=_int(request.POST.get("policy")))
     policy: Policy | None = context["pin_policy"]
     error = version = None
@@ -485,7 +491,7 @@ def policy_pin_toggle(request: HttpRequest) -> HttpResponse:
     else:
         try:
             version, pinned = services.policy_pin(
-                policy=policy, turn_index=turn_index, session=session, author=_author(request)
+                policy=policy, turn_index=turn_index, session=session, actor=request.user
             )
         except services.PinError as problem:
             error = problem.reason
@@ -515,11 +521,12 @@ def policy_pin_toggle(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@requires(Action.VIEW)
 def policy_compare(request: HttpRequest) -> HttpResponse:
-    project = _project()
+    project = _project(request)
     choices = list(selectors.policy_version_choices(project=project))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
-    session = _session_choice(project, request.GET.get("session"))
+    session = _session_choice(request, project, request.GET.get("session"))
     a_id, b_id = _int(request.GET.get("a")), _int(request.GET.get("b"))
     if a_id is None or b_id is None:
         default_id = project.default_policy_id
@@ -537,8 +544,8 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         "b_id": b_id,
     }
     if session is not None and a_id is not None and b_id is not None:
-        a = selectors.policy_version_get(project=project, version_id=a_id)
-        b = selectors.policy_version_get(project=project, version_id=b_id)
+        a = _access(request).policy_version(a_id)
+        b = _access(request).policy_version(b_id)
         comparison = dry_runs.compare(
             session, services.config_validated(a.config), services.config_validated(b.config)
         )
@@ -559,10 +566,11 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+@requires(Action.RUN)
 def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
     """Run a version of the policy on one session or a selection, one background run each."""
-    project = _project()
-    policy = selectors.policy_get(project=project, policy_id=policy_id)
+    policy = _access(request).policy(policy_id)
+    project = policy.project
     versions = list(selectors.policy_versions(policy=policy).defer("config"))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
     error = None
@@ -577,7 +585,7 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
             error = "Choose at least one session."
         else:
             try:
-                runs = services.policy_apply(version=version, sessions=chosen)
+                runs = services.policy_apply(version=version, sessions=chosen, actor=request.user)
             except (gcengine.GCEngineError, PluginError) as problem:
                 error = str(problem)
             else:
@@ -598,10 +606,11 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
+@requires(Action.VIEW)
 def policy_runs(request: HttpRequest) -> HttpResponse:
     """Progress of a bulk apply: polled by htmx until every run is done or failed."""
     ids = [i for i in map(_int, request.GET.get("ids", "").split(",")) if i is not None]
-    runs = selectors.runs_by_ids(project=_project(), ids=ids)
+    runs = selectors.runs_by_ids(projects=_access(request).project_ids, ids=ids)
     finished = sum(1 for r in runs if not r.is_pending)
     context = {
         "runs": runs,

@@ -8,7 +8,7 @@ session after a run) are never loaded here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,9 +65,9 @@ def page_of(items: QuerySet[Any], number: Any, per_page: int) -> Page[Any]:
     return Paginator(items, per_page).get_page(number)
 
 
-def session_get(*, project: Project, session_id: int) -> AgentSession:
+def session_get(*, projects: Collection[int], session_id: int) -> AgentSession:
     return get_object_or_404(
-        AgentSession.objects.select_related("project"), pk=session_id, project=project
+        AgentSession.objects.select_related("project"), pk=session_id, project__in=projects
     )
 
 
@@ -156,13 +156,13 @@ def run_list(*, session: AgentSession) -> QuerySet[GCRun]:
     )
 
 
-def run_get(*, project: Project, run_id: int) -> GCRun:
+def run_get(*, projects: Collection[int], run_id: int) -> GCRun:
     return get_object_or_404(
         GCRun.objects.select_related("session__project", "policy_version__policy").defer(
             "session_after"
         ),
         pk=run_id,
-        session__project=project,
+        session__project__in=projects,
     )
 
 
@@ -232,13 +232,13 @@ def replay_shown(*, session: AgentSession, replay_id: Any = None) -> Replay | No
     return replays.order_by("-created_at", "-pk").first()
 
 
-def ingest_job_get(*, project: Project, job_id: int) -> IngestJob:
-    return get_object_or_404(IngestJob.objects.defer("data"), pk=job_id, project=project)
+def ingest_job_get(*, projects: Collection[int], job_id: int) -> IngestJob:
+    return get_object_or_404(IngestJob.objects.defer("data"), pk=job_id, project__in=projects)
 
 
-def replay_get(*, project: Project, replay_id: int) -> Replay:
+def replay_get(*, projects: Collection[int], replay_id: int) -> Replay:
     return get_object_or_404(
-        Replay.objects.select_related("session"), pk=replay_id, session__project=project
+        Replay.objects.select_related("session"), pk=replay_id, session__project__in=projects
     )
 
 
@@ -246,8 +246,8 @@ def policy_list(*, project: Project) -> QuerySet[Policy]:
     return Policy.objects.filter(project=project).order_by("name")
 
 
-def policy_get(*, project: Project, policy_id: int) -> Policy:
-    return get_object_or_404(Policy, pk=policy_id, project=project)
+def policy_get(*, projects: Collection[int], policy_id: int) -> Policy:
+    return get_object_or_404(Policy, pk=policy_id, project__in=projects)
 
 
 def policy_latest_versions(*, project: Project) -> list[PolicyVersion]:
@@ -265,9 +265,9 @@ def policy_latest_versions(*, project: Project) -> list[PolicyVersion]:
     )
 
 
-def policy_version_get(*, project: Project, version_id: int) -> PolicyVersion:
+def policy_version_get(*, projects: Collection[int], version_id: int) -> PolicyVersion:
     return get_object_or_404(
-        PolicyVersion.objects.select_related("policy"), pk=version_id, policy__project=project
+        PolicyVersion.objects.select_related("policy"), pk=version_id, policy__project__in=projects
     )
 
 
@@ -316,10 +316,10 @@ def sessions_by_ids(*, project: Project, ids: list[int]) -> list[AgentSession]:
     return [found[i] for i in dict.fromkeys(ids) if i in found]
 
 
-def runs_by_ids(*, project: Project, ids: list[int]) -> list[GCRun]:
-    """Runs of the project among ``ids``, in the order given (a bulk apply's progress)."""
+def runs_by_ids(*, projects: Collection[int], ids: list[int]) -> list[GCRun]:
+    """Runs of these projects among ``ids``, in the order given (a bulk apply's progress)."""
     found = (
-        GCRun.objects.filter(session__project=project, pk__in=ids)
+        GCRun.objects.filter(session__project__in=projects, pk__in=ids)
         .select_related("session", "policy_version__policy")
         .defer("session_after", "result")
         .in_bulk()
@@ -330,7 +330,7 @@ def runs_by_ids(*, project: Project, ids: list[int]) -> list[GCRun]:
 def pin_policy(*, project: Project, policy_id: int | None = None) -> Policy | None:
     """The policy pins act on: the one asked for, else the project's default (or None)."""
     if policy_id is not None:
-        return policy_get(project=project, policy_id=policy_id)
+        return policy_get(projects=[project.pk], policy_id=policy_id)
     if project.default_policy_id is None:
         return None
     return Policy.objects.filter(pk=project.default_policy_id, project=project).first()

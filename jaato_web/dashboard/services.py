@@ -10,10 +10,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 import gcengine
@@ -34,6 +35,13 @@ from jaato_web.dashboard.models import (
     SessionTurn,
     Summary,
 )
+from jaato_web.teams.audit import actor_name, audit_record
+from jaato_web.teams.models import AuditAction
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    Actor = AbstractBaseUser | AnonymousUser | None
 
 DEFAULT_PROJECT_SLUG = "default"
 BULK_BATCH = 1000
@@ -129,7 +137,9 @@ def upload_size_check(size: int) -> None:
         raise UploadTooLarge(size, settings.JAATO_UPLOAD_MAX_BYTES)
 
 
-def session_upload(*, project: Project, filename: str, data: bytes) -> UploadReceipt:
+def session_upload(
+    *, project: Project, filename: str, data: bytes, actor: Actor = None
+) -> UploadReceipt:
     """Store an uploaded session, or say it is already here.
 
     Small files are read now, so a malformed one raises ``gcengine.SessionFormatError`` with
@@ -150,11 +160,14 @@ def session_upload(*, project: Project, filename: str, data: bytes) -> UploadRec
                 data=data,
                 progress="waiting for a worker",
             )
+            _upload_audit(project, actor, filename, len(data), job=job)
             transaction.on_commit(partial(tasks.ingest_upload.enqueue, job.pk))
         return UploadReceipt(filename, job=job)
     engine_session = gcengine.load_session(data)
     try:
-        session = _session_store(project, filename, data, digest, engine_session)
+        with transaction.atomic():
+            session = _session_store(project, filename, data, digest, engine_session)
+            _upload_audit(project, actor, filename, len(data), session=session)
     except IntegrityError:
         # The same file arrived twice at once; the other request stored it.
         return UploadReceipt(
@@ -164,6 +177,30 @@ def session_upload(*, project: Project, filename: str, data: bytes) -> UploadRec
         )
     _run_on_upload(session)
     return UploadReceipt(filename, session=session)
+
+
+def _upload_audit(
+    project: Project,
+    actor: Actor,
+    filename: str,
+    size: int,
+    *,
+    session: AgentSession | None = None,
+    job: IngestJob | None = None,
+) -> None:
+    if session is not None:
+        url = reverse("dashboard:session_detail", args=[session.pk])
+    else:
+        assert job is not None
+        url = reverse("dashboard:ingest_job", args=[job.pk])
+    audit_record(
+        project=project,
+        actor=actor,
+        action=AuditAction.UPLOAD,
+        target=filename,
+        target_url=url,
+        detail={"bytes": size, "session": session.pk if session else None},
+    )
 
 
 def ingest_job_execute(*, job_id: int) -> None:
@@ -343,6 +380,7 @@ def run_start(
     config: Any = None,
     plugin: str | None = None,
     trigger: str = "manual",
+    actor: Actor = None,
 ) -> GCRun:
     """Queue a run of a stored policy version, or of a gc.json given as is.
 
@@ -368,6 +406,19 @@ def run_start(
             trigger=trigger,
             context_limit=session.context_limit,
             progress="waiting for a worker",
+        )
+        audit_record(
+            project=session.project,
+            actor=actor,
+            action=AuditAction.RUN,
+            target=f"run {run.pk} of {session.label}",
+            target_url=reverse("dashboard:run_detail", args=[run.pk]),
+            detail={
+                "session": session.pk,
+                "plugin": plugin_name,
+                "trigger": trigger,
+                "policy_version": policy_version.pk if policy_version else None,
+            },
         )
         transaction.on_commit(partial(tasks.execute_run.enqueue, run.pk))
     return run
@@ -504,7 +555,7 @@ def engine_session_of(session: AgentSession) -> gcengine.Session:
 # --- Replays ---------------------------------------------------------------------------------
 
 
-def replay_request(*, session: AgentSession, config: Any) -> Replay:
+def replay_request(*, session: AgentSession, config: Any, actor: Actor = None) -> Replay:
     """The replay of a session under a gc.json: the stored one, or a newly queued one."""
     canonical = config_canonical(config)
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
@@ -515,6 +566,14 @@ def replay_request(*, session: AgentSession, config: Any) -> Replay:
             defaults={"config": canonical, "progress": "waiting for a worker"},
         )
         if created:
+            audit_record(
+                project=session.project,
+                actor=actor,
+                action=AuditAction.REPLAY,
+                target=f"replay of {session.label}",
+                target_url=reverse("dashboard:replay_detail", args=[replay.pk]),
+                detail={"session": session.pk, "plugin": canonical.get("type")},
+            )
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
     return replay
 
@@ -557,7 +616,7 @@ def _policy_name_checked(project: Project, name: str) -> str:
 
 @transaction.atomic
 def policy_create(
-    *, project: Project, name: str, config: Any, message: str = "", author: str = ""
+    *, project: Project, name: str, config: Any, message: str = "", actor: Actor = None
 ) -> Policy:
     stored = config_canonical(config)
     name = _policy_name_checked(project, name)
@@ -567,14 +626,19 @@ def policy_create(
     except IntegrityError:
         # Someone created the same name between the check and the insert.
         raise PolicyNameError(f"a policy named {name!r} already exists") from None
-    PolicyVersion.objects.create(
-        policy=policy, number=1, config=stored, message=message or "created", author=author
+    version = PolicyVersion.objects.create(
+        policy=policy,
+        number=1,
+        config=stored,
+        message=message or "created",
+        author=_author(actor),
     )
+    _policy_audit(version, actor)
     return policy
 
 
 def policy_import(
-    *, project: Project, name: str, data: bytes | str, message: str = "", author: str = ""
+    *, project: Project, name: str, data: bytes | str, message: str = "", actor: Actor = None
 ) -> Policy:
     """Create a policy from a gc.json file's bytes or pasted text, in either shape.
 
@@ -583,7 +647,24 @@ def policy_import(
     """
     raw = data.encode() if isinstance(data, str) else data
     return policy_create(
-        project=project, name=name, config=raw, message=message or "imported", author=author
+        project=project, name=name, config=raw, message=message or "imported", actor=actor
+    )
+
+
+def _author(actor: Actor) -> str:
+    """The name stored on a version; "system" for the demo loader and other scripts."""
+    return actor_name(actor)
+
+
+def _policy_audit(version: PolicyVersion, actor: Actor, action: AuditAction | None = None) -> None:
+    policy = version.policy
+    audit_record(
+        project=policy.project,
+        actor=actor,
+        action=action or AuditAction.POLICY_SAVE,
+        target=f"{policy.name} version {version.number}",
+        target_url=reverse("dashboard:policy-versions", args=[policy.pk]),
+        detail={"policy": policy.pk, "version": version.number, "message": version.message},
     )
 
 
@@ -597,7 +678,7 @@ def _latest_locked(policy: Policy) -> PolicyVersion:
 
 @transaction.atomic
 def policy_save(
-    *, policy: Policy, config: Any, base_number: int, message: str = "", author: str = ""
+    *, policy: Policy, config: Any, base_number: int, message: str = "", actor: Actor = None
 ) -> PolicyVersion:
     """Store a new version, unless someone saved since ``base_number`` was loaded."""
     stored = config_canonical(config)
@@ -605,13 +686,19 @@ def policy_save(
     if current.number != base_number:
         base = policy.versions.filter(number=base_number).values_list("config", flat=True).first()
         raise PolicyConflict(policy, base_number, current, base)
-    return PolicyVersion.objects.create(
-        policy=policy, number=current.number + 1, config=stored, message=message, author=author
+    version = PolicyVersion.objects.create(
+        policy=policy,
+        number=current.number + 1,
+        config=stored,
+        message=message,
+        author=_author(actor),
     )
+    _policy_audit(version, actor)
+    return version
 
 
 def policy_restore(
-    *, policy: Policy, number: int, base_number: int | None = None, author: str = ""
+    *, policy: Policy, number: int, base_number: int | None = None, actor: Actor = None
 ) -> PolicyVersion:
     """Store version ``number``'s gc.json again, as a new version "restored version N".
 
@@ -627,7 +714,7 @@ def policy_restore(
             config=old.config,
             base_number=base,
             message=f"restored version {number}",
-            author=author,
+            actor=actor,
         )
 
 
@@ -638,7 +725,7 @@ def policy_pin(
     message_id: str | None = None,
     pinned: bool | None = None,
     session: AgentSession | None = None,
-    author: str = "",
+    actor: Actor = None,
 ) -> tuple[PolicyVersion, bool]:
     """Pin or unpin one turn (stable index) or one message id in the policy's newest version.
 
@@ -670,8 +757,9 @@ def policy_pin(
             number=current.number + 1,
             config=config_canonical(config),
             message=f"{'pinned' if now else 'unpinned'} {noun}",
-            author=author,
+            author=_author(actor),
         )
+        _policy_audit(version, actor, AuditAction.PIN if now else AuditAction.UNPIN)
     return version, now
 
 
@@ -690,13 +778,31 @@ def _pin_target_check(
 
 
 def policy_apply(
-    *, version: PolicyVersion, sessions: list[AgentSession], trigger: str = "manual"
+    *,
+    version: PolicyVersion,
+    sessions: list[AgentSession],
+    trigger: str = "manual",
+    actor: Actor = None,
 ) -> list[GCRun]:
     """Queue one run of ``version`` per session; they run in the background, in order."""
     with transaction.atomic():
-        return [run_start(session=s, policy_version=version, trigger=trigger) for s in sessions]
+        return [
+            run_start(session=s, policy_version=version, trigger=trigger, actor=actor)
+            for s in sessions
+        ]
 
 
-def project_set_default_policy(*, project: Project, policy: Policy | None) -> None:
+@transaction.atomic
+def project_set_default_policy(
+    *, project: Project, policy: Policy | None, actor: Actor = None
+) -> None:
     Project.objects.filter(pk=project.pk).update(default_policy=policy)
     project.default_policy = policy
+    audit_record(
+        project=project,
+        actor=actor,
+        action=AuditAction.POLICY_DEFAULT,
+        target=policy.name if policy else "no default policy",
+        target_url=reverse("dashboard:policy-list"),
+        detail={"policy": policy.pk if policy else None},
+    )

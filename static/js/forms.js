@@ -14,3 +14,16 @@
     }
   });
 })();
+
+// A select marked data-submit-on-change (the header's project switcher) submits its form as
+// soon as a choice is made; without JavaScript its form still has a submit button.
+(function () {
+  "use strict";
+
+  document.addEventListener("change", function (event) {
+    var select = event.target;
+    if (select instanceof HTMLSelectElement && select.hasAttribute("data-submit-on-change")) {
+      select.form.requestSubmit();
+    }
+  });
+})();

@@ -11,10 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 
 from gcengine.synthetic import SessionShape, generate_session_file
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
+from jaato_web.teams.models import Membership
+from jaato_web.teams.permissions import Role
 
 # --- Background tasks ------------------------------------------------------------------------
 
@@ -67,6 +71,33 @@ def _fast_password_hashing(settings: Any) -> None:
 @pytest.fixture
 def project(db: None) -> Project:
     return services.project_default()
+
+
+# --- Accounts: the tests' default client is an admin of the default project -----------------
+
+
+def make_member(project: Project, username: str, role: Role) -> User:
+    user = User.objects.create_user(username, password=f"{username}-password-1")
+    Membership.objects.create(project=project, user=user, role=role)
+    return user
+
+
+def signed_in_client(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def member(project: Project) -> User:
+    """Ann, admin of the default project: the user every page and API test acts as."""
+    return make_member(project, "ann", Role.ADMIN)
+
+
+@pytest.fixture
+def client(member: User) -> Client:
+    """pytest-django's client, signed in as ``member``; ``Client()`` is an anonymous one."""
+    return signed_in_client(member)
 
 
 @pytest.fixture

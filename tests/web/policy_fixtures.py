@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 
 from jaato_web.dashboard import dry_runs, services
 from jaato_web.dashboard.models import AgentSession, Policy, Project
@@ -35,7 +36,7 @@ def agent_session(project: Project) -> AgentSession:
 
 
 @pytest.fixture
-def policy(project: Project) -> Policy:
+def policy(project: Project, member: User) -> Policy:
     return services.policy_create(
-        project=project, name="Truncate 80/40", config=TRUNCATE_POLICY, author="ann"
+        project=project, name="Truncate 80/40", config=TRUNCATE_POLICY, actor=member
     )

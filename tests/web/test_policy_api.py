@@ -28,9 +28,7 @@ def post(client: Client, url: str, body: object):
 
 
 def test_create_save_and_list(client: Client):
-    created = post(
-        client, "/api/policies", {"name": "p", "config": TRUNCATE_POLICY, "author": "ann"}
-    ).json()
+    created = post(client, "/api/policies", {"name": "p", "config": TRUNCATE_POLICY}).json()
 
     saved = post(
         client,
@@ -123,7 +121,7 @@ def test_restore_compare_and_versions(client: Client, policy):
         {"config": {**TRUNCATE_POLICY, "target_percent": 50}, "base_version": 1},
     )
 
-    restored = post(client, f"/api/policies/{policy.pk}/versions/1/restore", {"author": "cy"})
+    restored = post(client, f"/api/policies/{policy.pk}/versions/1/restore", {})
     compared = client.get(f"/api/policies/{policy.pk}/versions/compare?a=1&b=2").json()
     stale = post(client, f"/api/policies/{policy.pk}/versions/2/restore", {"base_version": 2})
 

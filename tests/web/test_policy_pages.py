@@ -16,6 +16,8 @@ import gcengine
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import GCRun, JobStatus, Policy, PolicyVersion
 from jaato_web.dashboard.policy_forms import form_values
+from jaato_web.teams.permissions import Role
+from tests.web.conftest import make_member, signed_in_client
 from tests.web.policy_data import (
     DESIGN_SHAPE_FILE,
     JAATO_REPO_FILE,
@@ -25,6 +27,7 @@ from tests.web.policy_data import (
 )
 
 pytestmark = pytest.mark.django_db
+
 pytest_plugins = ["tests.web.policy_fixtures"]
 
 HTMX = {"HX-Request": "true"}
@@ -79,7 +82,9 @@ def test_list_costs_the_same_queries_however_many_policies_and_versions(
 ):
     url = reverse("dashboard:policy-list")
     client.get(url)
-    with django_assert_num_queries(2) as one:  # the project, the newest versions
+    # Sign-in (browser session, user, roles), the project, the newest versions, the header's
+    # project list.
+    with django_assert_num_queries(6) as one:
         client.get(url)
     for n in range(3):
         other = services.policy_create(project=project, name=f"p{n}", config=TRUNCATE_POLICY)
@@ -113,7 +118,7 @@ def test_policies_nav_link_is_on_every_page(client: Client):
 
 
 def test_new_policy_is_created_as_version_one(client: Client, agent_session):
-    data = form_data(TRUNCATE_POLICY, name="Mine", message="first cut", author="ann")
+    data = form_data(TRUNCATE_POLICY, name="Mine", message="first cut")
 
     answer = client.post(reverse("dashboard:policy-new"), data)
 
@@ -206,9 +211,10 @@ def test_options_for_another_strategy_are_kept(client: Client, policy):
 
 
 def test_a_save_on_an_older_version_is_refused_with_the_difference_and_edits_kept(
-    client: Client, policy, agent_session
+    client: Client, policy, agent_session, project
 ):
-    ann, bob = Client(), Client()
+    ann = client
+    bob = signed_in_client(make_member(project, "bob", Role.EDITOR))
     for person in (ann, bob):
         assert 'name="base_version" value="1"' in person.get(edit_url(policy)).content.decode()
     ann.post(
@@ -216,7 +222,6 @@ def test_a_save_on_an_older_version_is_refused_with_the_difference_and_edits_kep
         form_data(
             {**TRUNCATE_POLICY, "target_percent": 50},
             message="ann: stop at half",
-            author="ann",
             base_version=1,
         ),
     )
@@ -224,7 +229,6 @@ def test_a_save_on_an_older_version_is_refused_with_the_difference_and_edits_kep
     bob_edit = form_data(
         {**TRUNCATE_POLICY, "preserve_recent_turns": 9},
         message="bob: keep more",
-        author="bob",
         base_version=1,
     )
     answer = bob.post(edit_url(policy), bob_edit)
@@ -352,13 +356,13 @@ def test_import_needs_a_file_or_text(client: Client):
 # --- Versions --------------------------------------------------------------------------------
 
 
-def test_versions_list_compare_and_restore(client: Client, policy):
+def test_versions_list_compare_and_restore(client: Client, policy, project):
     services.policy_save(
         policy=policy,
         config={**TRUNCATE_POLICY, "target_percent": 50},
         base_number=1,
         message="half",
-        author="bob",
+        actor=make_member(project, "bob", Role.EDITOR),
     )
 
     listing = client.get(reverse("dashboard:policy-versions", args=[policy.pk])).content.decode()
@@ -367,7 +371,7 @@ def test_versions_list_compare_and_restore(client: Client, policy):
     ).content.decode()
     restored = client.post(
         reverse("dashboard:policy-restore", args=[policy.pk, 1]),
-        {"base_version": 2, "author": "cy"},
+        {"base_version": 2},
     )
 
     assert "half" in listing

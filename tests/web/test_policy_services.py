@@ -20,23 +20,22 @@ pytestmark = pytest.mark.django_db
 pytest_plugins = ["tests.web.policy_fixtures"]
 
 
-def test_every_save_is_a_new_version_and_restore_copies_an_old_one(policy):
+def test_every_save_is_a_new_version_and_restore_copies_an_old_one(policy, member):
     services.policy_save(
         policy=policy,
         config={**TRUNCATE_POLICY, "target_percent": 50},
         base_number=1,
         message="stop earlier",
-        author="bob",
     )
 
-    restored = services.policy_restore(policy=policy, number=1, author="cy")
+    restored = services.policy_restore(policy=policy, number=1, actor=member)
 
     numbers = [v.number for v in selectors.policy_versions(policy=policy)]
     first = policy.versions.get(number=1)
     assert numbers == [3, 2, 1]
     assert restored.number == 3
     assert restored.message == "restored version 1"
-    assert restored.author == "cy"
+    assert restored.author == "ann"
     assert restored.config == first.config
 
 
@@ -73,7 +72,7 @@ def test_policy_names_are_unique_in_a_project(project, policy):
 def test_import_reads_both_shapes_and_jaato_shipped_files(project, path):
     raw = path.read_bytes()
 
-    policy = services.policy_import(project=project, name=path.stem, data=raw, author="ann")
+    policy = services.policy_import(project=project, name=path.stem, data=raw)
 
     version = policy.versions.get()
     assert version.message == "imported"

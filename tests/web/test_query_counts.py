@@ -23,12 +23,15 @@ from tests.web.conftest import TIGHT_BUDGET, session_bytes
 
 pytestmark = pytest.mark.django_db
 
-# Session page: project, session, policy versions, top of the tree, replay, a page of turns,
-# the policy pins go to and its pins, runs count and page.
-SESSION_PAGE_QUERIES = 10
-# Run page: project, run with session and policy, both tree tops, summaries, ledger count and
-# page, a page of turns with its removals and inserted summaries.
-RUN_PAGE_QUERIES = 10
+# Signing in costs three on every page: the browser session, the user, the user's roles; the
+# header's project switcher one more.
+ACCESS_QUERIES = 4
+# Session page: session with its project, policy versions, top of the tree, replay, a page of
+# turns, the policy pins go to and its pins, runs count and page.
+SESSION_PAGE_QUERIES = ACCESS_QUERIES + 9
+# Run page: run with session and policy, both tree tops, summaries, ledger count and page, a
+# page of turns with its removals and inserted summaries.
+RUN_PAGE_QUERIES = ACCESS_QUERIES + 9
 
 
 def sized_session(project: Project, shape: SessionShape) -> AgentSession:
@@ -123,4 +126,5 @@ def test_tree_fragment_reads_one_slice(
 
     queries = queries_for(client, url, HX_Request="true")
 
-    assert len(queries) == 3  # the project, the session, one slice of children
+    # The browser session, the user, the user's roles; the session; one slice of children.
+    assert len(queries) == 5

@@ -30,7 +30,7 @@ def test_home_leads_to_the_sessions_list(client: Client) -> None:
     html = response.content.decode()
     assert "jaato GC" in html
     assert "<h1>Sessions</h1>" in html
-    for link in ("/sessions/", "/sessions/upload/", "/api/docs", "/admin/"):
+    for link in ("/sessions/", "/sessions/upload/", "/api/docs", "/review/", "/audit/"):
         assert f'href="{link}"' in html
 
 

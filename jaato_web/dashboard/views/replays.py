@@ -9,21 +9,23 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard import presenters
 from jaato_web.dashboard.models import JobStatus
 from jaato_web.dashboard.views import HtmxHttpRequest
+from jaato_web.teams.access import requires
+from jaato_web.teams.permissions import Action
 
 
 @require_GET
 @vary_on_headers("HX-Request")
+@requires(Action.VIEW)
 def replay_detail(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
     """The chart; while the replay is pending, a fragment that polls this same URL.
 
     The session page loads this fragment after the page itself, so a 20,000-step series is
     never read to draw the rest of the session page.
     """
-    project = services.project_default()
-    replay = selectors.replay_get(project=project, replay_id=replay_id)
+    replay = request.access.replay(replay_id)
     context: dict[str, Any] = {
         "replay": replay,
         "session": replay.session,

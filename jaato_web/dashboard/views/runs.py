@@ -14,16 +14,18 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard import presenters, selectors
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.dashboard.views import HtmxHttpRequest, htmx_target
+from jaato_web.teams.access import requires
+from jaato_web.teams.permissions import Action
 
 
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
+@requires(Action.VIEW)
 def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    project = services.project_default()
-    run = selectors.run_get(project=project, run_id=run_id)
+    run = request.access.run(run_id)
     target = htmx_target(request)
     if target == "ledger":
         return render(request, "runs/detail.html#ledger", {"run": run, **_ledger(run, request.GET)})
@@ -57,10 +59,10 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
+@requires(Action.VIEW)
 def run_status(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """What the run page polls while the run waits or works; once it ends, reload the page."""
-    project = services.project_default()
-    run = selectors.run_get(project=project, run_id=run_id)
+    run = request.access.run(run_id)
     response = render(request, "runs/detail.html#run-status", {"run": run})
     if not run.is_pending:
         response["HX-Refresh"] = "true"
@@ -69,10 +71,10 @@ def run_status(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
+@requires(Action.VIEW)
 def run_removal(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse:
     """What one ledger item took away: its messages, or the budget entry that went."""
-    project = services.project_default()
-    run = selectors.run_get(project=project, run_id=run_id)
+    run = request.access.run(run_id)
     removal = selectors.run_removal(run=run, seq=seq)
     context: dict[str, Any] = {"run": run, "removal": removal}
     if removal.turn_position is not None:
@@ -92,10 +94,10 @@ def run_removal(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse
 
 
 @require_GET
+@requires(Action.VIEW)
 def run_export_session(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """The session as the run left it, as a JAATO session file."""
-    project = services.project_default()
-    run = selectors.run_get(project=project, run_id=run_id)
+    run = request.access.run(run_id)
     packed = selectors.run_session_after(run=run)
     if packed is None:
         raise Http404("This run has not finished, so there is no collected session.")
@@ -104,18 +106,18 @@ def run_export_session(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
+@requires(Action.VIEW)
 def run_export_ledger_json(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    project = services.project_default()
-    run = selectors.run_get(project=project, run_id=run_id)
+    run = request.access.run(run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))
     body = presenters.pretty_json({"run": run.pk, "session": run.session_id, "ledger": records})
     return _attachment(body, _export_name(run, "ledger.json"), "application/json")
 
 
 @require_GET
+@requires(Action.VIEW)
 def run_export_ledger_csv(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    project = services.project_default()
-    run = selectors.run_get(project=project, run_id=run_id)
+    run = request.access.run(run_id)
     body = presenters.ledger_csv(presenters.ledger_records(selectors.run_removals(run=run)))
     return _attachment(body, _export_name(run, "ledger.csv"), "text/csv")
 

@@ -13,7 +13,14 @@ from django.views.decorators.vary import vary_on_headers
 import gcengine
 from jaato_web.dashboard import forms, presenters, selectors, services
 from jaato_web.dashboard.models import AgentSession, Project
-from jaato_web.dashboard.views import HtmxHttpRequest, htmx_target, redirect_after_post
+from jaato_web.dashboard.views import (
+    HtmxHttpRequest,
+    htmx_target,
+    query_id,
+    redirect_after_post,
+)
+from jaato_web.teams.access import requires
+from jaato_web.teams.permissions import Action
 
 SORT_LABELS = {
     "newest": "Newest first",
@@ -27,6 +34,7 @@ SEARCH_MAX_CHARS = 200
 
 
 @require_GET
+@requires(Action.VIEW)
 def home(request: HtmxHttpRequest) -> HttpResponse:
     """The sessions list is the dashboard's front page."""
     return redirect("dashboard:session_list")
@@ -34,8 +42,9 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
+@requires(Action.VIEW)
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    project = services.project_default()
+    project = request.access.project(query_id(request.GET.get("project")), request)
     search = request.GET.get("q", "").strip()[:SEARCH_MAX_CHARS]
     sort = request.GET.get("sort", "newest")
     if sort not in SORT_LABELS:
@@ -48,6 +57,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "search": search,
         "sort": sort,
         "sorts": SORT_LABELS,
+        "project": project,
     }
     template = "sessions/list.html#session-table" if request.htmx else "sessions/list.html"
     return render(request, template, context)
@@ -55,9 +65,10 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
+@requires(Action.VIEW)
 def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
-    project = services.project_default()
-    session = selectors.session_get(project=project, session_id=session_id)
+    session = request.access.session(session_id)
+    project = session.project
     target = htmx_target(request)
     if target == "history":
         context = {"session": session, **_history(project, session, request.GET)}
@@ -69,10 +80,11 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 
 @require_POST
+@requires(Action.RUN)
 def run_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """Queue a GC run from the session page, then go to the run's page."""
-    project = services.project_default()
-    session = selectors.session_get(project=project, session_id=session_id)
+    session = request.access.session(session_id)
+    project = session.project
     versions = selectors.policy_latest_versions(project=project)
     form = forms.RunForm(request.POST, versions=versions, plugins=services.plugin_names())
     if form.is_valid():
@@ -91,10 +103,11 @@ def run_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 
 @require_POST
+@requires(Action.RUN)
 def replay_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """Replay the session under a stored policy (or show the replay already made)."""
-    project = services.project_default()
-    session = selectors.session_get(project=project, session_id=session_id)
+    session = request.access.session(session_id)
+    project = session.project
     form = forms.ReplayForm(
         request.POST, versions=selectors.policy_latest_versions(project=project)
     )

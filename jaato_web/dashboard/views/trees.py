@@ -11,25 +11,27 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard import presenters, selectors
 from jaato_web.dashboard.models import AgentSession, GCRun
 from jaato_web.dashboard.views import HtmxHttpRequest, query_int
+from jaato_web.teams.access import requires
+from jaato_web.teams.permissions import Action
 
 TEMPLATE = "components/tree.html#tree-children"
 
 
 @require_GET
+@requires(Action.VIEW)
 def session_tree(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
-    project = services.project_default()
-    session = selectors.session_get(project=project, session_id=session_id)
+    session = request.access.session(session_id)
     url = reverse("dashboard:session_tree", args=[session.pk])
     return _children(request, session, None, url)
 
 
 @require_GET
+@requires(Action.VIEW)
 def run_tree(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    project = services.project_default()
-    run = selectors.run_get(project=project, run_id=run_id)
+    run = request.access.run(run_id)
     url = reverse("dashboard:run_tree", args=[run.pk])
     return _children(request, run.session, run, url)
 

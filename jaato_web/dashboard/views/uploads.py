@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -16,6 +17,11 @@ import gcengine
 from jaato_web.dashboard import forms, selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
 from jaato_web.dashboard.views import HtmxHttpRequest
+from jaato_web.teams.access import Access, requires
+from jaato_web.teams.permissions import Action
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 @dataclass(frozen=True)
@@ -33,20 +39,26 @@ class UploadOutcome:
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
+@requires(Action.UPLOAD)
 def session_upload(request: HtmxHttpRequest) -> HttpResponse:
     """Each file is stored on its own; the answer lists every file's outcome.
 
     The status is 200 when at least one file was taken; when none was, it is the failure's
     (413 too large, 400 malformed), and the same page or fragment still says why for each.
     """
-    project = services.project_default()
+    access = request.access
+    projects = upload_projects(access)
     if request.method == "GET":
-        return render(request, "uploads/upload.html", {"form": forms.UploadForm()})
-    form = forms.UploadForm(request.POST, request.FILES)
+        current = access.project(None, request)
+        form = forms.UploadForm(projects=projects, initial={"project": current.pk})
+        return render(request, "uploads/upload.html", {"form": form})
+    form = forms.UploadForm(request.POST, request.FILES, projects=projects)
     outcomes: list[UploadOutcome] = []
     status = 400
     if form.is_valid():
-        outcomes = [_upload(project, upload) for upload in form.cleaned_data["files"]]
+        chosen = form.cleaned_data["project"]
+        project = access.project(chosen.pk if chosen else None, request)
+        outcomes = [_upload(project, upload, request.user) for upload in form.cleaned_data["files"]]
         status = _status(outcomes)
     context = {"form": form, "outcomes": outcomes}
     template = "uploads/upload.html#upload-results" if request.htmx else "uploads/upload.html"
@@ -55,22 +67,30 @@ def session_upload(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
+@requires(Action.VIEW)
 def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     """A file being read in the background; the status fragment polls until it is done."""
-    project = services.project_default()
-    job = selectors.ingest_job_get(project=project, job_id=job_id)
+    job = request.access.ingest_job(job_id)
     template = "uploads/job.html#job-status" if request.htmx else "uploads/job.html"
     return render(request, template, {"job": job})
 
 
-def _upload(project: Project, upload: UploadedFile[Any]) -> UploadOutcome:
+def upload_projects(access: Access) -> QuerySet[Project]:
+    """The projects this user may upload to, for the form's project choice."""
+    allowed = [pk for pk in access.project_ids if access.allows(pk, Action.UPLOAD)]
+    return Project.objects.filter(pk__in=allowed).order_by("name")
+
+
+def _upload(project: Project, upload: UploadedFile[Any], actor: User) -> UploadOutcome:
     name = upload.name or "upload.json"
     limit = settings.JAATO_UPLOAD_MAX_BYTES
     try:
         if (upload.size or 0) > limit:
             # The service refuses it too; checking first spares reading it into memory.
             raise services.UploadTooLarge(upload.size or 0, limit)
-        receipt = services.session_upload(project=project, filename=name, data=upload.read())
+        receipt = services.session_upload(
+            project=project, filename=name, data=upload.read(), actor=actor
+        )
     except services.UploadTooLarge as error:
         return UploadOutcome(name, "too_large", 413, message=str(error))
     except gcengine.SessionFormatError as error:
@@ -81,7 +101,7 @@ def _upload(project: Project, upload: UploadedFile[Any]) -> UploadOutcome:
         state = "duplicate" if receipt.duplicate else "stored"
         return UploadOutcome(name, state, 200, session=receipt.session)
     # Read again: a synchronous task backend has already read the file by now.
-    job = selectors.ingest_job_get(project=project, job_id=receipt.job.pk)
+    job = selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk)
     if job.status == JobStatus.DONE and job.session is not None:
         return UploadOutcome(name, "stored", 200, session=job.session)
     if job.status == JobStatus.FAILED:

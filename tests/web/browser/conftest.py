@@ -11,6 +11,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
@@ -65,11 +68,26 @@ def chromium() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def page(chromium: Browser, live_server: LiveServer) -> Iterator[Page]:
+def anonymous_page(chromium: Browser, live_server: LiveServer) -> Iterator[Page]:
     """A fresh page (own cookies and storage) whose relative URLs go to the live server."""
     context = chromium.new_context(base_url=live_server.url)
     yield context.new_page()
     context.close()
+
+
+def sign_in(page: Page, user: User, server: LiveServer) -> Page:
+    """Give the page's browser the session cookie of ``user``, as if they had signed in."""
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": server.url}])
+    return page
+
+
+@pytest.fixture
+def page(anonymous_page: Page, member: User, live_server: LiveServer) -> Page:
+    """A page signed in as ``member`` (admin of the default project)."""
+    return sign_in(anonymous_page, member, live_server)
 
 
 @pytest.fixture

@@ -7,15 +7,20 @@ so nothing is duplicated.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from gcengine.synthetic import SessionShape, generate_session_file
 from jaato_web.dashboard import selectors, services
-from jaato_web.dashboard.models import JobStatus, Policy
+from jaato_web.dashboard.models import JobStatus, Policy, Project
+from jaato_web.teams.models import Membership
+from jaato_web.teams.permissions import Role
 
 DEMO_FILENAME = "demo-session.json"
+DEMO_USER = "demo"
 # About 470 turns at 84 % of a 200,000-token window: enough history for every strategy to
 # have a choice, small enough to load in a few seconds.
 DEMO_SHAPE = SessionShape(
@@ -51,6 +56,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = services.project_default()
+        self._demo_user(project)
         for name, config in STARTER_POLICIES.items():
             if not Policy.objects.filter(project=project, name=name).exists():
                 services.policy_create(
@@ -66,7 +72,7 @@ class Command(BaseCommand):
         if session is None:  # larger than the inline limit: read it now rather than wait
             assert receipt.job is not None
             services.ingest_job_execute(job_id=receipt.job.pk)
-            session = selectors.ingest_job_get(project=project, job_id=receipt.job.pk).session
+            session = selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk).session
         assert session is not None
         # A worker may not be running yet; queued work is claimed once, by whoever is first.
         for run in selectors.run_list(session=session).filter(status=JobStatus.QUEUED):
@@ -82,3 +88,19 @@ class Command(BaseCommand):
             f"{session.total_tokens:,} tokens ({session.utilization_percent:.0f} % of "
             f"{session.context_limit:,})."
         )
+
+    def _demo_user(self, project: Project) -> None:
+        """A user to sign in with: ``demo``, admin of the demo project.
+
+        The password comes from JAATO_DEMO_PASSWORD (default "demo"); an existing user keeps
+        the password it has, so a changed one is never reset by loading the demo again.
+        """
+        user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
+        if created:
+            user.set_password(os.environ.get("JAATO_DEMO_PASSWORD", "demo"))
+            user.save(update_fields=["password"])
+        Membership.objects.get_or_create(project=project, user=user, defaults={"role": Role.ADMIN})
+        if created:
+            self.stdout.write(
+                f"Sign in as {DEMO_USER!r} (password from JAATO_DEMO_PASSWORD, default 'demo')."
+            )

@@ -1,0 +1,1 @@
+"""Review of compaction decisions: comments, verdicts and the review queue."""

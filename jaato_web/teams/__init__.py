@@ -1,0 +1,1 @@
+"""Accounts and access: who belongs to which project, with which role, and what they did."""

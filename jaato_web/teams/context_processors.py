@@ -1,0 +1,33 @@
+"""What the page header needs: the user's projects, the current one, and what they may do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from jaato_web.dashboard.models import Project
+from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, roles_of
+
+
+def projects(request: HttpRequest) -> dict[str, Any]:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    access: Access | None = getattr(request, "access", None)
+    roles = access.roles if access is not None else roles_of(user)
+    current_id = request.session.get(CURRENT_PROJECT_KEY)
+    if current_id not in roles:
+        current_id = min(roles) if roles else None
+    page_project = access.project_id if access is not None and access.project_id else current_id
+
+    def lazy_projects() -> list[Project]:
+        return list(Project.objects.filter(pk__in=roles).order_by("name"))
+
+    return {
+        "my_projects": lazy_projects,
+        "current_project_id": current_id,
+        # What the signed-in user may do in the project the page shows: ``can.run`` etc.
+        "can": access.can(page_project) if access is not None else {},
+        "my_role": roles.get(page_project) if page_project is not None else None,
+    }
