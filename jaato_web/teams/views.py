@@ -61,18 +61,16 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     ):
         next_url = ""
     form = AuthenticationForm(request, data=request.POST or None)
+    refused = ""
     status = 200
     if request.method == "POST":
         username = request.POST.get("username", "")
         address = _client_address(request)
         if services.sign_in_blocked(username=username, ip_address=address):
             services.sign_in_record(username=username, ip_address=address, succeeded=False)
-            form = AuthenticationForm(request)
-            form.add_error(
-                None,
-                "Too many failed sign-ins. Wait "
-                f"{int(services.SIGN_IN_WINDOW.total_seconds() // 60)} minutes and try again.",
-            )
+            form = AuthenticationForm(request, initial={"username": username})
+            minutes = int(services.SIGN_IN_WINDOW.total_seconds() // 60)
+            refused = f"Too many failed sign-ins. Wait {minutes} minutes and try again."
             status = 429
         elif form.is_valid():
             services.sign_in_record(username=username, ip_address=address, succeeded=True)
@@ -81,7 +79,8 @@ def sign_in(request: HttpRequest) -> HttpResponse:
         else:
             services.sign_in_record(username=username, ip_address=address, succeeded=False)
             status = 400
-    return render(request, "teams/sign_in.html", {"form": form, "next": next_url}, status=status)
+    context = {"form": form, "next": next_url, "refused": refused}
+    return render(request, "teams/sign_in.html", context, status=status)
 
 
 @require_POST

@@ -89,7 +89,7 @@ def run_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     form = forms.RunForm(request.POST, versions=versions, plugins=services.plugin_names())
     if form.is_valid():
         try:
-            run = services.run_start(session=session, **form.run_arguments())
+            run = services.run_start(session=session, actor=request.user, **form.run_arguments())
         except gcengine.ConfigError as error:
             form.add_error("gc_json" if form.cleaned_data["gc_json"].strip() else None, str(error))
         except gcengine.GCEngineError as error:  # the plugin cannot be loaded
@@ -114,7 +114,7 @@ def replay_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     if form.is_valid():
         try:
             requested = services.replay_request(
-                session=session, config=form.chosen_version().config
+                session=session, config=form.chosen_version().config, actor=request.user
             )
         except gcengine.ConfigError as error:
             form.add_error("policy_version", str(error))
