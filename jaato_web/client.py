@@ -1,0 +1,281 @@
+"""``jaato-gc``: the dashboard's API from a shell, for CI pipelines and agents.
+
+It talks HTTP to a running dashboard with a personal API token, so it needs neither Django
+nor the database: ``JAATO_URL`` says where the dashboard is and ``JAATO_TOKEN`` holds the
+token (made on the dashboard's *Tokens* page). Everything it does goes through the same API
+endpoints, and so the same permission checks, as any other client.
+
+Exit codes: 0 done; 1 the dashboard refused (its message is printed: a 400 names the key or
+JSON path, 403 the missing permission, 404 an object outside your projects); 2 bad usage or
+an unreadable local file; 3 the dashboard could not be reached; 4 a run that ended failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib import error, parse, request
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_RUN_FAILED = 0, 1, 2, 3, 4
+DEFAULT_URL = "http://127.0.0.1:8000"
+POLL_SECONDS = 1.0
+
+
+class ClientError(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Api:
+    """A thin JSON-over-HTTP caller; every failure becomes a ``ClientError`` with its exit code."""
+
+    def __init__(self, base_url: str, token: str, timeout: float = 60.0) -> None:
+        self.base = base_url.rstrip("/") + "/api"
+        self.token = token
+        self.timeout = timeout
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        payload: Any = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+    ) -> Any:
+        url = self.base + path
+        wanted = {k: v for k, v in (query or {}).items() if v not in (None, "")}
+        if wanted:
+            url += "?" + parse.urlencode(wanted)
+        if payload is not None:
+            body, content_type = json.dumps(payload).encode(), "application/json"
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        req = request.Request(url, data=body, method=method, headers=headers)
+        try:
+            with request.urlopen(req, timeout=self.timeout) as answer:
+                raw = answer.read()
+                kind = answer.headers.get("Content-Type", "")
+        except error.HTTPError as refused:
+            raise ClientError(_refusal(refused), EXIT_REFUSED) from None
+        except (error.URLError, TimeoutError, OSError) as unreachable:
+            reason = getattr(unreachable, "reason", unreachable)
+            raise ClientError(f"cannot reach {self.base}: {reason}", EXIT_UNREACHABLE) from None
+        if "json" in kind:
+            return json.loads(raw or b"null")
+        return raw.decode("utf-8", errors="replace")
+
+    def upload(self, path: Path, project: int | None) -> Any:
+        boundary = uuid.uuid4().hex
+        head = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+            f'filename="{path.name}"\r\nContent-Type: application/json\r\n\r\n'
+        ).encode()
+        body = head + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+        return self.call(
+            "POST",
+            "/sessions",
+            query={"project": project},
+            body=body,
+            content_type=f"multipart/form-data; boundary={boundary}",
+        )
+
+
+def _refusal(refused: error.HTTPError) -> str:
+    """The dashboard's own explanation: ``detail`` plus the key or JSON path it names."""
+    try:
+        answer = json.loads(refused.read() or b"{}")
+    except ValueError:
+        answer = {}
+    detail = answer.get("detail") if isinstance(answer, dict) else None
+    where = next(
+        (
+            f" ({k}: {answer[k]})"
+            for k in ("key", "json_path")
+            if isinstance(answer, dict) and answer.get(k)
+        ),
+        "",
+    )
+    if refused.code == 401:
+        detail = detail or "the token is missing, unknown or revoked"
+    return f"HTTP {refused.code}: {detail or refused.reason}{where}"
+
+
+# --- Commands --------------------------------------------------------------------------------
+
+
+def _projects(api: Api, args: argparse.Namespace) -> Any:
+    return api.call("GET", "/projects")
+
+
+def _sessions(api: Api, args: argparse.Namespace) -> Any:
+    return api.call(
+        "GET",
+        "/sessions",
+        query={"project": args.project, "search": args.search, "page": args.page},
+    )
+
+
+def _upload(api: Api, args: argparse.Namespace) -> Any:
+    results = []
+    for name in args.files:
+        path = Path(name)
+        if not path.is_file():
+            raise ClientError(f"{name}: no such file", EXIT_USAGE)
+        results.append(api.upload(path, args.project))
+    return results
+
+
+def _run(api: Api, args: argparse.Namespace) -> Any:
+    payload: dict[str, Any] = {"plugin": args.plugin}
+    if args.policy_version is not None:
+        payload["policy_version_id"] = args.policy_version
+    else:
+        try:
+            payload["config"] = json.loads(Path(args.config).read_text())
+        except (OSError, ValueError) as problem:
+            raise ClientError(
+                f"{args.config}: cannot read a gc.json: {problem}", EXIT_USAGE
+            ) from None
+    run = api.call("POST", f"/sessions/{args.session}/runs", payload=payload)
+    while args.wait and run["status"] in ("queued", "running"):
+        time.sleep(POLL_SECONDS)
+        run = api.call("GET", f"/runs/{run['id']}")
+    if run["status"] == "failed":
+        raise ClientError(f"run {run['id']} failed: {run['error']}", EXIT_RUN_FAILED)
+    return run
+
+
+def _show_run(api: Api, args: argparse.Namespace) -> Any:
+    return api.call("GET", f"/runs/{args.run}")
+
+
+def _ledger(api: Api, args: argparse.Namespace) -> Any:
+    if args.csv:
+        return api.call("GET", f"/runs/{args.run}/ledger.csv")
+    return api.call("GET", f"/runs/{args.run}/ledger.json")
+
+
+def _policies(api: Api, args: argparse.Namespace) -> Any:
+    return api.call("GET", "/policies", query={"project": args.project})
+
+
+def _export(api: Api, args: argparse.Namespace) -> Any:
+    return api.call("GET", f"/policies/{args.policy}/versions/{args.number}/gc.json")
+
+
+def _audit(api: Api, args: argparse.Namespace) -> Any:
+    query = {"project": args.project, "action": args.action, "actor": args.actor, "page": args.page}
+    return api.call("GET", "/audit", query=query)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="jaato-gc",
+        description="Use a jaato GC dashboard from the shell (JAATO_URL, JAATO_TOKEN).",
+    )
+    top.add_argument("--url", default=os.environ.get("JAATO_URL", DEFAULT_URL))
+    top.add_argument("--json", action="store_true", help="print the API's JSON as it is")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("projects", help="your projects and roles").set_defaults(func=_projects)
+
+    sessions = commands.add_parser("sessions", help="a project's sessions")
+    sessions.add_argument("--project", type=int)
+    sessions.add_argument("--search", default="")
+    sessions.add_argument("--page", type=int, default=1)
+    sessions.set_defaults(func=_sessions)
+
+    upload = commands.add_parser("upload", help="upload session files")
+    upload.add_argument("files", nargs="+")
+    upload.add_argument("--project", type=int)
+    upload.set_defaults(func=_upload)
+
+    run = commands.add_parser("run", help="run GC on a session")
+    run.add_argument("session", type=int)
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--policy-version", type=int, help="a stored policy version's id")
+    source.add_argument("--config", help="a gc.json file")
+    run.add_argument("--plugin")
+    run.add_argument("--wait", action="store_true", help="poll until the run ends")
+    run.set_defaults(func=_run)
+
+    show = commands.add_parser("show-run", help="a run's status and figures")
+    show.add_argument("run", type=int)
+    show.set_defaults(func=_show_run)
+
+    ledger = commands.add_parser("ledger", help="a run's removal ledger")
+    ledger.add_argument("run", type=int)
+    ledger.add_argument("--csv", action="store_true")
+    ledger.set_defaults(func=_ledger)
+
+    policies = commands.add_parser("policies", help="a project's policies")
+    policies.add_argument("--project", type=int)
+    policies.set_defaults(func=_policies)
+
+    export = commands.add_parser("export", help="a policy version as gc.json")
+    export.add_argument("policy", type=int)
+    export.add_argument("number", type=int)
+    export.set_defaults(func=_export)
+
+    audit = commands.add_parser("audit", help="the audit log")
+    audit.add_argument("--project", type=int)
+    audit.add_argument("--action")
+    audit.add_argument("--actor")
+    audit.add_argument("--page", type=int, default=1)
+    audit.set_defaults(func=_audit)
+    return top
+
+
+def _text(answer: Any) -> str:
+    """Lists and pages as one line per item; anything else as indented JSON."""
+    if isinstance(answer, str):
+        return answer.rstrip("\n")
+    items = answer.get("items") if isinstance(answer, dict) and "items" in answer else answer
+    if isinstance(items, list) and all(isinstance(i, dict) for i in items):
+        return "\n".join(_line(item) for item in items) or "(none)"
+    return json.dumps(answer, indent=2)
+
+
+def _line(item: dict[str, Any]) -> str:
+    if "session" in item and "duplicate" in item:  # an upload receipt
+        session = item.get("session") or {}
+        state = "duplicate" if item["duplicate"] else ("queued" if item.get("job") else "stored")
+        return f"{item['filename']}\t{state}\tsession {session.get('id', '-')}"
+    shown = ("id", "name", "label", "role", "status", "action", "actor", "target", "created_at")
+    return "\t".join(str(item[k]) for k in shown if k in item)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    token = os.environ.get("JAATO_TOKEN", "").strip()
+    if not token:
+        print(
+            "jaato-gc: set JAATO_TOKEN to a token from the dashboard's Tokens page", file=sys.stderr
+        )
+        return EXIT_USAGE
+    try:
+        answer = args.func(Api(args.url, token), args)
+    except ClientError as problem:
+        print(f"jaato-gc: {problem}", file=sys.stderr)
+        return problem.code
+    except KeyboardInterrupt:
+        return 130
+    print(
+        json.dumps(answer, indent=2) if args.json and not isinstance(answer, str) else _text(answer)
+    )
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
