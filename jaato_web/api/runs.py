@@ -21,7 +21,7 @@ from jaato_web.api.schemas import (
     SummaryOut,
 )
 from jaato_web.dashboard import presenters, selectors, services
-from jaato_web.dashboard.models import GCRun, Replay, Summary
+from jaato_web.dashboard.models import AgentSession, GCRun, PolicyVersion, Replay, Summary
 
 router = Router(tags=["runs"])
 
@@ -31,11 +31,13 @@ def _run(request: HttpRequest, run_id: int) -> GCRun:
 
 
 def _config_source(
-    request: HttpRequest, policy_version_id: int | None, config: dict[str, object] | None
-) -> tuple[object, object]:
-    """A stored version (among the caller's projects) or a pasted gc.json; exactly one."""
+    session: AgentSession, policy_version_id: int | None, config: dict[str, object] | None
+) -> tuple[PolicyVersion | None, object]:
+    """A stored version of the session's own project, or a pasted gc.json; exactly one."""
     if policy_version_id is not None:
-        version = access_of(request).policy_version(policy_version_id)
+        version = selectors.policy_version_get(
+            projects=[session.project_id], version_id=policy_version_id
+        )
         return version, version.config
     if config is None:
         raise gcengine.ConfigError("give policy_version_id or config (a gc.json object)")
@@ -51,10 +53,10 @@ def _config_source(
 def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[GCRun]:
     """Runs in the background; poll ``GET /api/runs/{id}`` until ``status`` is done or failed."""
     session = access_of(request).session(session_id)
-    version, config = _config_source(request, payload.policy_version_id, payload.config)
+    version, config = _config_source(session, payload.policy_version_id, payload.config)
     run = services.run_start(
         session=session,
-        policy_version=version,  # type: ignore[arg-type]
+        policy_version=version,
         config=config,
         plugin=payload.plugin,
         actor=access_of(request).user,
@@ -182,7 +184,7 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
 def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> Status[Replay]:
     """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
     session = access_of(request).session(session_id)
-    _, config = _config_source(request, payload.policy_version_id, payload.config)
+    _, config = _config_source(session, payload.policy_version_id, payload.config)
     replay = services.replay_request(session=session, config=config, actor=access_of(request).user)
     replay.refresh_from_db()
     return Status(200 if replay.status == "done" else 202, replay)

@@ -384,3 +384,21 @@ def test_the_audit_log_filters_and_stays_in_its_project(client, project, member)
     assert future["count"] == 0
     theirs = stranger.memberships.get().project_id
     assert client.get("/api/audit", {"project": theirs}).status_code == 404
+
+
+def test_a_run_uses_only_policies_of_its_sessions_project(client, project, member):
+    second = other_project()
+    Membership.objects.create(project=second, user=member, role=Role.ADMIN)
+    elsewhere = services.policy_create(
+        project=second, name="Elsewhere", config=BUDGET_POLICY, actor=member
+    )
+    session = stored(project, seed=8)
+
+    answer = client.post(
+        f"/api/sessions/{session.pk}/runs",
+        {"policy_version_id": elsewhere.versions.get().pk},
+        content_type="application/json",
+    )
+
+    assert answer.status_code == 404
+    assert not session.runs.exists()
