@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -413,3 +414,111 @@ def test_queue_of_a_project_you_are_not_in_is_404(client: Client, other_run: GCR
     response = client.get(reverse("review:queue"), {"project": other.pk})
 
     assert response.status_code == 404
+
+
+# --- API -------------------------------------------------------------------------------------
+
+
+def api_post(client: Client, url: str, payload: dict[str, Any]) -> Any:
+    return client.post(url, json.dumps(payload), content_type="application/json")
+
+
+def test_api_comments_on_a_run_thread_and_list(client: Client, finished_run: GCRun) -> None:
+    url = f"/api/runs/{finished_run.pk}/comments"
+    first = api_post(client, url, {"body": "first"})
+    reply = api_post(client, url, {"body": "reply", "parent": first.json()["id"]})
+
+    assert first.status_code == reply.status_code == 201
+    assert reply.json()["parent"] == first.json()["id"]
+    listed = client.get(url).json()
+    assert listed["count"] == 2
+    assert [(c["body"], c["parent"]) for c in listed["items"]] == [
+        ("first", None),
+        ("reply", first.json()["id"]),
+    ]
+    assert listed["items"][0]["target"] == "run"
+    assert listed["items"][0]["author"] == "ann"
+
+
+def test_api_comments_on_a_removal(client: Client, finished_run: GCRun) -> None:
+    removal = finished_run.removals.order_by("seq").first()
+    assert removal is not None
+    url = f"/api/runs/{finished_run.pk}/removals/{removal.seq}/comments"
+
+    created = api_post(client, url, {"body": "why?"})
+
+    assert created.status_code == 201
+    assert created.json()["removal_seq"] == removal.seq
+    assert created.json()["run"] == finished_run.pk
+    assert client.get(url).json()["count"] == 1
+    assert client.get(f"/api/runs/{finished_run.pk}/comments").json()["count"] == 0
+
+
+def test_api_empty_body_and_wrong_parent_are_400(client: Client, finished_run: GCRun) -> None:
+    url = f"/api/runs/{finished_run.pk}/comments"
+    empty = api_post(client, url, {"body": "   "})
+    orphan = api_post(client, url, {"body": "hi", "parent": 999_999})
+
+    assert empty.status_code == orphan.status_code == 400
+    assert empty.json()["key"] == "body"
+    assert orphan.json()["key"] == "parent"
+    assert "detail" in empty.json()
+
+
+def test_api_verdicts_on_a_policy_version(client: Client, version: PolicyVersion) -> None:
+    url = f"/api/policies/versions/{version.pk}/verdicts"
+    assert client.get(url).json()["status"] == "pending"
+
+    given = api_post(client, url, {"decision": "approve", "note": "ok"})
+    refused = api_post(client, url, {"decision": "maybe"})
+
+    assert given.status_code == 201
+    assert given.json()["status"] == "approved"
+    assert refused.status_code == 400
+    assert refused.json()["key"] == "decision"
+    listed = client.get(url).json()
+    assert listed["status"] == "approved"
+    assert [v["reviewer"] for v in listed["items"]] == ["ann"]
+
+
+def test_api_comments_on_a_policy_version(client: Client, version: PolicyVersion) -> None:
+    url = f"/api/policies/versions/{version.pk}/comments"
+    created = api_post(client, url, {"body": "hm"})
+
+    assert created.status_code == 201
+    assert created.json()["policy_version"] == version.pk
+    assert client.get(url).json()["items"][0]["body"] == "hm"
+
+
+def test_api_run_verdicts_and_the_queue(client: Client, finished_run: GCRun) -> None:
+    queue = client.get("/api/review/queue").json()
+    assert [r["id"] for r in queue["pending_runs"]["items"]] == [finished_run.pk]
+
+    api_post(client, f"/api/runs/{finished_run.pk}/verdicts", {"decision": "request_changes"})
+
+    queue = client.get(f"/api/review/queue?project={finished_run.session.project_id}").json()
+    assert queue["pending_runs"]["count"] == 0
+    assert [r["id"] for r in queue["changes_requested_runs"]["items"]] == [finished_run.pk]
+    run_review = client.get(f"/api/runs/{finished_run.pk}/verdicts").json()
+    assert run_review["status"] == "changes_requested"
+
+
+@pytest.mark.parametrize(
+    ("path", "payload"),
+    [("comments", {"body": "hi"}), ("verdicts", {"decision": "approve"})],
+)
+def test_api_viewer_may_read_but_not_write(
+    viewer: User, finished_run: GCRun, path: str, payload: dict[str, str]
+) -> None:
+    api = signed_in_client(viewer)
+    url = f"/api/runs/{finished_run.pk}/{path}"
+
+    assert api.get(url).status_code == 200
+    refused = api_post(api, url, payload)
+    assert refused.status_code == 403
+
+
+def test_api_another_projects_run_is_404(client: Client, other_run: GCRun) -> None:
+    assert client.get(f"/api/runs/{other_run.pk}/comments").status_code == 404
+    posted = api_post(client, f"/api/runs/{other_run.pk}/verdicts", {"decision": "approve"})
+    assert posted.status_code == 404
