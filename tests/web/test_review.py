@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jaato_web.dashboard import services as dashboard_services
@@ -522,3 +523,74 @@ def test_api_another_projects_run_is_404(client: Client, other_run: GCRun) -> No
     assert client.get(f"/api/runs/{other_run.pk}/comments").status_code == 404
     posted = api_post(client, f"/api/runs/{other_run.pk}/verdicts", {"decision": "approve"})
     assert posted.status_code == 404
+
+
+# --- Query counts: the panel, the versions page and the queue do not grow with their rows ---
+
+
+def _query_count(client: Client, url: str) -> int:
+    client.get(url)  # warm up: anything cached per process is loaded
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured.captured_queries)
+
+
+def _discuss(target: Target, author: User, threads: int) -> None:
+    for n in range(threads):
+        root = services.comment_add(target=target, author=author, body=f"thread {n}")
+        for m in range(3):
+            services.comment_add(target=target, author=author, body=f"re {m}", parent_id=root.pk)
+
+
+def test_review_panel_costs_the_same_for_one_thread_or_many(
+    client: Client, finished_run: GCRun, member: User
+) -> None:
+    target = Target.of_run(finished_run)
+    url = reverse("dashboard:run_detail", args=[finished_run.pk])
+    _discuss(target, member, 1)
+    services.verdict_give(target=target, reviewer=member, decision="approve")
+    few = _query_count(client, url)
+
+    _discuss(target, member, 8)
+    services.verdict_give(target=target, reviewer=member, decision="request_changes")
+
+    assert _query_count(client, url) == few
+
+
+def test_versions_page_and_queue_cost_the_same_for_more_rows(
+    client: Client,
+    project: Project,
+    finished_run: GCRun,
+    budget_policy: Policy,
+    run_finished: Any,
+    member: User,
+) -> None:
+    services.verdict_give(
+        target=Target.of_run(finished_run), reviewer=member, decision="request_changes"
+    )
+
+    def grow(n: int) -> None:
+        """A version with changes requested, and a pending version and run of a new policy."""
+        version = dashboard_services.policy_save(
+            policy=budget_policy,
+            config={**TIGHT_BUDGET, "target_percent": 0.45 - n / 20},
+            base_number=n + 1,
+        )
+        services.comment_add(target=Target.of_version(version), author=member, body="hm")
+        services.verdict_give(
+            target=Target.of_version(version), reviewer=member, decision="request_changes"
+        )
+        other = dashboard_services.policy_create(
+            project=project, name=f"Policy {n}", config=TIGHT_BUDGET
+        )
+        run_finished(finished_run.session, policy_version=other.versions.get())
+
+    versions_url = reverse("dashboard:policy-versions", args=[budget_policy.pk])
+    queue_url = reverse("review:queue")
+    grow(0)
+    before = (_query_count(client, versions_url), _query_count(client, queue_url))
+
+    for n in range(1, 4):
+        grow(n)
+
+    assert (_query_count(client, versions_url), _query_count(client, queue_url)) == before
