@@ -15,7 +15,7 @@ from ninja import NinjaAPI, Schema
 
 import gcengine
 from gcengine.gc import PluginError
-from jaato_web.api import policies, runs, sessions, teams
+from jaato_web.api import policies, review, runs, sessions, teams
 from jaato_web.dashboard import policy_presenters
 from jaato_web.dashboard.services import (
     PinError,
@@ -23,6 +23,7 @@ from jaato_web.dashboard.services import (
     PolicyNameError,
     UploadTooLarge,
 )
+from jaato_web.review.services import ReviewError
 from jaato_web.teams.access import NoProject
 
 DISTRIBUTION = "jaato-gc-web"
@@ -32,6 +33,7 @@ api.add_router("/sessions", sessions.router)
 api.add_router("/", runs.router)
 api.add_router("/policies", policies.router)
 api.add_router("/", teams.router)
+api.add_router("/", review.router)
 
 
 class Health(Schema):
@@ -114,6 +116,13 @@ def policy_name_error(request: HttpRequest, error: PolicyNameError) -> HttpRespo
 
 @api.exception_handler(PinError)
 def pin_error(request: HttpRequest, error: PinError) -> HttpResponse:
+    return api.create_response(
+        request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
+    )
+
+
+@api.exception_handler(ReviewError)
+def review_error(request: HttpRequest, error: ReviewError) -> HttpResponse:
     return api.create_response(
         request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
     )

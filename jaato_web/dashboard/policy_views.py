@@ -38,6 +38,7 @@ from jaato_web.dashboard.policy_forms import (
     flat_gc_json,
     form_values,
 )
+from jaato_web.review import selectors as review_selectors
 from jaato_web.teams.access import Access, requires
 from jaato_web.teams.permissions import Action
 
@@ -395,9 +396,9 @@ def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResp
 def policy_versions(request: HttpRequest, policy_id: int) -> HttpResponse:
     policy = _access(request).policy(policy_id)
     project = policy.project
-    page = selectors.page_of(
-        selectors.policy_versions(policy=policy), request.GET.get("page"), VERSIONS_PER_PAGE
-    )
+    # Each version's review status and comment count come with it (subqueries, no queries).
+    versions = review_selectors.versions_with_review(selectors.policy_versions(policy=policy))
+    page = selectors.page_of(versions, request.GET.get("page"), VERSIONS_PER_PAGE)
     return render(
         request,
         "policies/versions.html",

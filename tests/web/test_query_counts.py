@@ -30,8 +30,9 @@ ACCESS_QUERIES = 4
 # turns, the policy pins go to and its pins, runs count and page.
 SESSION_PAGE_QUERIES = ACCESS_QUERIES + 9
 # Run page: run with session and policy, both tree tops, summaries, ledger count and page, a
-# page of turns with its removals and inserted summaries.
-RUN_PAGE_QUERIES = ACCESS_QUERIES + 9
+# page of turns with its removals and inserted summaries; the review panel's verdicts and
+# comment count (its threads and replies add two more once there are comments).
+RUN_PAGE_QUERIES = ACCESS_QUERIES + 11
 
 
 def sized_session(project: Project, shape: SessionShape) -> AgentSession:

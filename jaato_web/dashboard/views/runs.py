@@ -17,6 +17,9 @@ import gcengine
 from jaato_web.dashboard import presenters, selectors
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.dashboard.views import HtmxHttpRequest, htmx_target
+from jaato_web.review import presenters as review_presenters
+from jaato_web.review import selectors as review_selectors
+from jaato_web.review.targets import Target
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
 
@@ -31,9 +34,13 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         return render(request, "runs/detail.html#ledger", {"run": run, **_ledger(run, request.GET)})
     if target == "diff":
         return render(request, "runs/detail.html#diff", {"run": run, **_diff(run, request.GET)})
+    review = review_presenters.review_panel(Target.of_run(run), page=request.GET.get("comments"))
+    if target == "review":
+        return render(request, "review/panel.html#panel", {"review": review})
     session = run.session
     context: dict[str, Any] = {
         "run": run,
+        "review": review,
         "session": session,
         "figures": presenters.run_figures(run, session),
         "config_json": presenters.pretty_json(run.config),
@@ -70,12 +77,17 @@ def run_status(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
-@vary_on_headers("HX-Request")
+@vary_on_headers("HX-Request", "HX-Target")
 @requires(Action.VIEW)
 def run_removal(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse:
     """What one ledger item took away: its messages, or the budget entry that went."""
     run = request.access.run(run_id)
     removal = selectors.run_removal(run=run, seq=seq)
+    if htmx_target(request) == "review":  # the comments' pager
+        review = review_presenters.review_panel(
+            Target.of_removal(run, removal), page=request.GET.get("comments")
+        )
+        return render(request, "review/panel.html#panel", {"review": review})
     context: dict[str, Any] = {"run": run, "removal": removal}
     if removal.turn_position is not None:
         turn = selectors.session_turn(session=run.session, position=removal.turn_position)
@@ -89,8 +101,12 @@ def run_removal(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse
         context["entry"] = (
             presenters.tree_rows([entry], run.session.total_tokens)[0] if entry else None
         )
-    template = "runs/removal.html#removed-content" if request.htmx else "runs/removal.html"
-    return render(request, template, context)
+    if request.htmx:  # the ledger row that unfolds what the item removed
+        return render(request, "runs/removal.html#removed-content", context)
+    context["review"] = review_presenters.review_panel(
+        Target.of_removal(run, removal), page=request.GET.get("comments")
+    )
+    return render(request, "runs/removal.html", context)
 
 
 @require_GET
@@ -123,7 +139,8 @@ def run_export_ledger_csv(request: HtmxHttpRequest, run_id: int) -> HttpResponse
 
 
 def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
-    removals = selectors.run_removals(run=run)
+    # Each row says how many comments its item has (a subquery, not a query per row).
+    removals = review_selectors.with_comment_counts(selectors.run_removals(run=run))
     page = selectors.page_of(removals, query.get("ledger"), selectors.LEDGER_PER_PAGE)
     # Each row links its removed content; one reverse() for the page instead of one per row.
     removals_url = reverse("dashboard:run_removal", args=[run.pk, 0]).removesuffix("0/")
