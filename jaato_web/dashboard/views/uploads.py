@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 import gcengine
 from jaato_web.dashboard import forms, selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
-from jaato_web.dashboard.views import HtmxHttpRequest
+from jaato_web.dashboard.views import HtmxHttpRequest, query_id
 from jaato_web.teams.access import Access, requires
 from jaato_web.teams.permissions import Action
 
@@ -52,6 +52,9 @@ def session_upload(request: HtmxHttpRequest) -> HttpResponse:
         current = access.project(None, request)
         form = forms.UploadForm(projects=projects, initial={"project": current.pk})
         return render(request, "uploads/upload.html", {"form": form})
+    # A project the user cannot upload to answers as every other route does (404 outside
+    # their projects, 403 for their role) rather than as an invalid choice of the form.
+    access.project(query_id(request.POST.get("project")), request)
     form = forms.UploadForm(request.POST, request.FILES, projects=projects)
     outcomes: list[UploadOutcome] = []
     status = 400
