@@ -17,7 +17,7 @@ import gcengine
 from jaato_web.dashboard import forms, selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
 from jaato_web.dashboard.views import HtmxHttpRequest, query_id
-from jaato_web.teams.access import Access, requires
+from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, requires
 from jaato_web.teams.permissions import Action
 
 if TYPE_CHECKING:
@@ -49,7 +49,10 @@ def session_upload(request: HtmxHttpRequest) -> HttpResponse:
     access = request.access
     projects = upload_projects(access)
     if request.method == "GET":
-        current = access.project(None, request)
+        # The current project when the user may upload there, else the first one they may.
+        remembered = request.session.get(CURRENT_PROJECT_KEY)
+        allowed = [p.pk for p in projects]
+        current = access.project(remembered if remembered in allowed else None)
         form = forms.UploadForm(projects=projects, initial={"project": current.pk})
         return render(request, "uploads/upload.html", {"form": form})
     # A project the user cannot upload to answers as every other route does (404 outside
