@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.http import content_disposition_header
 from ninja import File, Router, Status, UploadedFile
 
 from jaato_web.api.auth import UPLOAD, VIEW, access_of, project_of
@@ -114,5 +115,6 @@ def session_original(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access_of(request).session(session_id)
     original = selectors.session_original(session=session)
     response = HttpResponse(original, content_type="application/octet-stream")
-    response["Content-Disposition"] = f'attachment; filename="{session.label}"'
+    # The label is the uploader's file name: quoted, so it cannot add header parameters.
+    response["Content-Disposition"] = content_disposition_header(True, session.label)
     return response

@@ -176,23 +176,30 @@ def page_access(request: HttpRequest, action: Action) -> Access:
     return access
 
 
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 def requires(
-    action: Action,
+    action: Action, *, writes: Action | None = None
 ) -> Callable[[Callable[Concatenate[Any, P], R]], Callable[Concatenate[Any, P], R]]:
     """Mark a page view with the action it performs and give it the request's ``Access``.
 
     Sign-in itself is enforced for every page by ``LoginRequiredMiddleware``; this adds the
-    per-project role. The action is also stored on the view (``required_action``) so the
-    permission walk in the tests can tell a route that checks nothing.
+    per-project role. ``writes`` is the action of a POST (or any unsafe method) when it is
+    not the page's: a page everyone reads whose form only some may submit. Both are stored
+    on the view (``required_action``, ``write_action``) so the permission walk in the tests
+    can tell a route that checks nothing, and what each method must be refused.
     """
+    write_action = writes or action
 
     def decorate(view: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
         @functools.wraps(view)
         def wrapped(request: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            page_access(request, action)
+            page_access(request, action if request.method in SAFE_METHODS else write_action)
             return view(request, *args, **kwargs)
 
         wrapped.required_action = action  # type: ignore[attr-defined]
+        wrapped.write_action = write_action  # type: ignore[attr-defined]
         return wrapped
 
     return decorate
@@ -240,7 +247,7 @@ class ApiAccess(HttpBearer):
         user = request.user
         if not user.is_authenticated:
             return None
-        if request.method not in ("GET", "HEAD", "OPTIONS") and check_csrf(request):
+        if request.method not in SAFE_METHODS and check_csrf(request):
             raise PermissionDenied("CSRF check failed: send the X-CSRFToken header.")
         access = Access(user=user, action=self.action, roles=roles_of(user))
         request.access = access  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from django.http import HttpRequest
 
 from jaato_web.dashboard.models import Project
 from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, roles_of
+from jaato_web.teams.permissions import Action, role_allows
 
 
 def projects(request: HttpRequest) -> dict[str, Any]:
@@ -30,4 +31,9 @@ def projects(request: HttpRequest) -> dict[str, Any]:
         # What the signed-in user may do in the project the page shows: ``can.run`` etc.
         "can": access.can(page_project) if access is not None else {},
         "my_role": roles.get(page_project) if page_project is not None else None,
+        # What they may do in at least one of their projects (the header's links).
+        "can_any": {
+            action.value: any(role_allows(role, action) for role in roles.values())
+            for action in Action
+        },
     }

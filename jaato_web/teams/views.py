@@ -132,7 +132,7 @@ def _project_for(request: HttpRequest, project_id: int) -> Project:
 
 
 @require_http_methods(["GET", "POST"])
-@requires(Action.VIEW)
+@requires(Action.VIEW, writes=Action.MANAGE_MEMBERS)
 def members(request: HttpRequest, project_id: int) -> HttpResponse:
     """Everyone sees who is in the project; only admins add people or change roles."""
     access = _access(request)

@@ -574,6 +574,7 @@ def test_pin_toggle_fragment_renders_for_a_history_page(rf, project, policy, age
     context = {
         "session": agent_session,
         "request": rf.get("/sessions/1/"),
+        "can": {"pin": True},
         **pin_toggle_context(project=project),
     }
 

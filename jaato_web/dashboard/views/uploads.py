@@ -16,8 +16,8 @@ from django.views.decorators.vary import vary_on_headers
 import gcengine
 from jaato_web.dashboard import forms, selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
-from jaato_web.dashboard.views import HtmxHttpRequest
-from jaato_web.teams.access import Access, requires
+from jaato_web.dashboard.views import HtmxHttpRequest, query_id
+from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, requires
 from jaato_web.teams.permissions import Action
 
 if TYPE_CHECKING:
@@ -49,9 +49,15 @@ def session_upload(request: HtmxHttpRequest) -> HttpResponse:
     access = request.access
     projects = upload_projects(access)
     if request.method == "GET":
-        current = access.project(None, request)
+        # The current project when the user may upload there, else the first one they may.
+        remembered = request.session.get(CURRENT_PROJECT_KEY)
+        allowed = [p.pk for p in projects]
+        current = access.project(remembered if remembered in allowed else None)
         form = forms.UploadForm(projects=projects, initial={"project": current.pk})
         return render(request, "uploads/upload.html", {"form": form})
+    # A project the user cannot upload to answers as every other route does (404 outside
+    # their projects, 403 for their role) rather than as an invalid choice of the form.
+    access.project(query_id(request.POST.get("project")), request)
     form = forms.UploadForm(request.POST, request.FILES, projects=projects)
     outcomes: list[UploadOutcome] = []
     status = 400
