@@ -352,6 +352,11 @@ BODIES: dict[str, Callable[[Ids], dict[str, Any]]] = {
     "api:apply": lambda i: {"session_ids": [i["session_id"]]},
     "api:add_member": lambda i: {"username": "walk-newcomer", "role": "viewer"},
     "api:set_role": lambda i: {"role": "viewer"},
+    "api:add_run_comment": lambda i: {"body": "walked"},
+    "api:add_removal_comment": lambda i: {"body": "walked"},
+    "api:add_version_comment": lambda i: {"body": "walked"},
+    "api:give_run_verdict": lambda i: {"decision": "approve"},
+    "api:give_version_verdict": lambda i: {"decision": "approve"},
 }
 
 # Multipart API operations: their file field.
