@@ -21,6 +21,8 @@ from playwright.sync_api import Dialog, Page, expect
 
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, GCRun, IngestJob, JobStatus, Project
+from jaato_web.review import services as review_services
+from jaato_web.review.targets import Target
 from jaato_web.teams import services as team_services
 from jaato_web.teams.models import Membership
 from tests.web.browser.page_log import PageLog
@@ -214,6 +216,19 @@ def test_hostile_content_is_shown_as_text_on_every_page(
     team_services.token_create(user=member, name=f"{SVG} token", projects=[hostile_project])
     removals = list(run.removals.order_by("seq").values_list("seq", flat=True)[:3])
     versions = list(policy.versions.values_list("pk", flat=True))
+    # Comments and verdict notes are typed by people, so they carry payloads too.
+    first_removal = run.removals.get(seq=removals[0])
+    thread = review_services.comment_add(target=Target.of_run(run), author=member, body=SCRIPT)
+    review_services.comment_add(
+        target=Target.of_run(run), author=member, body=f"{IMG}\n{SVG}", parent_id=thread.pk
+    )
+    review_services.comment_add(
+        target=Target.of_removal(run, first_removal), author=member, body=SVG
+    )
+    review_services.comment_add(target=Target.of_version(first), author=member, body=IMG)
+    review_services.verdict_give(
+        target=Target.of_version(first), reviewer=member, decision="request_changes", note=SCRIPT
+    )
 
     pages = [
         "/sessions/",
@@ -228,6 +243,7 @@ def test_hostile_content_is_shown_as_text_on_every_page(
         f"/policies/{policy.pk}/edit/",
         f"/policies/{policy.pk}/versions/",
         f"/policies/{policy.pk}/versions/compare/?a=1&b=2",
+        f"/policies/{policy.pk}/versions/1/review/",
         f"/policies/compare/?session={session.pk}&a={versions[0]}&b={versions[-1]}",
         f"/policies/{policy.pk}/apply/",
         f"/policies/runs/?ids={','.join(str(r.pk) for r in applied)}",
