@@ -27,20 +27,30 @@ Each leaf says which in ``metadata["counted_by"]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gcengine._fast import construct
+from gcengine._fast import construct, remember, set_fresh
 from gcengine.budget import (
     DEFAULT_SOURCE_POLICIES,
     GCPolicy,
     InstructionBudget,
     InstructionSource,
     SourceEntry,
+)
+from gcengine.conversation import (
+    ConversationIndex,
+    Exchange,
+    Figure,
+    FigureBasis,
+    TrafficMember,
+    budget_index,
+    index_of,
+    turn_exchanges,
 )
 from gcengine.messages import (
     FunctionCall,
@@ -50,6 +60,7 @@ from gcengine.messages import (
     Role,
     Turn,
     split_into_turns,
+    tool_traffic,
     turn_layout,
 )
 from gcengine.tokens import TokenCounter, count_message, counter_by_name, load_counter
@@ -249,10 +260,6 @@ def turn_key_of(index: int | None, first: Message) -> str:
     return f"gc_notice_{first.message_id}"
 
 
-Figure = Callable[[Message], tuple[int, str]]
-"""A message's tokens in the budget and what made the figure, as ``message_figure`` gives them."""
-
-
 def build_conversation(
     history: Sequence[Message],
     counter: TokenCounter,
@@ -261,44 +268,59 @@ def build_conversation(
     created_base: float = 0.0,
     figure: Figure | None = None,
     built: tuple[SourceEntry, int] | None = None,
+    reuse: ConversationIndex | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry for a history: one container per turn, one leaf per message.
 
     Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
     what ``figure`` gives: a replay, which builds budgets of the same messages at every
-    collection, passes one that works each out once.
+    collection, passes one that works each out once. ``reuse`` is the index of an earlier
+    build whose figures (for the messages it holds) are taken instead of working them out.
 
     ``built`` is an entry this function made, with the same arguments, for the first messages
     of ``history``, and how many. Its turns are kept when nothing later can change them (a turn
     starts there, and the session's original request is among them); only the rest are built.
+
+    The entry is remembered with its ``ConversationIndex``, which a collection reads.
     """
+    recorded = recorded_figures or {}
+    basis: FigureBasis = (counter.name, recorded)
     if figure is None:
-        recorded = recorded_figures or {}
 
         def figure(message: Message) -> tuple[int, str]:
             return message_figure(message, counter, recorded)
 
+    if reuse is not None:
+        figure = reuse.reusing(basis, figure)
     messages = list(history)
     layout = turn_layout(messages)
     request = original_request(messages)
     original = messages[request].message_id if request is not None else None
-    conversation = construct(
-        SourceEntry,
-        source=InstructionSource.CONVERSATION,
-        tokens=0,
-        gc_policy=DEFAULT_SOURCE_POLICIES[InstructionSource.CONVERSATION],
-        label="Conversation",
-        children={},
-        metadata={},
-        created_at=created_base,
-        message_ids=[],
-    )
+    children: dict[str, SourceEntry] = {}
+    tokens: list[int] = []
+    counted_by: list[str] = []
+    policies: list[GCPolicy] = []
+    created: list[float] = []
+    exchanges: list[Exchange] = []
     first_turn = 0
     if built is not None:
         kept, covered = built
+        known = index_of(kept)
         resume = layout.turn_starting_at(covered)
-        if resume is not None and request is not None and request < covered:
-            conversation.children = dict(kept.children)
+        if (
+            resume is not None
+            and request is not None
+            and request < covered
+            and known is not None
+            and known.basis == basis
+            and known.counted_by is not None
+            and known.exchanges is not None
+            and known.describes(messages[:covered])
+        ):
+            children = dict(kept.children)
+            tokens, counted_by = list(known.tokens), list(known.counted_by)
+            policies, created = list(known.policies), list(known.created_at)
+            exchanges = list(known.exchanges)
             first_turn = resume
     for turn in range(first_turn, len(layout)):
         start, end = layout.span(turn)
@@ -306,33 +328,60 @@ def build_conversation(
         turn_messages = messages[start:end]
         closing = _closing_answer_ids(turn_messages)
         leaves: dict[str, SourceEntry] = {}
+        traffic: list[TrafficMember] = []
         turn_name = f"turn_{index}" if index is not None else "inserted"
         for position, message in enumerate(turn_messages, start):
-            tokens, counted_by = figure(message)
+            message_tokens, made_by = figure(message)
+            policy = _message_policy(message, original, closing)
+            created_at = created_base + position / 1000
+            tokens.append(message_tokens)
+            counted_by.append(made_by)
+            policies.append(policy)
+            created.append(created_at)
+            made = tool_traffic(message)
+            if made is not None:
+                traffic.append((position, *made))
             leaves[message.message_id] = construct(
                 SourceEntry,
                 source=InstructionSource.CONVERSATION,
-                tokens=tokens,
-                gc_policy=_message_policy(message, original, closing),
+                tokens=message_tokens,
+                gc_policy=policy,
                 label=f"{turn_name} {_role_label(message)}",
                 children={},
-                metadata={"counted_by": counted_by, "role": message.role.value},
-                created_at=created_base + position / 1000,
+                metadata={"counted_by": made_by, "role": message.role.value},
+                created_at=created_at,
                 message_ids=[message.message_id],
             )
-        first_leaf = next(iter(leaves.values()))
-        conversation.children[turn_key_of(index, turn_messages[0])] = construct(
+        if traffic:
+            exchanges.extend((turn, positions) for positions in turn_exchanges(traffic))
+        children[turn_key_of(index, turn_messages[0])] = construct(
             SourceEntry,
             source=InstructionSource.CONVERSATION,
-            tokens=sum(leaf.tokens for leaf in leaves.values()),
+            tokens=sum(tokens[start:end]),
             gc_policy=GCPolicy.PARTIAL,
             label=turn_name if index is not None else f"{layout.kinds[turn].value}",
             children=leaves,
             metadata={"turn_index": index, "kind": layout.kinds[turn].value},
-            created_at=first_leaf.created_at,
+            created_at=created[start],
             message_ids=layout.message_ids[start:end],
         )
-    conversation.tokens = sum(child.tokens for child in conversation.children.values())
+    conversation = construct(
+        SourceEntry,
+        source=InstructionSource.CONVERSATION,
+        tokens=sum(tokens),
+        gc_policy=DEFAULT_SOURCE_POLICIES[InstructionSource.CONVERSATION],
+        label="Conversation",
+        children=children,
+        metadata={},
+        created_at=created_base,
+        message_ids=[],
+    )
+    remember(
+        conversation,
+        ConversationIndex(
+            messages, layout, tokens, policies, created, counted_by, basis, exchanges=exchanges
+        ),
+    )
     return conversation
 
 
@@ -349,11 +398,12 @@ def build_budget(
     created_base: float = 0.0,
     figure: Figure | None = None,
     built: tuple[SourceEntry, int] | None = None,
+    reuse: ConversationIndex | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded. ``figure`` and ``built`` are ``build_conversation``'s.
+    kept as recorded. ``figure``, ``built`` and ``reuse`` are ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -364,17 +414,21 @@ def build_budget(
         for source, entry in recorded_budget.entries.items():
             budget.entries[source] = entry.model_copy(deep=True)
     if system_instructions:
+        # The budget is new and nobody holds it yet: filled in place, not edited.
         system = budget.entries[InstructionSource.SYSTEM]
         for position, instruction in enumerate(system_instructions):
-            system.add_child(
-                instruction.key,
-                counter.count(instruction.text),
-                GCPolicy.LOCKED,
+            system.children[instruction.key] = construct(
+                SourceEntry,
+                source=InstructionSource.SYSTEM,
+                tokens=counter.count(instruction.text),
+                gc_policy=GCPolicy.LOCKED,
                 label=instruction.label,
+                children={},
                 metadata={"counted_by": counter.name},
                 created_at=created_base + position / 1000,
+                message_ids=[],
             )
-        system.tokens = sum(child.tokens for child in system.children.values())
+        set_fresh(system, "tokens", sum(child.tokens for child in system.children.values()))
     if history or recorded_budget is None or not _has_conversation(recorded_budget):
         budget.entries[InstructionSource.CONVERSATION] = build_conversation(
             history,
@@ -383,9 +437,10 @@ def build_budget(
             created_base=created_base,
             figure=figure,
             built=built,
+            reuse=reuse,
         )
     if thinking_tokens is not None and not _has_thinking(recorded_budget):
-        budget.entries[InstructionSource.THINKING].tokens = thinking_tokens
+        set_fresh(budget.entries[InstructionSource.THINKING], "tokens", thinking_tokens)
     return budget
 
 
@@ -403,13 +458,16 @@ def rebuild_budget(
     *,
     figure: Figure | None = None,
     built: tuple[InstructionBudget, int] | None = None,
+    reuse: InstructionBudget | None = None,
 ) -> InstructionBudget:
     """The budget the session's history implies now (after an edit or a collection).
 
     ``figure``, when given, stands for ``message_figure``. ``built`` is a budget this function
     made, with the same arguments, for a session that differed only in holding the first so
     many messages of this history; its conversation's turns are kept where they cannot change
-    (see ``build_conversation``).
+    (see ``build_conversation``). ``reuse`` is a budget this function made for a session with
+    the same counter and recording: the figures of the messages the two share are taken from
+    it rather than worked out again (a collection keeps most of a history).
     """
     thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
     conversation = None
@@ -427,6 +485,7 @@ def rebuild_budget(
         created_base=iso_to_epoch(session.created_at) or 0.0,
         figure=figure,
         built=conversation,
+        reuse=budget_index(reuse),
     )
 
 

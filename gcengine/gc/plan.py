@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress, count, islice, repeat
-from operator import is_, lt
 from typing import Any
 
-from gcengine._fast import construct
+from gcengine._fast import construct, edits, remember
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
-from gcengine.gc.types import ContextUsage, GCResult, GCTriggerReason
+from gcengine.conversation import ConversationIndex, index_of
+from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import (
     Message,
     MessageKind,
@@ -63,7 +62,7 @@ _PROTECTION_ORDER = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """Something a strategy can remove in one piece."""
 
@@ -78,39 +77,19 @@ class Unit:
     whole_turn: bool = False
 
 
-@dataclass
-class Figures:
-    """Each history message's tokens, policy and creation time, by position in the history.
-
-    ``known`` holds every message id the figures cover (the history's and the budget's): a
-    message outside it, such as a summary a collection inserts, adds its own tokens.
-    """
-
-    tokens: list[int]
-    policies: list[GCPolicy]
-    created_at: list[float]
-    known: Container[str]
-
-    @cached_property
-    def created_in_order(self) -> bool:
-        """Whether creation times strictly increase along the history (as the budget builder
-        lays them out). Units of a later turn are then always younger than those of an earlier
-        one, so "oldest first" is simply history order and needs no sort over every turn."""
-        return all(map(lt, self.created_at, islice(self.created_at, 1, None)))
-
-
-def _figures_as_laid_out(
-    conversation: SourceEntry, ids: Sequence[str], known: Container[str]
-) -> Figures | None:
-    """The figures of a conversation entry laid out as ``build_conversation`` lays it out: one
+def _read_as_laid_out(
+    history: list[Message], layout: TurnLayout, conversation: SourceEntry
+) -> ConversationIndex | None:
+    """The index of a conversation entry laid out as ``build_conversation`` lays it out: one
     container per turn and, in history order, one leaf per message naming only that message.
 
     Read positionally, without the id lookups the general reading needs; None for any other
     layout. With unique history ids (the caller's check) each message is then named by exactly
-    one leaf, so this gives what ``_figures_by_id`` would.
+    one leaf, so this gives what ``_read_by_id`` would.
     """
     if not conversation.children:
         return None
+    ids = layout.message_ids
     tokens: list[int] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
@@ -129,16 +108,16 @@ def _figures_as_laid_out(
             position += 1
     if position != size:
         return None
-    return Figures(tokens, policies, created, known)
+    return ConversationIndex(history, layout, tokens, policies, created)
 
 
-def _figures_by_id(
-    history: Sequence[Message],
-    ids: Sequence[str],
+def _read_by_id(
+    history: list[Message],
+    layout: TurnLayout,
     conversation: SourceEntry | None,
     counter: TokenCounter,
-) -> tuple[Figures, int]:
-    """Figures for a budget of any shape, and the tokens of the messages they cover.
+) -> tuple[ConversationIndex, int]:
+    """The index for a budget of any shape, and the tokens of the messages it covers.
 
     Every leaf naming messages shares its tokens among them (the first takes the remainder); a
     message no leaf names is counted, as the budget builder would.
@@ -168,41 +147,56 @@ def _figures_by_id(
                 else GCPolicy.EPHEMERAL
             )
             created[message.message_id] = position / 1000
-    figures = Figures(
+    ids = layout.message_ids
+    index = ConversationIndex(
+        history,
+        layout,
         [tokens[i] for i in ids],
         [policies[i] for i in ids],
         [created[i] for i in ids],
-        tokens.keys(),
+        known=tokens.keys(),
     )
-    return figures, sum(tokens.values())
+    return index, sum(tokens.values())
 
 
-def _read_figures(
-    history: Sequence[Message],
-    ids: Sequence[str],
-    known: set[str],
+def _read_conversation(
+    history: list[Message],
     budget: InstructionBudget | None,
     counter: TokenCounter,
-) -> tuple[Figures, int]:
-    """Every message's figures, and the tokens in context before collecting."""
+) -> tuple[ConversationIndex, int]:
+    """The conversation's index, and the tokens in context before collecting.
+
+    A built budget's index is remembered with it (``build_conversation``); any other budget
+    laid out the same way is read once and remembered, so the next collection of the same
+    history and budget reads nothing again.
+    """
     conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
-    if budget is not None and conversation is not None and len(known) == len(ids):
-        figures = _figures_as_laid_out(conversation, ids, known)
-        if figures is not None:
-            # The conversation's total is the sum of its leaves, just read; only the small
-            # entries outside it are walked.
-            outside = sum(
-                entry.total_tokens()
-                for source, entry in budget.context_entries()
-                if source is not InstructionSource.CONVERSATION
-            )
-            return figures, outside + sum(figures.tokens)
-    figures, covered = _figures_by_id(history, ids, conversation, counter)
-    return figures, budget.total_tokens() if budget is not None else covered
+    index = index_of(conversation)
+    if index is None or not index.describes(history):
+        as_of = edits()
+        layout = turn_layout(history)
+        index = None
+        if conversation is not None and len(set(layout.message_ids)) == len(history):
+            index = _read_as_laid_out(history, layout, conversation)
+            if index is not None:
+                remember(conversation, index, as_of)
+        if index is None:
+            index, covered = _read_by_id(history, layout, conversation, counter)
+            return index, budget.total_tokens() if budget is not None else covered
+    assert budget is not None  # an index is only ever remembered for a budget's conversation
+    # The conversation's total is its index's; only the small entries outside it are walked.
+    outside = sum(
+        entry.total_tokens()
+        for source, entry in budget.context_entries()
+        if source is not InstructionSource.CONVERSATION
+    )
+    return index, outside + index.total
 
 
 def _most_protective(policies: Iterable[GCPolicy]) -> GCPolicy:
     present = set(policies)
+    if len(present) == 1:  # most units: every member ephemeral
+        return present.pop()
     for policy in _PROTECTION_ORDER:
         if policy in present:
             return policy
@@ -222,7 +216,7 @@ class Collection:
     unique_ids: bool
     config: GCConfig
     layout: TurnLayout
-    figures: Figures
+    figures: ConversationIndex
     budget: InstructionBudget | None
     tokens_before: int
     context_limit: int
@@ -265,116 +259,31 @@ class Collection:
         """Tool exchanges and notices inside unsealed turns, oldest first, as asked for.
 
         A turn holding locked content (the original request) is not sealed: its exchanges are
-        units like any other, and a unit with a locked member is itself locked. One pass over
-        the messages, from the first unsealed turn on; a turn's units are made once the pass
-        has left the turn, so a strategy that stops early reads no further.
+        units like any other, and a unit with a locked member is itself locked. Units are made
+        as a strategy asks for them, so one that stops early makes no more.
         """
-        layout, sealed = self.layout, self.sealed
+        layout, sealed, ids = self.layout, self.sealed, self.ids
         first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
-        start = layout.starts[first] if first < len(layout) else len(self.history)
-        turn, end = first, start
-        members: list[_Member] = []
-        for member in _tool_traffic(self.history, start):
-            if member[0] >= end:
-                yield from self._exchange_units(turn, members)
-                turn = layout.turn_of(member[0])
-                end = layout.span(turn)[1]
-                members = []
+        for turn, positions in self.figures.exchanges_from(first):
             if turn not in sealed:
-                members.append(member)
-        yield from self._exchange_units(turn, members)
-
-    def _exchange_units(self, turn: int, members: list[_Member]) -> Iterator[Unit]:
-        if not members:
-            return
-        key = self.turn_key(turn)
-        for positions in _exchanges(members):
-            yield self._unit(turn, f"{key}/{self.ids[positions[0]]}", positions)
+                yield self._unit(turn, f"{self.turn_key(turn)}/{ids[positions[0]]}", positions)
 
     def _unit(
         self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
     ) -> Unit:
-        figures = self.figures
+        figures, ids = self.figures, self.ids
+        tokens, policies, created = figures.tokens, figures.policies, figures.created_at
         return Unit(
-            source=InstructionSource.CONVERSATION,
-            key=key,
-            message_ids=[self.ids[p] for p in positions],
-            tokens=sum([figures.tokens[p] for p in positions]),
-            policy=_most_protective([figures.policies[p] for p in positions]),
-            created_at=min([figures.created_at[p] for p in positions]),
-            turn_index=self.layout.indices[turn],
-            turn_position=turn,
-            whole_turn=whole_turn,
+            InstructionSource.CONVERSATION,
+            key,
+            [ids[p] for p in positions],
+            sum([tokens[p] for p in positions]),
+            _most_protective([policies[p] for p in positions]),
+            min([created[p] for p in positions]),
+            self.layout.indices[turn],
+            turn,
+            whole_turn,
         )
-
-
-# A message that takes part in tool traffic: its position, the call ids it makes and those it
-# answers (or none of either: a notice).
-_Member = tuple[int, list[str], list[str]]
-
-
-def _tool_traffic(history: Sequence[Message], start: int) -> Iterator[_Member]:
-    """Messages from ``start`` on that call tools, answer calls or are notices, lazily."""
-    for position in range(start, len(history)):
-        message = history[position]
-        calls: list[str] = []
-        answers: list[str] = []
-        for part in message.parts:
-            call = part.function_call
-            if call is not None and call.id:
-                calls.append(call.id)
-            response = part.function_response
-            if response is not None and response.call_id:
-                answers.append(response.call_id)
-        if calls or answers or message.kind is MessageKind.NOTICE:
-            yield position, calls, answers
-
-
-def _exchanges(members: Sequence[_Member]) -> list[list[int]]:
-    """Group one turn's tool traffic into exchanges: calls with every message answering them;
-    notices stand alone.
-
-    Messages joined through a shared call id end up in one group, so a parallel batch answered
-    across several messages is one exchange. An exchange is complete only when every call in
-    it is answered and every answer has its call in this turn; anything else is left to
-    whole-turn removal. Exchanges are given as history positions, ordered by first message.
-    """
-    return [
-        [members[i][0] for i in group]
-        for group in _linked(members)
-        if {c for i in group for c in members[i][1]} == {a for i in group for a in members[i][2]}
-    ]
-
-
-def _linked(members: Sequence[_Member]) -> list[list[int]]:
-    """Indices of ``members`` grouped by shared call ids (a union over call ids), each group in
-    order, groups in order of their first member."""
-    if len(members) < 3:  # most turns: nothing, a notice, or one call and its answer
-        if len(members) < 2:
-            return [[0]] if members else []
-        (_, calls, answers), (_, other_calls, other_answers) = members
-        shared = not {*calls, *answers}.isdisjoint([*other_calls, *other_answers])
-        return [[0, 1]] if shared else [[0], [1]]
-    owner: dict[str, int] = {}
-    parent = list(range(len(members)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for index, (_, calls, answers) in enumerate(members):
-        for call_id in calls + answers:
-            if call_id in owner:
-                parent[find(index)] = find(owner[call_id])
-            else:
-                owner[call_id] = index
-    # Members are visited in order, so each group is in order and groups come by first member.
-    groups: dict[int, list[int]] = {}
-    for index in range(len(members)):
-        groups.setdefault(find(index), []).append(index)
-    return list(groups.values())
 
 
 def _pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:
@@ -390,11 +299,6 @@ def _pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> s
     if pinned_ids:
         turns.update(layout.turn_of(p) for p, i in enumerate(ids) if i in pinned_ids)
     return turns
-
-
-def _locked_turns(layout: TurnLayout, figures: Figures) -> set[int]:
-    locked = compress(count(), map(is_, figures.policies, repeat(GCPolicy.LOCKED)))
-    return {layout.turn_of(position) for position in locked}
 
 
 def preserve_count(config: GCConfig, plugin_options: Mapping[str, Any]) -> int:
@@ -413,10 +317,9 @@ def start_collection(
 ) -> Collection:
     history = list(history)
     counter = counter or load_counter()
-    layout = turn_layout(history)
+    figures, tokens_before = _read_conversation(history, budget, counter)
+    layout = figures.layout
     ids = layout.message_ids
-    known = set(ids)
-    figures, tokens_before = _read_figures(history, ids, known, budget, counter)
     if budget is not None:
         limit = budget.context_limit
     else:
@@ -431,7 +334,7 @@ def start_collection(
     return Collection(
         history=history,
         ids=ids,
-        unique_ids=len(known) == len(ids),
+        unique_ids=figures.unique_ids,
         config=config,
         layout=layout,
         figures=figures,
@@ -439,7 +342,7 @@ def start_collection(
         tokens_before=tokens_before,
         context_limit=limit,
         sealed=sealed,
-        protected=sealed | _locked_turns(layout, figures),
+        protected=sealed | figures.locked_turns,
     )
 
 
@@ -615,22 +518,16 @@ def apply(
     added = sum(
         count_message(m, counter)
         for m in inserts
-        if m.kind is not MessageKind.CHAT and m.message_id not in collection.figures.known
+        if m.kind is not MessageKind.CHAT and not collection.figures.covers(m.message_id)
     )
-    # Items go in as plain dicts: validating them all at once costs less than building each.
     removal_list = [
-        {
-            "source": unit.source,
-            "child_key": unit.key,
-            "tokens_freed": unit.tokens,
-            "reason": why,
-            "message_ids": unit.message_ids,
-            "turn_index": unit.turn_index,
-        }
+        GCRemovalItem(unit.source, unit.key, unit.tokens, why, unit.message_ids, unit.turn_index)
         for unit, why in decision.removed
     ]
     tokens_after = collection.tokens_before - decision.freed + added
-    result = GCResult(
+    # Every figure here is the engine's own: the result is made without validating it again.
+    result = construct(
+        GCResult,
         success=True,
         items_collected=len(removal_list),
         tokens_before=collection.tokens_before,
@@ -648,6 +545,7 @@ def apply(
             ),
             **decision.details,
         },
+        error=None,
         removal_list=removal_list,
     )
     return new_history, result

@@ -10,10 +10,10 @@ from pydantic import BaseModel
 from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
+from gcengine.conversation import history_layout
 from gcengine.gc.registry import load_gc_plugin
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
-from gcengine.messages import turn_layout
 from gcengine.session import Session, rebuild_budget
 from gcengine.tokens import TokenCounter, counter_by_name
 
@@ -73,10 +73,18 @@ def run_gc(
     budgets. A failed collection (a summarizer error, say) returns the session unchanged.
     """
     with cyclic_gc_paused():
-        return run_collection(session, config, GCTriggerReason(reason), plugin, rebuild_budget)
+        return run_collection(session, config, GCTriggerReason(reason), plugin, _rebuild)
 
 
-Rebuild = Callable[[Session, TokenCounter], InstructionBudget]
+def _rebuild(
+    session: Session, counter: TokenCounter, before: InstructionBudget
+) -> InstructionBudget:
+    """The budget after a run, taking the figures of every message kept from the one before."""
+    return rebuild_budget(session, counter, reuse=before)
+
+
+Rebuild = Callable[[Session, TokenCounter, InstructionBudget], InstructionBudget]
+"""Builds the budget after a run from the new session, its counter and the budget before."""
 
 
 def run_collection(
@@ -91,7 +99,9 @@ def run_collection(
     counter = counter_by_name(session.token_counter)
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
-    usage = context_usage(session.budget, turns=len(turn_layout(session.history)))
+    usage = context_usage(
+        session.budget, turns=len(history_layout(session.history, session.budget))
+    )
     if isinstance(plugin, Strategy):
         new_history, result = plugin.collect(
             session.history, usage, config, reason, session.budget, counter=counter
@@ -111,7 +121,7 @@ def run_collection(
             "recorded_budget": _without_entries(session.recorded_budget, result.removal_list),
         }
     )
-    new_session.budget = rebuild(new_session, counter)
+    new_session.budget = rebuild(new_session, counter, session.budget)
     result = result.model_copy(
         update={
             "tokens_before": usage["total_tokens"],

@@ -94,6 +94,12 @@ class _Figures:
     ) -> InstructionBudget:
         return rebuild_budget(state, counter, figure=self, built=built)
 
+    def budget_after(
+        self, state: Session, counter: TokenCounter, _before: InstructionBudget
+    ) -> InstructionBudget:
+        """``run_collection``'s rebuild: every figure is known here already."""
+        return self.budget(state, counter)
+
 
 def simulate(
     session: Session, config: GCConfig, plugin: GCPlugin | str | None = None
@@ -147,7 +153,7 @@ def _replay(session: Session, config: GCConfig, plugin: GCPlugin) -> Simulation:
         built = state.budget, len(state.history)
         state = state.model_copy(update={"history": list(window)})
         state.budget = figures.budget(state, counter, built)
-        outcome = run_collection(state, config, reason, plugin, figures.budget)
+        outcome = run_collection(state, config, reason, plugin, figures.budget_after)
         simulation.events.append(
             SimulationEvent(
                 turn_index=turn_index, point=point, reason=reason, result=outcome.result
