@@ -260,28 +260,27 @@ def turn_key_of(index: int | None, first: Message) -> str:
     return f"gc_notice_{first.message_id}"
 
 
-def build_conversation(
+def index_conversation(
     history: Sequence[Message],
     counter: TokenCounter,
     *,
     recorded_figures: Mapping[str, int] | None = None,
     created_base: float = 0.0,
     figure: Figure | None = None,
-    built: tuple[SourceEntry, int] | None = None,
+    built: tuple[ConversationIndex, int] | None = None,
     reuse: ConversationIndex | None = None,
-) -> SourceEntry:
-    """The CONVERSATION entry for a history: one container per turn, one leaf per message.
+) -> tuple[ConversationIndex, int]:
+    """The conversation of a history laid out flat, without building its budget tree, and the
+    first turn worked out here (the ones before it were ``built``'s).
 
     Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
-    what ``figure`` gives: a replay, which builds budgets of the same messages at every
-    collection, passes one that works each out once. ``reuse`` is the index of an earlier
-    build whose figures (for the messages it holds) are taken instead of working them out.
+    what ``figure`` gives: a replay, which lays out windows of the same messages at every
+    collection, passes one that works each out once. ``reuse`` is an earlier index whose
+    figures (for the messages it holds) are taken instead of working them out.
 
-    ``built`` is an entry this function made, with the same arguments, for the first messages
+    ``built`` is an index this function made, with the same arguments, for the first messages
     of ``history``, and how many. Its turns are kept when nothing later can change them (a turn
-    starts there, and the session's original request is among them); only the rest are built.
-
-    The entry is remembered with its ``ConversationIndex``, which a collection reads.
+    starts there, and the session's original request is among them); only the rest are read.
     """
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded)
@@ -296,7 +295,6 @@ def build_conversation(
     layout = turn_layout(messages)
     request = original_request(messages)
     original = messages[request].message_id if request is not None else None
-    children: dict[str, SourceEntry] = {}
     tokens: list[int] = []
     counted_by: list[str] = []
     policies: list[GCPolicy] = []
@@ -304,71 +302,120 @@ def build_conversation(
     exchanges: list[Exchange] = []
     first_turn = 0
     if built is not None:
-        kept, covered = built
-        known = index_of(kept)
+        known, covered = built
         resume = layout.turn_starting_at(covered)
         if (
             resume is not None
             and request is not None
             and request < covered
-            and known is not None
             and known.basis == basis
             and known.counted_by is not None
             and known.exchanges is not None
             and known.describes(messages[:covered])
         ):
-            children = dict(kept.children)
             tokens, counted_by = list(known.tokens), list(known.counted_by)
             policies, created = list(known.policies), list(known.created_at)
             exchanges = list(known.exchanges)
             first_turn = resume
     for turn in range(first_turn, len(layout)):
         start, end = layout.span(turn)
-        index = layout.indices[turn]
         turn_messages = messages[start:end]
         closing = _closing_answer_ids(turn_messages)
-        leaves: dict[str, SourceEntry] = {}
         traffic: list[TrafficMember] = []
-        turn_name = f"turn_{index}" if index is not None else "inserted"
         for position, message in enumerate(turn_messages, start):
             message_tokens, made_by = figure(message)
-            policy = _message_policy(message, original, closing)
-            created_at = created_base + position / 1000
             tokens.append(message_tokens)
             counted_by.append(made_by)
-            policies.append(policy)
-            created.append(created_at)
+            policies.append(_message_policy(message, original, closing))
+            created.append(created_base + position / 1000)
             made = tool_traffic(message)
             if made is not None:
                 traffic.append((position, *made))
+        if traffic:
+            exchanges.extend((turn, positions) for positions in turn_exchanges(traffic))
+    index = ConversationIndex(
+        messages, layout, tokens, policies, created, counted_by, basis, exchanges=exchanges
+    )
+    return index, first_turn
+
+
+def build_conversation(
+    history: Sequence[Message],
+    counter: TokenCounter,
+    *,
+    recorded_figures: Mapping[str, int] | None = None,
+    created_base: float = 0.0,
+    figure: Figure | None = None,
+    built: tuple[SourceEntry, int] | None = None,
+    reuse: ConversationIndex | None = None,
+) -> SourceEntry:
+    """The CONVERSATION entry for a history: one container per turn, one leaf per message.
+
+    The arguments are ``index_conversation``'s; ``built`` is an entry this function made, whose
+    turns are kept where its index's are. The entry is remembered with its index, which a
+    collection reads instead of the tree.
+    """
+    known = index_of(built[0]) if built is not None else None
+    index, first_turn = index_conversation(
+        history,
+        counter,
+        recorded_figures=recorded_figures,
+        created_base=created_base,
+        figure=figure,
+        built=(known, built[1]) if built is not None and known is not None else None,
+        reuse=reuse,
+    )
+    kept = built[0].children if built is not None and first_turn else {}
+    conversation = conversation_tree(index, created_base, first_turn, kept)
+    remember(conversation, index)
+    return conversation
+
+
+def conversation_tree(
+    index: ConversationIndex,
+    created_base: float = 0.0,
+    first_turn: int = 0,
+    kept: Mapping[str, SourceEntry] | None = None,
+) -> SourceEntry:
+    """The CONVERSATION entry of an index: ``kept`` turns (an earlier tree's, for the turns
+    before ``first_turn``), then one container per turn and one leaf per message."""
+    messages, layout = index.messages, index.layout
+    tokens, created, counted_by = index.tokens, index.created_at, index.counted_by
+    assert counted_by is not None, "only an index the builder made says what made each figure"
+    children = dict(kept or {})
+    for turn in range(first_turn, len(layout)):
+        start, end = layout.span(turn)
+        turn_index = layout.indices[turn]
+        turn_name = f"turn_{turn_index}" if turn_index is not None else "inserted"
+        leaves: dict[str, SourceEntry] = {}
+        for position in range(start, end):
+            message = messages[position]
             leaves[message.message_id] = construct(
                 SourceEntry,
                 source=InstructionSource.CONVERSATION,
-                tokens=message_tokens,
-                gc_policy=policy,
+                tokens=tokens[position],
+                gc_policy=index.policies[position],
                 label=f"{turn_name} {_role_label(message)}",
                 children={},
-                metadata={"counted_by": made_by, "role": message.role.value},
-                created_at=created_at,
+                metadata={"counted_by": counted_by[position], "role": message.role.value},
+                created_at=created[position],
                 message_ids=[message.message_id],
             )
-        if traffic:
-            exchanges.extend((turn, positions) for positions in turn_exchanges(traffic))
-        children[turn_key_of(index, turn_messages[0])] = construct(
+        children[turn_key_of(turn_index, messages[start])] = construct(
             SourceEntry,
             source=InstructionSource.CONVERSATION,
             tokens=sum(tokens[start:end]),
             gc_policy=GCPolicy.PARTIAL,
-            label=turn_name if index is not None else f"{layout.kinds[turn].value}",
+            label=turn_name if turn_index is not None else f"{layout.kinds[turn].value}",
             children=leaves,
-            metadata={"turn_index": index, "kind": layout.kinds[turn].value},
+            metadata={"turn_index": turn_index, "kind": layout.kinds[turn].value},
             created_at=created[start],
             message_ids=layout.message_ids[start:end],
         )
-    conversation = construct(
+    return construct(
         SourceEntry,
         source=InstructionSource.CONVERSATION,
-        tokens=sum(tokens),
+        tokens=index.total,
         gc_policy=DEFAULT_SOURCE_POLICIES[InstructionSource.CONVERSATION],
         label="Conversation",
         children=children,
@@ -376,13 +423,6 @@ def build_conversation(
         created_at=created_base,
         message_ids=[],
     )
-    remember(
-        conversation,
-        ConversationIndex(
-            messages, layout, tokens, policies, created, counted_by, basis, exchanges=exchanges
-        ),
-    )
-    return conversation
 
 
 def build_budget(

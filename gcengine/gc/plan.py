@@ -163,15 +163,19 @@ def _read_conversation(
     history: list[Message],
     budget: InstructionBudget | None,
     counter: TokenCounter,
+    given: ConversationIndex | None,
 ) -> tuple[ConversationIndex, int]:
     """The conversation's index, and the tokens in context before collecting.
 
     A built budget's index is remembered with it (``build_conversation``); any other budget
     laid out the same way is read once and remembered, so the next collection of the same
-    history and budget reads nothing again.
+    history and budget reads nothing again. An index ``given`` for this history stands for the
+    budget's conversation entry.
     """
     conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
-    index = index_of(conversation)
+    if given is not None and (budget is None or not given.describes(history)):
+        raise ValueError("a conversation index stands for a budget's, of the same history")
+    index = given or index_of(conversation)
     if index is None or not index.describes(history):
         as_of = edits()
         layout = turn_layout(history)
@@ -314,10 +318,11 @@ def start_collection(
     budget: InstructionBudget | None,
     counter: TokenCounter | None,
     preserve_recent: int,
+    conversation: ConversationIndex | None = None,
 ) -> Collection:
     history = list(history)
     counter = counter or load_counter()
-    figures, tokens_before = _read_conversation(history, budget, counter)
+    figures, tokens_before = _read_conversation(history, budget, counter, conversation)
     layout = figures.layout
     ids = layout.message_ids
     if budget is not None:

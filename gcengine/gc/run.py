@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gcengine._fast import cyclic_gc_paused
+from gcengine._fast import cyclic_gc_paused, set_fresh
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import history_layout
@@ -40,23 +40,23 @@ def plugin_options(config: GCConfig) -> dict[str, Any]:
     return {**options, **config.plugin_config}
 
 
-def _without_entries(
+def without_entries(
     budget: InstructionBudget | None, items: list[GCRemovalItem]
 ) -> InstructionBudget | None:
     """Budget entries outside the conversation that a run removed, gone from the recording."""
     outside = [i for i in items if i.source is not InstructionSource.CONVERSATION]
     if budget is None or not outside:
         return budget
-    budget = budget.model_copy(deep=True)
+    budget = budget.model_copy(deep=True)  # a new value, changed before anyone holds it
     for item in outside:
         entry = budget.get_entry(item.source)
         if entry is None:
             continue
         if item.child_key is None:
-            entry.tokens = 0
+            set_fresh(entry, "tokens", 0)
             entry.children.clear()
         else:
-            entry.remove_child(item.child_key)
+            entry.children.pop(item.child_key, None)
     return budget
 
 
@@ -118,7 +118,7 @@ def run_collection(
     new_session = session.model_copy(
         update={
             "history": new_history,
-            "recorded_budget": _without_entries(session.recorded_budget, result.removal_list),
+            "recorded_budget": without_entries(session.recorded_budget, result.removal_list),
         }
     )
     new_session.budget = rebuild(new_session, counter, session.budget)

@@ -13,6 +13,7 @@ from typing import Any
 from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
+from gcengine.conversation import ConversationIndex
 from gcengine.gc.plan import (
     Collection,
     Decision,
@@ -93,9 +94,14 @@ class Strategy:
         budget: InstructionBudget | None = None,
         *,
         counter: TokenCounter | None = None,
+        conversation: ConversationIndex | None = None,
     ) -> tuple[list[Message], GCResult]:
+        """JAATO's ``collect``. ``conversation``, when given, is the index of ``history`` that
+        stands for the budget's conversation entry (a replay keeps one and builds no tree)."""
         with cyclic_gc_paused():
-            return self._collect(history, context_usage, config, reason, budget, counter)
+            return self._collect(
+                history, context_usage, config, reason, budget, counter, conversation
+            )
 
     def _collect(
         self,
@@ -105,6 +111,7 @@ class Strategy:
         reason: GCTriggerReason,
         budget: InstructionBudget | None,
         counter: TokenCounter | None,
+        conversation: ConversationIndex | None,
     ) -> tuple[list[Message], GCResult]:
         counter = counter or load_counter()
         collection = start_collection(
@@ -114,6 +121,7 @@ class Strategy:
             budget,
             counter,
             preserve_count(config, self._options),
+            conversation,
         )
         if collection.to_free <= 0:
             decision = Decision(
@@ -374,6 +382,7 @@ class BudgetStrategy(Strategy):
         budget: InstructionBudget | None = None,
         *,
         counter: TokenCounter | None = None,
+        conversation: ConversationIndex | None = None,
     ) -> tuple[list[Message], GCResult]:
         if budget is None:
             fallback = _FallbackTruncate()
@@ -384,7 +393,15 @@ class BudgetStrategy(Strategy):
             result.plugin_name = self.name
             result.details["mode"] = "fallback_truncate"
             return new_history, result
-        return super().collect(history, context_usage, config, reason, budget, counter=counter)
+        return super().collect(
+            history,
+            context_usage,
+            config,
+            reason,
+            budget,
+            counter=counter,
+            conversation=conversation,
+        )
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
         decision = Decision()

@@ -103,9 +103,12 @@ class GCPlugin(Protocol):
     ) -> tuple[list[Message], GCResult]: ...
 
 
-def context_usage(budget: InstructionBudget, turns: int) -> dict[str, Any]:
-    """The usage dict a plugin receives, computed from a budget."""
-    total = budget.total_tokens()  # walked once: every figure here derives from it
+def context_usage(
+    budget: InstructionBudget, turns: int, total: int | None = None
+) -> dict[str, Any]:
+    """The usage dict a plugin receives, computed from a budget (whose total is ``total``,
+    when the caller knows it)."""
+    total = budget.total_tokens() if total is None else total
     return {
         "total_tokens": total,
         "prompt_tokens": total,
