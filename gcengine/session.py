@@ -345,7 +345,6 @@ def build_conversation(
     *,
     recorded_figures: Mapping[str, int] | None = None,
     created_base: float = 0.0,
-    figure: Figure | None = None,
     built: tuple[SourceEntry, int] | None = None,
     reuse: ConversationIndex | None = None,
 ) -> SourceEntry:
@@ -361,7 +360,6 @@ def build_conversation(
         counter,
         recorded_figures=recorded_figures,
         created_base=created_base,
-        figure=figure,
         built=(known, built[1]) if built is not None and known is not None else None,
         reuse=reuse,
     )
@@ -436,14 +434,13 @@ def build_budget(
     recorded_budget: InstructionBudget | None = None,
     thinking_tokens: int | None = None,
     created_base: float = 0.0,
-    figure: Figure | None = None,
     built: tuple[SourceEntry, int] | None = None,
     reuse: ConversationIndex | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded. ``figure``, ``built`` and ``reuse`` are ``build_conversation``'s.
+    kept as recorded. ``built`` and ``reuse`` are ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -475,7 +472,6 @@ def build_budget(
             counter,
             recorded_figures=recorded_message_figures(recorded_budget),
             created_base=created_base,
-            figure=figure,
             built=built,
             reuse=reuse,
         )
@@ -496,13 +492,12 @@ def rebuild_budget(
     session: Session,
     counter: TokenCounter | None = None,
     *,
-    figure: Figure | None = None,
     built: tuple[InstructionBudget, int] | None = None,
     reuse: InstructionBudget | None = None,
 ) -> InstructionBudget:
     """The budget the session's history implies now (after an edit or a collection).
 
-    ``figure``, when given, stands for ``message_figure``. ``built`` is a budget this function
+    ``built`` is a budget this function
     made, with the same arguments, for a session that differed only in holding the first so
     many messages of this history; its conversation's turns are kept where they cannot change
     (see ``build_conversation``). ``reuse`` is a budget this function made for a session with
@@ -523,7 +518,6 @@ def rebuild_budget(
         recorded_budget=session.recorded_budget,
         thinking_tokens=sum(thinking) if thinking else None,
         created_base=iso_to_epoch(session.created_at) or 0.0,
-        figure=figure,
         built=conversation,
         reuse=budget_index(reuse),
     )

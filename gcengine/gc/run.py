@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -15,7 +14,7 @@ from gcengine.gc.registry import load_gc_plugin
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
 from gcengine.session import Session, rebuild_budget
-from gcengine.tokens import TokenCounter, counter_by_name
+from gcengine.tokens import counter_by_name
 
 
 class GCOutcome(BaseModel):
@@ -73,29 +72,12 @@ def run_gc(
     budgets. A failed collection (a summarizer error, say) returns the session unchanged.
     """
     with cyclic_gc_paused():
-        return run_collection(session, config, GCTriggerReason(reason), plugin, _rebuild)
+        return _run(session, config, GCTriggerReason(reason), plugin)
 
 
-def _rebuild(
-    session: Session, counter: TokenCounter, before: InstructionBudget
-) -> InstructionBudget:
-    """The budget after a run, taking the figures of every message kept from the one before."""
-    return rebuild_budget(session, counter, reuse=before)
-
-
-Rebuild = Callable[[Session, TokenCounter, InstructionBudget], InstructionBudget]
-"""Builds the budget after a run from the new session, its counter and the budget before."""
-
-
-def run_collection(
-    session: Session,
-    config: GCConfig,
-    reason: GCTriggerReason,
-    plugin: GCPlugin | str | None,
-    rebuild: Rebuild,
+def _run(
+    session: Session, config: GCConfig, reason: GCTriggerReason, plugin: GCPlugin | str | None
 ) -> GCOutcome:
-    """``run_gc`` with the budget after built by ``rebuild``, for a replay, which passes one
-    that works each message's figure out once. The caller pauses the cycle collector."""
     counter = counter_by_name(session.token_counter)
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
@@ -121,7 +103,8 @@ def run_collection(
             "recorded_budget": without_entries(session.recorded_budget, result.removal_list),
         }
     )
-    new_session.budget = rebuild(new_session, counter, session.budget)
+    # The messages kept have their figures in the budget before: they are not counted again.
+    new_session.budget = rebuild_budget(new_session, counter, reuse=session.budget)
     result = result.model_copy(
         update={
             "tokens_before": usage["total_tokens"],
