@@ -96,10 +96,6 @@ class ConversationIndex:
     def ids(self) -> set[str]:
         return set(self.layout.message_ids)
 
-    @cached_property
-    def unique_ids(self) -> bool:
-        return len(self.ids) == len(self.layout.message_ids)
-
     def covers(self, message_id: str) -> bool:
         """Whether the figures already count the message with this id."""
         return message_id in (self.known if self.known is not None else self.ids)

@@ -64,7 +64,11 @@ _PROTECTION_ORDER = (
 
 @dataclass(slots=True)
 class Unit:
-    """Something a strategy can remove in one piece."""
+    """Something a strategy can remove in one piece.
+
+    ``positions`` are the history positions of the messages it removes: the very messages it
+    was made of, so a message id that repeats elsewhere in the history takes no other copy.
+    """
 
     source: InstructionSource
     key: str | None
@@ -75,6 +79,7 @@ class Unit:
     turn_index: int | None = None
     turn_position: int | None = None
     whole_turn: bool = False
+    positions: list[int] = field(default_factory=list)
 
 
 def _read_as_laid_out(
@@ -217,7 +222,6 @@ class Collection:
 
     history: list[Message]
     ids: list[str]
-    unique_ids: bool
     config: GCConfig
     layout: TurnLayout
     figures: ConversationIndex
@@ -255,6 +259,21 @@ class Collection:
         start, end = self.layout.span(position)
         return self._unit(position, self.turn_key(position), range(start, end), whole_turn=True)
 
+    def open_positions(self, message_ids: Iterable[str]) -> list[int]:
+        """Where the messages with these ids are, outside sealed turns and locked messages:
+        a budget entry naming messages takes them with it, but never a protected one, nor a
+        protected copy of a message whose id repeats."""
+        if not message_ids:
+            return []
+        wanted, layout, policies = set(message_ids), self.layout, self.figures.policies
+        return [
+            p
+            for p, message_id in enumerate(self.ids)
+            if message_id in wanted
+            and layout.turn_of(p) not in self.sealed
+            and policies[p] is not GCPolicy.LOCKED
+        ]
+
     def removable_turns(self) -> Iterator[int]:
         """Positions of turns a strategy may remove whole, oldest first, as it asks for them."""
         return (p for p in range(len(self.layout)) if p not in self.protected)
@@ -287,6 +306,7 @@ class Collection:
             self.layout.indices[turn],
             turn,
             whole_turn,
+            list(positions),
         )
 
 
@@ -339,7 +359,6 @@ def start_collection(
     return Collection(
         history=history,
         ids=ids,
-        unique_ids=figures.unique_ids,
         config=config,
         layout=layout,
         figures=figures,
@@ -374,12 +393,12 @@ class Decision:
     details: dict[str, Any] = field(default_factory=dict)
     # Both kept as units are added: strategies ask after every candidate.
     freed: int = 0
-    removed_ids: set[str] = field(default_factory=set)
+    removed_positions: set[int] = field(default_factory=set)
 
     def remove(self, unit: Unit, reason: str) -> None:
         self.removed.append((unit, reason))
         self.freed += unit.tokens
-        self.removed_ids.update(unit.message_ids)
+        self.removed_positions.update(unit.positions)
 
 
 def take_until_target(
@@ -420,21 +439,19 @@ def oldest_first(
 
 
 def _touched_turns(collection: Collection, decision: Decision) -> set[int]:
-    """The turns a decision takes messages from.
-
-    A conversation unit names messages of its own turn only; an entry outside the conversation
-    may name any, and a repeated id is removed wherever it appears, so either means a search.
-    """
-    units = [unit for unit, _ in decision.removed if unit.message_ids]
-    positions = [unit.turn_position for unit in units]
-    if collection.unique_ids and None not in positions:
-        return {p for p in positions if p is not None}
-    removed, layout = decision.removed_ids, collection.layout
-    return {layout.turn_of(p) for p, i in enumerate(collection.ids) if i in removed}
+    """The turns a decision takes messages from: a conversation unit's own, and those of the
+    messages an entry outside the conversation names."""
+    touched: set[int] = set()
+    for unit, _ in decision.removed:
+        if unit.turn_position is not None:
+            touched.add(unit.turn_position)
+        else:
+            touched.update(map(collection.layout.turn_of, unit.positions))
+    return touched
 
 
 def _turns_after(
-    collection: Collection, touched: list[int], inserts: Sequence[Message], removed: set[str]
+    collection: Collection, touched: list[int], inserts: Sequence[Message], removed: set[int]
 ) -> int:
     """How many turns the new history has, without splitting it again.
 
@@ -442,7 +459,7 @@ def _turns_after(
     where the old one did, a turn that keeps its first message stays one turn; only turns that
     lost it, or that follow a place where the split changed, are looked at again.
     """
-    history, layout, ids = collection.history, collection.layout, collection.ids
+    history, layout = collection.history, collection.layout
     first = touched[0] if touched else len(layout)
     turns = first
     opener = history[layout.starts[first - 1]] if first else None
@@ -452,7 +469,7 @@ def _turns_after(
             opener = message
     in_step = not inserts  # the split so far ends where the old one did
     turn = first
-    for lost in [*(t for t in touched if ids[layout.starts[t]] in removed), len(layout)]:
+    for lost in [*(t for t in touched if layout.starts[t] in removed), len(layout)]:
         while turn < lost:  # these turns keep their first message
             if in_step:
                 turns += lost - turn
@@ -476,13 +493,13 @@ def _turns_after(
 
 
 def _split_rest(
-    collection: Collection, turn: int, removed: set[str], turns: int, opener: Message | None
+    collection: Collection, turn: int, removed: set[int], turns: int, opener: Message | None
 ) -> tuple[int, Message | None]:
     """Continue splitting through the messages ``turn`` keeps: the turns count and opener."""
     start, end = collection.layout.span(turn)
     for position in range(start, end):
         message = collection.history[position]
-        if collection.ids[position] not in removed and starts_turn(message, opener):
+        if position not in removed and starts_turn(message, opener):
             turns += 1
             opener = message
     return turns, opener
@@ -498,12 +515,16 @@ def apply(
     notification: str | None = None,
 ) -> tuple[list[Message], GCResult]:
     """Build the new history and the result."""
-    removed_ids = decision.removed_ids
+    removed = decision.removed_positions
     history, layout = collection.history, collection.layout
     inserts = [m for m in (decision.inserted,) if m is not None]
     if notification is not None and decision.removed:
         inserts.append(
-            marked_message(MessageKind.NOTICE, f"[System: {notification}]", sorted(removed_ids))
+            marked_message(
+                MessageKind.NOTICE,
+                f"[System: {notification}]",
+                sorted({collection.ids[p] for p in removed}),
+            )
         )
     # Inserts go before the first turn anything was taken from: at a turn boundary, so they
     # never split a turn that keeps some of its messages. Turns before it and after the last
@@ -513,11 +534,7 @@ def apply(
         start, end = layout.starts[touched[0]], layout.span(touched[-1])[1]
     else:
         start = end = len(history)
-    kept = [
-        message
-        for message, message_id in zip(history[start:end], collection.ids[start:end], strict=True)
-        if message_id not in removed_ids
-    ]
+    kept = [message for p, message in enumerate(history[start:end], start) if p not in removed]
     new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
     added = sum(
@@ -544,7 +561,7 @@ def apply(
             "target_tokens": collection.target_tokens,
             "tokens_to_free": max(0, collection.to_free),
             "turns_before": len(layout),
-            "turns_after": _turns_after(collection, touched, inserts, removed_ids),
+            "turns_after": _turns_after(collection, touched, inserts, removed),
             "protected_turns": sorted(
                 index for p in collection.protected if (index := layout.indices[p]) is not None
             ),

@@ -421,7 +421,7 @@ class BudgetStrategy(Strategy):
         exchanges = (u for u in collection.inner_units() if u.policy is GCPolicy.EPHEMERAL)
         ephemeral = oldest_first(
             collection,
-            [u for u in _entry_units(budget) if u.policy is GCPolicy.EPHEMERAL],
+            [u for u in _entry_units(collection) if u.policy is GCPolicy.EPHEMERAL],
             exchanges,
             key=lambda u: (u.created_at, -u.tokens),
         )
@@ -438,7 +438,7 @@ class BudgetStrategy(Strategy):
         if under_pressure and collection.to_free - decision.freed > 0:
             preservable = oldest_first(
                 collection,
-                [u for u in _entry_units(budget) if u.policy is GCPolicy.PRESERVABLE],
+                [u for u in _entry_units(collection) if u.policy is GCPolicy.PRESERVABLE],
                 self._remaining_turns(collection, decision, allow_preservable=True),
                 key=lambda u: u.created_at,
             )
@@ -465,11 +465,11 @@ class BudgetStrategy(Strategy):
     ) -> Iterator[Unit]:
         """Whole removable turns, minus what earlier phases already took from them, oldest
         first; what was taken is read when the first is asked for, before this phase takes any."""
-        taken = set(decision.removed_ids)
+        taken = set(decision.removed_positions)
         ids, figures = collection.ids, collection.figures
         for position in collection.removable_turns():
             start, end = collection.layout.span(position)
-            left = [p for p in range(start, end) if ids[p] not in taken]
+            left = [p for p in range(start, end) if p not in taken]
             if not left:
                 continue
             holds_preservable = any(figures.policies[p] is GCPolicy.PRESERVABLE for p in left)
@@ -477,6 +477,7 @@ class BudgetStrategy(Strategy):
                 continue
             unit = collection.turn_unit(position)
             unit.message_ids = [ids[p] for p in left]
+            unit.positions = left
             unit.tokens = sum(figures.tokens[p] for p in left)
             yield unit
 
@@ -499,12 +500,15 @@ class _FallbackTruncate(TruncateStrategy):
         return None
 
 
-def _entry_units(budget: InstructionBudget) -> list[Unit]:
+def _entry_units(collection: Collection) -> list[Unit]:
     """Removable budget entries outside the conversation (plugin instructions, tool schemas).
 
     A CONDITIONAL entry is decided by the plugin owning its tool; with no such plugin here it
-    counts as ephemeral, as it does in JAATO.
+    counts as ephemeral, as it does in JAATO. Messages an entry names go with it, except where
+    nothing may be taken (``Collection.open_positions``).
     """
+    budget = collection.budget
+    assert budget is not None
     units = []
     for source in (InstructionSource.SYSTEM, InstructionSource.PLUGIN):
         entry = budget.get_entry(source)
@@ -523,6 +527,7 @@ def _entry_units(budget: InstructionBudget) -> list[Unit]:
                         child.total_tokens(),
                         policy,
                         child.created_at or 0.0,
+                        positions=collection.open_positions(child.message_ids),
                     )
                 )
     return units
