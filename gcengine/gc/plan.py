@@ -228,6 +228,7 @@ class Collection:
     budget: InstructionBudget | None
     tokens_before: int
     context_limit: int
+    preserve_recent: int
     # Turns nothing may be taken from (recent and pinned), and turns that may not go whole:
     # those plus any turn holding locked content, whose other exchanges may still go.
     sealed: set[int] = field(default_factory=set)
@@ -365,6 +366,7 @@ def start_collection(
         budget=budget,
         tokens_before=tokens_before,
         context_limit=limit,
+        preserve_recent=preserve_recent,
         sealed=sealed,
         protected=sealed | figures.locked_turns,
     )
@@ -451,16 +453,20 @@ def _touched_turns(collection: Collection, decision: Decision) -> set[int]:
 
 
 def _turns_after(
-    collection: Collection, touched: list[int], inserts: Sequence[Message], removed: set[int]
+    collection: Collection,
+    first: int,
+    touched: list[int],
+    inserts: Sequence[Message],
+    removed: set[int],
 ) -> int:
-    """How many turns the new history has, without splitting it again.
+    """How many turns the new history has, without splitting it again; ``inserts`` go before
+    turn ``first``, the first of those ``touched``, if any.
 
     Splitting depends only on each turn's first message. So while the new history ends a turn
     where the old one did, a turn that keeps its first message stays one turn; only turns that
     lost it, or that follow a place where the split changed, are looked at again.
     """
     history, layout = collection.history, collection.layout
-    first = touched[0] if touched else len(layout)
     turns = first
     opener = history[layout.starts[first - 1]] if first else None
     for message in inserts:
@@ -518,7 +524,7 @@ def apply(
     removed = decision.removed_positions
     history, layout = collection.history, collection.layout
     inserts = [m for m in (decision.inserted,) if m is not None]
-    if notification is not None and decision.removed:
+    if notification is not None:
         inserts.append(
             marked_message(
                 MessageKind.NOTICE,
@@ -528,12 +534,16 @@ def apply(
         )
     # Inserts go before the first turn anything was taken from: at a turn boundary, so they
     # never split a turn that keeps some of its messages. Turns before it and after the last
-    # one touched are kept as they are, by slicing.
+    # one touched are kept as they are, by slicing. A notice that nothing could be taken goes
+    # first, where JAATO puts it.
     touched = sorted(_touched_turns(collection, decision))
     if touched:
-        start, end = layout.starts[touched[0]], layout.span(touched[-1])[1]
+        first = touched[0]
+        start, end = layout.starts[first], layout.span(touched[-1])[1]
+    elif inserts:
+        first, start, end = 0, 0, 0
     else:
-        start = end = len(history)
+        first, start, end = len(layout), len(history), len(history)
     kept = [message for p, message in enumerate(history[start:end], start) if p not in removed]
     new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
@@ -556,12 +566,12 @@ def apply(
         tokens_after=tokens_after,
         plugin_name=plugin_name,
         trigger_reason=reason,
-        notification=notification if decision.removed else None,
+        notification=notification,
         details={
             "target_tokens": collection.target_tokens,
             "tokens_to_free": max(0, collection.to_free),
             "turns_before": len(layout),
-            "turns_after": _turns_after(collection, touched, inserts, removed),
+            "turns_after": _turns_after(collection, first, touched, inserts, removed),
             "protected_turns": sorted(
                 index for p in collection.protected if (index := layout.indices[p]) is not None
             ),

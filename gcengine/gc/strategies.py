@@ -35,7 +35,7 @@ from gcengine.gc.summarizers import (
 )
 from gcengine.gc.types import ContextUsage, GCResult, GCTriggerReason, RemovalReason
 from gcengine.messages import Message, MessageKind
-from gcengine.tokens import TokenCounter, load_counter
+from gcengine.tokens import TokenCounter, count_message, load_counter
 
 DEFAULT_TEMPLATES = {
     "gc_truncate": "Context cleaned: removed {removed} old turns, kept {kept} recent turns.",
@@ -46,12 +46,22 @@ DEFAULT_TEMPLATES = {
     ),
     "gc_budget": "Context cleaned: removed {items} items, freed {freed} tokens.",
 }
+DEFAULT_NOOP_TEMPLATE = (
+    "GC triggered but all {total} turns preserved (preserve_recent_turns={preserve}). "
+    "No context removed."
+)
 
 
 class Strategy:
-    """Shared plumbing: options, triggering, and turning a decision into a result."""
+    """Shared plumbing: options, triggering, and turning a decision into a result.
+
+    ``noop_notice``: whether a collection that was needed but could take nothing (everything
+    left is protected) says so, with ``noop_notification_template``, when ``notify_on_gc`` is
+    set. JAATO's truncate, summarize and hybrid do; its budget strategy does not.
+    """
 
     name = "gc_strategy"
+    noop_notice = True
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}
@@ -134,6 +144,14 @@ class Strategy:
             decision = self.decide(collection, counter)
         except SummarizerError as error:
             return list(history), failed(collection, self.name, reason, str(error))
+        if not decision.removed and self.noop_notice:
+            decision.details.update(
+                {
+                    "message": "All turns preserved, nothing to collect",
+                    "total_turns": collection.turn_count,
+                    "preserve_count": collection.preserve_recent,
+                }
+            )
         return apply(
             collection,
             decision,
@@ -149,18 +167,31 @@ class Strategy:
     def _notification(
         self, config: GCConfig, collection: Collection, decision: Decision
     ) -> str | None:
-        if not self._options.get("notify_on_gc", config.notify_on_gc) or not decision.removed:
+        if not self._options.get("notify_on_gc", config.notify_on_gc):
             return None
-        template = config.notification_template or DEFAULT_TEMPLATES[self.name]
-        return template.format(**self.notification_fields(collection, decision))
+        if decision.removed:
+            template = config.notification_template or DEFAULT_TEMPLATES[self.name]
+            return template.format(**self.notification_fields(collection, decision))
+        if not self.noop_notice:
+            return None
+        template = config.noop_notification_template or DEFAULT_NOOP_TEMPLATE
+        return template.format(total=collection.turn_count, preserve=collection.preserve_recent)
 
     def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        removed = sum(1 for unit, _ in decision.removed if unit.whole_turn)
-        return {
-            "removed": removed,
-            "kept": collection.turn_count - removed,
-            "tokens_freed": decision.freed,
-        }
+        removed, kept = _turns_removed_and_kept(collection, decision)
+        return {"removed": removed, "kept": kept, "tokens_freed": decision.freed}
+
+
+def _turns_removed_and_kept(collection: Collection, decision: Decision) -> tuple[int, int]:
+    """Conversation turns a decision removed whole, and the recent ones it kept: neither
+    counts summaries and notices, and the turn holding the original request (locked, kept
+    because it may never go) is not a recent turn kept."""
+    gone = {unit.turn_position for unit, _ in decision.removed if unit.whole_turn}
+    chat = [p for p, kind in enumerate(collection.layout.kinds) if kind is MessageKind.CHAT]
+    removed = sum(1 for p in chat if p in gone)
+    locked = collection.figures.locked_turns
+    kept = sum(1 for p in chat if p not in gone and p not in locked)
+    return removed, kept
 
 
 def _whole_turns(collection: Collection, kinds: set[MessageKind]) -> Iterator[Unit]:
@@ -179,7 +210,7 @@ class TruncateStrategy(Strategy):
     removal_reason = RemovalReason.TRUNCATED
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
-        decision = Decision()
+        decision = Decision(details={"preserve_count": collection.preserve_recent})
         candidates = _whole_turns(collection, {MessageKind.CHAT, MessageKind.NOTICE})
         take_until_target(collection, candidates, self.removal_reason, decision)
         return decision
@@ -245,7 +276,12 @@ def summarize_units(
         summarizer=summarizer.name,
     )
     decision.details.update(
-        {"summary_number": number, "turns_summarized": len(covered), "summarizer": summarizer.name}
+        {
+            "summary_number": number,
+            "turns_summarized": len(covered),
+            "summarizer": summarizer.name,
+            "summary_tokens": count_message(decision.inserted, counter),
+        }
     )
 
 
@@ -281,7 +317,7 @@ class SummarizeStrategy(Strategy):
     name = "gc_summarize"
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
-        decision = Decision()
+        decision = Decision(details={"preserve_count": collection.preserve_recent})
         candidates = _whole_turns(
             collection, {MessageKind.CHAT, MessageKind.SUMMARY, MessageKind.NOTICE}
         )
@@ -298,11 +334,6 @@ class SummarizeStrategy(Strategy):
             decision,
         )
         return decision
-
-    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        fields = super().notification_fields(collection, decision)
-        fields["kept"] = fields["kept"] + 1
-        return fields
 
 
 class HybridStrategy(Strategy):
@@ -343,6 +374,8 @@ class HybridStrategy(Strategy):
         decision.details.update(
             {
                 "turns_summarized": decision.details.get("turns_summarized", 0),
+                "summary_tokens": decision.details.get("summary_tokens", 0),
+                "preserve_recent": collection.preserve_recent,
                 "summarize_middle": middle_size,
                 "ancient_turns": len(ancient),
                 "middle_turns": len(middle),
@@ -356,7 +389,7 @@ class HybridStrategy(Strategy):
         return {
             "truncated": truncated,
             "summarized": summarized,
-            "kept": collection.turn_count - truncated - summarized,
+            "kept": _turns_removed_and_kept(collection, decision)[1],
             "tokens_freed": decision.freed,
         }
 
@@ -372,6 +405,7 @@ class BudgetStrategy(Strategy):
     """
 
     name = "gc_budget"
+    noop_notice = False
 
     def collect(
         self,
