@@ -15,15 +15,16 @@ list of messages is read again.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, count, islice, repeat
-from operator import is_, itemgetter, lt
+from operator import attrgetter, is_, lt
+from typing import NamedTuple
 
 from gcengine._fast import recall
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
-from gcengine.messages import Message, TurnLayout, tool_traffic, turn_layout
+from gcengine.messages import Message, MessageKind, TurnLayout, tool_traffic, turn_layout
 
 Figure = Callable[[Message], tuple[int, str]]
 """A message's tokens in the budget and what made the figure (``session.message_figure``)."""
@@ -31,8 +32,76 @@ Figure = Callable[[Message], tuple[int, str]]
 TrafficMember = tuple[int, list[str], list[str]]
 """A message taking part in tool traffic: its position, the call ids it makes and answers."""
 
-Exchange = tuple[int, list[int]]
-"""A tool exchange (or a notice): the turn it is in and the history positions of its messages."""
+
+class Exchange(NamedTuple):
+    """A tool exchange (or a notice) with everything a collection needs to remove it: the
+    turn it is in (by position), its messages' history positions and ids, its budget key,
+    what it costs, the most protective policy of its messages and its oldest creation time."""
+
+    turn: int
+    positions: list[int]
+    key: str
+    message_ids: list[str]
+    tokens: int
+    policy: GCPolicy
+    created_at: float
+
+
+# Most protective first: a unit takes the first of these that any member has.
+_PROTECTION_ORDER = (
+    GCPolicy.LOCKED,
+    GCPolicy.PRESERVABLE,
+    GCPolicy.CONDITIONAL,
+    GCPolicy.PARTIAL,
+    GCPolicy.EPHEMERAL,
+)
+
+
+def most_protective(policies: Iterable[GCPolicy]) -> GCPolicy:
+    present = set(policies)
+    if len(present) == 1:  # most units: every member ephemeral
+        return present.pop()
+    for policy in _PROTECTION_ORDER:
+        if policy in present:
+            return policy
+    return GCPolicy.EPHEMERAL
+
+
+def turn_key_of(index: int | None, first: Message) -> str:
+    """Budget key of the turn with stable index ``index`` that begins with ``first``:
+    ``turn_<index>`` for uploaded turns; inserted summaries are ``gc_summary_<n>`` (their place
+    in the summary chain), inserted notices ``gc_notice_<id>``."""
+    if index is not None:
+        return f"turn_{index}"
+    if first.kind is MessageKind.SUMMARY:
+        return f"gc_summary_{first.metadata.get('summary_number', first.message_id)}"
+    return f"gc_notice_{first.message_id}"
+
+
+def turn_exchange_figures(
+    turn: int,
+    groups: Iterable[list[int]],
+    messages: Sequence[Message],
+    layout: TurnLayout,
+    tokens: Sequence[int],
+    policies: Sequence[GCPolicy],
+    created: Sequence[float],
+) -> Iterator[Exchange]:
+    """The exchanges of one turn, from its ``turn_exchanges`` groups and the flat figures."""
+    start = layout.starts[turn]
+    key = turn_key_of(layout.indices[turn], messages[start])
+    ids = layout.message_ids
+    for positions in groups:
+        yield Exchange(
+            turn,
+            positions,
+            f"{key}/{ids[positions[0]]}",
+            [ids[p] for p in positions],
+            sum([tokens[p] for p in positions]),
+            most_protective([policies[p] for p in positions]),
+            min([created[p] for p in positions]),
+        )
+
 
 FigureBasis = tuple[str, Mapping[str, int]]
 """What a builder's figures depend on besides the message: the counter's name and the figures
@@ -64,9 +133,20 @@ class ConversationIndex:
     def exchanges_from(self, turn: int) -> Iterator[Exchange]:
         """The tool exchanges (and notices) of every turn from ``turn`` on, in history order."""
         if self.exchanges is not None:
-            first = bisect_left(self.exchanges, turn, key=itemgetter(0))
+            first = bisect_left(self.exchanges, turn, key=attrgetter("turn"))
             return islice(self.exchanges, first, None)
         return self._find_exchanges(turn)
+
+    def _exchanges_of(self, turn: int, members: Sequence[TrafficMember]) -> Iterator[Exchange]:
+        return turn_exchange_figures(
+            turn,
+            turn_exchanges(members),
+            self.messages,
+            self.layout,
+            self.tokens,
+            self.policies,
+            self.created_at,
+        )
 
     def _find_exchanges(self, turn: int) -> Iterator[Exchange]:
         """``exchanges_from`` for an index the builder did not make: one pass over the
@@ -81,12 +161,12 @@ class ConversationIndex:
             if traffic is None:
                 continue
             if position >= end:
-                yield from ((turn, positions) for positions in turn_exchanges(members))
+                yield from self._exchanges_of(turn, members)
                 turn = layout.turn_of(position)
                 end = layout.span(turn)[1]
                 members = []
             members.append((position, *traffic))
-        yield from ((turn, positions) for positions in turn_exchanges(members))
+        yield from self._exchanges_of(turn, members)
 
     @cached_property
     def total(self) -> int:

@@ -50,7 +50,9 @@ from gcengine.conversation import (
     TrafficMember,
     budget_index,
     index_of,
+    turn_exchange_figures,
     turn_exchanges,
+    turn_key_of,
 )
 from gcengine.messages import (
     FunctionCall,
@@ -246,18 +248,8 @@ def _message_policy(message: Message, original: str | None, closing: set[str]) -
 
 
 def turn_key(turn: Turn) -> str:
-    """Budget key of a turn: ``turn_<index>`` for uploaded turns; inserted summaries are
-    ``gc_summary_<n>`` (their place in the summary chain), inserted notices ``gc_notice_<id>``."""
+    """Budget key of a turn (``turn_key_of``)."""
     return turn_key_of(turn.index, turn.messages[0])
-
-
-def turn_key_of(index: int | None, first: Message) -> str:
-    """``turn_key`` of the turn with stable index ``index`` that begins with ``first``."""
-    if index is not None:
-        return f"turn_{index}"
-    if first.kind is MessageKind.SUMMARY:
-        return f"gc_summary_{first.metadata.get('summary_number', first.message_id)}"
-    return f"gc_notice_{first.message_id}"
 
 
 def index_conversation(
@@ -332,7 +324,10 @@ def index_conversation(
             if made is not None:
                 traffic.append((position, *made))
         if traffic:
-            exchanges.extend((turn, positions) for positions in turn_exchanges(traffic))
+            groups = turn_exchanges(traffic)
+            exchanges.extend(
+                turn_exchange_figures(turn, groups, messages, layout, tokens, policies, created)
+            )
     index = ConversationIndex(
         messages, layout, tokens, policies, created, counted_by, basis, exchanges=exchanges
     )

@@ -31,12 +31,13 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import compress
 from typing import Any
 
 from gcengine._fast import construct, edits, remember
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
-from gcengine.conversation import ConversationIndex, index_of
+from gcengine.conversation import ConversationIndex, index_of, most_protective, turn_key_of
 from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import (
     Message,
@@ -49,17 +50,8 @@ from gcengine.messages import (
     turn_layout,
     uuid_shaped,
 )
-from gcengine.session import original_request, turn_key_of
+from gcengine.session import original_request
 from gcengine.tokens import TokenCounter, count_message, load_counter
-
-# Most protective first: a unit takes the first of these that any member has.
-_PROTECTION_ORDER = (
-    GCPolicy.LOCKED,
-    GCPolicy.PRESERVABLE,
-    GCPolicy.CONDITIONAL,
-    GCPolicy.PARTIAL,
-    GCPolicy.EPHEMERAL,
-)
 
 
 @dataclass(slots=True)
@@ -202,16 +194,6 @@ def _read_conversation(
     return index, outside + index.total
 
 
-def _most_protective(policies: Iterable[GCPolicy]) -> GCPolicy:
-    present = set(policies)
-    if len(present) == 1:  # most units: every member ephemeral
-        return present.pop()
-    for policy in _PROTECTION_ORDER:
-        if policy in present:
-            return policy
-    return GCPolicy.EPHEMERAL
-
-
 @dataclass
 class Collection:
     """Everything a strategy needs to decide, computed once per collection.
@@ -286,11 +268,25 @@ class Collection:
         units like any other, and a unit with a locked member is itself locked. Units are made
         as a strategy asks for them, so one that stops early makes no more.
         """
-        layout, sealed, ids = self.layout, self.sealed, self.ids
+        layout, sealed = self.layout, self.sealed
         first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
-        for turn, positions in self.figures.exchanges_from(first):
+        conversation, indices = InstructionSource.CONVERSATION, layout.indices
+        for turn, positions, key, ids, tokens, policy, created in self.figures.exchanges_from(
+            first
+        ):
             if turn not in sealed:
-                yield self._unit(turn, f"{self.turn_key(turn)}/{ids[positions[0]]}", positions)
+                yield Unit(
+                    conversation,
+                    key,
+                    ids,
+                    tokens,
+                    policy,
+                    created,
+                    indices[turn],
+                    turn,
+                    False,
+                    positions,
+                )
 
     def _unit(
         self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
@@ -302,7 +298,7 @@ class Collection:
             key,
             [ids[p] for p in positions],
             sum([tokens[p] for p in positions]),
-            _most_protective([policies[p] for p in positions]),
+            most_protective([policies[p] for p in positions]),
             min([created[p] for p in positions]),
             self.layout.indices[turn],
             turn,
@@ -544,7 +540,10 @@ def apply(
         first, start, end = 0, 0, 0
     else:
         first, start, end = len(layout), len(history), len(history)
-    kept = [message for p, message in enumerate(history[start:end], start) if p not in removed]
+    keep = bytearray(b"\x01") * (end - start)
+    for position in removed:
+        keep[position - start] = 0
+    kept = list(compress(history[start:end], keep))
     new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
     added = sum(
@@ -553,7 +552,9 @@ def apply(
         if m.kind is not MessageKind.CHAT and not collection.figures.covers(m.message_id)
     )
     removal_list = [
-        GCRemovalItem(unit.source, unit.key, unit.tokens, why, unit.message_ids, unit.turn_index)
+        GCRemovalItem(
+            unit.source, unit.key, unit.tokens, why, list(unit.message_ids), unit.turn_index
+        )
         for unit, why in decision.removed
     ]
     tokens_after = collection.tokens_before - decision.freed + added
