@@ -19,7 +19,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, count, islice, repeat
-from operator import attrgetter, is_, lt
+from operator import attrgetter, is_, itemgetter, lt
 from typing import NamedTuple
 
 from gcengine._fast import recall
@@ -45,6 +45,10 @@ class Exchange(NamedTuple):
     tokens: int
     policy: GCPolicy
     created_at: float
+
+
+ExchangeGroup = tuple[int, list[int]]
+"""An exchange as ``turn_exchanges`` finds it: its turn and its messages' positions."""
 
 
 # Most protective first: a unit takes the first of these that any member has.
@@ -114,8 +118,9 @@ class ConversationIndex:
 
     ``counted_by`` and ``basis`` are set when the budget builder made the index: the figures
     are then the builder's own and can stand in for counting the same messages again. The
-    builder also records every turn's tool exchanges (``turn_exchanges``); any other index
-    finds them in the messages when asked.
+    builder also records every turn's tool exchanges (``turn_exchanges``), with their figures
+    or as ``exchange_groups`` whose figures are worked out when a collection reaches them, and
+    the id of the original request; any other index finds the exchanges in the messages.
     ``known`` holds every message id the figures cover when that is more than the history's
     (a budget naming messages the history no longer has).
     """
@@ -129,23 +134,23 @@ class ConversationIndex:
     basis: FigureBasis | None = None
     known: Container[str] | None = None
     exchanges: list[Exchange] | None = None
+    exchange_groups: list[ExchangeGroup] | None = None
+    original: str | None = None
 
     def exchanges_from(self, turn: int) -> Iterator[Exchange]:
         """The tool exchanges (and notices) of every turn from ``turn`` on, in history order."""
         if self.exchanges is not None:
             first = bisect_left(self.exchanges, turn, key=attrgetter("turn"))
             return islice(self.exchanges, first, None)
+        if self.exchange_groups is not None:
+            first = bisect_left(self.exchange_groups, turn, key=itemgetter(0))
+            groups = islice(self.exchange_groups, first, None)
+            return (e for group, positions in groups for e in self._figured(group, [positions]))
         return self._find_exchanges(turn)
 
-    def _exchanges_of(self, turn: int, members: Sequence[TrafficMember]) -> Iterator[Exchange]:
+    def _figured(self, turn: int, groups: Iterable[list[int]]) -> Iterator[Exchange]:
         return turn_exchange_figures(
-            turn,
-            turn_exchanges(members),
-            self.messages,
-            self.layout,
-            self.tokens,
-            self.policies,
-            self.created_at,
+            turn, groups, self.messages, self.layout, self.tokens, self.policies, self.created_at
         )
 
     def _find_exchanges(self, turn: int) -> Iterator[Exchange]:
@@ -161,12 +166,12 @@ class ConversationIndex:
             if traffic is None:
                 continue
             if position >= end:
-                yield from self._exchanges_of(turn, members)
+                yield from self._figured(turn, turn_exchanges(members))
                 turn = layout.turn_of(position)
                 end = layout.span(turn)[1]
                 members = []
             members.append((position, *traffic))
-        yield from self._exchanges_of(turn, members)
+        yield from self._figured(turn, turn_exchanges(members))
 
     @cached_property
     def total(self) -> int:

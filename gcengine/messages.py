@@ -269,13 +269,9 @@ class TurnLayout:
 
 def turn_layout(history: Sequence[Message]) -> TurnLayout:
     """The layout of ``history`` (the rule is in ``split_into_turns``)."""
-    ids: list[str] = []
-    kinds: list[MessageKind] = []
-    recorded: list[int | None] = []
-    for message in history:
-        ids.append(message.message_id)
-        kinds.append(message.kind)
-        recorded.append(message.turn_index)
+    ids = [message.message_id for message in history]
+    kinds = [message.kind for message in history]
+    recorded = [message.turn_index for message in history]
     if kinds.count(MessageKind.CHAT) == len(kinds) and None not in recorded:
         # Every message is conversation and carries its turn: a turn starts exactly where the
         # recorded index changes, which C-level iteration finds without a call per message.

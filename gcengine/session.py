@@ -27,9 +27,12 @@ Each leaf says which in ``metadata["counted_by"]``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from itertools import compress, count, islice
+from operator import is_not, itemgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,10 +48,10 @@ from gcengine.budget import (
 from gcengine.conversation import (
     ConversationIndex,
     Exchange,
+    ExchangeGroup,
     Figure,
     FigureBasis,
     TrafficMember,
-    budget_index,
     index_of,
     turn_exchange_figures,
     turn_exchanges,
@@ -61,6 +64,7 @@ from gcengine.messages import (
     PartType,
     Role,
     Turn,
+    TurnLayout,
     split_into_turns,
     tool_traffic,
     turn_layout,
@@ -259,20 +263,26 @@ def index_conversation(
     recorded_figures: Mapping[str, int] | None = None,
     created_base: float = 0.0,
     figure: Figure | None = None,
-    built: tuple[ConversationIndex, int] | None = None,
     reuse: ConversationIndex | None = None,
+    exchange_figures: bool = True,
 ) -> tuple[ConversationIndex, int]:
-    """The conversation of a history laid out flat, without building its budget tree, and the
-    first turn worked out here (the ones before it were ``built``'s).
+    """The conversation of a history laid out flat, without building its budget tree, and how
+    many of its first turns are ``reuse``'s unchanged.
 
     Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
     what ``figure`` gives: a replay, which lays out windows of the same messages at every
-    collection, passes one that works each out once. ``reuse`` is an earlier index whose
-    figures (for the messages it holds) are taken instead of working them out.
+    collection, passes one that works each out once.
 
-    ``built`` is an index this function made, with the same arguments, for the first messages
-    of ``history``, and how many. Its turns are kept when nothing later can change them (a turn
-    starts there, and the session's original request is among them); only the rest are read.
+    ``reuse`` is an index this function made, with the same arguments, for another history: a
+    shorter one this history extends, or the history a collection started from. Its figures
+    stand in for working out those of the messages it holds, and the whole turns the two
+    histories share at their start and at their end (the same messages, the same original
+    request) are copied from it, the ones at the end only moved; only the turns between are
+    read, usually the few a collection touched or the turns added since.
+
+    Every turn's tool exchanges are recorded, with their figures (``exchange_figures``: a
+    collection taking thousands of them then only reads them) or as positions only, whose
+    figures a collection works out for the few it takes (a replay's small collections).
     """
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded)
@@ -287,29 +297,26 @@ def index_conversation(
     layout = turn_layout(messages)
     request = original_request(messages)
     original = messages[request].message_id if request is not None else None
+    old = (
+        reuse
+        if reuse is not None and _can_copy_turns(reuse, basis, original, exchange_figures)
+        else None
+    )
+    head, tail = _shared_turns(old, messages, layout) if old is not None else (0, 0)
+    body_end = len(layout) - tail
+    split = layout.starts[head] if head < len(layout) else len(messages)
     tokens: list[int] = []
     counted_by: list[str] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
     exchanges: list[Exchange] = []
-    first_turn = 0
-    if built is not None:
-        known, covered = built
-        resume = layout.turn_starting_at(covered)
-        if (
-            resume is not None
-            and request is not None
-            and request < covered
-            and known.basis == basis
-            and known.counted_by is not None
-            and known.exchanges is not None
-            and known.describes(messages[:covered])
-        ):
-            tokens, counted_by = list(known.tokens), list(known.counted_by)
-            policies, created = list(known.policies), list(known.created_at)
-            exchanges = list(known.exchanges)
-            first_turn = resume
-    for turn in range(first_turn, len(layout)):
+    groups: list[ExchangeGroup] = []
+    if old is not None and head:
+        tokens, counted_by = old.tokens[:split], list(old.counted_by or ())[:split]
+        policies, created = old.policies[:split], old.created_at[:split]
+        exchanges = [e for e in old.exchanges or () if e.turn < head]
+        groups = [g for g in old.exchange_groups or () if g[0] < head]
+    for turn in range(head, body_end):
         start, end = layout.span(turn)
         turn_messages = messages[start:end]
         closing = _closing_answer_ids(turn_messages)
@@ -324,14 +331,117 @@ def index_conversation(
             if made is not None:
                 traffic.append((position, *made))
         if traffic:
-            groups = turn_exchanges(traffic)
-            exchanges.extend(
-                turn_exchange_figures(turn, groups, messages, layout, tokens, policies, created)
-            )
+            found = [(turn, positions) for positions in turn_exchanges(traffic)]
+            groups.extend(found)
+            if exchange_figures:
+                exchanges.extend(_figured(found, messages, layout, tokens, policies, created))
+    if old is not None and tail:
+        # The turns at the end, moved: the same figures at new positions and turn numbers.
+        new_start = layout.starts[body_end]
+        old_turn = len(old.layout) - tail
+        old_start = old.layout.starts[old_turn]
+        tokens += old.tokens[old_start:]
+        counted_by += list(old.counted_by or ())[old_start:]
+        policies += old.policies[old_start:]
+        created += [created_base + p / 1000 for p in range(new_start, len(messages))]
+        shift, turn_shift = new_start - old_start, body_end - old_turn
+        old_groups = (
+            [(e.turn, e.positions) for e in old.exchanges]
+            if old.exchanges is not None
+            else old.exchange_groups or []
+        )
+        moved = [
+            (turn + turn_shift, [p + shift for p in positions])
+            for turn, positions in old_groups[
+                bisect_left(old_groups, old_turn, key=itemgetter(0)) :
+            ]
+        ]
+        groups.extend(moved)
+        if exchange_figures:
+            exchanges.extend(_figured(moved, messages, layout, tokens, policies, created))
     index = ConversationIndex(
-        messages, layout, tokens, policies, created, counted_by, basis, exchanges=exchanges
+        messages,
+        layout,
+        tokens,
+        policies,
+        created,
+        counted_by,
+        basis,
+        exchanges=exchanges if exchange_figures else None,
+        exchange_groups=None if exchange_figures else groups,
+        original=original,
     )
-    return index, first_turn
+    return index, head
+
+
+def _can_copy_turns(
+    old: ConversationIndex, basis: FigureBasis, original: str | None, exchange_figures: bool
+) -> bool:
+    """Whether ``old`` holds what copying its turns needs: the builder's figures on the same
+    basis, the same original request (it decides a policy), exchanges recorded the same way."""
+    recorded = old.exchanges if exchange_figures else old.exchange_groups
+    return (
+        old.counted_by is not None
+        and old.basis == basis
+        and old.original == original
+        and recorded is not None
+    )
+
+
+def _shared_turns(
+    old: ConversationIndex, messages: Sequence[Message], layout: TurnLayout
+) -> tuple[int, int]:
+    """How many whole turns ``messages`` shares with ``old``'s history at the start, and at the
+    end after those: the same message objects, split into the same turns with the same stable
+    indices (a turn's figures depend only on its own messages and the original request).
+
+    Splitting is causal (``starts_turn``): turns ending before the first message that differs
+    are split alike in both histories, and so is everything after a turn both start with the
+    same message, once the rest is the same; only those two boundaries are checked.
+    """
+    size, old_size = len(messages), len(old.messages)
+    old_layout = old.layout
+    limit = min(size, old_size)
+    same_start = next(compress(count(), map(is_not, messages, old.messages)), limit)
+    if same_start == size == old_size:
+        return len(layout), 0
+    head = max(bisect_right(layout.starts, same_start) - 1, 0)
+    # The turn before ``head`` ends at ``layout.starts[head]``: at the first difference at the
+    # latest, where the old history must end a turn as well.
+    boundary = head and layout.starts[head] == same_start and same_start != old_size
+    if boundary and old_layout.turn_starting_at(same_start) is None:
+        head -= 1
+    same_end = next(
+        compress(count(), map(is_not, reversed(messages), reversed(old.messages))), limit
+    )
+    first_new = bisect_left(layout.starts, size - same_end)
+    first_new = max(first_new, head)
+    if first_new >= len(layout):
+        return head, 0
+    shift = size - old_size
+    first_old = old_layout.turn_starting_at(layout.starts[first_new] - shift)
+    if (
+        first_old is None
+        or first_old < head
+        or len(old_layout) - first_old != len(layout) - first_new
+        or layout.indices[first_new:] != old_layout.indices[first_old:]
+    ):
+        return head, 0
+    return head, len(layout) - first_new
+
+
+def _figured(
+    found: Sequence[ExchangeGroup],
+    messages: Sequence[Message],
+    layout: TurnLayout,
+    tokens: Sequence[int],
+    policies: Sequence[GCPolicy],
+    created: Sequence[float],
+) -> Iterator[Exchange]:
+    for turn, positions in found:
+        yield from turn_exchange_figures(
+            turn, [positions], messages, layout, tokens, policies, created
+        )
 
 
 def build_conversation(
@@ -340,26 +450,25 @@ def build_conversation(
     *,
     recorded_figures: Mapping[str, int] | None = None,
     created_base: float = 0.0,
-    built: tuple[SourceEntry, int] | None = None,
-    reuse: ConversationIndex | None = None,
+    reuse: SourceEntry | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry for a history: one container per turn, one leaf per message.
 
-    The arguments are ``index_conversation``'s; ``built`` is an entry this function made, whose
-    turns are kept where its index's are. The entry is remembered with its index, which a
+    The arguments are ``index_conversation``'s; ``reuse`` is an entry this function made (with
+    the same arguments) for another history, whose index is reused, and whose tree keeps the
+    turns the two share at the start. The entry is remembered with its index, which a
     collection reads instead of the tree.
     """
-    known = index_of(built[0]) if built is not None else None
-    index, first_turn = index_conversation(
+    known = index_of(reuse)
+    index, head = index_conversation(
         history,
         counter,
         recorded_figures=recorded_figures,
         created_base=created_base,
-        built=(known, built[1]) if built is not None and known is not None else None,
-        reuse=reuse,
+        reuse=known,
     )
-    kept = built[0].children if built is not None and first_turn else {}
-    conversation = conversation_tree(index, created_base, first_turn, kept)
+    kept = dict(islice(reuse.children.items(), head)) if reuse is not None and head else {}
+    conversation = conversation_tree(index, created_base, head, kept)
     remember(conversation, index)
     return conversation
 
@@ -429,13 +538,12 @@ def build_budget(
     recorded_budget: InstructionBudget | None = None,
     thinking_tokens: int | None = None,
     created_base: float = 0.0,
-    built: tuple[SourceEntry, int] | None = None,
-    reuse: ConversationIndex | None = None,
+    reuse: SourceEntry | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded. ``built`` and ``reuse`` are ``build_conversation``'s.
+    kept as recorded. ``reuse`` is ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -467,7 +575,6 @@ def build_budget(
             counter,
             recorded_figures=recorded_message_figures(recorded_budget),
             created_base=created_base,
-            built=built,
             reuse=reuse,
         )
     if thinking_tokens is not None and not _has_thinking(recorded_budget):
@@ -487,23 +594,16 @@ def rebuild_budget(
     session: Session,
     counter: TokenCounter | None = None,
     *,
-    built: tuple[InstructionBudget, int] | None = None,
     reuse: InstructionBudget | None = None,
 ) -> InstructionBudget:
     """The budget the session's history implies now (after an edit or a collection).
 
-    ``built`` is a budget this function
-    made, with the same arguments, for a session that differed only in holding the first so
-    many messages of this history; its conversation's turns are kept where they cannot change
-    (see ``build_conversation``). ``reuse`` is a budget this function made for a session with
-    the same counter and recording: the figures of the messages the two share are taken from
-    it rather than worked out again (a collection keeps most of a history).
+    ``reuse`` is a budget this function made, with the same counter and recording, for a
+    session with another history (a shorter one, or the one a collection started from): what
+    the two histories share is taken from it rather than worked out again (see
+    ``index_conversation``). The result is exactly the budget rebuilt from scratch.
     """
     thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
-    conversation = None
-    if built is not None:
-        entry = built[0].get_entry(InstructionSource.CONVERSATION)
-        conversation = (entry, built[1]) if entry is not None else None
     return build_budget(
         session.history,
         counter,
@@ -513,8 +613,7 @@ def rebuild_budget(
         recorded_budget=session.recorded_budget,
         thinking_tokens=sum(thinking) if thinking else None,
         created_base=iso_to_epoch(session.created_at) or 0.0,
-        built=conversation,
-        reuse=budget_index(reuse),
+        reuse=reuse.get_entry(InstructionSource.CONVERSATION) if reuse is not None else None,
     )
 
 

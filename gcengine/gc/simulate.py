@@ -140,9 +140,8 @@ class _Replay:
         self.base = _outside_conversation(self.outside)
         self.window: list[Message] = []
         self.window_tokens = 0
-        # The index of the window's first ``indexed`` messages, laid out at the last collection.
+        # The index of the window as it was laid out last (at or after the last collection).
         self.index: ConversationIndex | None = None
-        self.indexed = 0
         self.turns_done = 0
         self.simulation = Simulation(
             plugin=plugin.name,
@@ -164,19 +163,19 @@ class _Replay:
             self.check(turn.index, "post_turn")
         return self.simulation
 
-    def lay_out(self, *, extending: bool) -> ConversationIndex:
-        """Index the window; ``extending`` when it only grew since the last index, whose turns
-        are then kept."""
-        built = (self.index, self.indexed) if extending and self.index is not None else None
+    def lay_out(self) -> ConversationIndex:
+        """Index the window, copying from the last index the turns it still holds whole: all of
+        them but the new ones before a collection, all but those it touched after one."""
         index, _ = index_conversation(
             self.window,
             self.counter,
             recorded_figures=self.recorded,
             created_base=self.created_base,
             figure=self.figures,
-            built=built,
+            reuse=self.index,
+            exchange_figures=False,
         )
-        self.index, self.indexed = index, len(self.window)
+        self.index = index
         return index
 
     def check(self, turn_index: int | None, point: Point) -> None:
@@ -205,7 +204,7 @@ class _Replay:
 
     def collect(self, reason: GCTriggerReason) -> GCResult:
         """What ``run_gc`` does to the window, without building its budget before or after."""
-        index = self.lay_out(extending=True)
+        index = self.lay_out()
         total = self.base + index.total
         budget = self.outside
         usage = context_usage(budget, len(index.layout), total)
@@ -232,7 +231,7 @@ class _Replay:
             self.outside = rebuild_budget(self.state, self.counter)
         self.base = _outside_conversation(self.outside)
         self.window = list(history)
-        self.window_tokens = self.lay_out(extending=False).total
+        self.window_tokens = self.lay_out().total
         return result.model_copy(
             update={"tokens_before": total, "tokens_after": self.base + self.window_tokens}
         )
