@@ -1,8 +1,9 @@
 """A conversation laid out flat: what a collection reads, by history position.
 
-A collection needs every message's tokens, policy and creation time and where each turn
-starts; read from a budget tree and a history, that is several attribute reads on each of tens
-of thousands of scattered objects, which cost more than the rest of a collection. The budget
+A collection needs every message's tokens, policy and creation time, where each turn starts and
+which messages form each tool exchange; read from a budget tree and a history, that is several
+attribute reads on each of tens of thousands of scattered objects, which cost more than the rest
+of a collection. The budget
 builder knows all of it as it builds, so it records a ``ConversationIndex`` with the
 conversation entry it makes (``remember``); a collection, and the entry's ``total_tokens``,
 read that instead. A budget from anywhere else is read once and remembered the same way.
