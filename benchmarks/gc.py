@@ -5,8 +5,14 @@ tool result every third turn) with the context limit set so usage is 85 %; polic
 target 60, pressure 90, preserve 5. Two figures per strategy, medians of ``--repeat`` runs:
 
 * ``collect``: the plugin's ``collect`` with the budget already built (what JAATO's figures
-  time);
-* ``run_gc``: the whole run, including rebuilding the budget of the new history.
+  time). A built budget carries its conversation laid out flat (``ConversationIndex``), made
+  while it was built;
+* ``cold``: the same on a copy of the budget, which has no index yet: the collection reads the
+  budget tree first (and remembers what it read, so only the first collection pays);
+* ``build``: building the session's budget (``rebuild_budget``, as a load does), which makes
+  the index along with the tree;
+* ``run_gc``: the whole run, including rebuilding the budget of the new history (the figures
+  of the messages kept are taken from the budget before).
 
 The pair-heavy case is the one that is quadratic in JAATO (a linear scan of the budget per
 tool result removed): every turn has a tool exchange and only exchanges need to go.
@@ -19,7 +25,9 @@ JAATO's medians on a 2-vCPU machine (reference section 9), for comparison:
 gc_budget 1.9-2.1 ms (100 turns), 16.8-18.7 ms (1,000), 194-225 ms (10,000);
 truncate 0.8 / 6.8-9.5 / 92-186 ms. Pair-heavy in JAATO: 10-12 s at 24,000 children.
 
-    python benchmarks/gc.py [--sizes 100 1000 10000] [--repeat 5] [--replay-turns 1000]
+    python benchmarks/gc.py [--sizes 100 1000 10000] [--repeat 5] [--replay-turns 1000] [--replay]
+
+``--replay`` times the replay alone.
 """
 
 from __future__ import annotations
@@ -34,10 +42,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gcengine
+from gcengine._fast import cyclic_gc_paused
 from gcengine.gc import GCTriggerReason, load_gc_plugin, plugin_options, run_gc, simulate
 from gcengine.gc.types import context_usage
 from gcengine.synthetic import SessionShape, generate_session_file
-from gcengine.tokens import load_counter
+from gcengine.tokens import counter_by_name, load_counter
 
 STRATEGIES = ("gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget")
 POLICY = {
@@ -70,24 +79,33 @@ def measure(session: gcengine.Session, config: gcengine.GCConfig, name: str, rep
     usage = context_usage(session.budget, len(session.turns()))
     counter = load_counter()
 
-    def collect() -> None:
+    def collect(budget: gcengine.InstructionBudget) -> None:
         plugin.collect(  # type: ignore[call-arg]
-            session.history,
-            usage,
-            config,
-            GCTriggerReason.THRESHOLD,
-            session.budget,
-            counter=counter,
+            session.history, usage, config, GCTriggerReason.THRESHOLD, budget, counter=counter
         )
 
-    collect_ms = median_ms(collect, repeat)
+    collect_ms = median_ms(functools.partial(collect, session.budget), repeat)
+    copies = [session.budget.model_copy(deep=True) for _ in range(repeat)]
+    cold_ms = median_ms(lambda: collect(copies.pop()), repeat)
     outcome = run_gc(session, config, plugin=plugin)
     run_ms = median_ms(lambda: run_gc(session, config, plugin=plugin), repeat)
     after = outcome.budget_after.utilization_percent()
     return (
-        f"{name:<13} collect {collect_ms:9.1f} ms   run_gc {run_ms:9.1f} ms   "
-        f"{outcome.result.items_collected:5} items -> {after:5.1f} %"
+        f"{name:<13} collect {collect_ms:7.1f} ms  cold {cold_ms:7.1f} ms  "
+        f"run_gc {run_ms:7.1f} ms  {outcome.result.items_collected:5} items -> {after:5.1f} %"
     )
+
+
+def build_ms(session: gcengine.Session, repeat: int) -> float:
+    """Building the session's budget, index included (the counter's text cache is warm), with
+    the cycle collector paused as a load and a run pause it."""
+    counter = counter_by_name(session.token_counter)
+
+    def build() -> None:
+        with cyclic_gc_paused():
+            gcengine.rebuild_budget(session, counter)
+
+    return median_ms(build, repeat)
 
 
 def replay(turns: int, repeat: int) -> None:
@@ -109,12 +127,19 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--replay-turns", type=int, default=1_000)
+    parser.add_argument("--replay", action="store_true", help="only the replay")
     args = parser.parse_args()
+    if args.replay:
+        replay(args.replay_turns, args.repeat)
+        return
     config = gcengine.load_gc_config(POLICY, env={})
     for turns in args.sizes:
         session = session_at(SessionShape(turns=turns, seed=turns), 85)
         tokens = session.budget.total_tokens()
-        print(f"{turns:,} turns, {len(session.history):,} messages, {tokens:,} tokens")
+        print(
+            f"{turns:,} turns, {len(session.history):,} messages, {tokens:,} tokens, "
+            f"budget build {build_ms(session, args.repeat):.1f} ms"
+        )
         for name in STRATEGIES:
             print("  " + measure(session, config, name, args.repeat))
     pair_heavy = session_at(

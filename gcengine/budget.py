@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from gcengine._fast import construct
+from gcengine._fast import Tracked, construct, note_edit, recall, set_fresh
 from gcengine._json import default_if_null, json_type, parse_count, parse_enum
 from gcengine.errors import SessionFormatError
 
@@ -81,11 +81,15 @@ NON_CONTEXT_SOURCES: frozenset[InstructionSource] = frozenset({InstructionSource
 DEFAULT_CONTEXT_LIMIT = 128_000
 
 
-class SourceEntry(BaseModel):
+class SourceEntry(Tracked):
     """One node of the budget tree: a source, or a child such as a turn or a message.
 
     A node with children is a container: its own ``tokens`` are kept (JAATO writes them) but
     every figure is computed from the children, exactly as JAATO does.
+
+    Assigning a field, ``add_child`` and ``remove_child`` count as edits, which drop what was
+    remembered about built budgets (``gcengine.conversation``); change ``children`` and
+    ``message_ids`` through those, or on a copy, never in place.
     """
 
     source: InstructionSource
@@ -98,10 +102,15 @@ class SourceEntry(BaseModel):
     message_ids: list[str] = Field(default_factory=list)
 
     def total_tokens(self) -> int:
-        """A leaf's own tokens; a container's is the sum over its leaves, walked without a call
-        per node (a conversation has a leaf per message)."""
+        """A leaf's own tokens; a container's is the sum over its leaves: the total of its
+        index when it has one (a built conversation), else walked without a call per node (a
+        conversation has a leaf per message)."""
         if not self.children:
             return self.tokens
+        index = recall(self)
+        if index is not None:
+            total: int = index.total
+            return total
         total = 0
         pending = [self.children]
         while pending:
@@ -150,6 +159,7 @@ class SourceEntry(BaseModel):
         message_ids: list[str] | None = None,
     ) -> SourceEntry:
         """Add (or replace) a child; it inherits this entry's source, as in JAATO."""
+        note_edit()
         child = SourceEntry(
             source=self.source,
             tokens=tokens,
@@ -163,6 +173,7 @@ class SourceEntry(BaseModel):
         return child
 
     def remove_child(self, key: str) -> bool:
+        note_edit()
         return self.children.pop(key, None) is not None
 
     def walk(self, key: str = "") -> Iterator[tuple[str, SourceEntry]]:
@@ -257,7 +268,7 @@ class SourceEntry(BaseModel):
             message_ids=list(message_ids),
         )
         if children and "stored_gc_policy" not in data:
-            entry.gc_policy = _infer_stored_policy(entry, data, top_level_default)
+            set_fresh(entry, "gc_policy", _infer_stored_policy(entry, data, top_level_default))
         return entry
 
 

@@ -9,6 +9,10 @@ additions that the collector relies on:
   numbers (and the pins that name them) survive collections that remove earlier turns.
 * ``kind`` marks summaries and notices the collector wrote, so they are never mistaken for the
   user's own words (JAATO stores both as plain user messages).
+
+Messages are values: the engine never changes one, and remembers what it derives from a history
+(turns, token figures) by the messages' identity. Assigning a field counts as an edit and
+drops all of that; change a message's ``parts`` or ``metadata`` on a copy, never in place.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from gcengine._fast import construct
+from gcengine._fast import Tracked, construct
 
 
 class Role(StrEnum):
@@ -50,13 +54,13 @@ class MessageKind(StrEnum):
     NOTICE = "notice"
 
 
-class FunctionCall(BaseModel):
+class FunctionCall(Tracked):
     id: str | None = None
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
 
-class FunctionResponse(BaseModel):
+class FunctionResponse(Tracked):
     call_id: str | None = None
     name: str = ""
     result: Any = None
@@ -65,13 +69,13 @@ class FunctionResponse(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class InlineData(BaseModel):
+class InlineData(Tracked):
     mime_type: str
     data: str = Field(description="base64 payload, or a reference when the file held only one")
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class OpaquePart(BaseModel):
+class OpaquePart(Tracked):
     """A part this engine does not interpret (code execution, compaction markers, ...).
 
     It is carried along unchanged and never shown to anyone as if it were message text.
@@ -81,7 +85,7 @@ class OpaquePart(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class Part(BaseModel):
+class Part(Tracked):
     """One piece of a message; exactly the field matching ``type`` is set."""
 
     type: PartType
@@ -134,7 +138,7 @@ class Part(BaseModel):
         )
 
 
-class Message(BaseModel):
+class Message(Tracked):
     role: Role
     parts: list[Part]
     message_id: str
@@ -187,6 +191,27 @@ class Turn(BaseModel):
     @property
     def kind(self) -> MessageKind:
         return self.messages[0].kind
+
+
+ToolTraffic = tuple[list[str], list[str]]
+"""The call ids a message makes and the call ids it answers."""
+
+
+def tool_traffic(message: Message) -> ToolTraffic | None:
+    """What a message takes part in of tool traffic, or None when it calls nothing, answers
+    nothing and is not a notice (which the collector removes like an exchange)."""
+    calls: list[str] = []
+    answers: list[str] = []
+    for part in message.parts:
+        call = part.function_call
+        if call is not None and call.id:
+            calls.append(call.id)
+        response = part.function_response
+        if response is not None and response.call_id:
+            answers.append(response.call_id)
+    if calls or answers or message.kind is MessageKind.NOTICE:
+        return calls, answers
+    return None
 
 
 def starts_turn(message: Message, opener: Message | None) -> bool:
@@ -244,13 +269,9 @@ class TurnLayout:
 
 def turn_layout(history: Sequence[Message]) -> TurnLayout:
     """The layout of ``history`` (the rule is in ``split_into_turns``)."""
-    ids: list[str] = []
-    kinds: list[MessageKind] = []
-    recorded: list[int | None] = []
-    for message in history:
-        ids.append(message.message_id)
-        kinds.append(message.kind)
-        recorded.append(message.turn_index)
+    ids = [message.message_id for message in history]
+    kinds = [message.kind for message in history]
+    recorded = [message.turn_index for message in history]
     if kinds.count(MessageKind.CHAT) == len(kinds) and None not in recorded:
         # Every message is conversation and carries its turn: a turn starts exactly where the
         # recorded index changes, which C-level iteration finds without a call per message.

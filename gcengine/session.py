@@ -27,20 +27,35 @@ Each leaf says which in ``metadata["counted_by"]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from itertools import compress, count, islice
+from operator import is_not, itemgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gcengine._fast import construct
+from gcengine._fast import construct, remember, set_fresh
 from gcengine.budget import (
     DEFAULT_SOURCE_POLICIES,
     GCPolicy,
     InstructionBudget,
     InstructionSource,
     SourceEntry,
+)
+from gcengine.conversation import (
+    ConversationIndex,
+    Exchange,
+    ExchangeGroup,
+    Figure,
+    FigureBasis,
+    TrafficMember,
+    index_of,
+    turn_exchange_figures,
+    turn_exchanges,
+    turn_key_of,
 )
 from gcengine.messages import (
     FunctionCall,
@@ -49,7 +64,9 @@ from gcengine.messages import (
     PartType,
     Role,
     Turn,
+    TurnLayout,
     split_into_turns,
+    tool_traffic,
     turn_layout,
 )
 from gcengine.tokens import TokenCounter, count_message, counter_by_name, load_counter
@@ -235,22 +252,196 @@ def _message_policy(message: Message, original: str | None, closing: set[str]) -
 
 
 def turn_key(turn: Turn) -> str:
-    """Budget key of a turn: ``turn_<index>`` for uploaded turns; inserted summaries are
-    ``gc_summary_<n>`` (their place in the summary chain), inserted notices ``gc_notice_<id>``."""
+    """Budget key of a turn (``turn_key_of``)."""
     return turn_key_of(turn.index, turn.messages[0])
 
 
-def turn_key_of(index: int | None, first: Message) -> str:
-    """``turn_key`` of the turn with stable index ``index`` that begins with ``first``."""
-    if index is not None:
-        return f"turn_{index}"
-    if first.kind is MessageKind.SUMMARY:
-        return f"gc_summary_{first.metadata.get('summary_number', first.message_id)}"
-    return f"gc_notice_{first.message_id}"
+def index_conversation(
+    history: Sequence[Message],
+    counter: TokenCounter,
+    *,
+    recorded_figures: Mapping[str, int] | None = None,
+    created_base: float = 0.0,
+    figure: Figure | None = None,
+    reuse: ConversationIndex | None = None,
+    exchange_figures: bool = True,
+) -> tuple[ConversationIndex, int]:
+    """The conversation of a history laid out flat, without building its budget tree, and how
+    many of its first turns are ``reuse``'s unchanged.
+
+    Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
+    what ``figure`` gives: a replay, which lays out windows of the same messages at every
+    collection, passes one that works each out once.
+
+    ``reuse`` is an index this function made, with the same arguments, for another history: a
+    shorter one this history extends, or the history a collection started from. Its figures
+    stand in for working out those of the messages it holds, and the whole turns the two
+    histories share at their start and at their end (the same messages, the same original
+    request) are copied from it, the ones at the end only moved; only the turns between are
+    read, usually the few a collection touched or the turns added since.
+
+    Every turn's tool exchanges are recorded, with their figures (``exchange_figures``: a
+    collection taking thousands of them then only reads them) or as positions only, whose
+    figures a collection works out for the few it takes (a replay's small collections).
+    """
+    recorded = recorded_figures or {}
+    basis: FigureBasis = (counter.name, recorded)
+    if figure is None:
+
+        def figure(message: Message) -> tuple[int, str]:
+            return message_figure(message, counter, recorded)
+
+    if reuse is not None:
+        figure = reuse.reusing(basis, figure)
+    messages = list(history)
+    layout = turn_layout(messages)
+    request = original_request(messages)
+    original = messages[request].message_id if request is not None else None
+    old = (
+        reuse
+        if reuse is not None and _can_copy_turns(reuse, basis, original, exchange_figures)
+        else None
+    )
+    head, tail = _shared_turns(old, messages, layout) if old is not None else (0, 0)
+    body_end = len(layout) - tail
+    split = layout.starts[head] if head < len(layout) else len(messages)
+    tokens: list[int] = []
+    counted_by: list[str] = []
+    policies: list[GCPolicy] = []
+    created: list[float] = []
+    exchanges: list[Exchange] = []
+    groups: list[ExchangeGroup] = []
+    if old is not None and head:
+        tokens, counted_by = old.tokens[:split], list(old.counted_by or ())[:split]
+        policies, created = old.policies[:split], old.created_at[:split]
+        exchanges = [e for e in old.exchanges or () if e.turn < head]
+        groups = [g for g in old.exchange_groups or () if g[0] < head]
+    for turn in range(head, body_end):
+        start, end = layout.span(turn)
+        turn_messages = messages[start:end]
+        closing = _closing_answer_ids(turn_messages)
+        traffic: list[TrafficMember] = []
+        for position, message in enumerate(turn_messages, start):
+            message_tokens, made_by = figure(message)
+            tokens.append(message_tokens)
+            counted_by.append(made_by)
+            policies.append(_message_policy(message, original, closing))
+            created.append(created_base + position / 1000)
+            made = tool_traffic(message)
+            if made is not None:
+                traffic.append((position, *made))
+        if traffic:
+            found = [(turn, positions) for positions in turn_exchanges(traffic)]
+            groups.extend(found)
+            if exchange_figures:
+                exchanges.extend(_figured(found, messages, layout, tokens, policies, created))
+    if old is not None and tail:
+        # The turns at the end, moved: the same figures at new positions and turn numbers.
+        new_start = layout.starts[body_end]
+        old_turn = len(old.layout) - tail
+        old_start = old.layout.starts[old_turn]
+        tokens += old.tokens[old_start:]
+        counted_by += list(old.counted_by or ())[old_start:]
+        policies += old.policies[old_start:]
+        created += [created_base + p / 1000 for p in range(new_start, len(messages))]
+        shift, turn_shift = new_start - old_start, body_end - old_turn
+        old_groups = (
+            [(e.turn, e.positions) for e in old.exchanges]
+            if old.exchanges is not None
+            else old.exchange_groups or []
+        )
+        moved = [
+            (turn + turn_shift, [p + shift for p in positions])
+            for turn, positions in old_groups[
+                bisect_left(old_groups, old_turn, key=itemgetter(0)) :
+            ]
+        ]
+        groups.extend(moved)
+        if exchange_figures:
+            exchanges.extend(_figured(moved, messages, layout, tokens, policies, created))
+    index = ConversationIndex(
+        messages,
+        layout,
+        tokens,
+        policies,
+        created,
+        counted_by,
+        basis,
+        exchanges=exchanges if exchange_figures else None,
+        exchange_groups=None if exchange_figures else groups,
+        original=original,
+    )
+    return index, head
 
 
-Figure = Callable[[Message], tuple[int, str]]
-"""A message's tokens in the budget and what made the figure, as ``message_figure`` gives them."""
+def _can_copy_turns(
+    old: ConversationIndex, basis: FigureBasis, original: str | None, exchange_figures: bool
+) -> bool:
+    """Whether ``old`` holds what copying its turns needs: the builder's figures on the same
+    basis, the same original request (it decides a policy), exchanges recorded the same way."""
+    recorded = old.exchanges if exchange_figures else old.exchange_groups
+    return (
+        old.counted_by is not None
+        and old.basis == basis
+        and old.original == original
+        and recorded is not None
+    )
+
+
+def _shared_turns(
+    old: ConversationIndex, messages: Sequence[Message], layout: TurnLayout
+) -> tuple[int, int]:
+    """How many whole turns ``messages`` shares with ``old``'s history at the start, and at the
+    end after those: the same message objects, split into the same turns with the same stable
+    indices (a turn's figures depend only on its own messages and the original request).
+
+    Splitting is causal (``starts_turn``): turns ending before the first message that differs
+    are split alike in both histories, and so is everything after a turn both start with the
+    same message, once the rest is the same; only those two boundaries are checked.
+    """
+    size, old_size = len(messages), len(old.messages)
+    old_layout = old.layout
+    limit = min(size, old_size)
+    same_start = next(compress(count(), map(is_not, messages, old.messages)), limit)
+    if same_start == size == old_size:
+        return len(layout), 0
+    head = max(bisect_right(layout.starts, same_start) - 1, 0)
+    # The turn before ``head`` ends at ``layout.starts[head]``: at the first difference at the
+    # latest, where the old history must end a turn as well.
+    boundary = head and layout.starts[head] == same_start and same_start != old_size
+    if boundary and old_layout.turn_starting_at(same_start) is None:
+        head -= 1
+    same_end = next(
+        compress(count(), map(is_not, reversed(messages), reversed(old.messages))), limit
+    )
+    first_new = bisect_left(layout.starts, size - same_end)
+    first_new = max(first_new, head)
+    if first_new >= len(layout):
+        return head, 0
+    shift = size - old_size
+    first_old = old_layout.turn_starting_at(layout.starts[first_new] - shift)
+    if (
+        first_old is None
+        or first_old < head
+        or len(old_layout) - first_old != len(layout) - first_new
+        or layout.indices[first_new:] != old_layout.indices[first_old:]
+    ):
+        return head, 0
+    return head, len(layout) - first_new
+
+
+def _figured(
+    found: Sequence[ExchangeGroup],
+    messages: Sequence[Message],
+    layout: TurnLayout,
+    tokens: Sequence[int],
+    policies: Sequence[GCPolicy],
+    created: Sequence[float],
+) -> Iterator[Exchange]:
+    for turn, positions in found:
+        yield from turn_exchange_figures(
+            turn, [positions], messages, layout, tokens, policies, created
+        )
 
 
 def build_conversation(
@@ -259,81 +450,81 @@ def build_conversation(
     *,
     recorded_figures: Mapping[str, int] | None = None,
     created_base: float = 0.0,
-    figure: Figure | None = None,
-    built: tuple[SourceEntry, int] | None = None,
+    reuse: SourceEntry | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry for a history: one container per turn, one leaf per message.
 
-    Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
-    what ``figure`` gives: a replay, which builds budgets of the same messages at every
-    collection, passes one that works each out once.
-
-    ``built`` is an entry this function made, with the same arguments, for the first messages
-    of ``history``, and how many. Its turns are kept when nothing later can change them (a turn
-    starts there, and the session's original request is among them); only the rest are built.
+    The arguments are ``index_conversation``'s; ``reuse`` is an entry this function made (with
+    the same arguments) for another history, whose index is reused, and whose tree keeps the
+    turns the two share at the start. The entry is remembered with its index, which a
+    collection reads instead of the tree.
     """
-    if figure is None:
-        recorded = recorded_figures or {}
+    known = index_of(reuse)
+    index, head = index_conversation(
+        history,
+        counter,
+        recorded_figures=recorded_figures,
+        created_base=created_base,
+        reuse=known,
+    )
+    kept = dict(islice(reuse.children.items(), head)) if reuse is not None and head else {}
+    conversation = conversation_tree(index, created_base, head, kept)
+    remember(conversation, index)
+    return conversation
 
-        def figure(message: Message) -> tuple[int, str]:
-            return message_figure(message, counter, recorded)
 
-    messages = list(history)
-    layout = turn_layout(messages)
-    request = original_request(messages)
-    original = messages[request].message_id if request is not None else None
-    conversation = construct(
+def conversation_tree(
+    index: ConversationIndex,
+    created_base: float = 0.0,
+    first_turn: int = 0,
+    kept: Mapping[str, SourceEntry] | None = None,
+) -> SourceEntry:
+    """The CONVERSATION entry of an index: ``kept`` turns (an earlier tree's, for the turns
+    before ``first_turn``), then one container per turn and one leaf per message."""
+    messages, layout = index.messages, index.layout
+    tokens, created, counted_by = index.tokens, index.created_at, index.counted_by
+    assert counted_by is not None, "only an index the builder made says what made each figure"
+    children = dict(kept or {})
+    for turn in range(first_turn, len(layout)):
+        start, end = layout.span(turn)
+        turn_index = layout.indices[turn]
+        turn_name = f"turn_{turn_index}" if turn_index is not None else "inserted"
+        leaves: dict[str, SourceEntry] = {}
+        for position in range(start, end):
+            message = messages[position]
+            leaves[message.message_id] = construct(
+                SourceEntry,
+                source=InstructionSource.CONVERSATION,
+                tokens=tokens[position],
+                gc_policy=index.policies[position],
+                label=f"{turn_name} {_role_label(message)}",
+                children={},
+                metadata={"counted_by": counted_by[position], "role": message.role.value},
+                created_at=created[position],
+                message_ids=[message.message_id],
+            )
+        children[turn_key_of(turn_index, messages[start])] = construct(
+            SourceEntry,
+            source=InstructionSource.CONVERSATION,
+            tokens=sum(tokens[start:end]),
+            gc_policy=GCPolicy.PARTIAL,
+            label=turn_name if turn_index is not None else f"{layout.kinds[turn].value}",
+            children=leaves,
+            metadata={"turn_index": turn_index, "kind": layout.kinds[turn].value},
+            created_at=created[start],
+            message_ids=layout.message_ids[start:end],
+        )
+    return construct(
         SourceEntry,
         source=InstructionSource.CONVERSATION,
-        tokens=0,
+        tokens=index.total,
         gc_policy=DEFAULT_SOURCE_POLICIES[InstructionSource.CONVERSATION],
         label="Conversation",
-        children={},
+        children=children,
         metadata={},
         created_at=created_base,
         message_ids=[],
     )
-    first_turn = 0
-    if built is not None:
-        kept, covered = built
-        resume = layout.turn_starting_at(covered)
-        if resume is not None and request is not None and request < covered:
-            conversation.children = dict(kept.children)
-            first_turn = resume
-    for turn in range(first_turn, len(layout)):
-        start, end = layout.span(turn)
-        index = layout.indices[turn]
-        turn_messages = messages[start:end]
-        closing = _closing_answer_ids(turn_messages)
-        leaves: dict[str, SourceEntry] = {}
-        turn_name = f"turn_{index}" if index is not None else "inserted"
-        for position, message in enumerate(turn_messages, start):
-            tokens, counted_by = figure(message)
-            leaves[message.message_id] = construct(
-                SourceEntry,
-                source=InstructionSource.CONVERSATION,
-                tokens=tokens,
-                gc_policy=_message_policy(message, original, closing),
-                label=f"{turn_name} {_role_label(message)}",
-                children={},
-                metadata={"counted_by": counted_by, "role": message.role.value},
-                created_at=created_base + position / 1000,
-                message_ids=[message.message_id],
-            )
-        first_leaf = next(iter(leaves.values()))
-        conversation.children[turn_key_of(index, turn_messages[0])] = construct(
-            SourceEntry,
-            source=InstructionSource.CONVERSATION,
-            tokens=sum(leaf.tokens for leaf in leaves.values()),
-            gc_policy=GCPolicy.PARTIAL,
-            label=turn_name if index is not None else f"{layout.kinds[turn].value}",
-            children=leaves,
-            metadata={"turn_index": index, "kind": layout.kinds[turn].value},
-            created_at=first_leaf.created_at,
-            message_ids=layout.message_ids[start:end],
-        )
-    conversation.tokens = sum(child.tokens for child in conversation.children.values())
-    return conversation
 
 
 def build_budget(
@@ -347,13 +538,12 @@ def build_budget(
     recorded_budget: InstructionBudget | None = None,
     thinking_tokens: int | None = None,
     created_base: float = 0.0,
-    figure: Figure | None = None,
-    built: tuple[SourceEntry, int] | None = None,
+    reuse: SourceEntry | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded. ``figure`` and ``built`` are ``build_conversation``'s.
+    kept as recorded. ``reuse`` is ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -364,28 +554,31 @@ def build_budget(
         for source, entry in recorded_budget.entries.items():
             budget.entries[source] = entry.model_copy(deep=True)
     if system_instructions:
+        # The budget is new and nobody holds it yet: filled in place, not edited.
         system = budget.entries[InstructionSource.SYSTEM]
         for position, instruction in enumerate(system_instructions):
-            system.add_child(
-                instruction.key,
-                counter.count(instruction.text),
-                GCPolicy.LOCKED,
+            system.children[instruction.key] = construct(
+                SourceEntry,
+                source=InstructionSource.SYSTEM,
+                tokens=counter.count(instruction.text),
+                gc_policy=GCPolicy.LOCKED,
                 label=instruction.label,
+                children={},
                 metadata={"counted_by": counter.name},
                 created_at=created_base + position / 1000,
+                message_ids=[],
             )
-        system.tokens = sum(child.tokens for child in system.children.values())
+        set_fresh(system, "tokens", sum(child.tokens for child in system.children.values()))
     if history or recorded_budget is None or not _has_conversation(recorded_budget):
         budget.entries[InstructionSource.CONVERSATION] = build_conversation(
             history,
             counter,
             recorded_figures=recorded_message_figures(recorded_budget),
             created_base=created_base,
-            figure=figure,
-            built=built,
+            reuse=reuse,
         )
     if thinking_tokens is not None and not _has_thinking(recorded_budget):
-        budget.entries[InstructionSource.THINKING].tokens = thinking_tokens
+        set_fresh(budget.entries[InstructionSource.THINKING], "tokens", thinking_tokens)
     return budget
 
 
@@ -401,21 +594,16 @@ def rebuild_budget(
     session: Session,
     counter: TokenCounter | None = None,
     *,
-    figure: Figure | None = None,
-    built: tuple[InstructionBudget, int] | None = None,
+    reuse: InstructionBudget | None = None,
 ) -> InstructionBudget:
     """The budget the session's history implies now (after an edit or a collection).
 
-    ``figure``, when given, stands for ``message_figure``. ``built`` is a budget this function
-    made, with the same arguments, for a session that differed only in holding the first so
-    many messages of this history; its conversation's turns are kept where they cannot change
-    (see ``build_conversation``).
+    ``reuse`` is a budget this function made, with the same counter and recording, for a
+    session with another history (a shorter one, or the one a collection started from): what
+    the two histories share is taken from it rather than worked out again (see
+    ``index_conversation``). The result is exactly the budget rebuilt from scratch.
     """
     thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
-    conversation = None
-    if built is not None:
-        entry = built[0].get_entry(InstructionSource.CONVERSATION)
-        conversation = (entry, built[1]) if entry is not None else None
     return build_budget(
         session.history,
         counter,
@@ -425,8 +613,7 @@ def rebuild_budget(
         recorded_budget=session.recorded_budget,
         thinking_tokens=sum(thinking) if thinking else None,
         created_base=iso_to_epoch(session.created_at) or 0.0,
-        figure=figure,
-        built=conversation,
+        reuse=reuse.get_entry(InstructionSource.CONVERSATION) if reuse is not None else None,
     )
 
 

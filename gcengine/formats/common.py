@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from gcengine._fast import set_fresh
 from gcengine._json import json_type, show, text_or_none
 from gcengine.budget import InstructionBudget
 from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
@@ -240,7 +241,7 @@ def _stamp_turn_indices(history: list[Message]) -> None:
             continue
         for message in turn.messages:
             if message.turn_index is None:
-                message.turn_index = index
+                set_fresh(message, "turn_index", index)
 
 
 def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:

@@ -28,17 +28,17 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress, count, islice, repeat
-from operator import is_, lt
+from itertools import compress
 from typing import Any
 
-from gcengine._fast import construct
+from gcengine._fast import construct, edits, remember
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
-from gcengine.gc.types import ContextUsage, GCResult, GCTriggerReason
+from gcengine.conversation import ConversationIndex, index_of, most_protective, turn_key_of
+from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import (
     Message,
     MessageKind,
@@ -50,22 +50,17 @@ from gcengine.messages import (
     turn_layout,
     uuid_shaped,
 )
-from gcengine.session import original_request, turn_key_of
+from gcengine.session import original_request
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
-# Most protective first: a unit takes the first of these that any member has.
-_PROTECTION_ORDER = (
-    GCPolicy.LOCKED,
-    GCPolicy.PRESERVABLE,
-    GCPolicy.CONDITIONAL,
-    GCPolicy.PARTIAL,
-    GCPolicy.EPHEMERAL,
-)
 
-
-@dataclass
+@dataclass(slots=True)
 class Unit:
-    """Something a strategy can remove in one piece."""
+    """Something a strategy can remove in one piece.
+
+    ``positions`` are the history positions of the messages it removes: the very messages it
+    was made of, so a message id that repeats elsewhere in the history takes no other copy.
+    """
 
     source: InstructionSource
     key: str | None
@@ -76,41 +71,22 @@ class Unit:
     turn_index: int | None = None
     turn_position: int | None = None
     whole_turn: bool = False
+    positions: list[int] = field(default_factory=list)
 
 
-@dataclass
-class Figures:
-    """Each history message's tokens, policy and creation time, by position in the history.
-
-    ``known`` holds every message id the figures cover (the history's and the budget's): a
-    message outside it, such as a summary a collection inserts, adds its own tokens.
-    """
-
-    tokens: list[int]
-    policies: list[GCPolicy]
-    created_at: list[float]
-    known: Container[str]
-
-    @cached_property
-    def created_in_order(self) -> bool:
-        """Whether creation times strictly increase along the history (as the budget builder
-        lays them out). Units of a later turn are then always younger than those of an earlier
-        one, so "oldest first" is simply history order and needs no sort over every turn."""
-        return all(map(lt, self.created_at, islice(self.created_at, 1, None)))
-
-
-def _figures_as_laid_out(
-    conversation: SourceEntry, ids: Sequence[str], known: Container[str]
-) -> Figures | None:
-    """The figures of a conversation entry laid out as ``build_conversation`` lays it out: one
+def _read_as_laid_out(
+    history: list[Message], layout: TurnLayout, conversation: SourceEntry
+) -> ConversationIndex | None:
+    """The index of a conversation entry laid out as ``build_conversation`` lays it out: one
     container per turn and, in history order, one leaf per message naming only that message.
 
     Read positionally, without the id lookups the general reading needs; None for any other
     layout. With unique history ids (the caller's check) each message is then named by exactly
-    one leaf, so this gives what ``_figures_by_id`` would.
+    one leaf, so this gives what ``_read_by_id`` would.
     """
     if not conversation.children:
         return None
+    ids = layout.message_ids
     tokens: list[int] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
@@ -129,16 +105,16 @@ def _figures_as_laid_out(
             position += 1
     if position != size:
         return None
-    return Figures(tokens, policies, created, known)
+    return ConversationIndex(history, layout, tokens, policies, created)
 
 
-def _figures_by_id(
-    history: Sequence[Message],
-    ids: Sequence[str],
+def _read_by_id(
+    history: list[Message],
+    layout: TurnLayout,
     conversation: SourceEntry | None,
     counter: TokenCounter,
-) -> tuple[Figures, int]:
-    """Figures for a budget of any shape, and the tokens of the messages they cover.
+) -> tuple[ConversationIndex, int]:
+    """The index for a budget of any shape, and the tokens of the messages it covers.
 
     Every leaf naming messages shares its tokens among them (the first takes the remainder); a
     message no leaf names is counted, as the budget builder would.
@@ -168,45 +144,54 @@ def _figures_by_id(
                 else GCPolicy.EPHEMERAL
             )
             created[message.message_id] = position / 1000
-    figures = Figures(
+    ids = layout.message_ids
+    index = ConversationIndex(
+        history,
+        layout,
         [tokens[i] for i in ids],
         [policies[i] for i in ids],
         [created[i] for i in ids],
-        tokens.keys(),
+        known=tokens.keys(),
     )
-    return figures, sum(tokens.values())
+    return index, sum(tokens.values())
 
 
-def _read_figures(
-    history: Sequence[Message],
-    ids: Sequence[str],
-    known: set[str],
+def _read_conversation(
+    history: list[Message],
     budget: InstructionBudget | None,
     counter: TokenCounter,
-) -> tuple[Figures, int]:
-    """Every message's figures, and the tokens in context before collecting."""
+    given: ConversationIndex | None,
+) -> tuple[ConversationIndex, int]:
+    """The conversation's index, and the tokens in context before collecting.
+
+    A built budget's index is remembered with it (``build_conversation``); any other budget
+    laid out the same way is read once and remembered, so the next collection of the same
+    history and budget reads nothing again. An index ``given`` for this history stands for the
+    budget's conversation entry.
+    """
     conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
-    if budget is not None and conversation is not None and len(known) == len(ids):
-        figures = _figures_as_laid_out(conversation, ids, known)
-        if figures is not None:
-            # The conversation's total is the sum of its leaves, just read; only the small
-            # entries outside it are walked.
-            outside = sum(
-                entry.total_tokens()
-                for source, entry in budget.context_entries()
-                if source is not InstructionSource.CONVERSATION
-            )
-            return figures, outside + sum(figures.tokens)
-    figures, covered = _figures_by_id(history, ids, conversation, counter)
-    return figures, budget.total_tokens() if budget is not None else covered
-
-
-def _most_protective(policies: Iterable[GCPolicy]) -> GCPolicy:
-    present = set(policies)
-    for policy in _PROTECTION_ORDER:
-        if policy in present:
-            return policy
-    return GCPolicy.EPHEMERAL
+    if given is not None and (budget is None or not given.describes(history)):
+        raise ValueError("a conversation index stands for a budget's, of the same history")
+    index = given or index_of(conversation)
+    if index is None or not index.describes(history):
+        as_of = edits()
+        layout = turn_layout(history)
+        index = None
+        if conversation is not None and len(set(layout.message_ids)) == len(history):
+            index = _read_as_laid_out(history, layout, conversation)
+            if index is not None:
+                remember(conversation, index, as_of)
+        if index is None:
+            index, covered = _read_by_id(history, layout, conversation, counter)
+            return index, budget.total_tokens() if budget is not None else covered
+    assert budget is not None  # an index is only ever remembered for a budget's conversation
+    # The conversation's total is its index's; only the small entries outside it are walked.
+    outside = sum(
+        entry.total_tokens()
+        for source, entry in budget.context_entries()
+        if source is not InstructionSource.CONVERSATION
+    )
+    return index, outside + index.total
 
 
 @dataclass
@@ -219,13 +204,13 @@ class Collection:
 
     history: list[Message]
     ids: list[str]
-    unique_ids: bool
     config: GCConfig
     layout: TurnLayout
-    figures: Figures
+    figures: ConversationIndex
     budget: InstructionBudget | None
     tokens_before: int
     context_limit: int
+    preserve_recent: int
     # Turns nothing may be taken from (recent and pinned), and turns that may not go whole:
     # those plus any turn holding locked content, whose other exchanges may still go.
     sealed: set[int] = field(default_factory=set)
@@ -257,6 +242,21 @@ class Collection:
         start, end = self.layout.span(position)
         return self._unit(position, self.turn_key(position), range(start, end), whole_turn=True)
 
+    def open_positions(self, message_ids: Iterable[str]) -> list[int]:
+        """Where the messages with these ids are, outside sealed turns and locked messages:
+        a budget entry naming messages takes them with it, but never a protected one, nor a
+        protected copy of a message whose id repeats."""
+        if not message_ids:
+            return []
+        wanted, layout, policies = set(message_ids), self.layout, self.figures.policies
+        return [
+            p
+            for p, message_id in enumerate(self.ids)
+            if message_id in wanted
+            and layout.turn_of(p) not in self.sealed
+            and policies[p] is not GCPolicy.LOCKED
+        ]
+
     def removable_turns(self) -> Iterator[int]:
         """Positions of turns a strategy may remove whole, oldest first, as it asks for them."""
         return (p for p in range(len(self.layout)) if p not in self.protected)
@@ -265,116 +265,46 @@ class Collection:
         """Tool exchanges and notices inside unsealed turns, oldest first, as asked for.
 
         A turn holding locked content (the original request) is not sealed: its exchanges are
-        units like any other, and a unit with a locked member is itself locked. One pass over
-        the messages, from the first unsealed turn on; a turn's units are made once the pass
-        has left the turn, so a strategy that stops early reads no further.
+        units like any other, and a unit with a locked member is itself locked. Units are made
+        as a strategy asks for them, so one that stops early makes no more.
         """
         layout, sealed = self.layout, self.sealed
         first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
-        start = layout.starts[first] if first < len(layout) else len(self.history)
-        turn, end = first, start
-        members: list[_Member] = []
-        for member in _tool_traffic(self.history, start):
-            if member[0] >= end:
-                yield from self._exchange_units(turn, members)
-                turn = layout.turn_of(member[0])
-                end = layout.span(turn)[1]
-                members = []
+        conversation, indices = InstructionSource.CONVERSATION, layout.indices
+        for turn, positions, key, ids, tokens, policy, created in self.figures.exchanges_from(
+            first
+        ):
             if turn not in sealed:
-                members.append(member)
-        yield from self._exchange_units(turn, members)
-
-    def _exchange_units(self, turn: int, members: list[_Member]) -> Iterator[Unit]:
-        if not members:
-            return
-        key = self.turn_key(turn)
-        for positions in _exchanges(members):
-            yield self._unit(turn, f"{key}/{self.ids[positions[0]]}", positions)
+                yield Unit(
+                    conversation,
+                    key,
+                    ids,
+                    tokens,
+                    policy,
+                    created,
+                    indices[turn],
+                    turn,
+                    False,
+                    positions,
+                )
 
     def _unit(
         self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
     ) -> Unit:
-        figures = self.figures
+        figures, ids = self.figures, self.ids
+        tokens, policies, created = figures.tokens, figures.policies, figures.created_at
         return Unit(
-            source=InstructionSource.CONVERSATION,
-            key=key,
-            message_ids=[self.ids[p] for p in positions],
-            tokens=sum([figures.tokens[p] for p in positions]),
-            policy=_most_protective([figures.policies[p] for p in positions]),
-            created_at=min([figures.created_at[p] for p in positions]),
-            turn_index=self.layout.indices[turn],
-            turn_position=turn,
-            whole_turn=whole_turn,
+            InstructionSource.CONVERSATION,
+            key,
+            [ids[p] for p in positions],
+            sum([tokens[p] for p in positions]),
+            most_protective([policies[p] for p in positions]),
+            min([created[p] for p in positions]),
+            self.layout.indices[turn],
+            turn,
+            whole_turn,
+            list(positions),
         )
-
-
-# A message that takes part in tool traffic: its position, the call ids it makes and those it
-# answers (or none of either: a notice).
-_Member = tuple[int, list[str], list[str]]
-
-
-def _tool_traffic(history: Sequence[Message], start: int) -> Iterator[_Member]:
-    """Messages from ``start`` on that call tools, answer calls or are notices, lazily."""
-    for position in range(start, len(history)):
-        message = history[position]
-        calls: list[str] = []
-        answers: list[str] = []
-        for part in message.parts:
-            call = part.function_call
-            if call is not None and call.id:
-                calls.append(call.id)
-            response = part.function_response
-            if response is not None and response.call_id:
-                answers.append(response.call_id)
-        if calls or answers or message.kind is MessageKind.NOTICE:
-            yield position, calls, answers
-
-
-def _exchanges(members: Sequence[_Member]) -> list[list[int]]:
-    """Group one turn's tool traffic into exchanges: calls with every message answering them;
-    notices stand alone.
-
-    Messages joined through a shared call id end up in one group, so a parallel batch answered
-    across several messages is one exchange. An exchange is complete only when every call in
-    it is answered and every answer has its call in this turn; anything else is left to
-    whole-turn removal. Exchanges are given as history positions, ordered by first message.
-    """
-    return [
-        [members[i][0] for i in group]
-        for group in _linked(members)
-        if {c for i in group for c in members[i][1]} == {a for i in group for a in members[i][2]}
-    ]
-
-
-def _linked(members: Sequence[_Member]) -> list[list[int]]:
-    """Indices of ``members`` grouped by shared call ids (a union over call ids), each group in
-    order, groups in order of their first member."""
-    if len(members) < 3:  # most turns: nothing, a notice, or one call and its answer
-        if len(members) < 2:
-            return [[0]] if members else []
-        (_, calls, answers), (_, other_calls, other_answers) = members
-        shared = not {*calls, *answers}.isdisjoint([*other_calls, *other_answers])
-        return [[0, 1]] if shared else [[0], [1]]
-    owner: dict[str, int] = {}
-    parent = list(range(len(members)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for index, (_, calls, answers) in enumerate(members):
-        for call_id in calls + answers:
-            if call_id in owner:
-                parent[find(index)] = find(owner[call_id])
-            else:
-                owner[call_id] = index
-    # Members are visited in order, so each group is in order and groups come by first member.
-    groups: dict[int, list[int]] = {}
-    for index in range(len(members)):
-        groups.setdefault(find(index), []).append(index)
-    return list(groups.values())
 
 
 def _pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:
@@ -392,11 +322,6 @@ def _pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> s
     return turns
 
 
-def _locked_turns(layout: TurnLayout, figures: Figures) -> set[int]:
-    locked = compress(count(), map(is_, figures.policies, repeat(GCPolicy.LOCKED)))
-    return {layout.turn_of(position) for position in locked}
-
-
 def preserve_count(config: GCConfig, plugin_options: Mapping[str, Any]) -> int:
     """``preserve_recent_turns`` from the plugin's own options, else the policy's (as JAATO)."""
     value = plugin_options.get("preserve_recent_turns", config.preserve_recent_turns)
@@ -410,13 +335,13 @@ def start_collection(
     budget: InstructionBudget | None,
     counter: TokenCounter | None,
     preserve_recent: int,
+    conversation: ConversationIndex | None = None,
 ) -> Collection:
     history = list(history)
     counter = counter or load_counter()
-    layout = turn_layout(history)
+    figures, tokens_before = _read_conversation(history, budget, counter, conversation)
+    layout = figures.layout
     ids = layout.message_ids
-    known = set(ids)
-    figures, tokens_before = _read_figures(history, ids, known, budget, counter)
     if budget is not None:
         limit = budget.context_limit
     else:
@@ -431,15 +356,15 @@ def start_collection(
     return Collection(
         history=history,
         ids=ids,
-        unique_ids=len(known) == len(ids),
         config=config,
         layout=layout,
         figures=figures,
         budget=budget,
         tokens_before=tokens_before,
         context_limit=limit,
+        preserve_recent=preserve_recent,
         sealed=sealed,
-        protected=sealed | _locked_turns(layout, figures),
+        protected=sealed | figures.locked_turns,
     )
 
 
@@ -466,12 +391,12 @@ class Decision:
     details: dict[str, Any] = field(default_factory=dict)
     # Both kept as units are added: strategies ask after every candidate.
     freed: int = 0
-    removed_ids: set[str] = field(default_factory=set)
+    removed_positions: set[int] = field(default_factory=set)
 
     def remove(self, unit: Unit, reason: str) -> None:
         self.removed.append((unit, reason))
         self.freed += unit.tokens
-        self.removed_ids.update(unit.message_ids)
+        self.removed_positions.update(unit.positions)
 
 
 def take_until_target(
@@ -512,30 +437,32 @@ def oldest_first(
 
 
 def _touched_turns(collection: Collection, decision: Decision) -> set[int]:
-    """The turns a decision takes messages from.
-
-    A conversation unit names messages of its own turn only; an entry outside the conversation
-    may name any, and a repeated id is removed wherever it appears, so either means a search.
-    """
-    units = [unit for unit, _ in decision.removed if unit.message_ids]
-    positions = [unit.turn_position for unit in units]
-    if collection.unique_ids and None not in positions:
-        return {p for p in positions if p is not None}
-    removed, layout = decision.removed_ids, collection.layout
-    return {layout.turn_of(p) for p, i in enumerate(collection.ids) if i in removed}
+    """The turns a decision takes messages from: a conversation unit's own, and those of the
+    messages an entry outside the conversation names."""
+    touched: set[int] = set()
+    for unit, _ in decision.removed:
+        if unit.turn_position is not None:
+            touched.add(unit.turn_position)
+        else:
+            touched.update(map(collection.layout.turn_of, unit.positions))
+    return touched
 
 
 def _turns_after(
-    collection: Collection, touched: list[int], inserts: Sequence[Message], removed: set[str]
+    collection: Collection,
+    first: int,
+    touched: list[int],
+    inserts: Sequence[Message],
+    removed: set[int],
 ) -> int:
-    """How many turns the new history has, without splitting it again.
+    """How many turns the new history has, without splitting it again; ``inserts`` go before
+    turn ``first``, the first of those ``touched``, if any.
 
     Splitting depends only on each turn's first message. So while the new history ends a turn
     where the old one did, a turn that keeps its first message stays one turn; only turns that
     lost it, or that follow a place where the split changed, are looked at again.
     """
-    history, layout, ids = collection.history, collection.layout, collection.ids
-    first = touched[0] if touched else len(layout)
+    history, layout = collection.history, collection.layout
     turns = first
     opener = history[layout.starts[first - 1]] if first else None
     for message in inserts:
@@ -544,7 +471,7 @@ def _turns_after(
             opener = message
     in_step = not inserts  # the split so far ends where the old one did
     turn = first
-    for lost in [*(t for t in touched if ids[layout.starts[t]] in removed), len(layout)]:
+    for lost in [*(t for t in touched if layout.starts[t] in removed), len(layout)]:
         while turn < lost:  # these turns keep their first message
             if in_step:
                 turns += lost - turn
@@ -568,13 +495,13 @@ def _turns_after(
 
 
 def _split_rest(
-    collection: Collection, turn: int, removed: set[str], turns: int, opener: Message | None
+    collection: Collection, turn: int, removed: set[int], turns: int, opener: Message | None
 ) -> tuple[int, Message | None]:
     """Continue splitting through the messages ``turn`` keeps: the turns count and opener."""
     start, end = collection.layout.span(turn)
     for position in range(start, end):
         message = collection.history[position]
-        if collection.ids[position] not in removed and starts_turn(message, opener):
+        if position not in removed and starts_turn(message, opener):
             turns += 1
             opener = message
     return turns, opener
@@ -590,64 +517,68 @@ def apply(
     notification: str | None = None,
 ) -> tuple[list[Message], GCResult]:
     """Build the new history and the result."""
-    removed_ids = decision.removed_ids
+    removed = decision.removed_positions
     history, layout = collection.history, collection.layout
     inserts = [m for m in (decision.inserted,) if m is not None]
-    if notification is not None and decision.removed:
+    if notification is not None:
         inserts.append(
-            marked_message(MessageKind.NOTICE, f"[System: {notification}]", sorted(removed_ids))
+            marked_message(
+                MessageKind.NOTICE,
+                f"[System: {notification}]",
+                sorted({collection.ids[p] for p in removed}),
+            )
         )
     # Inserts go before the first turn anything was taken from: at a turn boundary, so they
     # never split a turn that keeps some of its messages. Turns before it and after the last
-    # one touched are kept as they are, by slicing.
+    # one touched are kept as they are, by slicing. A notice that nothing could be taken goes
+    # first, where JAATO puts it.
     touched = sorted(_touched_turns(collection, decision))
     if touched:
-        start, end = layout.starts[touched[0]], layout.span(touched[-1])[1]
+        first = touched[0]
+        start, end = layout.starts[first], layout.span(touched[-1])[1]
+    elif inserts:
+        first, start, end = 0, 0, 0
     else:
-        start = end = len(history)
-    kept = [
-        message
-        for message, message_id in zip(history[start:end], collection.ids[start:end], strict=True)
-        if message_id not in removed_ids
-    ]
+        first, start, end = len(layout), len(history), len(history)
+    keep = bytearray(b"\x01") * (end - start)
+    for position in removed:
+        keep[position - start] = 0
+    kept = list(compress(history[start:end], keep))
     new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
     added = sum(
         count_message(m, counter)
         for m in inserts
-        if m.kind is not MessageKind.CHAT and m.message_id not in collection.figures.known
+        if m.kind is not MessageKind.CHAT and not collection.figures.covers(m.message_id)
     )
-    # Items go in as plain dicts: validating them all at once costs less than building each.
     removal_list = [
-        {
-            "source": unit.source,
-            "child_key": unit.key,
-            "tokens_freed": unit.tokens,
-            "reason": why,
-            "message_ids": unit.message_ids,
-            "turn_index": unit.turn_index,
-        }
+        GCRemovalItem(
+            unit.source, unit.key, unit.tokens, why, list(unit.message_ids), unit.turn_index
+        )
         for unit, why in decision.removed
     ]
     tokens_after = collection.tokens_before - decision.freed + added
-    result = GCResult(
+    # Every figure here is the engine's own: the result is made without validating it again.
+    result = construct(
+        GCResult,
         success=True,
         items_collected=len(removal_list),
         tokens_before=collection.tokens_before,
         tokens_after=tokens_after,
         plugin_name=plugin_name,
         trigger_reason=reason,
-        notification=notification if decision.removed else None,
+        notification=notification,
         details={
             "target_tokens": collection.target_tokens,
             "tokens_to_free": max(0, collection.to_free),
             "turns_before": len(layout),
-            "turns_after": _turns_after(collection, touched, inserts, removed_ids),
+            "turns_after": _turns_after(collection, first, touched, inserts, removed),
             "protected_turns": sorted(
                 index for p in collection.protected if (index := layout.indices[p]) is not None
             ),
             **decision.details,
         },
+        error=None,
         removal_list=removal_list,
     )
     return new_history, result

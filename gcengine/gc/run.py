@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
-from gcengine._fast import cyclic_gc_paused
+from gcengine._fast import cyclic_gc_paused, set_fresh
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
+from gcengine.conversation import history_layout
 from gcengine.gc.registry import load_gc_plugin
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
-from gcengine.messages import turn_layout
 from gcengine.session import Session, rebuild_budget
-from gcengine.tokens import TokenCounter, counter_by_name
+from gcengine.tokens import counter_by_name
 
 
 class GCOutcome(BaseModel):
@@ -40,23 +39,23 @@ def plugin_options(config: GCConfig) -> dict[str, Any]:
     return {**options, **config.plugin_config}
 
 
-def _without_entries(
+def without_entries(
     budget: InstructionBudget | None, items: list[GCRemovalItem]
 ) -> InstructionBudget | None:
     """Budget entries outside the conversation that a run removed, gone from the recording."""
     outside = [i for i in items if i.source is not InstructionSource.CONVERSATION]
     if budget is None or not outside:
         return budget
-    budget = budget.model_copy(deep=True)
+    budget = budget.model_copy(deep=True)  # a new value, changed before anyone holds it
     for item in outside:
         entry = budget.get_entry(item.source)
         if entry is None:
             continue
         if item.child_key is None:
-            entry.tokens = 0
+            set_fresh(entry, "tokens", 0)
             entry.children.clear()
         else:
-            entry.remove_child(item.child_key)
+            entry.children.pop(item.child_key, None)
     return budget
 
 
@@ -73,25 +72,18 @@ def run_gc(
     budgets. A failed collection (a summarizer error, say) returns the session unchanged.
     """
     with cyclic_gc_paused():
-        return run_collection(session, config, GCTriggerReason(reason), plugin, rebuild_budget)
+        return _run(session, config, GCTriggerReason(reason), plugin)
 
 
-Rebuild = Callable[[Session, TokenCounter], InstructionBudget]
-
-
-def run_collection(
-    session: Session,
-    config: GCConfig,
-    reason: GCTriggerReason,
-    plugin: GCPlugin | str | None,
-    rebuild: Rebuild,
+def _run(
+    session: Session, config: GCConfig, reason: GCTriggerReason, plugin: GCPlugin | str | None
 ) -> GCOutcome:
-    """``run_gc`` with the budget after built by ``rebuild``, for a replay, which passes one
-    that works each message's figure out once. The caller pauses the cycle collector."""
     counter = counter_by_name(session.token_counter)
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
-    usage = context_usage(session.budget, turns=len(turn_layout(session.history)))
+    usage = context_usage(
+        session.budget, turns=len(history_layout(session.history, session.budget))
+    )
     if isinstance(plugin, Strategy):
         new_history, result = plugin.collect(
             session.history, usage, config, reason, session.budget, counter=counter
@@ -108,10 +100,11 @@ def run_collection(
     new_session = session.model_copy(
         update={
             "history": new_history,
-            "recorded_budget": _without_entries(session.recorded_budget, result.removal_list),
+            "recorded_budget": without_entries(session.recorded_budget, result.removal_list),
         }
     )
-    new_session.budget = rebuild(new_session, counter)
+    # The messages kept have their figures in the budget before: they are not counted again.
+    new_session.budget = rebuild_budget(new_session, counter, reuse=session.budget)
     result = result.model_copy(
         update={
             "tokens_before": usage["total_tokens"],

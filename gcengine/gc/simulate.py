@@ -7,9 +7,10 @@ threshold, fall to the target) and the ripple of continuous mode (a small collec
 usage passes the target).
 
 It is incremental: usage is a running total of per-message figures (the same figures the budget
-builder uses), and the budget is built only when a collection runs, over the history then in
-the window, never over the whole session again. Each message's figure is worked out once per
-replay and reused by every budget built afterwards.
+builder uses), and the conversation is laid out (``index_conversation``) only when a collection
+runs, over the history then in the window, never over the whole session again; the turns laid
+out at the last collection are kept. No budget tree is built for the window (the engine's own
+strategies read the layout), and each message's figure is worked out once per replay.
 """
 
 from __future__ import annotations
@@ -22,11 +23,21 @@ from pydantic import BaseModel, Field
 from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
+from gcengine.conversation import ConversationIndex
 from gcengine.gc.registry import load_gc_plugin
-from gcengine.gc.run import plugin_options, run_collection
-from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason
+from gcengine.gc.run import plugin_options, without_entries
+from gcengine.gc.strategies import Strategy
+from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message
-from gcengine.session import Session, message_figure, rebuild_budget, recorded_message_figures
+from gcengine.session import (
+    Session,
+    conversation_tree,
+    index_conversation,
+    iso_to_epoch,
+    message_figure,
+    rebuild_budget,
+    recorded_message_figures,
+)
 from gcengine.tokens import TokenCounter, counter_by_name
 
 Point = Literal["pre_message", "post_turn"]
@@ -70,8 +81,8 @@ class Simulation(BaseModel):
 class _Figures:
     """Each message's budget figure (``message_figure``), worked out once per replay.
 
-    The window's budget is built again at every collection from messages that do not change,
-    and working their figures out (serialising tool payloads to count them) was most of it.
+    Windows of the same messages are laid out again at every collection, and working their
+    figures out (serialising tool payloads to count them) was most of it.
     """
 
     def __init__(self, counter: TokenCounter, recorded: Mapping[str, int]) -> None:
@@ -86,14 +97,6 @@ class _Figures:
             known = self._known[message.message_id] = (message, figure)
         return known[1]
 
-    def budget(
-        self,
-        state: Session,
-        counter: TokenCounter,
-        built: tuple[InstructionBudget, int] | None = None,
-    ) -> InstructionBudget:
-        return rebuild_budget(state, counter, figure=self, built=built)
-
 
 def simulate(
     session: Session, config: GCConfig, plugin: GCPlugin | str | None = None
@@ -102,73 +105,133 @@ def simulate(
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
     with cyclic_gc_paused():
-        return _replay(session, config, plugin)
+        return _Replay(session, config, plugin).run()
 
 
-def _replay(session: Session, config: GCConfig, plugin: GCPlugin) -> Simulation:
-    counter = counter_by_name(session.token_counter)
-    # Collections never change a message, only which are in the window; nor the recorded
-    # conversation, so the recorded figures hold for the whole replay.
-    figures = _Figures(counter, recorded_message_figures(session.recorded_budget))
-    state = session.model_copy(update={"history": []})
-    state.budget = figures.budget(state, counter)
-    base = state.budget.total_tokens()  # everything outside the conversation
-    window: list[Message] = []
-    window_tokens = 0
-    turns_done = 0
-    simulation = Simulation(
-        plugin=plugin.name,
-        context_limit=session.context_limit,
-        threshold_percent=config.threshold_percent,
-        target_percent=config.target_percent,
-        pressure_percent=config.pressure_percent,
-        continuous_mode=config.continuous_mode,
+def _outside_conversation(budget: InstructionBudget) -> int:
+    """What is in context besides the conversation: a budget built without history holds the
+    conversation the file recorded, which the window stands for in a replay."""
+    return sum(
+        entry.total_tokens()
+        for source, entry in budget.context_entries()
+        if source is not InstructionSource.CONVERSATION
     )
 
-    def check(turn_index: int | None, point: Point) -> None:
-        nonlocal window, window_tokens, state, base
-        tokens = base + window_tokens
+
+class _Replay:
+    """The replay's state: the window (the history as the agent would have it now), its
+    conversation index, and the budget outside the conversation.
+
+    No budget tree is built for the window: a collection by one of the engine's strategies
+    reads the index, and only another plugin gets a tree made from it. After a collection the
+    new window is laid out again from figures already known.
+    """
+
+    def __init__(self, session: Session, config: GCConfig, plugin: GCPlugin) -> None:
+        self.session, self.config, self.plugin = session, config, plugin
+        self.counter = counter_by_name(session.token_counter)
+        # Collections never change a message, only which are in the window; nor the recorded
+        # conversation, so the recorded figures hold for the whole replay.
+        self.recorded = recorded_message_figures(session.recorded_budget)
+        self.figures = _Figures(self.counter, self.recorded)
+        self.created_base = iso_to_epoch(session.created_at) or 0.0
+        self.state = session.model_copy(update={"history": []})
+        self.outside = rebuild_budget(self.state, self.counter)
+        self.base = _outside_conversation(self.outside)
+        self.window: list[Message] = []
+        self.window_tokens = 0
+        # The index of the window as it was laid out last (at or after the last collection).
+        self.index: ConversationIndex | None = None
+        self.turns_done = 0
+        self.simulation = Simulation(
+            plugin=plugin.name,
+            context_limit=session.context_limit,
+            threshold_percent=config.threshold_percent,
+            target_percent=config.target_percent,
+            pressure_percent=config.pressure_percent,
+            continuous_mode=config.continuous_mode,
+        )
+
+    def run(self) -> Simulation:
+        for turn in self.session.turns():
+            if self.config.check_before_send:
+                self.check(turn.index, "pre_message")
+            for message in turn.messages:
+                self.window.append(message)
+                self.window_tokens += self.figures(message)[0]
+            self.turns_done += 1
+            self.check(turn.index, "post_turn")
+        return self.simulation
+
+    def lay_out(self) -> ConversationIndex:
+        """Index the window, copying from the last index the turns it still holds whole: all of
+        them but the new ones before a collection, all but those it touched after one."""
+        index, _ = index_conversation(
+            self.window,
+            self.counter,
+            recorded_figures=self.recorded,
+            created_base=self.created_base,
+            figure=self.figures,
+            reuse=self.index,
+            exchange_figures=False,
+        )
+        self.index = index
+        return index
+
+    def check(self, turn_index: int | None, point: Point) -> None:
+        tokens = self.base + self.window_tokens
         usage = {
             "total_tokens": tokens,
-            "context_limit": session.context_limit,
-            "percent_used": simulation.percent(tokens),
-            "turns": turns_done,
+            "context_limit": self.session.context_limit,
+            "percent_used": self.simulation.percent(tokens),
+            "turns": self.turns_done,
         }
-        wanted, reason = plugin.should_collect(usage, config)
+        wanted, reason = self.plugin.should_collect(usage, self.config)
         step = SimulationStep(
             turn_index=turn_index, point=point, tokens_before=tokens, tokens_after=tokens
         )
-        simulation.steps.append(step)
+        self.simulation.steps.append(step)
         if not wanted or reason is None:
             return
         reason = GCTriggerReason.PRE_MESSAGE if point == "pre_message" else reason
-        # The window is the history after the last collection plus the turns since: only those
-        # are added to the budget it had then.
-        built = state.budget, len(state.history)
-        state = state.model_copy(update={"history": list(window)})
-        state.budget = figures.budget(state, counter, built)
-        outcome = run_collection(state, config, reason, plugin, figures.budget)
-        simulation.events.append(
-            SimulationEvent(
-                turn_index=turn_index, point=point, reason=reason, result=outcome.result
-            )
+        result = self.collect(reason)
+        self.simulation.events.append(
+            SimulationEvent(turn_index=turn_index, point=point, reason=reason, result=result)
         )
-        if not outcome.result.success:
-            return
-        state = outcome.session
-        window = list(state.history)
-        conversation = outcome.budget_after.get_entry(InstructionSource.CONVERSATION)
-        window_tokens = conversation.total_tokens() if conversation else 0
-        base = outcome.budget_after.total_tokens() - window_tokens
-        step.tokens_after = base + window_tokens
-        step.collected = True
+        if result.success:
+            step.tokens_after = self.base + self.window_tokens
+            step.collected = True
 
-    for turn in session.turns():
-        if config.check_before_send:
-            check(turn.index, "pre_message")
-        for message in turn.messages:
-            window.append(message)
-            window_tokens += figures(message)[0]
-        turns_done += 1
-        check(turn.index, "post_turn")
-    return simulation
+    def collect(self, reason: GCTriggerReason) -> GCResult:
+        """What ``run_gc`` does to the window, without building its budget before or after."""
+        index = self.lay_out()
+        total = self.base + index.total
+        budget = self.outside
+        usage = context_usage(budget, len(index.layout), total)
+        if isinstance(self.plugin, Strategy):
+            history, result = self.plugin.collect(
+                self.window,
+                usage,
+                self.config,
+                reason,
+                budget,
+                counter=self.counter,
+                conversation=index,
+            )
+        else:
+            tree = conversation_tree(index, self.created_base)
+            entries = {**budget.entries, InstructionSource.CONVERSATION: tree}
+            budget = budget.model_copy(update={"entries": entries})
+            history, result = self.plugin.collect(self.window, usage, self.config, reason, budget)
+        if not result.success:
+            return result
+        recorded = without_entries(self.state.recorded_budget, result.removal_list)
+        if recorded is not self.state.recorded_budget:
+            self.state = self.state.model_copy(update={"recorded_budget": recorded})
+            self.outside = rebuild_budget(self.state, self.counter)
+        self.base = _outside_conversation(self.outside)
+        self.window = list(history)
+        self.window_tokens = self.lay_out().total
+        return result.model_copy(
+            update={"tokens_before": total, "tokens_after": self.base + self.window_tokens}
+        )

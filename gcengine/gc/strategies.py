@@ -13,6 +13,7 @@ from typing import Any
 from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
+from gcengine.conversation import ConversationIndex
 from gcengine.gc.plan import (
     Collection,
     Decision,
@@ -34,7 +35,7 @@ from gcengine.gc.summarizers import (
 )
 from gcengine.gc.types import ContextUsage, GCResult, GCTriggerReason, RemovalReason
 from gcengine.messages import Message, MessageKind
-from gcengine.tokens import TokenCounter, load_counter
+from gcengine.tokens import TokenCounter, count_message, load_counter
 
 DEFAULT_TEMPLATES = {
     "gc_truncate": "Context cleaned: removed {removed} old turns, kept {kept} recent turns.",
@@ -45,12 +46,22 @@ DEFAULT_TEMPLATES = {
     ),
     "gc_budget": "Context cleaned: removed {items} items, freed {freed} tokens.",
 }
+DEFAULT_NOOP_TEMPLATE = (
+    "GC triggered but all {total} turns preserved (preserve_recent_turns={preserve}). "
+    "No context removed."
+)
 
 
 class Strategy:
-    """Shared plumbing: options, triggering, and turning a decision into a result."""
+    """Shared plumbing: options, triggering, and turning a decision into a result.
+
+    ``noop_notice``: whether a collection that was needed but could take nothing (everything
+    left is protected) says so, with ``noop_notification_template``, when ``notify_on_gc`` is
+    set. JAATO's truncate, summarize and hybrid do; its budget strategy does not.
+    """
 
     name = "gc_strategy"
+    noop_notice = True
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}
@@ -93,9 +104,14 @@ class Strategy:
         budget: InstructionBudget | None = None,
         *,
         counter: TokenCounter | None = None,
+        conversation: ConversationIndex | None = None,
     ) -> tuple[list[Message], GCResult]:
+        """JAATO's ``collect``. ``conversation``, when given, is the index of ``history`` that
+        stands for the budget's conversation entry (a replay keeps one and builds no tree)."""
         with cyclic_gc_paused():
-            return self._collect(history, context_usage, config, reason, budget, counter)
+            return self._collect(
+                history, context_usage, config, reason, budget, counter, conversation
+            )
 
     def _collect(
         self,
@@ -105,6 +121,7 @@ class Strategy:
         reason: GCTriggerReason,
         budget: InstructionBudget | None,
         counter: TokenCounter | None,
+        conversation: ConversationIndex | None,
     ) -> tuple[list[Message], GCResult]:
         counter = counter or load_counter()
         collection = start_collection(
@@ -114,6 +131,7 @@ class Strategy:
             budget,
             counter,
             preserve_count(config, self._options),
+            conversation,
         )
         if collection.to_free <= 0:
             decision = Decision(
@@ -126,6 +144,14 @@ class Strategy:
             decision = self.decide(collection, counter)
         except SummarizerError as error:
             return list(history), failed(collection, self.name, reason, str(error))
+        if not decision.removed and self.noop_notice:
+            decision.details.update(
+                {
+                    "message": "All turns preserved, nothing to collect",
+                    "total_turns": collection.turn_count,
+                    "preserve_count": collection.preserve_recent,
+                }
+            )
         return apply(
             collection,
             decision,
@@ -141,18 +167,31 @@ class Strategy:
     def _notification(
         self, config: GCConfig, collection: Collection, decision: Decision
     ) -> str | None:
-        if not self._options.get("notify_on_gc", config.notify_on_gc) or not decision.removed:
+        if not self._options.get("notify_on_gc", config.notify_on_gc):
             return None
-        template = config.notification_template or DEFAULT_TEMPLATES[self.name]
-        return template.format(**self.notification_fields(collection, decision))
+        if decision.removed:
+            template = config.notification_template or DEFAULT_TEMPLATES[self.name]
+            return template.format(**self.notification_fields(collection, decision))
+        if not self.noop_notice:
+            return None
+        template = config.noop_notification_template or DEFAULT_NOOP_TEMPLATE
+        return template.format(total=collection.turn_count, preserve=collection.preserve_recent)
 
     def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        removed = sum(1 for unit, _ in decision.removed if unit.whole_turn)
-        return {
-            "removed": removed,
-            "kept": collection.turn_count - removed,
-            "tokens_freed": decision.freed,
-        }
+        removed, kept = _turns_removed_and_kept(collection, decision)
+        return {"removed": removed, "kept": kept, "tokens_freed": decision.freed}
+
+
+def _turns_removed_and_kept(collection: Collection, decision: Decision) -> tuple[int, int]:
+    """Conversation turns a decision removed whole, and the recent ones it kept: neither
+    counts summaries and notices, and the turn holding the original request (locked, kept
+    because it may never go) is not a recent turn kept."""
+    gone = {unit.turn_position for unit, _ in decision.removed if unit.whole_turn}
+    chat = [p for p, kind in enumerate(collection.layout.kinds) if kind is MessageKind.CHAT]
+    removed = sum(1 for p in chat if p in gone)
+    locked = collection.figures.locked_turns
+    kept = sum(1 for p in chat if p not in gone and p not in locked)
+    return removed, kept
 
 
 def _whole_turns(collection: Collection, kinds: set[MessageKind]) -> Iterator[Unit]:
@@ -171,7 +210,7 @@ class TruncateStrategy(Strategy):
     removal_reason = RemovalReason.TRUNCATED
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
-        decision = Decision()
+        decision = Decision(details={"preserve_count": collection.preserve_recent})
         candidates = _whole_turns(collection, {MessageKind.CHAT, MessageKind.NOTICE})
         take_until_target(collection, candidates, self.removal_reason, decision)
         return decision
@@ -237,7 +276,12 @@ def summarize_units(
         summarizer=summarizer.name,
     )
     decision.details.update(
-        {"summary_number": number, "turns_summarized": len(covered), "summarizer": summarizer.name}
+        {
+            "summary_number": number,
+            "turns_summarized": len(covered),
+            "summarizer": summarizer.name,
+            "summary_tokens": count_message(decision.inserted, counter),
+        }
     )
 
 
@@ -273,7 +317,7 @@ class SummarizeStrategy(Strategy):
     name = "gc_summarize"
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
-        decision = Decision()
+        decision = Decision(details={"preserve_count": collection.preserve_recent})
         candidates = _whole_turns(
             collection, {MessageKind.CHAT, MessageKind.SUMMARY, MessageKind.NOTICE}
         )
@@ -290,11 +334,6 @@ class SummarizeStrategy(Strategy):
             decision,
         )
         return decision
-
-    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        fields = super().notification_fields(collection, decision)
-        fields["kept"] = fields["kept"] + 1
-        return fields
 
 
 class HybridStrategy(Strategy):
@@ -335,6 +374,8 @@ class HybridStrategy(Strategy):
         decision.details.update(
             {
                 "turns_summarized": decision.details.get("turns_summarized", 0),
+                "summary_tokens": decision.details.get("summary_tokens", 0),
+                "preserve_recent": collection.preserve_recent,
                 "summarize_middle": middle_size,
                 "ancient_turns": len(ancient),
                 "middle_turns": len(middle),
@@ -348,7 +389,7 @@ class HybridStrategy(Strategy):
         return {
             "truncated": truncated,
             "summarized": summarized,
-            "kept": collection.turn_count - truncated - summarized,
+            "kept": _turns_removed_and_kept(collection, decision)[1],
             "tokens_freed": decision.freed,
         }
 
@@ -364,6 +405,7 @@ class BudgetStrategy(Strategy):
     """
 
     name = "gc_budget"
+    noop_notice = False
 
     def collect(
         self,
@@ -374,6 +416,7 @@ class BudgetStrategy(Strategy):
         budget: InstructionBudget | None = None,
         *,
         counter: TokenCounter | None = None,
+        conversation: ConversationIndex | None = None,
     ) -> tuple[list[Message], GCResult]:
         if budget is None:
             fallback = _FallbackTruncate()
@@ -384,7 +427,15 @@ class BudgetStrategy(Strategy):
             result.plugin_name = self.name
             result.details["mode"] = "fallback_truncate"
             return new_history, result
-        return super().collect(history, context_usage, config, reason, budget, counter=counter)
+        return super().collect(
+            history,
+            context_usage,
+            config,
+            reason,
+            budget,
+            counter=counter,
+            conversation=conversation,
+        )
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
         decision = Decision()
@@ -404,7 +455,7 @@ class BudgetStrategy(Strategy):
         exchanges = (u for u in collection.inner_units() if u.policy is GCPolicy.EPHEMERAL)
         ephemeral = oldest_first(
             collection,
-            [u for u in _entry_units(budget) if u.policy is GCPolicy.EPHEMERAL],
+            [u for u in _entry_units(collection) if u.policy is GCPolicy.EPHEMERAL],
             exchanges,
             key=lambda u: (u.created_at, -u.tokens),
         )
@@ -421,7 +472,7 @@ class BudgetStrategy(Strategy):
         if under_pressure and collection.to_free - decision.freed > 0:
             preservable = oldest_first(
                 collection,
-                [u for u in _entry_units(budget) if u.policy is GCPolicy.PRESERVABLE],
+                [u for u in _entry_units(collection) if u.policy is GCPolicy.PRESERVABLE],
                 self._remaining_turns(collection, decision, allow_preservable=True),
                 key=lambda u: u.created_at,
             )
@@ -448,11 +499,11 @@ class BudgetStrategy(Strategy):
     ) -> Iterator[Unit]:
         """Whole removable turns, minus what earlier phases already took from them, oldest
         first; what was taken is read when the first is asked for, before this phase takes any."""
-        taken = set(decision.removed_ids)
+        taken = set(decision.removed_positions)
         ids, figures = collection.ids, collection.figures
         for position in collection.removable_turns():
             start, end = collection.layout.span(position)
-            left = [p for p in range(start, end) if ids[p] not in taken]
+            left = [p for p in range(start, end) if p not in taken]
             if not left:
                 continue
             holds_preservable = any(figures.policies[p] is GCPolicy.PRESERVABLE for p in left)
@@ -460,6 +511,7 @@ class BudgetStrategy(Strategy):
                 continue
             unit = collection.turn_unit(position)
             unit.message_ids = [ids[p] for p in left]
+            unit.positions = left
             unit.tokens = sum(figures.tokens[p] for p in left)
             yield unit
 
@@ -482,12 +534,15 @@ class _FallbackTruncate(TruncateStrategy):
         return None
 
 
-def _entry_units(budget: InstructionBudget) -> list[Unit]:
+def _entry_units(collection: Collection) -> list[Unit]:
     """Removable budget entries outside the conversation (plugin instructions, tool schemas).
 
     A CONDITIONAL entry is decided by the plugin owning its tool; with no such plugin here it
-    counts as ephemeral, as it does in JAATO.
+    counts as ephemeral, as it does in JAATO. Messages an entry names go with it, except where
+    nothing may be taken (``Collection.open_positions``).
     """
+    budget = collection.budget
+    assert budget is not None
     units = []
     for source in (InstructionSource.SYSTEM, InstructionSource.PLUGIN):
         entry = budget.get_entry(source)
@@ -506,6 +561,7 @@ def _entry_units(budget: InstructionBudget) -> list[Unit]:
                         child.total_tokens(),
                         policy,
                         child.created_at or 0.0,
+                        positions=collection.open_positions(child.message_ids),
                     )
                 )
     return units

@@ -7,6 +7,7 @@ A plugin decides *what* to forget and returns a new history with a removal list;
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,18 +38,20 @@ class RemovalReason(StrEnum):
     PRESERVABLE_UNDER_PRESSURE = "preservable_under_pressure"
 
 
-class GCRemovalItem(BaseModel):
+@dataclass(slots=True)
+class GCRemovalItem:
     """One thing a collection removed from the budget (and, with message ids, the history).
 
     ``child_key`` None means the whole source was cleared. ``turn_index`` is the stable index
-    of the turn the item belonged to, when it belonged to one.
+    of the turn the item belonged to, when it belonged to one. A dataclass, as JAATO's: a
+    collection makes thousands, and a model costs several times as much to make.
     """
 
     source: InstructionSource
     child_key: str | None = None
     tokens_freed: int = 0
     reason: str = ""
-    message_ids: list[str] = Field(default_factory=list)
+    message_ids: list[str] = field(default_factory=list)
     turn_index: int | None = None
 
 
@@ -100,9 +103,12 @@ class GCPlugin(Protocol):
     ) -> tuple[list[Message], GCResult]: ...
 
 
-def context_usage(budget: InstructionBudget, turns: int) -> dict[str, Any]:
-    """The usage dict a plugin receives, computed from a budget."""
-    total = budget.total_tokens()  # walked once: every figure here derives from it
+def context_usage(
+    budget: InstructionBudget, turns: int, total: int | None = None
+) -> dict[str, Any]:
+    """The usage dict a plugin receives, computed from a budget (whose total is ``total``,
+    when the caller knows it)."""
+    total = budget.total_tokens() if total is None else total
     return {
         "total_tokens": total,
         "prompt_tokens": total,

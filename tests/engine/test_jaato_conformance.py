@@ -166,6 +166,49 @@ def test_when_every_turn_is_protected_nothing_changes(name: str, counter: TokenC
     assert outcome.session.history == session.history
 
 
+@pytest.mark.parametrize("name", ["truncate", "summarize", "hybrid"])
+def test_a_collection_that_can_take_nothing_says_so_when_notices_are_on(
+    name: str, counter: TokenCounter
+) -> None:
+    """JAATO: the no-op notice of truncate, summarize and hybrid (``noop_notification_template``,
+    placeholders ``total`` and ``preserve``), put first as JAATO puts it; JAATO's details."""
+    session = plain_turns(5, counter)
+    outcome = run_gc(session, policy(type=name, preserve_recent_turns=10, notify_on_gc=True))
+    result = outcome.result
+    assert result.items_collected == 0
+    assert result.notification == (
+        "GC triggered but all 5 turns preserved (preserve_recent_turns=10). No context removed."
+    )
+    assert result.details["message"] == "All turns preserved, nothing to collect"
+    assert (result.details["total_turns"], result.details["preserve_count"]) == (5, 10)
+    notice, *rest = outcome.session.history
+    assert notice.kind is MessageKind.NOTICE
+    assert notice.text == f"[System: {result.notification}]"
+    assert rest == session.history
+    assert result.details["turns_after"] == 6 == len(outcome.session.turns())
+    assert outcome.budget_after == gcengine.rebuild_budget(outcome.session, counter)
+
+    custom = policy(
+        type=name,
+        preserve_recent_turns=10,
+        notify_on_gc=True,
+        noop_notification_template="{total} turns, {preserve} kept",
+    )
+    assert run_gc(session, custom).result.notification == "5 turns, 10 kept"
+    quiet = run_gc(session, policy(type=name, preserve_recent_turns=10)).result
+    assert quiet.notification is None
+
+
+def test_budget_says_nothing_when_it_can_take_nothing(counter: TokenCounter) -> None:
+    """JAATO's budget strategy has no no-op notice."""
+    session = plain_turns(5, counter)
+    config = policy(type="budget", preserve_recent_turns=10, notify_on_gc=True)
+    outcome = run_gc(session, config)
+    assert outcome.result.items_collected == 0
+    assert outcome.result.notification is None
+    assert outcome.session.history == session.history
+
+
 # --- truncate ------------------------------------------------------------------------------
 
 
@@ -179,6 +222,7 @@ def test_truncate_result_names_the_plugin_the_trigger_and_the_turn_counts(
     assert result.plugin_name == "gc_truncate"
     assert result.trigger_reason is GCTriggerReason.TURN_LIMIT
     assert (result.details["turns_before"], result.details["turns_after"]) == (10, 4)
+    assert result.details["preserve_count"] == 3
 
 
 def test_truncate_notice_follows_the_original_request(counter: TokenCounter) -> None:
@@ -195,8 +239,7 @@ def test_truncate_notice_follows_the_original_request(counter: TokenCounter) -> 
     )
     outcome = run_gc(session, config)
     notification = outcome.result.notification
-    assert notification is not None
-    assert "removed 2 old turns" in notification
+    assert notification == "Context cleaned: removed 2 old turns, kept 2 recent turns."
 
     history = outcome.session.history
     assert history[:2] == session.history[:2]
@@ -274,6 +317,18 @@ def test_summarize_result_details(counter: TokenCounter) -> None:
     assert details["turns_summarized"] == 6
     assert details["protected_turns"] == [0, 7, 8, 9]
     assert details["summary_number"] == 1
+    assert details["preserve_count"] == 3
+    summary = summaries(run_gc(session, config).session)[0]
+    assert details["summary_tokens"] == count_message(summary, counter)
+
+
+def test_hybrid_details_say_what_the_summary_costs(counter: TokenCounter) -> None:
+    """JAATO's hybrid details: ``summary_tokens`` (0 without a summary) and ``preserve_recent``."""
+    session = plain_turns(30, counter)
+    summarized = run_gc(session, hybrid(5, 10)).result.details
+    assert summarized["summary_tokens"] > 0
+    assert summarized["preserve_recent"] == 5
+    assert run_gc(session, hybrid(3, 0)).result.details["summary_tokens"] == 0
 
 
 def _summarized_transcript(turn: list[Message], counter: TokenCounter) -> str:
@@ -439,7 +494,8 @@ def test_hybrid_notification_counts_both_generations(counter: TokenCounter) -> N
 
 
 def test_hybrid_custom_notification_template(counter: TokenCounter) -> None:
-    """JAATO: hybrid's ``test_custom_notification_template`` ("17T" there)."""
+    """JAATO: hybrid's ``test_custom_notification_template`` ("17T" there: JAATO truncates the
+    original request too). The 3 kept are the recent turns; the locked first turn is not one."""
     config = hybrid(
         3,
         0,
@@ -447,7 +503,7 @@ def test_hybrid_custom_notification_template(counter: TokenCounter) -> None:
         notification_template="Collected: {truncated}T, {summarized}S, {kept}K",
     )
     outcome = run_gc(plain_turns(20, counter), config)
-    assert outcome.result.notification == "Collected: 16T, 0S, 4K"
+    assert outcome.result.notification == "Collected: 16T, 0S, 3K"
 
 
 # --- utilities -----------------------------------------------------------------------------

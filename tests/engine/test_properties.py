@@ -196,15 +196,28 @@ def test_a_built_budget_adds_up_with_the_approximate_counter(file: dict[str, Any
 def test_a_budget_extended_from_one_built_for_fewer_messages_is_the_rebuilt_budget(
     file: dict[str, Any], data: st.DataObject, counter: TokenCounter
 ) -> None:
-    """A replay builds each collection's budget from the one it built before; wherever it
-    cuts the history, the result is the budget built from scratch."""
+    """A replay lays out each window from the one before; wherever it cuts the history, the
+    result is the budget built from scratch."""
     session = load_session(file, counter=counter)
     covered = data.draw(st.integers(0, len(session.history)))
     prefix = session.model_copy(update={"history": session.history[:covered]})
     built = rebuild_budget(prefix, counter)
-    assert rebuild_budget(session, counter, built=(built, covered)) == rebuild_budget(
-        session, counter
-    )
+    assert rebuild_budget(session, counter, reuse=built) == rebuild_budget(session, counter)
+
+
+@PROPERTY_SETTINGS
+@given(file=jaato_session_files(), data=st.data())
+def test_a_budget_rebuilt_from_one_for_more_messages_is_the_rebuilt_budget(
+    file: dict[str, Any], data: st.DataObject, counter: TokenCounter
+) -> None:
+    """After a collection the budget is built from the one before, copying the turns left
+    whole; whatever was removed (and the order kept), it is the budget built from scratch."""
+    session = load_session(file, counter=counter)
+    before = rebuild_budget(session, counter)
+    kept = data.draw(st.lists(st.booleans(), min_size=len(session.history)))
+    history = [m for m, keep in zip(session.history, kept, strict=False) if keep]
+    after = session.model_copy(update={"history": history})
+    assert rebuild_budget(after, counter, reuse=before) == rebuild_budget(after, counter)
 
 
 @PROPERTY_SETTINGS

@@ -72,6 +72,56 @@ def test_replay_respects_pins_and_counts_usage_like_the_budget(counter: TokenCou
     assert last.tokens_after <= session.context_limit
 
 
+def test_replay_counts_the_window_not_the_conversation_the_file_recorded(
+    counter: TokenCounter,
+) -> None:
+    """A file with JAATO's own budget records the whole conversation; the replay's usage is
+    what the window holds, from the first check on, not the recording on top of it."""
+    shape = SessionShape(turns=40, seed=4, with_budget_state=True)
+    session = gcengine.load_session(generate_session_file(shape), counter=counter)
+    config = gcengine.load_gc_config({"type": "budget", "pressure_percent": 0}, env={})
+    replay = simulate(session, config)
+    first_turn = session.turns()[0].messages
+    alone = session.model_copy(update={"history": first_turn})
+    first = replay.steps[0]
+    assert (first.point, first.collected) == ("pre_message", False)
+    assert replay.steps[1].tokens_before == gcengine.rebuild_budget(alone, counter).total_tokens()
+
+
+class _Foreign:
+    """A plugin the engine does not know: it is handed budget trees, and checks each is the
+    budget of the history it is asked to collect."""
+
+    name = "foreign"
+
+    def __init__(self, counter: TokenCounter, session: Session) -> None:
+        self.inner = load_gc_plugin("budget")
+        self.counter, self.session, self.checked = counter, session, 0
+
+    def initialize(self, config: Any = None) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def should_collect(self, usage: Any, config: gcengine.GCConfig) -> Any:
+        return self.inner.should_collect(usage, config)
+
+    def collect(self, history: Any, usage: Any, config: Any, reason: Any, budget: Any) -> Any:
+        window = self.session.model_copy(update={"history": list(history)})
+        assert budget == gcengine.rebuild_budget(window, self.counter)
+        self.checked += 1
+        return self.inner.collect(history, usage, config, reason, budget)
+
+
+def test_a_replay_hands_other_plugins_the_budget_of_the_window(counter: TokenCounter) -> None:
+    session = long_session(counter, turns=80, limit=20_000)
+    config = gcengine.load_gc_config({"type": "budget", "pressure_percent": 0}, env={})
+    foreign = _Foreign(counter, session)
+    replay = simulate(session, config, plugin=foreign)  # type: ignore[arg-type]
+    ours = simulate(session, config)
+    assert foreign.checked == len(replay.events) > 10
+    assert replay.model_dump(exclude={"plugin"}) == ours.model_dump(exclude={"plugin"})
+
+
 def test_replay_checks_before_send_only_when_asked(counter: TokenCounter) -> None:
     session = long_session(counter, turns=60)
     points = {s.point for s in simulate(session, gcengine.load_gc_config({}, env={})).steps}

@@ -490,3 +490,26 @@ def test_budget_takes_ephemeral_units_oldest_first_whatever_the_creation_times(
     assert {e.message_ids[0] for e in leaves if e.gc_policy is GCPolicy.LOCKED} <= kept
     calls = {c.id for m in history for c in m.function_calls}
     assert calls == {r.call_id for m in history for r in m.function_responses}
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_repeated_message_id_takes_only_the_copy_in_the_unit_removed(
+    name: str, counter: TokenCounter
+) -> None:
+    """Two messages share an id: one in an old turn, one in the last (recent) turn. Removing
+    the old turn removes the old copy only; the recent copy is protected and stays."""
+    session = session_at(12, 95, counter, tool_every=1, seed=11)
+    turns = session.turns()
+    old = next(m for m in turns[2].messages if m.role is gcengine.Role.MODEL and m.is_text_only)
+    copy_ = old.model_copy(update={"turn_index": turns[-1].index})
+    session = session.model_copy(update={"history": [*session.history, copy_]})
+    session.budget = gcengine.rebuild_budget(session, counter)
+    config = policy(type=name, target_percent=20, threshold_percent=30, preserve_recent_turns=2)
+    outcome = run_gc(session, config)
+    assert outcome.result.success
+    removed_turns = {item.turn_index for item in outcome.result.removal_list}
+    assert turns[2].index in removed_turns
+    kept = outcome.session.history
+    assert [m for m in kept if m.message_id == old.message_id] == [copy_]
+    assert kept[-1] is copy_
+    assert outcome.budget_after == gcengine.rebuild_budget(outcome.session, counter)
