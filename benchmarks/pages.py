@@ -49,6 +49,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from accounts import admin_client  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
@@ -139,7 +140,7 @@ def main() -> None:
     small = build(project, 10, version)
     large = build(project, args.turns, version)
 
-    client = Client()
+    client = admin_client(project)
     print(f"\nmedians of {args.repeat} requests after 2 warm-ups, in ms (wall / CPU)")
     large_name = f"{args.turns:,} turns"
     print(f"{'page':<26}{'10 turns':>16}{large_name:>18}{'ratio':>16}")

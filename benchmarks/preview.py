@@ -79,7 +79,7 @@ def stored_session(turns: int, usage: float) -> Any:
     if receipt.session is None:  # over the inline limit: read it now rather than wait
         assert receipt.job is not None
         services.ingest_job_execute(job_id=receipt.job.pk)
-        return selectors.ingest_job_get(project=project, job_id=receipt.job.pk).session
+        return selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk).session
     return receipt.session
 
 
@@ -91,12 +91,12 @@ def form(config: dict[str, Any], session_id: int) -> dict[str, Any]:
 
 
 def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay: bool) -> None:
-    from django.test import Client
+    from accounts import admin_client
     from django.urls import reverse
 
     from jaato_web.dashboard import dry_runs, services
 
-    client = Client()
+    client = admin_client(session.project)
     url = reverse("dashboard:policy-preview")
     validated = services.config_validated(config)
 

@@ -32,10 +32,11 @@ from jaato_web.dashboard.models import AgentSession
 
 SESSION_CACHE_SIZE = 4
 REPLAY_CACHE_SIZE = 64
-# Sessions up to this many turns are replayed as soon as a preview asks; longer ones wait
-# for a click. Continuous mode collects after nearly every turn past the target, so it costs
-# far more per turn (measured in benchmarks/preview.py).
-QUICK_REPLAY_TURNS = {"threshold": 2000, "continuous": 200}
+# Sessions up to this many turns are replayed as soon as a preview asks (in a second request,
+# after the ledger); longer ones wait for a click. Continuous mode collects after nearly every
+# turn past the target, so it costs more per turn: about 1 s at 1,000 turns against 0.1 s in
+# threshold mode (benchmarks/preview.py).
+QUICK_REPLAY_TURNS = {"threshold": 5000, "continuous": 1000}
 LLM_NOTE = (
     "This preview summarizes with the offline extractive summarizer; "
     "a real run calls the LLM endpoint."
