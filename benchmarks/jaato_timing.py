@@ -1,0 +1,195 @@
+"""JAATO's side of ``jaato_side_by_side.py``: run by JAATO's interpreter, never by ours.
+
+Imports only the standard library and jaato-server (``jaato_server``, ``jaato_sdk``). Reads a
+manifest (argument 1) naming JAATO session files, a ``gc.json`` and a repeat count; loads each
+file with JAATO's own serializer, builds JAATO's ``InstructionBudget`` and times the
+``gc_budget`` plugin's ``collect``. Prints one JSON object on stdout; on failure, an object
+with ``error`` and exit status 2.
+
+Two budgets per session:
+
+* ``file``: the load path of JAATO's daemon: ``deserialize_session_state``, then
+  ``InstructionBudget.create_default`` and ``restore_conversation_from_snapshot`` of the
+  file's ``budget_state``. JAATO 1.2.0 does not read ``message_id`` back (every loaded message
+  gets a new one), so the restored budget would name no message of the history and collect
+  would free nothing; the ids are put back from the file so the plugin does real work;
+* ``rebuilt``: the budget a running JAATO session makes from that history after its next
+  response: ``JaatoSession._update_conversation_budget`` (one ``msg_<i>`` child per message,
+  counted by JAATO, chars/4 without a provider), driven on a session object that has only the
+  attributes that method reads. The context limit puts usage at the same percentage.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+import traceback
+from collections import Counter
+from importlib.metadata import version
+from types import SimpleNamespace
+from typing import Any
+
+
+def fail(message: str) -> None:
+    print(json.dumps({"error": message}))
+    sys.exit(2)
+
+
+try:
+    from jaato_server.shared.instruction_budget import InstructionBudget
+    from jaato_server.shared.instruction_token_cache import InstructionTokenCache
+    from jaato_server.shared.jaato_session import JaatoSession
+    from jaato_server.shared.plugins.gc import GCTriggerReason, load_gc_from_file
+    from jaato_server.shared.plugins.gc.utils import history_media_bytes
+    from jaato_server.shared.plugins.session.serializer import deserialize_session_state
+except Exception as error:  # reported to the driver, not raised
+    fail(f"cannot import jaato-server's GC modules: {type(error).__name__}: {error}")
+
+
+def median_ms(times: list[float]) -> float:
+    return round(statistics.median(times) * 1000, 3)
+
+
+def usage_of(budget: Any, history: list[Any], turns: int) -> dict[str, Any]:
+    """The keys of ``JaatoSession.get_context_usage()`` that the GC reads."""
+    return {
+        "context_limit": budget.context_limit,
+        "total_tokens": budget.effective_total_tokens(),
+        "percent_used": budget.utilization_percent(),
+        "tokens_remaining": budget.available_tokens(),
+        "effective_input_limit": budget.effective_input_limit(),
+        "turns": turns,
+        "media_bytes": history_media_bytes(history),
+    }
+
+
+def file_builder(state: Any, context_limit: int):
+    def build() -> Any:
+        budget = InstructionBudget.create_default(state.session_id, context_limit=context_limit)
+        budget.restore_conversation_from_snapshot(state.budget_state)
+        return budget
+
+    return build
+
+
+def rebuilt_builder(state: Any, percent: float):
+    session = object.__new__(JaatoSession)
+    attributes = {
+        "_history": SimpleNamespace(messages=state.history),
+        "_provider": None,
+        "_provider_name_override": None,
+        "_runtime": SimpleNamespace(
+            provider_name="benchmark", instruction_token_cache=InstructionTokenCache()
+        ),
+        "_msg_token_cache": {},
+        "_turn_model_response_count": 0,
+        "_turn_had_tool_calls": False,
+        "_cache_plugin": None,
+        "_on_instruction_budget_updated": None,
+        "_ui_hooks": None,
+        "_trace": lambda *args, **kwargs: None,
+    }
+    for name, value in attributes.items():
+        object.__setattr__(session, name, value)
+    limit = 0
+
+    def build() -> Any:
+        budget = InstructionBudget.create_default(state.session_id, context_limit=limit or 1)
+        object.__setattr__(session, "_instruction_budget", budget)
+        JaatoSession._update_conversation_budget(session)
+        return budget
+
+    limit = int(build().total_tokens() * 100 / percent)
+    return build
+
+
+def measure(
+    build: Any, history: list[Any], turns: int, plugin: Any, config: Any, repeat: int
+) -> dict[str, Any]:
+    def collect(budget: Any) -> tuple[list[Any], Any]:
+        usage = usage_of(budget, history, turns)
+        return plugin.collect(history, usage, config, GCTriggerReason.THRESHOLD, budget=budget)
+
+    collect_times, total_times, build_times = [], [], []
+    for _ in range(repeat):
+        budget = build()
+        started = time.perf_counter()
+        collect(budget)
+        collect_times.append(time.perf_counter() - started)
+    for _ in range(repeat):
+        started = time.perf_counter()
+        budget = build()
+        built = time.perf_counter()
+        collect(budget)
+        total_times.append(time.perf_counter() - started)
+        build_times.append(built - started)
+    budget = build()
+    usage = usage_of(budget, history, turns)
+    new_history, result = collect(budget)
+    total = budget.total_tokens()
+    freed = sum(item.tokens_freed for item in result.removal_list)
+    kept = {id(message) for message in new_history}
+    return {
+        "collect_ms": median_ms(collect_times),
+        "build_collect_ms": median_ms(total_times),
+        "build_ms": median_ms(build_times),
+        "budget_tokens": total,
+        "context_limit": budget.context_limit,
+        "percent_before": round(usage["percent_used"], 2),
+        "items": result.items_collected,
+        "reasons": dict(Counter(item.reason for item in result.removal_list)),
+        "messages_removed": sum(1 for message in history if id(message) not in kept),
+        "budget_tokens_freed": freed,
+        "percent_after": round((total - freed) * 100 / budget.effective_input_limit(), 2),
+        "details_tokens_freed": result.details.get("tokens_freed"),
+    }
+
+
+def run(manifest: dict[str, Any]) -> dict[str, Any]:
+    loaded = load_gc_from_file(manifest["gc_config"])
+    if loaded is None:
+        fail(f"JAATO's load_gc_from_file could not read {manifest['gc_config']}")
+    plugin, config = loaded
+    if plugin.name != "gc_budget":
+        fail(f"gc.json loaded {plugin.name}, not gc_budget")
+    results = []
+    for shape in manifest["shapes"]:
+        with open(shape["session"], encoding="utf-8") as handle:
+            data = json.load(handle)
+        state = deserialize_session_state(data)
+        if len(state.history) != len(data["history"]):
+            fail(f"{shape['name']}: JAATO dropped messages while loading the file")
+        for message, raw in zip(state.history, data["history"], strict=True):
+            message.message_id = raw["message_id"]
+        turns = len(state.turn_accounting) or int(data.get("turn_count") or 0)
+        row: dict[str, Any] = {"name": shape["name"], "messages": len(state.history)}
+        for mode in manifest["modes"]:
+            try:
+                if mode == "file":
+                    build = file_builder(state, shape["context_limit"])
+                else:
+                    build = rebuilt_builder(state, shape["percent"])
+                row[mode] = measure(build, state.history, turns, plugin, config, manifest["repeat"])
+            except Exception as error:  # one mode failing is reported
+                row[mode] = {"error": f"{type(error).__name__}: {error}"}
+                traceback.print_exc(file=sys.stderr)
+        results.append(row)
+    return {
+        "jaato_server": version("jaato-server"),
+        "python": sys.version.split()[0],
+        "rows": results,
+    }
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        fail("usage: jaato_timing.py MANIFEST.json")
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    print(json.dumps(run(manifest)))
+
+
+if __name__ == "__main__":
+    main()
