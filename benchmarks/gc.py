@@ -27,7 +27,8 @@ truncate 0.8 / 6.8-9.5 / 92-186 ms. Pair-heavy in JAATO: 10-12 s at 24,000 child
 
     python benchmarks/gc.py [--sizes 100 1000 10000] [--repeat 5] [--replay-turns 1000] [--replay]
 
-``--replay`` times the replay alone.
+``--replay`` times the replay alone. ``benchmarks/jaato_side_by_side.py`` times JAATO's own
+gc_budget (jaato-server, in a separate virtualenv) against ours on these shapes.
 """
 
 from __future__ import annotations
