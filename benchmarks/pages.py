@@ -113,9 +113,9 @@ def medians(
 
 
 def pages(run: GCRun) -> dict[str, tuple[str, dict[str, str]]]:
-    session_url = reverse("dashboard:session_detail", args=[run.session_id])
-    run_url = reverse("dashboard:run_detail", args=[run.pk])
-    tree_url = reverse("dashboard:session_tree", args=[run.session_id])
+    session_url = reverse("session_detail", args=[run.session_id])
+    run_url = reverse("run_detail", args=[run.pk])
+    tree_url = reverse("session_tree", args=[run.session_id])
     return {
         "session page": (session_url, {}),
         "run page": (run_url, {}),

@@ -84,7 +84,7 @@ def stored_session(turns: int, usage: float) -> Any:
 
 
 def form(config: dict[str, Any], session_id: int) -> dict[str, Any]:
-    from jaato_web.dashboard.policy_forms import form_values
+    from jaato_web.pages.forms import form_values
 
     data = {k: v for k, v in form_values(config).items() if v is not None and v is not False}
     return {**{k: "on" if v is True else v for k, v in data.items()}, "session": session_id}
@@ -97,7 +97,7 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
     from jaato_web.dashboard import dry_runs, services
 
     client = admin_client(session.project)
-    url = reverse("dashboard:policy-preview")
+    url = reverse("policy_preview")
     validated = services.config_validated(config)
 
     def varied(i: int) -> Any:

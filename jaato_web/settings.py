@@ -149,6 +149,7 @@ INSTALLED_APPS = [
     "jaato_web.dashboard",
     "jaato_web.teams",
     "jaato_web.review",
+    "jaato_web.pages",
 ]
 
 MIDDLEWARE = [
@@ -158,8 +159,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "jaato_web.teams.middleware.PagesLoginRequiredMiddleware",
-    "jaato_web.teams.middleware.NoProjectMiddleware",
+    "jaato_web.pages.middleware.PagesLoginRequiredMiddleware",
+    "jaato_web.pages.middleware.NoProjectMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -180,7 +181,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "jaato_web.teams.context_processors.projects",
+                "jaato_web.pages.context_processors.projects",
             ],
         },
     },
@@ -213,8 +214,8 @@ TASKS = {"default": {"BACKEND": _TASK_BACKENDS[_task_backend]}}
 
 # --- Accounts ---------------------------------------------------------------
 
-LOGIN_URL = "teams:sign_in"
-LOGIN_REDIRECT_URL = "dashboard:home"
+LOGIN_URL = "sign_in"
+LOGIN_REDIRECT_URL = "home"
 # A signed-in browser stays signed in for two weeks of inactivity at most.
 SESSION_COOKIE_AGE = env_int("JAATO_SESSION_AGE_SECONDS", 60 * 60 * 24 * 14)
 SESSION_COOKIE_HTTPONLY = True

@@ -8,7 +8,5 @@ from jaato_web.api import api
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
-    path("", include("jaato_web.teams.urls")),
-    path("", include("jaato_web.review.urls")),
-    path("", include("jaato_web.dashboard.urls")),
+    path("", include("jaato_web.pages.urls")),
 ]

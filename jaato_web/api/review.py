@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
 from jaato_web.api.auth import COMMENT, REVIEW, VIEW, access_of
-from jaato_web.api.pages import paged
+from jaato_web.api.paging import paged
 from jaato_web.api.schemas import Problem
 from jaato_web.dashboard import selectors as dashboard_selectors
 from jaato_web.dashboard.models import GCRun, PolicyVersion

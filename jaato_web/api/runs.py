@@ -7,7 +7,7 @@ from ninja import Router, Status
 
 import gcengine
 from jaato_web.api.auth import RUN, VIEW, access_of
-from jaato_web.api.pages import node_page, paged
+from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
     DiffPage,
     NodePage,

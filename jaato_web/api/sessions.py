@@ -7,7 +7,7 @@ from django.utils.http import content_disposition_header
 from ninja import File, Router, Status, UploadedFile
 
 from jaato_web.api.auth import UPLOAD, VIEW, access_of, project_of
-from jaato_web.api.pages import node_page, paged
+from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
     IngestJobOut,
     NodePage,

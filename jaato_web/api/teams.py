@@ -10,10 +10,10 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
 from jaato_web.api.auth import MANAGE_MEMBERS, VIEW, access_of
-from jaato_web.api.pages import paged
-from jaato_web.dashboard.models import Project
+from jaato_web.api.paging import paged
+from jaato_web.dashboard.models import AuditAction, AuditEvent, Project
 from jaato_web.teams import selectors, services
-from jaato_web.teams.models import AuditAction, AuditEvent, Membership
+from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
 
 router = Router(tags=["teams"])

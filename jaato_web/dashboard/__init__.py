@@ -1,1 +1,2 @@
-"""Server-rendered pages of the dashboard (htmx for the interactive parts)."""
+"""The domain of the dashboard: projects, uploaded sessions, policies, GC runs, replays and
+the audit log, with the services that change them and the selectors that read them."""

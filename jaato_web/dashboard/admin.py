@@ -19,6 +19,7 @@ from django.http import HttpRequest
 
 from jaato_web.dashboard.models import (
     AgentSession,
+    AuditEvent,
     GCRun,
     IngestJob,
     Policy,
@@ -29,19 +30,7 @@ from jaato_web.dashboard.models import (
     SessionTurn,
     Summary,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Viewable, not editable: no add, no change, no delete."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from jaato_web.readonly_admin import ReadOnlyAdmin
 
 
 @admin.register(Project)
@@ -190,3 +179,10 @@ class IngestJobAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[IngestJob]:
         return super().get_queryset(request).defer("data")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "actor_name", "action", "target", "project")
+    list_filter = ("action", "project")
+    search_fields = ("actor_name", "target")

@@ -1,4 +1,4 @@
-"""App registration for the dashboard pages."""
+"""App registration for the dashboard's domain (sessions, policies, runs)."""
 
 from django.apps import AppConfig
 

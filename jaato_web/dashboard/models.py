@@ -11,6 +11,7 @@ and GC runs write their own rows beside the session's.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -309,3 +310,51 @@ class IngestJob(BackgroundWork):
 
     def __str__(self) -> str:
         return f"ingest {self.filename} ({self.status})"
+
+
+class AuditAction(models.TextChoices):
+    UPLOAD = "upload", "Upload"
+    RUN = "run", "GC run"
+    REPLAY = "replay", "Replay"
+    POLICY_SAVE = "policy_save", "Policy save"
+    POLICY_DEFAULT = "policy_default", "Default policy"
+    PIN = "pin", "Pin"
+    UNPIN = "unpin", "Unpin"
+    COMMENT = "comment", "Comment"
+    VERDICT = "verdict", "Verdict"
+    MEMBER_ADD = "member_add", "Member added"
+    MEMBER_ROLE = "member_role", "Role changed"
+    MEMBER_REMOVE = "member_remove", "Member removed"
+    PROJECT_CREATE = "project_create", "Project created"
+    TOKEN_CREATE = "token_create", "Token created"
+    TOKEN_REVOKE = "token_revoke", "Token revoked"
+
+
+class AuditEvent(models.Model):
+    """Who did what, when, in which project. Written in the same transaction as the change."""
+
+    project = models.ForeignKey(
+        Project, null=True, on_delete=models.CASCADE, related_name="audit_events"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(
+        max_length=150, help_text="Kept when the user is deleted; 'system' for automatic work."
+    )
+    action = models.CharField(max_length=30, choices=AuditAction.choices)
+    target = models.CharField(max_length=300, help_text="What it acted on, in words.")
+    target_url = models.CharField(max_length=300, blank=True)
+    detail = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        # The log began in the teams app; the table kept its name when the model moved here.
+        db_table = "teams_auditevent"
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="teams_audit_project_8f0293_idx")
+        ]
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name} {self.action} {self.target}"

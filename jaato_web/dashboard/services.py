@@ -20,8 +20,10 @@ from django.utils import timezone
 import gcengine
 from gcengine.gc import PluginError, discover_gc_plugins
 from jaato_web.dashboard import presenters, tasks
+from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import (
     AgentSession,
+    AuditAction,
     BudgetNode,
     GCRun,
     IngestJob,
@@ -35,8 +37,6 @@ from jaato_web.dashboard.models import (
     SessionTurn,
     Summary,
 )
-from jaato_web.teams.audit import actor_name, audit_record
-from jaato_web.teams.models import AuditAction
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -189,10 +189,10 @@ def _upload_audit(
     job: IngestJob | None = None,
 ) -> None:
     if session is not None:
-        url = reverse("dashboard:session_detail", args=[session.pk])
+        url = reverse("session_detail", args=[session.pk])
     else:
         assert job is not None
-        url = reverse("dashboard:ingest_job", args=[job.pk])
+        url = reverse("ingest_job", args=[job.pk])
     audit_record(
         project=project,
         actor=actor,
@@ -412,7 +412,7 @@ def run_start(
             actor=actor,
             action=AuditAction.RUN,
             target=f"run {run.pk} of {session.label}",
-            target_url=reverse("dashboard:run_detail", args=[run.pk]),
+            target_url=reverse("run_detail", args=[run.pk]),
             detail={
                 "session": session.pk,
                 "plugin": plugin_name,
@@ -571,7 +571,7 @@ def replay_request(*, session: AgentSession, config: Any, actor: Actor = None) -
                 actor=actor,
                 action=AuditAction.REPLAY,
                 target=f"replay of {session.label}",
-                target_url=reverse("dashboard:replay_detail", args=[replay.pk]),
+                target_url=reverse("replay_detail", args=[replay.pk]),
                 detail={"session": session.pk, "plugin": canonical.get("type")},
             )
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
@@ -663,7 +663,7 @@ def _policy_audit(version: PolicyVersion, actor: Actor, action: AuditAction | No
         actor=actor,
         action=action or AuditAction.POLICY_SAVE,
         target=f"{policy.name} version {version.number}",
-        target_url=reverse("dashboard:policy-versions", args=[policy.pk]),
+        target_url=reverse("policy_versions", args=[policy.pk]),
         detail={"policy": policy.pk, "version": version.number, "message": version.message},
     )
 
@@ -803,6 +803,6 @@ def project_set_default_policy(
         actor=actor,
         action=AuditAction.POLICY_DEFAULT,
         target=policy.name if policy else "no default policy",
-        target_url=reverse("dashboard:policy-list"),
+        target_url=reverse("policy_list"),
         detail={"policy": policy.pk if policy else None},
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from jaato_web.dashboard.admin import ReadOnlyAdmin
+from jaato_web.readonly_admin import ReadOnlyAdmin
 from jaato_web.review.models import Comment, Verdict
 
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from jaato_web.dashboard.models import JobStatus
+from jaato_web.dashboard.audit import actor_name, audit_record
+from jaato_web.dashboard.models import AuditAction, JobStatus
 from jaato_web.review.models import (
     COMMENT_MAX_CHARS,
     NOTE_MAX_CHARS,
@@ -21,8 +22,6 @@ from jaato_web.review.models import (
     Verdict,
 )
 from jaato_web.review.targets import Target
-from jaato_web.teams.audit import actor_name, audit_record
-from jaato_web.teams.models import AuditAction
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

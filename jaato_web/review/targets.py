@@ -65,26 +65,26 @@ class Target:
     def url(self) -> str:
         """The page that shows the target's review."""
         if self.removal is not None and self.run is not None:
-            return reverse("dashboard:run_removal", args=[self.run.pk, self.removal.seq])
+            return reverse("run_removal", args=[self.run.pk, self.removal.seq])
         if self.run is not None:
-            return reverse("dashboard:run_detail", args=[self.run.pk])
+            return reverse("run_detail", args=[self.run.pk])
         assert self.policy_version is not None
         version = self.policy_version
-        return reverse("review:version_review", args=[version.policy_id, version.number])
+        return reverse("version_review", args=[version.policy_id, version.number])
 
     def comment_url(self) -> str:
         """Where the page's comment and reply forms post."""
         if self.removal is not None and self.run is not None:
-            return reverse("review:removal_comment", args=[self.run.pk, self.removal.seq])
+            return reverse("removal_comment", args=[self.run.pk, self.removal.seq])
         if self.run is not None:
-            return reverse("review:run_comment", args=[self.run.pk])
+            return reverse("run_comment", args=[self.run.pk])
         assert self.policy_version is not None
         version = self.policy_version
-        return reverse("review:version_comment", args=[version.policy_id, version.number])
+        return reverse("version_comment", args=[version.policy_id, version.number])
 
     def verdict_url(self) -> str:
         if self.run is not None:
-            return reverse("review:run_verdict", args=[self.run.pk])
+            return reverse("run_verdict", args=[self.run.pk])
         assert self.policy_version is not None
         version = self.policy_version
-        return reverse("review:version_verdict", args=[version.policy_id, version.number])
+        return reverse("version_verdict", args=[version.policy_id, version.number])

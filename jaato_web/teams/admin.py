@@ -1,12 +1,12 @@
 """Admin for members (editable: a site admin can seat a project's first admin) and read-only
-views of tokens, sign-in attempts and the audit log, which only their own flows may write."""
+views of tokens and sign-in attempts, which only their own flows may write."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from jaato_web.dashboard.admin import ReadOnlyAdmin
-from jaato_web.teams.models import ApiToken, AuditEvent, Membership, SignInAttempt
+from jaato_web.readonly_admin import ReadOnlyAdmin
+from jaato_web.teams.models import ApiToken, Membership, SignInAttempt
 
 
 @admin.register(Membership)
@@ -27,10 +27,3 @@ class SignInAttemptAdmin(ReadOnlyAdmin):
     list_display = ("username", "ip_address", "succeeded", "created_at")
     list_filter = ("succeeded",)
     search_fields = ("username", "ip_address")
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "actor_name", "action", "target", "project")
-    list_filter = ("action", "project")
-    search_fields = ("actor_name", "target")

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from jaato_web.dashboard.models import Project
-from jaato_web.teams.models import ApiToken, AuditEvent, Membership
+from jaato_web.dashboard.models import AuditEvent, Project
+from jaato_web.teams.models import ApiToken, Membership
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

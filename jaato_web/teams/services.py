@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
 
-from jaato_web.dashboard.models import Project
+from jaato_web.dashboard.audit import audit_record
+from jaato_web.dashboard.models import AuditAction, Project
 from jaato_web.teams.access import TOKEN_PREFIX, token_digest
-from jaato_web.teams.audit import audit_record
-from jaato_web.teams.models import ApiToken, AuditAction, Membership, SignInAttempt
+from jaato_web.teams.models import ApiToken, Membership, SignInAttempt
 from jaato_web.teams.permissions import Role
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def project_create(*, name: str, creator: User) -> Project:
         actor=creator,
         action=AuditAction.PROJECT_CREATE,
         target=project.name,
-        target_url=reverse("teams:members", args=[project.pk]),
+        target_url=reverse("member_list", args=[project.pk]),
     )
     return project
 
@@ -77,7 +77,7 @@ def member_add(*, project: Project, user: User, role: Role, actor: User | None) 
         actor=actor,
         action=AuditAction.MEMBER_ADD,
         target=user.get_username(),
-        target_url=reverse("teams:members", args=[project.pk]),
+        target_url=reverse("member_list", args=[project.pk]),
         detail={"role": role.value},
     )
     return membership
@@ -98,7 +98,7 @@ def member_set_role(*, membership: Membership, role: Role, actor: User | None) -
         actor=actor,
         action=AuditAction.MEMBER_ROLE,
         target=locked.user.get_username(),
-        target_url=reverse("teams:members", args=[locked.project_id]),
+        target_url=reverse("member_list", args=[locked.project_id]),
         detail={"from": before, "to": role.value},
     )
     return locked
@@ -115,7 +115,7 @@ def member_remove(*, membership: Membership, actor: User | None) -> None:
         actor=actor,
         action=AuditAction.MEMBER_REMOVE,
         target=locked.user.get_username(),
-        target_url=reverse("teams:members", args=[locked.project_id]),
+        target_url=reverse("member_list", args=[locked.project_id]),
         detail={"role": locked.role},
     )
 

@@ -10,9 +10,8 @@ import pytest
 from pytest_django.live_server_helper import LiveServer
 
 from jaato_web import client as jaato_gc
-from jaato_web.dashboard.models import Project
+from jaato_web.dashboard.models import AuditEvent, Project
 from jaato_web.teams import services as team_services
-from jaato_web.teams.models import AuditEvent
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member
 from tests.web.uploads import BUDGET_POLICY, session_file

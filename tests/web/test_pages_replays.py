@@ -21,7 +21,7 @@ HTMX = {"HX-Request": "true"}
 def replay_of(
     client: Client, session: AgentSession, policy: Policy, capture: Any, **headers: str
 ) -> Any:
-    url = reverse("dashboard:replay_create", args=[session.pk])
+    url = reverse("replay_create", args=[session.pk])
     with capture(execute=True):
         return client.post(url, {"policy_version": str(policy.versions.get().pk)}, headers=headers)
 
@@ -35,20 +35,20 @@ def test_replay_request_redirects_to_the_session_page_showing_it(
     response = replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
 
     replay = Replay.objects.get()
-    detail = reverse("dashboard:session_detail", args=[stored_session.pk])
+    detail = reverse("session_detail", args=[stored_session.pk])
     assert response.status_code == 302
     assert response["Location"] == f"{detail}?replay={replay.pk}#replay"
     assert replay.status == JobStatus.DONE
 
     page = client.get(response["Location"]).content.decode()
-    chart_url = reverse("dashboard:replay_detail", args=[replay.pk])
+    chart_url = reverse("replay_detail", args=[replay.pk])
     assert f'hx-get="{chart_url}" hx-trigger="load"' in page
 
 
 def test_htmx_replay_request_answers_with_the_replay_section(
     client: Client, stored_session: AgentSession, budget_policy: Policy
 ) -> None:
-    url = reverse("dashboard:replay_create", args=[stored_session.pk])
+    url = reverse("replay_create", args=[stored_session.pk])
 
     response = client.post(
         url, {"policy_version": str(budget_policy.versions.get().pk)}, headers=HTMX
@@ -59,7 +59,7 @@ def test_htmx_replay_request_answers_with_the_replay_section(
     assert "<html" not in html
     assert html.lstrip().startswith('<div id="replay">')
     assert 'hx-trigger="every 2s"' in html
-    assert f'hx-get="{reverse("dashboard:replay_detail", args=[replay.pk])}"' in html
+    assert f'hx-get="{reverse("replay_detail", args=[replay.pk])}"' in html
 
 
 def test_threshold_mode_chart_has_the_sawtooth_figures(
@@ -71,7 +71,7 @@ def test_threshold_mode_chart_has_the_sawtooth_figures(
     replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
     replay = Replay.objects.get()
 
-    response = client.get(reverse("dashboard:replay_detail", args=[replay.pk]), headers=HTMX)
+    response = client.get(reverse("replay_detail", args=[replay.pk]), headers=HTMX)
 
     html = response.content.decode()
     assert "<html" not in html
@@ -101,7 +101,7 @@ def test_continuous_mode_chart_has_no_threshold_line(
     replay_of(client, stored_session, policy, django_capture_on_commit_callbacks)
     replay = Replay.objects.get()
 
-    html = client.get(reverse("dashboard:replay_detail", args=[replay.pk])).content.decode()
+    html = client.get(reverse("replay_detail", args=[replay.pk])).content.decode()
 
     assert "<html" in html
     assert "chart__threshold" not in html
@@ -119,7 +119,7 @@ def test_pending_replay_polls(
         session=stored_session, config=budget_policy.versions.get().config
     )
 
-    html = client.get(reverse("dashboard:replay_detail", args=[replay.pk]), headers=HTMX).content
+    html = client.get(reverse("replay_detail", args=[replay.pk]), headers=HTMX).content
 
     text = html.decode()
     assert 'hx-trigger="every 2s"' in text
@@ -135,7 +135,7 @@ def test_failed_replay_says_why(
     )
     Replay.objects.filter(pk=replay.pk).update(status=JobStatus.FAILED, error="no budget")
 
-    html = client.get(reverse("dashboard:replay_detail", args=[replay.pk])).content.decode()
+    html = client.get(reverse("replay_detail", args=[replay.pk])).content.decode()
 
     assert "no budget" in html
     assert "every 2s" not in html
@@ -144,6 +144,6 @@ def test_failed_replay_says_why(
 def test_session_page_without_policies_offers_no_replay(
     client: Client, stored_session: AgentSession
 ) -> None:
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     assert "There is no stored policy to replay with yet." in html.decode()

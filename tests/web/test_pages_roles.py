@@ -58,10 +58,10 @@ def test_session_page_offers_a_viewer_no_run_replay_or_pin(
     pinning_policy: Policy,
     finished_run: GCRun,
 ) -> None:
-    url = reverse("dashboard:session_detail", args=[stored_session.pk])
-    run_url = reverse("dashboard:run_create", args=[stored_session.pk])
-    replay_url = reverse("dashboard:replay_create", args=[stored_session.pk])
-    pin_url = reverse("dashboard:policy-pin-toggle")
+    url = reverse("session_detail", args=[stored_session.pk])
+    run_url = reverse("run_create", args=[stored_session.pk])
+    replay_url = reverse("replay_create", args=[stored_session.pk])
+    pin_url = reverse("policy_pin_toggle")
 
     edits = html_of(editor, url)
     reads = html_of(viewer, url)
@@ -72,14 +72,14 @@ def test_session_page_offers_a_viewer_no_run_replay_or_pin(
     assert ROLE_NOTE in reads
     assert "Your role" not in edits
     # What a viewer may read is all still there.
-    assert f'href="{reverse("dashboard:run_detail", args=[finished_run.pk])}"' in reads
+    assert f'href="{reverse("run_detail", args=[finished_run.pk])}"' in reads
 
 
 def test_history_fragment_offers_a_viewer_no_pin_toggle(
     viewer: Client, stored_session: AgentSession, pinning_policy: Policy
 ) -> None:
     response = viewer.get(
-        reverse("dashboard:session_detail", args=[stored_session.pk]),
+        reverse("session_detail", args=[stored_session.pk]),
         headers={"HX-Request": "true", "HX-Target": "history"},
     )
 
@@ -91,8 +91,8 @@ def test_history_fragment_offers_a_viewer_no_pin_toggle(
 def test_sessions_list_offers_a_viewer_no_upload(
     viewer: Client, editor: Client, stored_session: AgentSession
 ) -> None:
-    upload_url = reverse("dashboard:session_upload")
-    list_url = reverse("dashboard:session_list")
+    upload_url = reverse("session_upload")
+    list_url = reverse("session_list")
 
     assert f'href="{upload_url}"' in html_of(editor, list_url)
     reads = html_of(viewer, list_url)
@@ -111,11 +111,11 @@ def test_upload_link_shows_for_whoever_may_upload_somewhere(
     Membership.objects.create(project=elsewhere, user=user, role=Role.EDITOR)
     client = signed_in_client(user)
 
-    html = html_of(client, reverse("dashboard:session_list") + f"?project={project.pk}")
-    assert f'href="{reverse("dashboard:session_upload")}"' in html
+    html = html_of(client, reverse("session_list") + f"?project={project.pk}")
+    assert f'href="{reverse("session_upload")}"' in html
     # The project they only read is the current one; the upload page still opens.
-    client.post(reverse("teams:project_switch"), {"project": project.pk})
-    upload = html_of(client, reverse("dashboard:session_upload"))
+    client.post(reverse("project_switch"), {"project": project.pk})
+    upload = html_of(client, reverse("session_upload"))
     choices = upload[upload.index('id="id_project"') :].split("</select>")[0]
     assert f'<option value="{elsewhere.pk}" selected>' in choices
     assert f'<option value="{project.pk}"' not in choices
@@ -125,13 +125,13 @@ def test_policy_list_offers_a_viewer_no_new_import_default_edit_or_apply(
     viewer: Client, editor: Client, pinning_policy: Policy
 ) -> None:
     controls = [
-        reverse("dashboard:policy-new"),
-        reverse("dashboard:policy-import"),
-        reverse("dashboard:policy-default", args=[pinning_policy.pk]),
-        reverse("dashboard:policy-edit", args=[pinning_policy.pk]),
-        reverse("dashboard:policy-apply", args=[pinning_policy.pk]),
+        reverse("policy_new"),
+        reverse("policy_import"),
+        reverse("policy_default", args=[pinning_policy.pk]),
+        reverse("policy_edit", args=[pinning_policy.pk]),
+        reverse("policy_apply", args=[pinning_policy.pk]),
     ]
-    list_url = reverse("dashboard:policy-list")
+    list_url = reverse("policy_list")
 
     edits = html_of(editor, list_url)
     reads = html_of(viewer, list_url)
@@ -142,16 +142,16 @@ def test_policy_list_offers_a_viewer_no_new_import_default_edit_or_apply(
     assert ROLE_NOTE in reads
     # The viewer still sees which policy is the default, and reaches its versions.
     assert "badge--default" in reads
-    assert f'"{reverse("dashboard:policy-versions", args=[pinning_policy.pk])}"' in reads
+    assert f'"{reverse("policy_versions", args=[pinning_policy.pk])}"' in reads
 
 
 def test_versions_page_offers_a_viewer_no_restore_or_edit(
     viewer: Client, editor: Client, restorable: Policy
 ) -> None:
-    url = reverse("dashboard:policy-versions", args=[restorable.pk])
+    url = reverse("policy_versions", args=[restorable.pk])
     controls = [
-        reverse("dashboard:policy-restore", args=[restorable.pk, 1]),
-        reverse("dashboard:policy-edit", args=[restorable.pk]),
+        reverse("policy_restore", args=[restorable.pk, 1]),
+        reverse("policy_edit", args=[restorable.pk]),
     ]
 
     edits = html_of(editor, url)
@@ -162,5 +162,5 @@ def test_versions_page_offers_a_viewer_no_restore_or_edit(
         assert f'"{control}"' not in reads, control
     assert ">restore</button>" not in reads
     # Comparing and exporting are reading.
-    assert reverse("dashboard:policy-versions-compare", args=[restorable.pk]) in reads
-    assert reverse("dashboard:policy-export", args=[restorable.pk, 1]) in reads
+    assert reverse("policy_versions_compare", args=[restorable.pk]) in reads
+    assert reverse("policy_export", args=[restorable.pk, 1]) in reads

@@ -24,7 +24,7 @@ HTMX = {"HX-Request": "true"}
 
 
 def run_url(run: GCRun) -> str:
-    return reverse("dashboard:run_detail", args=[run.pk])
+    return reverse("run_detail", args=[run.pk])
 
 
 # --- Starting a run from the session page ---------------------------------------------------
@@ -37,7 +37,7 @@ def test_run_with_a_stored_policy_goes_to_the_run_page(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     version = budget_policy.versions.get()
-    url = reverse("dashboard:run_create", args=[stored_session.pk])
+    url = reverse("run_create", args=[stored_session.pk])
 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(url, {"policy_version": str(version.pk)})
@@ -54,7 +54,7 @@ def test_htmx_run_is_told_to_navigate(
     client: Client, stored_session: AgentSession, budget_policy: Policy
 ) -> None:
     version = budget_policy.versions.get()
-    url = reverse("dashboard:run_create", args=[stored_session.pk])
+    url = reverse("run_create", args=[stored_session.pk])
 
     response = client.post(url, {"policy_version": str(version.pk)}, headers=HTMX)
 
@@ -65,7 +65,7 @@ def test_htmx_run_is_told_to_navigate(
 def test_run_with_a_pasted_gc_json_and_plugin_override(
     client: Client, stored_session: AgentSession
 ) -> None:
-    url = reverse("dashboard:run_create", args=[stored_session.pk])
+    url = reverse("run_create", args=[stored_session.pk])
 
     response = client.post(url, {"gc_json": json.dumps(TIGHT_BUDGET), "plugin": "gc_truncate"})
 
@@ -93,7 +93,7 @@ def test_invalid_gc_json_is_shown_next_to_the_field(
     message: str,
     headers: dict[str, str],
 ) -> None:
-    url = reverse("dashboard:run_create", args=[stored_session.pk])
+    url = reverse("run_create", args=[stored_session.pk])
 
     response = client.post(url, {"gc_json": gc_json}, headers=headers)
 
@@ -113,7 +113,7 @@ def test_invalid_gc_json_is_shown_next_to_the_field(
 def test_run_without_policy_or_gc_json_asks_for_one(
     client: Client, stored_session: AgentSession
 ) -> None:
-    url = reverse("dashboard:run_create", args=[stored_session.pk])
+    url = reverse("run_create", args=[stored_session.pk])
 
     response = client.post(url, {}, headers=HTMX)
 
@@ -122,7 +122,7 @@ def test_run_without_policy_or_gc_json_asks_for_one(
 
 
 def test_run_form_needs_a_post(client: Client, stored_session: AgentSession) -> None:
-    url = reverse("dashboard:run_create", args=[stored_session.pk])
+    url = reverse("run_create", args=[stored_session.pk])
 
     assert client.get(url).status_code == 405
 
@@ -154,7 +154,7 @@ def test_ledger_lists_every_item_with_a_link_to_what_went(
     assert removals
     assert f"{len(removals)} items, in the order GC removed them" in html
     for removal in removals:
-        link = reverse("dashboard:run_removal", args=[finished_run.pk, removal.seq])
+        link = reverse("run_removal", args=[finished_run.pk, removal.seq])
         assert f'hx-get="{link}"' in html
         assert removal.message_ids[0][:8] in html
 
@@ -178,7 +178,7 @@ def test_ledger_pages_through_htmx(
 def test_removed_content_shows_the_messages_that_went(client: Client, finished_run: GCRun) -> None:
     removal = Removal.objects.filter(run=finished_run).order_by("seq").first()
     assert removal is not None
-    url = reverse("dashboard:run_removal", args=[finished_run.pk, removal.seq])
+    url = reverse("run_removal", args=[finished_run.pk, removal.seq])
 
     fragment = client.get(url, headers=HTMX).content.decode()
     page = client.get(url).content.decode()
@@ -203,7 +203,7 @@ def test_removed_budget_entry_outside_the_conversation_is_named(
         message_ids=[],
     )
 
-    html = client.get(reverse("dashboard:run_removal", args=[finished_run.pk, 999])).content
+    html = client.get(reverse("run_removal", args=[finished_run.pk, 999])).content
 
     assert "The budget entry <strong>enrichment</strong>" in html.decode()
 
@@ -229,7 +229,7 @@ def test_summary_chain_folds_in_an_earlier_summary(
     run_finished: Callable[..., GCRun],
 ) -> None:
     # Upload the collected session and collect it again: summary 2 folds in summary 1.
-    exported = client.get(reverse("dashboard:run_export_session", args=[summarize_run.pk]))
+    exported = client.get(reverse("run_export_session", args=[summarize_run.pk]))
     receipt = services.session_upload(
         project=project, filename="collected.json", data=exported.content
     )
@@ -282,18 +282,18 @@ def test_budget_trees_before_and_after(client: Client, finished_run: GCRun) -> N
 
     assert f"Before ({finished_run.tokens_before:,} tokens)" in html
     assert f"After ({finished_run.tokens_after:,} tokens)" in html
-    before_tree = reverse("dashboard:session_tree", args=[finished_run.session_id])
-    after_tree = reverse("dashboard:run_tree", args=[finished_run.pk])
+    before_tree = reverse("session_tree", args=[finished_run.session_id])
+    after_tree = reverse("run_tree", args=[finished_run.pk])
     assert f'hx-get="{before_tree}?path=conversation"' in html
     assert f'hx-get="{after_tree}?path=conversation"' in html
 
 
 def test_after_tree_children_are_the_runs(client: Client, finished_run: GCRun) -> None:
-    url = reverse("dashboard:run_tree", args=[finished_run.pk])
+    url = reverse("run_tree", args=[finished_run.pk])
 
     after = client.get(url, {"path": "conversation"}, headers=HTMX).content.decode()
     before = client.get(
-        reverse("dashboard:session_tree", args=[finished_run.session_id]),
+        reverse("session_tree", args=[finished_run.session_id]),
         {"path": "conversation"},
         headers=HTMX,
     ).content.decode()
@@ -306,10 +306,10 @@ def test_pending_run_polls_its_status(client: Client, stored_session: AgentSessi
     run = services.run_start(session=stored_session, config=TIGHT_BUDGET)  # never committed
 
     page = client.get(run_url(run)).content.decode()
-    status = client.get(reverse("dashboard:run_status", args=[run.pk]), headers=HTMX)
+    status = client.get(reverse("run_status", args=[run.pk]), headers=HTMX)
 
     assert 'hx-trigger="every 2s"' in page
-    assert f'hx-get="{reverse("dashboard:run_status", args=[run.pk])}"' in page
+    assert f'hx-get="{reverse("run_status", args=[run.pk])}"' in page
     assert "waiting for a worker" in page
     assert "Removal ledger" not in page
     assert "HX-Refresh" not in status
@@ -317,7 +317,7 @@ def test_pending_run_polls_its_status(client: Client, stored_session: AgentSessi
 
 
 def test_finished_run_status_stops_polling_and_reloads(client: Client, finished_run: GCRun) -> None:
-    response = client.get(reverse("dashboard:run_status", args=[finished_run.pk]), headers=HTMX)
+    response = client.get(reverse("run_status", args=[finished_run.pk]), headers=HTMX)
 
     assert response["HX-Refresh"] == "true"
     assert "every 2s" not in response.content.decode()
@@ -341,17 +341,14 @@ def test_run_of_another_project_is_not_found(client: Client, finished_run: GCRun
     AgentSession.objects.filter(pk=finished_run.session_id).update(project=other)
 
     assert client.get(run_url(finished_run)).status_code == 404
-    assert (
-        client.get(reverse("dashboard:run_export_session", args=[finished_run.pk])).status_code
-        == 404
-    )
+    assert client.get(reverse("run_export_session", args=[finished_run.pk])).status_code == 404
 
 
 # --- Exports --------------------------------------------------------------------------------
 
 
 def test_export_session_after_gc(client: Client, finished_run: GCRun) -> None:
-    response = client.get(reverse("dashboard:run_export_session", args=[finished_run.pk]))
+    response = client.get(reverse("run_export_session", args=[finished_run.pk]))
 
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json; charset=utf-8"
@@ -365,7 +362,7 @@ def test_export_session_after_gc(client: Client, finished_run: GCRun) -> None:
 
 
 def test_export_ledger_json(client: Client, finished_run: GCRun) -> None:
-    response = client.get(reverse("dashboard:run_export_ledger_json", args=[finished_run.pk]))
+    response = client.get(reverse("run_export_ledger_json", args=[finished_run.pk]))
 
     assert response["Content-Disposition"].endswith(f'-run{finished_run.pk}.ledger.json"')
     body = response.json()
@@ -377,7 +374,7 @@ def test_export_ledger_json(client: Client, finished_run: GCRun) -> None:
 
 
 def test_export_ledger_csv(client: Client, finished_run: GCRun) -> None:
-    response = client.get(reverse("dashboard:run_export_ledger_csv", args=[finished_run.pk]))
+    response = client.get(reverse("run_export_ledger_csv", args=[finished_run.pk]))
 
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"].endswith(f'-run{finished_run.pk}.ledger.csv"')
@@ -393,7 +390,7 @@ def test_export_of_an_unfinished_run_is_not_found(
 ) -> None:
     run = services.run_start(session=stored_session, config=TIGHT_BUDGET)
 
-    response = client.get(reverse("dashboard:run_export_session", args=[run.pk]))
+    response = client.get(reverse("run_export_session", args=[run.pk]))
 
     assert response.status_code == 404
 
@@ -401,7 +398,7 @@ def test_export_of_an_unfinished_run_is_not_found(
 def test_export_filename_is_tamed(client: Client, finished_run: GCRun) -> None:
     AgentSession.objects.filter(pk=finished_run.session_id).update(label='../we"ird name.json')
 
-    response = client.get(reverse("dashboard:run_export_ledger_csv", args=[finished_run.pk]))
+    response = client.get(reverse("run_export_ledger_csv", args=[finished_run.pk]))
 
     assert response["Content-Disposition"] == (
         f'attachment; filename="we-ird-name-run{finished_run.pk}.ledger.csv"'

@@ -31,25 +31,25 @@ def test_root_redirects_to_the_sessions_list(client: Client) -> None:
     response = client.get("/")
 
     assert response.status_code == 302
-    assert response["Location"] == reverse("dashboard:session_list")
+    assert response["Location"] == reverse("session_list")
 
 
 def test_empty_list_says_so_and_links_to_upload(client: Client, project: Project) -> None:
-    response = client.get(reverse("dashboard:session_list"))
+    response = client.get(reverse("session_list"))
 
     html = response.content.decode()
     assert response.status_code == 200
     assert "No sessions yet" in html
-    assert f'href="{reverse("dashboard:session_upload")}"' in html
+    assert f'href="{reverse("session_upload")}"' in html
 
 
 def test_list_shows_each_session_with_its_figures(
     client: Client, stored_session: AgentSession
 ) -> None:
-    response = client.get(reverse("dashboard:session_list"))
+    response = client.get(reverse("session_list"))
 
     html = response.content.decode()
-    assert f'href="{reverse("dashboard:session_detail", args=[stored_session.pk])}"' in html
+    assert f'href="{reverse("session_detail", args=[stored_session.pk])}"' in html
     assert "small-session.json" in html
     assert "claude-sonnet-4" in html
     assert "jaato 2.1" in html
@@ -62,7 +62,7 @@ def test_search_answers_htmx_with_the_table_only(client: Client, project: Projec
     upload(project, "alpha-agent.json", 2, seed=1)
     upload(project, "beta-agent.json", 2, seed=2)
 
-    response = client.get(reverse("dashboard:session_list"), {"q": "alpha"}, headers=HTMX)
+    response = client.get(reverse("session_list"), {"q": "alpha"}, headers=HTMX)
 
     html = response.content.decode()
     assert "<html" not in html
@@ -73,7 +73,7 @@ def test_search_answers_htmx_with_the_table_only(client: Client, project: Projec
 
 
 def test_search_without_matches_says_so(client: Client, stored_session: AgentSession) -> None:
-    html = client.get(reverse("dashboard:session_list"), {"q": "nothing-like-it"}).content
+    html = client.get(reverse("session_list"), {"q": "nothing-like-it"}).content
 
     assert "No session matches “nothing-like-it”" in html.decode()
 
@@ -86,7 +86,7 @@ def test_sorting(client: Client, project: Project, sort: str, first: str) -> Non
     upload(project, "a-short.json", 2, seed=1)
     upload(project, "long.json", 5, seed=2)
 
-    html = client.get(reverse("dashboard:session_list"), {"sort": sort}).content.decode()
+    html = client.get(reverse("session_list"), {"sort": sort}).content.decode()
 
     names = re.findall(r">([\w-]+\.json)</a>", html)
     assert names[0] == first
@@ -99,10 +99,8 @@ def test_pagination_keeps_search_and_sort(
     for seed in range(3):
         upload(project, f"agent-{seed}.json", 2, seed=seed)
 
-    first = client.get(reverse("dashboard:session_list"), {"q": "agent", "sort": "name"})
-    second = client.get(
-        reverse("dashboard:session_list"), {"q": "agent", "sort": "name", "page": "2"}
-    )
+    first = client.get(reverse("session_list"), {"q": "agent", "sort": "name"})
+    second = client.get(reverse("session_list"), {"q": "agent", "sort": "name", "page": "2"})
 
     assert "Page 1 of 2" in first.content.decode()
     assert "?q=agent&amp;sort=name&amp;page=2" in first.content.decode()
@@ -112,7 +110,7 @@ def test_pagination_keeps_search_and_sort(
 def test_session_page_shows_figures_usage_and_budget(
     client: Client, stored_session: AgentSession
 ) -> None:
-    response = client.get(reverse("dashboard:session_detail", args=[stored_session.pk]))
+    response = client.get(reverse("session_detail", args=[stored_session.pk]))
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -139,7 +137,7 @@ def test_session_page_shows_figures_usage_and_budget(
 def test_session_page_has_no_inline_styles_or_scripts(
     client: Client, stored_session: AgentSession
 ) -> None:
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     text = html.decode()
     assert "style=" not in text
@@ -153,7 +151,7 @@ def test_budget_children_open_lazily_in_slices(
     client: Client, stored_session: AgentSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(selectors, "NODES_PER_PAGE", 5)
-    url = reverse("dashboard:session_tree", args=[stored_session.pk])
+    url = reverse("session_tree", args=[stored_session.pk])
 
     first = client.get(url, {"path": "conversation"}, headers=HTMX).content.decode()
     rest = client.get(url, {"path": "conversation", "offset": "5"}, headers=HTMX).content.decode()
@@ -171,7 +169,7 @@ def test_tree_of_another_project_is_not_found(client: Client, stored_session: Ag
     other = Project.objects.create(name="Other", slug="other")
     AgentSession.objects.filter(pk=stored_session.pk).update(project=other)
 
-    response = client.get(reverse("dashboard:session_tree", args=[stored_session.pk]))
+    response = client.get(reverse("session_tree", args=[stored_session.pk]))
 
     assert response.status_code == 404
 
@@ -179,7 +177,7 @@ def test_tree_of_another_project_is_not_found(client: Client, stored_session: Ag
 def test_history_shows_turns_messages_and_folded_tool_calls(
     client: Client, stored_session: AgentSession
 ) -> None:
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     text = html.decode()
     assert "Turn 0" in text
@@ -196,7 +194,7 @@ def test_history_pages_through_htmx(
 ) -> None:
     monkeypatch.setattr(selectors, "TURNS_PER_PAGE", 3)
     session = upload(project, "paged.json", 7, seed=3)
-    url = reverse("dashboard:session_detail", args=[session.pk])
+    url = reverse("session_detail", args=[session.pk])
 
     response = client.get(url, {"turns": "3"}, headers={**HTMX, "HX-Target": "history"})
 
@@ -214,7 +212,7 @@ def test_history_clipped_content_says_so(client: Client, project: Project) -> No
     session = services.session_upload(project=project, filename="big-tool.json", data=data)
     assert session.session is not None
 
-    html = client.get(reverse("dashboard:session_detail", args=[session.session.pk])).content
+    html = client.get(reverse("session_detail", args=[session.session.pk])).content
 
     assert "Clipped: showing the first 4,000 of" in html.decode()
 
@@ -227,7 +225,7 @@ def test_pinned_badge_follows_the_default_policy(
     )
     services.project_set_default_policy(project=project, policy=policy)
 
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     text = html.decode()
     assert text.count("pinned by the default policy") == 1
@@ -244,7 +242,7 @@ def test_message_content_is_escaped(client: Client, project: Project) -> None:
     )
     assert receipt.session is not None
 
-    html = client.get(reverse("dashboard:session_detail", args=[receipt.session.pk])).content
+    html = client.get(reverse("session_detail", args=[receipt.session.pk])).content
 
     text = html.decode()
     assert "<script>alert(1)</script>" not in text
@@ -256,7 +254,7 @@ def test_message_content_is_escaped(client: Client, project: Project) -> None:
 def test_drift_says_plainly_when_the_file_recorded_nothing(
     client: Client, stored_session: AgentSession
 ) -> None:
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     assert "The file recorded no token figures" in html.decode()
 
@@ -266,7 +264,7 @@ def test_drift_table_when_the_file_recorded_figures(client: Client, project: Pro
     receipt = services.session_upload(project=project, filename="recorded.json", data=data)
     assert receipt.session is not None
 
-    html = client.get(reverse("dashboard:session_detail", args=[receipt.session.pk])).content
+    html = client.get(reverse("session_detail", args=[receipt.session.pk])).content
 
     text = html.decode()
     assert "Messages compared" in text
@@ -280,7 +278,7 @@ def test_warnings_are_listed(client: Client, stored_session: AgentSession) -> No
         warnings=["3 messages had no id; ids were derived"]
     )
 
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     assert "<li>3 messages had no id; ids were derived</li>" in html.decode()
 
@@ -290,9 +288,9 @@ def test_runs_of_the_session_are_listed_with_a_run_form(
 ) -> None:
     session = finished_run.session
 
-    html = client.get(reverse("dashboard:session_detail", args=[session.pk])).content.decode()
+    html = client.get(reverse("session_detail", args=[session.pk])).content.decode()
 
-    assert f'href="{reverse("dashboard:run_detail", args=[finished_run.pk])}"' in html
+    assert f'href="{reverse("run_detail", args=[finished_run.pk])}"' in html
     assert "gc_budget" in html
     assert "Tight budget" in html
     assert f"{finished_run.tokens_before:,} → {finished_run.tokens_after:,}" in html
@@ -305,7 +303,7 @@ def test_each_form_label_of_the_session_page_names_its_own_field(
     client: Client, stored_session: AgentSession, budget_policy: Policy
 ) -> None:
     # The run form and the replay form both have a policy_version field.
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     ids = re.findall(r'\sid="([^"]+)"', html.decode())
     assert [i for i in set(ids) if ids.count(i) > 1] == []
@@ -314,7 +312,7 @@ def test_each_form_label_of_the_session_page_names_its_own_field(
 
 
 def test_unknown_session_is_not_found(client: Client, project: Project) -> None:
-    assert client.get(reverse("dashboard:session_detail", args=[999])).status_code == 404
+    assert client.get(reverse("session_detail", args=[999])).status_code == 404
 
 
 def test_budget_snapshot_without_history(client: Client, project: Project) -> None:
@@ -323,7 +321,7 @@ def test_budget_snapshot_without_history(client: Client, project: Project) -> No
     receipt = services.session_upload(project=project, filename="snapshot.json", data=data)
     assert receipt.session is not None
 
-    response = client.get(reverse("dashboard:session_detail", args=[receipt.session.pk]))
+    response = client.get(reverse("session_detail", args=[receipt.session.pk]))
 
     html = response.content.decode()
     assert response.status_code == 200

@@ -38,7 +38,7 @@ def other_session(seed: int) -> bytes:
 def test_upload_page_has_a_multiple_file_picker_and_a_drop_zone(
     client: Client, project: Project
 ) -> None:
-    html = client.get(reverse("dashboard:session_upload")).content.decode()
+    html = client.get(reverse("session_upload")).content.decode()
 
     assert re.search(r'<input type="file" name="files"[^>]* multiple', html)
     assert 'enctype="multipart/form-data"' in html
@@ -56,7 +56,7 @@ def test_single_file_is_stored_and_linked(client: Client, project: Project) -> N
     assert response.status_code == 200
     assert "one.json" in html
     assert "stored" in html
-    assert f'href="{reverse("dashboard:session_detail", args=[session.pk])}"' in html
+    assert f'href="{reverse("session_detail", args=[session.pk])}"' in html
     assert "<html" in html
 
 
@@ -98,7 +98,7 @@ def test_duplicate_links_the_existing_session(client: Client, stored_session: Ag
     html = response.content.decode()
     assert response.status_code == 200
     assert "already uploaded" in html
-    assert f'href="{reverse("dashboard:session_detail", args=[stored_session.pk])}"' in html
+    assert f'href="{reverse("session_detail", args=[stored_session.pk])}"' in html
     assert AgentSession.objects.count() == 1
 
 
@@ -175,13 +175,13 @@ def test_large_file_is_read_in_the_background(
     html = response.content.decode()
     assert response.status_code == 200
     assert "being read in the background" in html
-    assert f'href="{reverse("dashboard:ingest_job", args=[job.pk])}"' in html
+    assert f'href="{reverse("ingest_job", args=[job.pk])}"' in html
 
     # The task ran once the upload committed; the job page now links the session.
-    page = client.get(reverse("dashboard:ingest_job", args=[job.pk])).content.decode()
+    page = client.get(reverse("ingest_job", args=[job.pk])).content.decode()
     session = AgentSession.objects.get()
     assert "The file was read and stored" in page
-    assert f'href="{reverse("dashboard:session_detail", args=[session.pk])}"' in page
+    assert f'href="{reverse("session_detail", args=[session.pk])}"' in page
     assert "every 2s" not in page
 
 
@@ -190,12 +190,12 @@ def test_pending_job_polls_until_done(client: Client, project: Project, settings
     client.post(URL, {"files": a_file("big.json", other_session(1))})  # never committed: queued
     job = IngestJob.objects.get()
 
-    response = client.get(reverse("dashboard:ingest_job", args=[job.pk]), headers=HTMX)
+    response = client.get(reverse("ingest_job", args=[job.pk]), headers=HTMX)
 
     html = response.content.decode()
     assert "<html" not in html
     assert 'hx-trigger="every 2s"' in html
-    assert f'hx-get="{reverse("dashboard:ingest_job", args=[job.pk])}"' in html
+    assert f'hx-get="{reverse("ingest_job", args=[job.pk])}"' in html
     assert "waiting for a worker" in html
 
 
@@ -210,7 +210,7 @@ def test_failed_background_job_shows_the_error_and_path(client: Client, project:
         error_path="history[2].role",
     )
 
-    html = client.get(reverse("dashboard:ingest_job", args=[job.pk])).content.decode()
+    html = client.get(reverse("ingest_job", args=[job.pk])).content.decode()
 
     assert "history[2].role: bad role" in html
     assert "<code>history[2].role</code>" in html

@@ -58,14 +58,14 @@ PUBLIC_API = {"health", "openapi-json", "openapi-view", "api-root"}
 # so a write marked "view" by mistake fails here instead of passing the walk.
 POSTS_THAT_ONLY_READ = {
     "api:compare": "a dry run of two policies; stores nothing",
-    "teams:project_switch": "remembers the current project in the browser session",
-    "teams:sign_out": "ends the user's own session",
-    "teams:projects": "starts a new project, of which the user becomes admin",
-    "teams:tokens": "makes the user's own token",
-    "teams:token_revoke": "revokes the user's own token",
+    "project_switch": "remembers the current project in the browser session",
+    "sign_out": "ends the user's own session",
+    "project_list": "starts a new project, of which the user becomes admin",
+    "token_list": "makes the user's own token",
+    "token_revoke": "revokes the user's own token",
 }
 # Where another project's object is filtered out of a list instead of answering 404.
-FILTERS_SILENTLY = {"dashboard:policy-runs", "api:apply_status"}
+FILTERS_SILENTLY = {"policy_runs", "api:apply_status"}
 # Every name, label and file of project B carries this; no answer to A's members may.
 B_MARKER = "bravo-private"
 KWARG = re.compile(r"<(?:\w+:)?(\w+)>")
@@ -300,18 +300,16 @@ Query = Callable[[Ids], str]
 
 # Query strings for routes that find their objects (or their project) in the query.
 QUERIES: dict[str, Query] = {
-    "dashboard:session_list": lambda i: f"project={i['project_id']}",
-    "dashboard:policy-list": lambda i: f"project={i['project_id']}",
-    "dashboard:policy-new": lambda i: f"project={i['project_id']}",
-    "dashboard:policy-import": lambda i: f"project={i['project_id']}",
-    "dashboard:policy-version-chart": lambda i: (
-        f"session={i['session_id']}&version={i['version_id']}"
-    ),
-    "dashboard:policy-compare": lambda i: (
+    "session_list": lambda i: f"project={i['project_id']}",
+    "policy_list": lambda i: f"project={i['project_id']}",
+    "policy_new": lambda i: f"project={i['project_id']}",
+    "policy_import": lambda i: f"project={i['project_id']}",
+    "policy_version_chart": lambda i: f"session={i['session_id']}&version={i['version_id']}",
+    "policy_compare": lambda i: (
         f"session={i['session_id']}&a={i['version_id']}&b={i['version_id']}"
     ),
-    "dashboard:policy-runs": lambda i: f"ids={i['run_id']}",
-    "teams:audit": lambda i: f"project={i['project_id']}",
+    "policy_runs": lambda i: f"ids={i['run_id']}",
+    "audit_log": lambda i: f"project={i['project_id']}",
     "api:list_sessions": lambda i: f"project={i['project_id']}",
     "api:upload_session": lambda i: f"project={i['project_id']}",
     "api:list_policies": lambda i: f"project={i['project_id']}",
@@ -324,15 +322,15 @@ QUERIES: dict[str, Query] = {
 
 # Form fields for page posts that name objects outside the URL.
 FORMS: dict[str, Callable[[Ids], dict[str, Any]]] = {
-    "dashboard:policy-pin-toggle": lambda i: {"session": i["session_id"], "turn": i["turn_index"]},
-    "dashboard:policy-preview": lambda i: {"session": i["session_id"]},
-    "dashboard:policy-preview-chart": lambda i: {"session": i["session_id"]},
-    "dashboard:policy-default": lambda i: {"default": "on"},
-    "dashboard:policy-apply": lambda i: {"sessions": i["session_id"]},
-    "dashboard:run_create": lambda i: {"policy_version": i["version_id"]},
-    "dashboard:replay_create": lambda i: {"policy_version": i["version_id"]},
-    "dashboard:session_upload": lambda i: {"project": i["project_id"]},
-    "teams:project_switch": lambda i: {"project": i["project_id"]},
+    "policy_pin_toggle": lambda i: {"session": i["session_id"], "turn": i["turn_index"]},
+    "policy_preview": lambda i: {"session": i["session_id"]},
+    "policy_preview_chart": lambda i: {"session": i["session_id"]},
+    "policy_default": lambda i: {"default": "on"},
+    "policy_apply": lambda i: {"sessions": i["session_id"]},
+    "run_create": lambda i: {"policy_version": i["version_id"]},
+    "replay_create": lambda i: {"policy_version": i["version_id"]},
+    "session_upload": lambda i: {"project": i["project_id"]},
+    "project_switch": lambda i: {"project": i["project_id"]},
 }
 
 # JSON bodies of API operations; a body that validates, so the role check is what answers.
@@ -489,7 +487,7 @@ def checked_routes(world: World) -> list[Route]:
 
 def test_every_route_declares_its_check_and_has_samples(world: World) -> None:
     names = {r.name for r in checked_routes(world)}
-    assert {"dashboard:session_detail", "api:start_run", "teams:sign_in", "api:health"} <= names
+    assert {"session_detail", "api:start_run", "sign_in", "api:health"} <= names
 
 
 def test_every_role_gets_what_the_permission_table_says(world: World) -> None:

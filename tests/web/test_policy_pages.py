@@ -15,7 +15,7 @@ from django.urls import reverse
 import gcengine
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import GCRun, JobStatus, Policy, PolicyVersion
-from jaato_web.dashboard.policy_forms import form_values
+from jaato_web.pages.forms import form_values
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member, signed_in_client
 from tests.web.policy_data import (
@@ -57,7 +57,7 @@ def errors_for(html: str, field: str) -> str:
 
 
 def edit_url(policy: Policy) -> str:
-    return reverse("dashboard:policy-edit", args=[policy.pk])
+    return reverse("policy_edit", args=[policy.pk])
 
 
 # --- List and default ------------------------------------------------------------------------
@@ -66,21 +66,21 @@ def edit_url(policy: Policy) -> str:
 def test_list_shows_strategy_figures_latest_version_and_default(client: Client, project, policy):
     services.project_set_default_policy(project=project, policy=policy)
 
-    html = client.get(reverse("dashboard:policy-list")).content.decode()
+    html = client.get(reverse("policy_list")).content.decode()
 
     assert policy.name in html
     assert "truncate" in html
     assert "40 %" in html
     assert "v1" in html
     assert "badge--default" in html
-    assert reverse("dashboard:policy-new") in html
-    assert reverse("dashboard:policy-import") in html
+    assert reverse("policy_new") in html
+    assert reverse("policy_import") in html
 
 
 def test_list_costs_the_same_queries_however_many_policies_and_versions(
     client: Client, project, policy, django_assert_num_queries
 ):
-    url = reverse("dashboard:policy-list")
+    url = reverse("policy_list")
     client.get(url)
     # Sign-in (browser session, user, roles), the project, the newest versions, the header's
     # project list.
@@ -97,7 +97,7 @@ def test_list_costs_the_same_queries_however_many_policies_and_versions(
 
 
 def test_mark_and_unmark_the_default(client: Client, project, policy):
-    url = reverse("dashboard:policy-default", args=[policy.pk])
+    url = reverse("policy_default", args=[policy.pk])
 
     client.post(url, {"default": "on"})
     project.refresh_from_db()
@@ -109,9 +109,9 @@ def test_mark_and_unmark_the_default(client: Client, project, policy):
 
 
 def test_policies_nav_link_is_on_every_page(client: Client):
-    html = client.get(reverse("dashboard:session_list")).content.decode()
+    html = client.get(reverse("session_list")).content.decode()
 
-    assert reverse("dashboard:policy-list") in html
+    assert reverse("policy_list") in html
 
 
 # --- Editor: create, save, validation --------------------------------------------------------
@@ -120,7 +120,7 @@ def test_policies_nav_link_is_on_every_page(client: Client):
 def test_new_policy_is_created_as_version_one(client: Client, agent_session):
     data = form_data(TRUNCATE_POLICY, name="Mine", message="first cut")
 
-    answer = client.post(reverse("dashboard:policy-new"), data)
+    answer = client.post(reverse("policy_new"), data)
 
     policy = Policy.objects.get(name="Mine")
     version = policy.versions.get()
@@ -264,13 +264,13 @@ def test_a_save_on_an_older_version_is_refused_with_the_difference_and_edits_kep
 )
 def test_import_file_then_export_gives_the_same_config(client: Client, path):
     answer = client.post(
-        reverse("dashboard:policy-import"),
+        reverse("policy_import"),
         {"file": SimpleUploadedFile("gc.json", path.read_bytes()), "name": path.stem},
     )
 
     policy = Policy.objects.get(name=path.stem)
     assert answer.status_code == 302
-    exported = client.get(reverse("dashboard:policy-export", args=[policy.pk, 1]))
+    exported = client.get(reverse("policy_export", args=[policy.pk, 1]))
     assert exported["Content-Disposition"] == 'attachment; filename="gc.json"'
     body = exported.content
     assert gcengine.load_gc_config(body, env={}) == gcengine.load_gc_config(
@@ -278,7 +278,7 @@ def test_import_file_then_export_gives_the_same_config(client: Client, path):
     )
 
     again = client.post(
-        reverse("dashboard:policy-import"),
+        reverse("policy_import"),
         {"file": SimpleUploadedFile("gc.json", body), "name": f"{path.stem} again"},
     )
 
@@ -289,11 +289,11 @@ def test_import_file_then_export_gives_the_same_config(client: Client, path):
 
 def test_import_pasted_text_takes_the_file_name_when_unnamed(client: Client):
     client.post(
-        reverse("dashboard:policy-import"),
+        reverse("policy_import"),
         {"file": SimpleUploadedFile("team-budget.json", JAATO_REPO_FILE.read_bytes())},
     )
     pasted = client.post(
-        reverse("dashboard:policy-import"),
+        reverse("policy_import"),
         {"text": json.dumps({"type": "hybrid", "summarize_middle_turns": 4}), "name": "pasted"},
     )
 
@@ -305,9 +305,7 @@ def test_import_pasted_text_takes_the_file_name_when_unnamed(client: Client):
 def test_import_of_a_bad_value_opens_the_editor_with_the_message_at_its_field(client: Client):
     bad = {**json.loads(JAATO_REPO_FILE.read_text()), "target_percent": 95}
 
-    answer = client.post(
-        reverse("dashboard:policy-import"), {"text": json.dumps(bad), "name": "from jaato"}
-    )
+    answer = client.post(reverse("policy_import"), {"text": json.dumps(bad), "name": "from jaato"})
 
     html = answer.content.decode()
     assert answer.status_code == 200
@@ -320,7 +318,7 @@ def test_import_of_a_bad_value_opens_the_editor_with_the_message_at_its_field(cl
 
 def test_import_of_an_unknown_key_names_it_on_top(client: Client):
     answer = client.post(
-        reverse("dashboard:policy-import"),
+        reverse("policy_import"),
         {"text": json.dumps({"type": "budget", "treshold_percent": 70}), "name": "typo"},
     )
 
@@ -332,7 +330,7 @@ def test_import_of_an_unknown_key_names_it_on_top(client: Client):
 
 def test_a_key_named_like_a_control_is_still_unknown(client: Client):
     answer = client.post(
-        reverse("dashboard:policy-import"),
+        reverse("policy_import"),
         {"text": json.dumps({"strategy": "budget"}), "name": "x"},
     )
 
@@ -342,13 +340,13 @@ def test_a_key_named_like_a_control_is_still_unknown(client: Client):
 
 
 def test_import_of_text_that_is_not_json_says_where(client: Client):
-    answer = client.post(reverse("dashboard:policy-import"), {"text": "{oops", "name": "x"})
+    answer = client.post(reverse("policy_import"), {"text": "{oops", "name": "x"})
 
     assert "not valid JSON" in answer.content.decode()
 
 
 def test_import_needs_a_file_or_text(client: Client):
-    answer = client.post(reverse("dashboard:policy-import"), {"name": "x"})
+    answer = client.post(reverse("policy_import"), {"name": "x"})
 
     assert "Upload a gc.json file or paste its text" in answer.content.decode()
 
@@ -365,12 +363,12 @@ def test_versions_list_compare_and_restore(client: Client, policy, project):
         actor=make_member(project, "bob", Role.EDITOR),
     )
 
-    listing = client.get(reverse("dashboard:policy-versions", args=[policy.pk])).content.decode()
+    listing = client.get(reverse("policy_versions", args=[policy.pk])).content.decode()
     compared = client.get(
-        reverse("dashboard:policy-versions-compare", args=[policy.pk]), {"a": 1, "b": 2}
+        reverse("policy_versions_compare", args=[policy.pk]), {"a": 1, "b": 2}
     ).content.decode()
     restored = client.post(
-        reverse("dashboard:policy-restore", args=[policy.pk, 1]),
+        reverse("policy_restore", args=[policy.pk, 1]),
         {"base_version": 2},
     )
 
@@ -385,12 +383,12 @@ def test_versions_list_compare_and_restore(client: Client, policy, project):
 
 
 def test_long_histories_are_paged(client: Client, policy, monkeypatch):
-    from jaato_web.dashboard import policy_views
+    from jaato_web.pages import policies as policy_pages
 
-    monkeypatch.setattr(policy_views, "VERSIONS_PER_PAGE", 2)
+    monkeypatch.setattr(policy_pages, "VERSIONS_PER_PAGE", 2)
     for turn in range(4):
         services.policy_pin(policy=policy, turn_index=turn)
-    url = reverse("dashboard:policy-versions", args=[policy.pk])
+    url = reverse("policy_versions", args=[policy.pk])
 
     first = client.get(url).content.decode()
     last = client.get(url, {"page": 3}).content.decode()
@@ -404,7 +402,7 @@ def test_restore_over_an_unseen_save_is_refused(client: Client, policy):
     services.policy_save(policy=policy, config=TRUNCATE_POLICY, base_number=1, message="same")
 
     answer = client.post(
-        reverse("dashboard:policy-restore", args=[policy.pk, 1]), {"base_version": 1}, follow=True
+        reverse("policy_restore", args=[policy.pk, 1]), {"base_version": 1}, follow=True
     )
 
     assert "Not restored" in answer.content.decode()
@@ -416,7 +414,7 @@ def test_restore_over_an_unseen_save_is_refused(client: Client, policy):
 
 def preview(client: Client, session, config: dict[str, Any]) -> str:
     answer = client.post(
-        reverse("dashboard:policy-preview"), form_data(config, session=session.pk), headers=HTMX
+        reverse("policy_preview"), form_data(config, session=session.pk), headers=HTMX
     )
     assert answer.status_code == 200
     return answer.content.decode()
@@ -471,10 +469,10 @@ def test_invalid_input_shows_the_message_instead_of_a_preview(client: Client, ag
 
 def test_preview_asks_for_the_replay_then_draws_it(client: Client, agent_session):
     html = preview(client, agent_session, TRUNCATE_POLICY)
-    assert reverse("dashboard:policy-preview-chart") in html
+    assert reverse("policy_preview_chart") in html
 
     chart = client.post(
-        reverse("dashboard:policy-preview-chart"),
+        reverse("policy_preview_chart"),
         form_data(TRUNCATE_POLICY, session=agent_session.pk),
         headers=HTMX,
     ).content.decode()
@@ -488,7 +486,7 @@ def test_preview_asks_for_the_replay_then_draws_it(client: Client, agent_session
 
 
 def test_preview_without_sessions_says_so(client: Client, project):
-    answer = client.post(reverse("dashboard:policy-preview"), form_data(TRUNCATE_POLICY))
+    answer = client.post(reverse("policy_preview"), form_data(TRUNCATE_POLICY))
 
     assert 'data-preview-state="no-session"' in answer.content.decode()
 
@@ -498,7 +496,7 @@ def test_preview_without_sessions_says_so(client: Client, project):
 
 def toggle(client: Client, session, turn: int, **extra: Any):
     return client.post(
-        reverse("dashboard:policy-pin-toggle"),
+        reverse("policy_pin_toggle"),
         {"session": session.pk, "turn": turn, **extra},
         headers=HTMX,
     )
@@ -542,7 +540,7 @@ def test_pin_toggle_without_javascript_redirects_back(
     services.project_set_default_policy(project=project, policy=policy)
 
     answer = client.post(
-        reverse("dashboard:policy-pin-toggle"),
+        reverse("policy_pin_toggle"),
         {"session": agent_session.pk, "turn": 3, "next": "/policies/"},
     )
 
@@ -567,7 +565,7 @@ def test_pinned_turn_leaves_the_preview_of_the_pinned_policy(
 def test_pin_toggle_fragment_renders_for_a_history_page(rf, project, policy, agent_session):
     from django.template.loader import render_to_string
 
-    from jaato_web.dashboard.policy_views import pin_toggle_context
+    from jaato_web.pages.policies import pin_toggle_context
 
     services.project_set_default_policy(project=project, policy=policy)
     services.policy_pin(policy=policy, turn_index=4)
@@ -601,7 +599,7 @@ def test_compare_page_shows_what_only_one_policy_removes(client: Client, project
     )
 
     html = client.get(
-        reverse("dashboard:policy-compare"),
+        reverse("policy_compare"),
         {"session": agent_session.pk, "a": a.versions.get().pk, "b": b.versions.get().pk},
     ).content.decode()
 
@@ -609,12 +607,12 @@ def test_compare_page_shows_what_only_one_policy_removes(client: Client, project
     only_b = html[html.index('id="only-b"') : html.index('class="compare-columns"')]
     assert re.search(rf'data-turns="[^"]*\b{first}\b', only_a)
     assert not re.search(rf'data-turns="[^"]*\b{first}\b', only_b)
-    assert reverse("dashboard:policy-version-chart") in html
+    assert reverse("policy_version_chart") in html
 
 
 def test_version_chart_draws_a_stored_version(client: Client, policy, agent_session):
     html = client.get(
-        reverse("dashboard:policy-version-chart"),
+        reverse("policy_version_chart"),
         {"session": agent_session.pk, "version": policy.versions.get().pk},
         headers=HTMX,
     ).content.decode()
@@ -630,7 +628,7 @@ def test_bulk_apply_runs_each_selected_session_and_shows_progress(
 
     with django_capture_on_commit_callbacks(execute=True):
         answer = client.post(
-            reverse("dashboard:policy-apply", args=[policy.pk]),
+            reverse("policy_apply", args=[policy.pk]),
             {"version": 1, "sessions": [s.pk for s in sessions]},
         )
 
@@ -647,9 +645,7 @@ def test_progress_polls_while_runs_are_pending(client: Client, project, policy):
     session = stored_session(project, turns=12)
     run = services.run_start(session=session, policy_version=policy.versions.get())
 
-    html = client.get(
-        reverse("dashboard:policy-runs"), {"ids": str(run.pk)}, headers=HTMX
-    ).content.decode()
+    html = client.get(reverse("policy_runs"), {"ids": str(run.pk)}, headers=HTMX).content.decode()
 
     assert "0 of 1 done" in html
     assert 'hx-trigger="every 2s"' in html
@@ -657,7 +653,7 @@ def test_progress_polls_while_runs_are_pending(client: Client, project, policy):
 
 
 def test_apply_needs_a_session(client: Client, policy):
-    answer = client.post(reverse("dashboard:policy-apply", args=[policy.pk]), {"version": 1})
+    answer = client.post(reverse("policy_apply", args=[policy.pk]), {"version": 1})
 
     assert "Choose at least one session" in answer.content.decode()
     assert not GCRun.objects.exists()
@@ -667,7 +663,7 @@ def test_the_session_history_has_a_pin_toggle_per_turn(client: Client, project, 
     policy = services.policy_create(project=project, name="Pins", config={"type": "gc_budget"})
     services.project_set_default_policy(project=project, policy=policy)
 
-    html = client.get(reverse("dashboard:session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
     text = html.decode()
 
     assert text.count("data-pin-toggle") == stored_session.turn_count

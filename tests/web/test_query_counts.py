@@ -72,12 +72,8 @@ def test_session_page_queries_do_not_grow_with_the_session(
 ) -> None:
     small, large = small_and_large
 
-    small_queries = queries_for(
-        client, reverse("dashboard:session_detail", args=[small.session_id])
-    )
-    large_queries = queries_for(
-        client, reverse("dashboard:session_detail", args=[large.session_id])
-    )
+    small_queries = queries_for(client, reverse("session_detail", args=[small.session_id]))
+    large_queries = queries_for(client, reverse("session_detail", args=[large.session_id]))
 
     assert len(small_queries) == len(large_queries) == SESSION_PAGE_QUERIES, "\n".join(
         large_queries
@@ -89,8 +85,8 @@ def test_run_page_queries_do_not_grow_with_the_session(
 ) -> None:
     small, large = small_and_large
 
-    small_queries = queries_for(client, reverse("dashboard:run_detail", args=[small.pk]))
-    large_queries = queries_for(client, reverse("dashboard:run_detail", args=[large.pk]))
+    small_queries = queries_for(client, reverse("run_detail", args=[small.pk]))
+    large_queries = queries_for(client, reverse("run_detail", args=[large.pk]))
 
     assert len(small_queries) == len(large_queries) == RUN_PAGE_QUERIES, "\n".join(large_queries)
 
@@ -113,7 +109,7 @@ def test_fragments_cost_the_same_for_both_sizes(
     counts = []
     for run in small_and_large:
         arg = run.session_id if name == "session_detail" else run.pk
-        url = f"{reverse(f'dashboard:{name}', args=[arg])}?{urlencode(query)}"
+        url = f"{reverse(name, args=[arg])}?{urlencode(query)}"
         counts.append(len(queries_for(client, url, HX_Request="true", HX_Target=target)))
 
     assert counts[0] == counts[1]
@@ -123,7 +119,7 @@ def test_tree_fragment_reads_one_slice(
     client: Client, small_and_large: tuple[GCRun, GCRun]
 ) -> None:
     _, large = small_and_large
-    url = reverse("dashboard:session_tree", args=[large.session_id]) + "?path=conversation"
+    url = reverse("session_tree", args=[large.session_id]) + "?path=conversation"
 
     queries = queries_for(client, url, HX_Request="true")
 

@@ -13,11 +13,17 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jaato_web.dashboard import services as dashboard_services
-from jaato_web.dashboard.models import GCRun, Policy, PolicyVersion, Project
+from jaato_web.dashboard.models import (
+    AuditAction,
+    AuditEvent,
+    GCRun,
+    Policy,
+    PolicyVersion,
+    Project,
+)
 from jaato_web.review import selectors, services
 from jaato_web.review.models import COMMENT_MAX_CHARS, Comment, ReviewStatus, Verdict
 from jaato_web.review.targets import Target
-from jaato_web.teams.models import AuditAction, AuditEvent
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import TIGHT_BUDGET, make_member, session_bytes, signed_in_client
 
@@ -55,11 +61,11 @@ def other_run(run_finished: Any) -> GCRun:
 
 
 def run_url(name: str, run: GCRun, *args: object) -> str:
-    return reverse(f"review:{name}", args=[run.pk, *args])
+    return reverse(name, args=[run.pk, *args])
 
 
 def version_url(name: str, version: PolicyVersion) -> str:
-    return reverse(f"review:{name}", args=[version.policy_id, version.number])
+    return reverse(name, args=[version.policy_id, version.number])
 
 
 # --- Services --------------------------------------------------------------------------------
@@ -239,7 +245,7 @@ def test_queue_shows_only_the_latest_version_of_a_policy(
 
 
 def test_run_page_shows_the_review_panel(client: Client, finished_run: GCRun) -> None:
-    response = client.get(reverse("dashboard:run_detail", args=[finished_run.pk]))
+    response = client.get(reverse("run_detail", args=[finished_run.pk]))
 
     html = response.content.decode()
     assert 'id="review"' in html
@@ -251,7 +257,7 @@ def test_run_page_shows_the_review_panel(client: Client, finished_run: GCRun) ->
 def test_viewer_sees_no_comment_or_verdict_forms(
     project: Project, viewer: User, finished_run: GCRun
 ) -> None:
-    response = signed_in_client(viewer).get(reverse("dashboard:run_detail", args=[finished_run.pk]))
+    response = signed_in_client(viewer).get(reverse("run_detail", args=[finished_run.pk]))
 
     html = response.content.decode()
     assert 'id="review"' in html
@@ -265,7 +271,7 @@ def test_comment_form_post_redirects_back_without_js(client: Client, finished_ru
     comment = Comment.objects.get()
     assert response.status_code == 302
     assert response["Location"] == (
-        reverse("dashboard:run_detail", args=[finished_run.pk]) + f"#comment-{comment.pk}"
+        reverse("run_detail", args=[finished_run.pk]) + f"#comment-{comment.pk}"
     )
     page = client.get(response["Location"]).content.decode()
     assert "Good cut." in page
@@ -311,7 +317,7 @@ def test_a_reply_to_another_thread_is_refused(client: Client, finished_run: GCRu
 def test_comment_text_is_escaped(client: Client, finished_run: GCRun) -> None:
     client.post(run_url("run_comment", finished_run), {"body": "<script>alert(1)</script>\nok"})
 
-    html = client.get(reverse("dashboard:run_detail", args=[finished_run.pk])).content.decode()
+    html = client.get(reverse("run_detail", args=[finished_run.pk])).content.decode()
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;<br>ok" in html
 
@@ -322,7 +328,7 @@ def test_verdict_post_sets_the_status(client: Client, finished_run: GCRun) -> No
     )
 
     assert response.status_code == 302
-    html = client.get(reverse("dashboard:run_detail", args=[finished_run.pk])).content.decode()
+    html = client.get(reverse("run_detail", args=[finished_run.pk])).content.decode()
     assert 'data-review-status="approved"' in html
     assert AuditEvent.objects.filter(action=AuditAction.VERDICT).count() == 1
 
@@ -361,8 +367,8 @@ def test_removal_page_has_its_thread(client: Client, finished_run: GCRun) -> Non
     assert removal is not None
     client.post(run_url("removal_comment", finished_run, removal.seq), {"body": "why this?"})
 
-    page = client.get(reverse("dashboard:run_removal", args=[finished_run.pk, removal.seq]))
-    ledger = client.get(reverse("dashboard:run_detail", args=[finished_run.pk]))
+    page = client.get(reverse("run_removal", args=[finished_run.pk, removal.seq]))
+    ledger = client.get(reverse("run_detail", args=[finished_run.pk]))
 
     assert "why this?" in page.content.decode()
     assert "1 comment<span" in ledger.content.decode()
@@ -374,7 +380,7 @@ def test_version_review_page_comments_and_verdicts(client: Client, version: Poli
     client.post(version_url("version_verdict", version), {"decision": "request_changes"})
 
     page = client.get(version_url("version_review", version)).content.decode()
-    versions = client.get(reverse("dashboard:policy-versions", args=[version.policy_id]))
+    versions = client.get(reverse("policy_versions", args=[version.policy_id]))
 
     assert "threshold too low?" in page
     assert 'data-review-status="changes_requested"' in page
@@ -385,7 +391,7 @@ def test_version_review_page_comments_and_verdicts(client: Client, version: Poli
 def test_queue_page_lists_pending_and_changes_requested(
     client: Client, finished_run: GCRun, version: PolicyVersion, rita: User
 ) -> None:
-    html = client.get(reverse("review:queue")).content.decode()
+    html = client.get(reverse("review_queue")).content.decode()
     assert f"Run {finished_run.pk}</a>" in html
     assert f"{version.policy.name} v1</a>" in html
 
@@ -393,7 +399,7 @@ def test_queue_page_lists_pending_and_changes_requested(
         target=Target.of_run(finished_run), reviewer=rita, decision="request_changes"
     )
     services.verdict_give(target=Target.of_version(version), reviewer=rita, decision="approve")
-    html = client.get(reverse("review:queue")).content.decode()
+    html = client.get(reverse("review_queue")).content.decode()
     assert "No finished run waits for review." in html
     assert "No policy version waits for review." in html
     assert f"Run {finished_run.pk}</a>" in html  # under changes requested
@@ -402,7 +408,7 @@ def test_queue_page_lists_pending_and_changes_requested(
 
 def test_queue_list_fragment_for_htmx(client: Client, finished_run: GCRun) -> None:
     response = client.get(
-        reverse("review:queue"), headers={"HX-Request": "true", "HX-Target": "pending-runs"}
+        reverse("review_queue"), headers={"HX-Request": "true", "HX-Target": "pending-runs"}
     )
 
     html = response.content.decode()
@@ -412,7 +418,7 @@ def test_queue_list_fragment_for_htmx(client: Client, finished_run: GCRun) -> No
 
 def test_queue_of_a_project_you_are_not_in_is_404(client: Client, other_run: GCRun) -> None:
     other = other_run.session.project
-    response = client.get(reverse("review:queue"), {"project": other.pk})
+    response = client.get(reverse("review_queue"), {"project": other.pk})
 
     assert response.status_code == 404
 
@@ -546,7 +552,7 @@ def test_review_panel_costs_the_same_for_one_thread_or_many(
     client: Client, finished_run: GCRun, member: User
 ) -> None:
     target = Target.of_run(finished_run)
-    url = reverse("dashboard:run_detail", args=[finished_run.pk])
+    url = reverse("run_detail", args=[finished_run.pk])
     _discuss(target, member, 1)
     services.verdict_give(target=target, reviewer=member, decision="approve")
     few = _query_count(client, url)
@@ -585,8 +591,8 @@ def test_versions_page_and_queue_cost_the_same_for_more_rows(
         )
         run_finished(finished_run.session, policy_version=other.versions.get())
 
-    versions_url = reverse("dashboard:policy-versions", args=[budget_policy.pk])
-    queue_url = reverse("review:queue")
+    versions_url = reverse("policy_versions", args=[budget_policy.pk])
+    queue_url = reverse("review_queue")
     grow(0)
     before = (_query_count(client, versions_url), _query_count(client, queue_url))
 

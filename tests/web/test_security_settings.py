@@ -113,7 +113,7 @@ def test_deployed_cookies_are_secure_and_http_only(deployed: dict[str, Any], mem
     member.set_password("a-long-password-1")
     member.save()
     client = Client(enforce_csrf_checks=True)
-    sign_in_url = reverse("teams:sign_in")
+    sign_in_url = reverse("sign_in")
     form = client.get(sign_in_url, HTTP_HOST=HOST, secure=True)
     csrf = form.cookies[django_settings.CSRF_COOKIE_NAME]
 
@@ -145,7 +145,7 @@ def csrf_client(user: User) -> tuple[Client, str]:
     """A browser-like client that is checked for CSRF, and the token a page gave it."""
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
-    client.get(reverse("dashboard:session_list"))
+    client.get(reverse("session_list"))
     return client, client.cookies[django_settings.CSRF_COOKIE_NAME].value
 
 
@@ -154,7 +154,7 @@ def test_htmx_page_post_without_the_csrf_header_is_refused(
     member: User, stored_session: AgentSession, budget_policy: Policy
 ) -> None:
     client, token = csrf_client(member)
-    url = reverse("dashboard:run_create", args=[stored_session.pk])
+    url = reverse("run_create", args=[stored_session.pk])
     form = {"policy_version": budget_policy.versions.get().pk}
 
     forged = client.post(url, form, headers={"HX-Request": "true"})
@@ -194,9 +194,9 @@ def test_https_post_from_another_origin_is_refused_even_with_the_token(
 ) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(member)
-    client.get(reverse("dashboard:session_list"), HTTP_HOST=HOST, secure=True)
+    client.get(reverse("session_list"), HTTP_HOST=HOST, secure=True)
     token = client.cookies[django_settings.CSRF_COOKIE_NAME].value
-    url = reverse("dashboard:replay_create", args=[stored_session.pk])
+    url = reverse("replay_create", args=[stored_session.pk])
 
     answer = client.post(
         url,

@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jaato_web.dashboard import services
-from jaato_web.dashboard.models import AgentSession, Project
+from jaato_web.dashboard.models import AgentSession, AuditAction, AuditEvent, Project
 from jaato_web.teams import services as team_services
-from jaato_web.teams.models import ApiToken, AuditAction, AuditEvent, Membership, SignInAttempt
+from jaato_web.teams.models import ApiToken, Membership, SignInAttempt
 from jaato_web.teams.permissions import PERMISSIONS, ROLE_ORDER, Action, Role, role_allows
 from tests.web.conftest import make_member, signed_in_client
 from tests.web.uploads import BUDGET_POLICY, session_file
@@ -148,7 +148,7 @@ def test_objects_of_another_project_answer_404_without_their_content(client, pro
     theirs.label = "their-secret-session.json"
     theirs.save()
 
-    page = client.get(reverse("dashboard:session_detail", args=[theirs.pk]))
+    page = client.get(reverse("session_detail", args=[theirs.pk]))
     api = client.get(f"/api/sessions/{theirs.pk}")
     listing = client.get(f"/sessions/?project={theirs.project_id}")
 
@@ -178,10 +178,8 @@ def test_lists_show_the_current_project_and_the_switcher_changes_it(client, proj
 def test_a_viewer_reads_but_may_not_run_and_is_told_why(project, stored_session):
     viewer = signed_in_client(make_member(project, "vic", Role.VIEWER))
 
-    read = viewer.get(reverse("dashboard:session_detail", args=[stored_session.pk]))
-    page_run = viewer.post(
-        reverse("dashboard:run_create", args=[stored_session.pk]), {"gc_json": "{}"}
-    )
+    read = viewer.get(reverse("session_detail", args=[stored_session.pk]))
+    page_run = viewer.post(reverse("run_create", args=[stored_session.pk]), {"gc_json": "{}"})
     api_run = viewer.post(
         f"/api/sessions/{stored_session.pk}/runs",
         {"config": BUDGET_POLICY},
@@ -329,12 +327,12 @@ def test_changes_are_audited_with_who_what_and_a_link(
     )
     with django_capture_on_commit_callbacks(execute=True):
         client.post(
-            reverse("dashboard:run_create", args=[session.pk]),
+            reverse("run_create", args=[session.pk]),
             {"policy_version": policy.versions.get().pk},
         )
-    client.post(reverse("dashboard:policy-default", args=[policy.pk]), {"default": "on"})
+    client.post(reverse("policy_default", args=[policy.pk]), {"default": "on"})
     client.post(
-        reverse("dashboard:policy-pin-toggle"),
+        reverse("policy_pin_toggle"),
         {"session": session.pk, "turn": 1, "policy": policy.pk},
     )
 
@@ -348,7 +346,7 @@ def test_changes_are_audited_with_who_what_and_a_link(
         AuditAction.PIN,
     ]
     assert {e.actor_name for e in events} == {"ann"}
-    assert events[0].target_url == reverse("dashboard:session_detail", args=[session.pk])
+    assert events[0].target_url == reverse("session_detail", args=[session.pk])
 
 
 def test_a_refused_change_leaves_no_event(client, project):

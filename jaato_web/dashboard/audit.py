@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jaato_web.teams.models import AuditAction, AuditEvent
+from jaato_web.dashboard.models import AuditAction, AuditEvent, Project
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from jaato_web.dashboard.models import Project
 
 SYSTEM_ACTOR = "system"
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from jaato_web.dashboard import presenters, selectors
 from jaato_web.dashboard.models import AgentSession, GCRun
-from jaato_web.dashboard.views import HtmxHttpRequest, query_int
+from jaato_web.http import PageRequest, query_int
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
 
@@ -22,22 +22,22 @@ TEMPLATE = "components/tree.html#tree-children"
 
 @require_GET
 @requires(Action.VIEW)
-def session_tree(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+def session_tree(request: PageRequest, session_id: int) -> HttpResponse:
     session = request.access.session(session_id)
-    url = reverse("dashboard:session_tree", args=[session.pk])
+    url = reverse("session_tree", args=[session.pk])
     return _children(request, session, None, url)
 
 
 @require_GET
 @requires(Action.VIEW)
-def run_tree(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_tree(request: PageRequest, run_id: int) -> HttpResponse:
     run = request.access.run(run_id)
-    url = reverse("dashboard:run_tree", args=[run.pk])
+    url = reverse("run_tree", args=[run.pk])
     return _children(request, run.session, run, url)
 
 
 def _children(
-    request: HtmxHttpRequest, session: AgentSession, run: GCRun | None, url: str
+    request: PageRequest, session: AgentSession, run: GCRun | None, url: str
 ) -> HttpResponse:
     path = request.GET.get("path", "")
     offset = query_int(request.GET.get("offset"))

@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 import gcengine
 from jaato_web.dashboard import presenters, selectors
 from jaato_web.dashboard.models import GCRun, JobStatus
-from jaato_web.dashboard.views import HtmxHttpRequest, htmx_target
+from jaato_web.http import PageRequest, htmx_target
 from jaato_web.review import presenters as review_presenters
 from jaato_web.review import selectors as review_selectors
 from jaato_web.review.targets import Target
@@ -27,7 +27,7 @@ from jaato_web.teams.permissions import Action
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @requires(Action.VIEW)
-def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
     run = request.access.run(run_id)
     target = htmx_target(request)
     if target == "ledger":
@@ -53,11 +53,11 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
             "summaries": presenters.summary_views(selectors.run_summaries(run=run)),
             "tree_before": {
                 "rows": presenters.tree_rows(before, session.total_tokens),
-                "url": reverse("dashboard:session_tree", args=[session.pk]),
+                "url": reverse("session_tree", args=[session.pk]),
             },
             "tree_after": {
                 "rows": presenters.tree_rows(after, session.total_tokens),
-                "url": reverse("dashboard:run_tree", args=[run.pk]),
+                "url": reverse("run_tree", args=[run.pk]),
             },
             **_ledger(run, request.GET),
             **_diff(run, request.GET),
@@ -67,7 +67,7 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 @requires(Action.VIEW)
-def run_status(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_status(request: PageRequest, run_id: int) -> HttpResponse:
     """What the run page polls while the run waits or works; once it ends, reload the page."""
     run = request.access.run(run_id)
     response = render(request, "runs/detail.html#run-status", {"run": run})
@@ -79,7 +79,7 @@ def run_status(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @requires(Action.VIEW)
-def run_removal(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse:
+def run_removal(request: PageRequest, run_id: int, seq: int) -> HttpResponse:
     """What one ledger item took away: its messages, or the budget entry that went."""
     run = request.access.run(run_id)
     removal = selectors.run_removal(run=run, seq=seq)
@@ -111,7 +111,7 @@ def run_removal(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse
 
 @require_GET
 @requires(Action.VIEW)
-def run_export_session(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_export_session(request: PageRequest, run_id: int) -> HttpResponse:
     """The session as the run left it, as a JAATO session file."""
     run = request.access.run(run_id)
     packed = selectors.run_session_after(run=run)
@@ -123,7 +123,7 @@ def run_export_session(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 @requires(Action.VIEW)
-def run_export_ledger_json(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_export_ledger_json(request: PageRequest, run_id: int) -> HttpResponse:
     run = request.access.run(run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))
     body = presenters.pretty_json({"run": run.pk, "session": run.session_id, "ledger": records})
@@ -132,7 +132,7 @@ def run_export_ledger_json(request: HtmxHttpRequest, run_id: int) -> HttpRespons
 
 @require_GET
 @requires(Action.VIEW)
-def run_export_ledger_csv(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_export_ledger_csv(request: PageRequest, run_id: int) -> HttpResponse:
     run = request.access.run(run_id)
     body = presenters.ledger_csv(presenters.ledger_records(selectors.run_removals(run=run)))
     return _attachment(body, _export_name(run, "ledger.csv"), "text/csv")
@@ -143,7 +143,7 @@ def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
     removals = review_selectors.with_comment_counts(selectors.run_removals(run=run))
     page = selectors.page_of(removals, query.get("ledger"), selectors.LEDGER_PER_PAGE)
     # Each row links its removed content; one reverse() for the page instead of one per row.
-    removals_url = reverse("dashboard:run_removal", args=[run.pk, 0]).removesuffix("0/")
+    removals_url = reverse("run_removal", args=[run.pk, 0]).removesuffix("0/")
     return {
         "ledger_page": page,
         "ledger_pager": presenters.pager(page, "ledger"),

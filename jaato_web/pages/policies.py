@@ -24,7 +24,7 @@ import gcengine
 from gcengine.gc import PluginError
 from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyVersion, Project
-from jaato_web.dashboard.policy_forms import (
+from jaato_web.pages.forms import (
     APPLIES_TO,
     KEY_FIELDS,
     NOOP_PLACEHOLDERS,
@@ -124,7 +124,7 @@ def policy_default(request: HttpRequest, policy_id: int) -> HttpResponse:
     elif project.default_policy_id == policy.pk:
         services.project_set_default_policy(project=project, policy=None, actor=request.user)
         messages.success(request, f"{policy.name} is no longer the default; uploads run no GC.")
-    return redirect(f"{reverse('dashboard:policy-list')}?project={project.pk}")
+    return redirect(f"{reverse('policy_list')}?project={project.pk}")
 
 
 # --- Editor --------------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
                     actor=request.user,
                 )
                 messages.success(request, f"Created {policy.name}, version 1.")
-                return redirect("dashboard:policy-edit", policy_id=policy.pk)
+                return redirect("policy_edit", policy_id=policy.pk)
             version = services.policy_save(
                 policy=policy,
                 config=form.gc_json(),
@@ -220,7 +220,7 @@ def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
             extra["latest"] = conflict.current
         else:
             messages.success(request, f"Saved {policy.name} version {version.number}.")
-            return redirect("dashboard:policy-edit", policy_id=policy.pk)
+            return redirect("policy_edit", policy_id=policy.pk)
     return render(
         request,
         "policies/editor.html",
@@ -344,7 +344,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
             form.add_error("name", error.reason)
         else:
             messages.success(request, f"Imported {policy.name} as version 1.")
-            return redirect("dashboard:policy-edit", policy_id=policy.pk)
+            return redirect("policy_edit", policy_id=policy.pk)
     return render(request, "policies/import.html", {"form": form, "project": project})
 
 
@@ -459,7 +459,7 @@ def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpRes
         messages.success(
             request, f"Restored version {number} as version {version.number} of {policy.name}."
         )
-    return redirect("dashboard:policy-versions", policy_id=policy.pk)
+    return redirect("policy_versions", policy_id=policy.pk)
 
 
 # --- Pins ----------------------------------------------------------------------------------
@@ -507,7 +507,7 @@ def policy_pin_toggle(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"{version.message} in {policy}: version {version.number}.")
         if url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
             return redirect(next_url)
-        return redirect("dashboard:policy-list")
+        return redirect("policy_list")
     context |= {
         "session": session,
         "turn_index": turn_index,
@@ -590,7 +590,7 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
             except (gcengine.GCEngineError, PluginError) as problem:
                 error = str(problem)
             else:
-                url = reverse("dashboard:policy-runs")
+                url = reverse("policy_runs")
                 return redirect(f"{url}?ids={','.join(str(r.pk) for r in runs)}")
     return render(
         request,

@@ -11,7 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from jaato_web.dashboard import presenters
 from jaato_web.dashboard.models import JobStatus
-from jaato_web.dashboard.views import HtmxHttpRequest
+from jaato_web.http import PageRequest
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
 
@@ -19,7 +19,7 @@ from jaato_web.teams.permissions import Action
 @require_GET
 @vary_on_headers("HX-Request")
 @requires(Action.VIEW)
-def replay_detail(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
+def replay_detail(request: PageRequest, replay_id: int) -> HttpResponse:
     """The chart; while the replay is pending, a fragment that polls this same URL.
 
     The session page loads this fragment after the page itself, so a 20,000-step series is

@@ -20,15 +20,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from jaato_web.dashboard import presenters
 from jaato_web.dashboard import selectors as dashboard_selectors
 from jaato_web.dashboard.models import Project
-from jaato_web.teams import selectors, services
-from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, requires, signed_in
-from jaato_web.teams.forms import (
+from jaato_web.pages.forms import (
     AuditFilterForm,
     MemberAddForm,
     MemberRoleForm,
     ProjectForm,
     TokenForm,
 )
+from jaato_web.teams import selectors, services
+from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, requires, signed_in
 from jaato_web.teams.models import ApiToken
 from jaato_web.teams.permissions import ROLE_ORDER, Action, Role, permission_table
 
@@ -75,7 +75,7 @@ def sign_in(request: HttpRequest) -> HttpResponse:
         elif form.is_valid():
             services.sign_in_record(username=username, ip_address=address, succeeded=True)
             login(request, form.get_user())
-            return redirect(next_url or reverse("dashboard:home"))
+            return redirect(next_url or reverse("home"))
         else:
             services.sign_in_record(username=username, ip_address=address, succeeded=False)
             status = 400
@@ -87,7 +87,7 @@ def sign_in(request: HttpRequest) -> HttpResponse:
 @signed_in
 def sign_out(request: HttpRequest) -> HttpResponse:
     logout(request)
-    return redirect("teams:sign_in")
+    return redirect("sign_in")
 
 
 # --- Projects and members --------------------------------------------------------------------
@@ -102,7 +102,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
         project = services.project_create(name=form.cleaned_data["name"], creator=request.user)  # type: ignore[arg-type]
         request.session[CURRENT_PROJECT_KEY] = project.pk
         messages.success(request, f"Created {project.name}; you are its admin.")
-        return redirect("teams:members", project_id=project.pk)
+        return redirect("member_list", project_id=project.pk)
     context = {
         "memberships": selectors.my_memberships(user=request.user),  # type: ignore[arg-type]
         "form": form,
@@ -122,7 +122,7 @@ def project_switch(request: HttpRequest) -> HttpResponse:
     next_url = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
         return redirect(next_url)
-    return redirect("dashboard:session_list")
+    return redirect("session_list")
 
 
 def _project_for(request: HttpRequest, project_id: int) -> Project:
@@ -133,7 +133,7 @@ def _project_for(request: HttpRequest, project_id: int) -> Project:
 
 @require_http_methods(["GET", "POST"])
 @requires(Action.VIEW, writes=Action.MANAGE_MEMBERS)
-def members(request: HttpRequest, project_id: int) -> HttpResponse:
+def member_list(request: HttpRequest, project_id: int) -> HttpResponse:
     """Everyone sees who is in the project; only admins add people or change roles."""
     access = _access(request)
     project = _project_for(request, project_id)
@@ -152,7 +152,7 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
                 form.add_error("username", str(error))
             else:
                 messages.success(request, f"Added {form.cleaned_data['username']}.")
-                return redirect("teams:members", project_id=project.pk)
+                return redirect("member_list", project_id=project.pk)
     context: dict[str, Any] = {
         "project": project,
         "members": selectors.project_members(project=project),
@@ -185,7 +185,7 @@ def member_change(request: HttpRequest, project_id: int, membership_id: int) -> 
                 )
     except services.MembershipError as error:
         messages.error(request, str(error))
-    return redirect("teams:members", project_id=project.pk)
+    return redirect("member_list", project_id=project.pk)
 
 
 # --- API tokens ------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def member_change(request: HttpRequest, project_id: int, membership_id: int) -> 
 @never_cache
 @require_http_methods(["GET", "POST"])
 @signed_in
-def tokens(request: HttpRequest) -> HttpResponse:
+def token_list(request: HttpRequest) -> HttpResponse:
     """The user's tokens; a new one's secret is in this response only (never stored)."""
     projects = Project.objects.filter(memberships__user=request.user.pk).order_by("name")
     form = TokenForm(request.POST or None, projects=projects)
@@ -222,7 +222,7 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
     services.token_revoke(token=token, actor=request.user)  # type: ignore[arg-type]
     messages.success(request, f"Revoked {token.name}; it no longer opens the API.")
-    return redirect("teams:tokens")
+    return redirect("token_list")
 
 
 # --- Audit log -------------------------------------------------------------------------------

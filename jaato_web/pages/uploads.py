@@ -14,9 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import forms, selectors, services
+from jaato_web.dashboard import selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
-from jaato_web.dashboard.views import HtmxHttpRequest, query_id
+from jaato_web.http import PageRequest, query_id
+from jaato_web.pages import forms
 from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, requires
 from jaato_web.teams.permissions import Action
 
@@ -40,7 +41,7 @@ class UploadOutcome:
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 @requires(Action.UPLOAD)
-def session_upload(request: HtmxHttpRequest) -> HttpResponse:
+def session_upload(request: PageRequest) -> HttpResponse:
     """Each file is stored on its own; the answer lists every file's outcome.
 
     The status is 200 when at least one file was taken; when none was, it is the failure's
@@ -74,7 +75,7 @@ def session_upload(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 @requires(Action.VIEW)
-def ingest_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
+def ingest_job(request: PageRequest, job_id: int) -> HttpResponse:
     """A file being read in the background; the status fragment polls until it is done."""
     job = request.access.ingest_job(job_id)
     template = "uploads/job.html#job-status" if request.htmx else "uploads/job.html"

@@ -11,14 +11,15 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import forms, presenters, selectors, services
+from jaato_web.dashboard import presenters, selectors, services
 from jaato_web.dashboard.models import AgentSession, Project
-from jaato_web.dashboard.views import (
-    HtmxHttpRequest,
+from jaato_web.http import (
+    PageRequest,
     htmx_target,
     query_id,
     redirect_after_post,
 )
+from jaato_web.pages import forms
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
 
@@ -35,15 +36,15 @@ SEARCH_MAX_CHARS = 200
 
 @require_GET
 @requires(Action.VIEW)
-def home(request: HtmxHttpRequest) -> HttpResponse:
+def home(request: PageRequest) -> HttpResponse:
     """The sessions list is the dashboard's front page."""
-    return redirect("dashboard:session_list")
+    return redirect("session_list")
 
 
 @require_GET
 @vary_on_headers("HX-Request")
 @requires(Action.VIEW)
-def session_list(request: HtmxHttpRequest) -> HttpResponse:
+def session_list(request: PageRequest) -> HttpResponse:
     project = request.access.project(query_id(request.GET.get("project")), request)
     search = request.GET.get("q", "").strip()[:SEARCH_MAX_CHARS]
     sort = request.GET.get("sort", "newest")
@@ -66,7 +67,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @requires(Action.VIEW)
-def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+def session_detail(request: PageRequest, session_id: int) -> HttpResponse:
     session = request.access.session(session_id)
     project = session.project
     target = htmx_target(request)
@@ -81,7 +82,7 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 @requires(Action.RUN)
-def run_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+def run_create(request: PageRequest, session_id: int) -> HttpResponse:
     """Queue a GC run from the session page, then go to the run's page."""
     session = request.access.session(session_id)
     project = session.project
@@ -95,7 +96,7 @@ def run_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         except gcengine.GCEngineError as error:  # the plugin cannot be loaded
             form.add_error("plugin", str(error))
         else:
-            return redirect_after_post(request, reverse("dashboard:run_detail", args=[run.pk]))
+            return redirect_after_post(request, reverse("run_detail", args=[run.pk]))
     if request.htmx:
         context = {"session": session, "run_form": form}
         return render(request, "sessions/detail.html#run-form", context, status=400)
@@ -104,7 +105,7 @@ def run_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 @requires(Action.RUN)
-def replay_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+def replay_create(request: PageRequest, session_id: int) -> HttpResponse:
     """Replay the session under a stored policy (or show the replay already made)."""
     session = request.access.session(session_id)
     project = session.project
@@ -120,7 +121,7 @@ def replay_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
             form.add_error("policy_version", str(error))
         else:
             if not request.htmx:
-                url = reverse("dashboard:session_detail", args=[session.pk])
+                url = reverse("session_detail", args=[session.pk])
                 return redirect(f"{url}?replay={requested.pk}#replay")
             # Read again: with a synchronous task backend it has already finished.
             replay = selectors.replay_shown(session=session, replay_id=requested.pk)
@@ -133,7 +134,7 @@ def replay_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 
 def _session_page(
-    request: HtmxHttpRequest,
+    request: PageRequest,
     project: Project,
     session: AgentSession,
     *,
@@ -160,7 +161,7 @@ def _session_page(
         ),
         "tree": {
             "rows": presenters.tree_rows(nodes, session.total_tokens),
-            "url": reverse("dashboard:session_tree", args=[session.pk]),
+            "url": reverse("session_tree", args=[session.pk]),
         },
         "legend": presenters.policy_legend(),
         "drift": presenters.drift_view(session.drift, session.token_counter),

@@ -46,4 +46,4 @@ class NoProjectMiddleware:
             request,
             "You are not a member of any project yet: start one, or ask an admin to add you.",
         )
-        return redirect("teams:projects")
+        return redirect("project_list")

@@ -18,7 +18,7 @@ from django.views.decorators.vary import vary_on_headers
 from jaato_web.dashboard import presenters as dashboard_presenters
 from jaato_web.dashboard import selectors as dashboard_selectors
 from jaato_web.dashboard.models import PolicyVersion
-from jaato_web.dashboard.views import HtmxHttpRequest, htmx_target, query_id
+from jaato_web.http import PageRequest, htmx_target, query_id
 from jaato_web.review import presenters, selectors, services
 from jaato_web.review.presenters import FormState
 from jaato_web.review.targets import Target
@@ -30,7 +30,7 @@ PANEL = "review/panel.html#panel"
 PANEL_ID = "review"
 
 
-def _version(request: HtmxHttpRequest, policy_id: int, number: int) -> PolicyVersion:
+def _version(request: PageRequest, policy_id: int, number: int) -> PolicyVersion:
     policy = request.access.policy(policy_id)
     version = dashboard_selectors.policy_version_by_number(policy=policy, number=number)
     version.policy = policy  # the project is already loaded with it
@@ -44,15 +44,13 @@ def _parent_id(value: str | None) -> int | None:
     return int(value) if value.isdigit() else 0
 
 
-def _panel(
-    request: HtmxHttpRequest, panel: presenters.ReviewPanel, status: int = 200
-) -> HttpResponse:
+def _panel(request: PageRequest, panel: presenters.ReviewPanel, status: int = 200) -> HttpResponse:
     """The panel for htmx; otherwise the panel alone on a page (a refused no-JS post)."""
     template = PANEL if request.htmx else "review/panel_page.html"
     return render(request, template, {"review": panel}, status=status)
 
 
-def _comment(request: HtmxHttpRequest, target: Target) -> HttpResponse:
+def _comment(request: PageRequest, target: Target) -> HttpResponse:
     body = request.POST.get("body", "")
     parent_id = _parent_id(request.POST.get("parent"))
     try:
@@ -69,7 +67,7 @@ def _comment(request: HtmxHttpRequest, target: Target) -> HttpResponse:
     return redirect(f"{target.url()}{suffix}#comment-{comment.pk}")
 
 
-def _verdict(request: HtmxHttpRequest, target: Target) -> HttpResponse:
+def _verdict(request: PageRequest, target: Target) -> HttpResponse:
     note = request.POST.get("note", "")
     try:
         services.verdict_give(
@@ -91,13 +89,13 @@ def _verdict(request: HtmxHttpRequest, target: Target) -> HttpResponse:
 
 @require_POST
 @requires(Action.COMMENT)
-def run_comment(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_comment(request: PageRequest, run_id: int) -> HttpResponse:
     return _comment(request, Target.of_run(request.access.run(run_id)))
 
 
 @require_POST
 @requires(Action.COMMENT)
-def removal_comment(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResponse:
+def removal_comment(request: PageRequest, run_id: int, seq: int) -> HttpResponse:
     run = request.access.run(run_id)
     removal = dashboard_selectors.run_removal(run=run, seq=seq)
     return _comment(request, Target.of_removal(run, removal))
@@ -105,7 +103,7 @@ def removal_comment(request: HtmxHttpRequest, run_id: int, seq: int) -> HttpResp
 
 @require_POST
 @requires(Action.REVIEW)
-def run_verdict(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
+def run_verdict(request: PageRequest, run_id: int) -> HttpResponse:
     return _verdict(request, Target.of_run(request.access.run(run_id)))
 
 
@@ -115,7 +113,7 @@ def run_verdict(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @requires(Action.VIEW)
-def version_review(request: HtmxHttpRequest, policy_id: int, number: int) -> HttpResponse:
+def version_review(request: PageRequest, policy_id: int, number: int) -> HttpResponse:
     """One policy version: what it changed, its status, verdicts and discussion."""
     version = _version(request, policy_id, number)
     panel = presenters.review_panel(Target.of_version(version), page=request.GET.get("comments"))
@@ -137,13 +135,13 @@ def version_review(request: HtmxHttpRequest, policy_id: int, number: int) -> Htt
 
 @require_POST
 @requires(Action.COMMENT)
-def version_comment(request: HtmxHttpRequest, policy_id: int, number: int) -> HttpResponse:
+def version_comment(request: PageRequest, policy_id: int, number: int) -> HttpResponse:
     return _comment(request, Target.of_version(_version(request, policy_id, number)))
 
 
 @require_POST
 @requires(Action.REVIEW)
-def version_verdict(request: HtmxHttpRequest, policy_id: int, number: int) -> HttpResponse:
+def version_verdict(request: PageRequest, policy_id: int, number: int) -> HttpResponse:
     return _verdict(request, Target.of_version(_version(request, policy_id, number)))
 
 
@@ -155,7 +153,7 @@ QUEUE_LISTS = ("pending-runs", "pending-versions", "changed-runs", "changed-vers
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @requires(Action.VIEW)
-def queue(request: HtmxHttpRequest) -> HttpResponse:
+def review_queue(request: PageRequest) -> HttpResponse:
     """What waits for a verdict in the current project (``?project=`` picks another), oldest
     first, and what a reviewer sent back with changes requested."""
     project = request.access.project(query_id(request.GET.get("project")), request)

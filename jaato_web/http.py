@@ -1,0 +1,69 @@
+"""What every page view shares: the typed request and the query-string and redirect helpers.
+
+Page views (``jaato_web.pages``) follow the same four steps: find the project, read through a
+selector scoped to it (a 404 for anything outside), shape with a presenter, render the page or,
+for an htmx request, one of the page's ``{% partialdef %}`` fragments. Writes go through a
+service. Every view declares the action it performs with ``teams.access.requires``; objects
+are then found through ``request.access``, which looks only among the user's projects and
+checks their role there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from jaato_web.teams.access import Access
+
+# Ids are 64-bit database keys; a longer number names no object and must not reach a query.
+MAX_ID = 2**63 - 1
+
+
+class PageRequest(HttpRequest):
+    """A page request as the views see it: ``HtmxMiddleware`` adds ``htmx``, ``requires``
+    adds ``access``, and sign-in is required for every page, so ``user`` is a real user."""
+
+    htmx: HtmxDetails
+    access: Access
+    user: User
+
+
+def redirect_after_post(request: PageRequest, url: str) -> HttpResponse:
+    """A redirect that works for a plain form post and an htmx one.
+
+    htmx would follow a 302 itself and swap the whole next page into the form's target, so an
+    htmx request is told to navigate instead.
+    """
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
+
+
+def htmx_target(request: PageRequest) -> str | None:
+    """The id of the element an htmx request will swap, or None for a normal request."""
+    return request.htmx.target if request.htmx else None
+
+
+def query_id(value: object) -> int | None:
+    """An object id from the query string or a form, or None when absent or not an id.
+
+    Only ASCII digits count: ``str.isdigit`` also accepts characters such as "²" that
+    ``int`` refuses, and a number beyond 64 bits would overflow the database's integers.
+    """
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+        return None
+    number = int(value)
+    return number if number <= MAX_ID else None
+
+
+def query_int(value: object, default: int = 0) -> int:
+    """A non-negative whole number from the query string; anything else is the default."""
+    number = query_id(value)
+    return default if number is None else number

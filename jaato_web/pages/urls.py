@@ -1,0 +1,109 @@
+"""Every page's route, in one list; names are snake_case and say what the page shows.
+
+Review routes sit beside the objects they review (``runs/<run_id>/comments/``), so a URL says
+what a comment or verdict is about. Policy versions are named by their policy and number.
+"""
+
+from django.urls import URLPattern, path
+
+from jaato_web.pages import policies, replays, review, runs, sessions, teams, trees, uploads
+
+urlpatterns: list[URLPattern] = [
+    path("", sessions.home, name="home"),
+    # Sessions, uploads, replays
+    path("sessions/", sessions.session_list, name="session_list"),
+    path("sessions/upload/", uploads.session_upload, name="session_upload"),
+    path("sessions/<int:session_id>/", sessions.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/tree/", trees.session_tree, name="session_tree"),
+    path("sessions/<int:session_id>/runs/", sessions.run_create, name="run_create"),
+    path("sessions/<int:session_id>/replays/", sessions.replay_create, name="replay_create"),
+    path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
+    path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
+    # Runs
+    path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
+    path("runs/<int:run_id>/tree/", trees.run_tree, name="run_tree"),
+    path("runs/<int:run_id>/removals/<int:seq>/", runs.run_removal, name="run_removal"),
+    path(
+        "runs/<int:run_id>/export/session.gc.json",
+        runs.run_export_session,
+        name="run_export_session",
+    ),
+    path(
+        "runs/<int:run_id>/export/ledger.json",
+        runs.run_export_ledger_json,
+        name="run_export_ledger_json",
+    ),
+    path(
+        "runs/<int:run_id>/export/ledger.csv",
+        runs.run_export_ledger_csv,
+        name="run_export_ledger_csv",
+    ),
+    # Policies
+    path("policies/", policies.policy_list, name="policy_list"),
+    path("policies/new/", policies.policy_new, name="policy_new"),
+    path("policies/import/", policies.policy_import, name="policy_import"),
+    path("policies/preview/", policies.policy_preview, name="policy_preview"),
+    path("policies/preview/chart/", policies.policy_preview_chart, name="policy_preview_chart"),
+    path("policies/chart/", policies.policy_version_chart, name="policy_version_chart"),
+    path("policies/compare/", policies.policy_compare, name="policy_compare"),
+    path("policies/pins/toggle/", policies.policy_pin_toggle, name="policy_pin_toggle"),
+    path("policies/runs/", policies.policy_runs, name="policy_runs"),
+    path("policies/<int:policy_id>/edit/", policies.policy_edit, name="policy_edit"),
+    path("policies/<int:policy_id>/default/", policies.policy_default, name="policy_default"),
+    path("policies/<int:policy_id>/apply/", policies.policy_apply, name="policy_apply"),
+    path("policies/<int:policy_id>/versions/", policies.policy_versions, name="policy_versions"),
+    path(
+        "policies/<int:policy_id>/versions/compare/",
+        policies.policy_versions_compare,
+        name="policy_versions_compare",
+    ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>/restore/",
+        policies.policy_restore,
+        name="policy_restore",
+    ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>/gc.json",
+        policies.policy_export,
+        name="policy_export",
+    ),
+    # Review
+    path("review/", review.review_queue, name="review_queue"),
+    path("runs/<int:run_id>/comments/", review.run_comment, name="run_comment"),
+    path("runs/<int:run_id>/verdicts/", review.run_verdict, name="run_verdict"),
+    path(
+        "runs/<int:run_id>/removals/<int:seq>/comments/",
+        review.removal_comment,
+        name="removal_comment",
+    ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>/review/",
+        review.version_review,
+        name="version_review",
+    ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>/comments/",
+        review.version_comment,
+        name="version_comment",
+    ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>/verdicts/",
+        review.version_verdict,
+        name="version_verdict",
+    ),
+    # Accounts, projects, members, tokens, audit log
+    path("accounts/sign-in/", teams.sign_in, name="sign_in"),
+    path("accounts/sign-out/", teams.sign_out, name="sign_out"),
+    path("accounts/tokens/", teams.token_list, name="token_list"),
+    path("accounts/tokens/<int:token_id>/revoke/", teams.token_revoke, name="token_revoke"),
+    path("projects/", teams.project_list, name="project_list"),
+    path("projects/current/", teams.project_switch, name="project_switch"),
+    path("projects/<int:project_id>/members/", teams.member_list, name="member_list"),
+    path(
+        "projects/<int:project_id>/members/<int:membership_id>/",
+        teams.member_change,
+        name="member_change",
+    ),
+    path("audit/", teams.audit_log, name="audit_log"),
+]
