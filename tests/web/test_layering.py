@@ -1,0 +1,133 @@
+"""The shell's layers, read from the source: who may import whom.
+
+From the top: the doors (``pages``, ``api`` and the ``client`` command line, side by side,
+none importing another),
+then ``review``, ``teams``, ``dashboard``, and the engine at the bottom. A module may import
+its own layer and the layers below it, never one above; so a reader can tell from the tree
+alone where a page, an endpoint and a rule live, and a rule can never depend on a page.
+Exceptions are listed below, each with its reason; anything else fails this test by name.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "jaato_web"
+
+# Top to bottom. Modules in one entry are one layer; doors are separate layers of equal rank.
+# ``client`` is the ``jaato-gc`` command line, a door over the API that needs no Django.
+DOORS = ("jaato_web.pages", "jaato_web.api", "jaato_web.client")
+LAYERS = ("jaato_web.review", "jaato_web.teams", "jaato_web.dashboard")
+# Modules any layer may use: settings and helpers with no rules in them.
+NEUTRAL = (
+    "jaato_web.http",
+    "jaato_web.readonly_admin",
+    "jaato_web.settings",
+)
+# (importer, imported): why the rule does not apply.
+ALLOWED = {
+    ("jaato_web.urls", "jaato_web.api"): "the root URL list mounts the API (pages by name)",
+    ("jaato_web.http", "jaato_web.teams"): (
+        "the page request names teams' Access, for type checking only"
+    ),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _owner(module: str) -> str | None:
+    """The layer (or door, or neutral module) a module belongs to."""
+    for top in (*DOORS, *LAYERS, *NEUTRAL, "jaato_web.urls"):
+        if module == top or module.startswith(top + "."):
+            return top
+    return None
+
+
+def _rank(owner: str) -> int:
+    """Doors rank 0; the apps below them 1, 2, 3."""
+    return 0 if owner in DOORS else LAYERS.index(owner) + 1
+
+
+def _violation(importer: str, imported: str) -> str | None:
+    source, target = _owner(importer), _owner(imported)
+    if target is None or source == target or target in NEUTRAL:
+        return None
+    if source is None:
+        return f"{importer} belongs to no layer; add it to one in this test"
+    if (source, target) in ALLOWED:
+        return None
+    if source in NEUTRAL or source == "jaato_web.urls":
+        return f"{importer} is neutral but imports {imported}"
+    if target == "jaato_web.urls":
+        return None
+    if target in DOORS:
+        return f"{importer} imports the door {imported}"
+    if _rank(target) < _rank(source):
+        return f"{importer} ({source}) imports {imported} from the layer above it ({target})"
+    return None
+
+
+def _shell_modules() -> list[Path]:
+    return sorted(path for path in PACKAGE.rglob("*.py") if "migrations" not in path.parts)
+
+
+def test_every_import_respects_the_layers() -> None:
+    problems = [
+        problem
+        for path in _shell_modules()
+        for imported in sorted(_imports(path))
+        if imported.startswith("jaato_web")
+        and (problem := _violation(_module_name(path), imported)) is not None
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_allowed_exception_is_still_needed() -> None:
+    """An exception that nothing uses any more is removed, so the list stays true."""
+    used = {
+        (_owner(_module_name(path)), _owner(imported))
+        for path in _shell_modules()
+        for imported in _imports(path)
+        if imported.startswith("jaato_web")
+    }
+    assert set(ALLOWED) <= used
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "expected"),
+    [
+        ("jaato_web.dashboard.services", "jaato_web.teams.audit", "layer above"),
+        ("jaato_web.teams.access", "jaato_web.review.models", "layer above"),
+        ("jaato_web.review.selectors", "jaato_web.pages.forms", "door"),
+        ("jaato_web.api.runs", "jaato_web.pages.runs", "door"),
+        ("jaato_web.pages.runs", "jaato_web.api.schemas", "door"),
+        ("jaato_web.pages.runs", "jaato_web.review.selectors", None),
+        ("jaato_web.review.models", "jaato_web.dashboard.models", None),
+        ("jaato_web.teams.access", "jaato_web.http", None),
+    ],
+)
+def test_the_rule_itself(importer: str, imported: str, expected: str | None) -> None:
+    problem = _violation(importer, imported)
+    if expected is None:
+        assert problem is None
+    else:
+        assert problem is not None and expected in problem
