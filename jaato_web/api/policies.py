@@ -33,7 +33,13 @@ from jaato_web.api.schemas import (
     RestoreIn,
     VersionCompareOut,
 )
-from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
+from jaato_web.dashboard import (
+    dry_runs,
+    policy_presenters,
+    selectors,
+    services,
+    storage,
+)
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyVersion
 
 router = Router(tags=["policies"])
@@ -208,7 +214,7 @@ def _gc_json(version: PolicyVersion) -> HttpResponse:
     """The flat gc.json JAATO's own loader reads (``gcengine.dump_gc_config``)."""
     document = gcengine.dump_gc_config(services.config_validated(version.config))
     response = HttpResponse(
-        presenters.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
+        storage.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
     )
     response["Content-Disposition"] = 'attachment; filename="gc.json"'
     return response

@@ -20,7 +20,7 @@ from jaato_web.api.schemas import (
     RunOut,
     SummaryOut,
 )
-from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard import presenters, selectors, services, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, PolicyVersion, Replay, Summary
 
 router = Router(tags=["runs"])
@@ -92,7 +92,7 @@ def run_ledger_json(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _run(request, run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))
     response = HttpResponse(
-        presenters.pretty_json(records), content_type="application/json; charset=utf-8"
+        storage.pretty_json(records), content_type="application/json; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-ledger.json"'
     return response
@@ -165,11 +165,11 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
     packed = selectors.run_session_after(run=run)
     if packed is None:
         return HttpResponse(
-            presenters.pretty_json({"detail": f"run {run.pk} is {run.status}; nothing to export"}),
+            storage.pretty_json({"detail": f"run {run.pk} is {run.status}; nothing to export"}),
             status=409,
             content_type="application/json",
         )
-    document = gcengine.dump_session(presenters.unpack_session(packed))
+    document = gcengine.dump_session(storage.unpack_session(packed))
     response = HttpResponse(document, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.json"'
     return response

@@ -27,7 +27,7 @@ from typing import Any
 
 import gcengine
 from gcengine.gc import GCRemovalItem, context_usage, load_gc_plugin, plugin_options
-from jaato_web.dashboard import presenters, services
+from jaato_web.dashboard import services, storage
 from jaato_web.dashboard.models import AgentSession
 
 SESSION_CACHE_SIZE = 4
@@ -186,13 +186,13 @@ def replay_cached(session: AgentSession, config: gcengine.GCConfig) -> dict[str,
 
 
 def replay(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any]:
-    """The turn-by-turn replay series (``presenters.replay_series``), computed once per
+    """The turn-by-turn replay series (``storage.replay_series``), computed once per
     session and gc.json."""
     used, _ = dry_run_config(config)
     key = _replay_key(session, used)
     series = _replays.get(key)
     if series is None:
-        series = presenters.replay_series(gcengine.simulate(engine_session(session), used))
+        series = storage.replay_series(gcengine.simulate(engine_session(session), used))
         _replays.put(key, series)
     return series
 

@@ -8,25 +8,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gcengine
-
-PREVIEW_CHARS = 200
-# Tool arguments and results can be megabytes; the history view shows the start and says so.
-PART_TEXT_CHARS = 4000
-
-POLICY_ORDER = [
-    gcengine.GCPolicy.LOCKED,
-    gcengine.GCPolicy.PRESERVABLE,
-    gcengine.GCPolicy.PARTIAL,
-    gcengine.GCPolicy.CONDITIONAL,
-    gcengine.GCPolicy.EPHEMERAL,
-]
+from jaato_web.dashboard import storage
 
 
 @dataclass(frozen=True)
@@ -38,7 +25,7 @@ class LegendEntry:
 
 def policy_legend() -> list[LegendEntry]:
     """Every policy tier the tree can show, with the indicator and what it means."""
-    return [LegendEntry(p.value, p.indicator, p.description) for p in POLICY_ORDER]
+    return [LegendEntry(p.value, p.indicator, p.description) for p in storage.POLICY_ORDER]
 
 
 def indicator(policy: str) -> str:
@@ -46,182 +33,6 @@ def indicator(policy: str) -> str:
         return gcengine.GCPolicy(policy).indicator
     except ValueError:
         return "?"
-
-
-@dataclass(frozen=True)
-class NodeRow:
-    path: str
-    parent_path: str
-    position: int
-    depth: int
-    key: str
-    label: str
-    policy: str
-    tokens: int
-    child_count: int
-    message_ids: list[str]
-
-
-def budget_rows(budget: gcengine.InstructionBudget) -> list[NodeRow]:
-    """Every node of the tree, parents before children, figures computed bottom-up once."""
-    rows: list[NodeRow] = []
-    for position, (source, entry) in enumerate(budget.entries.items()):
-        _flatten(entry, source.value, "", position, 0, rows)
-    return rows
-
-
-def _flatten(
-    entry: gcengine.SourceEntry,
-    key: str,
-    parent_path: str,
-    position: int,
-    depth: int,
-    rows: list[NodeRow],
-) -> tuple[int, str]:
-    path = f"{parent_path}/{key}" if parent_path else key
-    slot = len(rows)
-    rows.append(NodeRow(path, parent_path, position, depth, key, "", "", 0, 0, []))
-    if entry.children:
-        tokens = 0
-        policies: set[str] = set()
-        for child_position, (child_key, child) in enumerate(entry.children.items()):
-            child_tokens, child_policy = _flatten(
-                child, child_key, path, child_position, depth + 1, rows
-            )
-            tokens += child_tokens
-            policies.add(child_policy)
-        policy = policies.pop() if len(policies) == 1 else gcengine.GCPolicy.PARTIAL.value
-    else:
-        tokens, policy = entry.tokens, entry.gc_policy.value
-    rows[slot] = NodeRow(
-        path=path,
-        parent_path=parent_path,
-        position=position,
-        depth=depth,
-        key=key,
-        label=entry.label or key,
-        policy=policy,
-        tokens=tokens,
-        child_count=len(entry.children),
-        message_ids=list(entry.message_ids),
-    )
-    return tokens, policy
-
-
-@dataclass(frozen=True)
-class TurnRow:
-    position: int
-    turn_index: int | None
-    kind: str
-    tokens: int
-    policy: str
-    tool_calls: int
-    preview: str
-    messages: list[dict[str, Any]]
-
-
-def message_figures(budget: gcengine.InstructionBudget) -> dict[str, tuple[int, str, str]]:
-    """Per message: tokens, policy and how the figure was made, read from budget leaves."""
-    conversation = budget.get_entry(gcengine.InstructionSource.CONVERSATION)
-    figures: dict[str, tuple[int, str, str]] = {}
-    if conversation is None:
-        return figures
-    stack = [conversation]
-    while stack:
-        entry = stack.pop()
-        if entry.children:
-            stack.extend(entry.children.values())
-        elif len(entry.message_ids) == 1:
-            counted_by = str(entry.metadata.get("counted_by", ""))
-            figures[entry.message_ids[0]] = (entry.tokens, entry.gc_policy.value, counted_by)
-    return figures
-
-
-def _clip(text: str, limit: int = PART_TEXT_CHARS) -> tuple[str, bool]:
-    return (text, False) if len(text) <= limit else (text[:limit], True)
-
-
-def part_row(part: gcengine.Part) -> dict[str, Any]:
-    """A part as the history view shows it: its kind, a readable body, and whether it is cut."""
-    kind = part.type.value
-    if part.function_call is not None:
-        body = pretty_json(part.function_call.args)
-        title = part.function_call.name
-    elif part.function_response is not None:
-        body = pretty_json(part.function_response.result)
-        title = part.function_response.name
-    elif part.inline_data is not None:
-        body = f"{part.inline_data.mime_type}, {len(part.inline_data.data):,} characters of data"
-        title = "media"
-    elif part.opaque is not None:
-        body = pretty_json(part.opaque.data)
-        title = part.opaque.kind
-    else:
-        body = part.text or ""
-        title = ""
-    text, clipped = _clip(body)
-    return {"type": kind, "title": title, "text": text, "clipped": clipped, "length": len(body)}
-
-
-def pretty_json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, indent=1, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def most_protective(policies: Iterable[str]) -> str:
-    present = set(policies)
-    for policy in POLICY_ORDER:
-        if policy.value in present:
-            return policy.value
-    return gcengine.GCPolicy.EPHEMERAL.value
-
-
-def turn_rows(session: gcengine.Session) -> list[TurnRow]:
-    """The history, turn by turn, each message with its tokens and policy from the budget."""
-    figures = message_figures(session.budget)
-    counter: gcengine.TokenCounter | None = None
-    rows: list[TurnRow] = []
-    for position, turn in enumerate(session.turns()):
-        messages: list[dict[str, Any]] = []
-        turn_tokens = 0
-        policies: list[str] = []
-        for message in turn.messages:
-            if message.message_id in figures:
-                tokens, policy, counted_by = figures[message.message_id]
-            else:
-                counter = counter or gcengine.load_counter()
-                tokens = gcengine.count_message(message, counter)
-                policy, counted_by = gcengine.GCPolicy.EPHEMERAL.value, counter.name
-            turn_tokens += tokens
-            policies.append(policy)
-            messages.append(
-                {
-                    "id": message.message_id,
-                    "role": message.role.value,
-                    "kind": message.kind.value,
-                    "tokens": tokens,
-                    "policy": policy,
-                    "counted_by": counted_by,
-                    "parts": [part_row(p) for p in message.parts],
-                    "metadata": message.metadata if message.kind.value != "chat" else {},
-                }
-            )
-        first_text = next((m.text for m in turn.messages if m.text), "")
-        rows.append(
-            TurnRow(
-                position=position,
-                turn_index=turn.index,
-                kind=turn.kind.value,
-                tokens=turn_tokens,
-                policy=most_protective(policies),
-                tool_calls=sum(len(m.function_calls) for m in turn.messages),
-                preview=_clip(" ".join(first_text.split()), PREVIEW_CHARS)[0],
-                messages=messages,
-            )
-        )
-    return rows
 
 
 @dataclass(frozen=True)
@@ -300,34 +111,6 @@ def usage_bar(*, limit: int, total: int, locked: int, preservable: int, eligible
             ("other", share(other)),
         ],
     )
-
-
-def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
-    """A replay as stored: compact step tuples (a 10,000-turn replay has 20,000 steps)."""
-    return {
-        "plugin": simulation.plugin,
-        "context_limit": simulation.context_limit,
-        "threshold_percent": simulation.threshold_percent,
-        "target_percent": simulation.target_percent,
-        "pressure_percent": simulation.pressure_percent,
-        "continuous_mode": simulation.continuous_mode,
-        "steps": [
-            [s.turn_index, s.point, s.tokens_before, s.tokens_after] for s in simulation.steps
-        ],
-        "events": [
-            {
-                "turn_index": e.turn_index,
-                "point": e.point,
-                "reason": e.reason.value,
-                "success": e.result.success,
-                "items": e.result.items_collected,
-                "tokens_before": e.result.tokens_before,
-                "tokens_after": e.result.tokens_after,
-                "error": e.result.error,
-            }
-            for e in simulation.events
-        ],
-    }
 
 
 CHART_WIDTH = 900
@@ -434,15 +217,6 @@ def _thinned(values: list[float], limit: int) -> list[float]:
     return kept
 
 
-def pack_session(session: gcengine.Session) -> bytes:
-    """How engine sessions are stored: JSON, compressed (a 10,000-turn session: 62 -> 17 MB)."""
-    return zlib.compress(session.model_dump_json().encode(), 1)
-
-
-def unpack_session(packed: bytes) -> gcengine.Session:
-    return gcengine.Session.model_validate_json(zlib.decompress(packed))
-
-
 LEDGER_COLUMNS = [
     "seq",
     "reason",
@@ -539,23 +313,23 @@ class TurnView:
         return sum(1 for m in self.messages if m.removed)
 
 
-def part_view(part: dict[str, Any]) -> PartView:
-    kind = str(part.get("type", "text"))
-    title = str(part.get("title") or "")
+def part_view(part: storage.StoredPart) -> PartView:
+    kind = part["type"]
+    title = part["title"]
     label = FOLDED_PARTS.get(kind, "")
     heading = f"{label}: {title}" if label and title and kind != "thought" else label
     return PartView(
         kind=kind,
         heading=heading,
-        text=str(part.get("text", "")),
-        clipped=bool(part.get("clipped")),
-        length=int(part.get("length", 0)),
+        text=part["text"],
+        clipped=part["clipped"],
+        length=part["length"],
         folded=kind in FOLDED_PARTS,
     )
 
 
 def message_views(
-    messages: Iterable[dict[str, Any]],
+    messages: Iterable[storage.StoredMessage],
     pinned_ids: Iterable[str] = (),
     removed_ids: Iterable[str] = (),
 ) -> list[MessageView]:
@@ -585,12 +359,12 @@ def _message_preview(parts: list[PartView]) -> str:
     """One line for the diff: the first text, else what the first folded part is."""
     for part in parts:
         if not part.folded and part.text:
-            return _clip(" ".join(part.text.split()), PREVIEW_CHARS)[0]
+            return storage.clipped(" ".join(part.text.split()), storage.PREVIEW_CHARS)[0]
     return "; ".join(p.heading for p in parts if p.heading)
 
 
 def removed_message_views(
-    messages: Iterable[dict[str, Any]], ids: Iterable[str]
+    messages: Iterable[storage.StoredMessage], ids: Iterable[str]
 ) -> list[MessageView]:
     """The messages of a turn that a ledger item took away."""
     wanted = set(ids)

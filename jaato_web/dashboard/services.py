@@ -19,7 +19,7 @@ from django.utils import timezone
 
 import gcengine
 from gcengine.gc import PluginError, discover_gc_plugins
-from jaato_web.dashboard import presenters, tasks
+from jaato_web.dashboard import storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import (
     AgentSession,
@@ -244,7 +244,7 @@ def _session_store(
 ) -> AgentSession:
     budget = engine.budget
     total = budget.total_tokens()
-    turn_rows = presenters.turn_rows(engine)
+    turn_rows = storage.turn_rows(engine)
     session = AgentSession.objects.create(
         project=project,
         label=filename[:300],
@@ -264,11 +264,11 @@ def _session_store(
         eligible_tokens=budget.gc_eligible_tokens(),
         utilization_percent=budget.utilization_percent(),
         token_counter=engine.token_counter,
-        drift=_drift_summary(engine),
+        drift=storage.drift_record(engine),
         warnings=list(engine.warnings),
     )
     SessionDocument.objects.create(
-        session=session, original=data, engine_session=presenters.pack_session(engine)
+        session=session, original=data, engine_session=storage.pack_session(engine)
     )
     SessionTurn.objects.bulk_create(
         (
@@ -310,39 +310,10 @@ def _budget_store(
                 child_count=row.child_count,
                 message_ids=row.message_ids,
             )
-            for row in presenters.budget_rows(budget)
+            for row in storage.budget_rows(budget)
         ),
         batch_size=BULK_BATCH,
     )
-
-
-# The largest differences are what a reader acts on; the rest is a count.
-DRIFT_MESSAGES_SHOWN = 20
-
-
-def _drift_summary(engine: gcengine.Session) -> dict[str, Any]:
-    drift = gcengine.token_drift(engine)
-    largest = sorted(drift.messages, key=lambda m: abs(m.counted - m.recorded), reverse=True)
-    return {
-        "counter": drift.counter,
-        "compared_messages": len(drift.messages),
-        "recorded_total": drift.recorded_total,
-        "counted_total": drift.counted_total,
-        "difference": drift.difference,
-        "difference_percent": drift.difference_percent,
-        "provider_prompt_tokens": drift.provider_prompt_tokens,
-        "counted_context_tokens": drift.counted_context_tokens,
-        "largest": [
-            {
-                "message_id": m.message_id,
-                "label": m.label,
-                "recorded": m.recorded,
-                "counted": m.counted,
-            }
-            for m in largest[:DRIFT_MESSAGES_SHOWN]
-            if m.counted != m.recorded
-        ],
-    }
 
 
 def _run_on_upload(session: AgentSession) -> None:
@@ -503,7 +474,7 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=result.model_dump(mode="json", exclude={"removal_list"}),
-        session_after=presenters.pack_session(outcome.session),
+        session_after=storage.pack_session(outcome.session),
         finished_at=timezone.now(),
     )
 
@@ -517,7 +488,7 @@ def _summaries(
 ) -> list[Summary]:
     """The chain after the run: summaries it kept and the one it wrote, in history order."""
     existing = {m.message_id for m in before.history}
-    figures = presenters.message_figures(outcome.budget_after)
+    figures = storage.message_figures(outcome.budget_after)
     # A new summary goes in before the first turn anything was taken from.
     first_touched = min(
         (r.turn_position for r in removals if r.turn_position is not None), default=None
@@ -549,7 +520,7 @@ def _summaries(
 
 def engine_session_of(session: AgentSession) -> gcengine.Session:
     document = SessionDocument.objects.only("engine_session").get(session=session)
-    return presenters.unpack_session(bytes(document.engine_session))
+    return storage.unpack_session(bytes(document.engine_session))
 
 
 # --- Replays ---------------------------------------------------------------------------------
@@ -594,7 +565,7 @@ def replay_execute(*, replay_id: int) -> None:
         )
         return
     Replay.objects.filter(pk=replay_id).update(
-        status=JobStatus.DONE, progress="", series=presenters.replay_series(simulation)
+        status=JobStatus.DONE, progress="", series=storage.replay_series(simulation)
     )
 
 

@@ -22,7 +22,14 @@ from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from gcengine.gc import PluginError
-from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
+from jaato_web.dashboard import (
+    dry_runs,
+    policy_presenters,
+    presenters,
+    selectors,
+    services,
+    storage,
+)
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyVersion, Project
 from jaato_web.pages.forms import (
     APPLIES_TO,
@@ -382,7 +389,7 @@ def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResp
     version = selectors.policy_version_by_number(policy=policy, number=number)
     document = gcengine.dump_gc_config(services.config_validated(version.config))
     response = HttpResponse(
-        presenters.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
+        storage.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
     )
     response["Content-Disposition"] = 'attachment; filename="gc.json"'
     return response

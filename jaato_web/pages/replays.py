@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from jaato_web.dashboard import presenters
+from jaato_web.dashboard import presenters, storage
 from jaato_web.dashboard.models import JobStatus
 from jaato_web.http import PageRequest
 from jaato_web.teams.access import requires
@@ -29,7 +29,7 @@ def replay_detail(request: PageRequest, replay_id: int) -> HttpResponse:
     context: dict[str, Any] = {
         "replay": replay,
         "session": replay.session,
-        "config_json": presenters.pretty_json(replay.config),
+        "config_json": storage.pretty_json(replay.config),
     }
     if replay.status == JobStatus.DONE and replay.series:
         context |= {

@@ -17,6 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from jaato_web.dashboard import presenters as dashboard_presenters
 from jaato_web.dashboard import selectors as dashboard_selectors
+from jaato_web.dashboard import storage
 from jaato_web.dashboard.models import PolicyVersion
 from jaato_web.http import PageRequest, htmx_target, query_id
 from jaato_web.review import presenters, selectors, services
@@ -127,7 +128,7 @@ def version_review(request: PageRequest, policy_id: int, number: int) -> HttpRes
             "version": version,
             "policy": version.policy,
             "latest": latest,
-            "config_json": dashboard_presenters.pretty_json(version.config),
+            "config_json": storage.pretty_json(version.config),
             "review": panel,
         },
     )

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors
+from jaato_web.dashboard import presenters, selectors, storage
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.http import PageRequest, htmx_target
 from jaato_web.review import presenters as review_presenters
@@ -43,7 +43,7 @@ def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
         "review": review,
         "session": session,
         "figures": presenters.run_figures(run, session),
-        "config_json": presenters.pretty_json(run.config),
+        "config_json": storage.pretty_json(run.config),
         "legend": presenters.policy_legend(),
     }
     if run.status == JobStatus.DONE:
@@ -117,7 +117,7 @@ def run_export_session(request: PageRequest, run_id: int) -> HttpResponse:
     packed = selectors.run_session_after(run=run)
     if packed is None:
         raise Http404("This run has not finished, so there is no collected session.")
-    text = gcengine.dump_session(presenters.unpack_session(packed))
+    text = gcengine.dump_session(storage.unpack_session(packed))
     return _attachment(text, _export_name(run, "gc.json"), "application/json")
 
 
@@ -126,7 +126,7 @@ def run_export_session(request: PageRequest, run_id: int) -> HttpResponse:
 def run_export_ledger_json(request: PageRequest, run_id: int) -> HttpResponse:
     run = request.access.run(run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))
-    body = presenters.pretty_json({"run": run.pk, "session": run.session_id, "ledger": records})
+    body = storage.pretty_json({"run": run.pk, "session": run.session_id, "ledger": records})
     return _attachment(body, _export_name(run, "ledger.json"), "application/json")
 
 

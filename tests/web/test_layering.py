@@ -130,4 +130,5 @@ def test_the_rule_itself(importer: str, imported: str, expected: str | None) -> 
     if expected is None:
         assert problem is None
     else:
-        assert problem is not None and expected in problem
+        assert problem is not None
+        assert expected in problem

@@ -7,7 +7,23 @@ from types import SimpleNamespace
 import pytest
 from django.core.paginator import Paginator
 
-from jaato_web.dashboard import presenters
+import gcengine
+from jaato_web.dashboard import presenters, storage
+
+# Stored parts as the upload writes them (``storage.part_row``), read back by the presenters.
+CALL = storage.part_row(
+    gcengine.Part.from_function_call(gcengine.FunctionCall(name="read_file", args={}))
+)
+RESULT = storage.part_row(
+    gcengine.Part.from_function_response(
+        gcengine.FunctionResponse(name="read_file", result={"ok": True})
+    )
+)
+THOUGHT = storage.part_row(gcengine.Part.from_thought("hmm"))
+
+
+def text_part(text: str) -> storage.StoredPart:
+    return storage.part_row(gcengine.Part.from_text(text))
 
 
 @pytest.mark.parametrize(
@@ -45,10 +61,10 @@ def test_pager_links_drop_the_parameter_for_page_one(
 
 
 def test_parts_fold_tool_calls_under_the_tool_name() -> None:
-    call = presenters.part_view({"type": "function_call", "title": "read_file", "text": "{}"})
-    result = presenters.part_view({"type": "function_response", "title": "read_file"})
-    thought = presenters.part_view({"type": "thought", "title": "", "text": "hmm"})
-    text = presenters.part_view({"type": "text", "title": "", "text": "hello"})
+    call = presenters.part_view(CALL)
+    result = presenters.part_view(RESULT)
+    thought = presenters.part_view(THOUGHT)
+    text = presenters.part_view(text_part("hello"))
 
     assert (call.folded, call.heading) == (True, "Tool call: read_file")
     assert result.heading == "Tool result: read_file"
@@ -57,14 +73,16 @@ def test_parts_fold_tool_calls_under_the_tool_name() -> None:
 
 
 def test_message_views_mark_pins_removals_and_preview() -> None:
-    messages = [
+    messages: list[storage.StoredMessage] = [
         {
             "id": "m1",
             "role": "user",
             "kind": "chat",
             "tokens": 12,
             "policy": "locked",
-            "parts": [{"type": "text", "title": "", "text": "Fix   the build"}],
+            "counted_by": "recorded",
+            "parts": [text_part("Fix   the build")],
+            "metadata": {},
         },
         {
             "id": "m2",
@@ -72,7 +90,15 @@ def test_message_views_mark_pins_removals_and_preview() -> None:
             "kind": "chat",
             "tokens": 30,
             "policy": "ephemeral",
-            "parts": [{"type": "function_call", "title": "run_tests", "text": "{}"}],
+            "counted_by": "recorded",
+            "parts": [
+                storage.part_row(
+                    gcengine.Part.from_function_call(
+                        gcengine.FunctionCall(name="run_tests", args={})
+                    )
+                )
+            ],
+            "metadata": {},
         },
     ]
 
@@ -88,13 +114,15 @@ def test_message_views_mark_pins_removals_and_preview() -> None:
 
 def test_turn_views_pin_by_turn_index_or_message_id() -> None:
     def turn(position: int, index: int, message_id: str) -> SimpleNamespace:
-        message = {
+        message: storage.StoredMessage = {
             "id": message_id,
             "role": "user",
             "kind": "chat",
             "tokens": 1,
             "policy": "ephemeral",
+            "counted_by": "recorded",
             "parts": [],
+            "metadata": {},
         }
         return SimpleNamespace(
             position=position,

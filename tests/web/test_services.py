@@ -8,7 +8,7 @@ import json
 import pytest
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard import presenters, selectors, services, storage
 from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
@@ -147,7 +147,7 @@ def test_run_stores_ledger_figures_and_after_tree(project, django_capture_on_com
     assert sum(n.tokens for n in after_top) == run.tokens_after
     # The upload is untouched by the run.
     assert bytes(SessionDocument.objects.get(session=session).original) == original
-    after = presenters.unpack_session(selectors.run_session_after(run=run))
+    after = storage.unpack_session(selectors.run_session_after(run=run))
     assert gcengine.rebuild_budget(after).total_tokens() == run.tokens_after
 
 

@@ -1,0 +1,298 @@
+"""Engine values turned into what the dashboard stores, and read back.
+
+A session is stored flat, once, when it is uploaded (and a run's results when it finishes), so
+pages page through rows instead of walking a 26,000-leaf tree per request: the budget tree as
+one ``BudgetNode`` row per node, the history as one ``SessionTurn`` row per turn with its
+messages as JSON in the shape ``StoredMessage`` declares, the engine's session packed, and a
+replay as compact step tuples. Writers (the services) and readers (the presenters) share these
+shapes, so a field renamed on one side is a type error on the other.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import gcengine
+
+PREVIEW_CHARS = 200
+# Tool arguments and results can be megabytes; the history view shows the start and says so.
+PART_TEXT_CHARS = 4000
+
+POLICY_ORDER = [
+    gcengine.GCPolicy.LOCKED,
+    gcengine.GCPolicy.PRESERVABLE,
+    gcengine.GCPolicy.PARTIAL,
+    gcengine.GCPolicy.CONDITIONAL,
+    gcengine.GCPolicy.EPHEMERAL,
+]
+
+
+class StoredPart(TypedDict):
+    """One part of a stored message, as the history view shows it."""
+
+    type: str
+    title: str
+    text: str
+    clipped: bool
+    length: int
+
+
+class StoredMessage(TypedDict):
+    """One message of a ``SessionTurn.messages`` list."""
+
+    id: str
+    role: str
+    kind: str
+    tokens: int
+    policy: str
+    counted_by: str
+    parts: list[StoredPart]
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    path: str
+    parent_path: str
+    position: int
+    depth: int
+    key: str
+    label: str
+    policy: str
+    tokens: int
+    child_count: int
+    message_ids: list[str]
+
+
+def budget_rows(budget: gcengine.InstructionBudget) -> list[NodeRow]:
+    """Every node of the tree, parents before children, figures computed bottom-up once."""
+    rows: list[NodeRow] = []
+    for position, (source, entry) in enumerate(budget.entries.items()):
+        _flatten(entry, source.value, "", position, 0, rows)
+    return rows
+
+
+def _flatten(
+    entry: gcengine.SourceEntry,
+    key: str,
+    parent_path: str,
+    position: int,
+    depth: int,
+    rows: list[NodeRow],
+) -> tuple[int, str]:
+    path = f"{parent_path}/{key}" if parent_path else key
+    slot = len(rows)
+    rows.append(NodeRow(path, parent_path, position, depth, key, "", "", 0, 0, []))
+    if entry.children:
+        tokens = 0
+        policies: set[str] = set()
+        for child_position, (child_key, child) in enumerate(entry.children.items()):
+            child_tokens, child_policy = _flatten(
+                child, child_key, path, child_position, depth + 1, rows
+            )
+            tokens += child_tokens
+            policies.add(child_policy)
+        policy = policies.pop() if len(policies) == 1 else gcengine.GCPolicy.PARTIAL.value
+    else:
+        tokens, policy = entry.tokens, entry.gc_policy.value
+    rows[slot] = NodeRow(
+        path=path,
+        parent_path=parent_path,
+        position=position,
+        depth=depth,
+        key=key,
+        label=entry.label or key,
+        policy=policy,
+        tokens=tokens,
+        child_count=len(entry.children),
+        message_ids=list(entry.message_ids),
+    )
+    return tokens, policy
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    position: int
+    turn_index: int | None
+    kind: str
+    tokens: int
+    policy: str
+    tool_calls: int
+    preview: str
+    messages: list[StoredMessage]
+
+
+def message_figures(budget: gcengine.InstructionBudget) -> dict[str, tuple[int, str, str]]:
+    """Per message: tokens, policy and how the figure was made, read from budget leaves."""
+    conversation = budget.get_entry(gcengine.InstructionSource.CONVERSATION)
+    figures: dict[str, tuple[int, str, str]] = {}
+    if conversation is None:
+        return figures
+    stack = [conversation]
+    while stack:
+        entry = stack.pop()
+        if entry.children:
+            stack.extend(entry.children.values())
+        elif len(entry.message_ids) == 1:
+            counted_by = str(entry.metadata.get("counted_by", ""))
+            figures[entry.message_ids[0]] = (entry.tokens, entry.gc_policy.value, counted_by)
+    return figures
+
+
+def clipped(text: str, limit: int = PART_TEXT_CHARS) -> tuple[str, bool]:
+    """The start of a long text and whether it was cut."""
+    return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def part_row(part: gcengine.Part) -> StoredPart:
+    """A part as the history view shows it: its kind, a readable body, and whether it is cut."""
+    kind = part.type.value
+    if part.function_call is not None:
+        body = pretty_json(part.function_call.args)
+        title = part.function_call.name
+    elif part.function_response is not None:
+        body = pretty_json(part.function_response.result)
+        title = part.function_response.name
+    elif part.inline_data is not None:
+        body = f"{part.inline_data.mime_type}, {len(part.inline_data.data):,} characters of data"
+        title = "media"
+    elif part.opaque is not None:
+        body = pretty_json(part.opaque.data)
+        title = part.opaque.kind
+    else:
+        body = part.text or ""
+        title = ""
+    text, cut = clipped(body)
+    return {"type": kind, "title": title, "text": text, "clipped": cut, "length": len(body)}
+
+
+def pretty_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def most_protective(policies: Iterable[str]) -> str:
+    present = set(policies)
+    for policy in POLICY_ORDER:
+        if policy.value in present:
+            return policy.value
+    return gcengine.GCPolicy.EPHEMERAL.value
+
+
+def turn_rows(session: gcengine.Session) -> list[TurnRow]:
+    """The history, turn by turn, each message with its tokens and policy from the budget."""
+    figures = message_figures(session.budget)
+    counter: gcengine.TokenCounter | None = None
+    rows: list[TurnRow] = []
+    for position, turn in enumerate(session.turns()):
+        messages: list[StoredMessage] = []
+        turn_tokens = 0
+        policies: list[str] = []
+        for message in turn.messages:
+            if message.message_id in figures:
+                tokens, policy, counted_by = figures[message.message_id]
+            else:
+                counter = counter or gcengine.load_counter()
+                tokens = gcengine.count_message(message, counter)
+                policy, counted_by = gcengine.GCPolicy.EPHEMERAL.value, counter.name
+            turn_tokens += tokens
+            policies.append(policy)
+            messages.append(
+                {
+                    "id": message.message_id,
+                    "role": message.role.value,
+                    "kind": message.kind.value,
+                    "tokens": tokens,
+                    "policy": policy,
+                    "counted_by": counted_by,
+                    "parts": [part_row(p) for p in message.parts],
+                    "metadata": message.metadata if message.kind.value != "chat" else {},
+                }
+            )
+        first_text = next((m.text for m in turn.messages if m.text), "")
+        rows.append(
+            TurnRow(
+                position=position,
+                turn_index=turn.index,
+                kind=turn.kind.value,
+                tokens=turn_tokens,
+                policy=most_protective(policies),
+                tool_calls=sum(len(m.function_calls) for m in turn.messages),
+                preview=clipped(" ".join(first_text.split()), PREVIEW_CHARS)[0],
+                messages=messages,
+            )
+        )
+    return rows
+
+
+def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
+    """A replay as stored: compact step tuples (a 10,000-turn replay has 20,000 steps)."""
+    return {
+        "plugin": simulation.plugin,
+        "context_limit": simulation.context_limit,
+        "threshold_percent": simulation.threshold_percent,
+        "target_percent": simulation.target_percent,
+        "pressure_percent": simulation.pressure_percent,
+        "continuous_mode": simulation.continuous_mode,
+        "steps": [
+            [s.turn_index, s.point, s.tokens_before, s.tokens_after] for s in simulation.steps
+        ],
+        "events": [
+            {
+                "turn_index": e.turn_index,
+                "point": e.point,
+                "reason": e.reason.value,
+                "success": e.result.success,
+                "items": e.result.items_collected,
+                "tokens_before": e.result.tokens_before,
+                "tokens_after": e.result.tokens_after,
+                "error": e.result.error,
+            }
+            for e in simulation.events
+        ],
+    }
+
+
+def pack_session(session: gcengine.Session) -> bytes:
+    """How engine sessions are stored: JSON, compressed (a 10,000-turn session: 62 -> 17 MB)."""
+    return zlib.compress(session.model_dump_json().encode(), 1)
+
+
+def unpack_session(packed: bytes) -> gcengine.Session:
+    return gcengine.Session.model_validate_json(zlib.decompress(packed))
+
+
+# The largest differences are what a reader acts on; the rest is a count.
+DRIFT_MESSAGES_SHOWN = 20
+
+
+def drift_record(engine: gcengine.Session) -> dict[str, Any]:
+    """Recorded against counted figures, as ``AgentSession.drift`` keeps them."""
+    drift = gcengine.token_drift(engine)
+    largest = sorted(drift.messages, key=lambda m: abs(m.counted - m.recorded), reverse=True)
+    return {
+        "counter": drift.counter,
+        "compared_messages": len(drift.messages),
+        "recorded_total": drift.recorded_total,
+        "counted_total": drift.counted_total,
+        "difference": drift.difference,
+        "difference_percent": drift.difference_percent,
+        "provider_prompt_tokens": drift.provider_prompt_tokens,
+        "counted_context_tokens": drift.counted_context_tokens,
+        "largest": [
+            {
+                "message_id": m.message_id,
+                "label": m.label,
+                "recorded": m.recorded,
+                "counted": m.counted,
+            }
+            for m in largest[:DRIFT_MESSAGES_SHOWN]
+            if m.counted != m.recorded
+        ],
+    }
