@@ -14,16 +14,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 
 import gcengine
-from gcengine.gc import PluginError
 from jaato_web.api import policies, review, runs, sessions, teams
-from jaato_web.dashboard import policy_presenters
-from jaato_web.dashboard.services import (
-    PinError,
-    PolicyConflict,
-    PolicyNameError,
-    UploadTooLarge,
-)
-from jaato_web.review.services import ReviewError
+from jaato_web.errors import InputError
 from jaato_web.teams.access import NoProject
 
 DISTRIBUTION = "jaato-gc-web"
@@ -58,74 +50,21 @@ def health(request: HttpRequest) -> Health:
     return Health(status="ok", version=package_version())
 
 
-@api.exception_handler(gcengine.SessionFormatError)
-def session_format_error(request: HttpRequest, error: gcengine.SessionFormatError) -> HttpResponse:
-    return api.create_response(
-        request,
-        {"detail": str(error), "reason": error.reason, "json_path": error.json_path},
-        status=400,
-    )
+@api.exception_handler(InputError)
+def input_error(request: HttpRequest, error: InputError) -> HttpResponse:
+    """Input the caller can fix, refused by a service: the reason, and the field it names."""
+    return api.create_response(request, error.payload(), status=error.status)
 
 
-@api.exception_handler(gcengine.ConfigError)
-def config_error(request: HttpRequest, error: gcengine.ConfigError) -> HttpResponse:
-    return api.create_response(
-        request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
-    )
-
-
-@api.exception_handler(PluginError)
-def plugin_error(request: HttpRequest, error: PluginError) -> HttpResponse:
-    return api.create_response(request, {"detail": str(error)}, status=400)
-
-
-@api.exception_handler(UploadTooLarge)
-def upload_too_large(request: HttpRequest, error: UploadTooLarge) -> HttpResponse:
-    return api.create_response(
-        request, {"detail": str(error), "limit_bytes": error.limit}, status=413
-    )
-
-
-@api.exception_handler(PolicyConflict)
-def policy_conflict(request: HttpRequest, error: PolicyConflict) -> HttpResponse:
-    return api.create_response(
-        request,
-        {
-            "detail": str(error),
-            "key": "base_version",
-            "base_version": error.base,
-            "current_version": error.current.number,
-            "current_author": error.current.author,
-            "current_message": error.current.message,
-            "current_config": error.current.config,
-            # What changed between the version the client started from and the stored one.
-            "differences": policy_presenters.config_changes(
-                error.base_config or {}, error.current.config
-            ),
-        },
-        status=409,
-    )
-
-
-@api.exception_handler(PolicyNameError)
-def policy_name_error(request: HttpRequest, error: PolicyNameError) -> HttpResponse:
-    return api.create_response(
-        request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
-    )
-
-
-@api.exception_handler(PinError)
-def pin_error(request: HttpRequest, error: PinError) -> HttpResponse:
-    return api.create_response(
-        request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
-    )
-
-
-@api.exception_handler(ReviewError)
-def review_error(request: HttpRequest, error: ReviewError) -> HttpResponse:
-    return api.create_response(
-        request, {"detail": str(error), "reason": error.reason, "key": error.key}, status=400
-    )
+@api.exception_handler(gcengine.GCEngineError)
+def engine_error(request: HttpRequest, error: gcengine.GCEngineError) -> HttpResponse:
+    """A session file, gc.json or plugin the engine refuses: where in the input, and why."""
+    body: dict[str, object] = {"detail": str(error), "reason": getattr(error, "reason", str(error))}
+    if isinstance(error, gcengine.SessionFormatError):
+        body["json_path"] = error.json_path
+    if isinstance(error, gcengine.ConfigError):
+        body["key"] = error.key
+    return api.create_response(request, body, status=400)
 
 
 @api.exception_handler(Http404)

@@ -35,7 +35,7 @@ from jaato_web.api.schemas import (
 )
 from jaato_web.dashboard import (
     dry_runs,
-    policy_presenters,
+    presenters,
     selectors,
     services,
     storage,
@@ -171,7 +171,7 @@ def compare_versions(request: HttpRequest, policy_id: int, a: int, b: int) -> di
     return {
         "a": first,
         "b": second,
-        "differences": policy_presenters.config_changes(first.config, second.config),
+        "differences": presenters.config_changes(first.config, second.config),
     }
 
 
@@ -289,7 +289,7 @@ def _preview_out(
     figures: dict[str, Any] | None = None
     if replay:
         series = dry_runs.replay(session, preview.config)
-        figures = {**vars(policy_presenters.replay_figures(series)), "series": series}
+        figures = {**vars(presenters.replay_figures(series)), "series": series}
     return {
         "session_id": session.pk,
         "config": gcengine.dump_gc_config(preview.config),
@@ -306,7 +306,7 @@ def _preview_out(
         "notification": preview.notification,
         "notes": preview.notes,
         "removed_turns": sorted(preview.removed_turns),
-        "ledger": [policy_presenters.ledger_record(item) for item in preview.items],
+        "ledger": [presenters.ledger_record(item) for item in preview.items],
         "elapsed_ms": preview.elapsed_ms,
         "replay": figures,
     }
@@ -345,7 +345,7 @@ def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
         "only_a_message_ids": comparison.only_a_message_ids,
         "only_b_message_ids": comparison.only_b_message_ids,
         "both_message_ids": comparison.both_message_ids,
-        "differences": policy_presenters.config_changes(
+        "differences": presenters.config_changes(
             gcengine.dump_gc_config(a), gcengine.dump_gc_config(b)
         ),
     }

@@ -105,12 +105,9 @@ def add_member(request: HttpRequest, project_id: int, payload: MemberIn) -> Stat
         return Status(
             400, {"detail": f"no active user named {payload.username!r}", "key": "username"}
         )
-    try:
-        membership = services.member_add(
-            project=project, user=user, role=payload.role, actor=access_of(request).user
-        )
-    except services.MembershipError as error:
-        return Status(400, {"detail": str(error), "key": "username"})
+    membership = services.member_add(
+        project=project, user=user, role=payload.role, actor=access_of(request).user
+    )
     return Status(201, membership)
 
 
@@ -125,12 +122,9 @@ def set_role(
 ) -> Status[object]:
     project = _project(request, project_id)
     membership = selectors.membership_get(project=project, membership_id=membership_id)
-    try:
-        changed = services.member_set_role(
-            membership=membership, role=payload.role, actor=access_of(request).user
-        )
-    except services.MembershipError as error:
-        return Status(400, {"detail": str(error), "key": "role"})
+    changed = services.member_set_role(
+        membership=membership, role=payload.role, actor=access_of(request).user
+    )
     return Status(200, changed)
 
 
@@ -143,10 +137,7 @@ def set_role(
 def remove_member(request: HttpRequest, project_id: int, membership_id: int) -> Status[object]:
     project = _project(request, project_id)
     membership = selectors.membership_get(project=project, membership_id=membership_id)
-    try:
-        services.member_remove(membership=membership, actor=access_of(request).user)
-    except services.MembershipError as error:
-        return Status(400, {"detail": str(error), "key": "membership"})
+    services.member_remove(membership=membership, actor=access_of(request).user)
     return Status(204, None)
 
 

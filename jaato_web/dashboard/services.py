@@ -19,7 +19,7 @@ from django.utils import timezone
 
 import gcengine
 from gcengine.gc import PluginError, discover_gc_plugins
-from jaato_web.dashboard import storage, tasks
+from jaato_web.dashboard import presenters, storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import (
     AgentSession,
@@ -37,6 +37,7 @@ from jaato_web.dashboard.models import (
     SessionTurn,
     Summary,
 )
+from jaato_web.errors import InputError
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -47,23 +48,28 @@ DEFAULT_PROJECT_SLUG = "default"
 BULK_BATCH = 1000
 
 
-class UploadTooLarge(Exception):
+class UploadTooLarge(InputError):
     """The upload is over ``JAATO_UPLOAD_MAX_BYTES``; nothing was read or stored."""
 
-    def __init__(self, size: int, limit: int) -> None:
+    status = 413
+
+    def __init__(self, size: int, limit: int, what: str = "file") -> None:
         self.size = size
         self.limit = limit
-        super().__init__(
-            f"the file is {size:,} bytes; the limit is {limit:,} bytes (JAATO_UPLOAD_MAX_BYTES)"
-        )
+        super().__init__(f"the {what} is {size:,} bytes; the limit is {limit:,} bytes")
+
+    def details(self) -> dict[str, Any]:
+        return {"limit_bytes": self.limit}
 
 
-class PolicyConflict(Exception):
+class PolicyConflict(InputError):
     """A save based on an older version than the one stored now.
 
     ``base_config`` is the gc.json of the version the change was made from (None when that
     number does not exist), so callers can show what changed underneath the user.
     """
+
+    status = 409
 
     def __init__(
         self,
@@ -78,27 +84,31 @@ class PolicyConflict(Exception):
         self.base_config = base_config
         super().__init__(
             f"{policy.name} changed since you loaded version {base}: "
-            f"version {current.number} was saved by {current.author or 'someone'}"
+            f"version {current.number} was saved by {current.author or 'someone'}",
+            "base_version",
         )
 
+    def details(self) -> dict[str, Any]:
+        return {
+            "base_version": self.base,
+            "current_version": self.current.number,
+            "current_author": self.current.author,
+            "current_message": self.current.message,
+            "current_config": self.current.config,
+            # What changed between the version the client started from and the stored one.
+            "differences": presenters.config_changes(self.base_config or {}, self.current.config),
+        }
 
-class PolicyNameError(Exception):
+
+class PolicyNameError(InputError):
     """A policy name that is empty, too long, or already used in the project."""
 
-    key = "name"
-
     def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(f"name: {reason}")
+        super().__init__(reason, "name")
 
 
-class PinError(Exception):
+class PinError(InputError):
     """A pin that cannot be placed: no policy to hold it, or no such turn in the session."""
-
-    def __init__(self, reason: str, key: str | None = None) -> None:
-        self.reason = reason
-        self.key = key
-        super().__init__(reason)
 
 
 @dataclass(frozen=True)

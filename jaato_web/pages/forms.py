@@ -27,7 +27,7 @@ import gcengine
 from gcengine.config import NOOP_NOTIFICATION_FIELDS, NOTIFICATION_FIELDS
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AuditAction, PolicyVersion, Project
-from jaato_web.dashboard.policy_presenters import strategy_of
+from jaato_web.dashboard.presenters import strategy_of
 from jaato_web.teams.permissions import Role
 
 # --- Sessions, runs and replays ---------------------------------------------------------

@@ -24,7 +24,6 @@ import gcengine
 from gcengine.gc import PluginError
 from jaato_web.dashboard import (
     dry_runs,
-    policy_presenters,
     presenters,
     selectors,
     services,
@@ -95,7 +94,7 @@ def _session_choice(request: HttpRequest, project: Project, value: Any) -> Agent
 class PolicyRow:
     policy: Policy
     latest: PolicyVersion
-    summary: policy_presenters.PolicySummary
+    summary: presenters.PolicySummary
     is_default: bool
 
 
@@ -107,7 +106,7 @@ def policy_list(request: HttpRequest) -> HttpResponse:
         PolicyRow(
             policy=version.policy,
             latest=version,
-            summary=policy_presenters.policy_summary(version.config),
+            summary=presenters.policy_summary(version.config),
             is_default=project.default_policy_id == version.policy_id,
         )
         for version in selectors.policy_latest_versions(project=project)
@@ -238,7 +237,7 @@ def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
 def _conflict_context(conflict: services.PolicyConflict, form: PolicyForm) -> dict[str, Any]:
     return {
         "conflict": conflict,
-        "conflict_rows": policy_presenters.conflict_rows(
+        "conflict_rows": presenters.conflict_rows(
             conflict.base_config or {},
             conflict.current.config,
             gcengine.dump_gc_config(form.config),
@@ -267,7 +266,7 @@ def _preview_context(session: AgentSession, config: gcengine.GCConfig) -> dict[s
     series = dry_runs.replay_cached(session, config)
     return {
         "preview": result,
-        "ledger": policy_presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
+        "ledger": presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
         "replay_quick": dry_runs.replay_is_quick(session, config),
         **_chart_context(series),
     }
@@ -278,7 +277,7 @@ def _chart_context(series: dict[str, Any] | None) -> dict[str, Any]:
         return {"chart": None, "replay": None}
     return {
         "chart": presenters.replay_chart(series),
-        "replay": policy_presenters.replay_figures(series),
+        "replay": presenters.replay_figures(series),
     }
 
 
@@ -429,7 +428,7 @@ def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpRespons
     b_number = _int(request.GET.get("b")) or latest.number
     a = selectors.policy_version_by_number(policy=policy, number=a_number)
     b = selectors.policy_version_by_number(policy=policy, number=b_number)
-    rows = policy_presenters.config_table([a.config, b.config])
+    rows = presenters.config_table([a.config, b.config])
     return render(
         request,
         "policies/versions_compare.html",
@@ -459,7 +458,7 @@ def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpRes
     except services.PolicyConflict as conflict:
         messages.error(
             request,
-            f"Not restored: {conflict}. Look at version {conflict.current.number} below, "
+            f"Not restored: {conflict.reason}. Look at version {conflict.current.number} below, "
             "then restore again if you still want to.",
         )
     else:
@@ -561,9 +560,9 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
             "a": a,
             "b": b,
             "comparison": comparison,
-            "ledger_a": policy_presenters.ledger_rows(comparison.a.items, PREVIEW_LEDGER_ROWS),
-            "ledger_b": policy_presenters.ledger_rows(comparison.b.items, PREVIEW_LEDGER_ROWS),
-            "rows": [r for r in policy_presenters.config_table([a.config, b.config]) if r.differs],
+            "ledger_a": presenters.ledger_rows(comparison.a.items, PREVIEW_LEDGER_ROWS),
+            "ledger_b": presenters.ledger_rows(comparison.b.items, PREVIEW_LEDGER_ROWS),
+            "rows": [r for r in presenters.config_table([a.config, b.config]) if r.differs],
             "quick_a": dry_runs.replay_is_quick(session, comparison.a.config),
             "quick_b": dry_runs.replay_is_quick(session, comparison.b.config),
         }

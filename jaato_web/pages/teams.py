@@ -149,7 +149,7 @@ def member_list(request: HttpRequest, project_id: int) -> HttpResponse:
                     actor=request.user,  # type: ignore[arg-type]
                 )
             except services.MembershipError as error:
-                form.add_error("username", str(error))
+                form.add_error("username", error.reason)
             else:
                 messages.success(request, f"Added {form.cleaned_data['username']}.")
                 return redirect("member_list", project_id=project.pk)
@@ -184,7 +184,7 @@ def member_change(request: HttpRequest, project_id: int, membership_id: int) -> 
                     request, f"{membership.user.get_username()} is now {role.label.lower()}."
                 )
     except services.MembershipError as error:
-        messages.error(request, str(error))
+        messages.error(request, error.reason)
     return redirect("member_list", project_id=project.pk)
 
 

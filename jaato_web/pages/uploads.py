@@ -99,7 +99,7 @@ def _upload(project: Project, upload: UploadedFile[Any], actor: User) -> UploadO
             project=project, filename=name, data=upload.read(), actor=actor
         )
     except services.UploadTooLarge as error:
-        return UploadOutcome(name, "too_large", 413, message=str(error))
+        return UploadOutcome(name, "too_large", 413, message=error.reason)
     except gcengine.SessionFormatError as error:
         return UploadOutcome(
             name, "malformed", 400, message=error.reason, json_path=error.json_path

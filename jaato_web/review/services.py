@@ -14,6 +14,7 @@ from django.db import transaction
 
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import AuditAction, JobStatus
+from jaato_web.errors import InputError
 from jaato_web.review.models import (
     COMMENT_MAX_CHARS,
     NOTE_MAX_CHARS,
@@ -27,13 +28,8 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
-class ReviewError(Exception):
+class ReviewError(InputError):
     """A comment or verdict that cannot be stored; ``key`` names the field at fault."""
-
-    def __init__(self, reason: str, key: str) -> None:
-        self.reason = reason
-        self.key = key
-        super().__init__(reason)
 
 
 def _plain_text(value: str, *, key: str, limit: int, required: bool) -> str:

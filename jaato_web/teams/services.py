@@ -15,6 +15,7 @@ from django.utils.text import slugify
 
 from jaato_web.dashboard.audit import audit_record
 from jaato_web.dashboard.models import AuditAction, Project
+from jaato_web.errors import InputError
 from jaato_web.teams.access import TOKEN_PREFIX, token_digest
 from jaato_web.teams.models import ApiToken, Membership, SignInAttempt
 from jaato_web.teams.permissions import Role
@@ -31,7 +32,7 @@ SIGN_IN_MAX_FAILURES_PER_USER = 5
 SIGN_IN_MAX_FAILURES_PER_ADDRESS = 20
 
 
-class MembershipError(Exception):
+class MembershipError(InputError):
     """A membership change that would leave a project without an admin, or names no one."""
 
 
@@ -71,7 +72,7 @@ def member_add(*, project: Project, user: User, role: Role, actor: User | None) 
         with transaction.atomic():
             membership = Membership.objects.create(project=project, user=user, role=role)
     except IntegrityError:
-        raise MembershipError(f"{user.get_username()} is already a member.") from None
+        raise MembershipError(f"{user.get_username()} is already a member.", "username") from None
     audit_record(
         project=project,
         actor=actor,
@@ -89,7 +90,9 @@ def member_set_role(*, membership: Membership, role: Role, actor: User | None) -
     if locked.role == role:
         return locked
     if locked.role == Role.ADMIN and not _admins_left(locked.project, locked):
-        raise MembershipError("A project needs at least one admin; make someone else admin first.")
+        raise MembershipError(
+            "A project needs at least one admin; make someone else admin first.", "role"
+        )
     before = locked.role
     locked.role = role
     locked.save(update_fields=["role"])
@@ -108,7 +111,9 @@ def member_set_role(*, membership: Membership, role: Role, actor: User | None) -
 def member_remove(*, membership: Membership, actor: User | None) -> None:
     locked = Membership.objects.select_for_update().get(pk=membership.pk)
     if locked.role == Role.ADMIN and not _admins_left(locked.project, locked):
-        raise MembershipError("A project needs at least one admin; make someone else admin first.")
+        raise MembershipError(
+            "A project needs at least one admin; make someone else admin first.", "membership"
+        )
     locked.delete()
     audit_record(
         project=locked.project,
@@ -138,7 +143,7 @@ def token_create(*, user: User, name: str, projects: list[Project]) -> NewToken:
     member_of = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))
     if not projects or any(p.pk not in member_of for p in projects):
         raise MembershipError(
-            "A token reaches only projects you are a member of; pick at least one."
+            "A token reaches only projects you are a member of; pick at least one.", "projects"
         )
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaato_web.dashboard import dry_runs, policy_presenters, presenters, selectors, services
+from jaato_web.dashboard import dry_runs, presenters, selectors, services
 from jaato_web.dashboard.models import GCRun, Replay
 from tests.web.policy_data import BUDGET_POLICY, TRUNCATE_POLICY
 
@@ -117,7 +117,7 @@ def test_replays_are_cached_per_gc_json(agent_session):
     assert dry_runs.replay_cached(agent_session, config(target_percent=30)) is None
     assert len(series["steps"]) >= agent_session.turn_count
     assert presenters.replay_chart(series).mode == "threshold"
-    figures = policy_presenters.replay_figures(series)
+    figures = presenters.replay_figures(series)
     assert figures.events == len(series["events"])
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaato_web.dashboard import policy_presenters as p
+from jaato_web.dashboard import presenters as p
 
 BASE = {
     "type": "budget",
