@@ -70,7 +70,7 @@ def list_policies(request: HttpRequest, project: int | None = None) -> list[dict
 
 @router.post(
     "",
-    response={201: PolicyOut, 400: Problem},
+    response={201: PolicyOut, 400: Problem, 413: Problem},
     summary="Create (or import) a policy",
     auth=EDIT_POLICY,
 )
@@ -90,7 +90,7 @@ def create_policy(
 
 @router.post(
     "/import",
-    response={201: PolicyOut, 400: Problem},
+    response={201: PolicyOut, 400: Problem, 413: Problem},
     summary="Import a gc.json file",
     auth=EDIT_POLICY,
 )
@@ -101,11 +101,14 @@ def import_policy(
     message: Form[str] = "",
     project: int | None = None,
 ) -> Status[dict[str, object]]:
-    """The file as uploaded, in either shape; without ``name`` the file's name is used."""
+    """The file as uploaded, in either shape; without ``name`` the policy is named after the
+    file (or, for ``gc.json``, after its strategy)."""
+    services.policy_size_check(file.size or 0)
     policy = services.policy_import(
         project=project_of(request, project),
-        name=name or (file.name or "").removesuffix(".json"),
         data=file.read(),
+        filename=file.name or "",
+        name=name,
         message=message,
         actor=access_of(request).user,
     )
@@ -129,7 +132,7 @@ def policy_versions(request: HttpRequest, policy_id: int) -> list[PolicyVersion]
 
 @router.post(
     "/{int:policy_id}/versions",
-    response={201: PolicyVersionOut, 400: Problem, 409: Problem},
+    response={201: PolicyVersionOut, 400: Problem, 409: Problem, 413: Problem},
     summary="Save a new version",
     auth=EDIT_POLICY,
 )

@@ -10,6 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import cache, partial
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     Actor = AbstractBaseUser | AnonymousUser | None
 
 DEFAULT_PROJECT_SLUG = "default"
+# A gc.json is small; anything bigger is not a policy (JAATO's own files are under 1 KB).
+POLICY_MAX_BYTES = 256 * 1024
 BULK_BATCH = 1000
 
 
@@ -134,8 +137,14 @@ def config_validated(config: Any) -> gcengine.GCConfig:
 
 
 def config_canonical(config: Any) -> dict[str, Any]:
-    """What is stored for a policy: the flat gc.json JAATO's own loader accepts."""
-    return gcengine.dump_gc_config(config_validated(config))
+    """What is stored for a policy: the flat gc.json JAATO's own loader accepts.
+
+    Every version is stored whole and copied into every run, so one size limit applies to
+    every door (a gc.json is a few hundred bytes; the limit leaves room for long pin lists).
+    """
+    stored = gcengine.dump_gc_config(config_validated(config))
+    policy_size_check(len(json.dumps(stored)))
+    return stored
 
 
 # --- Uploads ---------------------------------------------------------------------------------
@@ -619,17 +628,57 @@ def policy_create(
 
 
 def policy_import(
-    *, project: Project, name: str, data: bytes | str, message: str = "", actor: Actor = None
+    *,
+    project: Project,
+    data: bytes | str,
+    filename: str = "",
+    name: str = "",
+    message: str = "",
+    actor: Actor = None,
 ) -> Policy:
     """Create a policy from a gc.json file's bytes or pasted text, in either shape.
 
+    Without a name, the policy is named after the file (``budget-80-60.json`` gives
+    ``budget-80-60``); a file that says nothing by its name (``gc.json``, JAATO's own name for
+    every policy, or pasted text) is named after its strategy, numbered if that name is taken.
     Text is encoded before it reaches the engine, which would read a string that does not look
     like JSON as a path on this server.
     """
     raw = data.encode() if isinstance(data, str) else data
+    policy_size_check(len(raw))
+    config = config_validated(raw)
+    given = name.strip()
+    if not given:
+        named = policy_name_from_file(filename) or f"Imported {config.strategy_name} policy"
+        given = _policy_name_free(project, named)
     return policy_create(
-        project=project, name=name, config=raw, message=message or "imported", actor=actor
+        project=project, name=given, config=raw, message=message or "imported", actor=actor
     )
+
+
+def policy_size_check(size: int) -> None:
+    """Refuse a gc.json over the limit from its size, before it is read or parsed."""
+    if size > POLICY_MAX_BYTES:
+        raise UploadTooLarge(size, POLICY_MAX_BYTES, what="gc.json")
+
+
+def policy_name_from_file(filename: str) -> str:
+    """A policy's name from its file's (``budget-80-60.json`` gives ``budget-80-60``); empty
+    for a name that tells nothing: ``gc.json`` is what JAATO calls every policy file."""
+    stem = PurePath(filename).name.removesuffix(".json").strip()
+    return "" if stem == "gc" else stem[:POLICY_NAME_MAX]
+
+
+def _policy_name_free(project: Project, name: str) -> str:
+    """``name``, or ``name 2``, ``name 3``... whichever the project does not use yet."""
+    taken = set(
+        Policy.objects.filter(project=project, name__startswith=name).values_list("name", flat=True)
+    )
+    candidate, number = name, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{name} {number}"
+    return candidate
 
 
 def _author(actor: Actor) -> str:

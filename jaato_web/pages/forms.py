@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import PurePath
 from typing import Any
 
 from django import forms
@@ -193,7 +192,6 @@ KEY_FIELDS = {
     "continuous_mode": "pressure_percent",
     "plugin_config": "plugin_options",
 }
-IMPORT_MAX_BYTES = 256 * 1024
 
 
 def field_for_key(form: forms.Form, key: str | None) -> str | None:
@@ -428,24 +426,19 @@ class PolicyImportForm(forms.Form):
             raise ValidationError("Upload a file or paste its text, not both.")
         if not upload and not text.strip():
             raise ValidationError("Upload a gc.json file or paste its text.")
-        if upload is not None and upload.size > IMPORT_MAX_BYTES:
-            self.add_error("file", f"A gc.json is small; this file is {upload.size:,} bytes.")
         return cleaned
 
     def raw(self) -> bytes:
+        """The gc.json's bytes; an upload's declared size is checked before it is read."""
         upload = self.cleaned_data.get("file")
         if upload is not None:
+            services.policy_size_check(upload.size or 0)
             return bytes(upload.read())
         return str(self.cleaned_data["text"]).encode()
 
-    def policy_name(self) -> str:
-        """The name given, else the file's name without ``.json`` (``gc`` says nothing)."""
-        name = str(self.cleaned_data.get("name") or "").strip()
+    def filename(self) -> str:
         upload = self.cleaned_data.get("file")
-        if not name and upload is not None:
-            stem = PurePath(upload.name or "").name.removesuffix(".json")
-            name = "" if stem in ("", "gc") else stem
-        return name
+        return str(upload.name or "") if upload is not None else ""
 
     def parsed(self, raw: bytes) -> dict[str, Any] | None:
         """The file as a JSON object, if it is one (for refilling the editor)."""

@@ -329,19 +329,31 @@ def policy_import(request: HttpRequest) -> HttpResponse:
         return render(request, "policies/import.html", {"form": form, "project": project})
     form = PolicyImportForm(request.POST, request.FILES)
     if form.is_valid():
-        raw = form.raw()
-        name = form.policy_name()
+        name = form.cleaned_data["name"]
         message = form.cleaned_data["message"] or "imported"
+        raw = b""
         try:
+            raw = form.raw()
             policy = services.policy_import(
-                project=project, name=name, data=raw, message=message, actor=request.user
+                project=project,
+                data=raw,
+                filename=form.filename(),
+                name=name,
+                message=message,
+                actor=request.user,
             )
+        except services.UploadTooLarge as error:
+            form.add_error("file" if form.filename() else "text", error.reason)
         except gcengine.ConfigError as error:
             # A bad value of a key the editor has a control for is fixed there, next to the
             # control; anything else (not JSON, an unknown key) is shown here, with its key.
             parsed = form.parsed(raw) if _has_control(error) else None
             editor = parsed is not None and _import_into_editor(
-                request, project, parsed, name, message
+                request,
+                project,
+                parsed,
+                name or services.policy_name_from_file(form.filename()),
+                message,
             )
             if editor:
                 return editor
