@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from django.http import HttpResponse
@@ -90,11 +89,8 @@ def upload_projects(access: Access) -> QuerySet[Project]:
 
 def _upload(project: Project, upload: UploadedFile[Any], actor: User) -> UploadOutcome:
     name = upload.name or "upload.json"
-    limit = settings.JAATO_UPLOAD_MAX_BYTES
     try:
-        if (upload.size or 0) > limit:
-            # The service refuses it too; checking first spares reading it into memory.
-            raise services.UploadTooLarge(upload.size or 0, limit)
+        services.upload_size_check(upload.size or 0)  # before reading a byte of it
         receipt = services.session_upload(
             project=project, filename=name, data=upload.read(), actor=actor
         )
