@@ -6,8 +6,11 @@ token (made on the dashboard's *Tokens* page). Everything it does goes through t
 endpoints, and so the same permission checks, as any other client.
 
 Exit codes: 0 done; 1 the dashboard refused (its message is printed: a 400 names the key or
-JSON path, 403 the missing permission, 404 an object outside your projects); 2 bad usage or
-an unreadable local file; 3 the dashboard could not be reached; 4 a run that ended failed.
+JSON path, 403 the missing permission, 404 an object outside your projects), or refused some
+of the files of an upload (every file's result is printed); 2 bad usage or an unreadable local
+file (nothing is sent); 3 the dashboard could not be reached; 4 a run that ended failed; 141
+the reader of the output went away (``jaato-gc sessions | head -1``), as for any tool stopped
+by a closed pipe.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from urllib import error, parse, request
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_RUN_FAILED = 0, 1, 2, 3, 4
+EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process stopped by SIGPIPE
 DEFAULT_URL = "http://127.0.0.1:8000"
 POLL_SECONDS = 1.0
 
@@ -32,6 +36,14 @@ class ClientError(Exception):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+class PartlyRefused(ClientError):
+    """Some of the work was refused: the answer is still printed, and the exit code says so."""
+
+    def __init__(self, answer: Any, message: str) -> None:
+        super().__init__(message, EXIT_REFUSED)
+        self.answer = answer
 
 
 class Api:
@@ -51,7 +63,10 @@ class Api:
         payload: Any = None,
         body: bytes | None = None,
         content_type: str | None = None,
+        answers: tuple[int, ...] = (),
     ) -> Any:
+        """Call the API; an error status is a ``ClientError`` unless ``answers`` names it (an
+        endpoint whose error answers carry results, such as an upload of several files)."""
         url = self.base + path
         wanted = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         if wanted:
@@ -67,6 +82,8 @@ class Api:
                 raw = answer.read()
                 kind = answer.headers.get("Content-Type", "")
         except error.HTTPError as refused:
+            if refused.code in answers:
+                return json.loads(refused.read() or b"null")
             raise ClientError(_refusal(refused), EXIT_REFUSED) from None
         except (error.URLError, TimeoutError, OSError) as unreachable:
             reason = getattr(unreachable, "reason", unreachable)
@@ -75,19 +92,26 @@ class Api:
             return json.loads(raw or b"null")
         return raw.decode("utf-8", errors="replace")
 
-    def upload(self, path: Path, project: int | None) -> Any:
+    def upload(self, paths: Sequence[Path], project: int | None) -> Any:
+        """Every file in one request; the answer has a result per file, and a refused file
+        (an HTTP status of 400 or 413 for the whole answer when none was taken) is still an
+        answer to print, not an error."""
         boundary = uuid.uuid4().hex
-        head = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
-            f'filename="{path.name}"\r\nContent-Type: application/json\r\n\r\n'
-        ).encode()
-        body = head + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+        body = b""
+        for path in paths:
+            body += (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
+                f'filename="{path.name}"\r\nContent-Type: application/json\r\n\r\n'
+            ).encode()
+            body += path.read_bytes() + b"\r\n"
+        body += f"--{boundary}--\r\n".encode()
         return self.call(
             "POST",
-            "/sessions",
+            "/sessions/uploads",
             query={"project": project},
             body=body,
             content_type=f"multipart/form-data; boundary={boundary}",
+            answers=(400, 413),
         )
 
 
@@ -127,13 +151,14 @@ def _sessions(api: Api, args: argparse.Namespace) -> Any:
 
 
 def _upload(api: Api, args: argparse.Namespace) -> Any:
-    results = []
-    for name in args.files:
-        path = Path(name)
-        if not path.is_file():
-            raise ClientError(f"{name}: no such file", EXIT_USAGE)
-        results.append(api.upload(path, args.project))
-    return results
+    paths = [Path(name) for name in args.files]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise ClientError(f"no such file: {', '.join(missing)} (nothing was uploaded)", EXIT_USAGE)
+    answer = api.upload(paths, args.project)
+    if answer["refused"]:
+        raise PartlyRefused(answer, f"{answer['refused']} of {len(paths)} files refused")
+    return answer
 
 
 def _run(api: Api, args: argparse.Namespace) -> Any:
@@ -238,22 +263,71 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _text(answer: Any) -> str:
-    """Lists and pages as one line per item; anything else as indented JSON."""
+    """Lists and pages as one line per item (tab-separated columns); anything else as
+    indented JSON."""
     if isinstance(answer, str):
         return answer.rstrip("\n")
-    items = answer.get("items") if isinstance(answer, dict) and "items" in answer else answer
-    if isinstance(items, list) and all(isinstance(i, dict) for i in items):
-        return "\n".join(_line(item) for item in items) or "(none)"
+    if isinstance(answer, dict):
+        for key in ("items", "results", "ledger"):
+            if isinstance(answer.get(key), list):
+                answer = answer[key]
+                break
+    if isinstance(answer, list) and all(isinstance(i, dict) for i in answer):
+        return "\n".join(_line(item) for item in answer) or "(none)"
     return json.dumps(answer, indent=2)
 
 
 def _line(item: dict[str, Any]) -> str:
-    if "session" in item and "duplicate" in item:  # an upload receipt
+    """One row of a list, with the columns its kind has."""
+    if "state" in item and "filename" in item:  # one file of an upload
         session = item.get("session") or {}
-        state = "duplicate" if item["duplicate"] else ("queued" if item.get("job") else "stored")
-        return f"{item['filename']}\t{state}\tsession {session.get('id', '-')}"
+        if session:
+            where = f"session {session['id']}"
+        elif item.get("job"):
+            where = f"upload job {item['job']['id']}"
+        else:
+            where = item.get("reason", "")
+            if item.get("json_path"):
+                where += f" (at {item['json_path']})"
+        return "\t".join((item["filename"], item["state"], where))
+    if "tokens_freed" in item and "reason" in item:  # a ledger item
+        turn = "-" if item.get("turn_index") is None else f"turn {item['turn_index']}"
+        return "\t".join(
+            (
+                str(item["seq"]),
+                item["reason"],
+                item["source"],
+                turn,
+                f"{item['tokens_freed']:,} tokens",
+                item.get("child_key") or "",
+            )
+        )
+    if "turn_count" in item and "total_tokens" in item:  # a session
+        return "\t".join(
+            (
+                str(item["id"]),
+                item["label"],
+                item["source_format"],
+                f"{item['turn_count']:,} turns",
+                f"{item['total_tokens']:,} tokens",
+                f"{item['utilization_percent']:.1f} % of {item['context_limit']:,}",
+            )
+        )
+    if "latest" in item and "is_default" in item:  # a policy
+        latest = item.get("latest") or {}
+        version = f"version {latest['number']} (id {latest['id']})" if latest else "no version"
+        strategy = (latest.get("config") or {}).get("type", "")
+        default = "default" if item["is_default"] else ""
+        return "\t".join((str(item["id"]), item["name"], version, strategy, default)).rstrip()
     shown = ("id", "name", "label", "role", "status", "action", "actor", "target", "created_at")
     return "\t".join(str(item[k]) for k in shown if k in item)
+
+
+def _show(answer: Any, as_json: bool) -> None:
+    print(
+        json.dumps(answer, indent=2) if as_json and not isinstance(answer, str) else _text(answer)
+    )
+    sys.stdout.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -264,17 +338,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             "jaato-gc: set JAATO_TOKEN to a token from the dashboard's Tokens page", file=sys.stderr
         )
         return EXIT_USAGE
+    code = EXIT_OK
     try:
-        answer = args.func(Api(args.url, token), args)
+        try:
+            answer = args.func(Api(args.url, token), args)
+        except PartlyRefused as problem:
+            answer, code = problem.answer, problem.code
+            print(f"jaato-gc: {problem}", file=sys.stderr)
+        _show(answer, args.json)
     except ClientError as problem:
         print(f"jaato-gc: {problem}", file=sys.stderr)
         return problem.code
     except KeyboardInterrupt:
         return 130
-    print(
-        json.dumps(answer, indent=2) if args.json and not isinstance(answer, str) else _text(answer)
-    )
-    return EXIT_OK
+    except BrokenPipeError:
+        # The reader (``head``) has what it wanted; say nothing more, and keep Python from
+        # complaining while it flushes the closed stdout on the way out.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+    return code
 
 
 if __name__ == "__main__":

@@ -64,6 +64,25 @@ class UploadOut(Schema):
     job: IngestJobOut | None = None
 
 
+class UploadResultOut(Schema):
+    """One file of an upload of several: its state, HTTP-like status, and what it became or
+    why it was refused (``reason``, and ``json_path`` for a malformed file)."""
+
+    filename: str
+    state: str
+    status: int
+    session: SessionOut | None = None
+    job: IngestJobOut | None = None
+    reason: str = ""
+    json_path: str = ""
+
+
+class UploadBatchOut(Schema):
+    results: list[UploadResultOut]
+    taken: int
+    refused: int
+
+
 class Paged(Schema):
     page: int
     pages: int

@@ -15,7 +15,9 @@ from jaato_web.api.schemas import (
     SessionDetailOut,
     SessionPage,
     TurnPage,
+    UploadBatchOut,
     UploadOut,
+    UploadResultOut,
 )
 from jaato_web.dashboard import selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob
@@ -54,6 +56,44 @@ def upload_session(
             duplicate=receipt.duplicate,
             session=receipt.session,  # type: ignore[arg-type]
             job=receipt.job,  # type: ignore[arg-type]
+        ),
+    )
+
+
+@router.post(
+    "/uploads",
+    response={200: UploadBatchOut, 400: UploadBatchOut, 413: UploadBatchOut},
+    summary="Upload several session files, each on its own",
+    auth=UPLOAD,
+)
+def upload_sessions(
+    request: HttpRequest, files: File[list[UploadedFile]], project: int | None = None
+) -> Status[UploadBatchOut]:
+    """Every file gets its own result: an empty, oversized or malformed file is refused and
+    stores nothing, while the others are stored. The answer is 200 when at least one file was
+    taken, otherwise the refusal's status (400 when they differ), as the upload page answers.
+    """
+    outcomes = services.sessions_upload(
+        project=project_of(request, project), files=files, actor=access_of(request).user
+    )
+    taken = sum(1 for o in outcomes if o.taken)
+    return Status(
+        services.uploads_status(outcomes),
+        UploadBatchOut(
+            results=[
+                UploadResultOut(
+                    filename=o.filename,
+                    state=o.state.value,
+                    status=o.status,
+                    session=o.session,  # type: ignore[arg-type]
+                    job=o.job,  # type: ignore[arg-type]
+                    reason=o.reason,
+                    json_path=o.json_path,
+                )
+                for o in outcomes
+            ],
+            taken=taken,
+            refused=len(outcomes) - taken,
         ),
     )
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache, partial
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -196,6 +199,80 @@ def session_upload(
         )
     _run_on_upload(session)
     return UploadReceipt(filename, session=session)
+
+
+class UploadState(StrEnum):
+    """What became of one uploaded file."""
+
+    STORED = "stored"
+    DUPLICATE = "duplicate"
+    QUEUED = "queued"
+    TOO_LARGE = "too_large"
+    EMPTY = "empty"
+    MALFORMED = "malformed"
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    """One file's result in an upload of several: each file is taken or refused on its own."""
+
+    filename: str
+    state: UploadState
+    status: int
+    session: AgentSession | None = None
+    job: IngestJob | None = None
+    reason: str = ""
+    json_path: str = ""
+
+    @property
+    def taken(self) -> bool:
+        return self.status < 400
+
+
+def sessions_upload(
+    *, project: Project, files: Iterable[UploadedFile[Any]], actor: Actor = None
+) -> list[UploadOutcome]:
+    """Upload several files at once, each on its own: one that is empty, too large or not a
+    session file is reported and stores nothing, and the others are stored all the same."""
+    return [_upload_one(project, upload, actor) for upload in files]
+
+
+def uploads_status(outcomes: list[UploadOutcome]) -> int:
+    """One status for an upload of several files: 200 when any file was taken, otherwise the
+    refusals' own status (413 too large, 400 otherwise or when they differ)."""
+    if any(o.taken for o in outcomes):
+        return 200
+    refusals = {o.status for o in outcomes}
+    return refusals.pop() if len(refusals) == 1 else 400
+
+
+def _upload_one(project: Project, upload: UploadedFile[Any], actor: Actor) -> UploadOutcome:
+    name = upload.name or "upload.json"
+    size = upload.size or 0
+    if size == 0:
+        return UploadOutcome(name, UploadState.EMPTY, 400, reason="the file is empty")
+    try:
+        upload_size_check(size)  # before reading a byte of it
+        receipt = session_upload(project=project, filename=name, data=upload.read(), actor=actor)
+    except UploadTooLarge as error:
+        return UploadOutcome(name, UploadState.TOO_LARGE, 413, reason=error.reason)
+    except gcengine.SessionFormatError as error:
+        return UploadOutcome(
+            name, UploadState.MALFORMED, 400, reason=error.reason, json_path=error.json_path
+        )
+    if receipt.job is None:
+        state = UploadState.DUPLICATE if receipt.duplicate else UploadState.STORED
+        return UploadOutcome(name, state, 200, session=receipt.session)
+    # Read again: a synchronous task backend has already read the file by now.
+    job = IngestJob.objects.select_related("session").get(pk=receipt.job.pk)
+    if job.status == JobStatus.DONE and job.session is not None:
+        return UploadOutcome(name, UploadState.STORED, 200, session=job.session)
+    if job.status == JobStatus.FAILED:
+        reason = job.error.removeprefix(f"{job.error_path}: ") if job.error_path else job.error
+        return UploadOutcome(
+            name, UploadState.MALFORMED, 400, reason=reason, json_path=job.error_path
+        )
+    return UploadOutcome(name, UploadState.QUEUED, 200, job=job)
 
 
 def _upload_audit(

@@ -49,6 +49,9 @@ class MultipleFileField(forms.FileField):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
+        # An empty file is one file's problem, reported with the others' results by the
+        # service, not a reason to refuse the whole upload.
+        kwargs.setdefault("allow_empty_file", True)
         super().__init__(*args, **kwargs)
 
     def clean(self, data: Any, initial: Any = None) -> list[UploadedFile[Any]]:

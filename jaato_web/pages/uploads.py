@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-import gcengine
-from jaato_web.dashboard import selectors, services
-from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
+from jaato_web.dashboard import services
+from jaato_web.dashboard.models import Project
 from jaato_web.http import PageRequest, query_id
 from jaato_web.pages import forms
 from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, requires
 from jaato_web.teams.permissions import Action
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
-
-
-@dataclass(frozen=True)
-class UploadOutcome:
-    """What became of one file: stored, duplicate, queued, too_large or malformed."""
-
-    filename: str
-    state: str
-    status: int
-    session: AgentSession | None = None
-    job: IngestJob | None = None
-    message: str = ""
-    json_path: str = ""
+    pass
 
 
 @require_http_methods(["GET", "POST"])
@@ -59,13 +43,15 @@ def session_upload(request: PageRequest) -> HttpResponse:
     # their projects, 403 for their role) rather than as an invalid choice of the form.
     access.project(query_id(request.POST.get("project")), request)
     form = forms.UploadForm(request.POST, request.FILES, projects=projects)
-    outcomes: list[UploadOutcome] = []
+    outcomes: list[services.UploadOutcome] = []
     status = 400
     if form.is_valid():
         chosen = form.cleaned_data["project"]
         project = access.project(chosen.pk if chosen else None, request)
-        outcomes = [_upload(project, upload, request.user) for upload in form.cleaned_data["files"]]
-        status = _status(outcomes)
+        outcomes = services.sessions_upload(
+            project=project, files=form.cleaned_data["files"], actor=request.user
+        )
+        status = services.uploads_status(outcomes)
     context = {"form": form, "outcomes": outcomes}
     template = "uploads/upload.html#upload-results" if request.htmx else "uploads/upload.html"
     return render(request, template, context, status=status)
@@ -85,36 +71,3 @@ def upload_projects(access: Access) -> QuerySet[Project]:
     """The projects this user may upload to, for the form's project choice."""
     allowed = [pk for pk in access.project_ids if access.allows(pk, Action.UPLOAD)]
     return Project.objects.filter(pk__in=allowed).order_by("name")
-
-
-def _upload(project: Project, upload: UploadedFile[Any], actor: User) -> UploadOutcome:
-    name = upload.name or "upload.json"
-    try:
-        services.upload_size_check(upload.size or 0)  # before reading a byte of it
-        receipt = services.session_upload(
-            project=project, filename=name, data=upload.read(), actor=actor
-        )
-    except services.UploadTooLarge as error:
-        return UploadOutcome(name, "too_large", 413, message=error.reason)
-    except gcengine.SessionFormatError as error:
-        return UploadOutcome(
-            name, "malformed", 400, message=error.reason, json_path=error.json_path
-        )
-    if receipt.job is None:
-        state = "duplicate" if receipt.duplicate else "stored"
-        return UploadOutcome(name, state, 200, session=receipt.session)
-    # Read again: a synchronous task backend has already read the file by now.
-    job = selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk)
-    if job.status == JobStatus.DONE and job.session is not None:
-        return UploadOutcome(name, "stored", 200, session=job.session)
-    if job.status == JobStatus.FAILED:
-        reason = job.error.removeprefix(f"{job.error_path}: ") if job.error_path else job.error
-        return UploadOutcome(name, "malformed", 400, message=reason, json_path=job.error_path)
-    return UploadOutcome(name, "queued", 200, job=job)
-
-
-def _status(outcomes: list[UploadOutcome]) -> int:
-    if any(o.status < 400 for o in outcomes):
-        return 200
-    failures = {o.status for o in outcomes}
-    return failures.pop() if len(failures) == 1 else 400

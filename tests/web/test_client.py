@@ -4,12 +4,16 @@ with the dashboard's message."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
 from jaato_web import client as jaato_gc
+from jaato_web.dashboard import services as dashboard_services
 from jaato_web.dashboard.models import AuditEvent, Project
 from jaato_web.teams import services as team_services
 from jaato_web.teams.permissions import Role
@@ -87,3 +91,102 @@ def test_a_bad_gc_json_is_refused_naming_its_key(cli, tmp_path, capsys, project)
     assert code == jaato_gc.EXIT_REFUSED
     assert "HTTP 400" in errors
     assert "(key: target_percent)" in errors
+
+
+def test_an_upload_of_several_files_reports_each_and_stores_the_good_ones(
+    cli, tmp_path, capsys, project
+):
+    good = tmp_path / "good.json"
+    good.write_bytes(session_file(6))
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+
+    code = cli(["upload", str(good), str(empty)])
+
+    out, errors = capsys.readouterr()
+    assert code == jaato_gc.EXIT_REFUSED
+    assert "1 of 2 files refused" in errors
+    stored, refused = out.splitlines()
+    assert stored.startswith("good.json\tstored\tsession ")
+    assert refused == "empty.json\tempty\tthe file is empty"
+    assert project.sessions.count() == 1
+
+
+def test_a_missing_local_file_sends_nothing(cli, tmp_path, capsys, project):
+    good = tmp_path / "good.json"
+    good.write_bytes(session_file(6))
+
+    code = cli(["upload", str(good), str(tmp_path / "nope.json")])
+
+    assert code == jaato_gc.EXIT_USAGE
+    assert "nothing was uploaded" in capsys.readouterr().err
+    assert project.sessions.count() == 0
+
+
+def test_lists_show_what_a_reader_needs(cli, tmp_path, capsys, project):
+    session_path = tmp_path / "agent.json"
+    session_path.write_bytes(session_file(20))
+    config_path = tmp_path / "gc.json"
+    config_path.write_text(json.dumps(BUDGET_POLICY))
+    cli(["upload", str(session_path)])
+    session_id = int(capsys.readouterr().out.split("session ")[-1])
+    cli(["--json", "run", str(session_id), "--config", str(config_path), "--wait"])
+    run = json.loads(capsys.readouterr().out)
+
+    cli(["sessions"])
+    sessions = capsys.readouterr().out
+    cli(["ledger", str(run["id"])])
+    ledger = capsys.readouterr().out.splitlines()
+
+    session = project.sessions.get()
+    assert sessions.split("\t")[:5] == [
+        str(session.pk),
+        "agent.json",
+        session.source_format,
+        f"{session.turn_count:,} turns",
+        f"{session.total_tokens:,} tokens",
+    ]
+    assert len(ledger) == run["items_collected"]
+    assert all(line.strip() for line in ledger)
+    assert ledger[0].split("\t")[0] == "0"
+    assert ledger[0].split("\t")[4].endswith(" tokens")
+
+
+def test_policies_name_their_latest_version_and_its_id(cli, capsys, project):
+    policy = dashboard_services.policy_create(project=project, name="Tight", config=BUDGET_POLICY)
+    version = policy.versions.get()
+
+    assert cli(["policies"]) == jaato_gc.EXIT_OK
+
+    line = capsys.readouterr().out.strip()
+    assert line.split("\t")[:4] == [
+        str(policy.pk),
+        "Tight",
+        f"version 1 (id {version.pk})",
+        "budget",
+    ]
+
+
+def test_output_to_a_closed_pipe_ends_quietly(live_server, project, tmp_path):
+    """``jaato-gc sessions | head -1``: the reader leaves early; no traceback follows."""
+    ed = make_member(project, "ed", Role.EDITOR)
+    for seed in range(3):
+        dashboard_services.session_upload(
+            project=project, filename=f"s{seed}.json", data=session_file(4, seed=seed)
+        )
+    token = team_services.token_create(user=ed, name="pipe", projects=[project]).secret
+    env = {**os.environ, "JAATO_TOKEN": token, "JAATO_URL": live_server.url}
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    with os.fdopen(write, "wb") as closed:
+        done = subprocess.run(
+            [sys.executable, "-m", "jaato_web.client", "sessions"],
+            stdout=closed,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+
+    assert done.returncode == jaato_gc.EXIT_CLOSED_PIPE
+    assert done.stderr == b""

@@ -216,3 +216,52 @@ def test_failed_background_job_shows_the_error_and_path(client: Client, project:
     assert "<code>history[2].role</code>" in html
     assert "nothing was stored" in html
     assert "every 2s" not in html
+
+
+def test_an_empty_file_is_refused_alone_and_the_others_are_stored(
+    client: Client, project: Project
+) -> None:
+    answer = client.post(
+        URL,
+        {"files": [a_file("good.json", session_bytes()), a_file("empty.json", b"")]},
+        headers=HTMX,
+    )
+
+    html = answer.content.decode()
+    assert answer.status_code == 200
+    assert "The submitted file is empty" not in html
+    assert re.search(r"empty\.json.*?badge--error\">empty<.*?the file is empty", html, re.S)
+    assert AgentSession.objects.get().label == "good.json"
+
+
+def test_the_api_answers_one_request_of_several_files_with_a_result_each(
+    client: Client, project: Project
+) -> None:
+    answer = client.post(
+        "/api/sessions/uploads",
+        {
+            "files": [
+                a_file("good.json", session_bytes()),
+                a_file("empty.json", b""),
+                a_file("broken.json", malformed_bytes()),
+            ]
+        },
+    )
+
+    body = answer.json()
+    assert answer.status_code == 200
+    assert (body["taken"], body["refused"]) == (1, 2)
+    good, empty, broken = body["results"]
+    assert (good["state"], good["status"], good["session"]["label"]) == ("stored", 200, "good.json")
+    assert (empty["state"], empty["status"], empty["reason"]) == ("empty", 400, "the file is empty")
+    assert (broken["state"], broken["json_path"]) == ("malformed", "history[2].role")
+    assert AgentSession.objects.count() == 1
+
+
+def test_the_api_answers_the_refusal_when_no_file_was_taken(
+    client: Client, project: Project
+) -> None:
+    answer = client.post("/api/sessions/uploads", {"files": [a_file("empty.json", b"")]})
+
+    assert answer.status_code == 400
+    assert answer.json()["results"][0]["state"] == "empty"

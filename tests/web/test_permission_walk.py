@@ -312,6 +312,7 @@ QUERIES: dict[str, Query] = {
     "audit_log": lambda i: f"project={i['project_id']}",
     "api:list_sessions": lambda i: f"project={i['project_id']}",
     "api:upload_session": lambda i: f"project={i['project_id']}",
+    "api:upload_sessions": lambda i: f"project={i['project_id']}",
     "api:list_policies": lambda i: f"project={i['project_id']}",
     "api:create_policy": lambda i: f"project={i['project_id']}",
     "api:import_policy": lambda i: f"project={i['project_id']}",
@@ -361,6 +362,9 @@ BODIES: dict[str, Callable[[Ids], dict[str, Any]]] = {
 FILES: dict[str, Callable[[], dict[str, Any]]] = {
     "api:upload_session": lambda: {
         "file": SimpleUploadedFile("walked.json", session_bytes(), "application/json")
+    },
+    "api:upload_sessions": lambda: {
+        "files": [SimpleUploadedFile("walked-2.json", session_bytes(), "application/json")]
     },
     "api:import_policy": lambda: {
         "file": SimpleUploadedFile("walked.json", b'{"type": "gc_truncate"}', "application/json"),
