@@ -1,6 +1,7 @@
 """Collection strategies, their contract, and running them on sessions."""
 
-from gcengine.gc.registry import ENTRY_POINT_GROUP, PluginError, discover_gc_plugins, load_gc_plugin
+from gcengine.errors import PluginError, SummarizerError
+from gcengine.gc.registry import ENTRY_POINT_GROUP, discover_gc_plugins, load_gc_plugin
 from gcengine.gc.run import GCOutcome, plugin_options, run_gc
 from gcengine.gc.simulate import Simulation, SimulationEvent, SimulationStep, simulate
 from gcengine.gc.strategies import (
@@ -13,7 +14,6 @@ from gcengine.gc.summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarizer,
-    SummarizerError,
     SummaryRequest,
 )
 from gcengine.gc.types import (

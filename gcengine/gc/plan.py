@@ -170,8 +170,10 @@ def _read_conversation(
     budget's conversation entry.
     """
     conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
-    if given is not None and (budget is None or not given.describes(history)):
-        raise ValueError("a conversation index stands for a budget's, of the same history")
+    # Only the engine's replay hands an index in: a mismatch is a bug here, not bad input.
+    assert given is None or (budget is not None and given.describes(history)), (
+        "a conversation index stands for a budget's, of the same history"
+    )
     index = given or index_of(conversation)
     if index is None or not index.describes(history):
         as_of = edits()

@@ -14,6 +14,7 @@ from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex
+from gcengine.errors import SummarizerError
 from gcengine.gc.plan import (
     Collection,
     Decision,
@@ -28,7 +29,6 @@ from gcengine.gc.plan import (
 )
 from gcengine.gc.summarizers import (
     DEFAULT_MAX_SUMMARY_TOKENS,
-    SummarizerError,
     SummaryRequest,
     summarizer_from_options,
     summary_text,
