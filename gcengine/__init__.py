@@ -7,10 +7,12 @@ load/save helpers, which read files only when handed a path.
 from gcengine.budget import (
     DEFAULT_CONTEXT_LIMIT,
     GC_POLICY_INDICATORS,
+    POLICY_ORDER,
     GCPolicy,
     InstructionBudget,
     InstructionSource,
     SourceEntry,
+    most_protective,
 )
 from gcengine.config import GCConfig, dump_gc_config, load_gc_config
 from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
@@ -49,6 +51,7 @@ from gcengine.tokens import (
 __all__ = [
     "DEFAULT_CONTEXT_LIMIT",
     "GC_POLICY_INDICATORS",
+    "POLICY_ORDER",
     "ApproxCounter",
     "ConfigError",
     "ContextLimitOrigin",
@@ -86,6 +89,7 @@ __all__ = [
     "load_counter",
     "load_gc_config",
     "load_session",
+    "most_protective",
     "rebuild_budget",
     "run_gc",
     "simulate",

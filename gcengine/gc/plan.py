@@ -35,9 +35,15 @@ from itertools import compress
 from typing import Any
 
 from gcengine._fast import construct, edits, remember
-from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.budget import (
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+    most_protective,
+)
 from gcengine.config import GCConfig
-from gcengine.conversation import ConversationIndex, index_of, most_protective, turn_key_of
+from gcengine.conversation import ConversationIndex, index_of, turn_key_of
 from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import (
     Message,
