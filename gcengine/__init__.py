@@ -4,6 +4,7 @@ Values in, values out: no web framework, no database, no network. The only I/O i
 load/save helpers, which read files only when handed a path.
 """
 
+from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import (
     DEFAULT_CONTEXT_LIMIT,
     GC_POLICY_INDICATORS,
@@ -84,6 +85,7 @@ __all__ = [
     "Turn",
     "build_budget",
     "count_message",
+    "cyclic_gc_paused",
     "dump_gc_config",
     "dump_session",
     "load_counter",

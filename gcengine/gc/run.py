@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gcengine._fast import cyclic_gc_paused, set_fresh
+from gcengine._fast import set_fresh
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import history_layout
@@ -71,13 +71,7 @@ def run_gc(
     always the budget that history really has; the result's figures are taken from the two
     budgets. A failed collection (a summarizer error, say) returns the session unchanged.
     """
-    with cyclic_gc_paused():
-        return _run(session, config, GCTriggerReason(reason), plugin)
-
-
-def _run(
-    session: Session, config: GCConfig, reason: GCTriggerReason, plugin: GCPlugin | str | None
-) -> GCOutcome:
+    reason = GCTriggerReason(reason)
     counter = counter_by_name(session.token_counter)
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))

@@ -20,7 +20,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex
@@ -104,8 +103,7 @@ def simulate(
     """The per-turn usage series and GC events of ``session`` replayed under ``config``."""
     if plugin is None or isinstance(plugin, str):
         plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
-    with cyclic_gc_paused():
-        return _Replay(session, config, plugin).run()
+    return _Replay(session, config, plugin).run()
 
 
 def _outside_conversation(budget: InstructionBudget) -> int:
