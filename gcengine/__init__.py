@@ -15,7 +15,19 @@ from gcengine.budget import (
     SourceEntry,
     most_protective,
 )
-from gcengine.config import GCConfig, dump_gc_config, load_gc_config
+from gcengine.config import (
+    GC_JSON_ALIASES,
+    GC_JSON_FIELDS,
+    GC_STRATEGIES,
+    NOOP_NOTIFICATION_FIELDS,
+    NOTIFICATION_FIELDS,
+    PLUGIN_CONFIG_FIELDS,
+    GCConfig,
+    GCJsonField,
+    GCStrategyInfo,
+    dump_gc_config,
+    load_gc_config,
+)
 from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
 from gcengine.formats import LoadLimits, dump_session, load_session
 from gcengine.gc import GCOutcome, GCResult, GCTriggerReason, Simulation, run_gc, simulate
@@ -51,7 +63,13 @@ from gcengine.tokens import (
 
 __all__ = [
     "DEFAULT_CONTEXT_LIMIT",
+    "GC_JSON_ALIASES",
+    "GC_JSON_FIELDS",
     "GC_POLICY_INDICATORS",
+    "GC_STRATEGIES",
+    "NOOP_NOTIFICATION_FIELDS",
+    "NOTIFICATION_FIELDS",
+    "PLUGIN_CONFIG_FIELDS",
     "POLICY_ORDER",
     "ApproxCounter",
     "ConfigError",
@@ -60,9 +78,11 @@ __all__ = [
     "FunctionResponse",
     "GCConfig",
     "GCEngineError",
+    "GCJsonField",
     "GCOutcome",
     "GCPolicy",
     "GCResult",
+    "GCStrategyInfo",
     "GCTriggerReason",
     "InlineData",
     "InstructionBudget",
