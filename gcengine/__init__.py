@@ -30,7 +30,15 @@ from gcengine.config import (
 )
 from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
 from gcengine.formats import LoadLimits, dump_session, load_session
-from gcengine.gc import GCOutcome, GCResult, GCTriggerReason, Simulation, run_gc, simulate
+from gcengine.gc import (
+    GCOutcome,
+    GCResult,
+    GCTriggerReason,
+    Simulation,
+    run_gc,
+    simulate,
+    would_collect,
+)
 from gcengine.messages import (
     FunctionCall,
     FunctionResponse,
@@ -117,4 +125,5 @@ __all__ = [
     "simulate",
     "split_into_turns",
     "token_drift",
+    "would_collect",
 ]

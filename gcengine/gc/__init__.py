@@ -2,7 +2,7 @@
 
 from gcengine.errors import PluginError, SummarizerError
 from gcengine.gc.registry import ENTRY_POINT_GROUP, discover_gc_plugins, load_gc_plugin
-from gcengine.gc.run import GCOutcome, plugin_options, run_gc
+from gcengine.gc.run import GCOutcome, plugin_options, run_gc, would_collect
 from gcengine.gc.simulate import Simulation, SimulationEvent, SimulationStep, simulate
 from gcengine.gc.strategies import (
     BudgetStrategy,
@@ -52,4 +52,5 @@ __all__ = [
     "plugin_options",
     "run_gc",
     "simulate",
+    "would_collect",
 ]

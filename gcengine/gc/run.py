@@ -39,6 +39,28 @@ def plugin_options(config: GCConfig) -> dict[str, Any]:
     return {**options, **config.plugin_config}
 
 
+def plugin_for(config: GCConfig, plugin: GCPlugin | str | None = None) -> GCPlugin:
+    """``plugin`` itself, or the one it names (by default the policy's), initialised with the
+    policy's options."""
+    if plugin is None or isinstance(plugin, str):
+        return load_gc_plugin(plugin or config.plugin, plugin_options(config))
+    return plugin
+
+
+def would_collect(session: Session, config: GCConfig) -> tuple[bool, GCTriggerReason | None]:
+    """Whether the policy's GC would start by itself on ``session`` as it stands now, and why.
+
+    This is the check an agent makes after a turn: the strategy's ``should_collect`` on the
+    session's usage and number of turns (threshold mode at or above ``threshold_percent``,
+    continuous mode above ``target_percent``, ``max_turns`` in both; never without
+    ``auto_trigger``). A manual ``run_gc`` collects whatever this says.
+    """
+    usage = context_usage(
+        session.budget, turns=len(history_layout(session.history, session.budget))
+    )
+    return plugin_for(config).should_collect(usage, config)
+
+
 def without_entries(
     budget: InstructionBudget | None, items: list[GCRemovalItem]
 ) -> InstructionBudget | None:
@@ -73,8 +95,7 @@ def run_gc(
     """
     reason = GCTriggerReason(reason)
     counter = counter_by_name(session.token_counter)
-    if plugin is None or isinstance(plugin, str):
-        plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
+    plugin = plugin_for(config, plugin)
     usage = context_usage(
         session.budget, turns=len(history_layout(session.history, session.budget))
     )
