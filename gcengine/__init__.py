@@ -2,6 +2,9 @@
 
 Values in, values out: no web framework, no database, no network. The only I/O is the explicit
 load/save helpers, which read files only when handed a path.
+
+This module is the front door: callers import from ``gcengine`` only, never from its modules,
+so the modules can move without breaking them. ``docs/engine.md`` lists what is here.
 """
 
 from gcengine._fast import cyclic_gc_paused
@@ -28,13 +31,28 @@ from gcengine.config import (
     dump_gc_config,
     load_gc_config,
 )
-from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
+from gcengine.errors import (
+    ConfigError,
+    GCEngineError,
+    PluginError,
+    SessionFormatError,
+    SummarizerError,
+)
 from gcengine.formats import LoadLimits, dump_session, load_session
 from gcengine.gc import (
     GCOutcome,
+    GCPlugin,
+    GCRemovalItem,
     GCResult,
     GCTriggerReason,
+    RemovalReason,
     Simulation,
+    SimulationEvent,
+    SimulationStep,
+    context_usage,
+    discover_gc_plugins,
+    load_gc_plugin,
+    plugin_options,
     run_gc,
     simulate,
     would_collect,
@@ -62,10 +80,15 @@ from gcengine.session import (
     rebuild_budget,
     token_drift,
 )
+from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import (
     ApproxCounter,
+    CachingCounter,
+    TiktokenCounter,
     TokenCounter,
+    compact_json,
     count_message,
+    counter_by_name,
     load_counter,
 )
 
@@ -80,6 +103,7 @@ __all__ = [
     "PLUGIN_CONFIG_FIELDS",
     "POLICY_ORDER",
     "ApproxCounter",
+    "CachingCounter",
     "ConfigError",
     "ContextLimitOrigin",
     "FunctionCall",
@@ -88,7 +112,9 @@ __all__ = [
     "GCEngineError",
     "GCJsonField",
     "GCOutcome",
+    "GCPlugin",
     "GCPolicy",
+    "GCRemovalItem",
     "GCResult",
     "GCStrategyInfo",
     "GCTriggerReason",
@@ -101,25 +127,39 @@ __all__ = [
     "OpaquePart",
     "Part",
     "PartType",
+    "PluginError",
+    "RemovalReason",
     "Role",
     "Session",
     "SessionFormatError",
+    "SessionShape",
     "Simulation",
+    "SimulationEvent",
+    "SimulationStep",
     "SourceEntry",
     "SourceFormat",
+    "SummarizerError",
     "SystemInstruction",
+    "TiktokenCounter",
     "TokenCounter",
     "TokenDrift",
     "Turn",
     "build_budget",
+    "compact_json",
+    "context_usage",
     "count_message",
+    "counter_by_name",
     "cyclic_gc_paused",
+    "discover_gc_plugins",
     "dump_gc_config",
     "dump_session",
+    "generate_session_file",
     "load_counter",
     "load_gc_config",
+    "load_gc_plugin",
     "load_session",
     "most_protective",
+    "plugin_options",
     "rebuild_budget",
     "run_gc",
     "simulate",
