@@ -53,7 +53,7 @@ def would_collect(session: Session, config: GCConfig) -> tuple[bool, GCTriggerRe
     This is the check an agent makes after a turn: the strategy's ``should_collect`` on the
     session's usage and number of turns (threshold mode at or above ``threshold_percent``,
     continuous mode above ``target_percent``, ``max_turns`` in both; never without
-    ``auto_trigger``). A manual ``run_gc`` collects whatever this says.
+    ``auto_trigger``). A manual ``run_gc`` collects whether or not this says so.
     """
     usage = context_usage(
         session.budget, turns=len(history_layout(session.history, session.budget))
