@@ -53,10 +53,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gcengine
-from gcengine.gc import GCTriggerReason, load_gc_plugin, plugin_options
-from gcengine.gc.types import context_usage
-from gcengine.synthetic import SessionShape, generate_session_file
-from gcengine.tokens import counter_by_name, load_counter
+from gcengine import (
+    GCTriggerReason,
+    SessionShape,
+    context_usage,
+    counter_by_name,
+    generate_session_file,
+    load_counter,
+    load_gc_plugin,
+    plugin_options,
+)
 
 USAGE_PERCENT = 85
 POLICY = {

@@ -54,7 +54,7 @@ from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from gcengine.synthetic import SessionShape, generate_session_file  # noqa: E402
+from gcengine import SessionShape, generate_session_file  # noqa: E402
 from jaato_web.dashboard import services  # noqa: E402
 from jaato_web.dashboard.models import GCRun, Project  # noqa: E402
 

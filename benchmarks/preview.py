@@ -67,7 +67,7 @@ def median_ms(function: Callable[[int], object], repeat: int) -> float:
 
 def stored_session(turns: int, usage: float) -> Any:
     import gcengine
-    from gcengine.synthetic import SessionShape, generate_session_file
+    from gcengine import SessionShape, generate_session_file
     from jaato_web.dashboard import selectors, services
 
     engine = gcengine.load_session(generate_session_file(SessionShape(turns=turns)))

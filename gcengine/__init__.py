@@ -2,20 +2,61 @@
 
 Values in, values out: no web framework, no database, no network. The only I/O is the explicit
 load/save helpers, which read files only when handed a path.
+
+This module is the front door: callers import from ``gcengine`` only, never from its modules,
+so the modules can move without breaking them. ``docs/engine.md`` lists what is here.
 """
 
+from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import (
     DEFAULT_CONTEXT_LIMIT,
     GC_POLICY_INDICATORS,
+    POLICY_ORDER,
     GCPolicy,
     InstructionBudget,
     InstructionSource,
     SourceEntry,
+    most_protective,
 )
-from gcengine.config import GCConfig, dump_gc_config, load_gc_config
-from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
+from gcengine.config import (
+    GC_JSON_ALIASES,
+    GC_JSON_FIELDS,
+    GC_STRATEGIES,
+    NOOP_NOTIFICATION_FIELDS,
+    NOTIFICATION_FIELDS,
+    PLUGIN_CONFIG_FIELDS,
+    GCConfig,
+    GCJsonField,
+    GCStrategyInfo,
+    dump_gc_config,
+    load_gc_config,
+)
+from gcengine.errors import (
+    ConfigError,
+    GCEngineError,
+    PluginError,
+    SessionFormatError,
+    SummarizerError,
+)
 from gcengine.formats import LoadLimits, dump_session, load_session
-from gcengine.gc import GCOutcome, GCResult, GCTriggerReason, Simulation, run_gc, simulate
+from gcengine.gc import (
+    GCOutcome,
+    GCPlugin,
+    GCRemovalItem,
+    GCResult,
+    GCTriggerReason,
+    RemovalReason,
+    Simulation,
+    SimulationEvent,
+    SimulationStep,
+    context_usage,
+    discover_gc_plugins,
+    load_gc_plugin,
+    plugin_options,
+    run_gc,
+    simulate,
+    would_collect,
+)
 from gcengine.messages import (
     FunctionCall,
     FunctionResponse,
@@ -39,26 +80,43 @@ from gcengine.session import (
     rebuild_budget,
     token_drift,
 )
+from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import (
     ApproxCounter,
+    CachingCounter,
+    TiktokenCounter,
     TokenCounter,
+    compact_json,
     count_message,
+    counter_by_name,
     load_counter,
 )
 
 __all__ = [
     "DEFAULT_CONTEXT_LIMIT",
+    "GC_JSON_ALIASES",
+    "GC_JSON_FIELDS",
     "GC_POLICY_INDICATORS",
+    "GC_STRATEGIES",
+    "NOOP_NOTIFICATION_FIELDS",
+    "NOTIFICATION_FIELDS",
+    "PLUGIN_CONFIG_FIELDS",
+    "POLICY_ORDER",
     "ApproxCounter",
+    "CachingCounter",
     "ConfigError",
     "ContextLimitOrigin",
     "FunctionCall",
     "FunctionResponse",
     "GCConfig",
     "GCEngineError",
+    "GCJsonField",
     "GCOutcome",
+    "GCPlugin",
     "GCPolicy",
+    "GCRemovalItem",
     "GCResult",
+    "GCStrategyInfo",
     "GCTriggerReason",
     "InlineData",
     "InstructionBudget",
@@ -69,26 +127,43 @@ __all__ = [
     "OpaquePart",
     "Part",
     "PartType",
+    "PluginError",
+    "RemovalReason",
     "Role",
     "Session",
     "SessionFormatError",
+    "SessionShape",
     "Simulation",
+    "SimulationEvent",
+    "SimulationStep",
     "SourceEntry",
     "SourceFormat",
+    "SummarizerError",
     "SystemInstruction",
+    "TiktokenCounter",
     "TokenCounter",
     "TokenDrift",
     "Turn",
     "build_budget",
+    "compact_json",
+    "context_usage",
     "count_message",
+    "counter_by_name",
+    "cyclic_gc_paused",
+    "discover_gc_plugins",
     "dump_gc_config",
     "dump_session",
+    "generate_session_file",
     "load_counter",
     "load_gc_config",
+    "load_gc_plugin",
     "load_session",
+    "most_protective",
+    "plugin_options",
     "rebuild_budget",
     "run_gc",
     "simulate",
     "split_into_turns",
     "token_drift",
+    "would_collect",
 ]

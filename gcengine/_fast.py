@@ -1,4 +1,5 @@
-"""Speed for bulk work: building trusted models cheaply, and pausing the cycle collector.
+"""Speed for bulk work: building trusted models cheaply, and (for callers) pausing the cycle
+collector.
 
 Readers validate raw JSON themselves (so every error names its JSON path) and then build
 tens of thousands of models for a long session. ``model_construct`` resolves every default
@@ -63,13 +64,18 @@ def construct[M: BaseModel](model: type[M], **values: Any) -> M:
 
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector during bulk work on a large session.
+    """Pause Python's cycle collector for bulk work on large sessions: an opt-in for
+    single-threaded bulk callers (the CLI and background workers), never inside a web request.
 
     Loading or collecting allocates hundreds of thousands of containers, and every few
     thousand allocations the collector walks the young heap, which here holds the whole
     session: that walking cost as much as the rest of a 10,000-turn load, and 40% of a
     collection. Nothing the engine builds forms a reference cycle (JSON and the models are
     trees), so reference counting frees it all and pausing the collector loses nothing.
+
+    The switch is process-wide: while paused, no thread of the process collects cycles. So the
+    engine never pauses it itself; a caller that owns the process chooses to. The collector is
+    left as it was found (still off, if it was off).
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -12,7 +12,7 @@ between the two systems unchanged. Two deliberate differences:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -34,7 +34,7 @@ class InstructionSource(StrEnum):
 
 
 class GCPolicy(StrEnum):
-    """How willing the collector is to drop an entry, most protected first."""
+    """How willing the collector is to drop an entry (``POLICY_ORDER`` ranks them)."""
 
     LOCKED = "locked"
     PRESERVABLE = "preservable"
@@ -49,6 +49,33 @@ class GCPolicy(StrEnum):
     @property
     def description(self) -> str:
         return GC_POLICY_DESCRIPTIONS[self]
+
+
+POLICY_ORDER: tuple[GCPolicy, ...] = (
+    GCPolicy.LOCKED,
+    GCPolicy.PRESERVABLE,
+    GCPolicy.CONDITIONAL,
+    GCPolicy.PARTIAL,
+    GCPolicy.EPHEMERAL,
+)
+"""The policies, most protective first. A conditional entry is decided by the plugin owning
+its tool, which may keep it, so it ranks above a container of mixed (partial) children."""
+
+
+def most_protective(policies: Iterable[GCPolicy | str]) -> GCPolicy:
+    """The first policy in ``POLICY_ORDER`` any of ``policies`` has: what a group of entries
+    removed together (a tool exchange, a turn) must be treated as. Policies may be given as
+    their string values (``"locked"``); values that name no policy are ignored, and nothing
+    at all counts as ephemeral."""
+    present = set(policies)
+    if len(present) == 1:  # most groups: every member ephemeral
+        only = next(iter(present))
+        if isinstance(only, GCPolicy):
+            return only
+    for policy in POLICY_ORDER:
+        if policy in present:
+            return policy
+    return GCPolicy.EPHEMERAL
 
 
 GC_POLICY_INDICATORS: dict[GCPolicy, str] = {

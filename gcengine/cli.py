@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import load_gc_config
 from gcengine.errors import GCEngineError
@@ -47,12 +48,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    commands = {"inspect": _inspect, "run": _run, "simulate": _simulate}
     try:
-        if args.command == "inspect":
-            return _inspect(args)
-        if args.command == "run":
-            return _run(args)
-        return _simulate(args)
+        # The command owns this process and does one bulk job: the cycle collector can rest.
+        with cyclic_gc_paused():
+            return commands[args.command](args)
     except GCEngineError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -27,6 +27,8 @@ import math
 import os
 import string
 from collections.abc import Mapping
+from copy import copy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +37,24 @@ from pydantic import BaseModel, Field, computed_field, field_validator
 from gcengine.errors import ConfigError
 
 Strategy = Literal["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
-STRATEGIES: tuple[Strategy, ...] = ("gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget")
+
+
+@dataclass(frozen=True)
+class GCStrategyInfo:
+    """A strategy as people choose it: its name, a short label and what it does in a line."""
+
+    name: Strategy
+    label: str
+    description: str
+
+
+GC_STRATEGIES: tuple[GCStrategyInfo, ...] = (
+    GCStrategyInfo("gc_truncate", "truncate", "drop the oldest turns"),
+    GCStrategyInfo("gc_summarize", "summarize", "replace old turns with a summary"),
+    GCStrategyInfo("gc_hybrid", "hybrid", "drop ancient turns, summarize the middle"),
+    GCStrategyInfo("gc_budget", "budget", "policy-aware, ephemeral content first"),
+)
+STRATEGIES: tuple[Strategy, ...] = tuple(strategy.name for strategy in GC_STRATEGIES)
 
 # The placeholders each strategy's notification templates may use.
 NOTIFICATION_FIELDS: dict[str, frozenset[str]] = {
@@ -95,7 +114,204 @@ class GCConfig(BaseModel):
         return self.plugin.removeprefix("gc_")
 
 
-_FIELDS = set(GCConfig.model_fields) | {"type", "continuous_mode"}
+GCJsonFieldKind = Literal[
+    "choice", "percent", "whole_number", "flag", "text", "turn_list", "id_list", "object"
+]
+_ALL: tuple[Strategy, ...] = STRATEGIES
+_SUMMARIZING: tuple[Strategy, ...] = ("gc_summarize", "gc_hybrid")
+
+
+@dataclass(frozen=True)
+class GCJsonField:
+    """One ``gc.json`` key, for whatever shows or edits a policy.
+
+    ``strategies`` are the strategies whose collections or replays the key can change: every
+    one for most keys, none for a key kept only for JAATO. ``kind`` is the kind of value (a
+    control to edit it with): ``choice`` (one of ``choices``), ``percent`` (0-100),
+    ``whole_number``, ``flag`` (true or false), ``text``, ``turn_list`` (stable turn indices),
+    ``id_list`` (message ids) or ``object`` (a JSON object).
+    """
+
+    key: str
+    label: str
+    help: str
+    strategies: tuple[Strategy, ...]
+    kind: GCJsonFieldKind
+    choices: tuple[str, ...] = ()
+
+    @property
+    def attribute(self) -> str:
+        """The ``GCConfig`` attribute that holds the key's value (``plugin`` for ``type``)."""
+        return "plugin" if self.key == "type" else self.key
+
+    @property
+    def default(self) -> Any:
+        """The value a ``gc.json`` without the key gets: ``GCConfig``'s (a new list or dict
+        each time)."""
+        return GCConfig.model_fields[self.attribute].get_default(call_default_factory=True)
+
+
+# In the order people read a policy: what runs, when, what it keeps, what it says.
+GC_JSON_FIELDS: tuple[GCJsonField, ...] = (
+    GCJsonField(
+        "type",
+        "Strategy",
+        "Which strategy collects: "
+        + "; ".join(f"{s.label}, {s.description}" for s in GC_STRATEGIES)
+        + ".",
+        _ALL,
+        "choice",
+        STRATEGIES,
+    ),
+    GCJsonField(
+        "threshold_percent",
+        "Threshold %",
+        "Usage of the context window, in percent, at which a collection starts.",
+        _ALL,
+        "percent",
+    ),
+    GCJsonField(
+        "target_percent",
+        "Target %",
+        "Usage, in percent, a collection brings the context down to; below the threshold. "
+        "In continuous mode, any usage above it starts a collection.",
+        _ALL,
+        "percent",
+    ),
+    GCJsonField(
+        "pressure_percent",
+        "Pressure %",
+        "Usage, in percent, at or above which preservable content may go too (budget only); "
+        "0 means continuous mode: collect whenever usage passes the target, never taking "
+        "preservable content.",
+        _ALL,
+        "percent",
+    ),
+    GCJsonField(
+        "preserve_recent_turns",
+        "Preserve recent turns",
+        "How many of the latest conversation turns a collection never touches.",
+        _ALL,
+        "whole_number",
+    ),
+    GCJsonField(
+        "max_turns",
+        "Max turns",
+        "A collection also starts once the session has this many turns; empty means no limit.",
+        _ALL,
+        "whole_number",
+    ),
+    GCJsonField(
+        "auto_trigger",
+        "Auto trigger",
+        "Whether usage and the turn limit start collections by themselves; "
+        "off, GC runs only when asked.",
+        _ALL,
+        "flag",
+    ),
+    GCJsonField(
+        "check_before_send",
+        "Check before send",
+        "Whether usage is also checked before each message is sent, not only after each turn.",
+        _ALL,
+        "flag",
+    ),
+    GCJsonField(
+        "pinned_turn_indices",
+        "Pinned turns",
+        "Turns a collection never touches, by their index in the session as uploaded "
+        "(0 is the first).",
+        _ALL,
+        "turn_list",
+    ),
+    GCJsonField(
+        "pinned_message_ids",
+        "Pinned messages",
+        "Messages whose turns a collection never touches, by message id.",
+        _ALL,
+        "id_list",
+    ),
+    GCJsonField(
+        "notify_on_gc",
+        "Notify on GC",
+        "Whether a collection leaves a notice in the conversation saying what it removed.",
+        _ALL,
+        "flag",
+    ),
+    GCJsonField(
+        "notification_template",
+        "Notification template",
+        "The notice's text, with the placeholders the strategy provides in braces; "
+        "empty means the strategy's own wording.",
+        _ALL,
+        "text",
+    ),
+    GCJsonField(
+        "noop_notification_template",
+        "No-op notification template",
+        "The notice's text when a collection was needed but every turn left is protected, "
+        "with {total} and {preserve}; empty means JAATO's wording.",
+        ("gc_truncate", "gc_summarize", "gc_hybrid"),
+        "text",
+    ),
+    GCJsonField(
+        "summarize_middle_turns",
+        "Summarize middle turns",
+        "How many turns before the preserved recent ones are summarized rather than dropped; "
+        "0 only drops, empty means 10.",
+        ("gc_hybrid",),
+        "whole_number",
+    ),
+    GCJsonField(
+        "max_summary_tokens",
+        "Max summary tokens",
+        "The most tokens a summary may take; empty means 600.",
+        _SUMMARIZING,
+        "whole_number",
+    ),
+    GCJsonField(
+        "agent_name",
+        "Agent name",
+        "The agent this policy is for, as JAATO names it; kept for JAATO, it changes nothing "
+        "a strategy here collects.",
+        (),
+        "text",
+    ),
+    GCJsonField(
+        "plugin_config",
+        "Plugin options",
+        "Further options handed to the strategy as they are, over the ones above "
+        "(such as the summarizer).",
+        _ALL,
+        "object",
+    ),
+)
+
+# Options inside ``plugin_config`` that the engine's own strategies read.
+PLUGIN_CONFIG_FIELDS: tuple[GCJsonField, ...] = (
+    GCJsonField(
+        "summarizer",
+        "Summarizer",
+        "What writes summaries: extractive (the default: offline and deterministic) or llm "
+        "(an OpenAI-compatible endpoint set where the engine runs).",
+        _SUMMARIZING,
+        "choice",
+        ("extractive", "llm"),
+    ),
+)
+
+GC_JSON_ALIASES: dict[str, str] = {
+    "plugin": "type",
+    "config.type": "type",
+    "config.plugin": "type",
+    "continuous_mode": "pressure_percent",
+}
+"""Other names a key goes by, with the ``GC_JSON_FIELDS`` key each stands for: ``plugin`` names
+the strategy in the ``{"plugin", "config"}`` shape, ``continuous_mode: true`` means pressure 0,
+and a ``ConfigError`` about a strategy named inside ``config`` names ``config.type`` or
+``config.plugin``."""
+
+_KNOWN_KEYS = frozenset({*(field.key for field in GC_JSON_FIELDS), "continuous_mode"})
 _PERCENT_FIELDS = ("threshold_percent", "target_percent", "pressure_percent")
 
 
@@ -119,10 +335,8 @@ def load_gc_config(
     for key, raw in flat.items():
         if key.startswith("_"):
             continue
-        if key not in _FIELDS:
-            raise ConfigError(
-                f"unknown key (known keys: {', '.join(sorted(_FIELDS - {'plugin'}))})", key
-            )
+        if key not in _KNOWN_KEYS:
+            raise ConfigError(f"unknown key (known keys: {', '.join(sorted(_KNOWN_KEYS))})", key)
         values[key] = raw
     from_environment: dict[str, str] = {}
     for key, variable in ENV_OVERRIDES.items():
@@ -359,32 +573,36 @@ def _check_templates(config: GCConfig) -> None:
             )
 
 
+# Keys JAATO's loader does not read, left out of a dump while they hold nothing.
+_OMITTED_WHEN_EMPTY = frozenset(
+    {
+        "pinned_message_ids",
+        "notification_template",
+        "noop_notification_template",
+        "summarize_middle_turns",
+        "max_summary_tokens",
+        "agent_name",
+    }
+)
+
+
 def dump_gc_config(config: GCConfig) -> dict[str, Any]:
-    """JAATO's flat shape, loadable by JAATO's own loader and by ``load_gc_config``.
+    """JAATO's flat shape, loadable by JAATO's own loader and by ``load_gc_config``, with the
+    keys in the order of ``GC_JSON_FIELDS``.
 
     ``pressure_percent`` is always written (0 for continuous mode), so JAATO, which reads a
     missing pressure as continuous mode, does what this policy says.
     """
-    data: dict[str, Any] = {
-        "type": config.strategy_name,
-        "threshold_percent": config.threshold_percent,
-        "target_percent": config.target_percent,
-        "pressure_percent": config.pressure_percent if config.pressure_percent is not None else 0,
-        "preserve_recent_turns": config.preserve_recent_turns,
-        "notify_on_gc": config.notify_on_gc,
-        "max_turns": config.max_turns,
-        "auto_trigger": config.auto_trigger,
-        "check_before_send": config.check_before_send,
-        "pinned_turn_indices": list(config.pinned_turn_indices),
-        "plugin_config": dict(config.plugin_config),
-    }
-    optional = {
-        "pinned_message_ids": config.pinned_message_ids or None,
-        "notification_template": config.notification_template,
-        "noop_notification_template": config.noop_notification_template,
-        "summarize_middle_turns": config.summarize_middle_turns,
-        "max_summary_tokens": config.max_summary_tokens,
-        "agent_name": config.agent_name,
-    }
-    data.update({key: value for key, value in optional.items() if value is not None})
+    data: dict[str, Any] = {}
+    for field in GC_JSON_FIELDS:
+        value = getattr(config, field.attribute)
+        if field.key in _OMITTED_WHEN_EMPTY and value in (None, []):
+            continue  # 0 and "" say something: summarize nothing, an empty notice
+        if field.key == "type":
+            value = config.strategy_name
+        elif field.key == "pressure_percent" and value is None:
+            value = 0
+        elif isinstance(value, list | dict):
+            value = copy(value)
+        data[field.key] = value
     return data

@@ -24,7 +24,13 @@ from operator import attrgetter, is_, itemgetter, lt
 from typing import NamedTuple
 
 from gcengine._fast import recall
-from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.budget import (
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+    most_protective,
+)
 from gcengine.messages import Message, MessageKind, TurnLayout, tool_traffic, turn_layout
 
 Figure = Callable[[Message], tuple[int, str]]
@@ -50,26 +56,6 @@ class Exchange(NamedTuple):
 
 ExchangeGroup = tuple[int, list[int]]
 """An exchange as ``turn_exchanges`` finds it: its turn and its messages' positions."""
-
-
-# Most protective first: a unit takes the first of these that any member has.
-_PROTECTION_ORDER = (
-    GCPolicy.LOCKED,
-    GCPolicy.PRESERVABLE,
-    GCPolicy.CONDITIONAL,
-    GCPolicy.PARTIAL,
-    GCPolicy.EPHEMERAL,
-)
-
-
-def most_protective(policies: Iterable[GCPolicy]) -> GCPolicy:
-    present = set(policies)
-    if len(present) == 1:  # most units: every member ephemeral
-        return present.pop()
-    for policy in _PROTECTION_ORDER:
-        if policy in present:
-            return policy
-    return GCPolicy.EPHEMERAL
 
 
 def turn_key_of(index: int | None, first: Message) -> str:

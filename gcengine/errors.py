@@ -50,3 +50,11 @@ class ConfigError(GCEngineError):
         self.key = key
         self.reason = message
         super().__init__(f"{key}: {message}" if key else message)
+
+
+class PluginError(GCEngineError):
+    """A strategy could not be found or loaded."""
+
+
+class SummarizerError(GCEngineError):
+    """The summarizer could not produce a summary; nothing was changed."""

@@ -649,6 +649,26 @@ class TokenDrift(BaseModel):
         return self.difference / self.recorded_total * 100
 
 
+def _fresh_counts(session: Session, counter: TokenCounter) -> list[int]:
+    """``count_message(m, counter)`` for every message of the history, taken from the budget
+    where its builder counted the message with a counter of the same name.
+
+    A drift check follows a load, and the loader's counts used to be found again in the
+    counter's content cache; that cache is bounded now, and a long session outgrows it, so
+    only the messages whose figure the file recorded are counted again.
+    """
+    index = index_of(session.budget.get_entry(InstructionSource.CONVERSATION))
+    if index is None or index.counted_by is None or not index.describes(session.history):
+        return [count_message(message, counter) for message in session.history]
+    name = counter.name
+    return [
+        tokens if counted_by == name else count_message(message, counter)
+        for message, tokens, counted_by in zip(
+            session.history, index.tokens, index.counted_by, strict=True
+        )
+    ]
+
+
 def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenDrift:
     """Compare recorded per-message figures (and the provider's prompt size) with fresh counts."""
     counter = counter or counter_by_name(session.token_counter)
@@ -659,19 +679,18 @@ def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenD
         for _, entry in (conversation.walk() if conversation else iter(()))
         if not entry.children and entry.message_ids
     }
+    counts = _fresh_counts(session, counter)
     drifts = [
         MessageDrift(
             message_id=message.message_id,
             label=labels.get(message.message_id, ""),
             recorded=figures[message.message_id],
-            counted=count_message(message, counter),
+            counted=counted,
         )
-        for message in session.history
+        for message, counted in zip(session.history, counts, strict=True)
         if message.message_id in figures
     ]
-    counted_context = sum(count_message(m, counter) for m in session.history) + sum(
-        counter.count(i.text) for i in session.system_instructions
-    )
+    counted_context = sum(counts) + sum(counter.count(i.text) for i in session.system_instructions)
     return TokenDrift(
         counter=counter.name,
         messages=drifts,

@@ -24,6 +24,8 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -106,11 +108,31 @@ class TiktokenCounter:
 
 
 class CachingCounter:
-    """Remembers counts by content, so a text repeated across messages is encoded once."""
+    """Remembers counts by content, so a text repeated across messages is encoded once.
 
-    def __init__(self, inner: TokenCounter) -> None:
+    The counters ``load_counter`` returns live as long as the process (a web worker's), so the
+    memory is bounded: at most ``max_texts`` texts and ``max_chars`` characters in all (a text
+    held costs its length), the least recently counted going first. A text longer than
+    ``max_chars`` is counted every time. The defaults hold every text of a 5,000-turn session
+    (about 17 million characters) with room to spare, and cost at most about 50 MB for ASCII
+    text (a character takes one byte, up to four outside ASCII and Latin-1).
+
+    Safe to share between threads: counting happens outside the lock, so two threads may count
+    the same new text once each.
+    """
+
+    MAX_TEXTS = 100_000
+    MAX_CHARS = 32_000_000
+
+    def __init__(
+        self, inner: TokenCounter, *, max_texts: int = MAX_TEXTS, max_chars: int = MAX_CHARS
+    ) -> None:
         self.inner = inner
-        self._counts: dict[str, int] = {}
+        self.max_texts = max_texts
+        self.max_chars = max_chars
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -120,11 +142,31 @@ class CachingCounter:
     def exact(self) -> bool:
         return self.inner.exact
 
+    @property
+    def cached_texts(self) -> int:
+        return len(self._counts)
+
+    @property
+    def cached_chars(self) -> int:
+        return self._chars
+
     def count(self, text: str) -> int:
-        cached = self._counts.get(text)
-        if cached is None:
-            cached = self._counts[text] = self.inner.count(text)
-        return cached
+        counts = self._counts
+        with self._lock:
+            known = counts.get(text)
+            if known is not None:
+                counts.move_to_end(text)
+                return known
+        counted = self.inner.count(text)  # outside the lock: the slow part, for any thread
+        if len(text) <= self.max_chars:
+            with self._lock:
+                if text not in counts:
+                    counts[text] = counted
+                    self._chars += len(text)
+                    while len(counts) > self.max_texts or self._chars > self.max_chars:
+                        oldest, _ = counts.popitem(last=False)
+                        self._chars -= len(oldest)
+        return counted
 
 
 def _tiktoken_cache_dir() -> Path | None:
@@ -174,7 +216,7 @@ def load_counter(encoding_name: str | None = None) -> TokenCounter:
 
     Falls back to the bundled ``cl100k_base`` and then to :class:`ApproxCounter`; check
     ``.name`` to see which one you got. Counters are cached per process, so repeated calls are
-    free and share their content cache.
+    free and share their content cache (``CachingCounter``, bounded).
     """
     return _cached_counter(encoding_name or BUNDLED_ENCODING)
 

@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gcengine._fast import cyclic_gc_paused
 from gcengine._json import json_type
 from gcengine.errors import SessionFormatError
 from gcengine.formats import anthropic, jaato, openai
@@ -73,15 +72,14 @@ def load_session(
     ``SessionFormatError`` (and nothing else) for input it cannot read.
     """
     try:
-        with cyclic_gc_paused():
-            data = decode_source(source, limits)
-            parsed = detect_and_parse(data)
-            if len(parsed.history) > limits.max_messages:
-                raise SessionFormatError(
-                    f"the session has {len(parsed.history):,} messages; "
-                    f"the limit is {limits.max_messages:,}"
-                )
-            return assemble(parsed, counter)
+        data = decode_source(source, limits)
+        parsed = detect_and_parse(data)
+        if len(parsed.history) > limits.max_messages:
+            raise SessionFormatError(
+                f"the session has {len(parsed.history):,} messages; "
+                f"the limit is {limits.max_messages:,}"
+            )
+        return assemble(parsed, counter)
     except RecursionError:
         raise SessionFormatError(
             "the file nests objects or lists too deeply to be a session"

@@ -1,7 +1,8 @@
 """Collection strategies, their contract, and running them on sessions."""
 
-from gcengine.gc.registry import ENTRY_POINT_GROUP, PluginError, discover_gc_plugins, load_gc_plugin
-from gcengine.gc.run import GCOutcome, plugin_options, run_gc
+from gcengine.errors import PluginError, SummarizerError
+from gcengine.gc.registry import ENTRY_POINT_GROUP, discover_gc_plugins, load_gc_plugin
+from gcengine.gc.run import GCOutcome, plugin_options, run_gc, would_collect
 from gcengine.gc.simulate import Simulation, SimulationEvent, SimulationStep, simulate
 from gcengine.gc.strategies import (
     BudgetStrategy,
@@ -13,7 +14,6 @@ from gcengine.gc.summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
     Summarizer,
-    SummarizerError,
     SummaryRequest,
 )
 from gcengine.gc.types import (
@@ -52,4 +52,5 @@ __all__ = [
     "plugin_options",
     "run_gc",
     "simulate",
+    "would_collect",
 ]

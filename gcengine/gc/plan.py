@@ -35,9 +35,15 @@ from itertools import compress
 from typing import Any
 
 from gcengine._fast import construct, edits, remember
-from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.budget import (
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+    most_protective,
+)
 from gcengine.config import GCConfig
-from gcengine.conversation import ConversationIndex, index_of, most_protective, turn_key_of
+from gcengine.conversation import ConversationIndex, index_of, turn_key_of
 from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import (
     Message,
@@ -170,8 +176,10 @@ def _read_conversation(
     budget's conversation entry.
     """
     conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
-    if given is not None and (budget is None or not given.describes(history)):
-        raise ValueError("a conversation index stands for a budget's, of the same history")
+    # Only the engine's replay hands an index in: a mismatch is a bug here, not bad input.
+    assert given is None or (budget is not None and given.describes(history)), (
+        "a conversation index stands for a budget's, of the same history"
+    )
     index = given or index_of(conversation)
     if index is None or not index.describes(history):
         as_of = edits()

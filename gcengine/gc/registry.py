@@ -11,15 +11,11 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from gcengine.errors import GCEngineError
+from gcengine.errors import PluginError
 from gcengine.gc.strategies import STRATEGIES
 from gcengine.gc.types import GCPlugin
 
 ENTRY_POINT_GROUP = "jaato.gc_plugins"
-
-
-class PluginError(GCEngineError):
-    """A strategy could not be found or loaded."""
 
 
 def discover_gc_plugins() -> dict[str, Callable[[], Any]]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gcengine._fast import cyclic_gc_paused, set_fresh
+from gcengine._fast import set_fresh
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import history_layout
@@ -37,6 +37,28 @@ def plugin_options(config: GCConfig) -> dict[str, Any]:
         if value is not None:
             options[key] = value
     return {**options, **config.plugin_config}
+
+
+def plugin_for(config: GCConfig, plugin: GCPlugin | str | None = None) -> GCPlugin:
+    """``plugin`` itself, or the one it names (by default the policy's), initialised with the
+    policy's options."""
+    if plugin is None or isinstance(plugin, str):
+        return load_gc_plugin(plugin or config.plugin, plugin_options(config))
+    return plugin
+
+
+def would_collect(session: Session, config: GCConfig) -> tuple[bool, GCTriggerReason | None]:
+    """Whether the policy's GC would start by itself on ``session`` as it stands now, and why.
+
+    This is the check an agent makes after a turn: the strategy's ``should_collect`` on the
+    session's usage and number of turns (threshold mode at or above ``threshold_percent``,
+    continuous mode above ``target_percent``, ``max_turns`` in both; never without
+    ``auto_trigger``). A manual ``run_gc`` collects whether or not this says so.
+    """
+    usage = context_usage(
+        session.budget, turns=len(history_layout(session.history, session.budget))
+    )
+    return plugin_for(config).should_collect(usage, config)
 
 
 def without_entries(
@@ -71,16 +93,9 @@ def run_gc(
     always the budget that history really has; the result's figures are taken from the two
     budgets. A failed collection (a summarizer error, say) returns the session unchanged.
     """
-    with cyclic_gc_paused():
-        return _run(session, config, GCTriggerReason(reason), plugin)
-
-
-def _run(
-    session: Session, config: GCConfig, reason: GCTriggerReason, plugin: GCPlugin | str | None
-) -> GCOutcome:
+    reason = GCTriggerReason(reason)
     counter = counter_by_name(session.token_counter)
-    if plugin is None or isinstance(plugin, str):
-        plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
+    plugin = plugin_for(config, plugin)
     usage = context_usage(
         session.budget, turns=len(history_layout(session.history, session.budget))
     )

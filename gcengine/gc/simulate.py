@@ -20,12 +20,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex
-from gcengine.gc.registry import load_gc_plugin
-from gcengine.gc.run import plugin_options, without_entries
+from gcengine.gc.run import plugin_for, without_entries
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message
@@ -102,10 +100,7 @@ def simulate(
     session: Session, config: GCConfig, plugin: GCPlugin | str | None = None
 ) -> Simulation:
     """The per-turn usage series and GC events of ``session`` replayed under ``config``."""
-    if plugin is None or isinstance(plugin, str):
-        plugin = load_gc_plugin(plugin or config.plugin, plugin_options(config))
-    with cyclic_gc_paused():
-        return _Replay(session, config, plugin).run()
+    return _Replay(session, config, plugin_for(config, plugin)).run()
 
 
 def _outside_conversation(budget: InstructionBudget) -> int:

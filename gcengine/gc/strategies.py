@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex
+from gcengine.errors import SummarizerError
 from gcengine.gc.plan import (
     Collection,
     Decision,
@@ -28,7 +28,6 @@ from gcengine.gc.plan import (
 )
 from gcengine.gc.summarizers import (
     DEFAULT_MAX_SUMMARY_TOKENS,
-    SummarizerError,
     SummaryRequest,
     summarizer_from_options,
     summary_text,
@@ -108,21 +107,6 @@ class Strategy:
     ) -> tuple[list[Message], GCResult]:
         """JAATO's ``collect``. ``conversation``, when given, is the index of ``history`` that
         stands for the budget's conversation entry (a replay keeps one and builds no tree)."""
-        with cyclic_gc_paused():
-            return self._collect(
-                history, context_usage, config, reason, budget, counter, conversation
-            )
-
-    def _collect(
-        self,
-        history: Sequence[Message],
-        context_usage: ContextUsage,
-        config: GCConfig,
-        reason: GCTriggerReason,
-        budget: InstructionBudget | None,
-        counter: TokenCounter | None,
-        conversation: ConversationIndex | None,
-    ) -> tuple[list[Message], GCResult]:
         counter = counter or load_counter()
         collection = start_collection(
             history,

@@ -24,15 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gcengine.errors import GCEngineError
+from gcengine.errors import SummarizerError
 from gcengine.messages import MessageKind, PartType, Turn
 from gcengine.tokens import TokenCounter, compact_json
 
 DEFAULT_MAX_SUMMARY_TOKENS = 600
-
-
-class SummarizerError(GCEngineError):
-    """The summarizer could not produce a summary; nothing was changed."""
 
 
 @dataclass(frozen=True)

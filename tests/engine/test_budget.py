@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from gcengine import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gcengine import (
+    POLICY_ORDER,
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+    most_protective,
+)
 from tests.engine.conftest import example
 
 CONV = InstructionSource.CONVERSATION
@@ -121,3 +131,28 @@ def test_walk_visits_every_node_with_its_path() -> None:
     budget = budget_with_children()
     paths = [path for path, _ in budget.entries[CONV].walk()]
     assert paths == ["", "request", "working", "summary"]
+
+
+def test_policy_order_ranks_every_policy_once_most_protective_first() -> None:
+    assert sorted(POLICY_ORDER) == sorted(GCPolicy)
+    assert POLICY_ORDER[0] is GCPolicy.LOCKED
+    assert POLICY_ORDER[-1] is GCPolicy.EPHEMERAL
+    # A conditional entry may be kept by the plugin owning its tool: above a mixed container.
+    assert POLICY_ORDER.index(GCPolicy.CONDITIONAL) < POLICY_ORDER.index(GCPolicy.PARTIAL)
+
+
+@given(st.lists(st.sampled_from(list(GCPolicy)), min_size=1))
+def test_a_group_takes_the_most_protective_policy_of_its_members(
+    policies: list[GCPolicy],
+) -> None:
+    chosen = most_protective(policies)
+    assert chosen in policies
+    assert all(POLICY_ORDER.index(chosen) <= POLICY_ORDER.index(p) for p in policies)
+    # The shell stores policies as their string values: the answer is the same.
+    assert most_protective([p.value for p in policies]) is chosen
+
+
+def test_most_protective_of_nothing_or_of_unknown_values_is_ephemeral() -> None:
+    assert most_protective([]) is GCPolicy.EPHEMERAL
+    assert most_protective(["weird"]) is GCPolicy.EPHEMERAL
+    assert most_protective(["weird", "preservable"]) is GCPolicy.PRESERVABLE

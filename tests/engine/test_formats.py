@@ -214,6 +214,56 @@ def test_drift_compares_recorded_and_counted_figures(counter: TokenCounter) -> N
     assert drift.counter == counter.name
 
 
+class NamedSpy:
+    """Counts with ``inner`` under its name, and records every text it is asked about."""
+
+    def __init__(self, inner: TokenCounter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.exact = inner.exact
+        self.calls: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return self.inner.count(text)
+
+
+def fresh_context_count(session: gcengine.Session, counter: TokenCounter) -> int:
+    return sum(count_message(m, counter) for m in session.history) + sum(
+        counter.count(i.text) for i in session.system_instructions
+    )
+
+
+def test_drift_counts_again_only_the_messages_the_file_recorded(counter: TokenCounter) -> None:
+    # The budget holds the loader's count of every message it counted itself, so a drift check
+    # after a load counts only the messages whose figure the file recorded, whatever the
+    # counter's cache still holds.
+    session = gcengine.load_session(EXAMPLES / "jaato_session_v2.1.json", counter=counter)
+    spy = NamedSpy(counter)
+    drift = gcengine.token_drift(session, spy)
+    assert drift.counted_context_tokens == fresh_context_count(session, counter)
+    conversation = session.budget.entries[InstructionSource.CONVERSATION]
+    made_by = {
+        leaf.message_ids[0]: leaf.metadata["counted_by"]
+        for _, leaf in conversation.walk()
+        if not leaf.children
+    }
+    recorded_only = [m for m in session.history if made_by[m.message_id] == "recorded"]
+    assert 0 < len(recorded_only) < len(session.history)
+    spy_alone = NamedSpy(counter)
+    for message in recorded_only:
+        count_message(message, spy_alone)
+    assert spy.calls == spy_alone.calls + [i.text for i in session.system_instructions]
+
+    generated = gcengine.load_session(
+        generate_session_file(SessionShape(turns=30, seed=2)), counter=counter
+    )
+    spy = NamedSpy(counter)
+    drift = gcengine.token_drift(generated, spy)
+    assert drift.counted_context_tokens == fresh_context_count(generated, counter)
+    assert spy.calls == [i.text for i in generated.system_instructions]
+
+
 def test_budget_follows_jaato_policies_without_its_mistakes(counter: TokenCounter) -> None:
     session = gcengine.load_session(EXAMPLES / "jaato_session_v2.1.json", counter=counter)
     conversation = session.budget.entries[InstructionSource.CONVERSATION]

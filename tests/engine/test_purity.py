@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,14 @@ def test_no_engine_module_imports_the_web_layer(path: Path) -> None:
         if name.split(".")[0] in FORBIDDEN
     ]
     assert offending == []
+
+
+def test_ruff_bans_what_this_test_forbids() -> None:
+    # The same rule, caught by the linter as the code is written.
+    settings = tomllib.loads((PACKAGE_DIR / "ruff.toml").read_text(encoding="utf-8"))
+    assert "TID251" in settings["lint"]["extend-select"]
+    banned = settings["lint"]["flake8-tidy-imports"]["banned-api"]
+    assert set(FORBIDDEN) <= set(banned)
 
 
 def engine_module_names() -> set[str]:

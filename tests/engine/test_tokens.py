@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcengine import ApproxCounter, FunctionCall, FunctionResponse, InlineData, Message, Part, Role
 from gcengine import tokens as token_module
@@ -123,3 +125,75 @@ def test_approx_counter_is_chars_over_four() -> None:
     assert approx.count("") == 0
     assert approx.count("x" * 40) == 10
     assert isinstance(approx, TokenCounter)
+
+
+class SpyCounter:
+    """Counts characters and records every text it was asked about."""
+
+    name = "spy"
+    exact = True
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return len(text)
+
+
+def test_the_process_wide_counter_keeps_its_cache_within_the_documented_bound() -> None:
+    # A web worker counts distinct texts for as long as it lives: the cache must stop growing.
+    shared = load_counter("approx")
+    assert isinstance(shared, CachingCounter)
+    large = 1_000_000
+    for n in range(CachingCounter.MAX_CHARS // large + 8):
+        text = f"{n:08d}" + "x" * (large - 8)
+        assert shared.count(text) == large // 4
+        assert shared.cached_chars <= CachingCounter.MAX_CHARS
+    assert shared.cached_texts <= CachingCounter.MAX_TEXTS
+
+
+def test_the_cache_holds_at_most_its_number_of_texts() -> None:
+    cached = CachingCounter(SpyCounter(), max_texts=100)
+    for n in range(1_000):
+        cached.count(f"text {n}")
+    assert cached.cached_texts == 100
+    assert cached.cached_chars == sum(len(f"text {n}") for n in range(900, 1_000))
+
+
+def test_the_least_recently_counted_text_goes_first_and_counts_stay_right() -> None:
+    spy = SpyCounter()
+    cached = CachingCounter(spy, max_chars=30)
+    for text in ("a" * 10, "b" * 10, "c" * 10):
+        cached.count(text)
+    assert cached.count("a" * 10) == 10  # a hit: "a" is now the most recent
+    cached.count("d" * 10)  # over 30 characters: the least recent, "b", goes
+    spy.calls.clear()
+    assert [cached.count(t * 10) for t in "acdb"] == [10, 10, 10, 10]
+    assert spy.calls == ["b" * 10]
+    assert cached.cached_chars <= 30
+
+
+def test_a_text_longer_than_the_whole_cache_is_counted_but_not_kept() -> None:
+    spy = SpyCounter()
+    cached = CachingCounter(spy, max_chars=30)
+    cached.count("kept")
+    assert cached.count("y" * 31) == 31
+    assert cached.count("y" * 31) == 31
+    assert spy.calls == ["kept", "y" * 31, "y" * 31]
+    assert cached.cached_texts == 1
+
+
+@given(
+    st.lists(st.text(max_size=12), max_size=200),
+    st.integers(min_value=1, max_value=20),
+    st.integers(min_value=0, max_value=60),
+)
+def test_the_cache_answers_what_its_counter_would_and_stays_within_its_bounds(
+    texts: list[str], max_texts: int, max_chars: int
+) -> None:
+    cached = CachingCounter(SpyCounter(), max_texts=max_texts, max_chars=max_chars)
+    for text in texts:
+        assert cached.count(text) == len(text)
+        assert cached.cached_texts <= max_texts
+        assert cached.cached_chars <= max_chars

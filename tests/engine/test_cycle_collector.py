@@ -1,0 +1,138 @@
+"""Pausing Python's cycle collector is the caller's choice, never the library's.
+
+``gc.disable()`` is process-wide: a library call that paused it would pause it for every other
+thread of a web server too. So loading, running and replaying leave it exactly as the caller
+had it, during the call as well as after; the CLI, which owns its process, opts in.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gcengine
+from gcengine import ApproxCounter, Session, cyclic_gc_paused
+from gcengine.synthetic import SessionShape, generate_session_file
+
+
+class WatchingCounter(ApproxCounter):
+    """Counts like ``ApproxCounter`` and notes whether the collector was on at each count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[bool] = set()
+
+    def count(self, text: str) -> int:
+        self.seen.add(gc.isenabled())
+        return super().count(text)
+
+
+class WatchingSummarizer:
+    """A summarizer (called inside a strategy's collect) that notes the collector's state."""
+
+    name = "watching"
+
+    def __init__(self) -> None:
+        self.seen: set[bool] = set()
+
+    def summarize(self, request: Any) -> str:
+        self.seen.add(gc.isenabled())
+        return "the user asked for 3 things"
+
+
+@pytest.fixture(params=[True, False], ids=["caller-left-it-on", "caller-left-it-off"])
+def collector(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """The collector as the caller leaves it; restored after the test whatever happens."""
+    was_enabled = gc.isenabled()
+    if request.param:
+        gc.enable()
+    else:
+        gc.disable()
+    try:
+        yield bool(request.param)
+    finally:
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+def session_over_target(counter: gcengine.TokenCounter, turns: int = 40) -> Session:
+    session = gcengine.load_session(
+        generate_session_file(SessionShape(turns=turns, seed=5)), counter=counter
+    )
+    session = session.model_copy(update={"context_limit": session.budget.total_tokens()})
+    session.budget = gcengine.rebuild_budget(session, counter)
+    return session
+
+
+def summarizing_policy(summarizer: WatchingSummarizer) -> gcengine.GCConfig:
+    # A summarizer object is passed programmatically, as plugin_config allows.
+    return gcengine.load_gc_config(
+        {"type": "summarize", "plugin_config": {"summarizer": summarizer}}, env={}
+    )
+
+
+def test_loading_leaves_the_collector_as_the_caller_left_it(collector: bool) -> None:
+    counter = WatchingCounter()
+    data = json.dumps(generate_session_file(SessionShape(turns=20, seed=3)))
+    gcengine.load_session(data, counter=counter)
+    assert counter.seen == {collector}
+    assert gc.isenabled() is collector
+
+
+def test_running_leaves_the_collector_as_the_caller_left_it(collector: bool) -> None:
+    session = session_over_target(ApproxCounter())
+    summarizer = WatchingSummarizer()
+    outcome = gcengine.run_gc(session, summarizing_policy(summarizer))
+    assert outcome.result.success
+    assert outcome.result.items_collected > 0
+    assert summarizer.seen == {collector}
+    assert gc.isenabled() is collector
+
+
+def test_replaying_leaves_the_collector_as_the_caller_left_it(collector: bool) -> None:
+    session = session_over_target(ApproxCounter())
+    session = session.model_copy(update={"context_limit": session.context_limit // 3})
+    summarizer = WatchingSummarizer()
+    replay = gcengine.simulate(session, summarizing_policy(summarizer))
+    assert replay.events
+    assert summarizer.seen == {collector}
+    assert gc.isenabled() is collector
+
+
+def test_pausing_is_an_opt_in_that_restores_the_callers_state(collector: bool) -> None:
+    counter = WatchingCounter()
+    data = json.dumps(generate_session_file(SessionShape(turns=5, seed=3)))
+    with cyclic_gc_paused():
+        gcengine.load_session(data, counter=counter)
+        with cyclic_gc_paused():  # nested: the inner one must not switch it back on
+            pass
+        assert not gc.isenabled()
+    assert counter.seen == {False}
+    assert gc.isenabled() is collector
+
+
+def test_the_command_line_pauses_the_collector_for_its_work_and_restores_it(
+    collector: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gcengine.cli
+
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(generate_session_file(SessionShape(turns=5, seed=3))))
+    seen: set[bool] = set()
+    load = gcengine.cli.load_session
+
+    def watched_load(source: Any) -> Session:
+        seen.add(gc.isenabled())
+        return load(source)
+
+    monkeypatch.setattr(gcengine.cli, "load_session", watched_load)
+    assert gcengine.cli.main(["inspect", str(path)]) == 0
+    assert seen == {False}
+    assert gc.isenabled() is collector

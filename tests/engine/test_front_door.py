@@ -1,0 +1,74 @@
+"""The engine has one front door: everything its callers use is importable from ``gcengine``.
+
+The web shell, the benchmarks and the web tests are read as source, not run: every engine
+name they use, whichever module they take it from today, must be exported by ``gcengine``
+itself, and the benchmarks take nothing from anywhere else.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import gcengine
+
+REPO_ROOT = Path(gcengine.__file__).resolve().parent.parent
+CALLERS = sorted(
+    path
+    for folder in ("jaato_web", "benchmarks", "tests/web")
+    for path in (REPO_ROOT / folder).rglob("*.py")
+)
+BENCHMARKS = sorted((REPO_ROOT / "benchmarks").glob("*.py"))
+
+
+def engine_names(tree: ast.AST) -> list[tuple[str, str, int]]:
+    """Every engine name a module uses: ``(module, name, line)`` for ``from gcengine[.x] import
+    name`` and ``("gcengine", name, line)`` for ``gcengine.name``."""
+    used: list[tuple[str, str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gcengine":
+            used.extend((node.module or "", alias.name, node.lineno) for alias in node.names)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "gcengine"
+        ):
+            used.append(("gcengine", node.attr, node.lineno))
+    return used
+
+
+def parsed(path: Path) -> ast.AST:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def test_the_scanner_sees_deep_imports_and_attributes() -> None:
+    tree = ast.parse("from gcengine.gc import run_gc\nimport gcengine\ngcengine.Session\n")
+    assert engine_names(tree) == [("gcengine.gc", "run_gc", 1), ("gcengine", "Session", 3)]
+
+
+def test_everything_is_listed_in_all_and_importable() -> None:
+    assert len(set(gcengine.__all__)) == len(gcengine.__all__)
+    missing = [name for name in gcengine.__all__ if not hasattr(gcengine, name)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("path", CALLERS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_every_engine_name_a_caller_uses_is_exported_by_gcengine(path: Path) -> None:
+    unexported = [
+        f"{path.relative_to(REPO_ROOT)}:{line} uses {module}.{name}"
+        for module, name, line in engine_names(parsed(path))
+        if name not in gcengine.__all__
+    ]
+    assert unexported == []
+
+
+@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: p.name)
+def test_benchmarks_import_only_the_front_door(path: Path) -> None:
+    deep = [
+        f"{path.name}:{line} imports from {module}"
+        for module, _, line in engine_names(parsed(path))
+        if module != "gcengine"
+    ]
+    assert deep == []
