@@ -668,4 +668,3 @@ def test_the_session_history_has_a_pin_toggle_per_turn(client: Client, project, 
 
     assert text.count("data-pin-toggle") == stored_session.turn_count
     assert 'data-turn="0"' in text
-    assert "css/policies.css" in text
