@@ -20,6 +20,7 @@ UPLOAD = ApiAccess(Action.UPLOAD)
 RUN = ApiAccess(Action.RUN)
 PIN = ApiAccess(Action.PIN)
 EDIT_POLICY = ApiAccess(Action.EDIT_POLICY)
+DELETE = ApiAccess(Action.DELETE)
 MANAGE_MEMBERS = ApiAccess(Action.MANAGE_MEMBERS)
 
 

@@ -13,18 +13,20 @@ from django.http import HttpRequest, HttpResponse
 from ninja import File, Form, Router, Status, UploadedFile
 
 import gcengine
-from jaato_web.api.auth import EDIT_POLICY, PIN, RUN, VIEW, access_of, project_of
+from jaato_web.api.auth import DELETE, EDIT_POLICY, PIN, RUN, VIEW, access_of, project_of
 from jaato_web.api.schemas import (
     ApplyIn,
     ApplyOut,
+    ArchiveIn,
+    ArchiveOut,
     CompareIn,
     CompareOut,
     ConfigRef,
     DefaultOut,
-    PinIn,
-    PinOut,
     PolicyIn,
     PolicyOut,
+    PolicyPinsIn,
+    PolicyPinsOut,
     PolicyVersionIn,
     PolicyVersionOut,
     PreviewIn,
@@ -56,6 +58,7 @@ def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, objec
         "name": policy.name,
         "description": policy.description,
         "is_default": policy.project.default_policy_id == policy.pk,
+        "archived_at": policy.archived_at,
         "latest": latest,
     }
 
@@ -63,9 +66,13 @@ def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, objec
 @router.get(
     "", response=list[PolicyOut], summary="A project's policies, latest versions", auth=VIEW
 )
-def list_policies(request: HttpRequest, project: int | None = None) -> list[dict[str, object]]:
+def list_policies(
+    request: HttpRequest, project: int | None = None, archived: bool = False
+) -> list[dict[str, object]]:
+    """Policies in use; ``archived=true`` lists the archived ones instead."""
     target = project_of(request, project)
-    return [_policy_out(v.policy, v) for v in selectors.policy_latest_versions(project=target)]
+    versions = selectors.policy_latest_versions(project=target, archived=archived)
+    return [_policy_out(v.policy, v) for v in versions]
 
 
 @router.post(
@@ -252,26 +259,55 @@ def unset_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
 
 @router.post(
     "/{int:policy_id}/pins",
-    response={200: PinOut, 400: Problem, 404: Problem},
-    summary="Pin or unpin a turn or a message",
+    response={200: PolicyPinsOut, 400: Problem, 404: Problem},
+    summary="Pin and unpin turns and messages in a policy, as one version",
     auth=PIN,
 )
-def pin(request: HttpRequest, policy_id: int, payload: PinIn) -> dict[str, object]:
-    """Each change is a new version ("pinned turn N", "unpinned turn N"); asking for the state
-    the policy already has stores nothing and answers its newest version."""
+def pin(request: HttpRequest, policy_id: int, payload: PolicyPinsIn) -> dict[str, object]:
+    """A policy's pins apply to every session it runs on: turn 3 here is turn 3 of each. The
+    whole change is one new version; a change that leaves the pins as they are stores nothing
+    and answers the newest version. To keep a turn in one session only, pin it in the session
+    (``POST /api/sessions/{id}/pins``)."""
     policy = _policy(request, policy_id)
-    session = (
-        access_of(request).session(payload.session_id) if payload.session_id is not None else None
-    )
-    version, pinned = services.policy_pin(
+    access = access_of(request)
+    session = access.session(payload.session_id) if payload.session_id is not None else None
+    version = services.policy_pins_change(
         policy=policy,
-        turn_index=payload.turn_index,
-        message_id=payload.message_id,
-        pinned=payload.pinned,
+        change=services.PinChange(
+            pin_turns=tuple(payload.pin_turn_indices),
+            unpin_turns=tuple(payload.unpin_turn_indices),
+            pin_messages=tuple(payload.pin_message_ids),
+            unpin_messages=tuple(payload.unpin_message_ids),
+        ),
+        message=payload.message,
         session=session,
-        actor=access_of(request).user,
+        actor=access.user,
     )
-    return {"pinned": pinned, "version": version}
+    return {
+        "pinned_turn_indices": version.config.get("pinned_turn_indices") or [],
+        "pinned_message_ids": version.config.get("pinned_message_ids") or [],
+        "version": version,
+    }
+
+
+@router.post(
+    "/{int:policy_id}/archive",
+    response=ArchiveOut,
+    summary="Archive a policy (or bring it back)",
+    auth=DELETE,
+)
+def archive_policy(request: HttpRequest, policy_id: int, payload: ArchiveIn) -> Policy:
+    """An archived policy leaves the lists and pickers; its versions and runs stay."""
+    policy = _policy(request, policy_id)
+    services.archive_set(item=policy, archived=payload.archived, actor=access_of(request).user)
+    return policy
+
+
+@router.delete("/{int:policy_id}", response={204: None}, summary="Delete a policy", auth=DELETE)
+def delete_policy(request: HttpRequest, policy_id: int) -> Status[None]:
+    """Its versions and their comments go; runs of it keep the gc.json they used."""
+    services.item_delete(item=_policy(request, policy_id), actor=access_of(request).user)
+    return Status(204, None)
 
 
 # --- Dry runs: preview and compare -----------------------------------------------------------

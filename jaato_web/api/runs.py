@@ -6,9 +6,11 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 
 import gcengine
-from jaato_web.api.auth import RUN, VIEW, access_of
+from jaato_web.api.auth import DELETE, RUN, VIEW, access_of
 from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
+    ArchiveIn,
+    ArchiveOut,
     DiffPage,
     NodePage,
     Problem,
@@ -68,9 +70,10 @@ def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[G
 @router.get(
     "/sessions/{int:session_id}/runs", response=list[RunOut], summary="A session's runs", auth=VIEW
 )
-def list_runs(request: HttpRequest, session_id: int) -> list[GCRun]:
+def list_runs(request: HttpRequest, session_id: int, archived: bool = False) -> list[GCRun]:
+    """The runs in use, newest first; ``archived=true`` lists the archived ones instead."""
     session = access_of(request).session(session_id)
-    return list(selectors.run_list(session=session))
+    return list(selectors.run_list(session=session, archived=archived))
 
 
 @router.get(
@@ -193,3 +196,23 @@ def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> St
 @router.get("/replays/{int:replay_id}", response=ReplayOut, summary="A replay's series", auth=VIEW)
 def get_replay(request: HttpRequest, replay_id: int) -> Replay:
     return access_of(request).replay(replay_id)
+
+
+@router.post(
+    "/runs/{int:run_id}/archive",
+    response=ArchiveOut,
+    summary="Archive a run (or bring it back)",
+    auth=DELETE,
+)
+def archive_run(request: HttpRequest, run_id: int, payload: ArchiveIn) -> GCRun:
+    """An archived run leaves its session's list of runs; its ledger and comments stay."""
+    run = access_of(request).run(run_id)
+    services.archive_set(item=run, archived=payload.archived, actor=access_of(request).user)
+    return run
+
+
+@router.delete("/runs/{int:run_id}", response={204: None}, summary="Delete a run", auth=DELETE)
+def delete_run(request: HttpRequest, run_id: int) -> Status[None]:
+    """Its ledger, summaries, after-tree and comments go; the session is untouched."""
+    services.item_delete(item=access_of(request).run(run_id), actor=access_of(request).user)
+    return Status(204, None)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ninja import Schema
+from pydantic import Field, NonNegativeInt
 
 
 class Problem(Schema):
@@ -37,6 +38,7 @@ class SessionOut(Schema):
     utilization_percent: float
     token_counter: str
     created_at: datetime
+    archived_at: datetime | None = None
     run_count: int | None = None
 
 
@@ -153,6 +155,7 @@ class RunOut(Schema):
     turns_after: int | None
     created_at: datetime
     finished_at: datetime | None
+    archived_at: datetime | None = None
 
 
 class RunDetailOut(RunOut):
@@ -245,6 +248,7 @@ class PolicyOut(Schema):
     name: str
     description: str
     is_default: bool
+    archived_at: datetime | None = None
     latest: PolicyVersionOut | None
 
 
@@ -260,19 +264,48 @@ class DefaultOut(Schema):
     is_default: bool
 
 
-class PinIn(Schema):
-    """Pin (or unpin) a stable turn index or a message id; ``pinned`` null toggles. With
-    ``session_id`` the turn or message must exist in that session."""
+class PolicyPinsIn(Schema):
+    """Pins to add and take away in a policy, for every session it runs on, saved as one
+    version with ``message`` (or one listing the change). With ``session_id`` every turn and
+    message pinned must exist in that session."""
 
-    turn_index: int | None = None
-    message_id: str | None = None
-    pinned: bool | None = None
+    pin_turn_indices: list[NonNegativeInt] = Field(default_factory=list, max_length=10_000)
+    unpin_turn_indices: list[NonNegativeInt] = Field(default_factory=list, max_length=10_000)
+    pin_message_ids: list[str] = Field(default_factory=list, max_length=10_000)
+    unpin_message_ids: list[str] = Field(default_factory=list, max_length=10_000)
+    message: str = Field(default="", max_length=500)
     session_id: int | None = None
 
 
-class PinOut(Schema):
-    pinned: bool
+class PolicyPinsOut(Schema):
+    pinned_turn_indices: list[int]
+    pinned_message_ids: list[str]
     version: PolicyVersionOut
+
+
+class SessionPinIn(Schema):
+    """Pin (or unpin) one turn, by stable index, or one message of this session only;
+    ``pinned`` null toggles."""
+
+    turn_index: NonNegativeInt | None = None
+    message_id: str | None = Field(default=None, max_length=200)
+    pinned: bool | None = None
+
+
+class SessionPinsOut(Schema):
+    """What this session keeps in every run, whatever the policy."""
+
+    pinned_turn_indices: list[int]
+    pinned_message_ids: list[str]
+
+
+class ArchiveIn(Schema):
+    archived: bool = True
+
+
+class ArchiveOut(Schema):
+    id: int
+    archived_at: datetime | None
 
 
 class ConfigRef(Schema):

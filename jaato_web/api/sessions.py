@@ -6,14 +6,18 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.http import content_disposition_header
 from ninja import File, Router, Status, UploadedFile
 
-from jaato_web.api.auth import UPLOAD, VIEW, access_of, project_of
+from jaato_web.api.auth import DELETE, PIN, UPLOAD, VIEW, access_of, project_of
 from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
+    ArchiveIn,
+    ArchiveOut,
     IngestJobOut,
     NodePage,
     Problem,
     SessionDetailOut,
     SessionPage,
+    SessionPinIn,
+    SessionPinsOut,
     TurnPage,
     UploadBatchOut,
     UploadOut,
@@ -105,9 +109,11 @@ def list_sessions(
     sort: str = "newest",
     page: int = 1,
     project: int | None = None,
+    archived: bool = False,
 ) -> dict[str, object]:
+    """Sessions in use; ``archived=true`` lists the archived ones instead."""
     target = project_of(request, project)
-    sessions = selectors.session_list(project=target, search=search, sort=sort)
+    sessions = selectors.session_list(project=target, search=search, sort=sort, archived=archived)
     return paged(sessions, page, selectors.SESSIONS_PER_PAGE)
 
 
@@ -158,3 +164,60 @@ def session_original(request: HttpRequest, session_id: int) -> HttpResponse:
     # The label is the uploader's file name: quoted, so it cannot add header parameters.
     response["Content-Disposition"] = content_disposition_header(True, session.label)
     return response
+
+
+@router.get(
+    "/{int:session_id}/pins",
+    response=SessionPinsOut,
+    summary="What this session keeps in every run",
+    auth=VIEW,
+)
+def session_pins(request: HttpRequest, session_id: int) -> dict[str, object]:
+    turns, ids = services.session_pins(session=access_of(request).session(session_id))
+    return {"pinned_turn_indices": sorted(turns), "pinned_message_ids": sorted(ids)}
+
+
+@router.post(
+    "/{int:session_id}/pins",
+    response={200: SessionPinsOut, 400: Problem},
+    summary="Pin or unpin a turn or a message in this session only",
+    auth=PIN,
+)
+def pin_in_session(
+    request: HttpRequest, session_id: int, payload: SessionPinIn
+) -> dict[str, object]:
+    """Every later run, preview and replay of this session keeps what is pinned here, with
+    any policy; other sessions are not touched. Answers the session's pins after the change."""
+    access = access_of(request)
+    session = access.session(session_id)
+    services.session_pin(
+        session=session,
+        turn_index=payload.turn_index,
+        message_id=payload.message_id,
+        pinned=payload.pinned,
+        actor=access.user,
+    )
+    turns, ids = services.session_pins(session=session)
+    return {"pinned_turn_indices": sorted(turns), "pinned_message_ids": sorted(ids)}
+
+
+@router.post(
+    "/{int:session_id}/archive",
+    response=ArchiveOut,
+    summary="Archive a session (or bring it back)",
+    auth=DELETE,
+)
+def archive_session(request: HttpRequest, session_id: int, payload: ArchiveIn) -> AgentSession:
+    """An archived session leaves the list (``?archived=true`` lists them) and the pickers;
+    nothing of it is removed."""
+    session = access_of(request).session(session_id)
+    services.archive_set(item=session, archived=payload.archived, actor=access_of(request).user)
+    return session
+
+
+@router.delete("/{int:session_id}", response={204: None}, summary="Delete a session", auth=DELETE)
+def delete_session(request: HttpRequest, session_id: int) -> Status[None]:
+    """The original upload goes with it, and so do its turns, runs, replays and comments."""
+    session = access_of(request).session(session_id)
+    services.item_delete(item=session, actor=access_of(request).user)
+    return Status(204, None)

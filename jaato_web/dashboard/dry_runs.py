@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gcengine
-from gcengine.gc import GCRemovalItem, context_usage, load_gc_plugin, plugin_options
 from jaato_web.dashboard import services, storage
 from jaato_web.dashboard.models import AgentSession
 
@@ -37,6 +36,7 @@ REPLAY_CACHE_SIZE = 64
 # turn past the target, so it costs more per turn: about 1 s at 1,000 turns against 0.1 s in
 # threshold mode (benchmarks/preview.py).
 QUICK_REPLAY_TURNS = {"threshold": 5000, "continuous": 1000}
+PINS_NOTE = "It keeps what is pinned in this session, as every run of the session does."
 LLM_NOTE = (
     "This preview summarizes with the offline extractive summarizer; "
     "a real run calls the LLM endpoint."
@@ -91,13 +91,22 @@ def engine_session(session: AgentSession) -> gcengine.Session:
     return cached
 
 
-def dry_run_config(config: gcengine.GCConfig) -> tuple[gcengine.GCConfig, list[str]]:
-    """The config a dry run uses, and notes on where it differs from a real run."""
-    if config.plugin_config.get("summarizer") != "llm":
-        return config, []
-    data = gcengine.dump_gc_config(config)
+def dry_run_config(
+    session: AgentSession, config: gcengine.GCConfig
+) -> tuple[gcengine.GCConfig, list[str]]:
+    """The config a dry run of this session uses, and notes on what it adds to the policy.
+
+    Like a real run, it keeps what is pinned in the session; unlike one, it never calls an
+    LLM summarizer."""
+    notes = []
+    pinned = services.config_with_session_pins(config, session)
+    if pinned is not config:
+        notes.append(PINS_NOTE)
+    if pinned.plugin_config.get("summarizer") != "llm":
+        return pinned, notes
+    data = gcengine.dump_gc_config(pinned)
     data["plugin_config"] = {**data["plugin_config"], "summarizer": "extractive"}
-    return services.config_validated(data), [LLM_NOTE]
+    return services.config_validated(data), [*notes, LLM_NOTE]
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,7 @@ class Preview:
     tokens_after: int
     success: bool
     error: str | None
-    items: list[GCRemovalItem]
+    items: list[gcengine.GCRemovalItem]
     notification: str | None
     would_trigger: bool
     trigger_reason: str | None
@@ -148,10 +157,9 @@ def preview(session: AgentSession, config: gcengine.GCConfig) -> Preview:
     trigger would have fired on its own at the session's current usage."""
     started = time.perf_counter()
     engine = engine_session(session)
-    used, notes = dry_run_config(config)
+    used, notes = dry_run_config(session, config)
     outcome = gcengine.run_gc(engine, used)
-    plugin = load_gc_plugin(used.plugin, plugin_options(used))
-    wanted, reason = plugin.should_collect(context_usage(engine.budget, len(engine.turns())), used)
+    wanted, reason = gcengine.would_collect(engine, used)
     result = outcome.result
     return Preview(
         config=config,
@@ -181,14 +189,14 @@ def replay_is_quick(session: AgentSession, config: gcengine.GCConfig) -> bool:
 
 
 def replay_cached(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any] | None:
-    used, _ = dry_run_config(config)
+    used, _ = dry_run_config(session, config)
     return _replays.get(_replay_key(session, used))
 
 
 def replay(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any]:
     """The turn-by-turn replay series (``storage.replay_series``), computed once per
     session and gc.json."""
-    used, _ = dry_run_config(config)
+    used, _ = dry_run_config(session, config)
     key = _replay_key(session, used)
     series = _replays.get(key)
     if series is None:

@@ -81,6 +81,9 @@ class AgentSession(models.Model):
     drift = models.JSONField(default=dict, help_text="Recorded vs counted token figures.")
     warnings = models.JSONField(default=list)
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(
+        null=True, blank=True, help_text="Hidden from lists since then; delete removes it."
+    )
 
     class Meta:
         constraints = [
@@ -127,6 +130,42 @@ class SessionTurn(models.Model):
         return f"turn {self.turn_index} of {self.session_id}"
 
 
+class SessionPin(models.Model):
+    """A turn or message pinned in one session: every GC run, preview and replay of that
+    session keeps it, whatever the policy. Turns are named by their stable index, so a pin
+    still means the same turn after runs removed others; a message by its id."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="pins")
+    turn_index = models.IntegerField(null=True, blank=True)
+    message_id = models.CharField(max_length=200, blank=True)
+    author = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "turn_index"],
+                condition=models.Q(turn_index__isnull=False),
+                name="session_pin_unique_turn",
+            ),
+            models.UniqueConstraint(
+                fields=["session", "message_id"],
+                condition=~models.Q(message_id=""),
+                name="session_pin_unique_message",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(turn_index__isnull=False, message_id="")
+                | models.Q(turn_index__isnull=True) & ~models.Q(message_id=""),
+                name="session_pin_turn_or_message",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        if self.turn_index is not None:
+            return f"turn {self.turn_index} of session {self.session_id}"
+        return f"message {self.message_id} of session {self.session_id}"
+
+
 class BudgetNode(models.Model):
     """One entry of a budget tree: the session's own tree, or the one a run left behind."""
 
@@ -159,6 +198,9 @@ class Policy(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(
+        null=True, blank=True, help_text="Hidden from lists and pickers since then."
+    )
 
     class Meta:
         constraints = [
@@ -210,6 +252,9 @@ class GCRun(BackgroundWork):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True)
+    archived_at = models.DateTimeField(
+        null=True, blank=True, help_text="Hidden from the session's runs since then."
+    )
 
     class Meta:
         indexes = [models.Index(fields=["session", "-created_at"])]
@@ -328,6 +373,9 @@ class AuditAction(models.TextChoices):
     PROJECT_CREATE = "project_create", "Project created"
     TOKEN_CREATE = "token_create", "Token created"
     TOKEN_REVOKE = "token_revoke", "Token revoked"
+    ARCHIVE = "archive", "Archived"
+    UNARCHIVE = "unarchive", "Unarchived"
+    DELETE = "delete", "Deleted"
 
 
 class AuditEvent(models.Model):

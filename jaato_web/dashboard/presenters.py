@@ -9,12 +9,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gcengine
-from gcengine.gc import GCRemovalItem
 from jaato_web.dashboard import storage
 
 
@@ -27,7 +26,7 @@ class LegendEntry:
 
 def policy_legend() -> list[LegendEntry]:
     """Every policy tier the tree can show, with the indicator and what it means."""
-    return [LegendEntry(p.value, p.indicator, p.description) for p in storage.POLICY_ORDER]
+    return [LegendEntry(p.value, p.indicator, p.description) for p in gcengine.POLICY_ORDER]
 
 
 def indicator(policy: str) -> str:
@@ -309,6 +308,8 @@ class TurnView:
     messages: list[MessageView]
     state: str = "kept"
     summaries_before: list[Any] = field(default_factory=list)
+    pinned_here: bool = False
+    pinned_by_policy: bool = False
 
     @property
     def removed_count(self) -> int:
@@ -373,14 +374,47 @@ def removed_message_views(
     return message_views((m for m in messages if m["id"] in wanted), removed_ids=wanted)
 
 
+Pins = tuple[Collection[int], Collection[str]]
+"""Pinned turns (stable indices) and message ids."""
+
+
+@dataclass(frozen=True)
+class PinSummary:
+    """What a set of pins holds, in words for a page."""
+
+    turns: list[int]
+    message_ids: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.turns or self.message_ids)
+
+    @property
+    def text(self) -> str:
+        parts = []
+        if self.turns:
+            noun = "turn" if len(self.turns) == 1 else "turns"
+            parts.append(f"{noun} {turn_ranges(self.turns)}")
+        if self.message_ids:
+            count = len(self.message_ids)
+            parts.append(f"{count:,} message{'' if count == 1 else 's'}")
+        return " and ".join(parts)
+
+
+def pin_summary(turns: Collection[int], message_ids: Collection[str]) -> PinSummary:
+    return PinSummary(sorted(turns), sorted(message_ids))
+
+
 def turn_views(
-    turns: Iterable[Any], pinned_turns: Iterable[int] = (), pinned_ids: Iterable[str] = ()
+    turns: Iterable[Any], *, session_pins: Pins = ((), ()), policy_pins: Pins = ((), ())
 ) -> list[TurnView]:
-    """Stored turns (anything with the ``SessionTurn`` fields), with the pins of a policy."""
-    pinned_turn_set, pinned_id_set = set(pinned_turns), set(pinned_ids)
+    """Stored turns (anything with the ``SessionTurn`` fields), marked with what pins them:
+    this session's own pins, and the pins of the project's default policy, which apply to
+    every session it runs on."""
+    here_turns, here_ids = set(session_pins[0]), set(session_pins[1])
+    policy_turns, policy_ids = set(policy_pins[0]), set(policy_pins[1])
     views = []
     for turn in turns:
-        messages = message_views(turn.messages, pinned_id_set)
+        messages = message_views(turn.messages, here_ids | policy_ids)
         views.append(
             TurnView(
                 position=turn.position,
@@ -389,10 +423,14 @@ def turn_views(
                 tokens=turn.tokens,
                 policy=turn.policy,
                 indicator=indicator(turn.policy),
-                pinned=turn.turn_index in pinned_turn_set or any(m.pinned for m in messages),
+                pinned=turn.turn_index in here_turns | policy_turns
+                or any(m.pinned for m in messages),
                 tool_calls=turn.tool_calls,
                 preview=turn.preview,
                 messages=messages,
+                pinned_here=turn.turn_index in here_turns,
+                pinned_by_policy=turn.turn_index in policy_turns
+                or any(m.message_id in policy_ids for m in messages),
             )
         )
     return views
@@ -618,33 +656,9 @@ def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
 # --- Policies: field tables, differences, ledgers, replay figures ------------------------------
 
 # The gc.json keys in the order people read a policy: what runs, when, what it keeps.
-FIELDS: list[tuple[str, str]] = [
-    ("type", "Strategy"),
-    ("threshold_percent", "Threshold %"),
-    ("target_percent", "Target %"),
-    ("pressure_percent", "Pressure %"),
-    ("preserve_recent_turns", "Preserve recent turns"),
-    ("max_turns", "Max turns"),
-    ("auto_trigger", "Auto trigger"),
-    ("check_before_send", "Check before send"),
-    ("pinned_turn_indices", "Pinned turns"),
-    ("pinned_message_ids", "Pinned messages"),
-    ("notify_on_gc", "Notify on GC"),
-    ("notification_template", "Notification template"),
-    ("noop_notification_template", "No-op notification template"),
-    ("summarize_middle_turns", "Summarize middle turns"),
-    ("max_summary_tokens", "Max summary tokens"),
-    ("agent_name", "Agent name"),
-    ("plugin_config", "Plugin options"),
-]
-LABELS = dict(FIELDS)
-
-STRATEGY_LABELS = {
-    "gc_truncate": "truncate",
-    "gc_summarize": "summarize",
-    "gc_hybrid": "hybrid",
-    "gc_budget": "budget",
-}
+# The gc.json keys in the order people read a policy, with their labels: the engine's table.
+LABELS = {field.key: field.label for field in gcengine.GC_JSON_FIELDS}
+STRATEGY_LABELS: dict[str, str] = {s.name: s.label for s in gcengine.GC_STRATEGIES}
 
 
 def strategy_of(config: Mapping[str, Any]) -> str:
@@ -699,7 +713,7 @@ class FieldRow:
 
 def _keys(configs: Iterable[Mapping[str, Any]]) -> list[str]:
     present = {k for c in configs for k in c if not k.startswith("_")}
-    return [k for k, _ in FIELDS] + sorted(present - set(LABELS))
+    return [*LABELS, *sorted(present - set(LABELS))]
 
 
 def config_table(
@@ -810,7 +824,7 @@ class LedgerRow:
     more_ids: int
 
 
-def ledger_rows(items: Sequence[GCRemovalItem], limit: int) -> list[LedgerRow]:
+def ledger_rows(items: Sequence[gcengine.GCRemovalItem], limit: int) -> list[LedgerRow]:
     """The first ``limit`` items of a removal list, ready for a table."""
     return [
         LedgerRow(
@@ -827,7 +841,7 @@ def ledger_rows(items: Sequence[GCRemovalItem], limit: int) -> list[LedgerRow]:
     ]
 
 
-def ledger_record(item: GCRemovalItem) -> dict[str, Any]:
+def ledger_record(item: gcengine.GCRemovalItem) -> dict[str, Any]:
     """One removal item as the API answers it."""
     return {
         "reason": str(item.reason),

@@ -48,9 +48,12 @@ RUNS_PER_PAGE = 20
 
 
 def session_list(
-    *, project: Project, search: str = "", sort: str = "newest"
+    *, project: Project, search: str = "", sort: str = "newest", archived: bool = False
 ) -> QuerySet[AgentSession]:
-    sessions = AgentSession.objects.filter(project=project).annotate(run_count=Count("runs"))
+    """The project's sessions in use, or only the archived ones."""
+    sessions = AgentSession.objects.filter(
+        project=project, archived_at__isnull=not archived
+    ).annotate(run_count=Count("runs"))
     if search:
         sessions = sessions.filter(
             Q(label__icontains=search)
@@ -147,9 +150,10 @@ def budget_node(*, session: AgentSession, run: GCRun | None, path: str) -> Budge
     )
 
 
-def run_list(*, session: AgentSession) -> QuerySet[GCRun]:
+def run_list(*, session: AgentSession, archived: bool = False) -> QuerySet[GCRun]:
+    """The session's runs, newest first: those in use, or only the archived ones."""
     return (
-        GCRun.objects.filter(session=session)
+        GCRun.objects.filter(session=session, archived_at__isnull=not archived)
         .select_related("policy_version__policy")
         .defer("session_after", "result")
         .order_by("-created_at", "-pk")
@@ -250,16 +254,20 @@ def policy_get(*, projects: Collection[int], policy_id: int) -> Policy:
     return get_object_or_404(Policy, pk=policy_id, project__in=projects)
 
 
-def policy_latest_versions(*, project: Project) -> list[PolicyVersion]:
-    """The newest version of every policy of the project, in one query (however many versions
-    pins and saves have made)."""
+def policy_latest_versions(*, project: Project, archived: bool = False) -> list[PolicyVersion]:
+    """The newest version of every policy of the project in use (or only of the archived
+    ones), in one query however many versions pins and saves have made."""
     newest = (
         PolicyVersion.objects.filter(policy=OuterRef("policy"))
         .order_by("-number")
         .values("number")[:1]
     )
     return list(
-        PolicyVersion.objects.filter(policy__project=project, number=Subquery(newest))
+        PolicyVersion.objects.filter(
+            policy__project=project,
+            policy__archived_at__isnull=not archived,
+            number=Subquery(newest),
+        )
         .select_related("policy__project")
         .order_by("policy__name")
     )
@@ -285,7 +293,7 @@ def policy_latest_version(*, policy: Policy) -> PolicyVersion:
 def policy_version_choices(*, project: Project) -> QuerySet[PolicyVersion]:
     """Every version of every policy, for pickers: names and numbers, not the gc.json."""
     return (
-        PolicyVersion.objects.filter(policy__project=project)
+        PolicyVersion.objects.filter(policy__project=project, policy__archived_at__isnull=True)
         .select_related("policy")
         .defer("config")
         .order_by("policy__name", "-number")
@@ -293,9 +301,10 @@ def policy_version_choices(*, project: Project) -> QuerySet[PolicyVersion]:
 
 
 def session_choices(*, project: Project) -> QuerySet[AgentSession]:
-    """Sessions for pickers (preview, compare, apply): figures only, newest first."""
+    """Sessions for pickers (preview, compare, apply): figures only, newest first; archived
+    sessions are left out."""
     return (
-        AgentSession.objects.filter(project=project)
+        AgentSession.objects.filter(project=project, archived_at__isnull=True)
         .only(
             "id",
             "project_id",

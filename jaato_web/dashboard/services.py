@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
 import gcengine
-from gcengine.gc import PluginError, discover_gc_plugins
 from jaato_web.dashboard import presenters, storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import (
@@ -38,6 +38,7 @@ from jaato_web.dashboard.models import (
     Removal,
     Replay,
     SessionDocument,
+    SessionPin,
     SessionTurn,
     Summary,
 )
@@ -437,7 +438,7 @@ def plugin_names() -> tuple[str, ...]:
     Scanning entry points takes milliseconds, and a newly installed plugin needs a restart
     to be importable anyway, so the list is read once per process.
     """
-    return tuple(sorted(discover_gc_plugins()))
+    return tuple(sorted(gcengine.discover_gc_plugins()))
 
 
 def run_start(
@@ -458,12 +459,12 @@ def run_start(
         config = policy_version.config
     if config is None:
         raise gcengine.ConfigError("a run needs a policy version or a gc.json")
-    validated = config_validated(config)
+    validated = config_with_session_pins(config_validated(config), session)
     plugin_name = plugin or validated.plugin
-    installed = discover_gc_plugins()
+    installed = gcengine.discover_gc_plugins()
     if plugin_name not in installed:
         names = ", ".join(sorted(installed))
-        raise PluginError(f"no GC plugin named {plugin_name!r} (installed: {names})")
+        raise gcengine.PluginError(f"no GC plugin named {plugin_name!r} (installed: {names})")
     with transaction.atomic():
         run = GCRun.objects.create(
             session=session,
@@ -624,7 +625,7 @@ def engine_session_of(session: AgentSession) -> gcengine.Session:
 
 def replay_request(*, session: AgentSession, config: Any, actor: Actor = None) -> Replay:
     """The replay of a session under a gc.json: the stored one, or a newly queued one."""
-    canonical = config_canonical(config)
+    canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
     with transaction.atomic():
         replay, created = Replay.objects.get_or_create(
@@ -825,63 +826,162 @@ def policy_restore(
         )
 
 
-def policy_pin(
+@dataclass(frozen=True)
+class PinChange:
+    """Pins to add and to take away, by stable turn index and by message id."""
+
+    pin_turns: tuple[int, ...] = ()
+    unpin_turns: tuple[int, ...] = ()
+    pin_messages: tuple[str, ...] = ()
+    unpin_messages: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.pin_turns or self.unpin_turns or self.pin_messages or self.unpin_messages)
+
+    def describe(self) -> str:
+        """ "pinned turns 3, 5; unpinned message m-12", the default version message."""
+        parts = []
+        for verb, turns, ids in (
+            ("pinned", self.pin_turns, self.pin_messages),
+            ("unpinned", self.unpin_turns, self.unpin_messages),
+        ):
+            if turns:
+                noun = "turn" if len(turns) == 1 else "turns"
+                parts.append(f"{verb} {noun} {', '.join(str(t) for t in sorted(turns))}")
+            if ids:
+                noun = "message" if len(ids) == 1 else "messages"
+                parts.append(f"{verb} {noun} {', '.join(sorted(ids))}")
+        return "; ".join(parts)
+
+
+def policy_pins_change(
     *,
     policy: Policy,
-    turn_index: int | None = None,
-    message_id: str | None = None,
-    pinned: bool | None = None,
+    change: PinChange,
+    message: str = "",
     session: AgentSession | None = None,
     actor: Actor = None,
-) -> tuple[PolicyVersion, bool]:
-    """Pin or unpin one turn (stable index) or one message id in the policy's newest version.
-
-    ``pinned`` None toggles. A change is a new version with the message "pinned turn N" /
-    "unpinned turn N" (or "... message ID"), so every pin is in the policy's history; asking
-    for the state it already has stores nothing. With ``session``, the turn or message must
-    exist in it. Returns the newest version and whether the item is pinned now.
-    """
-    if (turn_index is None) == (message_id is None):
-        raise PinError("give either a turn index or a message id", "turn_index")
+) -> PolicyVersion:
+    """Pin and unpin turns and messages in a policy, for every session it runs on, as one new
+    version (with ``message``, or one that lists the change). A change that leaves the pins as
+    they are stores nothing and returns the newest version. With ``session``, every turn and
+    message pinned must exist in it."""
+    if not change:
+        raise PinError("name at least one turn or message to pin or unpin", "turn_index")
     if session is not None:
-        _pin_target_check(session, turn_index, message_id)
+        _pin_targets_check(session, change.pin_turns, change.pin_messages)
     with transaction.atomic():
         current = _latest_locked(policy)
         config = dict(current.config)
-        item: int | str
-        if turn_index is not None:
-            key, item, noun = "pinned_turn_indices", turn_index, f"turn {turn_index}"
-        else:
-            assert message_id is not None
-            key, item, noun = "pinned_message_ids", message_id, f"message {message_id}"
-        pins = list(config.get(key) or [])
-        now = (item not in pins) if pinned is None else pinned
-        if now == (item in pins):
-            return current, now
-        config[key] = [*pins, item] if now else [p for p in pins if p != item]
+        turns = set(config.get("pinned_turn_indices") or [])
+        ids = list(config.get("pinned_message_ids") or [])
+        new_turns = (turns | set(change.pin_turns)) - set(change.unpin_turns)
+        unpinned = set(change.unpin_messages)
+        new_ids = [i for i in dict.fromkeys([*ids, *change.pin_messages]) if i not in unpinned]
+        if new_turns == turns and new_ids == ids:
+            return current
+        config["pinned_turn_indices"] = sorted(new_turns)
+        config["pinned_message_ids"] = new_ids
         version = PolicyVersion.objects.create(
             policy=policy,
             number=current.number + 1,
             config=config_canonical(config),
-            message=f"{'pinned' if now else 'unpinned'} {noun}",
+            message=(message.strip() or change.describe())[:500],
             author=_author(actor),
         )
-        _policy_audit(version, actor, AuditAction.PIN if now else AuditAction.UNPIN)
-    return version, now
+        pinned_more = bool(new_turns - turns) or bool(set(new_ids) - set(ids))
+        _policy_audit(version, actor, AuditAction.PIN if pinned_more else AuditAction.UNPIN)
+    return version
 
 
-def _pin_target_check(
-    session: AgentSession, turn_index: int | None, message_id: str | None
+def session_pins(*, session: AgentSession) -> tuple[set[int], set[str]]:
+    """The turns (stable indices) and messages pinned in this session."""
+    turns: set[int] = set()
+    ids: set[str] = set()
+    for turn_index, message_id in session.pins.values_list("turn_index", "message_id"):
+        if turn_index is not None:
+            turns.add(turn_index)
+        else:
+            ids.add(message_id)
+    return turns, ids
+
+
+@transaction.atomic
+def session_pin(
+    *,
+    session: AgentSession,
+    turn_index: int | None = None,
+    message_id: str | None = None,
+    pinned: bool | None = None,
+    actor: Actor = None,
+) -> bool:
+    """Pin or unpin one turn (stable index) or message in this session only; ``pinned`` None
+    toggles. Every later run, preview and replay of the session keeps what is pinned, with
+    any policy. Returns whether the item is pinned now."""
+    if (turn_index is None) == (message_id is None):
+        raise PinError("give either a turn index or a message id", "turn_index")
+    _pin_targets_check(
+        session,
+        () if turn_index is None else (turn_index,),
+        () if message_id is None else (message_id,),
+    )
+    existing = session.pins.filter(
+        turn_index=turn_index, message_id=message_id or ""
+    ).select_for_update()
+    now = not existing.exists() if pinned is None else pinned
+    if now == existing.exists():
+        return now
+    noun = f"turn {turn_index}" if turn_index is not None else f"message {message_id}"
+    if now:
+        SessionPin.objects.create(
+            session=session,
+            turn_index=turn_index,
+            message_id=message_id or "",
+            author=_author(actor),
+        )
+    else:
+        existing.delete()
+    audit_record(
+        project=session.project,
+        actor=actor,
+        action=AuditAction.PIN if now else AuditAction.UNPIN,
+        target=f"{noun} of {session.label}",
+        target_url=reverse("session_detail", args=[session.pk]),
+        detail={"session": session.pk, "turn_index": turn_index, "message_id": message_id},
+    )
+    return now
+
+
+def config_with_session_pins(config: gcengine.GCConfig, session: AgentSession) -> gcengine.GCConfig:
+    """The policy as it runs on this session: its own pins and the session's together."""
+    turns, ids = session_pins(session=session)
+    if turns <= set(config.pinned_turn_indices) and ids <= set(config.pinned_message_ids):
+        return config
+    data = gcengine.dump_gc_config(config)
+    data["pinned_turn_indices"] = sorted(set(config.pinned_turn_indices) | turns)
+    data["pinned_message_ids"] = list(dict.fromkeys([*config.pinned_message_ids, *sorted(ids)]))
+    return config_validated(data)
+
+
+def _pin_targets_check(
+    session: AgentSession, turn_indices: Iterable[int], message_ids: Iterable[str]
 ) -> None:
     turns = SessionTurn.objects.filter(session=session)
-    if turn_index is not None and not turns.filter(turn_index=turn_index).exists():
-        raise PinError(f"{session.label} has no turn {turn_index}", "turn_index")
-    if message_id is not None:
+    wanted_turns = set(turn_indices)
+    found = set(turns.filter(turn_index__in=wanted_turns).values_list("turn_index", flat=True))
+    missing_turns = sorted(wanted_turns - found)
+    if missing_turns:
+        shown = ", ".join(str(t) for t in missing_turns)
+        noun = "turn" if len(missing_turns) == 1 else "turns"
+        raise PinError(f"{session.label} has no {noun} {shown}", "turn_index")
+    wanted_ids = set(message_ids)
+    if wanted_ids:
         # JSON containment is not portable (SQLite has none); message pins are rare, so scan.
         for messages in turns.values_list("messages", flat=True).iterator():
-            if any(m.get("id") == message_id for m in messages):
+            wanted_ids -= {m["id"] for m in messages}
+            if not wanted_ids:
                 return
-        raise PinError(f"{session.label} has no message {message_id!r}", "message_id")
+        raise PinError(f"{session.label} has no message {sorted(wanted_ids)[0]!r}", "message_id")
 
 
 def policy_apply(
@@ -913,3 +1013,102 @@ def project_set_default_policy(
         target_url=reverse("policy_list"),
         detail={"policy": policy.pk if policy else None},
     )
+
+
+# --- Archive and delete ----------------------------------------------------------------------
+
+
+def item_described(item: AgentSession | GCRun | Policy) -> tuple[str, str, Project]:
+    """How pages and the audit log name an item: its kind, its name, and its project."""
+    if isinstance(item, AgentSession):
+        return "session", item.label, item.project
+    if isinstance(item, GCRun):
+        return "run", f"run {item.pk} of {item.session.label}", item.session.project
+    return "policy", item.name, item.project
+
+
+@transaction.atomic
+def archive_set(
+    *, item: AgentSession | GCRun | Policy, archived: bool, actor: Actor = None
+) -> None:
+    """Hide a session, run or policy from lists and pickers (or show it again). Nothing is
+    removed: an archived item still opens by its address, and its runs and comments stay."""
+    if (item.archived_at is not None) == archived:
+        return
+    if isinstance(item, Policy) and archived and item.project.default_policy_id == item.pk:
+        # An archived policy is offered nowhere, so it cannot go on running on every upload.
+        project_set_default_policy(project=item.project, policy=None, actor=actor)
+    item.archived_at = timezone.now() if archived else None
+    type(item).objects.filter(pk=item.pk).update(archived_at=item.archived_at)
+    kind, name, project = item_described(item)
+    audit_record(
+        project=project,
+        actor=actor,
+        action=AuditAction.ARCHIVE if archived else AuditAction.UNARCHIVE,
+        target=f"{kind} {name}" if kind != "run" else name,
+        target_url=_url_of(item),
+        detail={"kind": kind, "id": item.pk},
+    )
+
+
+@dataclass(frozen=True)
+class DeletionPlan:
+    """What deleting an item takes with it, for the page that asks to confirm."""
+
+    kind: str
+    name: str
+    runs: int = 0
+    replays: int = 0
+    comments: int = 0
+    versions: int = 0
+    default_policy: bool = False
+
+
+def deletion_plan(*, item: AgentSession | GCRun | Policy) -> DeletionPlan:
+    kind, name, project = item_described(item)
+    if isinstance(item, AgentSession):
+        return DeletionPlan(
+            kind,
+            name,
+            runs=item.runs.count(),
+            replays=item.replays.count(),
+            comments=item.runs.aggregate(n=Count("comments"))["n"] or 0,
+        )
+    if isinstance(item, GCRun):
+        return DeletionPlan(kind, name, comments=item.comments.count())
+    return DeletionPlan(
+        kind,
+        name,
+        versions=item.versions.count(),
+        comments=item.versions.aggregate(n=Count("comments"))["n"] or 0,
+        default_policy=project.default_policy_id == item.pk,
+    )
+
+
+@transaction.atomic
+def item_delete(*, item: AgentSession | GCRun | Policy, actor: Actor = None) -> None:
+    """Delete a session (with its original upload, turns, runs, replays and their comments),
+    a run (with its ledger, summaries and comments), or a policy (with its versions; runs of
+    it keep the gc.json they used). The audit log keeps a record of it."""
+    kind, name, project = item_described(item)
+    plan = deletion_plan(item=item)
+    pk = item.pk
+    if isinstance(item, AgentSession):
+        # A budget node may belong to one of the session's runs as well: delete them first.
+        BudgetNode.objects.filter(session=item).delete()
+    item.delete()
+    audit_record(
+        project=project,
+        actor=actor,
+        action=AuditAction.DELETE,
+        target=f"{kind} {name}" if kind != "run" else name,
+        detail={"kind": kind, "id": pk, **{k: v for k, v in vars(plan).items() if v}},
+    )
+
+
+def _url_of(item: AgentSession | GCRun | Policy) -> str:
+    if isinstance(item, AgentSession):
+        return reverse("session_detail", args=[item.pk])
+    if isinstance(item, GCRun):
+        return reverse("run_detail", args=[item.pk])
+    return reverse("policy_versions", args=[item.pk])

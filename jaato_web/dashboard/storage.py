@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -21,14 +20,6 @@ import gcengine
 PREVIEW_CHARS = 200
 # Tool arguments and results can be megabytes; the history view shows the start and says so.
 PART_TEXT_CHARS = 4000
-
-POLICY_ORDER = [
-    gcengine.GCPolicy.LOCKED,
-    gcengine.GCPolicy.PRESERVABLE,
-    gcengine.GCPolicy.PARTIAL,
-    gcengine.GCPolicy.CONDITIONAL,
-    gcengine.GCPolicy.EPHEMERAL,
-]
 
 
 class StoredPart(TypedDict):
@@ -177,14 +168,6 @@ def pretty_json(value: Any) -> str:
         return repr(value)
 
 
-def most_protective(policies: Iterable[str]) -> str:
-    present = set(policies)
-    for policy in POLICY_ORDER:
-        if policy.value in present:
-            return policy.value
-    return gcengine.GCPolicy.EPHEMERAL.value
-
-
 def turn_rows(session: gcengine.Session) -> list[TurnRow]:
     """The history, turn by turn, each message with its tokens and policy from the budget."""
     figures = message_figures(session.budget)
@@ -222,7 +205,7 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
                 turn_index=turn.index,
                 kind=turn.kind.value,
                 tokens=turn_tokens,
-                policy=most_protective(policies),
+                policy=gcengine.most_protective(policies).value,
                 tool_calls=sum(len(m.function_calls) for m in turn.messages),
                 preview=clipped(" ".join(first_text.split()), PREVIEW_CHARS)[0],
                 messages=messages,

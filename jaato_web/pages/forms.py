@@ -23,7 +23,6 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 
 import gcengine
-from gcengine.config import NOOP_NOTIFICATION_FIELDS, NOTIFICATION_FIELDS
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AuditAction, PolicyVersion, Project
 from jaato_web.dashboard.presenters import strategy_of
@@ -161,39 +160,32 @@ def _choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:
 
 # --- Policies --------------------------------------------------------------------------------
 
-STRATEGY_CHOICES = [
-    ("gc_budget", "budget: policy-aware, ephemeral content first"),
-    ("gc_truncate", "truncate: drop the oldest turns"),
-    ("gc_summarize", "summarize: replace old turns with a summary"),
-    ("gc_hybrid", "hybrid: drop ancient turns, summarize the middle"),
-]
-SUMMARIZER_CHOICES = [
-    ("", "extractive (default): offline, deterministic"),
-    ("extractive", "extractive, named explicitly"),
-    ("llm", "llm: an OpenAI-compatible endpoint set on the server"),
-]
-# The options that only some strategies read; the editor shows each one for these only.
-# Hidden options keep their values, so switching strategy and back loses nothing.
+# Every gc.json key the editor has a control for, with the field that edits it; the label,
+# the help and the default come from the engine's table of keys (``gcengine.GC_JSON_FIELDS``).
+FORM_FIELD_OF_KEY = {"type": "strategy", "plugin_config": "plugin_options"}
+GC_FIELDS = {field.key: field for field in gcengine.GC_JSON_FIELDS}
+SUMMARIZER = next(f for f in gcengine.PLUGIN_CONFIG_FIELDS if f.key == "summarizer")
+# The keys only some strategies read; the editor shows each for these only (hidden controls
+# keep their values, so switching strategy and back loses nothing). A key no strategy reads
+# (kept for JAATO) is always shown.
 APPLIES_TO: dict[str, tuple[str, ...]] = {
-    "summarize_middle_turns": ("gc_hybrid",),
-    "max_summary_tokens": ("gc_summarize", "gc_hybrid"),
-    "summarizer": ("gc_summarize", "gc_hybrid"),
-    "noop_notification_template": ("gc_truncate", "gc_summarize", "gc_hybrid"),
+    FORM_FIELD_OF_KEY.get(field.key, field.key): field.strategies
+    for field in (*gcengine.GC_JSON_FIELDS, SUMMARIZER)
+    if field.strategies and set(field.strategies) != {s.name for s in gcengine.GC_STRATEGIES}
 }
 PLACEHOLDERS = {
     strategy: ", ".join("{" + name + "}" for name in sorted(names))
-    for strategy, names in NOTIFICATION_FIELDS.items()
+    for strategy, names in gcengine.NOTIFICATION_FIELDS.items()
 }
-NOOP_PLACEHOLDERS = ", ".join("{" + name + "}" for name in sorted(NOOP_NOTIFICATION_FIELDS))
+NOOP_PLACEHOLDERS = ", ".join(
+    "{" + name + "}" for name in sorted(gcengine.NOOP_NOTIFICATION_FIELDS)
+)
 
-# gc.json keys that the editor edits under another name.
+# gc.json keys, and the other names the engine reads them by, that the editor edits under
+# another name.
 KEY_FIELDS = {
-    "type": "strategy",
-    "plugin": "strategy",
-    "config.type": "strategy",
-    "config.plugin": "strategy",
-    "continuous_mode": "pressure_percent",
-    "plugin_config": "plugin_options",
+    **FORM_FIELD_OF_KEY,
+    **{alias: FORM_FIELD_OF_KEY.get(key, key) for alias, key in gcengine.GC_JSON_ALIASES.items()},
 }
 
 
@@ -251,31 +243,26 @@ def flat_gc_json(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The editor's field values for a flat gc.json (stored, default, or imported)."""
-    plugin_config = config.get("plugin_config")
-    options = dict(plugin_config) if isinstance(plugin_config, Mapping) else plugin_config
-    summarizer = options.pop("summarizer", "") if isinstance(options, dict) else ""
-    pressure = config.get("pressure_percent", 90)
-    return {
-        "strategy": strategy_of(config),
-        "threshold_percent": _number(config.get("threshold_percent", 80)),
-        "target_percent": _number(config.get("target_percent", 60)),
-        "pressure_percent": _number(pressure) if pressure else 0,
-        "preserve_recent_turns": config.get("preserve_recent_turns", 5),
-        "max_turns": config.get("max_turns"),
-        "auto_trigger": config.get("auto_trigger", True),
-        "check_before_send": config.get("check_before_send", True),
-        "notify_on_gc": config.get("notify_on_gc", False),
-        "notification_template": config.get("notification_template") or "",
-        "noop_notification_template": config.get("noop_notification_template") or "",
-        "summarize_middle_turns": config.get("summarize_middle_turns"),
-        "max_summary_tokens": config.get("max_summary_tokens"),
-        "summarizer": summarizer if isinstance(summarizer, str) else json.dumps(summarizer),
-        "agent_name": config.get("agent_name") or "",
-        "pinned_turn_indices": list(config.get("pinned_turn_indices") or []),
-        "pinned_message_ids": list(config.get("pinned_message_ids") or []),
-        "plugin_options": json.dumps(options, indent=1, sort_keys=True) if options else "",
-    }
+    """The editor's field values for a flat gc.json (stored, default, or imported): each key's
+    value, or the engine's default for it."""
+    values: dict[str, Any] = {}
+    for key, field in GC_FIELDS.items():
+        value = config.get(key, field.default)
+        match field.kind:
+            case "percent":
+                value = _number(value) if value else 0  # no pressure is continuous mode: 0
+            case "text":
+                value = value or ""
+            case "turn_list" | "id_list":
+                value = list(value or [])
+        values[FORM_FIELD_OF_KEY.get(key, key)] = value
+    values["strategy"] = strategy_of(config)
+    options = config.get("plugin_config")
+    options = dict(options) if isinstance(options, Mapping) else {}
+    summarizer = options.pop(SUMMARIZER.key, "")
+    values["summarizer"] = summarizer if isinstance(summarizer, str) else json.dumps(summarizer)
+    values["plugin_options"] = json.dumps(options, indent=1, sort_keys=True) if options else ""
+    return values
 
 
 def default_values() -> dict[str, Any]:
@@ -299,18 +286,14 @@ class PolicyForm(forms.Form):
     """The gc.json being edited. ``config`` holds the engine's reading once valid."""
 
     strategy = forms.ChoiceField(
-        choices=STRATEGY_CHOICES,
+        choices=[(s.name, f"{s.label}: {s.description}") for s in gcengine.GC_STRATEGIES],
         widget=forms.Select(attrs={"data-strategy-select": ""}),
     )
-    threshold_percent = forms.FloatField(
-        label="Threshold", widget=_percent_input("threshold_percent")
-    )
-    target_percent = forms.FloatField(label="Target", widget=_percent_input("target_percent"))
-    pressure_percent = forms.FloatField(label="Pressure", widget=_percent_input("pressure_percent"))
+    threshold_percent = forms.FloatField(widget=_percent_input("threshold_percent"))
+    target_percent = forms.FloatField(widget=_percent_input("target_percent"))
+    pressure_percent = forms.FloatField(widget=_percent_input("pressure_percent"))
     preserve_recent_turns = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 0}))
-    max_turns = forms.IntegerField(
-        required=False, label="Max turns", widget=forms.NumberInput(attrs={"min": 1})
-    )
+    max_turns = forms.IntegerField(required=False, widget=forms.NumberInput(attrs={"min": 1}))
     auto_trigger = forms.BooleanField(required=False)
     check_before_send = forms.BooleanField(required=False)
     notify_on_gc = forms.BooleanField(required=False)
@@ -322,18 +305,28 @@ class PolicyForm(forms.Form):
     max_summary_tokens = forms.IntegerField(
         required=False, widget=forms.NumberInput(attrs={"min": 1})
     )
-    summarizer = forms.ChoiceField(required=False, choices=SUMMARIZER_CHOICES)
-    agent_name = forms.CharField(required=False, max_length=200)
-    pinned_turn_indices = TurnListField(required=False, label="Pinned turns")
-    pinned_message_ids = _ListField(required=False, label="Pinned messages")
-    plugin_options = forms.CharField(
+    summarizer = forms.ChoiceField(
         required=False,
-        label="Other plugin options",
-        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        help_text="Other plugin_config keys, as a JSON object (kept as they are).",
+        choices=[("", f"{SUMMARIZER.choices[0]} (default)"), *((c, c) for c in SUMMARIZER.choices)],
+    )
+    agent_name = forms.CharField(required=False, max_length=200)
+    pinned_turn_indices = TurnListField(required=False)
+    pinned_message_ids = _ListField(required=False)
+    plugin_options = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"})
     )
 
     config: gcengine.GCConfig
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for key, field in (*GC_FIELDS.items(), (SUMMARIZER.key, SUMMARIZER)):
+            control = self.fields[FORM_FIELD_OF_KEY.get(key, key)]
+            control.label, control.help_text = field.label.removesuffix(" %"), field.help
+        self.fields["plugin_options"].label = "Other plugin options"
+        self.fields[
+            "plugin_options"
+        ].help_text = "Other plugin_config keys, as a JSON object (kept as they are)."
 
     def clean_plugin_options(self) -> dict[str, Any]:
         text = self.cleaned_data["plugin_options"].strip()
@@ -360,35 +353,21 @@ class PolicyForm(forms.Form):
         return cleaned
 
     def gc_json(self) -> dict[str, Any]:
-        """The flat gc.json these fields say (before the engine has read it)."""
+        """The flat gc.json these fields say (before the engine has read it); an empty optional
+        field is left out, so the engine's default applies."""
         data = self.cleaned_data
+        config: dict[str, Any] = {}
+        for key, field in GC_FIELDS.items():
+            value = data.get(FORM_FIELD_OF_KEY.get(key, key))
+            if field.kind in ("turn_list", "id_list"):
+                value = value or []
+            elif value in (None, "") and not self.fields[FORM_FIELD_OF_KEY.get(key, key)].required:
+                continue
+            config[key] = value
         options = dict(data.get("plugin_options") or {})
         if data.get("summarizer"):
-            options["summarizer"] = data["summarizer"]
-        config: dict[str, Any] = {
-            "type": data["strategy"],
-            "threshold_percent": data["threshold_percent"],
-            "target_percent": data["target_percent"],
-            "pressure_percent": data["pressure_percent"],
-            "preserve_recent_turns": data["preserve_recent_turns"],
-            "max_turns": data.get("max_turns"),
-            "auto_trigger": data["auto_trigger"],
-            "check_before_send": data["check_before_send"],
-            "notify_on_gc": data["notify_on_gc"],
-            "pinned_turn_indices": data.get("pinned_turn_indices") or [],
-            "pinned_message_ids": data.get("pinned_message_ids") or [],
-            "plugin_config": options,
-        }
-        optional = (
-            "notification_template",
-            "noop_notification_template",
-            "summarize_middle_turns",
-            "max_summary_tokens",
-            "agent_name",
-        )
-        for key in optional:
-            if data.get(key) not in (None, ""):
-                config[key] = data[key]
+            options[SUMMARIZER.key] = data["summarizer"]
+        config["plugin_config"] = options
         return config
 
 

@@ -16,12 +16,10 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from gcengine.gc import PluginError
 from jaato_web.dashboard import (
     dry_runs,
     presenters,
@@ -102,6 +100,7 @@ class PolicyRow:
 @requires(Action.VIEW)
 def policy_list(request: HttpRequest) -> HttpResponse:
     project = _project(request)
+    archived = request.GET.get("archived") == "1"
     rows = [
         PolicyRow(
             policy=version.policy,
@@ -109,12 +108,17 @@ def policy_list(request: HttpRequest) -> HttpResponse:
             summary=presenters.policy_summary(version.config),
             is_default=project.default_policy_id == version.policy_id,
         )
-        for version in selectors.policy_latest_versions(project=project)
+        for version in selectors.policy_latest_versions(project=project, archived=archived)
     ]
     return render(
         request,
         "policies/list.html",
-        {"rows": rows, "project": project, "on_upload": project.run_default_policy_on_upload},
+        {
+            "rows": rows,
+            "project": project,
+            "on_upload": project.run_default_policy_on_upload,
+            "archived": archived,
+        },
     )
 
 
@@ -480,62 +484,6 @@ def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpRes
     return redirect("policy_versions", policy_id=policy.pk)
 
 
-# --- Pins ----------------------------------------------------------------------------------
-
-
-def pin_toggle_context(*, project: Project, policy_id: int | None = None) -> dict[str, Any]:
-    """What ``policies/pin_toggle.html#pin-toggle`` needs besides ``session`` and
-    ``turn_index``: the policy pins go to and the turns it pins. Computed once per page."""
-    policy = selectors.pin_policy(project=project, policy_id=policy_id)
-    turns, _ = selectors.policy_pins(policy=policy)
-    return {"pin_policy": policy, "pinned_turns": turns}
-
-
-@require_POST
-@vary_on_headers("HX-Request")
-@requires(Action.PIN)
-def policy_pin_toggle(request: HttpRequest) -> HttpResponse:
-    """Pin or unpin one turn of a session in a policy (the project's default unless one is
-    chosen); each change is a new version of that policy."""
-    session_id, turn_index = _int(request.POST.get("session")), _int(request.POST.get("turn"))
-    if session_id is None or turn_index is None:
-        return HttpResponseBadRequest("give session and turn")
-    session = _access(request).session(session_id)
-    project = session.project
-    context = pin_toggle_context(project=project, policy_id=_int(request.POST.get("policy")))
-    policy: Policy | None = context["pin_policy"]
-    error = version = None
-    if policy is None:
-        error = "Mark a policy as the default (or choose one) to pin turns."
-    else:
-        try:
-            version, pinned = services.policy_pin(
-                policy=policy, turn_index=turn_index, session=session, actor=request.user
-            )
-        except services.PinError as problem:
-            error = problem.reason
-        else:
-            turns = set(context["pinned_turns"])
-            context["pinned_turns"] = turns | {turn_index} if pinned else turns - {turn_index}
-    next_url = request.POST.get("next", "")
-    if not _is_htmx(request):
-        if error:
-            messages.error(request, error)
-        elif version is not None:
-            messages.success(request, f"{version.message} in {policy}: version {version.number}.")
-        if url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
-            return redirect(next_url)
-        return redirect("policy_list")
-    context |= {
-        "session": session,
-        "turn_index": turn_index,
-        "pin_error": error,
-        "pin_version": version,
-        "pin_next": next_url,
-    }
-    return render(request, "policies/pin_toggle.html#pin-toggle", context)
-
-
 # --- Compare two policies on a session -------------------------------------------------------
 
 
@@ -605,7 +553,7 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
         else:
             try:
                 runs = services.policy_apply(version=version, sessions=chosen, actor=request.user)
-            except (gcengine.GCEngineError, PluginError) as problem:
+            except gcengine.GCEngineError as problem:
                 error = str(problem)
             else:
                 url = reverse("policy_runs")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from jaato_web.dashboard import presenters, selectors, services
-from jaato_web.dashboard.models import AgentSession, Project
+from jaato_web.dashboard.models import AgentSession, PolicyVersion, Project
 from jaato_web.http import (
     PageRequest,
     htmx_target,
@@ -50,7 +52,8 @@ def session_list(request: PageRequest) -> HttpResponse:
     sort = request.GET.get("sort", "newest")
     if sort not in SORT_LABELS:
         sort = "newest"
-    sessions = selectors.session_list(project=project, search=search, sort=sort)
+    archived = request.GET.get("archived") == "1"
+    sessions = selectors.session_list(project=project, search=search, sort=sort, archived=archived)
     page = selectors.page_of(sessions, request.GET.get("page"), selectors.SESSIONS_PER_PAGE)
     context = {
         "page": page,
@@ -59,6 +62,7 @@ def session_list(request: PageRequest) -> HttpResponse:
         "sort": sort,
         "sorts": SORT_LABELS,
         "project": project,
+        "archived": archived,
     }
     template = "sessions/list.html#session-table" if request.htmx else "sessions/list.html"
     return render(request, template, context)
@@ -169,28 +173,116 @@ def _session_page(
         or forms.RunForm(initial=initial, versions=versions, plugins=services.plugin_names()),
         "replay_form": replay_form or forms.ReplayForm(initial=initial, versions=versions),
         "replay": selectors.replay_shown(session=session, replay_id=request.GET.get("replay")),
-        **_history(project, session, request.GET),
+        **_history(project, session, request.GET, versions),
         **_runs(session, request.GET),
     }
     return render(request, "sessions/detail.html", context, status=status)
 
 
-def _history(project: Project, session: AgentSession, query: QueryDict) -> dict[str, Any]:
+def _history(
+    project: Project,
+    session: AgentSession,
+    query: QueryDict,
+    versions: list[PolicyVersion] | None = None,
+) -> dict[str, Any]:
+    """The history's page of turns, with what pins them. ``versions`` are the project's
+    policies when the caller has them already (for the "pin in a policy" choice)."""
     page = selectors.session_turn_page(session=session, number=query.get("turns"))
-    pin_policy = selectors.pin_policy(project=project)
-    pinned_turns, pinned_ids = selectors.policy_pins(policy=pin_policy)
+    here = services.session_pins(session=session)
+    default_policy = selectors.pin_policy(project=project)
+    by_policy = selectors.policy_pins(policy=default_policy)
     return {
         "turn_pager": presenters.pager(page, "turns"),
-        "turns": presenters.turn_views(page, pinned_turns, pinned_ids),
-        "default_policy_pins": bool(pinned_turns or pinned_ids),
-        # What the per-turn pin toggle (policies/pin_toggle.html) needs.
-        "pin_policy": pin_policy,
-        "pinned_turns": pinned_turns,
+        "turns": presenters.turn_views(page, session_pins=here, policy_pins=by_policy),
+        "session_pins": presenters.pin_summary(*here),
+        "default_policy": default_policy,
+        "default_policy_pins": presenters.pin_summary(*by_policy),
+        "pin_policy_choices": (
+            selectors.policy_latest_versions(project=project) if versions is None else versions
+        ),
     }
 
 
+@require_POST
+@vary_on_headers("HX-Request")
+@requires(Action.PIN)
+def session_pin(request: PageRequest, session_id: int) -> HttpResponse:
+    """Pin or unpin one turn of this session only (``turn``), or one message (``message``);
+    with htmx the answer is the turn's pin toggle."""
+    session = request.access.session(session_id)
+    turn_index = query_id(request.POST.get("turn"))
+    message_id = request.POST.get("message") or None
+    error = ""
+    pinned = False
+    try:
+        pinned = services.session_pin(
+            session=session,
+            turn_index=turn_index,
+            message_id=message_id if turn_index is None else None,
+            actor=request.user,
+        )
+    except services.PinError as problem:
+        error = problem.reason
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        else:
+            what = f"turn {turn_index}" if turn_index is not None else f"message {message_id}"
+            state = "pinned in this session" if pinned else "no longer pinned in this session"
+            messages.success(request, f"{what.capitalize()} is {state}.")
+        return redirect(_back_to(request, session))
+    context = {
+        "session": session,
+        "turn_index": turn_index,
+        "pinned_here": pinned,
+        "pin_error": error,
+    }
+    return render(request, "sessions/detail.html#pin-toggle", context)
+
+
+@require_POST
+@requires(Action.PIN)
+def session_pins_to_policy(request: PageRequest, session_id: int) -> HttpResponse:
+    """Add this session's pins to a policy, for every session it runs on, as one version."""
+    session = request.access.session(session_id)
+    policy = request.access.policy(query_id(request.POST.get("policy")) or 0)
+    turns, ids = services.session_pins(session=session)
+    try:
+        version = services.policy_pins_change(
+            policy=policy,
+            change=services.PinChange(pin_turns=tuple(sorted(turns)), pin_messages=tuple(ids)),
+            message=request.POST.get("message", ""),
+            session=session,
+            actor=request.user,
+        )
+    except services.PinError as problem:
+        messages.error(request, problem.reason)
+    else:
+        messages.success(
+            request,
+            f"{policy.name} version {version.number}: {version.message}. "
+            "These pins now apply to every session the policy runs on.",
+        )
+    return redirect(_back_to(request, session))
+
+
+def _back_to(request: PageRequest, session: AgentSession) -> str:
+    """Where a form on the session page returns: the page it came from, on this site."""
+    url = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(url, {request.get_host()}):
+        return url
+    return reverse("session_detail", args=[session.pk])
+
+
 def _runs(session: AgentSession, query: QueryDict) -> dict[str, Any]:
+    archived = query.get("archived_runs") == "1"
     page = selectors.page_of(
-        selectors.run_list(session=session), query.get("runs"), selectors.RUNS_PER_PAGE
+        selectors.run_list(session=session, archived=archived),
+        query.get("runs"),
+        selectors.RUNS_PER_PAGE,
     )
-    return {"run_page": page, "run_pager": presenters.pager(page, "runs")}
+    return {
+        "run_page": page,
+        "run_pager": presenters.pager(page, "runs"),
+        "archived_runs": archived,
+    }

@@ -6,7 +6,17 @@ what a comment or verdict is about. Policy versions are named by their policy an
 
 from django.urls import URLPattern, path
 
-from jaato_web.pages import policies, replays, review, runs, sessions, teams, trees, uploads
+from jaato_web.pages import (
+    archive,
+    policies,
+    replays,
+    review,
+    runs,
+    sessions,
+    teams,
+    trees,
+    uploads,
+)
 
 urlpatterns: list[URLPattern] = [
     path("", sessions.home, name="home"),
@@ -17,6 +27,14 @@ urlpatterns: list[URLPattern] = [
     path("sessions/<int:session_id>/tree/", trees.session_tree, name="session_tree"),
     path("sessions/<int:session_id>/runs/", sessions.run_create, name="run_create"),
     path("sessions/<int:session_id>/replays/", sessions.replay_create, name="replay_create"),
+    path("sessions/<int:session_id>/pins/", sessions.session_pin, name="session_pin"),
+    path(
+        "sessions/<int:session_id>/pins/policy/",
+        sessions.session_pins_to_policy,
+        name="session_pins_to_policy",
+    ),
+    path("sessions/<int:session_id>/archive/", archive.session_archive, name="session_archive"),
+    path("sessions/<int:session_id>/delete/", archive.session_delete, name="session_delete"),
     path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
     path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
     # Runs
@@ -24,6 +42,8 @@ urlpatterns: list[URLPattern] = [
     path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
     path("runs/<int:run_id>/tree/", trees.run_tree, name="run_tree"),
     path("runs/<int:run_id>/removals/<int:seq>/", runs.run_removal, name="run_removal"),
+    path("runs/<int:run_id>/archive/", archive.run_archive, name="run_archive"),
+    path("runs/<int:run_id>/delete/", archive.run_delete, name="run_delete"),
     path(
         "runs/<int:run_id>/export/session.gc.json",
         runs.run_export_session,
@@ -47,11 +67,12 @@ urlpatterns: list[URLPattern] = [
     path("policies/preview/chart/", policies.policy_preview_chart, name="policy_preview_chart"),
     path("policies/chart/", policies.policy_version_chart, name="policy_version_chart"),
     path("policies/compare/", policies.policy_compare, name="policy_compare"),
-    path("policies/pins/toggle/", policies.policy_pin_toggle, name="policy_pin_toggle"),
     path("policies/runs/", policies.policy_runs, name="policy_runs"),
     path("policies/<int:policy_id>/edit/", policies.policy_edit, name="policy_edit"),
     path("policies/<int:policy_id>/default/", policies.policy_default, name="policy_default"),
     path("policies/<int:policy_id>/apply/", policies.policy_apply, name="policy_apply"),
+    path("policies/<int:policy_id>/archive/", archive.policy_archive, name="policy_archive"),
+    path("policies/<int:policy_id>/delete/", archive.policy_delete, name="policy_delete"),
     path("policies/<int:policy_id>/versions/", policies.policy_versions, name="policy_versions"),
     path(
         "policies/<int:policy_id>/versions/compare/",

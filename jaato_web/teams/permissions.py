@@ -34,6 +34,7 @@ class Action(StrEnum):
     RUN = "run"
     PIN = "pin"
     EDIT_POLICY = "edit_policy"
+    DELETE = "delete"
     MANAGE_MEMBERS = "manage_members"
 
 
@@ -46,6 +47,7 @@ PERMISSIONS: Final[dict[Action, Role]] = {
     Action.RUN: Role.EDITOR,
     Action.PIN: Role.EDITOR,
     Action.EDIT_POLICY: Role.EDITOR,
+    Action.DELETE: Role.EDITOR,
     Action.MANAGE_MEMBERS: Role.ADMIN,
 }
 
@@ -56,8 +58,9 @@ ACTION_LABELS: Final[dict[Action, str]] = {
     Action.REVIEW: "approve or request changes on runs and policy versions",
     Action.UPLOAD: "upload sessions",
     Action.RUN: "start GC runs, replays and bulk applies",
-    Action.PIN: "pin and unpin turns",
+    Action.PIN: "pin and unpin turns and messages, in a session or in a policy",
     Action.EDIT_POLICY: "create, import, edit, restore and set the default policy",
+    Action.DELETE: "archive, restore from the archive and delete sessions, runs and policies",
     Action.MANAGE_MEMBERS: "add and remove members and change their roles",
 }
 

@@ -102,6 +102,31 @@ def test_every_import_respects_the_layers() -> None:
     assert not problems, "\n".join(problems)
 
 
+def _engine_modules(path: Path) -> set[str]:
+    """The engine modules a file imports (``from gcengine.gc import x`` names ``gcengine.gc``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names if a.name.split(".")[0] == "gcengine")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gcengine":
+            modules.add(node.module or "")
+    return modules
+
+
+def test_the_shell_uses_the_engine_through_its_front_door() -> None:
+    """``import gcengine`` only: what the shell needs is exported from ``gcengine/__init__``
+    (``tests/engine/test_front_door.py`` checks every name is), so the engine can rearrange
+    its modules without breaking the dashboard."""
+    deep = [
+        f"{_module_name(path)} imports {module}"
+        for path in _shell_modules()
+        for module in sorted(_engine_modules(path))
+        if module != "gcengine"
+    ]
+    assert not deep, "\n".join(deep)
+
+
 def test_every_allowed_exception_is_still_needed() -> None:
     """An exception that nothing uses any more is removed, so the list stays true."""
     used = {

@@ -61,7 +61,7 @@ def test_session_page_offers_a_viewer_no_run_replay_or_pin(
     url = reverse("session_detail", args=[stored_session.pk])
     run_url = reverse("run_create", args=[stored_session.pk])
     replay_url = reverse("replay_create", args=[stored_session.pk])
-    pin_url = reverse("policy_pin_toggle")
+    pin_url = reverse("session_pin", args=[stored_session.pk])
 
     edits = html_of(editor, url)
     reads = html_of(viewer, url)

@@ -228,9 +228,10 @@ def test_pinned_badge_follows_the_default_policy(
     html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     text = html.decode()
-    assert text.count("pinned by the default policy") == 1
+    assert text.count(">pinned by Pins<") == 1
     turn_2 = text.index("Turn 2</h3>")
-    assert "pinned by the default policy" in text[turn_2 : turn_2 + 700]
+    assert ">pinned by Pins<" in text[turn_2 : turn_2 + 900]
+    assert "The default policy, Pins, pins turn 2 in every session it runs on." in text
 
 
 def test_message_content_is_escaped(client: Client, project: Project) -> None:

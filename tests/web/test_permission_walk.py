@@ -323,7 +323,8 @@ QUERIES: dict[str, Query] = {
 
 # Form fields for page posts that name objects outside the URL.
 FORMS: dict[str, Callable[[Ids], dict[str, Any]]] = {
-    "policy_pin_toggle": lambda i: {"session": i["session_id"], "turn": i["turn_index"]},
+    "session_pin": lambda i: {"turn": i["turn_index"]},
+    "session_pins_to_policy": lambda i: {"policy": i["policy_id"]},
     "policy_preview": lambda i: {"session": i["session_id"]},
     "policy_preview_chart": lambda i: {"session": i["session_id"]},
     "policy_default": lambda i: {"default": "on"},
@@ -341,7 +342,11 @@ BODIES: dict[str, Callable[[Ids], dict[str, Any]]] = {
     "api:create_policy": lambda i: {"name": "Walked policy", "config": TIGHT_BUDGET},
     "api:save_policy": lambda i: {"config": TIGHT_BUDGET, "base_version": 2},
     "api:restore_version": lambda i: {},
-    "api:pin": lambda i: {"turn_index": i["turn_index"], "session_id": i["session_id"]},
+    "api:pin": lambda i: {"pin_turn_indices": [i["turn_index"]], "session_id": i["session_id"]},
+    "api:pin_in_session": lambda i: {"turn_index": i["turn_index"]},
+    "api:archive_session": lambda i: {},
+    "api:archive_run": lambda i: {},
+    "api:archive_policy": lambda i: {},
     "api:preview": lambda i: {"session_id": i["session_id"], "policy_version_id": i["version_id"]},
     "api:compare": lambda i: {
         "session_id": i["session_id"],

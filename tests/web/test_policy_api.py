@@ -147,13 +147,13 @@ def test_default_is_set_and_unset(client: Client, project, policy):
 def test_pin_and_unpin_make_versions(client: Client, policy, agent_session):
     url = f"/api/policies/{policy.pk}/pins"
 
-    pinned = post(client, url, {"turn_index": 4, "session_id": agent_session.pk}).json()
-    unpinned = post(client, url, {"turn_index": 4, "pinned": False}).json()
-    missing = post(client, url, {"turn_index": 400, "session_id": agent_session.pk})
+    pinned = post(client, url, {"pin_turn_indices": [4], "session_id": agent_session.pk}).json()
+    unpinned = post(client, url, {"unpin_turn_indices": [4]}).json()
+    missing = post(client, url, {"pin_turn_indices": [400], "session_id": agent_session.pk})
 
-    assert pinned["pinned"] is True
+    assert pinned["pinned_turn_indices"] == [4]
     assert pinned["version"]["message"] == "pinned turn 4"
-    assert unpinned["pinned"] is False
+    assert unpinned["pinned_turn_indices"] == []
     assert unpinned["version"]["number"] == 3
     assert missing.status_code == 400
     assert missing.json()["key"] == "turn_index"

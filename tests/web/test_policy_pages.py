@@ -11,10 +11,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 import gcengine
 from jaato_web.dashboard import services
-from jaato_web.dashboard.models import GCRun, JobStatus, Policy, PolicyVersion
+from jaato_web.dashboard.models import GCRun, JobStatus, Policy
 from jaato_web.pages.forms import form_values
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member, signed_in_client
@@ -88,7 +89,7 @@ def test_list_costs_the_same_queries_however_many_policies_and_versions(
         client.get(url)
     for n in range(3):
         other = services.policy_create(project=project, name=f"p{n}", config=TRUNCATE_POLICY)
-        services.policy_pin(policy=other, turn_index=n)
+        services.policy_pins_change(policy=other, change=services.PinChange(pin_turns=(n,)))
 
     with django_assert_num_queries(len(one.captured_queries)):
         html = client.get(url).content.decode()
@@ -137,11 +138,12 @@ def test_editor_shows_only_options_and_rules_the_page_needs(client: Client, poli
     assert 'data-percent-slider="threshold_percent"' in html
     assert 'data-percent-number="threshold_percent"' in html
     assert 'id="preview"' in html
-    assert (
-        "Pressure 0 means continuous mode: GC runs whenever usage passes the target, "
-        "and preservable content is never removed."
-    ) in html
-    assert "must be below the threshold" in html
+    # Every control's label and help are the engine's table of gc.json keys (plugin_config is
+    # edited as two controls: the summarizer, and the other options as JSON).
+    edited = [f for f in gcengine.GC_JSON_FIELDS if f.key != "plugin_config"]
+    for field in (*edited, *gcengine.PLUGIN_CONFIG_FIELDS):
+        assert escape(field.help) in html, field.key
+        assert escape(field.label.removesuffix(" %")) in html, field.key
     assert 'data-applies="gc_hybrid"' in html  # summarize_middle_turns, hidden unless hybrid
     assert 'name="base_version" value="1"' in html
     assert "<script" not in html.split("</head>")[1]  # no inline script under the CSP
@@ -387,7 +389,7 @@ def test_long_histories_are_paged(client: Client, policy, monkeypatch):
 
     monkeypatch.setattr(policy_pages, "VERSIONS_PER_PAGE", 2)
     for turn in range(4):
-        services.policy_pin(policy=policy, turn_index=turn)
+        services.policy_pins_change(policy=policy, change=services.PinChange(pin_turns=(turn,)))
     url = reverse("policy_versions", args=[policy.pk])
 
     first = client.get(url).content.decode()
@@ -496,13 +498,11 @@ def test_preview_without_sessions_says_so(client: Client, project):
 
 def toggle(client: Client, session, turn: int, **extra: Any):
     return client.post(
-        reverse("policy_pin_toggle"),
-        {"session": session.pk, "turn": turn, **extra},
-        headers=HTMX,
+        reverse("session_pin", args=[session.pk]), {"turn": turn, **extra}, headers=HTMX
     )
 
 
-def test_pin_toggle_acts_on_the_default_policy_and_versions_it(
+def test_pin_toggle_pins_in_the_session_and_writes_no_policy_version(
     client: Client, project, policy, agent_session
 ):
     services.project_set_default_policy(project=project, policy=policy)
@@ -511,81 +511,61 @@ def test_pin_toggle_acts_on_the_default_policy_and_versions_it(
     unpinned = toggle(client, agent_session, 5).content.decode()
 
     assert 'aria-pressed="true"' in pinned
-    assert 'data-pinned="true"' in pinned
+    assert "Pinned in this session" in pinned
     assert "<html" not in pinned
     assert 'aria-pressed="false"' in unpinned
-    messages = list(policy.versions.order_by("number").values_list("message", flat=True))
-    assert messages == ["created", "pinned turn 5", "unpinned turn 5"]
-
-
-def test_pin_toggle_on_a_chosen_policy(client: Client, project, policy, agent_session):
-    other = services.policy_create(project=project, name="other", config=TRUNCATE_POLICY)
-
-    toggle(client, agent_session, 2, policy=other.pk)
-
-    assert other.versions.order_by("-number").first().config["pinned_turn_indices"] == [2]
     assert policy.versions.count() == 1
+    assert services.session_pins(session=agent_session) == (set(), set())
 
 
-def test_pin_toggle_without_a_default_policy_explains(client: Client, agent_session):
-    html = toggle(client, agent_session, 2).content.decode()
+def test_pin_toggle_of_a_missing_turn_says_so(client: Client, agent_session):
+    html = toggle(client, agent_session, 999).content.decode()
 
-    assert "Mark a policy as the default" in html
-    assert not PolicyVersion.objects.exists()
+    assert "has no turn 999" in html
+    assert not agent_session.pins.exists()
 
 
-def test_pin_toggle_without_javascript_redirects_back(
-    client: Client, project, policy, agent_session
-):
-    services.project_set_default_policy(project=project, policy=policy)
+def test_pin_toggle_without_javascript_redirects_back_with_a_message(client: Client, agent_session):
+    page = reverse("session_detail", args=[agent_session.pk])
 
     answer = client.post(
-        reverse("policy_pin_toggle"),
-        {"session": agent_session.pk, "turn": 3, "next": "/policies/"},
+        reverse("session_pin", args=[agent_session.pk]),
+        {"turn": 3, "next": f"{page}?turns=1"},
+        follow=True,
     )
 
-    assert answer.status_code == 302
-    assert answer["Location"] == "/policies/"
+    assert answer.redirect_chain[-1][0] == f"{page}?turns=1"
+    assert "Turn 3 is pinned in this session." in answer.content.decode()
 
 
-def test_pinned_turn_leaves_the_preview_of_the_pinned_policy(
+def test_pinned_turn_leaves_the_preview_of_that_session(
     client: Client, project, policy, agent_session
 ):
-    services.project_set_default_policy(project=project, policy=policy)
     first = ledger_turns(preview(client, agent_session, TRUNCATE_POLICY))[0]
 
     toggle(client, agent_session, first)
 
-    stored = policy.versions.order_by("-number").first().config
-    assert first not in ledger_turns(preview(client, agent_session, stored))
-    editor = client.get(edit_url(policy)).content.decode()
-    assert f'data-pin-value="{first}"' in editor
+    html = preview(client, agent_session, TRUNCATE_POLICY)
+    assert first not in ledger_turns(html)
+    assert "It keeps what is pinned in this session" in html
 
 
-def test_pin_toggle_fragment_renders_for_a_history_page(rf, project, policy, agent_session):
-    from django.template.loader import render_to_string
+def test_session_pins_go_into_a_policy_as_one_version(
+    client: Client, project, policy, agent_session
+):
+    toggle(client, agent_session, 2)
+    toggle(client, agent_session, 4)
 
-    from jaato_web.pages.policies import pin_toggle_context
-
-    services.project_set_default_policy(project=project, policy=policy)
-    services.policy_pin(policy=policy, turn_index=4)
-    context = {
-        "session": agent_session,
-        "request": rf.get("/sessions/1/"),
-        "can": {"pin": True},
-        **pin_toggle_context(project=project),
-    }
-
-    pinned = render_to_string("policies/pin_toggle.html#pin-toggle", {**context, "turn_index": 4})
-    free = render_to_string("policies/pin_toggle.html#pin-toggle", {**context, "turn_index": 6})
-    summary = render_to_string(
-        "policies/pin_toggle.html#pin-toggle", {**context, "turn_index": None}
+    answer = client.post(
+        reverse("session_pins_to_policy", args=[agent_session.pk]),
+        {"policy": policy.pk, "message": "the task and its clarification"},
+        follow=True,
     )
 
-    assert 'aria-pressed="true"' in pinned
-    assert 'aria-pressed="false"' in free
-    assert 'value="/sessions/1/"' in free
-    assert summary.strip() == ""
+    newest = policy.versions.order_by("-number").first()
+    assert (newest.number, newest.message) == (2, "the task and its clarification")
+    assert newest.config["pinned_turn_indices"] == [2, 4]
+    assert "apply to every session the policy runs on" in answer.content.decode()
 
 
 # --- Compare and apply -----------------------------------------------------------------------
@@ -660,9 +640,6 @@ def test_apply_needs_a_session(client: Client, policy):
 
 
 def test_the_session_history_has_a_pin_toggle_per_turn(client: Client, project, stored_session):
-    policy = services.policy_create(project=project, name="Pins", config={"type": "gc_budget"})
-    services.project_set_default_policy(project=project, policy=policy)
-
     html = client.get(reverse("session_detail", args=[stored_session.pk])).content
     text = html.decode()
 

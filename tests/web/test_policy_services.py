@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import gcengine
@@ -89,50 +91,59 @@ def test_pasted_text_is_never_read_as_a_server_path(project, tmp_path):
         services.policy_import(project=project, name="p", data=str(secret))
 
 
-def test_pin_toggle_stores_a_version_each_way(policy, agent_session):
-    version, pinned = services.policy_pin(policy=policy, turn_index=3, session=agent_session)
-    again, unpinned = services.policy_pin(policy=policy, turn_index=3, session=agent_session)
+def pins(**change: tuple[Any, ...]) -> services.PinChange:
+    return services.PinChange(**change)
 
-    assert pinned is True
+
+def test_pin_changes_store_a_version_each_way(policy, agent_session):
+    version = services.policy_pins_change(
+        policy=policy, change=pins(pin_turns=(3,)), session=agent_session
+    )
+    again = services.policy_pins_change(
+        policy=policy, change=pins(unpin_turns=(3,)), session=agent_session
+    )
+
     assert version.number == 2
     assert version.message == "pinned turn 3"
     assert version.config["pinned_turn_indices"] == [3]
-    assert unpinned is False
     assert again.number == 3
     assert again.message == "unpinned turn 3"
     assert again.config["pinned_turn_indices"] == []
 
 
 def test_pinning_what_is_already_pinned_stores_nothing(policy):
-    services.policy_pin(policy=policy, turn_index=4, pinned=True)
+    services.policy_pins_change(policy=policy, change=pins(pin_turns=(4,)))
 
-    version, pinned = services.policy_pin(policy=policy, turn_index=4, pinned=True)
+    version = services.policy_pins_change(policy=policy, change=pins(pin_turns=(4,)))
 
-    assert pinned is True
     assert version.number == 2
     assert policy.versions.count() == 2
 
 
 def test_pin_of_a_turn_the_session_lacks_is_refused(policy, agent_session):
     with pytest.raises(services.PinError) as caught:
-        services.policy_pin(policy=policy, turn_index=999, session=agent_session)
+        services.policy_pins_change(
+            policy=policy, change=pins(pin_turns=(2, 999)), session=agent_session
+        )
 
     assert caught.value.key == "turn_index"
+    assert "has no turn 999" in caught.value.reason
     assert policy.versions.count() == 1
 
 
 def test_message_pins_are_checked_against_the_session(policy, agent_session):
     message_id = selectors.session_turns(session=agent_session)[2].messages[0]["id"]
 
-    version, pinned = services.policy_pin(
-        policy=policy, message_id=message_id, session=agent_session
+    version = services.policy_pins_change(
+        policy=policy, change=pins(pin_messages=(message_id,)), session=agent_session
     )
 
-    assert pinned is True
     assert version.config["pinned_message_ids"] == [message_id]
     assert version.message == f"pinned message {message_id}"
     with pytest.raises(services.PinError):
-        services.policy_pin(policy=policy, message_id="no-such-id", session=agent_session)
+        services.policy_pins_change(
+            policy=policy, change=pins(pin_messages=("no-such-id",)), session=agent_session
+        )
 
 
 def test_bulk_apply_queues_one_run_per_session(project, policy, django_capture_on_commit_callbacks):

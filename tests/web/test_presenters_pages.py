@@ -135,11 +135,13 @@ def test_turn_views_pin_by_turn_index_or_message_id() -> None:
             messages=[message],
         )
 
-    views = presenters.turn_views(
-        [turn(0, 0, "a"), turn(1, 1, "b"), turn(2, 2, "c")], pinned_turns=[1], pinned_ids=["c"]
-    )
+    turns = [turn(0, 0, "a"), turn(1, 1, "b"), turn(2, 2, "c"), turn(3, 3, "d")]
 
-    assert [v.pinned for v in views] == [False, True, True]
+    views = presenters.turn_views(turns, session_pins=([1], []), policy_pins=([3], ["c"]))
+
+    assert [v.pinned for v in views] == [False, True, True, True]
+    assert [v.pinned_here for v in views] == [False, True, False, False]
+    assert [v.pinned_by_policy for v in views] == [False, False, True, True]
 
 
 def test_drift_view_without_recorded_figures() -> None:

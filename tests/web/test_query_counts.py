@@ -27,8 +27,8 @@ pytestmark = pytest.mark.django_db
 # header's project switcher one more.
 ACCESS_QUERIES = 4
 # Session page: session with its project, policy versions, top of the tree, replay, a page of
-# turns, the policy pins go to and its pins, runs count and page.
-SESSION_PAGE_QUERIES = ACCESS_QUERIES + 9
+# turns, the session's own pins, the default policy and its pins, runs count and page.
+SESSION_PAGE_QUERIES = ACCESS_QUERIES + 10
 # Run page: run with session and policy, both tree tops, summaries, ledger count and page, a
 # page of turns with its removals and inserted summaries; the review panel's verdicts and
 # comment count (its threads and replies add two more once there are comments).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import runpy
 import signal
 import threading
@@ -17,6 +18,7 @@ from django_tasks_db.models import DBTaskResult
 from pytest_django.fixtures import Settings
 
 from jaato_web import settings as project_settings
+from jaato_web.dashboard import tasks
 
 SETTINGS_FILE = Path(project_settings.__file__)
 DATABASE_TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
@@ -126,3 +128,33 @@ def test_worker_skips_a_task_another_worker_has_locked() -> None:
 
     assert free.status == TaskResultStatus.SUCCESSFUL
     assert held.status == TaskResultStatus.READY
+
+
+def test_a_task_in_a_web_request_leaves_the_cycle_collector_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+    monkeypatch.setattr(
+        "jaato_web.dashboard.services.replay_execute", lambda **_: seen.append(gc.isenabled())
+    )
+
+    tasks.execute_replay.call(0)
+
+    assert seen == [True]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("database_tasks")
+def test_a_worker_pauses_the_cycle_collector_during_engine_work_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+    monkeypatch.setattr(
+        "jaato_web.dashboard.services.replay_execute", lambda **_: seen.append(gc.isenabled())
+    )
+
+    tasks.execute_replay.enqueue(0)
+    run_worker_batch()
+
+    assert seen == [False]
+    assert gc.isenabled()

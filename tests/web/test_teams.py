@@ -331,10 +331,7 @@ def test_changes_are_audited_with_who_what_and_a_link(
             {"policy_version": policy.versions.get().pk},
         )
     client.post(reverse("policy_default", args=[policy.pk]), {"default": "on"})
-    client.post(
-        reverse("policy_pin_toggle"),
-        {"session": session.pk, "turn": 1, "policy": policy.pk},
-    )
+    client.post(reverse("session_pin", args=[session.pk]), {"turn": 1})
 
     events = list(AuditEvent.objects.order_by("pk"))
     assert upload.status_code == 200

@@ -117,7 +117,7 @@ def test_edits_forged_from_a_viewers_browser_are_refused(
 
     run_page = forge(page, f"/sessions/{session.pk}/runs/", f"policy_version={version.pk}")
     replay_page = forge(page, f"/sessions/{session.pk}/replays/", f"policy_version={version.pk}")
-    pin_page = forge(page, "/policies/pins/toggle/", f"session={session.pk}&turn=1")
+    pin_page = forge(page, f"/sessions/{session.pk}/pins/", "turn=1")
     run_api = forge(
         page,
         f"/api/sessions/{session.pk}/runs",
@@ -125,7 +125,7 @@ def test_edits_forged_from_a_viewers_browser_are_refused(
         "application/json",
     )
     pin_api = forge(
-        page, f"/api/policies/{policy.pk}/pins", '{"turn_index": 1}', "application/json"
+        page, f"/api/policies/{policy.pk}/pins", '{"pin_turn_indices": [1]}', "application/json"
     )
 
     for answer in (run_page, replay_page, pin_page, run_api, pin_api):

@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from gcengine.synthetic import SessionShape, generate_session_file
+import gcengine
 from jaato_web.dashboard import selectors, services
 from jaato_web.dashboard.models import JobStatus, Policy, Project
 from jaato_web.teams.models import Membership
@@ -23,7 +23,7 @@ DEMO_FILENAME = "demo-session.json"
 DEMO_USER = "demo"
 # About 470 turns at 84 % of a 200,000-token window: enough history for every strategy to
 # have a choice, small enough to load in a few seconds.
-DEMO_SHAPE = SessionShape(
+DEMO_SHAPE = gcengine.SessionShape(
     turns=470, user_chars=400, model_chars=600, tool_result_chars=1800, tool_every=3, seed=7
 )
 STARTER_POLICIES: dict[str, dict[str, Any]] = {
@@ -66,7 +66,7 @@ class Command(BaseCommand):
             services.project_set_default_policy(
                 project=project, policy=Policy.objects.get(project=project, name="Budget 80/60")
             )
-        data = json.dumps(generate_session_file(DEMO_SHAPE)).encode()
+        data = json.dumps(gcengine.generate_session_file(DEMO_SHAPE)).encode()
         receipt = services.session_upload(project=project, filename=DEMO_FILENAME, data=data)
         session = receipt.session
         if session is None:  # larger than the inline limit: read it now rather than wait
