@@ -50,3 +50,7 @@ class ConfigError(GCEngineError):
         self.key = key
         self.reason = message
         super().__init__(f"{key}: {message}" if key else message)
+
+
+class CompactionNotFoundError(GCEngineError):
+    """A compaction was asked for by an id the session does not hold."""
