@@ -9,9 +9,10 @@ from typing import Any
 from gcengine._fast import cyclic_gc_paused
 from gcengine._json import json_type
 from gcengine.errors import SessionFormatError
-from gcengine.formats import anthropic, jaato, openai
+from gcengine.formats import anthropic, claude_code, jaato, openai
 from gcengine.formats.common import (
     DEFAULT_LIMITS,
+    Archive,
     LoadLimits,
     ParsedSession,
     SessionSource,
@@ -31,6 +32,10 @@ _WHAT_WE_READ = (
 
 def detect_and_parse(data: Any) -> ParsedSession:
     """Pick the reader from the shape of the data; the first reader that claims it wins."""
+    if isinstance(data, Archive):
+        if len(data.members) == 1:
+            return detect_and_parse(next(iter(data.members.values())))
+        return claude_code.read_archive(data)
     if isinstance(data, Mapping):
         if jaato.looks_like_session_file(data):
             return jaato.read_session_file(data)
@@ -48,6 +53,8 @@ def detect_and_parse(data: Any) -> ParsedSession:
     if isinstance(data, list):
         if not data:
             raise SessionFormatError("the file holds an empty list: there is no conversation")
+        if claude_code.looks_like_claude_code(data):
+            return claude_code.read_transcript(data)
         if openai.looks_like_responses_items(data):
             return openai.read_responses_items(data)
         if anthropic.looks_like_anthropic(data):
