@@ -9,7 +9,7 @@ from typing import Any
 from gcengine._fast import cyclic_gc_paused
 from gcengine._json import json_type
 from gcengine.errors import SessionFormatError
-from gcengine.formats import anthropic, claude_code, jaato, openai
+from gcengine.formats import anthropic, claude_code, codex, jaato, openai
 from gcengine.formats.common import (
     DEFAULT_LIMITS,
     Archive,
@@ -55,6 +55,8 @@ def detect_and_parse(data: Any) -> ParsedSession:
             raise SessionFormatError("the file holds an empty list: there is no conversation")
         if claude_code.looks_like_claude_code(data):
             return claude_code.read_transcript(data)
+        if codex.looks_like_codex(data):
+            return codex.read_rollout(data)
         if openai.looks_like_responses_items(data):
             return openai.read_responses_items(data)
         if anthropic.looks_like_anthropic(data):
