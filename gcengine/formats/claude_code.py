@@ -36,11 +36,13 @@ from gcengine.formats.anthropic import read_blocks
 from gcengine.formats.common import (
     Archive,
     ParsedSession,
+    Replacement,
     record_step,
+    settle_replacements,
     stamp_turn_indices,
 )
 from gcengine.messages import Message, MessageKind, PartType, Role, derive_message_id
-from gcengine.session import ObservedCompaction, RecordedUsage, SourceFormat, Subagent
+from gcengine.session import RecordedUsage, SourceFormat, Subagent
 
 ROW_TYPES = frozenset(
     {
@@ -264,15 +266,13 @@ def _record_usage(
 
 def _parsed(reading: _Reading, agents: dict[str, _Thread]) -> ParsedSession:
     main = reading.main
-    stamp_turn_indices(main.messages)
-    history, compactions = _split_at_compactions(main)
-    if not history and not compactions:
+    if not main.messages:
         raise SessionFormatError(
             "the transcript has no user or assistant rows: there is no conversation"
         )
     parsed = ParsedSession(
         source_format=SourceFormat.CLAUDE_CODE,
-        history=history,
+        history=[],
         session_id=reading.session_id,
         model=main.model,
         description=reading.title,
@@ -280,9 +280,9 @@ def _parsed(reading: _Reading, agents: dict[str, _Thread]) -> ParsedSession:
         updated_at=reading.last_at,
         recorded_usage=main.usage,
         recorded_prompt_tokens=main.usage[-1].prompt_tokens if main.usage else None,
-        compactions=compactions,
         metadata={"claude_code": {"records": reading.records}} if reading.records else {},
     )
+    _split_at_compactions(parsed, main)
     for agent_id, thread in [*reading.sidechains.items(), *agents.items()]:
         stamp_turn_indices(thread.messages)
         parsed.subagents.append(
@@ -300,43 +300,35 @@ def _parsed(reading: _Reading, agents: dict[str, _Thread]) -> ParsedSession:
     return parsed
 
 
-def _split_at_compactions(thread: _Thread) -> tuple[list[Message], list[ObservedCompaction]]:
-    """The context after the last compaction, and each compaction with what it replaced.
+def _split_at_compactions(parsed: ParsedSession, thread: _Thread) -> None:
+    """The context after the last compaction becomes the history; each compaction keeps the
+    context it replaced.
 
-    A summary row with no boundary before it (as older versions wrote them) is a compaction
-    of its own, with nothing recorded but its summary.
+    A summary row with no boundary just before it (as older versions wrote them) is a
+    compaction of its own, with nothing recorded but its summary.
     """
     messages = thread.messages
     cuts: list[tuple[int, Mapping[str, Any] | None]] = list(thread.boundaries)
     marked = {position for position, _ in cuts}
     for position, message in enumerate(messages):
-        if message.kind is MessageKind.SUMMARY and not _follows_boundary(position, marked):
+        if message.kind is MessageKind.SUMMARY and not any(0 <= position - b <= 2 for b in marked):
             cuts.append((position, None))
     cuts.sort(key=lambda cut: cut[0])
-    compactions: list[ObservedCompaction] = []
+    replacements = []
     start = 0
     for position, row in cuts:
-        replaced = messages[start:position]
-        after = messages[position] if position < len(messages) else None
         summary = next(
             (m for m in messages[position : position + 3] if m.kind is MessageKind.SUMMARY), None
         )
-        compactions.append(_compaction(row, replaced, after, summary))
+        replacements.append(_replacement(row, messages[start:position], summary))
         start = position
-    return messages[start:], compactions
+    parsed.history = messages[start:]
+    settle_replacements(parsed, replacements)
 
 
-def _follows_boundary(position: int, boundaries: set[int]) -> bool:
-    """Whether a summary row is the first row after a boundary (or a row or two later)."""
-    return any(0 <= position - b <= 2 for b in boundaries)
-
-
-def _compaction(
-    row: Mapping[str, Any] | None,
-    replaced: list[Message],
-    after: Message | None,
-    summary: Message | None,
-) -> ObservedCompaction:
+def _replacement(
+    row: Mapping[str, Any] | None, replaced: list[Message], summary: Message | None
+) -> Replacement:
     meta = row.get("compactMetadata") if row is not None else None
     meta = meta if isinstance(meta, Mapping) else {}
 
@@ -352,21 +344,14 @@ def _compaction(
     else:
         assert summary is not None, "a compaction without a boundary is found by its summary"
         compaction_id = summary.message_id
-    timestamp = (row if row is not None else summary.metadata["source"] if summary else {}).get(
-        "timestamp"
-    )
-    return ObservedCompaction(
+    recorded = row if row is not None else summary.metadata["source"] if summary else {}
+    return Replacement(
         compaction_id=compaction_id,
-        source_format=SourceFormat.CLAUDE_CODE,
-        at=text_or_none(timestamp),
+        replaced=replaced,
+        at=text_or_none(recorded.get("timestamp")),
         trigger=text_or_none(meta.get("trigger")),
         tokens_before=tokens("preTokens", "pre_tokens"),
         tokens_after=tokens("postTokens", "post_tokens"),
         summary=summary.text if summary is not None and summary.text else None,
-        summary_message_id=summary.message_id if summary is not None else None,
-        before_turn=after.turn_index if after is not None else None,
-        before_message_id=after.message_id if after is not None else None,
-        replaced=replaced,
-        context_before=[message.message_id for message in replaced],
         metadata=dict(row) if row is not None else {},
     )

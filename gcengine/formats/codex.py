@@ -34,12 +34,16 @@ from gcengine._json import (
     text_or_none,
 )
 from gcengine.errors import JsonPath, SessionFormatError
-from gcengine.formats.common import ParsedSession, record_step, stamp_turn_indices
+from gcengine.formats.common import (
+    ParsedSession,
+    Replacement,
+    record_step,
+    settle_replacements,
+)
 from gcengine.formats.openai import read_responses_item
 from gcengine.messages import Message, MessageKind, Part, Role, derive_message_id
 from gcengine.session import (
     ContextLimitOrigin,
-    ObservedCompaction,
     RecordedUsage,
     SourceFormat,
     SystemInstruction,
@@ -250,32 +254,21 @@ def _marked_summary(message: Message, summary: str) -> Message:
 
 
 def _settle_compactions(reading: _Reading) -> None:
-    """Number the turns of every context in file order, then describe each compaction."""
-    parsed = reading.parsed
-    contexts = [c.replaced for c in reading.compacted] + [parsed.history]
-    everything = [message for context in contexts for message in context]
-    stamp_turn_indices(everything)
-    usage = parsed.recorded_usage
-    for number, compacted in enumerate(reading.compacted):
-        after = contexts[number + 1]
-        first = after[0] if after else None
-        before_usage = usage[compacted.usage_seen - 1] if compacted.usage_seen else None
-        after_usage = usage[compacted.usage_seen] if compacted.usage_seen < len(usage) else None
+    """The figures around each compaction are the calls on either side of it."""
+    usage = reading.parsed.recorded_usage
+    replacements = []
+    for compacted in reading.compacted:
+        seen = compacted.usage_seen
         summary = compacted.payload.get("message")
-        summary_message = next((m for m in after if m.kind is MessageKind.SUMMARY), None)
-        parsed.compactions.append(
-            ObservedCompaction(
+        replacements.append(
+            Replacement(
                 compaction_id=compacted.label,
-                source_format=SourceFormat.CODEX,
-                at=compacted.at,
-                tokens_before=before_usage.prompt_tokens if before_usage else None,
-                tokens_after=after_usage.prompt_tokens if after_usage else None,
-                summary=summary if isinstance(summary, str) and summary else None,
-                summary_message_id=summary_message.message_id if summary_message else None,
-                before_turn=first.turn_index if first is not None else None,
-                before_message_id=first.message_id if first is not None else None,
                 replaced=compacted.replaced,
-                context_before=[m.message_id for m in compacted.replaced],
+                at=compacted.at,
+                tokens_before=usage[seen - 1].prompt_tokens if seen else None,
+                tokens_after=usage[seen].prompt_tokens if seen < len(usage) else None,
+                summary=summary if isinstance(summary, str) and summary else None,
                 metadata=dict(compacted.payload),
             )
         )
+    settle_replacements(reading.parsed, replacements)

@@ -22,7 +22,7 @@ from gcengine._json import json_type, show, text_or_none
 from gcengine.budget import InstructionBudget
 from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
 from gcengine.errors import JsonPath, SessionFormatError
-from gcengine.messages import InlineData, Message, Part, split_into_turns
+from gcengine.messages import InlineData, Message, MessageKind, Part, split_into_turns
 from gcengine.session import (
     ContextLimitOrigin,
     InterruptedTurn,
@@ -415,3 +415,47 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
     )
     session.budget = rebuild_budget(session, counter)
     return session
+
+
+@dataclass
+class Replacement:
+    """A compaction that replaced the agent's whole context, as a reader found it; the turns
+    around it are numbered before it becomes an ``ObservedCompaction``."""
+
+    compaction_id: str
+    replaced: list[Message]
+    at: str | None = None
+    trigger: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    summary: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def settle_replacements(parsed: ParsedSession, replacements: list[Replacement]) -> None:
+    """Number the turns of every context in the order the agent held them (each replaced
+    context, then the history), then record each compaction before the context that followed
+    it, with the summary message there, if any, at its start."""
+    contexts = [r.replaced for r in replacements] + [parsed.history]
+    stamp_turn_indices([message for context in contexts for message in context])
+    for number, found in enumerate(replacements):
+        after = contexts[number + 1]
+        first = after[0] if after else None
+        summary = next((m for m in after[:3] if m.kind is MessageKind.SUMMARY), None)
+        parsed.compactions.append(
+            ObservedCompaction(
+                compaction_id=found.compaction_id,
+                source_format=parsed.source_format,
+                at=found.at,
+                trigger=found.trigger,
+                tokens_before=found.tokens_before,
+                tokens_after=found.tokens_after,
+                summary=found.summary,
+                summary_message_id=summary.message_id if summary is not None else None,
+                before_turn=first.turn_index if first is not None else None,
+                before_message_id=first.message_id if first is not None else None,
+                replaced=found.replaced,
+                context_before=[message.message_id for message in found.replaced],
+                metadata=found.metadata,
+            )
+        )
