@@ -9,7 +9,7 @@ from typing import Any
 from gcengine._fast import cyclic_gc_paused
 from gcengine._json import json_type
 from gcengine.errors import SessionFormatError
-from gcengine.formats import anthropic, claude_code, codex, jaato, openai
+from gcengine.formats import anthropic, claude_code, codex, jaato, langfuse, openai, otel
 from gcengine.formats.common import (
     DEFAULT_LIMITS,
     Archive,
@@ -37,6 +37,10 @@ def detect_and_parse(data: Any) -> ParsedSession:
             return detect_and_parse(next(iter(data.members.values())))
         return claude_code.read_archive(data)
     if isinstance(data, Mapping):
+        if otel.looks_like_otel(data):
+            return otel.read_spans(data)
+        if langfuse.looks_like_langfuse(data):
+            return langfuse.read_export(data)
         if jaato.looks_like_session_file(data):
             return jaato.read_session_file(data)
         if jaato.looks_like_budget_snapshot(data):
@@ -57,6 +61,10 @@ def detect_and_parse(data: Any) -> ParsedSession:
             return claude_code.read_transcript(data)
         if codex.looks_like_codex(data):
             return codex.read_rollout(data)
+        if otel.looks_like_otel(data):
+            return otel.read_spans(data)
+        if langfuse.looks_like_langfuse(data):
+            return langfuse.read_export(data)
         if openai.looks_like_responses_items(data):
             return openai.read_responses_items(data)
         if anthropic.looks_like_anthropic(data):
