@@ -52,7 +52,7 @@ OBSERVATION_TYPES = frozenset(
 def _is_observation(item: Any) -> bool:
     return (
         isinstance(item, Mapping)
-        and item.get("type") in OBSERVATION_TYPES
+        and text_or_none(item.get("type")) in OBSERVATION_TYPES
         and ("traceId" in item or "trace_id" in item)
     )
 

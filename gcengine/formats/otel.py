@@ -187,7 +187,7 @@ def _any_value(raw: Any, path: JsonPath) -> Any:
 
 def _is_call(attributes: Mapping[str, Any]) -> bool:
     operation = attributes.get("gen_ai.operation.name")
-    return operation in CHAT_OPERATIONS or INPUT in attributes or OUTPUT in attributes
+    return text_or_none(operation) in CHAT_OPERATIONS or INPUT in attributes or OUTPUT in attributes
 
 
 def _note_identity(
