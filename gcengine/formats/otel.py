@@ -301,7 +301,7 @@ def _messages(
         if role == "system":
             _system(parsed, "\n".join(p.text or "" for p in parts))
             continue
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise SessionFormatError(
                 f"{json.dumps(role)} is not a message role (system, user, assistant, tool)"
                 if isinstance(role, str)
