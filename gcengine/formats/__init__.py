@@ -9,7 +9,17 @@ from typing import Any
 from gcengine._fast import cyclic_gc_paused
 from gcengine._json import json_type
 from gcengine.errors import SessionFormatError
-from gcengine.formats import anthropic, claude_code, codex, jaato, langfuse, openai, otel
+from gcengine.formats import (
+    anthropic,
+    claude_code,
+    codex,
+    jaato,
+    langfuse,
+    openai,
+    openhands,
+    otel,
+    swe_agent,
+)
 from gcengine.formats.common import (
     DEFAULT_LIMITS,
     Archive,
@@ -26,7 +36,9 @@ __all__ = ["LoadLimits", "SessionSource", "detect_and_parse", "dump_session", "l
 
 _WHAT_WE_READ = (
     "a JAATO session file (version + history), a JAATO budget snapshot (entries), "
-    "OpenAI Chat Completions messages, OpenAI Responses items, or Anthropic Messages"
+    "OpenAI Chat Completions messages, OpenAI Responses items, Anthropic Messages, "
+    "a Claude Code transcript, a Codex CLI rollout, OpenTelemetry GenAI spans, a Langfuse "
+    "export, an OpenHands event stream or a SWE-agent trajectory"
 )
 
 
@@ -41,6 +53,10 @@ def detect_and_parse(data: Any) -> ParsedSession:
             return otel.read_spans(data)
         if langfuse.looks_like_langfuse(data):
             return langfuse.read_export(data)
+        if swe_agent.looks_like_swe_agent(data):
+            return swe_agent.read_trajectory(data)
+        if openhands.looks_like_openhands(data):
+            return openhands.read_events(data)
         if jaato.looks_like_session_file(data):
             return jaato.read_session_file(data)
         if jaato.looks_like_budget_snapshot(data):
@@ -65,6 +81,8 @@ def detect_and_parse(data: Any) -> ParsedSession:
             return otel.read_spans(data)
         if langfuse.looks_like_langfuse(data):
             return langfuse.read_export(data)
+        if openhands.looks_like_openhands(data):
+            return openhands.read_events(data)
         if openai.looks_like_responses_items(data):
             return openai.read_responses_items(data)
         if anthropic.looks_like_anthropic(data):

@@ -66,7 +66,7 @@ def parse_arguments(value: Any, path: JsonPath) -> dict[str, Any]:
     return dict(parsed)
 
 
-def _content_parts(content: Any, path: JsonPath) -> list[Part]:
+def content_parts(content: Any, path: JsonPath) -> list[Part]:
     if content is None:
         return []
     if isinstance(content, str):
@@ -140,11 +140,11 @@ def read_chat_completions(data: Any) -> ParsedSession:
             )
             continue
         if role == "user":
-            parts = _content_parts(message.get("content"), (*path, "content"))
+            parts = content_parts(message.get("content"), (*path, "content"))
             mapped = Role.USER
         elif role == "assistant":
-            parts = _content_parts(message.get("content"), (*path, "content"))
-            parts.extend(_assistant_calls(message, path, call_names))
+            parts = content_parts(message.get("content"), (*path, "content"))
+            parts.extend(assistant_calls(message, path, call_names))
             mapped = Role.MODEL
         elif role in ("tool", "function"):
             parts = [_tool_result(message, path, call_names)]
@@ -171,7 +171,7 @@ def read_chat_completions(data: Any) -> ParsedSession:
     return parsed
 
 
-def _assistant_calls(
+def assistant_calls(
     message: Mapping[str, Any], path: JsonPath, call_names: dict[str, str]
 ) -> list[Part]:
     parts = []
@@ -330,7 +330,7 @@ def _responses_message(
             f"{show(item.get('role'))} is not a message role (system, developer, user, assistant)",
             (*path, "role"),
         )
-    parts = _content_parts(item.get("content"), (*path, "content"))
+    parts = content_parts(item.get("content"), (*path, "content"))
     if not parts:
         raise SessionFormatError("the message has no content", (*path, "content"))
     mapped = Role.USER if role == "user" else Role.MODEL
