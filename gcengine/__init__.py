@@ -13,7 +13,12 @@ from gcengine.budget import (
     SourceEntry,
 )
 from gcengine.config import GCConfig, dump_gc_config, load_gc_config
-from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
+from gcengine.errors import (
+    CompactionNotFoundError,
+    ConfigError,
+    GCEngineError,
+    SessionFormatError,
+)
 from gcengine.formats import LoadLimits, dump_session, load_session
 from gcengine.gc import GCOutcome, GCResult, GCTriggerReason, Simulation, run_gc, simulate
 from gcengine.messages import (
@@ -26,18 +31,26 @@ from gcengine.messages import (
     Part,
     PartType,
     Role,
+    ToolPairProblem,
+    ToolPairProblemKind,
     Turn,
     split_into_turns,
+    tool_pair_problems,
 )
 from gcengine.session import (
     ContextLimitOrigin,
+    ObservedCompaction,
+    RecordedUsage,
     Session,
     SourceFormat,
+    Subagent,
     SystemInstruction,
     TokenDrift,
     build_budget,
+    history_before,
     rebuild_budget,
     token_drift,
+    tool_pair_report,
 )
 from gcengine.tokens import (
     ApproxCounter,
@@ -50,6 +63,7 @@ __all__ = [
     "DEFAULT_CONTEXT_LIMIT",
     "GC_POLICY_INDICATORS",
     "ApproxCounter",
+    "CompactionNotFoundError",
     "ConfigError",
     "ContextLimitOrigin",
     "FunctionCall",
@@ -66,23 +80,29 @@ __all__ = [
     "LoadLimits",
     "Message",
     "MessageKind",
+    "ObservedCompaction",
     "OpaquePart",
     "Part",
     "PartType",
+    "RecordedUsage",
     "Role",
     "Session",
     "SessionFormatError",
     "Simulation",
     "SourceEntry",
     "SourceFormat",
+    "Subagent",
     "SystemInstruction",
     "TokenCounter",
     "TokenDrift",
+    "ToolPairProblem",
+    "ToolPairProblemKind",
     "Turn",
     "build_budget",
     "count_message",
     "dump_gc_config",
     "dump_session",
+    "history_before",
     "load_counter",
     "load_gc_config",
     "load_session",
@@ -91,4 +111,6 @@ __all__ = [
     "simulate",
     "split_into_turns",
     "token_drift",
+    "tool_pair_problems",
+    "tool_pair_report",
 ]
