@@ -80,7 +80,7 @@ class _Condensed:
     context_before: list[str]
     replaced: list[Message]
     summary: Message | None
-    following: list[Message]
+    made: int
 
 
 @dataclass
@@ -351,10 +351,6 @@ def _condense(
         kept.insert(at, (event_id, summary))
         reading.everything.append(summary)
         reading.summary_id = summary.message_id
-        following = [m for _, m in kept[at:]]
-    else:
-        last = max(forgotten, default=-1)
-        following = [m for i, m in kept if i is not None and i > last]
     reading.context = kept
     reading.condensed.append(
         _Condensed(
@@ -364,22 +360,25 @@ def _condense(
             before,
             replaced,
             summary,
-            following,
+            len(reading.everything),
         )
     )
 
 
 def _settle(reading: _Reading) -> None:
     """Number the turns in event order (a condensation's summary, like one a collector wrote,
-    has none), then describe each condensation."""
+    has none), then describe each condensation: it comes before its summary, or else before
+    the first message after it, and before the first turn that started after it."""
     stamp_turn_indices([m for m in reading.everything if m.kind is not MessageKind.SUMMARY])
     parsed = reading.parsed
     parsed.history = [message for _, message in reading.context]
     if parsed.recorded_usage:
         parsed.recorded_prompt_tokens = parsed.recorded_usage[-1].prompt_tokens
+    everything = reading.everything
     for condensed in reading.condensed:
-        after = condensed.following[0] if condensed.following else None
-        turn = next((m.turn_index for m in condensed.following if m.turn_index is not None), None)
+        later = everything[condensed.made :]
+        after = condensed.summary or (later[0] if later else None)
+        turn = next((m.turn_index for m in later if m.turn_index is not None), None)
         parsed.compactions.append(
             ObservedCompaction(
                 compaction_id=f"event {condensed.event_id}",
