@@ -22,7 +22,7 @@ from gcengine._json import json_type, show, text_or_none
 from gcengine.budget import InstructionBudget
 from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
 from gcengine.errors import JsonPath, SessionFormatError
-from gcengine.messages import InlineData, Message, MessageKind, Part, split_into_turns
+from gcengine.messages import InlineData, Message, MessageKind, Part, Turn, split_into_turns
 from gcengine.session import (
     ContextLimitOrigin,
     InterruptedTurn,
@@ -361,18 +361,57 @@ def stamp_turn_indices(history: list[Message]) -> None:
     """Give each turn of an upload its stable index (the reader's messages are fresh, so
     they are stamped in place).
 
-    A first upload numbers every turn by position, summaries and notices included. A file
-    this engine wrote already carries indices: there, summaries and notices a collector
-    inserted keep having none, and only new conversation turns are numbered, after the rest.
+    A first upload numbers every turn by position, summaries and notices included, except that
+    a tool call and its result always share a turn (``_numbers_keeping_pairs``). A file this
+    engine wrote already carries indices: there, summaries and notices a collector inserted
+    keep having none, and only new conversation turns are numbered, after the rest.
     """
     first_upload = all(message.turn_index is None for message in history)
-    for position, turn in enumerate(split_into_turns(history)):
-        index = position if first_upload else turn.index
+    turns = split_into_turns(history)
+    numbers = _numbers_keeping_pairs(turns) if first_upload else [t.index for t in turns]
+    for turn, index in zip(turns, numbers, strict=True):
         if index is None:
             continue
         for message in turn.messages:
             if message.turn_index is None:
                 set_fresh(message, "turn_index", index)
+
+
+def _numbers_keeping_pairs(turns: list[Turn]) -> list[int | None]:
+    """Turn numbers by position, where a turn holding the result of a call made in an earlier
+    turn is one turn with it and every turn between.
+
+    A user message can arrive between a call and its result (the user typed while a tool
+    ran); by JAATO's rule it starts a turn, and a collection that removes whole turns would
+    then part the pair. Summaries and notices always stand alone.
+    """
+    reaches = list(range(len(turns)))  # the earliest turn each turn must be one with
+    made: dict[str, int] = {}
+    for position, turn in enumerate(turns):
+        for message in turn.messages:
+            for response in message.function_responses:
+                call = made.get(response.call_id) if response.call_id else None
+                if call is not None:
+                    reaches[position] = min(reaches[position], call)
+            for call_made in message.function_calls:
+                if call_made.id:
+                    made[call_made.id] = position
+    numbers: list[int | None] = []
+    lowest = len(turns)
+    starts = [False] * len(turns)
+    for position in range(len(turns) - 1, -1, -1):
+        lowest = min(lowest, reaches[position])
+        alone = turns[position].kind is not MessageKind.CHAT or (
+            position and turns[position - 1].kind is not MessageKind.CHAT
+        )
+        starts[position] = lowest >= position or bool(alone)
+        if starts[position]:
+            lowest = position
+    number = -1
+    for start in starts:
+        number += start
+        numbers.append(number)
+    return numbers
 
 
 def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:

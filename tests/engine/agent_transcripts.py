@@ -5,7 +5,8 @@ Every generator builds a conversation of ``turns`` turns (a user request, then, 
 model's answer) in its format's published shape, with the format's recorded usage growing call
 by call and, after the turns listed in ``compact_after``, the format's own compaction record.
 ``break_pairs`` drops the result of the first call (``"unanswered"``) or the call itself
-(``"orphan"``), so the tool-pair report has something to find. Nothing here is a real
+(``"orphan"``), so the tool-pair report has something to find, or has the user speak between
+that call and its result (``"interleaved"``), which must not part them. Nothing here is a real
 session; the public samples are under ``tests/fixtures/formats``.
 """
 
@@ -19,7 +20,8 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-Breakage = Literal["none", "unanswered", "orphan"]
+Breakage = Literal["none", "unanswered", "orphan", "interleaved"]
+INTERJECTION = "While that runs: also check the docs."
 SUMMARY_OPENING = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The summary below covers the earlier portion of the conversation."
@@ -56,6 +58,7 @@ class Turn:
     prompt_tokens: int
     drop_result: bool
     drop_call: bool
+    interject: bool
 
 
 def plan(shape: Shape) -> list[Turn]:
@@ -86,6 +89,7 @@ def plan(shape: Shape) -> list[Turn]:
                 prompt_tokens=1000 + 350 * number,
                 drop_result=breaking and shape.break_pairs == "unanswered",
                 drop_call=breaking and shape.break_pairs == "orphan",
+                interject=breaking and shape.break_pairs == "interleaved",
             )
         )
     return turns
@@ -190,6 +194,12 @@ def generated_claude_code_rows(shape: Shape) -> list[dict[str, Any]]:
                         "uuid": f"progress-{shape.seed}-{turn.number}",
                         "timestamp": _at(turn.number, 2),
                     }
+                )
+            if turn.interject:
+                row(
+                    "user",
+                    message={"role": "user", "content": INTERJECTION},
+                    timestamp=_at(turn.number, 2),
                 )
             for use in turn.tools:
                 if turn.drop_result:
@@ -351,6 +361,15 @@ def generated_codex_lines(shape: Shape) -> list[dict[str, Any]]:
                         },
                     )
             tokens(n, turn.prompt_tokens)
+            if turn.interject:
+                item(
+                    n,
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": INTERJECTION}],
+                    },
+                )
             for use in turn.tools:
                 if not turn.drop_result:
                     item(
@@ -469,6 +488,10 @@ def generated_otel_export(shape: Shape) -> dict[str, Any]:
             }
             span(list(context), [reply], turn.prompt_tokens)
             context.append(reply)
+            if turn.interject:
+                context.append(
+                    {"role": "user", "parts": [{"type": "text", "content": INTERJECTION}]}
+                )
             results = [
                 {"type": "tool_call_response", "id": u.call_id, "response": u.result}
                 for u in turn.tools
@@ -556,6 +579,8 @@ def generated_langfuse_trace(shape: Shape) -> dict[str, Any] | list[dict[str, An
                 reply["tool_calls"] = calls
             generation(reply, turn.prompt_tokens)
             context.append(reply)
+            if turn.interject:
+                context.append({"role": "user", "content": INTERJECTION})
             for use in turn.tools:
                 if not turn.drop_result:
                     context.append(
@@ -633,6 +658,15 @@ def generated_openhands_events(shape: Shape) -> list[dict[str, Any]]:
                     tool_call_metadata=metadata,
                 )["id"]
                 ids.append(action_id)
+            if turn.interject and index == 0:
+                ids.append(
+                    event(
+                        source="user",
+                        action="message",
+                        message=INTERJECTION,
+                        args={"content": INTERJECTION},
+                    )["id"]
+                )
             if not turn.drop_result:
                 ids.append(
                     event(
@@ -720,6 +754,8 @@ def generated_swe_agent_trajectory(shape: Shape) -> dict[str, Any]:
                     "tool_calls": calls,
                 }
             )
+            if turn.interject:
+                history.append({"role": "user", "content": INTERJECTION, "agent": "main"})
             for use in turn.tools:
                 if not turn.drop_result:
                     history.append(
@@ -768,7 +804,7 @@ def shapes(draw: st.DrawFn, max_turns: int = 8, compactions: bool = True) -> Sha
         tool_every=draw(st.integers(0, 3)),
         parallel=draw(st.booleans()),
         compact_after=compact_after,
-        break_pairs=draw(st.sampled_from(["none", "none", "unanswered", "orphan"])),
+        break_pairs=draw(st.sampled_from(["none", "unanswered", "orphan", "interleaved"])),
         seed=draw(st.integers(0, 9999)),
         extras={
             "flat": draw(st.booleans()),
