@@ -53,6 +53,10 @@ def detect_and_parse(data: Any) -> ParsedSession:
             return otel.read_spans(data)
         if langfuse.looks_like_langfuse(data):
             return langfuse.read_export(data)
+        if claude_code.looks_like_claude_code([data]):  # a file of one line is plain JSON
+            return claude_code.read_transcript([data])
+        if codex.looks_like_codex([data]):
+            return codex.read_rollout([data])
         if swe_agent.looks_like_swe_agent(data):
             return swe_agent.read_trajectory(data)
         if openhands.looks_like_openhands(data):

@@ -63,7 +63,7 @@ def _is_trace(item: Any) -> bool:
 
 def looks_like_langfuse(data: Any) -> bool:
     if isinstance(data, Mapping):
-        return _is_trace(data)
+        return _is_trace(data) or _is_observation(data)
     return isinstance(data, list) and any(
         _is_trace(item) or _is_observation(item) for item in data[:50]
     )

@@ -4,13 +4,14 @@ tool_call_metadata}``.
 
 * ``message`` actions are the user's and the agent's words; ``system`` actions are the system
   prompt.
-* Every other action of the agent is a tool call: named and identified by its
-  ``tool_call_metadata`` (actions of one model response become one model message, its
-  ``thought`` their text), or, without it, by the action and ``event-<id>``.
+* Every other action of the agent is a tool call, a model message of its own with its
+  ``thought`` as text: named and identified by its ``tool_call_metadata``, or, without it, by
+  the action and ``event-<id>``.
 * An observation answers the call its ``tool_call_metadata`` names, or the action its
   ``cause`` points at; other events (state changes, recalls, the user's own commands) are
   kept in ``Session.metadata["openhands"]["events"]``, never as messages.
-* Usage: each model response's ``usage`` (``prompt_tokens``, which includes cached input).
+* Usage: each model response's ``usage`` (``prompt_tokens``, which includes cached input),
+  once however many of its calls carry it.
 
 A ``condensation`` action is an observed compaction: the events it forgets
 (``forgotten_event_ids``, or the range ``forgotten_events_start_id`` to
@@ -89,7 +90,7 @@ class _Reading:
     context: list[tuple[int | None, Message]] = field(default_factory=list)
     everything: list[Message] = field(default_factory=list)
     calls: dict[int, tuple[str, str]] = field(default_factory=dict)
-    responses: dict[str, int] = field(default_factory=dict)
+    responses: set[str] = field(default_factory=set)
     condensed: list[_Condensed] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     summary_id: str | None = None
@@ -215,19 +216,10 @@ def _read_action(
     call = Part.from_function_call(
         FunctionCall(id=call_id, name=name, args={k: v for k, v in args.items() if k != "thought"})
     )
-    response = metadata.get("model_response")
-    response_id = text_or_none(response.get("id")) if isinstance(response, Mapping) else None
-    last = reading.context[-1][1] if reading.context else None
-    if response_id and last is not None and reading.responses.get(response_id) == id(last):
-        # Another call of the same model response: the same message.
-        last.parts.append(call)
-        last.metadata["source"].append(_without_content(event))
-        return
     thought = text_or_none(args.get("thought"))
-    parts = [Part.from_text(thought), call] if thought else [call]
-    message = _add(reading, event_id, Role.MODEL, parts, event)
-    if response_id:
-        reading.responses[response_id] = id(message)
+    _add(
+        reading, event_id, Role.MODEL, [Part.from_text(thought), call] if thought else [call], event
+    )
     _record_usage(reading, event, path)
 
 
@@ -235,8 +227,13 @@ def _record_usage(reading: _Reading, event: Mapping[str, Any], path: JsonPath) -
     metadata = event.get("tool_call_metadata")
     response = metadata.get("model_response") if isinstance(metadata, Mapping) else None
     usage = response.get("usage") if isinstance(response, Mapping) else None
+    response_id = text_or_none(response.get("id")) if isinstance(response, Mapping) else None
     if not isinstance(usage, Mapping) or usage.get("prompt_tokens") is None:
         return
+    if response_id is not None:
+        if response_id in reading.responses:
+            return  # another call of a response already counted
+        reading.responses.add(response_id)
     at: JsonPath = (*path, "tool_call_metadata", "model_response", "usage")
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
@@ -252,7 +249,7 @@ def _record_usage(reading: _Reading, event: Mapping[str, Any], path: JsonPath) -
             if isinstance(cached, int) and not isinstance(cached, bool)
             else None,
             message_id=reading.context[-1][1].message_id,
-            response_id=text_or_none(response.get("id")) if isinstance(response, Mapping) else None,
+            response_id=response_id,
             at=text_or_none(event.get("timestamp")),
         )
     )
