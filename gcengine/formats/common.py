@@ -379,23 +379,26 @@ def stamp_turn_indices(history: list[Message]) -> None:
 
 def _numbers_keeping_pairs(turns: list[Turn]) -> list[int | None]:
     """Turn numbers by position, where a turn holding the result of a call made in an earlier
-    turn is one turn with it and every turn between.
+    turn is one turn with it and every turn between (results matched to calls as
+    ``tool_pair_problems`` matches them).
 
     A user message can arrive between a call and its result (the user typed while a tool
     ran); by JAATO's rule it starts a turn, and a collection that removes whole turns would
     then part the pair. Summaries and notices always stand alone.
     """
     reaches = list(range(len(turns)))  # the earliest turn each turn must be one with
-    made: dict[str, int] = {}
+    waiting: dict[str, list[int]] = {}  # unanswered calls by id, matched as the report does
     for position, turn in enumerate(turns):
         for message in turn.messages:
-            for response in message.function_responses:
-                call = made.get(response.call_id) if response.call_id else None
-                if call is not None:
-                    reaches[position] = min(reaches[position], call)
-            for call_made in message.function_calls:
-                if call_made.id:
-                    made[call_made.id] = position
+            for part in message.parts:
+                response, call = part.function_response, part.function_call
+                if response is not None and response.call_id in waiting:
+                    calls = waiting[response.call_id]
+                    reaches[position] = min(reaches[position], calls.pop(0))
+                    if not calls:
+                        del waiting[response.call_id]
+                if call is not None and call.id:
+                    waiting.setdefault(call.id, []).append(position)
     numbers: list[int | None] = []
     lowest = len(turns)
     starts = [False] * len(turns)

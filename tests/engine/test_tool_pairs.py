@@ -220,3 +220,16 @@ def test_the_user_speaking_while_a_tool_runs_never_parts_the_pair(
             type=strategy, target_percent=20, threshold_percent=30, preserve_recent_turns=1
         )
         assert gcengine.tool_pair_report(run_gc(session, config).session) == []
+
+
+def test_a_stray_result_reusing_an_answered_call_id_joins_no_turns(counter: TokenCounter) -> None:
+    data = copy.deepcopy(OPENAI_CHAT)
+    data["messages"] += [
+        {"role": "user", "content": "Thanks."},
+        {"role": "assistant", "content": "You are welcome."},
+        {"role": "tool", "tool_call_id": "call_01", "content": "late copy"},
+    ]
+    session = gcengine.load_session(data, counter=counter)
+    assert [t.index for t in session.turns()] == [0, 1]
+    [problem] = gcengine.tool_pair_report(session)
+    assert (problem.kind, problem.turn, problem.position) == (ORPHAN, 1, 6)
