@@ -85,7 +85,7 @@ class _Thread:
 @dataclass
 class _Reading:
     main: _Thread = field(default_factory=_Thread)
-    sidechains: dict[str, _Thread] = field(default_factory=dict)
+    sidechains: dict[str, _Thread] = field(default_factory=dict)  # by agent id
     records: list[dict[str, Any]] = field(default_factory=list)
     parent_calls: dict[str, str] = field(default_factory=dict)
     session_id: str | None = None
@@ -100,7 +100,7 @@ def read_transcript(records: list[Any]) -> ParsedSession:
     for position, raw in enumerate(records):
         step = record_step(records, position)
         _read_row(reading, reading.main, raw, (step,), step)
-    return _parsed(reading, {})
+    return _parsed(reading)
 
 
 def read_archive(archive: Archive) -> ParsedSession:
@@ -116,15 +116,14 @@ def read_archive(archive: Archive) -> ParsedSession:
     reading = _Reading()
     for step, raw in _lines(archive.members[main_name], main_name):
         _read_row(reading, reading.main, raw, (step,), step)
-    agents: dict[str, _Thread] = {}
     for name in sorted(archive.members):
         if name == main_name:
             continue
         agent_id = name.rsplit("/", 1)[-1].removeprefix("agent-").removesuffix(".jsonl")
-        thread = agents.setdefault(agent_id, _Thread())
+        thread = reading.sidechains.setdefault(agent_id, _Thread())
         for step, raw in _lines(archive.members[name], name):
             _read_row(reading, thread, raw, (step,), step)
-    return _parsed(reading, agents)
+    return _parsed(reading)
 
 
 def _is_agent_file(name: str) -> bool:
@@ -165,7 +164,7 @@ def _read_row(
     if kind == "system" and row.get("subtype") == "compact_boundary":
         thread.boundaries.append((len(thread.messages), row))
         return
-    if kind == "summary" and isinstance(row.get("summary"), str):
+    if kind == "summary" and in_session_file and isinstance(row.get("summary"), str):
         reading.title = row["summary"]
     reading.records.append({"at": step, "record": dict(row)})
 
@@ -264,7 +263,7 @@ def _record_usage(
     thread.usage.append(recorded)
 
 
-def _parsed(reading: _Reading, agents: dict[str, _Thread]) -> ParsedSession:
+def _parsed(reading: _Reading) -> ParsedSession:
     main = reading.main
     if not main.messages:
         raise SessionFormatError(
@@ -283,7 +282,7 @@ def _parsed(reading: _Reading, agents: dict[str, _Thread]) -> ParsedSession:
         metadata={"claude_code": {"records": reading.records}} if reading.records else {},
     )
     _split_at_compactions(parsed, main)
-    for agent_id, thread in [*reading.sidechains.items(), *agents.items()]:
+    for agent_id, thread in reading.sidechains.items():
         stamp_turn_indices(thread.messages)
         parsed.subagents.append(
             Subagent(
