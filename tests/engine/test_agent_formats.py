@@ -699,3 +699,31 @@ def test_every_format_loads_dumps_and_loads_back_equal(
     for compaction in session.compactions:
         before = gcengine.history_before(session, compaction)
         assert before.history == gcengine.history_before(again, compaction).history
+
+
+def test_a_claude_code_image_block_is_media_counted_as_an_image(counter: TokenCounter) -> None:
+    rows = generated_claude_code_rows(Shape(turns=1, tool_every=0))
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+    }
+    rows[0]["message"]["content"] = [{"type": "text", "text": "What is this?"}, image]
+    session = load(jsonl(rows), counter)
+    data = session.history[0].parts[1].inline_data
+    assert data is not None
+    assert (data.mime_type, data.data) == ("image/png", "iVBORw0KGgo=")
+    assert roundtrip(session, counter) == session
+
+
+def test_otel_messages_recorded_on_an_event_are_read(counter: TokenCounter) -> None:
+    span = copy.deepcopy(REFERENCE_SPAN)
+    attributes = span["attributes"]
+    moved = {k: attributes.pop(k) for k in ("gen_ai.input.messages", "gen_ai.output.messages")}
+    span["events"] = [
+        {
+            "name": "gen_ai.client.inference.operation.details",
+            "timeUnixNano": "1767225601200000000",
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in moved.items()],
+        }
+    ]
+    assert load([span], counter).history == load([REFERENCE_SPAN], counter).history
