@@ -58,3 +58,7 @@ class PluginError(GCEngineError):
 
 class SummarizerError(GCEngineError):
     """The summarizer could not produce a summary; nothing was changed."""
+
+
+class CompactionNotFoundError(GCEngineError):
+    """A compaction was asked for by an id the session does not hold."""

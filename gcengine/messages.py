@@ -348,3 +348,81 @@ def uuid_shaped(hex_digest: str) -> str:
     hand because this runs for every message of every upload."""
     h = hex_digest
     return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{h[16:20]}-{h[20:32]}"
+
+
+class ToolPairProblemKind(StrEnum):
+    ORPHAN_RESULT = "orphan_result"
+    UNANSWERED_CALL = "unanswered_call"
+
+
+class ToolPairProblem(BaseModel):
+    """A tool result without its call, or a call without its result: providers refuse both.
+
+    ``turn`` is the stable index of the turn holding the message (None for a summary or notice
+    a collector inserted), ``position`` its place in the history it was found in, ``agent_id``
+    the sub-agent whose conversation it is in (None for the session's own).
+    """
+
+    kind: ToolPairProblemKind
+    call_id: str
+    tool_name: str
+    message_id: str
+    turn: int | None
+    position: int
+    agent_id: str | None = None
+
+
+def tool_pair_problems(
+    history: Sequence[Message], agent_id: str | None = None
+) -> list[ToolPairProblem]:
+    """Every broken tool pair of a history, in history order.
+
+    Results are matched to calls in order: each result answers the earliest call before it with
+    its id that no other result answered yet. A result with none is an orphan; a call no result
+    answered is unanswered. Calls and results that carry no id cannot be matched and are left
+    alone (a legacy OpenAI ``function_call``, say).
+    """
+    layout = turn_layout(history)
+    waiting: dict[str, list[tuple[int, FunctionCall]]] = {}
+    found: list[tuple[int, ToolPairProblem]] = []
+
+    def problem(kind: ToolPairProblemKind, position: int, call_id: str, name: str) -> None:
+        turn = layout.indices[layout.turn_of(position)]
+        found.append(
+            (
+                position,
+                ToolPairProblem(
+                    kind=kind,
+                    call_id=call_id,
+                    tool_name=name,
+                    message_id=history[position].message_id,
+                    turn=turn,
+                    position=position,
+                    agent_id=agent_id,
+                ),
+            )
+        )
+
+    for position, message in enumerate(history):
+        for part in message.parts:
+            response = part.function_response
+            if response is not None and response.call_id:
+                calls = waiting.get(response.call_id)
+                if calls:
+                    calls.pop(0)
+                else:
+                    problem(
+                        ToolPairProblemKind.ORPHAN_RESULT,
+                        position,
+                        response.call_id,
+                        response.name,
+                    )
+            call = part.function_call
+            if call is not None and call.id:
+                waiting.setdefault(call.id, []).append((position, call))
+    for calls in waiting.values():
+        for position, call in calls:
+            assert call.id is not None
+            problem(ToolPairProblemKind.UNANSWERED_CALL, position, call.id, call.name)
+    found.sort(key=lambda item: item[0])
+    return [item for _, item in found]

@@ -35,7 +35,7 @@ from itertools import compress, count, islice
 from operator import is_not, itemgetter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from gcengine._fast import construct, remember, set_fresh
 from gcengine.budget import (
@@ -57,15 +57,18 @@ from gcengine.conversation import (
     turn_exchanges,
     turn_key_of,
 )
+from gcengine.errors import CompactionNotFoundError
 from gcengine.messages import (
     FunctionCall,
     Message,
     MessageKind,
     PartType,
     Role,
+    ToolPairProblem,
     Turn,
     TurnLayout,
     split_into_turns,
+    tool_pair_problems,
     tool_traffic,
     turn_layout,
 )
@@ -78,6 +81,12 @@ class SourceFormat(StrEnum):
     OPENAI_CHAT = "openai_chat"
     OPENAI_RESPONSES = "openai_responses"
     ANTHROPIC_MESSAGES = "anthropic_messages"
+    CLAUDE_CODE = "claude_code"
+    CODEX = "codex"
+    OTEL_GENAI = "otel_genai"
+    LANGFUSE = "langfuse"
+    OPENHANDS = "openhands"
+    SWE_AGENT = "swe_agent"
 
 
 class ContextLimitOrigin(StrEnum):
@@ -122,6 +131,79 @@ class InterruptedTurn(BaseModel):
     started_at: str | None = None
 
 
+class RecordedUsage(BaseModel):
+    """One model call's usage as the provider reported it (a point of the real usage curve).
+
+    ``prompt_tokens`` is everything the call sent, cached or not: the context size at that call.
+    A response a file splits over several records is one call, counted once.
+    """
+
+    model_config = ConfigDict(strict=True)
+
+    prompt_tokens: int = Field(ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cache_read_tokens: int | None = Field(default=None, ge=0)
+    cache_creation_tokens: int | None = Field(default=None, ge=0)
+    message_id: str | None = Field(
+        default=None, description="the first message the response produced"
+    )
+    response_id: str | None = None
+    at: str | None = Field(default=None, description="when, as the file recorded it")
+    context_window: int | None = Field(
+        default=None, ge=0, description="the model's window, where the file recorded it"
+    )
+
+
+class ObservedCompaction(BaseModel):
+    """A compaction the agent itself performed, as its file recorded it.
+
+    It sits before turn ``before_turn`` (a stable index) and message ``before_message_id`` of
+    the context that followed (the summary, where there is one). ``replaced`` holds the
+    messages it took out of the context, which no later context holds; ``context_before``
+    names, in order, every message of the context just before it (``history_before`` puts that
+    context back together). Figures are the file's own, None where it recorded none.
+    """
+
+    compaction_id: str
+    source_format: SourceFormat
+    at: str | None = None
+    trigger: str | None = Field(default=None, description="as recorded: auto, manual, ...")
+    tokens_before: int | None = Field(default=None, ge=0)
+    tokens_after: int | None = Field(default=None, ge=0)
+    summary: str | None = Field(default=None, description="None when the file holds none readable")
+    summary_message_id: str | None = None
+    before_turn: int | None = None
+    before_message_id: str | None = None
+    replaced: list[Message] = Field(default_factory=list)
+    context_before: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="the compaction's record(s), as the file had them"
+    )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def replaced_message_ids(self) -> list[str]:
+        return [message.message_id for message in self.replaced]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def replaced_count(self) -> int:
+        return len(self.replaced)
+
+
+class Subagent(BaseModel):
+    """A sub-agent's own conversation (a separate context, outside the session's budget)."""
+
+    agent_id: str
+    history: list[Message] = Field(default_factory=list)
+    parent_call_id: str | None = Field(
+        default=None, description="the tool call of the main history that started it"
+    )
+    is_compaction: bool = Field(default=False, description="the agent that wrote a compaction")
+    recorded_usage: list[RecordedUsage] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
 class Session(BaseModel):
     session_id: str
     source_format: SourceFormat
@@ -144,6 +226,13 @@ class Session(BaseModel):
     turn_accounting: list[TurnAccounting] = Field(default_factory=list)
     user_inputs: list[str] = Field(default_factory=list)
     interrupted_turn: InterruptedTurn | None = None
+    recorded_usage: list[RecordedUsage] = Field(
+        default_factory=list, description="each model call's usage the file recorded, in order"
+    )
+    compactions: list[ObservedCompaction] = Field(
+        default_factory=list, description="compactions the agent performed, in order"
+    )
+    subagents: list[Subagent] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(
         default_factory=dict, description="other top-level fields of the file, kept verbatim"
@@ -699,3 +788,54 @@ def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenD
         provider_prompt_tokens=session.recorded_prompt_tokens,
         counted_context_tokens=counted_context,
     )
+
+
+def history_before(session: Session, compaction: ObservedCompaction | str) -> Session:
+    """The session as it stood just before one of its observed compactions (given or named by
+    ``compaction_id``): the context the agent compacted, with the compactions, sub-agents and
+    recorded usage that came before, and its budget counted with the session's counter.
+
+    A policy replayed on it shows what the policy would have done where the agent compacted.
+    Messages keep their ids and stable turn indices. Raises ``CompactionNotFoundError`` for a
+    compaction the session does not hold.
+    """
+    wanted = compaction if isinstance(compaction, str) else compaction.compaction_id
+    position = next(
+        (i for i, c in enumerate(session.compactions) if c.compaction_id == wanted), None
+    )
+    if position is None:
+        raise CompactionNotFoundError(f"the session has no compaction {wanted!r}")
+    chosen = session.compactions[position]
+    earlier = session.compactions[:position]
+    pool = {m.message_id: m for m in session.history}
+    for other in session.compactions:
+        pool.update((m.message_id, m) for m in other.replaced)
+    context = [pool[mid] for mid in chosen.context_before if mid in pool]
+    seen = {m.message_id for m in context}
+    seen.update(m.message_id for c in earlier for m in c.replaced)
+    usage = [u for u in session.recorded_usage if u.message_id in seen]
+    before = session.model_copy(
+        update={
+            "session_id": f"{session.session_id}@{chosen.compaction_id}",
+            "history": context,
+            "compactions": earlier,
+            "recorded_usage": usage,
+            "recorded_prompt_tokens": (
+                chosen.tokens_before
+                if chosen.tokens_before is not None
+                else (usage[-1].prompt_tokens if usage else None)
+            ),
+            "interrupted_turn": None,
+        }
+    )
+    before.budget = rebuild_budget(before, counter_by_name(session.token_counter))
+    return before
+
+
+def tool_pair_report(session: Session) -> list[ToolPairProblem]:
+    """Every tool result without its call and every call without its result, in the session's
+    context and then in each sub-agent's conversation (see ``tool_pair_problems``)."""
+    problems = tool_pair_problems(session.history)
+    for agent in session.subagents:
+        problems.extend(tool_pair_problems(agent.history, agent.agent_id))
+    return problems

@@ -8,9 +8,20 @@ from typing import Any
 
 from gcengine._json import json_type
 from gcengine.errors import SessionFormatError
-from gcengine.formats import anthropic, jaato, openai
+from gcengine.formats import (
+    anthropic,
+    claude_code,
+    codex,
+    jaato,
+    langfuse,
+    openai,
+    openhands,
+    otel,
+    swe_agent,
+)
 from gcengine.formats.common import (
     DEFAULT_LIMITS,
+    Archive,
     LoadLimits,
     ParsedSession,
     SessionSource,
@@ -24,13 +35,31 @@ __all__ = ["LoadLimits", "SessionSource", "detect_and_parse", "dump_session", "l
 
 _WHAT_WE_READ = (
     "a JAATO session file (version + history), a JAATO budget snapshot (entries), "
-    "OpenAI Chat Completions messages, OpenAI Responses items, or Anthropic Messages"
+    "OpenAI Chat Completions messages, OpenAI Responses items, Anthropic Messages, "
+    "a Claude Code transcript, a Codex CLI rollout, OpenTelemetry GenAI spans, a Langfuse "
+    "export, an OpenHands event stream or a SWE-agent trajectory"
 )
 
 
 def detect_and_parse(data: Any) -> ParsedSession:
     """Pick the reader from the shape of the data; the first reader that claims it wins."""
+    if isinstance(data, Archive):
+        if len(data.members) == 1:
+            return detect_and_parse(next(iter(data.members.values())))
+        return claude_code.read_archive(data)
     if isinstance(data, Mapping):
+        if otel.looks_like_otel(data):
+            return otel.read_spans(data)
+        if langfuse.looks_like_langfuse(data):
+            return langfuse.read_export(data)
+        if claude_code.looks_like_claude_code([data]):  # a file of one line is plain JSON
+            return claude_code.read_transcript([data])
+        if codex.looks_like_codex([data]):
+            return codex.read_rollout([data])
+        if swe_agent.looks_like_swe_agent(data):
+            return swe_agent.read_trajectory(data)
+        if openhands.looks_like_openhands(data):
+            return openhands.read_events(data)
         if jaato.looks_like_session_file(data):
             return jaato.read_session_file(data)
         if jaato.looks_like_budget_snapshot(data):
@@ -47,6 +76,16 @@ def detect_and_parse(data: Any) -> ParsedSession:
     if isinstance(data, list):
         if not data:
             raise SessionFormatError("the file holds an empty list: there is no conversation")
+        if claude_code.looks_like_claude_code(data):
+            return claude_code.read_transcript(data)
+        if codex.looks_like_codex(data):
+            return codex.read_rollout(data)
+        if otel.looks_like_otel(data):
+            return otel.read_spans(data)
+        if langfuse.looks_like_langfuse(data):
+            return langfuse.read_export(data)
+        if openhands.looks_like_openhands(data):
+            return openhands.read_events(data)
         if openai.looks_like_responses_items(data):
             return openai.read_responses_items(data)
         if anthropic.looks_like_anthropic(data):

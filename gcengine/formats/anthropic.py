@@ -89,7 +89,7 @@ def read_messages(data: Any) -> ParsedSession:
             raise SessionFormatError(
                 f"{show(role)} is not a message role (user, assistant)", (*path, "role")
             )
-        parts = _blocks(message.get("content"), (*path, "content"), call_names)
+        parts = read_blocks(message.get("content"), (*path, "content"), call_names)
         if not parts:
             raise SessionFormatError("the message has no content", (*path, "content"))
         if role == "assistant":
@@ -121,7 +121,9 @@ def _prompt_tokens(container: Mapping[str, Any]) -> int | None:
     return sum(parse_count(usage[k], ("usage", k)) for k in keys if usage.get(k) is not None)
 
 
-def _blocks(content: Any, path: JsonPath, call_names: dict[str, str]) -> list[Part]:
+def read_blocks(content: Any, path: JsonPath, call_names: dict[str, str]) -> list[Part]:
+    """A message's content (a string or a list of blocks) as parts; ``call_names`` collects
+    each tool call's name by id, so the results that follow are named too."""
     if isinstance(content, str):
         return [Part.from_text(content)] if content else []
     if not isinstance(content, list):
@@ -140,7 +142,8 @@ def _block(block: Mapping[str, Any], path: JsonPath, call_names: dict[str, str])
     kind = text_or_none(block.get("type"))
     rest = {k: v for k, v in block.items() if k != "type"}
     if kind == "text":
-        return Part.from_text(str(expect_str(block.get("text"), (*path, "text"))))
+        visible = Part.from_text(str(expect_str(block.get("text"), (*path, "text"))))
+        return _with_extra(visible, rest, "text")
     if kind == "tool_use":
         call_id = str(expect_str(block.get("id"), (*path, "id")))
         name = str(expect_str(block.get("name"), (*path, "name")))
@@ -149,7 +152,7 @@ def _block(block: Mapping[str, Any], path: JsonPath, call_names: dict[str, str])
         call = FunctionCall(
             id=call_id, name=name, args=dict(expect_mapping(arguments, (*path, "input")))
         )
-        return Part.from_function_call(call)
+        return _with_extra(Part.from_function_call(call), rest, "id", "name", "input")
     if kind == "tool_result":
         call_id = str(expect_str(block.get("tool_use_id"), (*path, "tool_use_id")))
         is_error = block.get("is_error", False)
@@ -167,7 +170,13 @@ def _block(block: Mapping[str, Any], path: JsonPath, call_names: dict[str, str])
                 f"must be a string or a list of blocks, not {json_type(result)}", (*path, "content")
             )
         response = FunctionResponse(
-            call_id=call_id, name=call_names.get(call_id, ""), result=result, is_error=is_error
+            call_id=call_id,
+            name=call_names.get(call_id, ""),
+            result=result,
+            is_error=is_error,
+            extra={
+                k: v for k, v in rest.items() if k not in ("tool_use_id", "content", "is_error")
+            },
         )
         return Part.from_function_response(response)
     if kind == "thinking":
@@ -188,3 +197,9 @@ def _block(block: Mapping[str, Any], path: JsonPath, call_names: dict[str, str])
     raise SessionFormatError(
         f"a content block needs a type, not {json_type(block.get('type'))}", (*path, "type")
     )
+
+
+def _with_extra(part: Part, fields: Mapping[str, Any], *read: str) -> Part:
+    """Keep a block's fields the part has no place for (``cache_control``, ``citations``)."""
+    extra = {k: v for k, v in fields.items() if k not in read}
+    return part.model_copy(update={"extra": extra}) if extra else part

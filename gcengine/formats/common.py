@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import os
+import stat
+import zipfile
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +22,15 @@ from gcengine._json import json_type, show, text_or_none
 from gcengine.budget import InstructionBudget
 from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
 from gcengine.errors import JsonPath, SessionFormatError
-from gcengine.messages import InlineData, Message, Part, split_into_turns
+from gcengine.messages import InlineData, Message, MessageKind, Part, Turn, split_into_turns
 from gcengine.session import (
     ContextLimitOrigin,
     InterruptedTurn,
+    ObservedCompaction,
+    RecordedUsage,
     Session,
     SourceFormat,
+    Subagent,
     SystemInstruction,
     TurnAccounting,
     rebuild_budget,
@@ -44,9 +51,36 @@ class LoadLimits:
 
     max_bytes: int = 256 * 1024 * 1024
     max_messages: int = 1_000_000
+    max_archive_members: int = 10_000
 
 
 DEFAULT_LIMITS = LoadLimits()
+
+
+class JsonLines(list[Any]):
+    """The records of a JSON Lines file, each with the label errors name it by (``line 12``)."""
+
+    def __init__(self, records: list[Any], labels: list[str]) -> None:
+        super().__init__(records)
+        self.labels = labels
+
+
+def record_step(records: list[Any], position: int) -> str | int:
+    """How an error names record ``position``: its line in a JSON Lines file, else its index."""
+    if isinstance(records, JsonLines):
+        return records.labels[position]
+    return position
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A zip archive's members, decoded (a session with its sub-agents' transcripts)."""
+
+    members: dict[str, Any]
+
+
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_ARCHIVE_LITTER = ("__MACOSX/", ".DS_Store")
 
 
 def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
@@ -64,14 +98,97 @@ def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
         return _parse_json_text(source, limits)
     if isinstance(source, bytes | bytearray):
         _check_size(len(source), limits, lambda: len(source))
-        try:
-            text = bytes(source).decode("utf-8-sig")
-        except UnicodeDecodeError as error:
-            raise SessionFormatError(
-                f"the file is not UTF-8 text (invalid byte at offset {error.start})"
-            ) from None
-        return _parse_json_text(text, limits)
+        if bytes(source[:4]) in _ZIP_MAGIC:
+            return _read_archive(bytes(source), limits)
+        return _parse_json_text(_utf8(bytes(source), None), limits)
     raise SessionFormatError(f"cannot read a session from {type(source).__name__}")
+
+
+def _utf8(data: bytes, where: str | None) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise SessionFormatError(
+            f"the file is not UTF-8 text (invalid byte at offset {error.start})",
+            (where,) if where else (),
+        ) from None
+
+
+def _read_archive(data: bytes, limits: LoadLimits) -> Archive:
+    """The JSON members of a zip, read in memory, never written anywhere.
+
+    Refused: more members than the limit, more uncompressed bytes than ``max_bytes`` (checked
+    while reading too, so a member cannot lie about its size), names that could point outside
+    a folder (absolute, ``..``, backslashes, drive letters), links and encrypted members.
+    """
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as error:
+        raise SessionFormatError(f"not a readable zip archive: {error}") from None
+    with archive:
+        entries = [e for e in archive.infolist() if not e.is_dir() and not _is_litter(e.filename)]
+        if len(entries) > limits.max_archive_members:
+            raise SessionFormatError(
+                f"the archive has {len(entries):,} files; the limit is "
+                f"{limits.max_archive_members:,}"
+            )
+        if not entries:
+            raise SessionFormatError("the archive holds no files")
+        declared = sum(entry.file_size for entry in entries)
+        if declared > limits.max_bytes:
+            raise SessionFormatError(
+                f"the archive unpacks to {declared:,} bytes; the limit is {limits.max_bytes:,}"
+            )
+        members: dict[str, Any] = {}
+        budget = limits.max_bytes
+        for entry in entries:
+            name = entry.filename
+            _check_member(entry)
+            try:
+                with archive.open(entry) as member:
+                    content = member.read(budget + 1)
+            except (
+                zipfile.BadZipFile,
+                zlib.error,
+                EOFError,
+                OSError,
+                NotImplementedError,  # a compression method Python lacks
+                RuntimeError,  # a password is needed
+            ) as error:
+                raise SessionFormatError(f"cannot unpack: {error}", (name,)) from None
+            budget -= len(content)
+            if budget < 0:
+                raise SessionFormatError(
+                    f"the archive unpacks to more than {limits.max_bytes:,} bytes", (name,)
+                )
+            members[name] = _parse_json_text(_utf8(content, name), limits, name)
+    return Archive(members)
+
+
+def _is_litter(name: str) -> bool:
+    """Files a desktop's zip tool adds on its own."""
+    return name.startswith(_ARCHIVE_LITTER[0]) or name.rsplit("/", 1)[-1] == _ARCHIVE_LITTER[1]
+
+
+def _check_member(entry: zipfile.ZipInfo) -> None:
+    name = entry.filename
+    steps = name.split("/")
+    if (
+        name.startswith("/")
+        or "\\" in name
+        or "\x00" in name
+        or ".." in steps
+        or (len(name) > 1 and name[1] == ":")
+    ):
+        raise SessionFormatError("a file name that points outside the archive's folder", (name,))
+    if stat.S_ISLNK(entry.external_attr >> 16):
+        raise SessionFormatError("a link, not a file", (name,))
+    if entry.flag_bits & 0x1:
+        raise SessionFormatError("an encrypted file", (name,))
+    if not name.endswith(".jsonl") and not name.endswith(".json"):
+        raise SessionFormatError(
+            "not a transcript: the archive may hold only .jsonl files", (name,)
+        )
 
 
 def _check_size(length: int, limits: LoadLimits, exact: Callable[[], int]) -> None:
@@ -93,34 +210,45 @@ def _read_path(path: Path, limits: LoadLimits) -> bytes:
         raise SessionFormatError(f"cannot read {str(path)!r}: {reason}") from None
 
 
-def _parse_json_text(text: str, limits: LoadLimits) -> Any:
+def _parse_json_text(text: str, limits: LoadLimits, where: str | None = None) -> Any:
+    at: JsonPath = (where,) if where else ()
     if not text.strip():
-        raise SessionFormatError("the file is empty")
+        raise SessionFormatError("the file is empty", at)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         if error.msg == "Extra data":
-            lines = _parse_json_lines(text)
+            lines = _parse_json_lines(text, where)
             if lines is not None:
                 return lines
         raise SessionFormatError(
-            f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+            f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}", at
         ) from None
     except ValueError as error:  # an integer too long to convert (Python caps digits)
-        raise SessionFormatError(f"not a usable JSON number: {error}") from None
+        raise SessionFormatError(f"not a usable JSON number: {error}", at) from None
 
 
-def _parse_json_lines(text: str) -> list[Any] | None:
-    """JSON Lines (one object a line), as agent SDKs store session items; None if it is not."""
-    items = []
-    for line in text.splitlines():
+def _parse_json_lines(text: str, where: str | None) -> JsonLines | None:
+    """JSON Lines (one value a line), as agents store transcripts; None when even the first
+    line is not a JSON value of its own. A later line that is not JSON is refused by number."""
+    records: list[Any] = []
+    labels: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        label = f"{where} line {number}" if where else f"line {number}"
         try:
-            items.append(json.loads(line))
-        except (json.JSONDecodeError, RecursionError):
-            return None
-    return items
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            if not records:
+                return None
+            raise SessionFormatError(
+                f"not valid JSON: {error.msg} at column {error.colno}", (label,)
+            ) from None
+        except ValueError as error:
+            raise SessionFormatError(f"not a usable JSON number: {error}", (label,)) from None
+        labels.append(label)
+    return JsonLines(records, labels)
 
 
 def validate_model[M: BaseModel](model: type[M], data: Any, path: JsonPath) -> M:
@@ -218,6 +346,9 @@ class ParsedSession:
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     context_limit_origin: ContextLimitOrigin | None = None
+    recorded_usage: list[RecordedUsage] = field(default_factory=list)
+    compactions: list[ObservedCompaction] = field(default_factory=list)
+    subagents: list[Subagent] = field(default_factory=list)
 
 
 def derived_session_id(history: list[Message]) -> str:
@@ -226,17 +357,19 @@ def derived_session_id(history: list[Message]) -> str:
     return f"imported_{digest[:16]}"
 
 
-def _stamp_turn_indices(history: list[Message]) -> None:
+def stamp_turn_indices(history: list[Message]) -> None:
     """Give each turn of an upload its stable index (the reader's messages are fresh, so
     they are stamped in place).
 
-    A first upload numbers every turn by position, summaries and notices included. A file
-    this engine wrote already carries indices: there, summaries and notices a collector
-    inserted keep having none, and only new conversation turns are numbered, after the rest.
+    A first upload numbers every turn by position, summaries and notices included, except that
+    a tool call and its result always share a turn (``_numbers_keeping_pairs``). A file this
+    engine wrote already carries indices: there, summaries and notices a collector inserted
+    keep having none, and only new conversation turns are numbered, after the rest.
     """
     first_upload = all(message.turn_index is None for message in history)
-    for position, turn in enumerate(split_into_turns(history)):
-        index = position if first_upload else turn.index
+    turns = split_into_turns(history)
+    numbers = _numbers_keeping_pairs(turns) if first_upload else [t.index for t in turns]
+    for turn, index in zip(turns, numbers, strict=True):
         if index is None:
             continue
         for message in turn.messages:
@@ -244,10 +377,50 @@ def _stamp_turn_indices(history: list[Message]) -> None:
                 set_fresh(message, "turn_index", index)
 
 
+def _numbers_keeping_pairs(turns: list[Turn]) -> list[int | None]:
+    """Turn numbers by position, where a turn holding the result of a call made in an earlier
+    turn is one turn with it and every turn between (results matched to calls as
+    ``tool_pair_problems`` matches them).
+
+    A user message can arrive between a call and its result (the user typed while a tool
+    ran); by JAATO's rule it starts a turn, and a collection that removes whole turns would
+    then part the pair. Summaries and notices always stand alone.
+    """
+    reaches = list(range(len(turns)))  # the earliest turn each turn must be one with
+    waiting: dict[str, list[int]] = {}  # unanswered calls by id, matched as the report does
+    for position, turn in enumerate(turns):
+        for message in turn.messages:
+            for part in message.parts:
+                response, call = part.function_response, part.function_call
+                if response is not None and response.call_id in waiting:
+                    calls = waiting[response.call_id]
+                    reaches[position] = min(reaches[position], calls.pop(0))
+                    if not calls:
+                        del waiting[response.call_id]
+                if call is not None and call.id:
+                    waiting.setdefault(call.id, []).append(position)
+    numbers: list[int | None] = []
+    lowest = len(turns)
+    starts = [False] * len(turns)
+    for position in range(len(turns) - 1, -1, -1):
+        lowest = min(lowest, reaches[position])
+        alone = turns[position].kind is not MessageKind.CHAT or (
+            position and turns[position - 1].kind is not MessageKind.CHAT
+        )
+        starts[position] = lowest >= position or bool(alone)
+        if starts[position]:
+            lowest = position
+    number = -1
+    for start in starts:
+        number += start
+        numbers.append(number)
+    return numbers
+
+
 def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
     """Stamp stable turn indices, settle the context limit and build the budget."""
     history = parsed.history
-    _stamp_turn_indices(history)
+    stamp_turn_indices(history)
     if parsed.file_context_limit is not None:
         limit = parsed.file_context_limit
         origin = parsed.context_limit_origin or ContextLimitOrigin.FILE
@@ -274,6 +447,9 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
         turn_accounting=parsed.turn_accounting,
         user_inputs=parsed.user_inputs,
         interrupted_turn=parsed.interrupted_turn,
+        recorded_usage=parsed.recorded_usage,
+        compactions=parsed.compactions,
+        subagents=parsed.subagents,
         metadata=parsed.metadata,
         extra=parsed.extra,
         token_counter=counter.name,
@@ -281,3 +457,47 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
     )
     session.budget = rebuild_budget(session, counter)
     return session
+
+
+@dataclass
+class Replacement:
+    """A compaction that replaced the agent's whole context, as a reader found it; the turns
+    around it are numbered before it becomes an ``ObservedCompaction``."""
+
+    compaction_id: str
+    replaced: list[Message]
+    at: str | None = None
+    trigger: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    summary: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def settle_replacements(parsed: ParsedSession, replacements: list[Replacement]) -> None:
+    """Number the turns of every context in the order the agent held them (each replaced
+    context, then the history), then record each compaction before the context that followed
+    it, with the summary message there, if any, at its start."""
+    contexts = [r.replaced for r in replacements] + [parsed.history]
+    stamp_turn_indices([message for context in contexts for message in context])
+    for number, found in enumerate(replacements):
+        after = contexts[number + 1]
+        first = after[0] if after else None
+        summary = next((m for m in after[:3] if m.kind is MessageKind.SUMMARY), None)
+        parsed.compactions.append(
+            ObservedCompaction(
+                compaction_id=found.compaction_id,
+                source_format=parsed.source_format,
+                at=found.at,
+                trigger=found.trigger,
+                tokens_before=found.tokens_before,
+                tokens_after=found.tokens_after,
+                summary=found.summary,
+                summary_message_id=summary.message_id if summary is not None else None,
+                before_turn=first.turn_index if first is not None else None,
+                before_message_id=first.message_id if first is not None else None,
+                replaced=found.replaced,
+                context_before=[message.message_id for message in found.replaced],
+                metadata=found.metadata,
+            )
+        )

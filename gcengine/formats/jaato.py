@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gcengine._fast import construct
+from gcengine._fast import construct, set_fresh
 from gcengine._json import (
     default_if_null,
     expect_list,
@@ -52,8 +52,11 @@ from gcengine.messages import (
 from gcengine.session import (
     ContextLimitOrigin,
     InterruptedTurn,
+    ObservedCompaction,
+    RecordedUsage,
     Session,
     SourceFormat,
+    Subagent,
     SystemInstruction,
     TurnAccounting,
 )
@@ -218,16 +221,24 @@ def _read_part(raw: Any, path: JsonPath) -> Part:
     kind = part.get("type")
     if kind == "text":
         text = part.get("text")
-        return Part.from_text(text if type(text) is str else str(expect_str(text, (*path, "text"))))
+        return _with_written_extra(
+            Part.from_text(text if type(text) is str else str(expect_str(text, (*path, "text")))),
+            part,
+            path,
+        )
     if kind == "function_call":
         args = part.get("args")
-        return Part.from_function_call(
-            construct(
-                FunctionCall,
-                id=expect_str(part.get("id"), (*path, "id"), optional=True),
-                name=str(expect_str(part.get("name"), (*path, "name"))),
-                args=dict(expect_mapping(args, (*path, "args"))) if args is not None else {},
-            )
+        return _with_written_extra(
+            Part.from_function_call(
+                construct(
+                    FunctionCall,
+                    id=expect_str(part.get("id"), (*path, "id"), optional=True),
+                    name=str(expect_str(part.get("name"), (*path, "name"))),
+                    args=dict(expect_mapping(args, (*path, "args"))) if args is not None else {},
+                )
+            ),
+            part,
+            path,
         )
     if kind == "function_response":
         is_error = part.get("is_error", False)
@@ -262,6 +273,15 @@ def _read_part(raw: Any, path: JsonPath) -> Part:
         raise SessionFormatError(f"a part needs a type, not {json_type(kind)}", (*path, "type"))
     # A part type from a newer JAATO: carry it along untouched rather than refuse the session.
     return Part.from_opaque(kind, {k: v for k, v in part.items() if k != "type"})
+
+
+def _with_written_extra(read: Part, part: Mapping[str, Any], path: JsonPath) -> Part:
+    """A part's provider extras, which a dump writes under ``extra`` (JAATO ignores it)."""
+    extra = part.get("extra")
+    if extra is None:
+        return read
+    set_fresh(read, "extra", dict(expect_mapping(extra, (*path, "extra"))))
+    return read
 
 
 def _read_unknown_part(part: Mapping[str, Any], path: JsonPath) -> Part:
@@ -353,19 +373,80 @@ def _apply_engine_view(parsed: ParsedSession, view: Any) -> None:
         else None
     )
     parsed.warnings = _read_strings(default_if_null(view.get("warnings"), []), (*path, "warnings"))
+    parsed.recorded_usage = _read_usage(view.get("recorded_usage"), (*path, "recorded_usage"))
+    parsed.compactions = [
+        _read_compaction(raw, (*path, "compactions", i))
+        for i, raw in enumerate(
+            expect_list(default_if_null(view.get("compactions"), []), (*path, "compactions"))
+        )
+    ]
+    parsed.subagents = [
+        _read_subagent(raw, (*path, "subagents", i))
+        for i, raw in enumerate(
+            expect_list(default_if_null(view.get("subagents"), []), (*path, "subagents"))
+        )
+    ]
     for field_name in _read_strings(default_if_null(view.get("absent"), []), (*path, "absent")):
         if field_name in ("created_at", "updated_at"):
             setattr(parsed, field_name, None)
 
 
+def _read_usage(raw: Any, path: JsonPath) -> list[RecordedUsage]:
+    return validate_models(RecordedUsage, expect_list(default_if_null(raw, []), path), path)
+
+
+def _read_history(raw: Any, path: JsonPath) -> list[Message]:
+    return [_read_message(m, (*path, i), i) for i, m in enumerate(expect_list(raw, path))]
+
+
+def _read_compaction(raw: Any, path: JsonPath) -> ObservedCompaction:
+    written = expect_mapping(raw, path)
+    replaced = _read_history(default_if_null(written.get("replaced"), []), (*path, "replaced"))
+    rest = {k: v for k, v in written.items() if k not in _COMPUTED_COMPACTION_FIELDS}
+    compaction = validate_model(ObservedCompaction, {**rest, "replaced": []}, path)
+    return compaction.model_copy(update={"replaced": replaced})
+
+
+def _read_subagent(raw: Any, path: JsonPath) -> Subagent:
+    written = expect_mapping(raw, path)
+    history = _read_history(default_if_null(written.get("history"), []), (*path, "history"))
+    agent = validate_model(Subagent, {**written, "history": []}, path)
+    return agent.model_copy(update={"history": history})
+
+
+_COMPUTED_COMPACTION_FIELDS = frozenset({"replaced_message_ids", "replaced_count"})
+
+
+def _write_compaction(compaction: ObservedCompaction) -> dict[str, Any]:
+    written = compaction.model_dump(mode="json", exclude={"replaced", *_COMPUTED_COMPACTION_FIELDS})
+    written["replaced"] = [_write_message(m) for m in compaction.replaced]
+    return written
+
+
+def _write_subagent(agent: Subagent) -> dict[str, Any]:
+    written = agent.model_dump(mode="json", exclude={"history"})
+    written["history"] = [_write_message(m) for m in agent.history]
+    return written
+
+
 def _write_part(part: Part) -> dict[str, Any]:
     match part.type:
         case PartType.TEXT:
+            if part.extra:
+                return {"type": "text", "text": part.text, "extra": part.extra}
             return {"type": "text", "text": part.text}
         case PartType.FUNCTION_CALL:
             call = part.function_call
             assert call is not None
-            return {"type": "function_call", "id": call.id, "name": call.name, "args": call.args}
+            written_call: dict[str, Any] = {
+                "type": "function_call",
+                "id": call.id,
+                "name": call.name,
+                "args": call.args,
+            }
+            if part.extra:
+                written_call["extra"] = part.extra
+            return written_call
         case PartType.FUNCTION_RESPONSE:
             response = part.function_response
             assert response is not None
@@ -439,6 +520,12 @@ def write_session_file(session: Session) -> dict[str, Any]:
         "warnings": list(session.warnings),
         "absent": absent,
     }
+    if session.recorded_usage:
+        view["recorded_usage"] = [u.model_dump(mode="json") for u in session.recorded_usage]
+    if session.compactions:
+        view["compactions"] = [_write_compaction(c) for c in session.compactions]
+    if session.subagents:
+        view["subagents"] = [_write_subagent(a) for a in session.subagents]
     conversation = session.budget.get_entry(InstructionSource.CONVERSATION)
     written: dict[str, Any] = {
         "version": WRITTEN_VERSION,

@@ -37,7 +37,16 @@ from gcengine.session import SourceFormat, SystemInstruction
 _SYSTEM_ROLES = {"system": "System prompt", "developer": "Developer prompt"}
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 RESPONSES_ITEM_TYPES = frozenset(
-    {"message", "function_call", "function_call_output", "reasoning", "compaction"}
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "reasoning",
+        "compaction",
+    }
 )
 
 
@@ -57,7 +66,7 @@ def parse_arguments(value: Any, path: JsonPath) -> dict[str, Any]:
     return dict(parsed)
 
 
-def _content_parts(content: Any, path: JsonPath) -> list[Part]:
+def content_parts(content: Any, path: JsonPath) -> list[Part]:
     if content is None:
         return []
     if isinstance(content, str):
@@ -131,11 +140,11 @@ def read_chat_completions(data: Any) -> ParsedSession:
             )
             continue
         if role == "user":
-            parts = _content_parts(message.get("content"), (*path, "content"))
+            parts = content_parts(message.get("content"), (*path, "content"))
             mapped = Role.USER
         elif role == "assistant":
-            parts = _content_parts(message.get("content"), (*path, "content"))
-            parts.extend(_assistant_calls(message, path, call_names))
+            parts = content_parts(message.get("content"), (*path, "content"))
+            parts.extend(assistant_calls(message, path, call_names))
             mapped = Role.MODEL
         elif role in ("tool", "function"):
             parts = [_tool_result(message, path, call_names)]
@@ -162,7 +171,7 @@ def read_chat_completions(data: Any) -> ParsedSession:
     return parsed
 
 
-def _assistant_calls(
+def assistant_calls(
     message: Mapping[str, Any], path: JsonPath, call_names: dict[str, str]
 ) -> list[Part]:
     parts = []
@@ -227,44 +236,80 @@ def read_responses_items(data: Any) -> ParsedSession:
     call_names: dict[str, str] = {}
     for position, raw in enumerate(expect_list(items, base)):
         path = (*base, position)
-        item = expect_mapping(raw, path)
-        kind = item.get("type", "message" if "role" in item else None)
-        if kind == "message":
-            _responses_message(parsed, item, path, position)
-        elif kind == "function_call":
-            call_id = str(expect_str(item.get("call_id"), (*path, "call_id")))
-            name = str(expect_str(item.get("name"), (*path, "name")))
-            call_names[call_id] = name
-            call = FunctionCall(
-                id=call_id,
-                name=name,
-                args=parse_arguments(item.get("arguments", ""), (*path, "arguments")),
-            )
-            _append_to(parsed, Role.MODEL, Part.from_function_call(call), position)
-        elif kind == "function_call_output":
-            call_id = str(expect_str(item.get("call_id"), (*path, "call_id")))
-            output = item.get("output")
-            if isinstance(output, list):
-                output = text_of_blocks(output, (*path, "output"), _TEXT_TYPES)
-            response = FunctionResponse(
-                call_id=call_id, name=call_names.get(call_id, ""), result=output
-            )
-            _append_to(parsed, Role.TOOL, Part.from_function_response(response), position)
-        elif kind == "reasoning":
-            summary = default_if_null(item.get("summary"), [])
-            text = "\n".join(
-                str(s.get("text", ""))
-                for s in expect_list(summary, (*path, "summary"))
-                if isinstance(s, Mapping)
-            )
-            extra = {k: v for k, v in item.items() if k not in ("type", "summary")}
-            _append_to(parsed, Role.MODEL, Part.from_thought(text, extra), position)
-        elif isinstance(kind, str):
-            opaque = Part.from_opaque(kind, {k: v for k, v in item.items() if k != "type"})
-            _append_to(parsed, Role.MODEL, opaque, position)
-        else:
-            raise SessionFormatError("an item needs a type (or a role)", (*path, "type"))
+        read_responses_item(parsed, expect_mapping(raw, path), path, position, call_names)
     return parsed
+
+
+def read_responses_item(
+    parsed: ParsedSession,
+    item: Mapping[str, Any],
+    path: JsonPath,
+    position: int,
+    call_names: dict[str, str],
+) -> None:
+    """Add one Responses item to the history; ``position`` seeds a new message's id."""
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind == "message":
+        _responses_message(parsed, item, path, position)
+    elif isinstance(kind, str) and kind in _CALL_ITEMS:
+        call_id = str(expect_str(item.get("call_id"), (*path, "call_id")))
+        if kind == "local_shell_call":
+            name = "local_shell"
+            args = dict(expect_mapping(item.get("action"), (*path, "action")))
+        elif kind == "custom_tool_call":
+            name = str(expect_str(item.get("name"), (*path, "name")))
+            args = {"input": expect_str(item.get("input"), (*path, "input"))}
+        else:
+            name = str(expect_str(item.get("name"), (*path, "name")))
+            args = parse_arguments(item.get("arguments", ""), (*path, "arguments"))
+        call_names[call_id] = name
+        part = Part.from_function_call(FunctionCall(id=call_id, name=name, args=args))
+        extra = _item_extra(item, _CALL_ITEMS[kind])
+        if extra:
+            part = part.model_copy(update={"extra": extra})
+        _append_to(parsed, Role.MODEL, part, position)
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        call_id = str(expect_str(item.get("call_id"), (*path, "call_id")))
+        output = item.get("output")
+        if isinstance(output, list):
+            output = text_of_blocks(output, (*path, "output"), _TEXT_TYPES)
+        response = FunctionResponse(
+            call_id=call_id,
+            name=call_names.get(call_id, ""),
+            result=output,
+            extra=_item_extra(item, ("call_id", "output")),
+        )
+        _append_to(parsed, Role.TOOL, Part.from_function_response(response), position)
+    elif kind == "reasoning":
+        summary = default_if_null(item.get("summary"), [])
+        text = "\n".join(
+            str(s.get("text", ""))
+            for s in expect_list(summary, (*path, "summary"))
+            if isinstance(s, Mapping)
+        )
+        extra = {k: v for k, v in item.items() if k not in ("type", "summary")}
+        _append_to(parsed, Role.MODEL, Part.from_thought(text, extra), position)
+    elif isinstance(kind, str):
+        opaque = Part.from_opaque(kind, {k: v for k, v in item.items() if k != "type"})
+        _append_to(parsed, Role.MODEL, opaque, position)
+    else:
+        raise SessionFormatError("an item needs a type (or a role)", (*path, "type"))
+
+
+def _item_extra(item: Mapping[str, Any], read: tuple[str, ...]) -> dict[str, Any]:
+    """An item's fields its part has no place for; a custom or shell item keeps its type."""
+    extra = {k: v for k, v in item.items() if k not in read and k != "type"}
+    if item.get("type") not in ("function_call", "function_call_output", None):
+        extra["item_type"] = item["type"]
+    return extra
+
+
+# Items that call a tool, with the fields their call is read from (the rest is kept as extra).
+_CALL_ITEMS = {
+    "function_call": ("call_id", "name", "arguments"),
+    "custom_tool_call": ("call_id", "name", "input"),
+    "local_shell_call": ("call_id", "action"),
+}
 
 
 def _responses_message(
@@ -285,7 +330,7 @@ def _responses_message(
             f"{show(item.get('role'))} is not a message role (system, developer, user, assistant)",
             (*path, "role"),
         )
-    parts = _content_parts(item.get("content"), (*path, "content"))
+    parts = content_parts(item.get("content"), (*path, "content"))
     if not parts:
         raise SessionFormatError("the message has no content", (*path, "content"))
     mapped = Role.USER if role == "user" else Role.MODEL

@@ -1,0 +1,356 @@
+"""Claude Code transcripts: ``~/.claude/projects/<dir>/<session>.jsonl`` and its sub-agents.
+
+Each line is a record. ``user`` and ``assistant`` rows carry an Anthropic message (``message``)
+and become one message each, keyed by the row's ``uuid``, in file order; the rest of the row
+(``parentUuid``, ``timestamp``, ``toolUseResult``, ...) is kept in the message's
+``metadata["source"]``. A user row made only of tool results is a tool message. Every other
+record (progress, file-history snapshots, queue operations, attachments, session titles,
+``system`` notes) is kept in ``Session.metadata["claude_code"]["records"]``, never as a
+message: none of it is the conversation the model saw.
+
+Compactions: a ``system`` row of subtype ``compact_boundary`` (``compactMetadata``: trigger,
+``preTokens``, ``postTokens``) ends the context; the ``isCompactSummary`` user row after it is
+the summary (a summary message, never the user's words), and the rows after that are the new
+context. The session's history is the context after the last compaction; each
+``ObservedCompaction`` holds the rows it replaced.
+
+Usage: one API response is written as several assistant rows that share ``message.id``; it is
+recorded once (``Session.recorded_usage``), with the figures of its last row (the earlier
+rows hold streaming snapshots).
+
+Sub-agents: rows marked ``isSidechain`` in the session file, and the ``agent-<id>.jsonl``
+files of a zip (``<session>/subagents/`` or beside the session), become ``Session.subagents``;
+the ``acompact-`` agent is the one that wrote a compaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gcengine._fast import construct
+from gcengine._json import expect_mapping, json_type, parse_count, text_or_none
+from gcengine.errors import JsonPath, SessionFormatError
+from gcengine.formats.anthropic import read_blocks
+from gcengine.formats.common import (
+    Archive,
+    ParsedSession,
+    Replacement,
+    record_step,
+    settle_replacements,
+    stamp_turn_indices,
+)
+from gcengine.messages import Message, MessageKind, PartType, Role, derive_message_id
+from gcengine.session import RecordedUsage, SourceFormat, Subagent
+
+ROW_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "attachment",
+    }
+)
+_ROW_KEYS = ("uuid", "sessionId", "leafUuid", "messageId")
+_COMPACTION_AGENT = "acompact"
+_NO_MODEL = "<synthetic>"
+
+
+def looks_like_claude_code(records: list[Any]) -> bool:
+    return any(
+        isinstance(record, Mapping)
+        and text_or_none(record.get("type")) in ROW_TYPES
+        and any(key in record for key in _ROW_KEYS)
+        for record in records[:50]
+    )
+
+
+@dataclass
+class _Thread:
+    """One conversation being read: the session's own, or a sub-agent's."""
+
+    messages: list[Message] = field(default_factory=list)
+    usage: list[RecordedUsage] = field(default_factory=list)
+    usage_by_response: dict[str, int] = field(default_factory=dict)
+    boundaries: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
+    call_names: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+
+
+@dataclass
+class _Reading:
+    main: _Thread = field(default_factory=_Thread)
+    sidechains: dict[str, _Thread] = field(default_factory=dict)  # by agent id
+    records: list[dict[str, Any]] = field(default_factory=list)
+    parent_calls: dict[str, str] = field(default_factory=dict)
+    session_id: str | None = None
+    first_at: str | None = None
+    last_at: str | None = None
+    title: str | None = None
+
+
+def read_transcript(records: list[Any]) -> ParsedSession:
+    """A session file on its own (its sidechain rows, if any, become sub-agents)."""
+    reading = _Reading()
+    for position, raw in enumerate(records):
+        step = record_step(records, position)
+        _read_row(reading, reading.main, raw, (step,), step)
+    return _parsed(reading)
+
+
+def read_archive(archive: Archive) -> ParsedSession:
+    """A zip of one session file with its ``subagents`` folder (or ``agent-*.jsonl`` beside)."""
+    sessions = [name for name in archive.members if not _is_agent_file(name)]
+    if len(sessions) != 1:
+        named = ", ".join(sorted(sessions)[:5]) or "none"
+        raise SessionFormatError(
+            f"the archive must hold exactly one session transcript besides agent-*.jsonl "
+            f"files; it holds {len(sessions)} ({named})"
+        )
+    main_name = sessions[0]
+    reading = _Reading()
+    for step, raw in _lines(archive.members[main_name], main_name):
+        _read_row(reading, reading.main, raw, (step,), step)
+    for name in sorted(archive.members):
+        if name == main_name:
+            continue
+        agent_id = name.rsplit("/", 1)[-1].removeprefix("agent-").removesuffix(".jsonl")
+        thread = reading.sidechains.setdefault(agent_id, _Thread())
+        for step, raw in _lines(archive.members[name], name):
+            _read_row(reading, thread, raw, (step,), step)
+    return _parsed(reading)
+
+
+def _is_agent_file(name: str) -> bool:
+    return name.rsplit("/", 1)[-1].startswith("agent-")
+
+
+def _lines(member: Any, name: str) -> list[tuple[str, Any]]:
+    """An archive member's records, each with the label errors name it by."""
+    if isinstance(member, Mapping):
+        return [(f"{name} line 1", member)]  # a file of one line is plain JSON
+    if not isinstance(member, list):
+        raise SessionFormatError(f"must hold JSON Lines records, not {json_type(member)}", (name,))
+    steps = (record_step(member, i) for i in range(len(member)))
+    return [(str(step), raw) for step, raw in zip(steps, member, strict=True)]
+
+
+def _read_row(
+    reading: _Reading, thread: _Thread, raw: Any, path: JsonPath, step: str | int
+) -> None:
+    row = expect_mapping(raw, path)
+    kind = row.get("type")
+    if not isinstance(kind, str):
+        raise SessionFormatError(f"a record needs a type, not {json_type(kind)}", (*path, "type"))
+    timestamp = text_or_none(row.get("timestamp"))
+    in_session_file = thread is reading.main
+    if timestamp and in_session_file:
+        reading.first_at = reading.first_at or timestamp
+        reading.last_at = timestamp
+    if reading.session_id is None and isinstance(row.get("sessionId"), str):
+        reading.session_id = row["sessionId"]
+    _note_parent_call(reading, row)
+    if in_session_file and row.get("isSidechain") is True:
+        agent = text_or_none(row.get("agentId")) or "sidechain"
+        thread = reading.sidechains.setdefault(agent, _Thread())
+    if kind in ("user", "assistant"):
+        _read_message_row(thread, row, kind, path)
+        return
+    if kind == "system" and row.get("subtype") == "compact_boundary":
+        thread.boundaries.append((len(thread.messages), row))
+        return
+    if kind == "summary" and in_session_file and isinstance(row.get("summary"), str):
+        reading.title = row["summary"]
+    reading.records.append({"at": step, "record": dict(row)})
+
+
+def _note_parent_call(reading: _Reading, row: Mapping[str, Any]) -> None:
+    """Which tool call started which sub-agent: ``agent_progress`` rows and ``Task`` results
+    name the agent's id."""
+    data = row.get("data")
+    if isinstance(data, Mapping) and data.get("type") == "agent_progress":
+        agent, call = data.get("agentId"), row.get("parentToolUseID") or row.get("toolUseID")
+        if isinstance(agent, str) and isinstance(call, str):
+            reading.parent_calls.setdefault(agent, call)
+    result = row.get("toolUseResult")
+    message = row.get("message")
+    if isinstance(result, Mapping) and isinstance(message, Mapping):
+        agent = result.get("agentId")
+        content = message.get("content")
+        if isinstance(agent, str) and isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping) and isinstance(block.get("tool_use_id"), str):
+                    reading.parent_calls.setdefault(agent, block["tool_use_id"])
+
+
+def _read_message_row(thread: _Thread, row: Mapping[str, Any], kind: str, path: JsonPath) -> None:
+    message = expect_mapping(row.get("message"), (*path, "message"))
+    parts = read_blocks(message.get("content"), (*path, "message", "content"), thread.call_names)
+    if kind == "assistant":
+        role = Role.MODEL
+    elif parts and all(part.type is PartType.FUNCTION_RESPONSE for part in parts):
+        role = Role.TOOL
+    else:
+        role = Role.USER
+    uuid = row.get("uuid")
+    if uuid is not None and (not isinstance(uuid, str) or not uuid):
+        raise SessionFormatError("must be a non-empty string", (*path, "uuid"))
+    message_id = uuid or derive_message_id(len(thread.messages), role, parts)
+    source = {**row, "message": {k: v for k, v in message.items() if k != "content"}}
+    metadata: dict[str, Any] = {"source": source}
+    model = text_or_none(message.get("model"))
+    if model and model != _NO_MODEL:
+        metadata["model"] = model
+        thread.model = model
+    summary = row.get("isCompactSummary") is True
+    thread.messages.append(
+        construct(
+            Message,
+            role=role,
+            parts=parts,
+            message_id=message_id,
+            kind=MessageKind.SUMMARY if summary else MessageKind.CHAT,
+            turn_index=None,
+            metadata=metadata,
+        )
+    )
+    if kind == "assistant" and message.get("usage") is not None:
+        _record_usage(thread, row, message, message_id, path)
+
+
+def _record_usage(
+    thread: _Thread,
+    row: Mapping[str, Any],
+    message: Mapping[str, Any],
+    message_id: str,
+    path: JsonPath,
+) -> None:
+    at: JsonPath = (*path, "message", "usage")
+    usage = expect_mapping(message["usage"], at)
+
+    def figure(key: str) -> int | None:
+        value = usage.get(key)
+        return parse_count(value, (*at, key)) if value is not None else None
+
+    fresh, read, written = (
+        figure("input_tokens"),
+        figure("cache_read_input_tokens"),
+        figure("cache_creation_input_tokens"),
+    )
+    response_id = text_or_none(message.get("id")) or text_or_none(row.get("requestId"))
+    earlier = thread.usage_by_response.get(response_id) if response_id else None
+    recorded = RecordedUsage(
+        prompt_tokens=(fresh or 0) + (read or 0) + (written or 0),
+        output_tokens=figure("output_tokens"),
+        cache_read_tokens=read,
+        cache_creation_tokens=written,
+        message_id=thread.usage[earlier].message_id if earlier is not None else message_id,
+        response_id=response_id,
+        at=(
+            thread.usage[earlier].at if earlier is not None else text_or_none(row.get("timestamp"))
+        ),
+    )
+    if earlier is not None:
+        thread.usage[earlier] = recorded
+        return
+    if response_id:
+        thread.usage_by_response[response_id] = len(thread.usage)
+    thread.usage.append(recorded)
+
+
+def _parsed(reading: _Reading) -> ParsedSession:
+    main = reading.main
+    if not main.messages:
+        raise SessionFormatError(
+            "the transcript has no user or assistant rows: there is no conversation"
+        )
+    parsed = ParsedSession(
+        source_format=SourceFormat.CLAUDE_CODE,
+        history=[],
+        session_id=reading.session_id,
+        model=main.model,
+        description=reading.title,
+        created_at=reading.first_at,
+        updated_at=reading.last_at,
+        recorded_usage=main.usage,
+        recorded_prompt_tokens=main.usage[-1].prompt_tokens if main.usage else None,
+        metadata={"claude_code": {"records": reading.records}} if reading.records else {},
+    )
+    _split_at_compactions(parsed, main)
+    for agent_id, thread in reading.sidechains.items():
+        stamp_turn_indices(thread.messages)
+        parsed.subagents.append(
+            Subagent(
+                agent_id=agent_id,
+                history=thread.messages,
+                parent_call_id=reading.parent_calls.get(agent_id),
+                is_compaction=agent_id.startswith(_COMPACTION_AGENT),
+                recorded_usage=thread.usage,
+                metadata={"compactions": [dict(row) for _, row in thread.boundaries]}
+                if thread.boundaries
+                else {},
+            )
+        )
+    return parsed
+
+
+def _split_at_compactions(parsed: ParsedSession, thread: _Thread) -> None:
+    """The context after the last compaction becomes the history; each compaction keeps the
+    context it replaced.
+
+    A summary row with no boundary just before it (as older versions wrote them) is a
+    compaction of its own, with nothing recorded but its summary.
+    """
+    messages = thread.messages
+    cuts: list[tuple[int, Mapping[str, Any] | None]] = list(thread.boundaries)
+    marked = {position for position, _ in cuts}
+    for position, message in enumerate(messages):
+        if message.kind is MessageKind.SUMMARY and not any(0 <= position - b <= 2 for b in marked):
+            cuts.append((position, None))
+    cuts.sort(key=lambda cut: cut[0])
+    replacements = []
+    start = 0
+    for position, row in cuts:
+        summary = next(
+            (m for m in messages[position : position + 3] if m.kind is MessageKind.SUMMARY), None
+        )
+        replacements.append(_replacement(row, messages[start:position], summary))
+        start = position
+    parsed.history = messages[start:]
+    settle_replacements(parsed, replacements)
+
+
+def _replacement(
+    row: Mapping[str, Any] | None, replaced: list[Message], summary: Message | None
+) -> Replacement:
+    meta = row.get("compactMetadata") if row is not None else None
+    meta = meta if isinstance(meta, Mapping) else {}
+
+    def tokens(*keys: str) -> int | None:
+        for key in keys:
+            value = meta.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                return value
+        return None
+
+    if row is not None and isinstance(row.get("uuid"), str):
+        compaction_id = row["uuid"]
+    else:
+        assert summary is not None, "a compaction without a boundary is found by its summary"
+        compaction_id = summary.message_id
+    recorded = row if row is not None else summary.metadata["source"] if summary else {}
+    return Replacement(
+        compaction_id=compaction_id,
+        replaced=replaced,
+        at=text_or_none(recorded.get("timestamp")),
+        trigger=text_or_none(meta.get("trigger")),
+        tokens_before=tokens("preTokens", "pre_tokens"),
+        tokens_after=tokens("postTokens", "post_tokens"),
+        summary=summary.text if summary is not None and summary.text else None,
+        metadata=dict(row) if row is not None else {},
+    )
