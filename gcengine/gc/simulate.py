@@ -36,6 +36,7 @@ from gcengine.session import (
     iso_to_epoch,
     message_figure,
     rebuild_budget,
+    recorded_clarifications,
     recorded_message_figures,
 )
 from gcengine.tokens import TokenCounter, counter_by_name
@@ -133,6 +134,7 @@ class _Replay:
         # Collections never change a message, only which are in the window; nor the recorded
         # conversation, so the recorded figures hold for the whole replay.
         self.recorded = recorded_message_figures(session.recorded_budget)
+        self.clarifications = recorded_clarifications(session.recorded_budget)
         self.figures = _Figures(self.counter, self.recorded)
         self.created_base = iso_to_epoch(session.created_at) or 0.0
         self.state = session.model_copy(update={"history": []})
@@ -170,6 +172,7 @@ class _Replay:
             self.window,
             self.counter,
             recorded_figures=self.recorded,
+            clarifications=self.clarifications,
             created_base=self.created_base,
             figure=self.figures,
             reuse=self.index,
