@@ -149,47 +149,91 @@ _REGIONS = ("EU-HR", "EU-SI", "US-WA", "CA-QC", "EU-IE", "UK-NI", "AU-NSW", "EU-
 # Tool schemas as the model receives them; the plugin budget counts them (JAATO: JSON, indent 2).
 _TOOLS: dict[str, dict[str, Any]] = {
     "read_file": {
-        "description": "Read a text file, or a range of its lines, numbered.",
+        "description": "Read a text file from the workspace and return its lines, numbered "
+        "from 1. For files longer than a few hundred lines, pass start_line and end_line and "
+        "read the part you need; the result says how many lines the file has, so you can "
+        "read on. Binary files are refused. Prefer this tool over `cat` in run_command.",
         "parameters": {
-            "path": {"type": "string", "description": "Path relative to the workspace."},
-            "start_line": {"type": "integer", "minimum": 1},
-            "end_line": {"type": "integer", "minimum": 1},
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace."},
+                "start_line": {"type": "integer", "minimum": 1, "description": "First line."},
+                "end_line": {"type": "integer", "minimum": 1, "description": "Last line."},
+            },
+            "required": ["path"],
         },
     },
     "grep_content": {
-        "description": "Search files for a regular expression; returns path, line and text.",
+        "description": "Search file contents with a regular expression (Python syntax) and "
+        "return every match as path, line number and the line's text, at most 200. Use it to "
+        "find where a function is defined and called before changing it, and to check that "
+        "a name is no longer used after a change. Searches are case-sensitive.",
         "parameters": {
-            "pattern": {"type": "string"},
-            "path": {"type": "string", "description": "A file or directory."},
-            "glob": {"type": "string", "description": "Only files matching, e.g. *.py."},
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "A regular expression."},
+                "path": {"type": "string", "description": "A file or a directory."},
+                "glob": {"type": "string", "description": "Only files matching, e.g. *.py."},
+            },
+            "required": ["pattern"],
         },
     },
     "list_dir": {
-        "description": "List a directory, with sizes.",
-        "parameters": {"path": {"type": "string"}},
+        "description": "List a directory of the workspace: names, sizes and whether each is "
+        "a directory. Hidden files and the virtualenv are left out.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "Defaults to the root."}},
+        },
     },
     "edit_file": {
-        "description": "Replace one exact occurrence of old_string with new_string in a file.",
+        "description": "Replace one exact occurrence of old_string with new_string in a "
+        "file and return the diff. old_string must occur exactly once, whitespace and "
+        "indentation included; if it occurs zero or several times nothing is changed and "
+        "the error says so. Include enough surrounding lines to make it unique. An empty "
+        "new_string deletes old_string.",
         "parameters": {
-            "path": {"type": "string"},
-            "old_string": {"type": "string", "description": "Must match exactly once."},
-            "new_string": {"type": "string"},
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "old_string": {"type": "string", "description": "Must match exactly once."},
+                "new_string": {"type": "string", "description": "The replacement."},
+            },
+            "required": ["path", "old_string", "new_string"],
         },
     },
     "run_command": {
-        "description": "Run a shell command in the workspace; returns exit code and output.",
+        "description": "Run a shell command in the workspace root with the project's "
+        "virtualenv active and return exit_code, stdout, stderr and duration. Commands "
+        "that read from standard input, need the network or run longer than timeout_seconds "
+        "are stopped. Use it for tests (pytest), type checks (mypy), linting (ruff) and "
+        "read-only git commands.",
         "parameters": {
-            "command": {"type": "string"},
-            "timeout_seconds": {"type": "integer", "default": 120},
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "A single shell command."},
+                "timeout_seconds": {"type": "integer", "default": 120, "maximum": 600},
+            },
+            "required": ["command"],
         },
     },
     "git_diff": {
-        "description": "Show the working tree's changes against HEAD.",
-        "parameters": {"paths": {"type": "array", "items": {"type": "string"}}},
+        "description": "Show the working tree's changes against HEAD as a unified diff, for "
+        "all files or the paths given.",
+        "parameters": {
+            "type": "object",
+            "properties": {"paths": {"type": "array", "items": {"type": "string"}}},
+        },
     },
     "web_fetch": {
-        "description": "Fetch a URL and return its text (discovered on demand).",
-        "parameters": {"url": {"type": "string"}},
+        "description": "Fetch a public URL and return its text, with HTML reduced to "
+        "readable text. Discovered on demand: load it only when the repository and the "
+        "retrieved documentation do not answer a question.",
+        "parameters": {
+            "type": "object",
+            "properties": {"url": {"type": "string", "format": "uri"}},
+            "required": ["url"],
+        },
     },
 }
 
@@ -244,33 +288,48 @@ _SYSTEM = (
     (
         "base",
         "Base Instructions",
-        "You are working in the billing-service repository (Python 3.12, pytest, mypy "
-        "--strict, ruff). Money is always decimal.Decimal, never float. Amounts are quantized "
-        "to the currency's minor unit. Public names in src/billing/__init__.py are a stable "
-        "API used by checkout and reporting; do not rename or remove them.",
+        "You are working in the billing-service repository: Python 3.12, pytest, mypy "
+        "--strict and ruff, deployed as a container behind the checkout API. Money is always "
+        "decimal.Decimal, never float; amounts are quantized to the currency's minor unit "
+        "with CENT from billing.money. Public names exported by src/billing/__init__.py "
+        "(Invoice, LineItem, total_with_tax, convert, stack_discounts, issue_credit_note) "
+        "are a stable API used by checkout and reporting: do not rename them, remove them "
+        "or change their signatures. Database migrations live in migrations/ and are "
+        "reviewed by the data team; never edit an applied one.",
     ),
     (
         "client",
         "Client Instructions",
-        "The user is a backend engineer on the payments team. Keep answers short, show the "
-        "exact command you ran and quote errors verbatim. Ask before changing a test's "
-        "expectation, a public signature or a migration.",
+        "The user is a backend engineer on the payments team. Keep answers short and "
+        "concrete: show the exact command you ran, quote errors verbatim, and name files as "
+        "path:line. Ask before changing a test's expectation, a public signature or a "
+        "migration. When you are unsure which behaviour is wanted, ask one precise question "
+        "rather than guessing.",
     ),
     (
         "framework",
         "Framework",
-        "When a task needs several steps, work through them one at a time and report what "
-        "changed. You may call several tools in parallel when they do not depend on each "
-        "other. When a turn used tools, finish it with a short summary of what was done, what "
-        "was found and what is left, so later turns can rely on it.",
+        "Work on one step at a time and say what changed after each. When a task needs "
+        "several steps, keep the todo list current: mark an item done only when its check "
+        "passes. You may call several tools in parallel when they do not depend on each "
+        "other, such as reading two files; never edit a file in parallel with reading it. "
+        "When a tool fails, read its error and adjust; do not repeat the same call. When a "
+        "turn used tools, end it with a short summary of what was done, what was found and "
+        "what is left, so that later turns can rely on the summary even after the tool "
+        "output has been removed from the context.",
     ),
     (
         "selected_references:contributing",
         "ref: CONTRIBUTING.md",
-        "CONTRIBUTING.md (pinned). Every change needs a test. Run `pytest -q`, `mypy src` and "
-        "`ruff check .` before asking for review. Error codes BILL-4000 to BILL-4999 are "
-        "reserved for invoice validation and are documented in docs/errors.md; never reuse a "
-        "retired code. Changelog entries go under the next patch version.",
+        "CONTRIBUTING.md (pinned reference).\n"
+        "## Checks\nEvery change needs a test that fails without it. Before asking for "
+        "review run `pytest -q`, `mypy src --strict` and `ruff check .`; CI runs the same "
+        "three and blocks the merge on any failure.\n"
+        "## Error codes\nCodes BILL-4000 to BILL-4999 are reserved for invoice validation "
+        "and documented in docs/errors.md with what raises them and what the API answers. "
+        "Never reuse a retired code; add new ones at the end of their range.\n"
+        "## Changelog\nEvery user-visible fix gets a line in CHANGELOG.md under the next "
+        "patch version, naming the error code or test it fixes.",
     ),
 )
 
@@ -295,10 +354,15 @@ _ENRICHMENT = (
         "docs:python-decimal",
         "docs: decimal.Decimal.quantize",
         "docs",
-        "Decimal.quantize(exp, rounding=None) returns a value equal to the first operand "
-        "after rounding and having the exponent of the second operand. ROUND_HALF_UP rounds "
-        "away from zero on a tie; ROUND_HALF_EVEN rounds to the nearest even digit. "
-        "InvalidOperation is signalled if the coefficient would exceed the context precision.",
+        "decimal.Decimal.quantize(exp, rounding=None, context=None): return a value equal to "
+        "the first operand after rounding and having the exponent of the second operand. "
+        "Decimal('1.41421356').quantize(Decimal('1.000')) gives Decimal('1.414'). Unlike "
+        "other operations, if the length of the coefficient after the quantize operation "
+        "would be greater than precision, then an InvalidOperation is signalled. The "
+        "rounding argument, if given, overrides the context's: ROUND_HALF_UP rounds away "
+        "from zero on a tie (2.675 becomes 2.68), ROUND_HALF_EVEN rounds a tie to the even "
+        "digit (2.675 becomes 2.68, 2.665 becomes 2.66), ROUND_DOWN truncates towards zero. "
+        "The default context rounds ROUND_HALF_EVEN.",
     ),
     (
         "docs:billing-errors",
