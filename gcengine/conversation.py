@@ -110,7 +110,7 @@ def turn_exchange_figures(
 
 FigureBasis = tuple[str, Mapping[str, int], frozenset[str]]
 """What a builder's figures and policies depend on besides the message: the counter's name, the
-figures the file recorded per message and the messages it recorded as preservable."""
+figures the file recorded per message and the messages it recorded as clarifications."""
 
 
 @dataclass(eq=False)

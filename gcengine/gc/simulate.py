@@ -132,7 +132,7 @@ class _Replay:
         self.session, self.config, self.plugin = session, config, plugin
         self.counter = counter_by_name(session.token_counter)
         # Collections never change a message, only which are in the window; nor the recorded
-        # conversation, so the recorded figures hold for the whole replay.
+        # conversation, so what it recorded (figures, clarifications) holds for the whole replay.
         self.recorded = recorded_message_figures(session.recorded_budget)
         self.clarifications = recorded_clarifications(session.recorded_budget)
         self.figures = _Figures(self.counter, self.recorded)
