@@ -708,7 +708,7 @@ class _Turn:
     clarification_a: int | None = None
 
 
-Exchange = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+_Exchange = tuple[list[dict[str, Any]], list[dict[str, Any]]]
 """A model message's parts making calls, and the tool message's parts answering them."""
 
 
@@ -1082,7 +1082,7 @@ class _Story:
         turn.messages.append(message)
         self.used += _estimate(message)
 
-    def _tool_loop(self, turn: _Turn, exchange: Exchange) -> None:
+    def _tool_loop(self, turn: _Turn, exchange: _Exchange) -> None:
         call_parts, results = exchange
         self._message(turn, "model", call_parts)
         self._message(turn, "tool", results)
@@ -1093,7 +1093,7 @@ class _Story:
         text: str,
         thought: str | None,
         calls: Sequence[tuple[str, dict[str, Any], Any, bool]],
-    ) -> Exchange:
+    ) -> _Exchange:
         """The parts of a model message making ``calls`` (name, args, result, is_error), and
         of the tool message answering each."""
         parts: list[dict[str, Any]] = []
@@ -1152,7 +1152,7 @@ class _Story:
         text: str,
         thought: str | None = None,
         through: int = 0,
-    ) -> Exchange:
+    ) -> _Exchange:
         """read_file of ``lines`` lines from ``start``, at least ``through``; 0 lines: as many
         as the fill allows."""
         source = self._source(path)
@@ -1171,7 +1171,7 @@ class _Story:
         args = {"path": path, "start_line": start, "end_line": end}
         return self._calling(turn, text, thought, [("read_file", args, result, False)])
 
-    def _grep(self, turn: _Turn, name: str, path: str = "src/billing") -> Exchange:
+    def _grep(self, turn: _Turn, name: str, path: str = "src/billing") -> _Exchange:
         matches = [
             {"path": module.path, "line": number, "text": line.strip()}
             for module in _MODULES
@@ -1185,7 +1185,7 @@ class _Story:
             turn, f"Where is {name} used?", None, [("grep_content", args, result, False)]
         )
 
-    def _edit(self, turn: _Turn, finding: _Finding, *, missed: bool) -> Exchange:
+    def _edit(self, turn: _Turn, finding: _Finding, *, missed: bool) -> _Exchange:
         path = finding.module.path
         if missed:  # a guess at the line that is off by its spacing
             guess = finding.old.replace(" ", "  ", 1)
@@ -1221,7 +1221,7 @@ class _Story:
         *,
         text: str,
         thought: str | None = None,
-    ) -> Exchange:
+    ) -> _Exchange:
         """run_command: pytest, mypy or ruff, with those of ``failing`` it reports."""
         tool = command.split()[0]
         shown = [f for f in failing if f.check == tool]
