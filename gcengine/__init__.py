@@ -31,6 +31,7 @@ from gcengine.config import (
     dump_gc_config,
     load_gc_config,
 )
+from gcengine.demo import DemoShape, generate_demo_session
 from gcengine.errors import (
     CompactionNotFoundError,
     ConfigError,
@@ -116,6 +117,7 @@ __all__ = [
     "CompactionNotFoundError",
     "ConfigError",
     "ContextLimitOrigin",
+    "DemoShape",
     "FunctionCall",
     "FunctionResponse",
     "GCConfig",
@@ -168,6 +170,7 @@ __all__ = [
     "discover_gc_plugins",
     "dump_gc_config",
     "dump_session",
+    "generate_demo_session",
     "generate_session_file",
     "history_before",
     "load_counter",

@@ -94,9 +94,9 @@ def turn_exchange_figures(
         )
 
 
-FigureBasis = tuple[str, Mapping[str, int]]
-"""What a builder's figures depend on besides the message: the counter's name and the figures
-the file recorded per message."""
+FigureBasis = tuple[str, Mapping[str, int], frozenset[str]]
+"""What a builder's figures and policies depend on besides the message: the counter's name, the
+figures the file recorded per message and the messages it recorded as clarifications."""
 
 
 @dataclass(eq=False)

@@ -18,7 +18,9 @@ its closing answer, not only the last turn):
 
 * the session's original request (first user message of the conversation): LOCKED;
 * the closing text answer of a turn that used tools over several model messages: PRESERVABLE;
-* summaries written by a collector: PRESERVABLE; everything else: EPHEMERAL.
+* summaries written by a collector: PRESERVABLE;
+* a clarification question or answer, as the file recorded it (``recorded_clarifications``):
+  PRESERVABLE, JAATO's default for both; everything else: EPHEMERAL.
 
 A message's figure is the one the file recorded for it when that recording covers everything
 the message sends, else the counter's (JAATO's own figures leave out function calls and media).
@@ -257,18 +259,42 @@ def iso_to_epoch(value: str | None) -> float | None:
     return parsed.timestamp()
 
 
-def recorded_message_figures(recorded: InstructionBudget | None) -> dict[str, int]:
-    """Per-message token figures a recorded budget holds (leaves that name exactly one message)."""
+def _recorded_message_leaves(recorded: InstructionBudget | None) -> Iterator[SourceEntry]:
+    """The leaves of a recorded conversation that name exactly one message."""
     if recorded is None:
-        return {}
+        return
     conversation = recorded.get_entry(InstructionSource.CONVERSATION)
     if conversation is None:
-        return {}
-    return {
-        entry.message_ids[0]: entry.tokens
-        for _, entry in conversation.walk()
-        if not entry.children and len(entry.message_ids) == 1
-    }
+        return
+    for _, entry in conversation.walk():
+        if not entry.children and len(entry.message_ids) == 1:
+            yield entry
+
+
+def recorded_message_figures(recorded: InstructionBudget | None) -> dict[str, int]:
+    """Per-message token figures a recorded budget holds."""
+    return {entry.message_ids[0]: entry.tokens for entry in _recorded_message_leaves(recorded)}
+
+
+CLARIFICATION_TURN_TYPES = frozenset({"clarification_q", "clarification_a"})
+"""JAATO's ``ConversationTurnType`` values for a clarification question and its answer."""
+
+
+def recorded_clarifications(recorded: InstructionBudget | None) -> frozenset[str]:
+    """Messages a recorded budget names as clarifications: a leaf whose ``metadata["turn_type"]``
+    is JAATO's ``clarification_q`` or ``clarification_a``.
+
+    Only the agent knows that a question it asked, or the user's answer, settled something the
+    rest of the work depends on, so the file is the only place that can say so. JAATO's default
+    policy for both is preservable. Nothing else a recording says raises a policy: JAATO also
+    records its one "turn summary" as preservable (the last answer of the session, wherever
+    its turn was) and locks whatever user message comes first, a notice included.
+    """
+    return frozenset(
+        entry.message_ids[0]
+        for entry in _recorded_message_leaves(recorded)
+        if entry.metadata.get("turn_type") in CLARIFICATION_TURN_TYPES
+    )
 
 
 _PARTS_JAATO_DOES_NOT_COUNT = frozenset({PartType.FUNCTION_CALL, PartType.INLINE_DATA})
@@ -332,10 +358,16 @@ def original_request(history: Sequence[Message]) -> int | None:
     return None
 
 
-def _message_policy(message: Message, original: str | None, closing: set[str]) -> GCPolicy:
+def _message_policy(
+    message: Message, original: str | None, closing: set[str], clarifications: frozenset[str]
+) -> GCPolicy:
     if message.message_id == original:
         return GCPolicy.LOCKED
-    if message.kind is MessageKind.SUMMARY or message.message_id in closing:
+    if (
+        message.kind is MessageKind.SUMMARY
+        or message.message_id in closing
+        or message.message_id in clarifications
+    ):
         return GCPolicy.PRESERVABLE
     return GCPolicy.EPHEMERAL
 
@@ -350,6 +382,7 @@ def index_conversation(
     counter: TokenCounter,
     *,
     recorded_figures: Mapping[str, int] | None = None,
+    clarifications: frozenset[str] = frozenset(),
     created_base: float = 0.0,
     figure: Figure | None = None,
     reuse: ConversationIndex | None = None,
@@ -360,7 +393,8 @@ def index_conversation(
 
     Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
     what ``figure`` gives: a replay, which lays out windows of the same messages at every
-    collection, passes one that works each out once.
+    collection, passes one that works each out once. ``clarifications`` are the messages the
+    file recorded as clarifications (``recorded_clarifications``): preservable.
 
     ``reuse`` is an index this function made, with the same arguments, for another history: a
     shorter one this history extends, or the history a collection started from. Its figures
@@ -374,7 +408,7 @@ def index_conversation(
     figures a collection works out for the few it takes (a replay's small collections).
     """
     recorded = recorded_figures or {}
-    basis: FigureBasis = (counter.name, recorded)
+    basis: FigureBasis = (counter.name, recorded, clarifications)
     if figure is None:
 
         def figure(message: Message) -> tuple[int, str]:
@@ -414,7 +448,7 @@ def index_conversation(
             message_tokens, made_by = figure(message)
             tokens.append(message_tokens)
             counted_by.append(made_by)
-            policies.append(_message_policy(message, original, closing))
+            policies.append(_message_policy(message, original, closing, clarifications))
             created.append(created_base + position / 1000)
             made = tool_traffic(message)
             if made is not None:
@@ -538,6 +572,7 @@ def build_conversation(
     counter: TokenCounter,
     *,
     recorded_figures: Mapping[str, int] | None = None,
+    clarifications: frozenset[str] = frozenset(),
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
 ) -> SourceEntry:
@@ -553,6 +588,7 @@ def build_conversation(
         history,
         counter,
         recorded_figures=recorded_figures,
+        clarifications=clarifications,
         created_base=created_base,
         reuse=known,
     )
@@ -663,6 +699,7 @@ def build_budget(
             history,
             counter,
             recorded_figures=recorded_message_figures(recorded_budget),
+            clarifications=recorded_clarifications(recorded_budget),
             created_base=created_base,
             reuse=reuse,
         )

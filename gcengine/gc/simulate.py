@@ -34,6 +34,7 @@ from gcengine.session import (
     iso_to_epoch,
     message_figure,
     rebuild_budget,
+    recorded_clarifications,
     recorded_message_figures,
 )
 from gcengine.tokens import TokenCounter, counter_by_name
@@ -126,8 +127,9 @@ class _Replay:
         self.session, self.config, self.plugin = session, config, plugin
         self.counter = counter_by_name(session.token_counter)
         # Collections never change a message, only which are in the window; nor the recorded
-        # conversation, so the recorded figures hold for the whole replay.
+        # conversation, so what it recorded (figures, clarifications) holds for the whole replay.
         self.recorded = recorded_message_figures(session.recorded_budget)
+        self.clarifications = recorded_clarifications(session.recorded_budget)
         self.figures = _Figures(self.counter, self.recorded)
         self.created_base = iso_to_epoch(session.created_at) or 0.0
         self.state = session.model_copy(update={"history": []})
@@ -165,6 +167,7 @@ class _Replay:
             self.window,
             self.counter,
             recorded_figures=self.recorded,
+            clarifications=self.clarifications,
             created_base=self.created_base,
             figure=self.figures,
             reuse=self.index,

@@ -282,6 +282,23 @@ def test_budget_follows_jaato_policies_without_its_mistakes(counter: TokenCounte
     assert turn0.message_ids == [m.message_id for m in session.history[:4]]
 
 
+def test_a_clarification_the_file_recorded_is_preservable(counter: TokenCounter) -> None:
+    data = example("jaato_session_v2.1.json")
+    # The agent recorded the user's second message as the answer to a question it asked.
+    data["budget_state"]["children"]["msg_4"]["metadata"] = {"turn_type": "clarification_a"}
+    session = gcengine.load_session(data, counter=counter)
+    leaves = {
+        e.message_ids[0]: e.gc_policy
+        for _, e in session.budget.entries[InstructionSource.CONVERSATION].walk()
+        if not e.children
+    }
+    ids = [m.message_id for m in session.history]
+    assert leaves[ids[4]] is GCPolicy.PRESERVABLE
+    # JAATO's "turn summary" (the last answer, recorded preservable) is still not taken over.
+    assert data["budget_state"]["children"]["msg_5"]["gc_policy"] == "preservable"
+    assert leaves[ids[5]] is GCPolicy.EPHEMERAL
+
+
 def test_a_notice_before_the_request_never_takes_its_lock(counter: TokenCounter) -> None:
     data = example("jaato_session_v2.1.json")
     notice = {

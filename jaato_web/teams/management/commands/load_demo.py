@@ -1,7 +1,12 @@
-"""Give a fresh dashboard something to show: starter policies, a demo session, one GC run.
+"""Give a fresh dashboard something to show: starter policies, a demo session, GC runs.
 
-Safe to run on every start: the session is recognised by its sha256 and the policies by name,
-so nothing is duplicated.
+The session is a generated coding agent fixing a billing service's failing tests
+(``gcengine.demo``): every budget source and policy tier holds something. It is collected by
+the budget policy and by a summarizing one, so the run pages show a removal ledger and a
+summary chain on day one, and replayed under two policies.
+
+Safe to run on every start: the session is recognised by its sha256, the policies by name and
+the runs by policy, so nothing is duplicated.
 """
 
 from __future__ import annotations
@@ -15,17 +20,19 @@ from django.core.management.base import BaseCommand
 
 import gcengine
 from jaato_web.dashboard import selectors, services
-from jaato_web.dashboard.models import JobStatus, Policy, Project
+from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, Project
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
 
 DEMO_FILENAME = "demo-session.json"
 DEMO_USER = "demo"
-# About 470 turns at 84 % of a 200,000-token window: enough history for every strategy to
-# have a choice, small enough to load in a few seconds.
-DEMO_SHAPE = gcengine.SessionShape(
-    turns=470, user_chars=400, model_chars=600, tool_result_chars=1800, tool_every=3, seed=7
-)
+# 240 turns at 85 % of a 200,000-token window: over the 80 % threshold, so every policy has
+# something to do, and quick to load.
+DEMO_SHAPE = gcengine.DemoShape(seed=7)
+DEFAULT_POLICY = "Budget 80/60"
+# Collected on load: the default policy, and one that writes a summary.
+RUN_POLICIES = (DEFAULT_POLICY, "Summarize old turns")
+REPLAY_POLICIES = (DEFAULT_POLICY, "Continuous budget")
 STARTER_POLICIES: dict[str, dict[str, Any]] = {
     "Budget 80/60": {
         "type": "gc_budget",
@@ -41,6 +48,13 @@ STARTER_POLICIES: dict[str, dict[str, Any]] = {
         "pressure_percent": 0,
         "preserve_recent_turns": 5,
     },
+    "Summarize old turns": {
+        "type": "gc_summarize",
+        "threshold_percent": 80,
+        "target_percent": 60,
+        "preserve_recent_turns": 5,
+        "plugin_config": {"summarizer": "extractive"},
+    },
     "Hybrid (summarize the middle)": {
         "type": "gc_hybrid",
         "threshold_percent": 80,
@@ -52,7 +66,7 @@ STARTER_POLICIES: dict[str, dict[str, Any]] = {
 
 
 class Command(BaseCommand):
-    help = "Load starter policies and a generated demo session, and run GC on it once."
+    help = "Load starter policies and a generated demo session, and run GC on it."
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = services.project_default()
@@ -64,9 +78,9 @@ class Command(BaseCommand):
                 )
         if project.default_policy_id is None:
             services.project_set_default_policy(
-                project=project, policy=Policy.objects.get(project=project, name="Budget 80/60")
+                project=project, policy=Policy.objects.get(project=project, name=DEFAULT_POLICY)
             )
-        data = json.dumps(gcengine.generate_session_file(DEMO_SHAPE)).encode()
+        data = json.dumps(gcengine.generate_demo_session(DEMO_SHAPE)).encode()
         receipt = services.session_upload(project=project, filename=DEMO_FILENAME, data=data)
         session = receipt.session
         if session is None:  # larger than the inline limit: read it now rather than wait
@@ -74,10 +88,8 @@ class Command(BaseCommand):
             services.ingest_job_execute(job_id=receipt.job.pk)
             session = selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk).session
         assert session is not None
-        # A worker may not be running yet; queued work is claimed once, by whoever is first.
-        for run in selectors.run_list(session=session).filter(status=JobStatus.QUEUED):
-            services.run_execute(run_id=run.pk)
-        for name in ("Budget 80/60", "Continuous budget"):
+        self._runs(project, session)
+        for name in REPLAY_POLICIES:
             version = Policy.objects.get(project=project, name=name).versions.latest("number")
             replay = services.replay_request(session=session, config=version.config)
             if replay.status == JobStatus.QUEUED:
@@ -88,6 +100,20 @@ class Command(BaseCommand):
             f"{session.total_tokens:,} tokens ({session.utilization_percent:.0f} % of "
             f"{session.context_limit:,})."
         )
+
+    def _runs(self, project: Project, session: AgentSession) -> None:
+        """One run of each of ``RUN_POLICIES`` (the upload may have queued the default's)."""
+        for name in RUN_POLICIES:
+            policy = Policy.objects.get(project=project, name=name)
+            if (
+                not selectors.run_list(session=session)
+                .filter(policy_version__policy=policy)
+                .exists()
+            ):
+                services.run_start(session=session, policy_version=policy.versions.latest("number"))
+        # A worker may not be running yet; queued work is claimed once, by whoever is first.
+        for run in selectors.run_list(session=session).filter(status=JobStatus.QUEUED):
+            services.run_execute(run_id=run.pk)
 
     def _demo_user(self, project: Project) -> None:
         """A user to sign in with: ``demo``, admin of the demo project.
