@@ -19,8 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gcengine import load_session
-from gcengine.demo import DemoShape, generate_demo_session
+from gcengine import DemoShape, generate_demo_session, load_session
 
 TARGET_SECONDS = 0.25
 
