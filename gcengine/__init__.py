@@ -13,7 +13,7 @@ from gcengine.budget import (
     SourceEntry,
 )
 from gcengine.config import GCConfig, dump_gc_config, load_gc_config
-from gcengine.errors import ConfigError, GCEngineError, SessionFormatError
+from gcengine.errors import ConfigError, GCEngineError, PlannerError, SessionFormatError
 from gcengine.formats import LoadLimits, dump_session, load_session
 from gcengine.gc import GCOutcome, GCResult, GCTriggerReason, Simulation, run_gc, simulate
 from gcengine.messages import (
@@ -28,6 +28,23 @@ from gcengine.messages import (
     Role,
     Turn,
     split_into_turns,
+)
+from gcengine.planner import (
+    ContextPlan,
+    ExcludedItem,
+    ModelCaps,
+    Pin,
+    PlannedItem,
+    PlannerConfig,
+    PlannerItem,
+    PlanTelemetry,
+    PromptBudget,
+    commit_plan,
+    model_caps,
+    plan_context,
+    plan_items,
+    prompt_budget,
+    session_caps,
 )
 from gcengine.session import (
     ContextLimitOrigin,
@@ -52,6 +69,8 @@ __all__ = [
     "ApproxCounter",
     "ConfigError",
     "ContextLimitOrigin",
+    "ContextPlan",
+    "ExcludedItem",
     "FunctionCall",
     "FunctionResponse",
     "GCConfig",
@@ -66,9 +85,17 @@ __all__ = [
     "LoadLimits",
     "Message",
     "MessageKind",
+    "ModelCaps",
     "OpaquePart",
     "Part",
     "PartType",
+    "Pin",
+    "PlanTelemetry",
+    "PlannedItem",
+    "PlannerConfig",
+    "PlannerError",
+    "PlannerItem",
+    "PromptBudget",
     "Role",
     "Session",
     "SessionFormatError",
@@ -80,14 +107,20 @@ __all__ = [
     "TokenDrift",
     "Turn",
     "build_budget",
+    "commit_plan",
     "count_message",
     "dump_gc_config",
     "dump_session",
     "load_counter",
     "load_gc_config",
     "load_session",
+    "model_caps",
+    "plan_context",
+    "plan_items",
+    "prompt_budget",
     "rebuild_budget",
     "run_gc",
+    "session_caps",
     "simulate",
     "split_into_turns",
     "token_drift",

@@ -50,3 +50,7 @@ class ConfigError(GCEngineError):
         self.key = key
         self.reason = message
         super().__init__(f"{key}: {message}" if key else message)
+
+
+class PlannerError(GCEngineError):
+    """Planner input that cannot be planned (an invalid item, pin, cap or setting)."""
