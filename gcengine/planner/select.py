@@ -285,22 +285,24 @@ class _Selection:
                 required[position] = True
 
     def _tool_turns(self) -> dict[int, list[int]]:
-        """Turns other than the current one that hold tool traffic, with those items."""
-        items, current = self.items, self.current_turn
+        """The turns that hold tool traffic, with those items."""
+        items = self.items
         turns: dict[int, list[int]] = {}
         traffic = map(or_, map(bool, items.tool_calls), map(bool, items.tool_call_ids))
         for position in compress(range(items.size), traffic):
             turn = items.turn[position]
-            if turn is not None and turn != current:
+            if turn is not None:
                 turns.setdefault(turn, []).append(position)
         return turns
 
     def _check_tool_pairs(self, turns: dict[int, list[int]]) -> None:
-        """Outside the current turn, drop tool results whose call is not in their turn and
+        """Drop tool results whose call is not in their turn and, outside the current turn,
         calls whose results are not, until every call left has its results (dropping one may
-        leave its partner without its own)."""
+        leave its partner without its own). The current turn may end in calls still waiting
+        for their results; a result without its call is never sent, providers refuse it."""
         calls, answers, alive = self.items.tool_calls, self.items.tool_call_ids, self.alive
-        for members in turns.values():
+        for turn, members in turns.items():
+            open_chains = turn == self.current_turn
             changed = True
             while changed:
                 changed = False
@@ -311,7 +313,11 @@ class _Selection:
                     if answers[position] and not made.issuperset(answers[position]):
                         self._drop(position, Detail.ORPHAN_TOOL_RESULT)
                         changed = True
-                    elif calls[position] and not answered.issuperset(calls[position]):
+                    elif (
+                        calls[position]
+                        and not open_chains
+                        and not answered.issuperset(calls[position])
+                    ):
                         self._drop(position, Detail.DANGLING_TOOL_CALL)
                         changed = True
 
