@@ -142,9 +142,24 @@ class Value(BaseModel):
     @classmethod
     def _as_planner_error(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         try:
-            return handler(data)
+            value = handler(data)
         except ValidationError as error:
             raise PlannerError(_first_problem(cls, data, error)) from None
+        problem = value.inconsistency()
+        if problem is not None:
+            raise PlannerError(f"{_what(cls, data)}: {problem}")
+        return value
+
+    def inconsistency(self) -> str | None:
+        """What is wrong between the fields of a value whose fields are each valid."""
+        return None
+
+
+def _what(model: type[BaseModel], data: Any) -> str:
+    what = _WHAT.get(model.__name__, model.__name__)
+    if isinstance(data, dict) and isinstance(data.get("id"), str):
+        what = f"{what} {data['id']!r}"
+    return what
 
 
 def _first_problem(model: type[BaseModel], data: Any, error: ValidationError) -> str:
@@ -152,12 +167,7 @@ def _first_problem(model: type[BaseModel], data: Any, error: ValidationError) ->
     # Union members add their type tags ("constrained-int") to the location: not for users.
     steps = [s for s in problem["loc"] if isinstance(s, int) or s.isidentifier()]
     where = ".".join(str(step) for step in steps)
-    what = _WHAT.get(model.__name__, model.__name__)
-    if isinstance(data, dict) and isinstance(data.get("id"), str):
-        what = f"{what} {data['id']!r}"
-    message = str(problem["msg"])
-    if message.startswith("Value error, "):
-        message = message.removeprefix("Value error, ")
+    what, message = _what(model, data), str(problem["msg"])
     return f"{what}: {where}: {message}" if where else f"{what}: {message}"
 
 
@@ -197,22 +207,21 @@ class PlannerItem(Value):
 
     _normalize_ttl = field_validator("ttl")(normalize_ttl)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> PlannerItem:
+    def inconsistency(self) -> str | None:
         if self.source is Source.CONVERSATION and self.turn is None:
-            raise ValueError("a conversation item needs its turn")
+            return "a conversation item needs its turn"
         if self.source in (Source.SYSTEM, Source.RAG) and self.turn is not None:
-            raise ValueError(f"a {self.source.value} item belongs to no turn")
+            return f"a {self.source.value} item belongs to no turn"
         if self.tool_calls and self.role is not ItemRole.ASSISTANT:
-            raise ValueError("only an assistant message makes tool calls")
+            return "only an assistant message makes tool calls"
         if self.tool_call_ids and self.role is not ItemRole.TOOL:
-            raise ValueError("only a tool message answers tool calls")
+            return "only a tool message answers tool calls"
         if (self.tool_calls or self.tool_call_ids) and self.source is not Source.CONVERSATION:
-            raise ValueError(
+            return (
                 "a tool call or result can only be sent with its partner, so it cannot be "
                 "pinned (or be a system or RAG item) on its own; pin the turn's other messages"
             )
-        return self
+        return None
 
 
 class ModelCaps(Value):
@@ -232,12 +241,9 @@ class SectionShares(Value):
     conversation: int = Field(default=55, ge=0, strict=True)
     rag: int = Field(default=30, ge=0, strict=True)
 
-    @model_validator(mode="after")
-    def _add_up_to_100(self) -> SectionShares:
+    def inconsistency(self) -> str | None:
         total = self.system_pinned + self.conversation + self.rag
-        if total != 100:
-            raise ValueError(f"the shares must add up to 100, not {total}")
-        return self
+        return f"the shares must add up to 100, not {total}" if total != 100 else None
 
     def of(self, section: Section) -> int:
         share: int = getattr(self, section.value)

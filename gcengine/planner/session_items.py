@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from gcengine._fast import construct, cyclic_gc_paused
 from gcengine.budget import InstructionBudget, InstructionSource, SourceEntry
@@ -62,11 +62,10 @@ class Pin(Value):
 
     _normalize_ttl = field_validator("ttl")(normalize_ttl)
 
-    @model_validator(mode="after")
-    def _one_target(self) -> Pin:
+    def inconsistency(self) -> str | None:
         if (self.turn is None) == (self.message_id is None):
-            raise ValueError("a pin names either a turn or a message id")
-        return self
+            return "a pin names either a turn or a message id"
+        return None
 
 
 @dataclass
