@@ -142,8 +142,11 @@ class _Columns:
     def __init__(self, items: Iterable[PlannerItem]) -> None:
         # Each item's fields as a tuple: reading its dict beats reading its attributes.
         rows = list(map(itemgetter(*_FIELDS), map(vars, items)))
+        columns: list[tuple[Any, ...]] = (
+            list(zip(*rows, strict=True)) if rows else [()] * len(_FIELDS)
+        )
         seq, ident = _FIELDS.index("seq"), _FIELDS.index("id")
-        seqs = [row[seq] for row in rows]
+        seqs = columns[seq]
         if any(map(ge, seqs, islice(seqs, 1, None))):
             rows.sort(key=itemgetter(seq, ident))
             for first, second in pairwise(rows):
@@ -152,10 +155,8 @@ class _Columns:
                         f"items {first[ident]!r} and {second[ident]!r} share seq {first[seq]}; "
                         "every item needs its own"
                     )
+            columns = list(zip(*rows, strict=True))
         self.size = len(rows)
-        columns: list[tuple[Any, ...]] = (
-            list(zip(*rows, strict=True)) if rows else [()] * len(_FIELDS)
-        )
         self.by_name = dict(zip(_FIELDS, columns, strict=True))
         self.id: tuple[str, ...] = self.by_name["id"]
         self.source: tuple[Source, ...] = self.by_name["source"]
@@ -598,8 +599,11 @@ class _Selection:
             return ()
         items = self.items
         pick = itemgetter(*positions) if len(positions) > 1 else _single(positions[0])
+        turn_atoms: dict[int | None, str] = {}
         atoms = [
-            f"turn_{turn}" if by_turn else item_id
+            (turn_atoms.get(turn) or turn_atoms.setdefault(turn, f"turn_{turn}"))
+            if by_turn
+            else item_id
             for item_id, turn, by_turn in zip(
                 pick(items.id), pick(items.turn), pick(self.by_turn), strict=True
             )
