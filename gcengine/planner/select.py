@@ -5,8 +5,9 @@ whatever order the items come.
 The steps are the specification's (``docs/planner.md``):
 
 1. the prompt budget B from the window, the completion reservation and the safety buffer;
-2. policy filters, each removal recorded: duplicates, items not meant for the model, tool calls
-   and results without their partner (outside the current turn), expired TTLs;
+2. policy filters, each removal recorded: duplicates, items not meant for the model, tool
+   results without their call, calls without their results (outside the current turn, which
+   may end in calls still waiting), expired TTLs;
 3. the required set (system items, sticky pins, the whole current turn), never trimmed;
 4. candidates per section: pins one by one in priority order, older turns whole and most
    recent first, RAG parts by score;
@@ -133,9 +134,9 @@ _ENUM_FIELDS = frozenset({"source", "role", "priority"})
 
 
 class _Columns:
-    """The items in canonical order (seq, then id), read once into one list per field.
+    """The items in canonical order (seq, then id), read once into one tuple per field.
 
-    Every step reads these lists by position instead of the items' attributes: a long
+    Every step reads these by position instead of the items' attributes: a long
     session has tens of thousands of items, and the steps read each several times.
     """
 
