@@ -25,7 +25,6 @@ from pydantic import (
 from gcengine.errors import PlannerError
 
 Tokens = Annotated[int, Field(ge=0, strict=True)]
-Count = Annotated[int, Field(ge=1, strict=True)]
 
 
 class TTLState(StrEnum):
