@@ -1,4 +1,5 @@
-"""``python -m gcengine``: inspect a session, run a policy on it, or replay it.
+"""``python -m gcengine``: inspect a session, run a policy on it, replay it, or plan its next
+request.
 
 Exit codes: 0 success, 1 the collection itself failed (a summarizer error, say), 2 bad input
 (a session or gc.json that cannot be read, an unknown plugin), 130 interrupted. Errors are one
@@ -16,9 +17,10 @@ from pathlib import Path
 from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import load_gc_config
-from gcengine.errors import GCEngineError
+from gcengine.errors import GCEngineError, PlannerError
 from gcengine.formats import dump_session, load_session
 from gcengine.gc import run_gc, simulate
+from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_report, session_caps
 from gcengine.session import Session, token_drift
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
@@ -43,12 +45,18 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("session", type=Path)
     replay.add_argument("--config", type=Path, required=True, help="the gc.json policy")
     replay.add_argument("--json", action="store_true", help="the whole series as JSON")
+    plan = commands.add_parser("plan", help="what the next request sends, and why for each item")
+    plan.add_argument("session", type=Path)
+    window = plan.add_mutually_exclusive_group()
+    window.add_argument("--model", help="plan for this model's limits (default: the session's)")
+    window.add_argument("--context-length", type=int, help="the model's window, in tokens")
+    plan.add_argument("--json", action="store_true", help="the plan as JSON")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"inspect": _inspect, "run": _run, "simulate": _simulate}
+    commands = {"inspect": _inspect, "run": _run, "plan": _plan, "simulate": _simulate}
     try:
         # The command owns this process and does one bulk job: the cycle collector can rest.
         with cyclic_gc_paused():
@@ -170,4 +178,14 @@ def _simulate(args: argparse.Namespace) -> int:
             f"{_percent(result.tokens_before, limit):>6} -> "
             f"{_percent(result.tokens_after, limit):>6}  {result.items_collected} items"
         )
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    if args.context_length is not None and args.context_length < 1:
+        raise PlannerError(f"--context-length must be at least 1 token, not {args.context_length}")
+    session = load_session(args.session)
+    caps = session_caps(session, model=args.model, context_length=args.context_length)
+    plan = plan_context(plan_items(session), caps, PlannerConfig())
+    print(plan.model_dump_json(indent=2) if args.json else "\n".join(plan_report(plan)))
     return 0

@@ -62,3 +62,7 @@ class SummarizerError(GCEngineError):
 
 class CompactionNotFoundError(GCEngineError):
     """A compaction was asked for by an id the session does not hold."""
+
+
+class PlannerError(GCEngineError):
+    """Planner input that cannot be planned (an invalid item, pin, cap or setting)."""
