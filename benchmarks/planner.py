@@ -31,17 +31,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gcengine
-from gcengine.planner import (
+from gcengine import (
     ContextPlan,
     ModelCaps,
     Pin,
     PlannerConfig,
     Priority,
+    SessionShape,
+    generate_session_file,
     plan_context,
     plan_items,
     session_caps,
 )
-from gcengine.synthetic import SessionShape, generate_session_file
 
 
 def median_ms(function: Callable[[], object], repeat: int) -> float:

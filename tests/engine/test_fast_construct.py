@@ -36,6 +36,7 @@ from gcengine import (
     Turn,
 )
 from gcengine._fast import construct
+from gcengine.planner.model import ItemRole, PlannerItem, Priority, Source
 
 PACKAGE_DIR = Path(gcengine.__file__).resolve().parent
 
@@ -132,6 +133,22 @@ EVERY_FIELD: dict[type[BaseModel], dict[str, Any]] = {
         "details": {"phase": 1},
         "error": None,
         "removal_list": [GCRemovalItem(InstructionSource.CONVERSATION, "turn_0", 60)],
+    },
+    PlannerItem: {
+        "id": "msg-7",
+        "source": Source.CONVERSATION,
+        "role": ItemRole.ASSISTANT,
+        "tokens": 42,
+        "seq": 7,
+        "turn": 3,
+        "priority": Priority.HIGH,
+        "ttl": 2,
+        "review_pending": True,
+        "score": 0.5,
+        "tool_calls": ("call-1",),
+        "tool_call_ids": ("call-0",),
+        "model_visible": False,
+        "label": "turn 3 answer",
     },
 }
 
