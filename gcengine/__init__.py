@@ -120,6 +120,7 @@ from gcengine.tokens import (
     counter_by_name,
     load_counter,
 )
+from gcengine.window import MIN_CONTEXT_LIMIT, context_limit_checked, with_context_limit
 
 __all__ = [
     "DEFAULT_CONTEXT_LIMIT",
@@ -127,6 +128,7 @@ __all__ = [
     "GC_JSON_FIELDS",
     "GC_POLICY_INDICATORS",
     "GC_STRATEGIES",
+    "MIN_CONTEXT_LIMIT",
     "NOOP_NOTIFICATION_FIELDS",
     "NOTIFICATION_FIELDS",
     "PLUGIN_CONFIG_FIELDS",
@@ -194,6 +196,7 @@ __all__ = [
     "build_budget",
     "commit_plan",
     "compact_json",
+    "context_limit_checked",
     "context_usage",
     "count_message",
     "counter_by_name",
@@ -222,5 +225,6 @@ __all__ = [
     "token_drift",
     "tool_pair_problems",
     "tool_pair_report",
+    "with_context_limit",
     "would_collect",
 ]

@@ -95,6 +95,7 @@ class ContextLimitOrigin(StrEnum):
     FILE = "file"
     MODEL = "model"
     DEFAULT = "default"
+    OVERRIDE = "override"  # set by whoever asks "what if the window were this size?"
 
 
 class SystemInstruction(BaseModel):

@@ -71,7 +71,7 @@ class _LRU[K, V]:
 
 
 _sessions: _LRU[tuple[int, str], gcengine.Session] = _LRU(SESSION_CACHE_SIZE)
-_replays: _LRU[tuple[int, str, str], dict[str, Any]] = _LRU(REPLAY_CACHE_SIZE)
+_replays: _LRU[tuple[int, str, str, int | None], dict[str, Any]] = _LRU(REPLAY_CACHE_SIZE)
 
 
 def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:
@@ -81,14 +81,15 @@ def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:
         _replays.clear()
 
 
-def engine_session(session: AgentSession) -> gcengine.Session:
-    """The engine's session for a stored one, unpacked once and then served from memory."""
+def engine_session(session: AgentSession, context_limit: int | None = None) -> gcengine.Session:
+    """The engine's session for a stored one, unpacked once and then served from memory;
+    against ``context_limit`` tokens instead of its own window when one is given."""
     key = (session.pk, session.sha256)
     cached = _sessions.get(key)
     if cached is None:
         cached = services.engine_session_of(session)
         _sessions.put(key, cached)
-    return cached
+    return gcengine.with_context_limit(cached, context_limit) if context_limit else cached
 
 
 def dry_run_config(
@@ -152,11 +153,14 @@ class Preview:
         return frozenset(m for i in self.items for m in i.message_ids)
 
 
-def preview(session: AgentSession, config: gcengine.GCConfig) -> Preview:
+def preview(
+    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None = None
+) -> Preview:
     """Run ``config`` on the session now (as a manual run would), and say whether its
-    trigger would have fired on its own at the session's current usage."""
+    trigger would have fired on its own at the session's current usage (against
+    ``context_limit`` tokens instead of the session's window, when given)."""
     started = time.perf_counter()
-    engine = engine_session(session)
+    engine = engine_session(session, context_limit)
     used, notes = dry_run_config(session, config)
     outcome = gcengine.run_gc(engine, used)
     wanted, reason = gcengine.would_collect(engine, used)
@@ -178,9 +182,11 @@ def preview(session: AgentSession, config: gcengine.GCConfig) -> Preview:
     )
 
 
-def _replay_key(session: AgentSession, config: gcengine.GCConfig) -> tuple[int, str, str]:
+def _replay_key(
+    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None
+) -> tuple[int, str, str, int | None]:
     canonical = json.dumps(gcengine.dump_gc_config(config), sort_keys=True)
-    return (session.pk, session.sha256, canonical)
+    return (session.pk, session.sha256, canonical, context_limit)
 
 
 def replay_is_quick(session: AgentSession, config: gcengine.GCConfig) -> bool:
@@ -188,19 +194,24 @@ def replay_is_quick(session: AgentSession, config: gcengine.GCConfig) -> bool:
     return int(session.turn_count) <= QUICK_REPLAY_TURNS[mode]
 
 
-def replay_cached(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any] | None:
+def replay_cached(
+    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None = None
+) -> dict[str, Any] | None:
     used, _ = dry_run_config(session, config)
-    return _replays.get(_replay_key(session, used))
+    return _replays.get(_replay_key(session, used, context_limit))
 
 
-def replay(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any]:
+def replay(
+    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None = None
+) -> dict[str, Any]:
     """The turn-by-turn replay series (``storage.replay_series``), computed once per
-    session and gc.json."""
+    session, gc.json and window."""
     used, _ = dry_run_config(session, config)
-    key = _replay_key(session, used)
+    key = _replay_key(session, used, context_limit)
     series = _replays.get(key)
     if series is None:
-        series = storage.replay_series(gcengine.simulate(engine_session(session), used))
+        engine = engine_session(session, context_limit)
+        series = storage.replay_series(gcengine.simulate(engine, used))
         _replays.put(key, series)
     return series
 
@@ -237,5 +248,10 @@ class Comparison:
         return sorted(self.a.removed_message_ids & self.b.removed_message_ids)
 
 
-def compare(session: AgentSession, a: gcengine.GCConfig, b: gcengine.GCConfig) -> Comparison:
-    return Comparison(preview(session, a), preview(session, b))
+def compare(
+    session: AgentSession,
+    a: gcengine.GCConfig,
+    b: gcengine.GCConfig,
+    context_limit: int | None = None,
+) -> Comparison:
+    return Comparison(preview(session, a, context_limit), preview(session, b, context_limit))

@@ -323,6 +323,9 @@ class Replay(BackgroundWork):
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="replays")
     config = models.JSONField()
     config_digest = models.CharField(max_length=64)
+    context_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="A window tried instead of the session's own, if any."
+    )
     series = models.JSONField(null=True, help_text="Steps and events, as the chart draws them.")
     created_at = models.DateTimeField(auto_now_add=True)
 

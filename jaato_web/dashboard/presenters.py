@@ -20,13 +20,12 @@ from jaato_web.dashboard import storage
 @dataclass(frozen=True)
 class LegendEntry:
     policy: str
-    indicator: str
     description: str
 
 
 def policy_legend() -> list[LegendEntry]:
-    """Every policy tier the tree can show, with the indicator and what it means."""
-    return [LegendEntry(p.value, p.indicator, p.description) for p in gcengine.POLICY_ORDER]
+    """Every policy tier the tree can show, most protective first, with what it means."""
+    return [LegendEntry(p.value, p.description) for p in gcengine.POLICY_ORDER]
 
 
 def indicator(policy: str) -> str:
@@ -38,18 +37,26 @@ def indicator(policy: str) -> str:
 
 @dataclass(frozen=True)
 class TreeRow:
-    """A node as the tree view draws it: share of the whole, indicator, whether it opens."""
+    """A node as the tree view draws it: its share of the session's tokens (None for what is
+    not sent to the model: earlier reasoning), policy, whether it opens."""
 
     path: str
     depth: int
     label: str
     policy: str
-    indicator: str
     tokens: int
-    share_percent: float
+    share_percent: float | None
     child_count: int
-    removed: bool = False
     node_id: int = 0
+
+    @property
+    def sent(self) -> bool:
+        return self.share_percent is not None
+
+
+# Providers drop earlier turns' reasoning from the prompt, so it is not part of a session's
+# tokens; the tree shows it apart, with no share of a total it is not in.
+NOT_SENT = gcengine.InstructionSource.THINKING.value
 
 
 def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
@@ -60,9 +67,10 @@ def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
             depth=node.depth,
             label=node.label,
             policy=node.policy,
-            indicator=indicator(node.policy),
             tokens=node.tokens,
-            share_percent=round(node.tokens / total_tokens * 100, 1) if total_tokens else 0.0,
+            share_percent=None
+            if node.path.split("/", 1)[0] == NOT_SENT
+            else (node.tokens / total_tokens * 100 if total_tokens else 0.0),
             child_count=node.child_count,
             node_id=node.pk,
         )
@@ -72,45 +80,75 @@ def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
 
 @dataclass(frozen=True)
 class UsageBar:
-    """Usage against the context limit, split by what GC may and may not touch."""
+    """A session's tokens against its context window, split by what GC may and may not touch.
+
+    The bar is as long as the larger of the session and the window, so each part's width is
+    its share of the session's tokens whatever the usage: at 800 % the parts keep their
+    proportions, the window's edge is a mark at an eighth of the bar, and what lies beyond it
+    is the overflow.
+    """
 
     limit: int
     total: int
     locked: int
     preservable: int
     eligible: int
-    percent: float
-    segments: list[tuple[str, float]] = field(default_factory=list)
+    other: int
+
+    @property
+    def percent(self) -> float:
+        return self.total / self.limit * 100 if self.limit else 0.0
+
+    @property
+    def over_by(self) -> int:
+        """Tokens over the window; 0 when the session fits."""
+        return max(self.total - self.limit, 0)
+
+    @property
+    def _scale(self) -> int:
+        return max(self.total, self.limit, 1)
+
+    @property
+    def limit_x(self) -> float:
+        """Where the window ends, as a share of the bar's length."""
+        return round(self.limit / self._scale * 100, 2)
 
     @property
     def placed(self) -> list[tuple[str, float, float]]:
-        """Segments laid end to end as (name, x, width) percentages, clipped at the limit."""
+        """The parts laid end to end as (name, x, width), shares of the bar's length."""
         placed, x = [], 0.0
-        for name, share in self.segments:
-            width = round(max(min(share, 100.0 - x), 0.0), 2)
-            placed.append((name, round(x, 2), width))
+        for name, tokens in (
+            ("locked", self.locked),
+            ("preservable", self.preservable),
+            ("eligible", self.eligible),
+            ("other", self.other),
+        ):
+            width = tokens / self._scale * 100
+            placed.append((name, round(x, 2), round(width, 2)))
             x += width
         return placed
 
+    def share(self, tokens: int) -> float:
+        """A part's share of the session's tokens (never of the window)."""
+        return tokens / self.total * 100 if self.total else 0.0
+
+    @property
+    def shares(self) -> dict[str, float]:
+        return {
+            "locked": self.share(self.locked),
+            "preservable": self.share(self.preservable),
+            "eligible": self.share(self.eligible),
+        }
+
 
 def usage_bar(*, limit: int, total: int, locked: int, preservable: int, eligible: int) -> UsageBar:
-    def share(tokens: int) -> float:
-        return round(min(tokens / limit * 100, 100.0), 2) if limit else 0.0
-
-    other = max(total - locked - preservable - eligible, 0)
     return UsageBar(
         limit=limit,
         total=total,
         locked=locked,
         preservable=preservable,
         eligible=eligible,
-        percent=round(total / limit * 100, 1) if limit else 0.0,
-        segments=[
-            ("locked", share(locked)),
-            ("preservable", share(preservable)),
-            ("eligible", share(eligible)),
-            ("other", share(other)),
-        ],
+        other=max(total - locked - preservable - eligible, 0),
     )
 
 
@@ -285,7 +323,6 @@ class MessageView:
     kind: str
     tokens: int
     policy: str
-    indicator: str
     pinned: bool
     removed: bool
     parts: list[PartView]
@@ -301,7 +338,6 @@ class TurnView:
     kind: str
     tokens: int
     policy: str
-    indicator: str
     pinned: bool
     tool_calls: int
     preview: str
@@ -310,6 +346,18 @@ class TurnView:
     summaries_before: list[Any] = field(default_factory=list)
     pinned_here: bool = False
     pinned_by_policy: bool = False
+
+    @property
+    def policy_mix(self) -> list[tuple[str, int]]:
+        """Tokens by policy, most protective first, when the turn's messages differ: the turn
+        goes whole only as its most protective policy allows, while its ephemeral tool
+        exchanges may go on their own."""
+        mix: dict[str, int] = {}
+        for message in self.messages:
+            mix[message.policy] = mix.get(message.policy, 0) + message.tokens
+        if len(mix) < 2:
+            return []
+        return [(p.value, mix[p.value]) for p in gcengine.POLICY_ORDER if p.value in mix]
 
     @property
     def removed_count(self) -> int:
@@ -348,7 +396,6 @@ def message_views(
                 kind=m["kind"],
                 tokens=m["tokens"],
                 policy=m["policy"],
-                indicator=indicator(m["policy"]),
                 pinned=m["id"] in pinned,
                 removed=m["id"] in removed,
                 parts=parts,
@@ -422,7 +469,6 @@ def turn_views(
                 kind=turn.kind,
                 tokens=turn.tokens,
                 policy=turn.policy,
-                indicator=indicator(turn.policy),
                 pinned=turn.turn_index in here_turns | policy_turns
                 or any(m.pinned for m in messages),
                 tool_calls=turn.tool_calls,
@@ -448,7 +494,6 @@ def diff_views(rows: Iterable[Any]) -> list[TurnView]:
                 kind=turn.kind,
                 tokens=turn.tokens,
                 policy=turn.policy,
-                indicator=indicator(turn.policy),
                 pinned=False,
                 tool_calls=turn.tool_calls,
                 preview=turn.preview,

@@ -448,13 +448,17 @@ def run_start(
     config: Any = None,
     plugin: str | None = None,
     trigger: str = "manual",
+    context_limit: int | None = None,
     actor: Actor = None,
 ) -> GCRun:
     """Queue a run of a stored policy version, or of a gc.json given as is.
 
     The gc.json is validated here (``gcengine.ConfigError`` names the key), so a run that is
-    queued can only fail for reasons the engine finds while collecting.
+    queued can only fail for reasons the engine finds while collecting. ``context_limit``
+    runs it against another window than the session's own ("what if it were 8,000?").
     """
+    if context_limit is not None:
+        gcengine.context_limit_checked(context_limit)
     if policy_version is not None:
         config = policy_version.config
     if config is None:
@@ -472,7 +476,7 @@ def run_start(
             config=gcengine.dump_gc_config(validated),
             plugin=plugin_name,
             trigger=trigger,
-            context_limit=session.context_limit,
+            context_limit=context_limit or session.context_limit,
             progress="waiting for a worker",
         )
         audit_record(
@@ -486,6 +490,7 @@ def run_start(
                 "plugin": plugin_name,
                 "trigger": trigger,
                 "policy_version": policy_version.pk if policy_version else None,
+                "context_limit": context_limit,
             },
         )
         transaction.on_commit(partial(tasks.execute_run.enqueue, run.pk))
@@ -509,7 +514,7 @@ def run_execute(*, run_id: int) -> None:
 
 def _run_execute_claimed(run_id: int) -> None:
     run = GCRun.objects.select_related("session").get(pk=run_id)
-    before = engine_session_of(run.session)
+    before = engine_session_of(run.session, run.context_limit)
     config = config_validated(run.config)
     GCRun.objects.filter(pk=run_id).update(progress=f"collecting with {run.plugin}")
     try:
@@ -615,23 +620,40 @@ def _summaries(
     return rows
 
 
-def engine_session_of(session: AgentSession) -> gcengine.Session:
+def engine_session_of(session: AgentSession, context_limit: int | None = None) -> gcengine.Session:
+    """The engine's session as uploaded; against ``context_limit`` tokens when one is given."""
     document = SessionDocument.objects.only("engine_session").get(session=session)
-    return storage.unpack_session(bytes(document.engine_session))
+    engine = storage.unpack_session(bytes(document.engine_session))
+    return gcengine.with_context_limit(engine, context_limit) if context_limit else engine
 
 
 # --- Replays ---------------------------------------------------------------------------------
 
 
-def replay_request(*, session: AgentSession, config: Any, actor: Actor = None) -> Replay:
-    """The replay of a session under a gc.json: the stored one, or a newly queued one."""
+def replay_request(
+    *,
+    session: AgentSession,
+    config: Any,
+    context_limit: int | None = None,
+    actor: Actor = None,
+) -> Replay:
+    """The replay of a session under a gc.json (against ``context_limit`` tokens instead of
+    the session's window, when given): the stored one, or a newly queued one."""
+    if context_limit is not None:
+        gcengine.context_limit_checked(context_limit)
     canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+    window = context_limit if context_limit != session.context_limit else None
+    keyed = {"gc.json": canonical, "context_limit": window} if window else canonical
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
     with transaction.atomic():
         replay, created = Replay.objects.get_or_create(
             session=session,
             config_digest=digest,
-            defaults={"config": canonical, "progress": "waiting for a worker"},
+            defaults={
+                "config": canonical,
+                "context_limit": window,
+                "progress": "waiting for a worker",
+            },
         )
         if created:
             audit_record(
@@ -654,7 +676,8 @@ def replay_execute(*, replay_id: int) -> None:
     replay = Replay.objects.select_related("session").get(pk=replay_id)
     try:
         simulation = gcengine.simulate(
-            engine_session_of(replay.session), config_validated(replay.config)
+            engine_session_of(replay.session, replay.context_limit),
+            config_validated(replay.config),
         )
     except gcengine.GCEngineError as error:
         Replay.objects.filter(pk=replay_id).update(

@@ -81,6 +81,43 @@ class UploadForm(DashboardForm):
         project_field.queryset = projects
 
 
+# A context window larger than any model's is a typo, not a question worth answering.
+MAX_CONTEXT_LIMIT = 100_000_000
+
+
+class WindowForm(DashboardForm):
+    """ "Pretend the window is 8,000 tokens": another context window to see the session, its
+    runs, previews and replays against (the session's own stays what the file says)."""
+
+    window = forms.IntegerField(
+        label="Try another window",
+        required=False,
+        min_value=gcengine.MIN_CONTEXT_LIMIT,
+        max_value=MAX_CONTEXT_LIMIT,
+        widget=forms.NumberInput(attrs={"step": 1000, "placeholder": "e.g. 8000"}),
+        help_text="Tokens. Every figure, run, preview and replay started here uses it.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The run and replay forms on the same page carry a window field of their own.
+        kwargs.setdefault("auto_id", "id_try_%s")
+        super().__init__(*args, **kwargs)
+
+    def chosen(self) -> int | None:
+        """The window asked for, if the form is valid and names one."""
+        return self.cleaned_data.get("window") if self.is_valid() else None
+
+
+def _window_field() -> forms.IntegerField:
+    """The window a run or replay form carries from the page it is on (hidden)."""
+    return forms.IntegerField(
+        required=False,
+        min_value=gcengine.MIN_CONTEXT_LIMIT,
+        max_value=MAX_CONTEXT_LIMIT,
+        widget=forms.HiddenInput,
+    )
+
+
 def _version_choices(versions: Sequence[PolicyVersion]) -> list[tuple[str, str]]:
     return [(str(v.pk), f"{v.policy.name} (version {v.number})") for v in versions]
 
@@ -100,6 +137,7 @@ class RunForm(DashboardForm):
         required=False,
         help_text="Leave on the policy's own strategy, or pick another installed one.",
     )
+    window = _window_field()
 
     def __init__(
         self,
@@ -129,7 +167,10 @@ class RunForm(DashboardForm):
         never as a file name.
         """
         text = self.cleaned_data["gc_json"].strip()
-        arguments: dict[str, Any] = {"plugin": self.cleaned_data["plugin"] or None}
+        arguments: dict[str, Any] = {
+            "plugin": self.cleaned_data["plugin"] or None,
+            "context_limit": self.cleaned_data.get("window"),
+        }
         if text:
             arguments["config"] = text.encode()
         else:
@@ -139,6 +180,7 @@ class RunForm(DashboardForm):
 
 class ReplayForm(DashboardForm):
     policy_version = forms.ChoiceField(label="Policy")
+    window = _window_field()
 
     def __init__(self, *args: Any, versions: Sequence[PolicyVersion], **kwargs: Any) -> None:
         # The session page also shows RunForm, whose field has the same name: distinct ids
@@ -150,6 +192,9 @@ class ReplayForm(DashboardForm):
 
     def chosen_version(self) -> PolicyVersion:
         return self.versions[self.cleaned_data["policy_version"]]
+
+    def chosen_window(self) -> int | None:
+        return self.cleaned_data.get("window")
 
 
 def _choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:

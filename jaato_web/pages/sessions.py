@@ -119,7 +119,10 @@ def replay_create(request: PageRequest, session_id: int) -> HttpResponse:
     if form.is_valid():
         try:
             requested = services.replay_request(
-                session=session, config=form.chosen_version().config, actor=request.user
+                session=session,
+                config=form.chosen_version().config,
+                context_limit=form.chosen_window(),
+                actor=request.user,
             )
         except gcengine.ConfigError as error:
             form.add_error("policy_version", str(error))
@@ -147,17 +150,23 @@ def _session_page(
     status: int = 200,
 ) -> HttpResponse:
     versions = selectors.policy_latest_versions(project=project)
-    # Both forms start on the project's default policy, the one uploads run.
+    window_form = forms.WindowForm(request.GET if "window" in request.GET else None)
+    window = window_form.chosen()
+    # Both forms start on the project's default policy, the one uploads run, and carry the
+    # window the page is looked at with.
     initial = {
         "policy_version": next(
             (str(v.pk) for v in versions if v.policy_id == project.default_policy_id), ""
-        )
+        ),
+        "window": window,
     }
     nodes, _ = selectors.budget_children_slice(session=session)
     context = {
         "session": session,
+        "window_form": window_form,
+        "window": window,
         "usage": presenters.usage_bar(
-            limit=session.context_limit,
+            limit=window or session.context_limit,
             total=session.total_tokens,
             locked=session.locked_tokens,
             preservable=session.preservable_tokens,

@@ -130,7 +130,7 @@ def test_session_page_shows_figures_usage_and_budget(
     assert "Conversation" in html
     assert re.search(r'aria-expanded="false" aria-controls="tree-children-\d+"', html)
     for tier in ("locked", "preservable", "partial", "conditional", "ephemeral"):
-        assert f"</span> {tier}</dt>" in html
+        assert f"</svg> {tier}</dt>" in html
     assert "never collected" in html
 
 
@@ -186,7 +186,7 @@ def test_history_shows_turns_messages_and_folded_tool_calls(
     assert '<span class="message__role">tool</span>' in text
     assert re.search(r"<summary>Tool call: \w+</summary>", text)
     assert re.search(r"<summary>Tool result: \w+</summary>", text)
-    assert "🔒" in text  # the session's first request is locked
+    assert 'class="indicator policy-locked"' in text  # the first request is locked
 
 
 def test_history_pages_through_htmx(

@@ -34,15 +34,32 @@ def test_turn_ranges(indices: list[int], text: str) -> None:
     assert presenters.turn_ranges(indices) == text
 
 
-def test_usage_bar_segments_are_laid_end_to_end_and_clipped() -> None:
-    bar = presenters.usage_bar(limit=100, total=130, locked=50, preservable=40, eligible=40)
+def test_usage_bar_parts_are_shares_of_the_session_within_the_window() -> None:
+    bar = presenters.usage_bar(limit=200, total=100, locked=10, preservable=30, eligible=60)
 
     assert bar.placed == [
-        ("locked", 0.0, 50.0),
-        ("preservable", 50.0, 40.0),
-        ("eligible", 90.0, 10.0),
-        ("other", 100.0, 0.0),
+        ("locked", 0.0, 5.0),
+        ("preservable", 5.0, 15.0),
+        ("eligible", 20.0, 30.0),
+        ("other", 50.0, 0.0),
     ]
+    assert (bar.limit_x, bar.over_by, bar.percent) == (100.0, 0, 50.0)
+
+
+def test_usage_bar_over_the_window_keeps_the_proportions_and_marks_the_edge() -> None:
+    # 816.6 % of the window: preservable is 11 % of the tokens and must stay 11 % of the bar.
+    bar = presenters.usage_bar(
+        limit=200_000, total=1_633_283, locked=0, preservable=179_661, eligible=1_453_622
+    )
+
+    widths = {name: width for name, _, width in bar.placed}
+    assert widths["preservable"] == pytest.approx(11.0, abs=0.01)
+    assert widths["eligible"] == pytest.approx(89.0, abs=0.01)
+    assert sum(widths.values()) == pytest.approx(100.0, abs=0.01)
+    assert bar.limit_x == pytest.approx(12.25, abs=0.01)
+    assert bar.over_by == 1_433_283
+    assert round(bar.percent, 1) == 816.6
+    assert bar.shares["preservable"] == pytest.approx(11.0, abs=0.01)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +122,7 @@ def test_message_views_mark_pins_removals_and_preview() -> None:
     views = presenters.message_views(messages, pinned_ids=["m1"], removed_ids=["m2"])
 
     assert [(v.pinned, v.removed) for v in views] == [(True, False), (False, True)]
-    assert views[0].indicator == "🔒"
+    assert views[0].policy == "locked"
     assert views[0].preview == "Fix the build"
     assert views[1].preview == "Tool call: run_tests"
     only = presenters.removed_message_views(messages, ["m2"])

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.browser
 TOP_LEVEL_SOURCES = ["system", "plugin", "enrichment", "Conversation", "thinking"]
 # Every policy tier, from what GC never touches to what it removes first.
 # In the engine's order, most protective first (gcengine.POLICY_ORDER).
-LEGEND = ["🔒 locked", "◑ preservable", "◈ conditional", "◐ partial", "○ ephemeral"]
+LEGEND = ["locked", "preservable", "conditional", "partial", "ephemeral"]
 
 
 def user_requests(data: bytes) -> list[str]:
