@@ -323,11 +323,11 @@ def _config_of(request: HttpRequest, ref: ConfigRef) -> gcengine.GCConfig:
 
 
 def _preview_out(
-    session: AgentSession, preview: dry_runs.Preview, replay: bool
+    session: AgentSession, preview: dry_runs.Preview, replay: bool, window: int | None
 ) -> dict[str, object]:
     figures: dict[str, Any] | None = None
     if replay:
-        series = dry_runs.replay(session, preview.config)
+        series = dry_runs.replay(session, preview.config, window)
         figures = {**vars(presenters.replay_figures(series)), "series": series}
     return {
         "session_id": session.pk,
@@ -362,7 +362,8 @@ def preview(request: HttpRequest, payload: PreviewIn) -> dict[str, object]:
     long sessions in continuous mode)."""
     session = access_of(request).session(payload.session_id)
     config = _config_of(request, payload)
-    return _preview_out(session, dry_runs.preview(session, config), payload.replay)
+    window = payload.context_limit
+    return _preview_out(session, dry_runs.preview(session, config, window), payload.replay, window)
 
 
 @router.post(
@@ -374,10 +375,11 @@ def preview(request: HttpRequest, payload: PreviewIn) -> dict[str, object]:
 def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
     session = access_of(request).session(payload.session_id)
     a, b = _config_of(request, payload.a), _config_of(request, payload.b)
-    comparison = dry_runs.compare(session, a, b)
+    window = payload.context_limit
+    comparison = dry_runs.compare(session, a, b, window)
     return {
-        "a": _preview_out(session, comparison.a, payload.replay),
-        "b": _preview_out(session, comparison.b, payload.replay),
+        "a": _preview_out(session, comparison.a, payload.replay, window),
+        "b": _preview_out(session, comparison.b, payload.replay, window),
         "only_a_turns": comparison.only_a_turns,
         "only_b_turns": comparison.only_b_turns,
         "both_turns": comparison.both_turns,

@@ -61,6 +61,7 @@ def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[G
         policy_version=version,
         config=config,
         plugin=payload.plugin,
+        context_limit=payload.context_limit,
         actor=access_of(request).user,
     )
     run.refresh_from_db()
@@ -188,7 +189,12 @@ def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> St
     """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
     session = access_of(request).session(session_id)
     _, config = _config_source(session, payload.policy_version_id, payload.config)
-    replay = services.replay_request(session=session, config=config, actor=access_of(request).user)
+    replay = services.replay_request(
+        session=session,
+        config=config,
+        context_limit=payload.context_limit,
+        actor=access_of(request).user,
+    )
     replay.refresh_from_db()
     return Status(200 if replay.status == "done" else 202, replay)
 

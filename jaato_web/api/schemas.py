@@ -135,6 +135,12 @@ class RunIn(Schema):
     policy_version_id: int | None = None
     config: dict[str, Any] | None = None
     plugin: str | None = None
+    context_limit: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=100_000_000,
+        description="a context window to use instead of the session's own (what if it were 8k?)",
+    )
 
 
 class RunOut(Schema):
@@ -204,6 +210,12 @@ class DiffPage(Paged):
 class ReplayIn(Schema):
     policy_version_id: int | None = None
     config: dict[str, Any] | None = None
+    context_limit: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=100_000_000,
+        description="a context window to use instead of the session's own (what if it were 8k?)",
+    )
 
 
 class ReplayOut(Schema):
@@ -213,6 +225,7 @@ class ReplayOut(Schema):
     progress: str
     error: str
     config: dict[str, Any]
+    context_limit: int | None
     series: dict[str, Any] | None
 
 
@@ -318,6 +331,12 @@ class ConfigRef(Schema):
 class PreviewIn(ConfigRef):
     session_id: int
     replay: bool = False
+    context_limit: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=100_000_000,
+        description="a context window to use instead of the session's own (what if it were 8k?)",
+    )
 
 
 class CompareIn(Schema):
@@ -325,6 +344,12 @@ class CompareIn(Schema):
     a: ConfigRef
     b: ConfigRef
     replay: bool = False
+    context_limit: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=100_000_000,
+        description="a context window to use instead of the session's own (what if it were 8k?)",
+    )
 
 
 class ReplayFiguresOut(Schema):

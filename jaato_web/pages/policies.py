@@ -28,6 +28,7 @@ from jaato_web.dashboard import (
     storage,
 )
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyVersion, Project
+from jaato_web.pages import forms
 from jaato_web.pages.forms import (
     APPLIES_TO,
     KEY_FIELDS,
@@ -162,6 +163,8 @@ def _editor_context(
         "placeholders": PLACEHOLDERS,
         "noop_placeholders": NOOP_PLACEHOLDERS,
         "is_default": policy is not None and project.default_policy_id == policy.pk,
+        "min_window": gcengine.MIN_CONTEXT_LIMIT,
+        "chosen_window": forms.WindowForm(request.GET).chosen(),
         **extra,
     }
 
@@ -259,15 +262,24 @@ def policy_preview(request: HttpRequest) -> HttpResponse:
     project = _project(request)
     form = PolicyForm(request.POST)
     session = _session_choice(request, project, request.POST.get("session"))
-    context: dict[str, Any] = {"form": form, "session": session}
+    window = _window(request)
+    context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        context |= _preview_context(session, form.config)
+        context |= _preview_context(session, form.config, window)
     return render(request, "policies/editor.html#preview", context)
 
 
-def _preview_context(session: AgentSession, config: gcengine.GCConfig) -> dict[str, Any]:
-    result = dry_runs.preview(session, config)
-    series = dry_runs.replay_cached(session, config)
+def _window(request: HttpRequest) -> int | None:
+    """The window the preview tries instead of the session's own (``window``), if any."""
+    form = forms.WindowForm(request.POST)
+    return form.chosen()
+
+
+def _preview_context(
+    session: AgentSession, config: gcengine.GCConfig, window: int | None
+) -> dict[str, Any]:
+    result = dry_runs.preview(session, config, window)
+    series = dry_runs.replay_cached(session, config, window)
     return {
         "preview": result,
         "ledger": presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
@@ -292,9 +304,10 @@ def policy_preview_chart(request: HttpRequest) -> HttpResponse:
     project = _project(request)
     form = PolicyForm(request.POST)
     session = _session_choice(request, project, request.POST.get("session"))
-    context: dict[str, Any] = {"form": form, "session": session}
+    window = _window(request)
+    context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        context |= _chart_context(dry_runs.replay(session, form.config))
+        context |= _chart_context(dry_runs.replay(session, form.config, window))
     return render(request, "policies/editor.html#preview-chart", context)
 
 

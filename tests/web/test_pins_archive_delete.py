@@ -260,3 +260,37 @@ def test_session_pins_reach_the_engine_config_unchanged_otherwise(
         **gcengine.dump_gc_config(config),
         "pinned_turn_indices": [],
     }
+
+
+def test_the_api_previews_runs_and_replays_against_a_tried_window(
+    client: Client, project: Project, run_finished: Callable[..., GCRun]
+) -> None:
+    roomy = services.session_upload(
+        project=project,
+        filename="roomy.json",
+        data=session_file(12, seed=9, model="claude-sonnet-4"),
+    ).session
+    assert roomy is not None
+    body = {"session_id": roomy.pk, "config": BUDGET_POLICY}
+
+    own = client.post("/api/policies/preview", body, content_type="application/json").json()
+    tried = client.post(
+        "/api/policies/preview", {**body, "context_limit": 2000}, content_type="application/json"
+    ).json()
+    refused = client.post(
+        "/api/policies/preview", {**body, "context_limit": 10}, content_type="application/json"
+    )
+    replay = client.post(
+        f"/api/sessions/{roomy.pk}/replays",
+        {"config": BUDGET_POLICY, "context_limit": 2000},
+        content_type="application/json",
+    ).json()
+    run = run_finished(roomy, config=BUDGET_POLICY, context_limit=2000)
+
+    assert (own["context_limit"], own["ledger"]) == (200_000, [])
+    assert tried["context_limit"] == 2000
+    assert tried["ledger"]
+    assert refused.status_code == 422
+    assert replay["context_limit"] == 2000
+    assert run.context_limit == 2000
+    assert (run.items_collected or 0) > 0
