@@ -23,6 +23,7 @@ from jaato_web.api.schemas import (
     CompareOut,
     ConfigRef,
     DefaultOut,
+    Kind,
     PolicyIn,
     PolicyOut,
     PolicyPinsIn,
@@ -42,19 +43,22 @@ from jaato_web.dashboard import (
     services,
     storage,
 )
-from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyVersion
+from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyKind, PolicyVersion
 
 router = Router(tags=["policies"])
 
 
-def _policy(request: HttpRequest, policy_id: int) -> Policy:
-    return access_of(request).policy(policy_id)
+def _policy(request: HttpRequest, policy_id: int, kind: str | None = None) -> Policy:
+    """A policy of the caller's projects; ``kind`` for what only a GC policy does (404 for a
+    planner config there)."""
+    return access_of(request).policy(policy_id, kind)
 
 
 def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, object]:
     return {
         "id": policy.pk,
         "project": policy.project_id,
+        "kind": policy.kind,
         "name": policy.name,
         "description": policy.description,
         "is_default": policy.project.default_policy_id == policy.pk,
@@ -67,11 +71,12 @@ def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, objec
     "", response=list[PolicyOut], summary="A project's policies, latest versions", auth=VIEW
 )
 def list_policies(
-    request: HttpRequest, project: int | None = None, archived: bool = False
+    request: HttpRequest, project: int | None = None, archived: bool = False, kind: Kind = "gc"
 ) -> list[dict[str, object]]:
-    """Policies in use; ``archived=true`` lists the archived ones instead."""
+    """GC policies in use; ``archived=true`` lists the archived ones instead, ``kind=planner``
+    the planner configs."""
     target = project_of(request, project)
-    versions = selectors.policy_latest_versions(project=target, archived=archived)
+    versions = selectors.policy_latest_versions(project=target, archived=archived, kind=kind)
     return [_policy_out(v.policy, v) for v in versions]
 
 
@@ -84,13 +89,16 @@ def list_policies(
 def create_policy(
     request: HttpRequest, payload: PolicyIn, project: int | None = None
 ) -> Status[dict[str, object]]:
-    """Either gc.json shape is accepted; it is validated by the engine and stored flat."""
+    """Either gc.json shape is accepted; it is validated by the engine and stored flat. With
+    ``kind`` "planner", ``config`` holds planner settings (``gcengine.PlannerConfig``; the
+    defaults fill what it leaves out)."""
     policy = services.policy_create(
         project=project_of(request, project),
         name=payload.name,
         config=payload.config,
         message=payload.message,
         actor=access_of(request).user,
+        kind=payload.kind,
     )
     return Status(201, _policy_out(policy, policy.versions.get()))
 
@@ -209,7 +217,8 @@ def restore_version(
     "/{int:policy_id}/versions/{int:number}/gc.json", summary="Export as gc.json", auth=VIEW
 )
 def export_version(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
-    version = selectors.policy_version_by_number(policy=_policy(request, policy_id), number=number)
+    policy = _policy(request, policy_id, PolicyKind.GC)
+    version = selectors.policy_version_by_number(policy=policy, number=number)
     return _gc_json(version)
 
 
@@ -217,7 +226,7 @@ def export_version(request: HttpRequest, policy_id: int, number: int) -> HttpRes
     "/versions/{int:version_id}/gc.json", summary="Export a version (by id) as gc.json", auth=VIEW
 )
 def export_policy(request: HttpRequest, version_id: int) -> HttpResponse:
-    return _gc_json(access_of(request).policy_version(version_id))
+    return _gc_json(access_of(request).policy_version(version_id, PolicyKind.GC))
 
 
 def _gc_json(version: PolicyVersion) -> HttpResponse:
@@ -235,7 +244,7 @@ def _gc_json(version: PolicyVersion) -> HttpResponse:
 )
 def set_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
     """The default policy runs on every upload, and pins from a history page go to it."""
-    policy = _policy(request, policy_id)
+    policy = _policy(request, policy_id, PolicyKind.GC)
     services.project_set_default_policy(
         project=policy.project, policy=policy, actor=access_of(request).user
     )
@@ -249,7 +258,7 @@ def set_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
     auth=EDIT_POLICY,
 )
 def unset_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
-    policy = _policy(request, policy_id)
+    policy = _policy(request, policy_id, PolicyKind.GC)
     if policy.project.default_policy_id == policy.pk:
         services.project_set_default_policy(
             project=policy.project, policy=None, actor=access_of(request).user
@@ -268,7 +277,7 @@ def pin(request: HttpRequest, policy_id: int, payload: PolicyPinsIn) -> dict[str
     whole change is one new version; a change that leaves the pins as they are stores nothing
     and answers the newest version. To keep a turn in one session only, pin it in the session
     (``POST /api/sessions/{id}/pins``)."""
-    policy = _policy(request, policy_id)
+    policy = _policy(request, policy_id, PolicyKind.GC)
     access = access_of(request)
     session = access.session(payload.session_id) if payload.session_id is not None else None
     version = services.policy_pins_change(
@@ -317,7 +326,7 @@ def _config_of(request: HttpRequest, ref: ConfigRef) -> gcengine.GCConfig:
     if (ref.policy_version_id is None) == (ref.config is None):
         raise gcengine.ConfigError("give policy_version_id or config (a gc.json object)")
     if ref.policy_version_id is not None:
-        version = access_of(request).policy_version(ref.policy_version_id)
+        version = access_of(request).policy_version(ref.policy_version_id, PolicyKind.GC)
         return services.config_validated(version.config)
     return services.config_validated(ref.config)
 
@@ -415,7 +424,7 @@ def _apply_out(runs: list[GCRun]) -> dict[str, object]:
 )
 def apply(request: HttpRequest, policy_id: int, payload: ApplyIn) -> Status[dict[str, Any]]:
     """One background run per session; follow them with ``GET /api/policies/runs?ids=...``."""
-    policy = _policy(request, policy_id)
+    policy = _policy(request, policy_id, PolicyKind.GC)
     project = policy.project
     version = (
         selectors.policy_version_by_number(policy=policy, number=payload.version)

@@ -23,7 +23,14 @@ from jaato_web.api.schemas import (
     SummaryOut,
 )
 from jaato_web.dashboard import presenters, selectors, services, storage
-from jaato_web.dashboard.models import AgentSession, GCRun, PolicyVersion, Replay, Summary
+from jaato_web.dashboard.models import (
+    AgentSession,
+    GCRun,
+    PolicyKind,
+    PolicyVersion,
+    Replay,
+    Summary,
+)
 
 router = Router(tags=["runs"])
 
@@ -38,7 +45,7 @@ def _config_source(
     """A stored version of the session's own project, or a pasted gc.json; exactly one."""
     if policy_version_id is not None:
         version = selectors.policy_version_get(
-            projects=[session.project_id], version_id=policy_version_id
+            projects=[session.project_id], version_id=policy_version_id, kind=PolicyKind.GC
         )
         return version, version.config
     if config is None:

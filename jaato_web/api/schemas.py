@@ -4,7 +4,7 @@ passed through as the engine dumps them rather than re-declared here."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Schema
 from pydantic import Field, NonNegativeInt
@@ -229,12 +229,18 @@ class ReplayOut(Schema):
     series: dict[str, Any] | None
 
 
+Kind = Literal["gc", "planner"]
+"""What a policy holds: a gc.json, or the context planner's settings."""
+
+
 class PolicyIn(Schema):
-    """A new policy from a gc.json object in either shape (an import, or a fresh policy)."""
+    """A new policy from a gc.json object in either shape (an import, or a fresh policy), or
+    with ``kind`` "planner" a planner config (``gcengine.PlannerConfig`` settings)."""
 
     name: str
     config: dict[str, Any]
     message: str = ""
+    kind: Kind = "gc"
 
 
 class PolicyVersionIn(Schema):
@@ -258,6 +264,7 @@ class PolicyVersionOut(Schema):
 class PolicyOut(Schema):
     id: int
     project: int
+    kind: Kind = "gc"
     name: str
     description: str
     is_default: bool

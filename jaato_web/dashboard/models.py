@@ -191,11 +191,26 @@ class BudgetNode(models.Model):
         return self.path
 
 
+class PolicyKind(models.TextChoices):
+    """What a policy's versions hold: a ``gc.json`` for GC, or the context planner's settings
+    (``gcengine.PlannerConfig``). Both are versioned, compared, restored and reviewed alike."""
+
+    GC = "gc", "GC policy"
+    PLANNER = "planner", "planner config"
+
+
 class Policy(models.Model):
-    """A named ``gc.json``; every save is a new ``PolicyVersion``."""
+    """A named ``gc.json`` (or planner config, by ``kind``); every save is a new
+    ``PolicyVersion``."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="policies")
     name = models.CharField(max_length=200)
+    kind = models.CharField(
+        max_length=20,
+        choices=PolicyKind.choices,
+        default=PolicyKind.GC,
+        help_text="gc: versions are gc.json files; planner: context planner settings.",
+    )
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     archived_at = models.DateTimeField(
@@ -204,18 +219,27 @@ class Policy(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["project", "name"], name="policy_unique_name"),
+            models.UniqueConstraint(
+                fields=["project", "kind", "name"], name="policy_unique_kind_name"
+            ),
         ]
         verbose_name_plural = "policies"
 
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_planner(self) -> bool:
+        return self.kind == PolicyKind.PLANNER
+
 
 class PolicyVersion(models.Model):
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    config = models.JSONField(help_text="The gc.json, as gcengine.dump_gc_config writes it.")
+    config = models.JSONField(
+        help_text="The gc.json as gcengine.dump_gc_config writes it, or the planner settings "
+        "as gcengine.PlannerConfig dumps them."
+    )
     message = models.CharField(max_length=500, blank=True)
     author = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

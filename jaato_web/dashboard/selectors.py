@@ -23,6 +23,7 @@ from jaato_web.dashboard.models import (
     GCRun,
     IngestJob,
     Policy,
+    PolicyKind,
     PolicyVersion,
     Project,
     Removal,
@@ -250,13 +251,19 @@ def policy_list(*, project: Project) -> QuerySet[Policy]:
     return Policy.objects.filter(project=project).order_by("name")
 
 
-def policy_get(*, projects: Collection[int], policy_id: int) -> Policy:
-    return get_object_or_404(Policy, pk=policy_id, project__in=projects)
+def policy_get(*, projects: Collection[int], policy_id: int, kind: str | None = None) -> Policy:
+    """A policy of these projects; with ``kind``, only one of that kind (a GC page asked for
+    a planner config answers 404, as for any object it does not show)."""
+    found = Policy.objects.filter(kind=kind) if kind is not None else Policy.objects
+    return get_object_or_404(found, pk=policy_id, project__in=projects)
 
 
-def policy_latest_versions(*, project: Project, archived: bool = False) -> list[PolicyVersion]:
+def policy_latest_versions(
+    *, project: Project, archived: bool = False, kind: str = PolicyKind.GC
+) -> list[PolicyVersion]:
     """The newest version of every policy of the project in use (or only of the archived
-    ones), in one query however many versions pins and saves have made."""
+    ones), in one query however many versions pins and saves have made. GC policies unless
+    ``kind`` says otherwise: every GC picker lists only what can run."""
     newest = (
         PolicyVersion.objects.filter(policy=OuterRef("policy"))
         .order_by("-number")
@@ -265,6 +272,7 @@ def policy_latest_versions(*, project: Project, archived: bool = False) -> list[
     return list(
         PolicyVersion.objects.filter(
             policy__project=project,
+            policy__kind=kind,
             policy__archived_at__isnull=not archived,
             number=Subquery(newest),
         )
@@ -273,10 +281,14 @@ def policy_latest_versions(*, project: Project, archived: bool = False) -> list[
     )
 
 
-def policy_version_get(*, projects: Collection[int], version_id: int) -> PolicyVersion:
-    return get_object_or_404(
-        PolicyVersion.objects.select_related("policy"), pk=version_id, policy__project__in=projects
-    )
+def policy_version_get(
+    *, projects: Collection[int], version_id: int, kind: str | None = None
+) -> PolicyVersion:
+    """A version of a policy of these projects; with ``kind``, only of a policy of that kind."""
+    versions = PolicyVersion.objects.select_related("policy")
+    if kind is not None:
+        versions = versions.filter(policy__kind=kind)
+    return get_object_or_404(versions, pk=version_id, policy__project__in=projects)
 
 
 def policy_version_by_number(*, policy: Policy, number: int) -> PolicyVersion:
@@ -290,10 +302,15 @@ def policy_latest_version(*, policy: Policy) -> PolicyVersion:
     return version
 
 
-def policy_version_choices(*, project: Project) -> QuerySet[PolicyVersion]:
-    """Every version of every policy, for pickers: names and numbers, not the gc.json."""
+def policy_version_choices(
+    *, project: Project, kind: str = PolicyKind.GC
+) -> QuerySet[PolicyVersion]:
+    """Every version of every policy of ``kind``, for pickers: names and numbers, not the
+    config."""
     return (
-        PolicyVersion.objects.filter(policy__project=project, policy__archived_at__isnull=True)
+        PolicyVersion.objects.filter(
+            policy__project=project, policy__kind=kind, policy__archived_at__isnull=True
+        )
         .select_related("policy")
         .defer("config")
         .order_by("policy__name", "-number")
@@ -339,7 +356,7 @@ def runs_by_ids(*, projects: Collection[int], ids: list[int]) -> list[GCRun]:
 def pin_policy(*, project: Project, policy_id: int | None = None) -> Policy | None:
     """The policy pins act on: the one asked for, else the project's default (or None)."""
     if policy_id is not None:
-        return policy_get(projects=[project.pk], policy_id=policy_id)
+        return policy_get(projects=[project.pk], policy_id=policy_id, kind=PolicyKind.GC)
     if project.default_policy_id is None:
         return None
     return Policy.objects.filter(pk=project.default_policy_id, project=project).first()

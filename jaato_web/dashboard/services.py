@@ -33,6 +33,7 @@ from jaato_web.dashboard.models import (
     IngestJob,
     JobStatus,
     Policy,
+    PolicyKind,
     PolicyVersion,
     Project,
     Removal,
@@ -118,6 +119,40 @@ class PinError(InputError):
     """A pin that cannot be placed: no policy to hold it, or no such turn in the session."""
 
 
+class PolicyKindError(InputError):
+    """A planner config where a GC policy is needed (a run, a default, pins), or the other
+    way round."""
+
+    def __init__(self, policy: Policy, key: str = "policy") -> None:
+        wanted = "planner config" if policy.kind == PolicyKind.GC else "GC policy"
+        super().__init__(f"{policy.name} is a {policy.get_kind_display()}, not a {wanted}", key)
+
+
+class PlannerConfigError(InputError):
+    """Planner settings the engine refuses; ``key`` names the setting (``shares.rag``)."""
+
+    def __init__(self, error: gcengine.PlannerError) -> None:
+        key, reason = _planner_problem(str(error))
+        super().__init__(reason, key)
+
+
+# How the engine names what it validates in a PlannerError ("planner settings: ttl_policy:
+# ...", "section shares: rag: ..."), and where those settings sit in a planner config.
+_PLANNER_WHAT = {"planner settings": "", "section shares": "shares"}
+
+
+def _planner_problem(message: str) -> tuple[str | None, str]:
+    """The setting a planner error names (dotted, from the config's top) and its reason."""
+    what, _, rest = message.partition(": ")
+    if what not in _PLANNER_WHAT or not rest:
+        return None, message
+    base = _PLANNER_WHAT[what]
+    where, _, reason = rest.partition(": ")
+    if reason and all(step.isidentifier() for step in where.split(".")):
+        return ".".join(filter(None, (base, where))), reason
+    return base or None, rest
+
+
 @dataclass(frozen=True)
 class UploadReceipt:
     """What an upload became: a stored session, or a job reading it in the background."""
@@ -140,15 +175,37 @@ def config_validated(config: Any) -> gcengine.GCConfig:
     return gcengine.load_gc_config(config, env={})
 
 
-def config_canonical(config: Any) -> dict[str, Any]:
-    """What is stored for a policy: the flat gc.json JAATO's own loader accepts.
+def planner_config_validated(config: Any) -> gcengine.PlannerConfig:
+    """The engine's reading of planner settings (``PlannerConfigError`` names the one at
+    fault)."""
+    if isinstance(config, gcengine.PlannerConfig):
+        return config
+    try:
+        return gcengine.PlannerConfig.model_validate(config)
+    except gcengine.PlannerError as error:
+        raise PlannerConfigError(error) from None
+
+
+def config_canonical(config: Any, kind: str = PolicyKind.GC) -> dict[str, Any]:
+    """What is stored for a policy: the flat gc.json JAATO's own loader accepts, or for a
+    planner config every setting the engine reads, defaults written out.
 
     Every version is stored whole and copied into every run, so one size limit applies to
     every door (a gc.json is a few hundred bytes; the limit leaves room for long pin lists).
     """
-    stored = gcengine.dump_gc_config(config_validated(config))
+    if kind == PolicyKind.PLANNER:
+        stored = planner_config_validated(config).model_dump(mode="json")
+    else:
+        stored = gcengine.dump_gc_config(config_validated(config))
     policy_size_check(len(json.dumps(stored)))
     return stored
+
+
+def gc_policy_checked(policy: Policy, key: str = "policy") -> Policy:
+    """``policy`` when it is a GC policy; a planner config cannot run, pin or be a default."""
+    if policy.kind != PolicyKind.GC:
+        raise PolicyKindError(policy, key)
+    return policy
 
 
 # --- Uploads ---------------------------------------------------------------------------------
@@ -460,6 +517,7 @@ def run_start(
     if context_limit is not None:
         gcengine.context_limit_checked(context_limit)
     if policy_version is not None:
+        gc_policy_checked(policy_version.policy, "policy_version")
         config = policy_version.config
     if config is None:
         raise gcengine.ConfigError("a run needs a policy version or a gc.json")
@@ -694,26 +752,37 @@ def replay_execute(*, replay_id: int) -> None:
 POLICY_NAME_MAX = 200
 
 
-def _policy_name_checked(project: Project, name: str) -> str:
+def _policy_name_checked(project: Project, name: str, kind: str) -> str:
     name = name.strip()
+    noun = PolicyKind(kind).label if kind != PolicyKind.GC else "policy"
     if not name:
-        raise PolicyNameError("give the policy a name")
+        raise PolicyNameError(f"give the {noun} a name")
     if len(name) > POLICY_NAME_MAX:
         raise PolicyNameError(f"at most {POLICY_NAME_MAX} characters")
-    if Policy.objects.filter(project=project, name=name).exists():
-        raise PolicyNameError(f"a policy named {name!r} already exists")
+    if Policy.objects.filter(project=project, kind=kind, name=name).exists():
+        raise PolicyNameError(f"a {noun} named {name!r} already exists")
     return name
 
 
 @transaction.atomic
 def policy_create(
-    *, project: Project, name: str, config: Any, message: str = "", actor: Actor = None
+    *,
+    project: Project,
+    name: str,
+    config: Any,
+    message: str = "",
+    actor: Actor = None,
+    kind: str = PolicyKind.GC,
 ) -> Policy:
-    stored = config_canonical(config)
-    name = _policy_name_checked(project, name)
+    """A new policy with ``config`` as version 1: a gc.json, or with ``kind`` "planner"
+    planner settings (each kind has its own names)."""
+    if kind not in PolicyKind.values:
+        raise InputError(f"kind is {' or '.join(PolicyKind.values)}, not {kind!r}", "kind")
+    stored = config_canonical(config, kind)
+    name = _policy_name_checked(project, name, kind)
     try:
         with transaction.atomic():
-            policy = Policy.objects.create(project=project, name=name)
+            policy = Policy.objects.create(project=project, name=name, kind=kind)
     except IntegrityError:
         # Someone created the same name between the check and the insert.
         raise PolicyNameError(f"a policy named {name!r} already exists") from None
@@ -773,7 +842,9 @@ def policy_name_from_file(filename: str) -> str:
 def _policy_name_free(project: Project, name: str) -> str:
     """``name``, or ``name 2``, ``name 3``... whichever the project does not use yet."""
     taken = set(
-        Policy.objects.filter(project=project, name__startswith=name).values_list("name", flat=True)
+        Policy.objects.filter(
+            project=project, kind=PolicyKind.GC, name__startswith=name
+        ).values_list("name", flat=True)
     )
     candidate, number = name, 1
     while candidate in taken:
@@ -795,7 +866,12 @@ def _policy_audit(version: PolicyVersion, actor: Actor, action: AuditAction | No
         action=action or AuditAction.POLICY_SAVE,
         target=f"{policy.name} version {version.number}",
         target_url=reverse("policy_versions", args=[policy.pk]),
-        detail={"policy": policy.pk, "version": version.number, "message": version.message},
+        detail={
+            "policy": policy.pk,
+            "kind": policy.kind,
+            "version": version.number,
+            "message": version.message,
+        },
     )
 
 
@@ -812,7 +888,7 @@ def policy_save(
     *, policy: Policy, config: Any, base_number: int, message: str = "", actor: Actor = None
 ) -> PolicyVersion:
     """Store a new version, unless someone saved since ``base_number`` was loaded."""
-    stored = config_canonical(config)
+    stored = config_canonical(config, policy.kind)
     current = _latest_locked(policy)
     if current.number != base_number:
         base = policy.versions.filter(number=base_number).values_list("config", flat=True).first()
@@ -889,6 +965,8 @@ def policy_pins_change(
     version (with ``message``, or one that lists the change). A change that leaves the pins as
     they are stores nothing and returns the newest version. With ``session``, every turn and
     message pinned must exist in it."""
+    if policy.kind != PolicyKind.GC:
+        raise PinError(f"{policy.name} is a planner config: only a GC policy holds pins", "policy")
     if not change:
         raise PinError("name at least one turn or message to pin or unpin", "turn_index")
     if session is not None:
@@ -1026,6 +1104,8 @@ def policy_apply(
 def project_set_default_policy(
     *, project: Project, policy: Policy | None, actor: Actor = None
 ) -> None:
+    if policy is not None:
+        gc_policy_checked(policy)
     Project.objects.filter(pk=project.pk).update(default_policy=policy)
     project.default_policy = policy
     audit_record(
@@ -1047,7 +1127,7 @@ def item_described(item: AgentSession | GCRun | Policy) -> tuple[str, str, Proje
         return "session", item.label, item.project
     if isinstance(item, GCRun):
         return "run", f"run {item.pk} of {item.session.label}", item.session.project
-    return "policy", item.name, item.project
+    return ("planner config" if item.is_planner else "policy"), item.name, item.project
 
 
 @transaction.atomic

@@ -27,7 +27,7 @@ from jaato_web.dashboard import (
     services,
     storage,
 )
-from jaato_web.dashboard.models import AgentSession, Policy, PolicyVersion, Project
+from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, PolicyVersion, Project
 from jaato_web.pages import forms
 from jaato_web.pages.forms import (
     APPLIES_TO,
@@ -127,7 +127,7 @@ def policy_list(request: HttpRequest) -> HttpResponse:
 @requires(Action.EDIT_POLICY)
 def policy_default(request: HttpRequest, policy_id: int) -> HttpResponse:
     """Mark the policy as the project's default (it runs on every upload), or unmark it."""
-    policy = _access(request).policy(policy_id)
+    policy = _access(request).policy(policy_id, PolicyKind.GC)
     project = policy.project
     if request.POST.get("default") == "on":
         services.project_set_default_policy(project=project, policy=policy, actor=request.user)
@@ -178,7 +178,7 @@ def policy_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @requires(Action.EDIT_POLICY)
 def policy_edit(request: HttpRequest, policy_id: int) -> HttpResponse:
-    return _editor(request, _access(request).policy(policy_id))
+    return _editor(request, _access(request).policy(policy_id, PolicyKind.GC))
 
 
 def _editor(request: HttpRequest, policy: Policy | None) -> HttpResponse:
@@ -320,7 +320,7 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
     version_id = _int(request.GET.get("version"))
     if session is None or version_id is None:
         return HttpResponseBadRequest("give session and version")
-    version = _access(request).policy_version(version_id)
+    version = _access(request).policy_version(version_id, PolicyKind.GC)
     series = dry_runs.replay(session, services.config_validated(version.config))
     return render(
         request,
@@ -524,8 +524,8 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         "b_id": b_id,
     }
     if session is not None and a_id is not None and b_id is not None:
-        a = _access(request).policy_version(a_id)
-        b = _access(request).policy_version(b_id)
+        a = _access(request).policy_version(a_id, PolicyKind.GC)
+        b = _access(request).policy_version(b_id, PolicyKind.GC)
         comparison = dry_runs.compare(
             session, services.config_validated(a.config), services.config_validated(b.config)
         )
@@ -549,7 +549,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
 @requires(Action.RUN)
 def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
     """Run a version of the policy on one session or a selection, one background run each."""
-    policy = _access(request).policy(policy_id)
+    policy = _access(request).policy(policy_id, PolicyKind.GC)
     project = policy.project
     versions = list(selectors.policy_versions(policy=policy).defer("config"))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])

@@ -122,13 +122,16 @@ class Access:
         self.check(job.project_id)
         return job
 
-    def policy(self, policy_id: int) -> Policy:
-        policy = selectors.policy_get(projects=self.project_ids, policy_id=policy_id)
+    def policy(self, policy_id: int, kind: str | None = None) -> Policy:
+        """A policy; with ``kind`` ("gc", "planner") only one of that kind, else 404."""
+        policy = selectors.policy_get(projects=self.project_ids, policy_id=policy_id, kind=kind)
         self.check(policy.project_id)
         return policy
 
-    def policy_version(self, version_id: int) -> PolicyVersion:
-        version = selectors.policy_version_get(projects=self.project_ids, version_id=version_id)
+    def policy_version(self, version_id: int, kind: str | None = None) -> PolicyVersion:
+        version = selectors.policy_version_get(
+            projects=self.project_ids, version_id=version_id, kind=kind
+        )
         self.check(version.policy.project_id)
         return version
 
