@@ -31,6 +31,7 @@ from gcengine.config import (
     dump_gc_config,
     load_gc_config,
 )
+from gcengine.context_limits import KNOWN_MODEL_LIMITS, ModelLimits, model_limits
 from gcengine.demo import DemoShape, generate_demo_session
 from gcengine.errors import (
     CompactionNotFoundError,
@@ -87,12 +88,17 @@ from gcengine.planner import (
     PlanTelemetry,
     Priority,
     PromptBudget,
+    Section,
+    TTLPolicy,
+    TTLState,
     commit_plan,
     model_caps,
     plan_context,
     plan_items,
+    plan_report,
     prompt_budget,
     session_caps,
+    ttl_label,
 )
 from gcengine.session import (
     ContextLimitOrigin,
@@ -128,6 +134,7 @@ __all__ = [
     "GC_JSON_FIELDS",
     "GC_POLICY_INDICATORS",
     "GC_STRATEGIES",
+    "KNOWN_MODEL_LIMITS",
     "MIN_CONTEXT_LIMIT",
     "NOOP_NOTIFICATION_FIELDS",
     "NOTIFICATION_FIELDS",
@@ -160,6 +167,7 @@ __all__ = [
     "Message",
     "MessageKind",
     "ModelCaps",
+    "ModelLimits",
     "ObservedCompaction",
     "OpaquePart",
     "Part",
@@ -176,6 +184,7 @@ __all__ = [
     "RecordedUsage",
     "RemovalReason",
     "Role",
+    "Section",
     "Session",
     "SessionFormatError",
     "SessionShape",
@@ -187,6 +196,8 @@ __all__ = [
     "Subagent",
     "SummarizerError",
     "SystemInstruction",
+    "TTLPolicy",
+    "TTLState",
     "TiktokenCounter",
     "TokenCounter",
     "TokenDrift",
@@ -212,9 +223,11 @@ __all__ = [
     "load_gc_plugin",
     "load_session",
     "model_caps",
+    "model_limits",
     "most_protective",
     "plan_context",
     "plan_items",
+    "plan_report",
     "plugin_options",
     "prompt_budget",
     "rebuild_budget",
@@ -225,6 +238,7 @@ __all__ = [
     "token_drift",
     "tool_pair_problems",
     "tool_pair_report",
+    "ttl_label",
     "with_context_limit",
     "would_collect",
 ]

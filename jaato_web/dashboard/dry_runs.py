@@ -43,7 +43,7 @@ LLM_NOTE = (
 )
 
 
-class _LRU[K, V]:
+class LRU[K, V]:
     """A small thread-safe least-recently-used map (runserver and WSGI servers use threads)."""
 
     def __init__(self, size: int) -> None:
@@ -70,8 +70,8 @@ class _LRU[K, V]:
             self._items.clear()
 
 
-_sessions: _LRU[tuple[int, str], gcengine.Session] = _LRU(SESSION_CACHE_SIZE)
-_replays: _LRU[tuple[int, str, str, int | None], dict[str, Any]] = _LRU(REPLAY_CACHE_SIZE)
+_sessions: LRU[tuple[int, str], gcengine.Session] = LRU(SESSION_CACHE_SIZE)
+_replays: LRU[tuple[int, str, str, int | None], dict[str, Any]] = LRU(REPLAY_CACHE_SIZE)
 
 
 def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:

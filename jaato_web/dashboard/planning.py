@@ -1,0 +1,439 @@
+"""The context planner on stored sessions (the Plan tab, the API): plans computed in this
+process, never stored.
+
+A plan is pure (the same items, caps and settings give the same plan), so plans are cached
+by their inputs, and so are a session's planner items (``gcengine.plan_items`` reads every
+message once: about 0.15 s at 10,000 turns). Unpacking the stored session goes through
+``dry_runs.engine_session``, which keeps the last few in memory.
+
+Planning a session plans it as it stands: its last user message is the one being answered.
+The step-through plans it as the agent lived it: at each user turn the items are the session
+up to that turn, the plan is committed, and the TTLs its commit moved on carry into the next
+turn. Each step costs what one plan of the items in play costs, so two things keep a page of
+steps cheap on a 10,000-turn session:
+
+* steps come a page at a time (``STEPS_PER_PAGE`` user turns); the pins start the page with
+  the TTL chosen, as if they were set at its first turn;
+* older turns that cannot be sent are left out of a step before it is planned: the history
+  is sent as the most recent turns without a gap, and a turn whose newer turns alone cost
+  more than the prompt budget is behind the cut whatever else happens. Their items still
+  count as left out; ``tests/web/test_planning.py`` checks the series is the one planning
+  every item gives.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any
+
+import gcengine
+from jaato_web.dashboard import dry_runs, services
+from jaato_web.dashboard.dry_runs import LRU
+from jaato_web.dashboard.models import AgentSession
+
+ITEMS_CACHE_SIZE = 4
+PLAN_CACHE_SIZE = 16
+# User turns planned and committed per page of the step-through.
+STEPS_PER_PAGE = 50
+Ttl = int | gcengine.TTLState | None
+
+
+# --- What is asked for ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapsChoice:
+    """The model and the figures asked for; None keeps the session's own (or the table's)."""
+
+    model: str | None = None
+    context_length: int | None = None
+    max_completion_tokens: int | None = None
+    max_prompt_tokens: int | None = None
+    request_max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class PinChoice:
+    """The priority and TTL every pin of the session is planned with."""
+
+    priority: gcengine.Priority = gcengine.Priority.NORMAL
+    ttl: Ttl = None
+
+
+def session_caps(engine: gcengine.Session, choice: CapsChoice) -> gcengine.ModelCaps:
+    """Caps for planning the session: the model asked for (else the session's) from the model
+    table, the window the file states when no other model or window is asked for, and every
+    figure typed in place of the table's."""
+    caps = gcengine.session_caps(
+        engine,
+        model=choice.model,
+        context_length=choice.context_length,
+        request_max_tokens=choice.request_max_tokens,
+    )
+    typed = {
+        "provider_max_completion_tokens": choice.max_completion_tokens,
+        "max_prompt_tokens": choice.max_prompt_tokens,
+    }
+    if all(value is None for value in typed.values()):
+        return caps
+    kept = {key: value for key, value in typed.items() if value is not None}
+    return gcengine.ModelCaps.model_validate({**caps.model_dump(), **kept})
+
+
+# --- Pins ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _PinFacts:
+    """What the engine accepts as a pin in a session: its turns (stable indices) and, for
+    each message, whether it carries tool traffic (only ever sent with its partner)."""
+
+    turns: frozenset[int]
+    tool_traffic: dict[str, bool]
+
+
+_pin_facts: LRU[tuple[int, str], _PinFacts] = LRU(ITEMS_CACHE_SIZE)
+
+
+def _facts(session: AgentSession, engine: gcengine.Session) -> _PinFacts:
+    key = (session.pk, session.sha256)
+    facts = _pin_facts.get(key)
+    if facts is None:
+        facts = _PinFacts(
+            turns=frozenset(t.index for t in engine.turns() if t.index is not None),
+            tool_traffic={
+                m.message_id: bool(m.function_calls or m.function_responses) for m in engine.history
+            },
+        )
+        _pin_facts.put(key, facts)
+    return facts
+
+
+@dataclass(frozen=True)
+class SessionPins:
+    """The session's pins as the planner takes them, and why any were left aside."""
+
+    pins: tuple[gcengine.Pin, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return json.dumps([p.model_dump(mode="json") for p in self.pins], sort_keys=True)
+
+
+def session_pins(session: AgentSession, engine: gcengine.Session, choice: PinChoice) -> SessionPins:
+    """The turns and messages pinned in the session, each with the priority and TTL chosen.
+
+    A pin the planner would refuse is left aside with a note instead: a message that is a tool
+    call or result (its turn's pin keeps the words, the tool traffic goes with the turn), or
+    a turn or message the engine's reading of the file does not have.
+    """
+    turns, ids = services.session_pins(session=session)
+    facts = _facts(session, engine)
+    pins: list[gcengine.Pin] = []
+    notes: list[str] = []
+    for turn in sorted(turns):
+        if turn in facts.turns:
+            pins.append(gcengine.Pin(turn=turn, priority=choice.priority, ttl=choice.ttl))
+        else:
+            notes.append(f"Turn {turn} is pinned but not in the session; it is left aside.")
+    for message_id in sorted(ids):
+        traffic = facts.tool_traffic.get(message_id)
+        if traffic is None:
+            notes.append(f"Message {message_id} is pinned but not in the session; left aside.")
+        elif traffic:
+            notes.append(
+                f"Message {message_id} is a tool call or result, only ever sent with its "
+                "partner: pin its turn to keep it. Its pin is left aside here."
+            )
+        else:
+            pins.append(
+                gcengine.Pin(message_id=message_id, priority=choice.priority, ttl=choice.ttl)
+            )
+    return SessionPins(tuple(pins), tuple(notes))
+
+
+# --- One plan ------------------------------------------------------------------------------
+
+_items: LRU[tuple[int, str, str], tuple[gcengine.PlannerItem, ...]] = LRU(ITEMS_CACHE_SIZE)
+_plans: LRU[tuple[Any, ...], gcengine.ContextPlan] = LRU(PLAN_CACHE_SIZE)
+
+
+def clear_caches() -> None:
+    _pin_facts.clear()
+    _items.clear()
+    _plans.clear()
+
+
+def session_items(
+    session: AgentSession, engine: gcengine.Session, pins: SessionPins
+) -> tuple[gcengine.PlannerItem, ...]:
+    """The session's planner items with these pins, read once per session and pins."""
+    key = (session.pk, session.sha256, pins.key)
+    items = _items.get(key)
+    if items is None:
+        items = gcengine.plan_items(engine, pins=pins.pins)
+        _items.put(key, items)
+    return items
+
+
+def _config_key(caps: gcengine.ModelCaps, config: gcengine.PlannerConfig) -> str:
+    return caps.model_dump_json() + config.model_dump_json()
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """A plan of a stored session, with what it was made from."""
+
+    session: AgentSession
+    plan: gcengine.ContextPlan
+    items: tuple[gcengine.PlannerItem, ...]
+    caps: gcengine.ModelCaps
+    config: gcengine.PlannerConfig
+    pins: SessionPins
+    caps_choice: CapsChoice
+    elapsed_ms: float
+
+    @property
+    def limits(self) -> gcengine.ModelLimits | None:
+        """The model table's row the caps came from, if any."""
+        return gcengine.model_limits(self.caps.model)
+
+
+def plan_session(
+    session: AgentSession,
+    *,
+    caps: CapsChoice = CapsChoice(),
+    config: gcengine.PlannerConfig | None = None,
+    pins: PinChoice = PinChoice(),
+) -> SessionPlan:
+    """Plan the session's next request as it stands, for the model and settings asked for,
+    with the session's own pins."""
+    started = time.perf_counter()
+    engine = dry_runs.engine_session(session)
+    settings = config or gcengine.PlannerConfig()
+    model_caps = session_caps(engine, caps)
+    chosen = session_pins(session, engine, pins)
+    items = session_items(session, engine, chosen)
+    key = (session.pk, session.sha256, chosen.key, _config_key(model_caps, settings))
+    plan = _plans.get(key)
+    if plan is None:
+        plan = gcengine.plan_context(items, model_caps, settings)
+        _plans.put(key, plan)
+    return SessionPlan(
+        session=session,
+        plan=plan,
+        items=items,
+        caps=model_caps,
+        config=settings,
+        pins=chosen,
+        caps_choice=caps,
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+
+
+def plan_inline(
+    items: Sequence[gcengine.PlannerItem],
+    caps: gcengine.ModelCaps,
+    config: gcengine.PlannerConfig,
+    *,
+    plan_id: str | None = None,
+    request_id: str | None = None,
+) -> gcengine.ContextPlan:
+    """Plan items a caller sends as they are (an agent planning its own next request)."""
+    return gcengine.plan_context(items, caps, config, plan_id=plan_id, request_id=request_id)
+
+
+# --- Step through the turns ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TtlChange:
+    """A pinned item whose TTL (or pending review) a step's commit changed."""
+
+    label: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One user turn: the plan made as it was asked, and what committing it changed."""
+
+    turn: int
+    label: str
+    tokens: int
+    prompt_budget: int
+    included: int
+    excluded: int
+    pins_sent: int
+    pins_left_out: int
+    over_budget: bool
+    review_requests: tuple[str, ...]
+    expired: tuple[str, ...]
+    ttl_changes: tuple[TtlChange, ...]
+    repinned: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StepPage:
+    """A page of consecutive user turns, planned and committed one after another."""
+
+    steps: list[Step]
+    start: int
+    user_turns: int
+    per_page: int
+    window: int
+    prompt_budget: int
+    elapsed_ms: float
+    repin: bool = False
+    pins: SessionPins = field(default_factory=lambda: SessionPins(()))
+
+    @property
+    def previous_start(self) -> int | None:
+        return max(self.start - self.per_page, 0) if self.start > 0 else None
+
+    @property
+    def next_start(self) -> int | None:
+        following = self.start + self.per_page
+        return following if following < self.user_turns else None
+
+
+class _Turns:
+    """The session's items by turn, for planning a prefix of the session cheaply.
+
+    Conversation and pinned items come in seq order with their turns non-decreasing, so the
+    items of turns ``a`` to ``b`` are one slice. ``floor`` is each turn's cheapest cost: the
+    tokens of its members no policy filter can take away (not pinned, no tool traffic), so a
+    run of turns whose floor exceeds the budget cannot all be sent.
+    """
+
+    def __init__(self, items: Sequence[gcengine.PlannerItem]) -> None:
+        self.system = [i for i in items if i.turn is None and i.source != "rag"]
+        self.rag = [i for i in items if i.source == "rag"]
+        self.turned = [i for i in items if i.turn is not None]
+        turns = [i.turn or 0 for i in self.turned]
+        self.count = (max(turns) + 1) if turns else 0
+        self.starts = [bisect_left(turns, t) for t in range(self.count + 1)]
+        floor = [0] * self.count
+        for item in self.turned:
+            if item.source == "conversation" and not (item.tool_calls or item.tool_call_ids):
+                floor[item.turn or 0] += item.tokens
+        self.cumulative = [0, *accumulate(floor)]
+        self.users = sorted(
+            {i.turn for i in self.turned if i.role == "user" and i.turn is not None}
+        )
+        self.labels: dict[int, str] = {}
+        for item in self.turned:
+            label = item.label.rsplit(" ", 1)[0] or f"turn {item.turn}"
+            self.labels.setdefault(item.turn or 0, label)
+        ids = [i.id for i in items]
+        # A repeated id is planned as a duplicate of its first copy; leaving an older turn out
+        # could change which copy is first, so such sessions are planned whole.
+        self.trimmable = len(set(ids)) == len(ids)
+
+    def oldest_needed(self, turn: int, budget: int) -> int:
+        """The oldest turn a plan at ``turn`` could send: older turns are behind the cut."""
+        if not self.trimmable:
+            return 0
+        # Turns k..turn-1 cost at least cumulative[turn] - cumulative[k]; the oldest k for
+        # which that still fits in the budget, and the one before it (the turn that stops
+        # the section), are all a plan may try.
+        target = self.cumulative[turn] - budget
+        fits = bisect_left(self.cumulative, target, 0, turn + 1)
+        return max(fits - 1, 0)
+
+    def items_at(
+        self, turn: int, budget: int, current: dict[int, gcengine.PlannerItem]
+    ) -> tuple[list[gcengine.PlannerItem], int]:
+        """The items in play at ``turn`` (with their current TTLs) and how many were left out
+        as behind the cut."""
+        oldest = self.oldest_needed(turn, budget)
+        start, end = self.starts[oldest], self.starts[turn + 1]
+        older_pins = [i for i in self.turned[:start] if i.source == "pinned"]
+        chosen = [*self.system, *older_pins, *self.turned[start:end], *self.rag]
+        return [current.get(i.seq, i) for i in chosen], start - len(older_pins)
+
+
+def plan_steps(
+    session: AgentSession,
+    *,
+    caps: CapsChoice = CapsChoice(),
+    config: gcengine.PlannerConfig | None = None,
+    pins: PinChoice = PinChoice(),
+    start: int | None = None,
+    repin: bool = False,
+    per_page: int = STEPS_PER_PAGE,
+) -> StepPage:
+    """Plan and commit the session at ``per_page`` user turns from the ``start``-th (default:
+    the last page), as if each were the one being answered. With ``repin``, every pin whose
+    TTL ran out under the Ask policy is re-pinned when the review is asked for."""
+    started = time.perf_counter()
+    engine = dry_runs.engine_session(session)
+    settings = config or gcengine.PlannerConfig()
+    model_caps = session_caps(engine, caps)
+    chosen = session_pins(session, engine, pins)
+    turns = _Turns(session_items(session, engine, chosen))
+    budget = gcengine.prompt_budget(model_caps, settings)
+    users = turns.users
+    if start is None:
+        start = max(len(users) - per_page, 0)
+    start = min(max(start, 0), max(len(users) - 1, 0))
+    current: dict[int, gcengine.PlannerItem] = {}
+    steps = []
+    for turn in users[start : start + per_page]:
+        items, behind = turns.items_at(turn, budget.prompt_budget, current)
+        plan = gcengine.plan_context(items, model_caps, settings, plan_id=f"step-{turn}")
+        asked = plan.review_requests
+        committed = gcengine.commit_plan(items, plan, repin=asked if repin else ())
+        changes = []
+        for before, after in zip(items, committed, strict=True):
+            if after is not before:
+                current[after.seq] = after
+                changes.append(
+                    TtlChange(after.label or after.id, _ttl_text(before), _ttl_text(after))
+                )
+        labels = {i.id: i.label or i.id for i in items}
+        pins_sent = sum(1 for d in plan.included if d.source == "pinned")
+        steps.append(
+            Step(
+                turn=turn,
+                label=turns.labels.get(turn, f"turn {turn}"),
+                tokens=plan.estimated_tokens_total,
+                prompt_budget=plan.prompt_budget,
+                included=len(plan.included),
+                excluded=len(plan.excluded) + behind,
+                pins_sent=pins_sent,
+                pins_left_out=sum(1 for d in plan.excluded if d.source == "pinned"),
+                over_budget=plan.over_budget,
+                review_requests=tuple(labels.get(i, i) for i in asked),
+                expired=tuple(
+                    d.label or d.id
+                    for d in plan.excluded
+                    if d.source == "pinned" and d.code.startswith("policy/ttl")
+                ),
+                ttl_changes=tuple(changes),
+                repinned=tuple(labels.get(i, i) for i in asked) if repin else (),
+            )
+        )
+    return StepPage(
+        steps=steps,
+        start=start,
+        user_turns=len(users),
+        per_page=per_page,
+        window=budget.model_context_len,
+        prompt_budget=budget.prompt_budget,
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+        repin=repin,
+        pins=chosen,
+    )
+
+
+def _ttl_text(item: gcengine.PlannerItem) -> str:
+    text = gcengine.ttl_label(item.ttl)
+    return f"{text}, review asked" if item.review_pending else text
