@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Schema
 
 import gcengine
-from jaato_web.api import policies, review, runs, sessions, teams
+from jaato_web.api import plans, policies, review, runs, sessions, teams
 from jaato_web.errors import InputError
 from jaato_web.teams.access import NoProject
 
@@ -26,6 +26,7 @@ api.add_router("/", runs.router)
 api.add_router("/policies", policies.router)
 api.add_router("/", teams.router)
 api.add_router("/", review.router)
+api.add_router("/", plans.router)
 
 
 class Health(Schema):

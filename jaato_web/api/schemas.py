@@ -9,6 +9,8 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import Field, NonNegativeInt
 
+import gcengine
+
 
 class Problem(Schema):
     """Every error answer: a message, plus where when the engine knows (JSON path or key)."""
@@ -439,3 +441,59 @@ class ApplyOut(Schema):
     failed: int
     pending: int
     runs: list[RunOut]
+
+
+# --- The context planner ---------------------------------------------------------------------
+
+
+class PlannerConfigRef(Schema):
+    """The planner settings: a stored planner config's version, or settings as is (at most
+    one; neither: the engine's defaults)."""
+
+    planner_config_version_id: int | None = None
+    config: dict[str, Any] | None = Field(
+        default=None, description="gcengine.PlannerConfig settings; what it leaves out is default"
+    )
+    decisions: bool = Field(
+        default=True,
+        description="answer the plan with every decision (false: the status line and telemetry)",
+    )
+
+
+class SessionPlanIn(PlannerConfigRef):
+    """What to plan a stored session for; every figure left out is the session's own (its
+    model, and its window when the file states one) or the model table's."""
+
+    model: str | None = Field(default=None, max_length=200)
+    context_length: int | None = Field(default=None, ge=1, le=100_000_000)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    max_prompt_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    request_max_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
+    pin_priority: Literal["high", "normal", "low"] = "normal"
+    pin_ttl: int | Literal["unlimited"] | None = Field(
+        default=None,
+        ge=1,
+        description="turns each of the session's pins is sent for; null never expires",
+    )
+
+
+class InlinePlanIn(PlannerConfigRef):
+    """Items to plan as they are, for a model (its caps from the model table) and/or caps."""
+
+    items: list[gcengine.PlannerItem]
+    model: str | None = Field(default=None, max_length=200)
+    caps: gcengine.ModelCaps | None = None
+    plan_id: str | None = Field(default=None, max_length=200)
+    request_id: str | None = Field(default=None, max_length=200)
+
+
+class PlanOut(Schema):
+    """A plan: its status line, its telemetry record, and (unless ``decisions`` is false) the
+    whole plan with a code and an explanation for every item, in and out."""
+
+    status_line: str
+    telemetry: gcengine.PlanTelemetry
+    plan: gcengine.ContextPlan | None
+    pins: list[gcengine.Pin] = Field(description="the session's pins as planned")
+    notes: list[str] = Field(description="pins left aside, and why")
+    elapsed_ms: float

@@ -237,16 +237,30 @@ def plan_session(
     )
 
 
+def inline_caps(model: str | None, caps: gcengine.ModelCaps | None) -> gcengine.ModelCaps:
+    """Caps for items sent inline: the model table's row for ``model`` (or the caps' own
+    model), each figure the caps give in place of the table's."""
+    given = caps or gcengine.ModelCaps()
+    return gcengine.model_caps(
+        model or given.model,
+        context_length=given.context_length,
+        max_completion_tokens=given.provider_max_completion_tokens,
+        max_prompt_tokens=given.max_prompt_tokens,
+        request_max_tokens=given.request_max_tokens,
+    )
+
+
 def plan_inline(
     items: Sequence[gcengine.PlannerItem],
     caps: gcengine.ModelCaps,
-    config: gcengine.PlannerConfig,
+    config: gcengine.PlannerConfig | None = None,
     *,
     plan_id: str | None = None,
     request_id: str | None = None,
 ) -> gcengine.ContextPlan:
     """Plan items a caller sends as they are (an agent planning its own next request)."""
-    return gcengine.plan_context(items, caps, config, plan_id=plan_id, request_id=request_id)
+    settings = config or gcengine.PlannerConfig()
+    return gcengine.plan_context(items, caps, settings, plan_id=plan_id, request_id=request_id)
 
 
 # --- Step through the turns ----------------------------------------------------------------
@@ -275,6 +289,7 @@ class Step:
     pins_left_out: int
     over_budget: bool
     review_requests: tuple[str, ...]
+    # Pinned items whose TTL ran out and that this step left out for the first time.
     expired: tuple[str, ...]
     ttl_changes: tuple[TtlChange, ...]
     repinned: tuple[str, ...]
@@ -293,6 +308,15 @@ class StepPage:
     elapsed_ms: float
     repin: bool = False
     pins: SessionPins = field(default_factory=lambda: SessionPins(()))
+
+    @property
+    def shown_from(self) -> int:
+        """The first user turn shown, counted from 1."""
+        return self.start + 1
+
+    @property
+    def shown_to(self) -> int:
+        return self.start + len(self.steps)
 
     @property
     def previous_start(self) -> int | None:
@@ -385,6 +409,7 @@ def plan_steps(
         start = max(len(users) - per_page, 0)
     start = min(max(start, 0), max(len(users) - 1, 0))
     current: dict[int, gcengine.PlannerItem] = {}
+    gone: set[int] = set()
     steps = []
     for turn in users[start : start + per_page]:
         items, behind = turns.items_at(turn, budget.prompt_budget, current)
@@ -399,6 +424,12 @@ def plan_steps(
                     TtlChange(after.label or after.id, _ttl_text(before), _ttl_text(after))
                 )
         labels = {i.id: i.label or i.id for i in items}
+        expired = [
+            d
+            for d in plan.excluded
+            if d.source == "pinned" and d.code.startswith("policy/ttl") and d.seq not in gone
+        ]
+        gone.update(d.seq for d in expired)
         pins_sent = sum(1 for d in plan.included if d.source == "pinned")
         steps.append(
             Step(
@@ -412,11 +443,7 @@ def plan_steps(
                 pins_left_out=sum(1 for d in plan.excluded if d.source == "pinned"),
                 over_budget=plan.over_budget,
                 review_requests=tuple(labels.get(i, i) for i in asked),
-                expired=tuple(
-                    d.label or d.id
-                    for d in plan.excluded
-                    if d.source == "pinned" and d.code.startswith("policy/ttl")
-                ),
+                expired=tuple(d.label or d.id for d in expired),
                 ttl_changes=tuple(changes),
                 repinned=tuple(labels.get(i, i) for i in asked) if repin else (),
             )

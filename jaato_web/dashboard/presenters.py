@@ -804,9 +804,13 @@ class ConflictRow:
 
 
 def conflict_rows(
-    loaded: Mapping[str, Any], stored: Mapping[str, Any], yours: Mapping[str, Any]
+    loaded: Mapping[str, Any],
+    stored: Mapping[str, Any],
+    yours: Mapping[str, Any],
+    labels: Mapping[str, str] = LABELS,
 ) -> list[ConflictRow]:
-    """The keys someone else changed since ``loaded``, or the user did, or both."""
+    """The keys someone else changed since ``loaded``, or the user did, or both (``labels``
+    names them: the gc.json's by default)."""
     rows = []
     for key in _keys([loaded, stored, yours]):
         theirs = not same_value(key, loaded.get(key), stored.get(key))
@@ -815,7 +819,7 @@ def conflict_rows(
             rows.append(
                 ConflictRow(
                     key=key,
-                    label=LABELS.get(key, key),
+                    label=labels.get(key, key),
                     loaded=shown(key, loaded.get(key)),
                     stored=shown(key, stored.get(key)),
                     yours=shown(key, yours.get(key)),

@@ -36,7 +36,7 @@ def _list_of(item: Item) -> str:
         return reverse("session_list")
     if isinstance(item, GCRun):
         return reverse("session_detail", args=[item.session_id])
-    return reverse("policy_list")
+    return reverse("planner_config_list" if item.is_planner else "policy_list")
 
 
 def _archive(request: PageRequest, item: Item) -> HttpResponse:

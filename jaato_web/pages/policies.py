@@ -22,6 +22,7 @@ from django.views.decorators.vary import vary_on_headers
 import gcengine
 from jaato_web.dashboard import (
     dry_runs,
+    planner_presenters,
     presenters,
     selectors,
     services,
@@ -413,7 +414,7 @@ def _import_into_editor(
 @requires(Action.VIEW)
 def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
     """A version as the gc.json JAATO's own loader reads (``gcengine.dump_gc_config``)."""
-    policy = _access(request).policy(policy_id)
+    policy = _access(request).policy(policy_id, PolicyKind.GC)
     version = selectors.policy_version_by_number(policy=policy, number=number)
     document = gcengine.dump_gc_config(services.config_validated(version.config))
     response = HttpResponse(
@@ -457,7 +458,10 @@ def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpRespons
     b_number = _int(request.GET.get("b")) or latest.number
     a = selectors.policy_version_by_number(policy=policy, number=a_number)
     b = selectors.policy_version_by_number(policy=policy, number=b_number)
-    rows = presenters.config_table([a.config, b.config])
+    table = (
+        planner_presenters.planner_config_table if policy.is_planner else presenters.config_table
+    )
+    rows = table([a.config, b.config])
     return render(
         request,
         "policies/versions_compare.html",

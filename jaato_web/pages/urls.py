@@ -8,6 +8,7 @@ from django.urls import URLPattern, path
 
 from jaato_web.pages import (
     archive,
+    plans,
     policies,
     replays,
     review,
@@ -35,6 +36,12 @@ urlpatterns: list[URLPattern] = [
     ),
     path("sessions/<int:session_id>/archive/", archive.session_archive, name="session_archive"),
     path("sessions/<int:session_id>/delete/", archive.session_delete, name="session_delete"),
+    path("sessions/<int:session_id>/plan/", plans.session_plan, name="session_plan"),
+    path(
+        "sessions/<int:session_id>/plan/steps/",
+        plans.session_plan_steps,
+        name="session_plan_steps",
+    ),
     path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
     path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
     # Runs
@@ -88,6 +95,15 @@ urlpatterns: list[URLPattern] = [
         "policies/<int:policy_id>/versions/<int:number>/gc.json",
         policies.policy_export,
         name="policy_export",
+    ),
+    # Planner configs (their versions, review, archive and delete are the policies' pages)
+    path("planner/", plans.planner_config_list, name="planner_config_list"),
+    path("planner/new/", plans.planner_config_new, name="planner_config_new"),
+    path("planner/<int:config_id>/edit/", plans.planner_config_edit, name="planner_config_edit"),
+    path(
+        "planner/<int:config_id>/versions/<int:number>/planner.json",
+        plans.planner_config_export,
+        name="planner_config_export",
     ),
     # Review
     path("review/", review.review_queue, name="review_queue"),

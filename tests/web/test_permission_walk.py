@@ -37,6 +37,7 @@ from jaato_web.dashboard.models import (
     GCRun,
     IngestJob,
     Policy,
+    PolicyKind,
     PolicyVersion,
     Project,
     Replay,
@@ -58,6 +59,8 @@ PUBLIC_API = {"health", "openapi-json", "openapi-view", "api-root"}
 # so a write marked "view" by mistake fails here instead of passing the walk.
 POSTS_THAT_ONLY_READ = {
     "api:compare": "a dry run of two policies; stores nothing",
+    "api:plan_session": "plans a session's next request; stores nothing",
+    "api:plan_inline": "plans the items sent; stores nothing",
     "project_switch": "remembers the current project in the browser session",
     "sign_out": "ends the user's own session",
     "project_list": "starts a new project, of which the user becomes admin",
@@ -86,6 +89,7 @@ class Side:
     job: IngestJob
     policy: Policy
     version: PolicyVersion
+    planner_config: Policy
     members: dict[str, User]
     tokens: dict[str, tuple[int, str]] = field(default_factory=dict)
     turn_index: int = 0
@@ -104,6 +108,8 @@ class Side:
             "policy_id": self.policy.pk,
             "number": self.version.number,
             "version_id": self.version.pk,
+            "config_id": self.planner_config.pk,
+            "config_version_id": self.planner_config.versions.get().pk,
             # Another member's membership, so a removal is not of the one asking.
             "membership_id": Membership.objects.get(
                 project=self.project, user=self.members[outsider]
@@ -134,6 +140,9 @@ def _side(
     services.policy_save(
         policy=policy, config={**TIGHT_BUDGET, "target_percent": 0.4}, base_number=1
     )
+    planner_config = services.policy_create(
+        project=project, name=f"{prefix} planner", config={}, kind=PolicyKind.PLANNER
+    )
     run = run_finished(session, policy_version=first)
     with capture(execute=True):
         replay = services.replay_request(session=session, config=TIGHT_BUDGET)
@@ -151,6 +160,7 @@ def _side(
         job=job,
         policy=policy,
         version=first,
+        planner_config=planner_config,
         members=members,
         seq=selectors.run_removals(run=run).first().seq,  # type: ignore[union-attr]
         turn_index=selectors.session_turns(session=session).first().turn_index or 0,  # type: ignore[union-attr]
@@ -304,6 +314,8 @@ QUERIES: dict[str, Query] = {
     "policy_list": lambda i: f"project={i['project_id']}",
     "policy_new": lambda i: f"project={i['project_id']}",
     "policy_import": lambda i: f"project={i['project_id']}",
+    "planner_config_list": lambda i: f"project={i['project_id']}",
+    "planner_config_new": lambda i: f"project={i['project_id']}",
     "policy_version_chart": lambda i: f"session={i['session_id']}&version={i['version_id']}",
     "policy_compare": lambda i: (
         f"session={i['session_id']}&a={i['version_id']}&b={i['version_id']}"
@@ -354,6 +366,11 @@ BODIES: dict[str, Callable[[Ids], dict[str, Any]]] = {
         "b": {"policy_version_id": i["version_id"]},
     },
     "api:apply": lambda i: {"session_ids": [i["session_id"]]},
+    "api:plan_session": lambda i: {"planner_config_version_id": i["config_version_id"]},
+    "api:plan_inline": lambda i: {
+        "items": [{"id": "s", "source": "system", "role": "system", "tokens": 1, "seq": 0}],
+        "planner_config_version_id": i["config_version_id"],
+    },
     "api:add_member": lambda i: {"username": "walk-newcomer", "role": "viewer"},
     "api:set_role": lambda i: {"role": "viewer"},
     "api:add_run_comment": lambda i: {"body": "walked"},

@@ -142,6 +142,8 @@ def test_ttls_count_down_and_expired_pins_leave(project: Project) -> None:
     assert {c.after for c in second.ttl_changes} == {"NoneRemaining"}
     assert third.pins_sent == 0
     assert set(third.expired) == {"turn 0 user", "turn 0 assistant"}
+    assert page.steps[3].pins_left_out == 2
+    assert page.steps[3].expired == ()  # they left once
 
 
 def test_ask_prompts_appear_and_a_repin_renews_the_lease(project: Project) -> None:

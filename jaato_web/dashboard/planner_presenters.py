@@ -1,0 +1,397 @@
+"""A context plan shaped for the Plan tab and its step-through: the budget arithmetic in
+words, the section bars, what is sent and what is left out folded into units, the settings of
+a planner config as rows, and the step chart. Plain values in, plain values out: no ORM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import gcengine
+from jaato_web.dashboard import storage
+from jaato_web.dashboard.presenters import CHART_HEIGHT, CHART_WIDTH, FieldRow, shown
+
+# --- The budget ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapsOrigin:
+    """Where the shell took each of the caps' figures from, in words: what the user typed,
+    what the session file states, or the model table's row."""
+
+    context_length: str
+    max_completion_tokens: str
+
+
+def caps_origin(
+    caps: gcengine.ModelCaps,
+    *,
+    typed_window: bool,
+    typed_output: bool,
+    file_window: bool,
+) -> CapsOrigin:
+    """``file_window``: the window is the one the session file states (no other asked for)."""
+    limits = gcengine.model_limits(caps.model)
+    table = f"the model table's row for {caps.model} ({_site(limits.source)})" if limits else ""
+    if typed_window:
+        window = "typed here"
+    elif file_window:
+        window = "stated in the session file"
+    else:
+        window = table
+    if typed_output:
+        output = "typed here"
+    elif limits is not None and limits.max_completion_tokens is not None:
+        output = table
+    else:
+        output = ""
+    return CapsOrigin(context_length=window, max_completion_tokens=output)
+
+
+def _site(url: str) -> str:
+    return urlsplit(url).netloc or url
+
+
+@dataclass(frozen=True)
+class BudgetRow:
+    """One figure of B = L - C - S, and where it came from."""
+
+    symbol: str
+    name: str
+    tokens: int
+    source: str
+
+
+def budget_rows(plan: gcengine.ContextPlan, origin: CapsOrigin) -> list[BudgetRow]:
+    """L, C, S and B, each with its source as the engine names it, said for people."""
+    sources = plan.budget_sources
+    config = plan.config
+    if sources.context_length == "model":
+        window = f"the model's window: {origin.context_length or 'the caps given'}"
+    else:
+        model = plan.model or "the model"
+        window = f"the planner config's default ({model} has no known window)"
+    completion = {
+        "request": "the request's own max_tokens",
+        "model": f"the model's output limit: {origin.max_completion_tokens or 'the caps given'}",
+        "default": "the planner config's default reservation",
+        "quarter_window": "a quarter of the window",
+    }[sources.max_completion_tokens]
+    if sources.max_completion_tokens != "request":
+        candidates = [f"the config's default {config.default_max_completion_tokens:,}"]
+        if plan.caps.provider_max_completion_tokens:
+            candidates.append(f"the output limit {plan.caps.provider_max_completion_tokens:,}")
+        candidates.append(f"a quarter of the window {plan.model_context_len // 4:,}")
+        completion += f", the smallest of {', '.join(candidates)}"
+    if sources.prompt_budget == "max_prompt_tokens":
+        budget = f"the endpoint's prompt limit {plan.caps.max_prompt_tokens or 0:,} less S"
+    else:
+        budget = "L − C − S"
+    return [
+        BudgetRow("L", "Context window", plan.model_context_len, window),
+        BudgetRow("C", "Completion reservation", plan.max_completion_tokens, completion),
+        BudgetRow("S", "Safety buffer", plan.safety_buffer, "the planner config"),
+        BudgetRow("B", "Prompt budget", plan.prompt_budget, budget),
+    ]
+
+
+# --- The sections ----------------------------------------------------------------------------
+
+SECTION_LABELS = {
+    gcengine.Section.SYSTEM_PINNED: "System and pins",
+    gcengine.Section.CONVERSATION: "Conversation",
+    gcengine.Section.RAG: "Retrieved parts (RAG)",
+}
+
+
+@dataclass(frozen=True)
+class SectionBar:
+    """A section's share of what was left of B after the required items, as a bar: the
+    allocation, what it used within it, and what it took from what others left (spill-in).
+    Widths are percent of the largest of B and the section's own figures."""
+
+    name: str
+    label: str
+    share: int
+    allocated: int
+    used: int
+    spill_in: int
+    allocated_width: float
+    own_width: float
+    spill_x: float
+    spill_width: float
+
+
+def section_bars(plan: gcengine.ContextPlan) -> list[SectionBar]:
+    usages = [getattr(plan.sections, section.value) for section in gcengine.Section]
+    scale: int = max(
+        plan.prompt_budget - plan.required_tokens,
+        *(max(u.allocated, u.used) for u in usages),
+        1,
+    )
+
+    def width(tokens: int) -> float:
+        return round(tokens / scale * 100, 2)
+
+    bars = []
+    for section, usage in zip(gcengine.Section, usages, strict=True):
+        own = usage.used - usage.spill_in
+        bars.append(
+            SectionBar(
+                name=section.value,
+                label=SECTION_LABELS[section],
+                share=usage.share,
+                allocated=usage.allocated,
+                used=usage.used,
+                spill_in=usage.spill_in,
+                allocated_width=width(usage.allocated),
+                own_width=width(own),
+                spill_x=width(own),
+                spill_width=width(usage.spill_in),
+            )
+        )
+    return bars
+
+
+# --- What is sent and what is left out --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Member:
+    id: str
+    label: str
+    role: str
+    source: str
+    tokens: int
+    ttl: str
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Items decided together, shown as one row: a turn's members, or one item. Its code is
+    the decision they share (a turn may mix the current turn's codes)."""
+
+    name: str
+    codes: tuple[str, ...]
+    explanation: str
+    section: str
+    tokens: int
+    members: tuple[Member, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+
+def _member(decision: gcengine.PlannedItem | gcengine.ExcludedItem) -> Member:
+    return Member(
+        id=decision.id,
+        label=decision.label or decision.id,
+        role=decision.role.value,
+        source=decision.source.value,
+        tokens=decision.tokens,
+        ttl=gcengine.ttl_label(decision.ttl),
+    )
+
+
+def _unit_name(atom_id: str, first: gcengine.PlannedItem | gcengine.ExcludedItem) -> str:
+    if atom_id.startswith("turn_") and first.label:
+        return first.label.rsplit(" ", 1)[0]
+    return first.label or first.id
+
+
+def _units(
+    groups: Iterable[list[gcengine.PlannedItem] | list[gcengine.ExcludedItem]],
+) -> list[Unit]:
+    units = []
+    for group in groups:
+        first = group[0]
+        codes = tuple(dict.fromkeys(d.code for d in group))
+        units.append(
+            Unit(
+                name=_unit_name(first.atom_id, first),
+                codes=codes,
+                explanation=" ".join(dict.fromkeys(d.explanation for d in group)),
+                section=first.section.value if first.section is not None else "",
+                tokens=sum(d.tokens for d in group),
+                members=tuple(_member(d) for d in group),
+            )
+        )
+    return units
+
+
+def included_units(plan: gcengine.ContextPlan) -> list[Unit]:
+    """What is sent, in prompt order, consecutive members of one unit on one row."""
+    groups: list[list[gcengine.PlannedItem]] = []
+    for decision in plan.included:
+        if groups and groups[-1][0].atom_id == decision.atom_id:
+            groups[-1].append(decision)
+        else:
+            groups.append([decision])
+    return _units(groups)
+
+
+def excluded_units(plan: gcengine.ContextPlan) -> list[Unit]:
+    """What is left out, by unit and reason, newest first (as ``plan_report`` lists it)."""
+    groups: dict[tuple[str, str], list[gcengine.ExcludedItem]] = {}
+    for decision in plan.excluded:
+        groups.setdefault((decision.atom_id, decision.code), []).append(decision)
+    return _units(sorted(groups.values(), key=lambda unit: -unit[-1].seq))
+
+
+@dataclass(frozen=True)
+class CodeCount:
+    code: str
+    items: int
+
+
+def code_counts(counts: Mapping[str, int]) -> list[CodeCount]:
+    """A plan's items by decision code, most first."""
+    return [CodeCount(code, n) for code, n in sorted(counts.items(), key=lambda c: (-c[1], c[0]))]
+
+
+def telemetry_json(plan: gcengine.ContextPlan) -> str:
+    """The plan's one telemetry record, as a log line would hold it."""
+    return storage.pretty_json(plan.telemetry.model_dump(mode="json"))
+
+
+# --- Planner configs as rows -----------------------------------------------------------------
+
+PLANNER_LABELS = {
+    "default_context_length": "Default context window",
+    "default_max_completion_tokens": "Default completion reservation",
+    "safety_buffer": "Safety buffer",
+    "shares.system_pinned": "Share: system and pins",
+    "shares.conversation": "Share: conversation",
+    "shares.rag": "Share: retrieved parts",
+    "ttl_policy": "When a TTL runs out",
+    "spillover": "Spillover",
+    "default_pin_ttl": "TTL of a re-pin",
+}
+
+
+def planner_flat(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored planner config with its shares as ``shares.<section>`` keys."""
+    flat = {k: v for k, v in config.items() if k != "shares"}
+    for section, share in (config.get("shares") or {}).items():
+        flat[f"shares.{section}"] = share
+    return flat
+
+
+def planner_config_table(
+    configs: Sequence[Mapping[str, Any]], compare: tuple[int, int] = (0, 1)
+) -> list[FieldRow]:
+    """Setting-by-setting rows for side-by-side planner configs (the versions' compare page)."""
+    flat = [planner_flat(c) for c in configs]
+    keys = [*PLANNER_LABELS, *sorted({k for c in flat for k in c} - set(PLANNER_LABELS))]
+    first, second = compare
+    rows = []
+    for key in keys:
+        values = [c.get(key) for c in flat]
+        rows.append(
+            FieldRow(
+                key=key,
+                label=PLANNER_LABELS.get(key, key),
+                values=[shown(key, v) for v in values],
+                differs=len(flat) > max(first, second) and values[first] != values[second],
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class PlannerSummary:
+    """A planner config's figures for its list page."""
+
+    window: int
+    completion: int
+    safety_buffer: int
+    shares: str
+    ttl_policy: str
+    spillover: bool
+    default_pin_ttl: int
+
+
+def planner_summary(config: Mapping[str, Any]) -> PlannerSummary:
+    settings = gcengine.PlannerConfig.model_validate(config)
+    shares = settings.shares
+    return PlannerSummary(
+        window=settings.default_context_length,
+        completion=settings.default_max_completion_tokens,
+        safety_buffer=settings.safety_buffer,
+        shares=f"{shares.system_pinned} / {shares.conversation} / {shares.rag}",
+        ttl_policy=settings.ttl_policy.value,
+        spillover=settings.spillover,
+        default_pin_ttl=settings.default_pin_ttl,
+    )
+
+
+# --- The step chart --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepChart:
+    """Tokens sent at each user turn against the prompt budget, drawn server-side, with
+    marks where a review was asked (Ask) and where a pin's TTL ran out."""
+
+    width: int
+    height: int
+    points: str
+    budget_y: float
+    window_y: float | None
+    reviews: list[tuple[float, float]]
+    expiries: list[tuple[float, float]]
+    y_ticks: list[tuple[float, int]]
+    x_ticks: list[tuple[float, str]]
+    steps: int
+    peak_tokens: int
+    peak_label: str
+    budget: int
+    over_budget: int
+    review_steps: int
+    expiry_steps: int
+
+
+def step_chart(steps: Sequence[Any], budget: int, window: int) -> StepChart:
+    """``steps`` are ``planning.Step`` values (anything with ``tokens``, ``label``,
+    ``review_requests`` and ``expired``)."""
+    peak = max((s.tokens for s in steps), default=0)
+    top = max(budget, peak, 1) * 1.05
+
+    def y(tokens: float) -> float:
+        return round(CHART_HEIGHT - tokens / top * CHART_HEIGHT, 1)
+
+    last = max(len(steps) - 1, 1)
+
+    def x(index: int) -> float:
+        return round(index / last * CHART_WIDTH, 1)
+
+    points = " ".join(f"{x(i)},{y(s.tokens)}" for i, s in enumerate(steps))
+    ticks = [0, round(top / 1.05 / 2), round(top / 1.05)]
+    peak_step = max(steps, key=lambda s: s.tokens, default=None)
+    return StepChart(
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        points=points,
+        budget_y=y(budget),
+        window_y=y(window) if window <= top else None,
+        reviews=[(x(i), y(s.tokens)) for i, s in enumerate(steps) if s.review_requests],
+        expiries=[(x(i), y(s.tokens)) for i, s in enumerate(steps) if s.expired],
+        y_ticks=[(y(t), t) for t in ticks],
+        x_ticks=[
+            (x(i), steps[i].label)
+            for i in sorted({round(q * (len(steps) - 1) / 4) for q in range(5)})
+        ]
+        if steps
+        else [],
+        steps=len(steps),
+        peak_tokens=peak,
+        peak_label=peak_step.label if peak_step is not None else "",
+        budget=budget,
+        over_budget=sum(1 for s in steps if s.over_budget),
+        review_steps=sum(1 for s in steps if s.review_requests),
+        expiry_steps=sum(1 for s in steps if s.expired),
+    )
