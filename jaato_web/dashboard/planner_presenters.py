@@ -65,27 +65,30 @@ class BudgetRow:
     source: str
 
 
-def budget_rows(plan: gcengine.ContextPlan, origin: CapsOrigin) -> list[BudgetRow]:
-    """L, C, S and B, each with its source as the engine names it, said for people."""
+def budget_rows(
+    plan: gcengine.ContextPlan, origin: CapsOrigin, settings: str = "the engine's defaults"
+) -> list[BudgetRow]:
+    """L, C, S and B, each with its source as the engine names it, said for people;
+    ``settings`` names the planner config planned with."""
     sources = plan.budget_sources
     config = plan.config
     if sources.context_length == "model":
         window = f"the model's window: {origin.context_length or 'the caps given'}"
     else:
         model = plan.model or "the model"
-        window = f"the planner config's default ({model} has no known window)"
+        window = f"the default of {settings} ({model} has no known window)"
     completion = {
         "request": "the request's own max_tokens",
-        "model": f"the model's output limit: {origin.max_completion_tokens or 'the caps given'}",
-        "default": "the planner config's default reservation",
+        "model": f"the model's output limit ({origin.max_completion_tokens or 'the caps given'})",
+        "default": f"the default of {settings}",
         "quarter_window": "a quarter of the window",
     }[sources.max_completion_tokens]
     if sources.max_completion_tokens != "request":
-        candidates = [f"the config's default {config.default_max_completion_tokens:,}"]
+        candidates = [f"the default {config.default_max_completion_tokens:,}"]
         if plan.caps.provider_max_completion_tokens:
             candidates.append(f"the output limit {plan.caps.provider_max_completion_tokens:,}")
         candidates.append(f"a quarter of the window {plan.model_context_len // 4:,}")
-        completion += f", the smallest of {', '.join(candidates)}"
+        completion += f", the smallest of {', '.join(candidates[:-1])} and {candidates[-1]}"
     if sources.prompt_budget == "max_prompt_tokens":
         budget = f"the endpoint's prompt limit {plan.caps.max_prompt_tokens or 0:,} less S"
     else:
@@ -93,7 +96,7 @@ def budget_rows(plan: gcengine.ContextPlan, origin: CapsOrigin) -> list[BudgetRo
     return [
         BudgetRow("L", "Context window", plan.model_context_len, window),
         BudgetRow("C", "Completion reservation", plan.max_completion_tokens, completion),
-        BudgetRow("S", "Safety buffer", plan.safety_buffer, "the planner config"),
+        BudgetRow("S", "Safety buffer", plan.safety_buffer, f"the safety buffer of {settings}"),
         BudgetRow("B", "Prompt budget", plan.prompt_budget, budget),
     ]
 
@@ -123,6 +126,11 @@ class SectionBar:
     own_width: float
     spill_x: float
     spill_width: float
+
+    @property
+    def idle(self) -> bool:
+        """A section with a share but nothing allocated had no candidates."""
+        return self.share > 0 and self.allocated == 0 and self.used == 0
 
 
 def section_bars(plan: gcengine.ContextPlan) -> list[SectionBar]:
@@ -169,21 +177,37 @@ class Member:
     ttl: str
 
 
+# A run of turns with the same decision lists this many of them and counts the rest.
+TURNS_SHOWN = 20
+
+
 @dataclass(frozen=True)
 class Unit:
-    """Items decided together, shown as one row: a turn's members, or one item. Its code is
-    the decision they share (a turn may mix the current turn's codes)."""
+    """Items decided together, shown as one row: one item, a turn's members (``members``),
+    or a run of consecutive turns with the same decision (``turns`` of them, the first
+    ``TURNS_SHOWN`` in ``parts``). Its codes are the decisions its items share (the current
+    turn mixes two)."""
 
     name: str
     codes: tuple[str, ...]
     explanation: str
-    section: str
     tokens: int
-    members: tuple[Member, ...]
+    count: int
+    is_turn: bool
+    members: tuple[Member, ...] = ()
+    parts: tuple[Unit, ...] = ()
+    turns: int = 1
 
     @property
-    def count(self) -> int:
-        return len(self.members)
+    def hidden_parts(self) -> int:
+        return self.turns - len(self.parts)
+
+    @property
+    def pinned(self) -> Member | None:
+        """The pinned item a one-item unit is, if it is one."""
+        if self.count == 1 and self.members and self.members[0].source == "pinned":
+            return self.members[0]
+        return None
 
 
 def _member(decision: gcengine.PlannedItem | gcengine.ExcludedItem) -> Member:
@@ -197,49 +221,76 @@ def _member(decision: gcengine.PlannedItem | gcengine.ExcludedItem) -> Member:
     )
 
 
-def _unit_name(atom_id: str, first: gcengine.PlannedItem | gcengine.ExcludedItem) -> str:
-    if atom_id.startswith("turn_") and first.label:
-        return first.label.rsplit(" ", 1)[0]
-    return first.label or first.id
+def _unit(group: Sequence[gcengine.PlannedItem] | Sequence[gcengine.ExcludedItem]) -> Unit:
+    first = group[0]
+    is_turn = first.atom_id.startswith("turn_") and bool(first.label)
+    return Unit(
+        name=first.label.rsplit(" ", 1)[0] if is_turn else (first.label or first.id),
+        codes=tuple(dict.fromkeys(d.code for d in group)),
+        explanation=" ".join(dict.fromkeys(d.explanation for d in group)),
+        tokens=sum(d.tokens for d in group),
+        count=len(group),
+        is_turn=is_turn,
+        members=tuple(_member(d) for d in group),
+    )
 
 
-def _units(
-    groups: Iterable[list[gcengine.PlannedItem] | list[gcengine.ExcludedItem]],
-) -> list[Unit]:
-    units = []
-    for group in groups:
-        first = group[0]
-        codes = tuple(dict.fromkeys(d.code for d in group))
-        units.append(
+def _folded(units: Iterable[Unit]) -> list[Unit]:
+    """Consecutive turns with the same decision folded into one row: a long session leaves
+    out thousands of turns for the same reason, and sends hundreds as ``recent``."""
+    runs: list[list[Unit]] = []
+    for unit in units:
+        last = runs[-1][-1] if runs else None
+        if (
+            last is not None
+            and unit.is_turn
+            and last.is_turn
+            and (unit.codes, unit.explanation) == (last.codes, last.explanation)
+        ):
+            runs[-1].append(unit)
+        else:
+            runs.append([unit])
+    folded = []
+    for run in runs:
+        if len(run) == 1:
+            folded.append(run[0])
+            continue
+        first = run[0]
+        folded.append(
             Unit(
-                name=_unit_name(first.atom_id, first),
-                codes=codes,
-                explanation=" ".join(dict.fromkeys(d.explanation for d in group)),
-                section=first.section.value if first.section is not None else "",
-                tokens=sum(d.tokens for d in group),
-                members=tuple(_member(d) for d in group),
+                name=f"{first.name} … {run[-1].name}",
+                codes=first.codes,
+                explanation=first.explanation,
+                tokens=sum(u.tokens for u in run),
+                count=sum(u.count for u in run),
+                is_turn=True,
+                parts=tuple(run[:TURNS_SHOWN]),
+                turns=len(run),
             )
         )
-    return units
+    return folded
 
 
 def included_units(plan: gcengine.ContextPlan) -> list[Unit]:
-    """What is sent, in prompt order, consecutive members of one unit on one row."""
+    """What is sent, in prompt order: consecutive members of one unit on one row, and runs of
+    turns sent for the same reason folded."""
     groups: list[list[gcengine.PlannedItem]] = []
     for decision in plan.included:
         if groups and groups[-1][0].atom_id == decision.atom_id:
             groups[-1].append(decision)
         else:
             groups.append([decision])
-    return _units(groups)
+    return _folded(_unit(group) for group in groups)
 
 
 def excluded_units(plan: gcengine.ContextPlan) -> list[Unit]:
-    """What is left out, by unit and reason, newest first (as ``plan_report`` lists it)."""
+    """What is left out, by unit and reason, newest first (as ``plan_report`` lists it), runs
+    of turns left out for the same reason folded."""
     groups: dict[tuple[str, str], list[gcengine.ExcludedItem]] = {}
     for decision in plan.excluded:
         groups.setdefault((decision.atom_id, decision.code), []).append(decision)
-    return _units(sorted(groups.values(), key=lambda unit: -unit[-1].seq))
+    ordered = sorted(groups.values(), key=lambda unit: -unit[-1].seq)
+    return _folded(_unit(group) for group in ordered)
 
 
 @dataclass(frozen=True)
@@ -341,7 +392,6 @@ class StepChart:
     height: int
     points: str
     budget_y: float
-    window_y: float | None
     reviews: list[tuple[float, float]]
     expiries: list[tuple[float, float]]
     y_ticks: list[tuple[float, int]]
@@ -355,7 +405,7 @@ class StepChart:
     expiry_steps: int
 
 
-def step_chart(steps: Sequence[Any], budget: int, window: int) -> StepChart:
+def step_chart(steps: Sequence[Any], budget: int) -> StepChart:
     """``steps`` are ``planning.Step`` values (anything with ``tokens``, ``label``,
     ``review_requests`` and ``expired``)."""
     peak = max((s.tokens for s in steps), default=0)
@@ -377,7 +427,6 @@ def step_chart(steps: Sequence[Any], budget: int, window: int) -> StepChart:
         height=CHART_HEIGHT,
         points=points,
         budget_y=y(budget),
-        window_y=y(window) if window <= top else None,
         reviews=[(x(i), y(s.tokens)) for i, s in enumerate(steps) if s.review_requests],
         expiries=[(x(i), y(s.tokens)) for i, s in enumerate(steps) if s.expired],
         y_ticks=[(y(t), t) for t in ticks],

@@ -198,6 +198,7 @@ class SessionPlan:
     pins: SessionPins
     caps_choice: CapsChoice
     elapsed_ms: float
+    computed: bool = True
 
     @property
     def limits(self) -> gcengine.ModelLimits | None:
@@ -222,6 +223,7 @@ def plan_session(
     items = session_items(session, engine, chosen)
     key = (session.pk, session.sha256, chosen.key, _config_key(model_caps, settings))
     plan = _plans.get(key)
+    computed = plan is None
     if plan is None:
         plan = gcengine.plan_context(items, model_caps, settings)
         _plans.put(key, plan)
@@ -234,6 +236,7 @@ def plan_session(
         pins=chosen,
         caps_choice=caps,
         elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+        computed=computed,
     )
 
 

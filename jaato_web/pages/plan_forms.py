@@ -90,11 +90,10 @@ class PlanForm(DashboardForm):
         self, *args: Any, versions: Sequence[PolicyVersion], session_model: str, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.config_labels = {str(v.pk): f"{v.policy.name} v{v.number}" for v in versions}
         config = self.fields["config"]
         assert isinstance(config, forms.ChoiceField)
-        config.choices = [("", "Engine defaults")] + [
-            (str(v.pk), f"{v.policy.name} v{v.number}") for v in versions
-        ]
+        config.choices = [("", "Engine defaults"), *self.config_labels.items()]
         self.fields["model"].widget.attrs["placeholder"] = session_model or "the session's"
 
     def clean_pin_ttl(self) -> int | gcengine.TTLState | None:
@@ -122,6 +121,11 @@ class PlanForm(DashboardForm):
         return planning.PinChoice(
             priority=gcengine.Priority(priority), ttl=self.cleaned_data.get("pin_ttl")
         )
+
+    def config_label(self) -> str:
+        """The planner config chosen, as the budget names it."""
+        chosen = self.cleaned_data.get("config") or ""
+        return self.config_labels.get(chosen, "the engine's defaults")
 
     def config_version_id(self) -> int | None:
         chosen = self.cleaned_data.get("config")

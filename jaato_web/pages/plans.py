@@ -45,7 +45,7 @@ from jaato_web.pages.plan_forms import (
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
 
-UNITS_PER_PAGE = 50
+UNITS_PER_PAGE = 25
 PLAN_PARTS = ("plan", "included", "excluded")
 
 
@@ -79,7 +79,9 @@ def _planned(
         return None
 
 
-def _plan_context(request: PageRequest, planned: planning.SessionPlan) -> dict[str, Any]:
+def _plan_context(
+    request: PageRequest, planned: planning.SessionPlan, form: PlanForm
+) -> dict[str, Any]:
     plan = planned.plan
     choice = planned.caps_choice
     session = planned.session
@@ -98,7 +100,7 @@ def _plan_context(request: PageRequest, planned: planning.SessionPlan) -> dict[s
     return {
         "planned": planned,
         "plan": plan,
-        "budget_rows": planner_presenters.budget_rows(plan, origin),
+        "budget_rows": planner_presenters.budget_rows(plan, origin, form.config_label()),
         "sections": planner_presenters.section_bars(plan),
         "sent_page": sent_page,
         "sent_pager": presenters.pager(sent_page, "sent"),
@@ -119,7 +121,7 @@ def _page(request: PageRequest, session: AgentSession, form: PlanForm) -> dict[s
         "models": MODEL_CHOICES,
         "pins": presenters.pin_summary(turns, ids),
         "per_page": planning.STEPS_PER_PAGE,
-        **(_plan_context(request, planned) if planned is not None else {}),
+        **(_plan_context(request, planned, form) if planned is not None else {}),
     }
 
 
@@ -157,7 +159,7 @@ def _steps_context(request: PageRequest, session: AgentSession, form: PlanForm) 
     return {
         "per_page": planning.STEPS_PER_PAGE,
         "steps": page,
-        "chart": planner_presenters.step_chart(page.steps, page.prompt_budget, page.window),
+        "chart": planner_presenters.step_chart(page.steps, page.prompt_budget),
     }
 
 

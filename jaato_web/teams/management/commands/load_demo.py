@@ -1,4 +1,5 @@
-"""Give a fresh dashboard something to show: starter policies, a demo session, GC runs.
+"""Give a fresh dashboard something to show: starter policies and planner configs, a demo
+session, GC runs.
 
 The session is a generated coding agent fixing a billing service's failing tests
 (``gcengine.demo``): every budget source and policy tier holds something. It is collected by
@@ -20,7 +21,7 @@ from django.core.management.base import BaseCommand
 
 import gcengine
 from jaato_web.dashboard import selectors, services
-from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, Project
+from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, PolicyKind, Project
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
 
@@ -64,21 +65,38 @@ STARTER_POLICIES: dict[str, dict[str, Any]] = {
     },
 }
 
+# Context planner settings to start from; what each leaves out is the engine's default.
+STARTER_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
+    "Planner defaults": {},
+    "Ask before a pin expires": {"ttl_policy": "ask", "default_pin_ttl": 10},
+    "Conversation first": {
+        "shares": {"system_pinned": 10, "conversation": 80, "rag": 10},
+        "safety_buffer": 1024,
+    },
+}
+
 
 class Command(BaseCommand):
-    help = "Load starter policies and a generated demo session, and run GC on it."
+    help = (
+        "Load starter policies and planner configs and a generated demo session, and run GC on it."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = services.project_default()
         self._demo_user(project)
-        for name, config in STARTER_POLICIES.items():
-            if not Policy.objects.filter(project=project, name=name).exists():
-                services.policy_create(
-                    project=project, name=name, config=config, message="starter policy"
-                )
+        for kind, starters, message in (
+            (PolicyKind.GC, STARTER_POLICIES, "starter policy"),
+            (PolicyKind.PLANNER, STARTER_PLANNER_CONFIGS, "starter planner config"),
+        ):
+            for name, config in starters.items():
+                if not Policy.objects.filter(project=project, kind=kind, name=name).exists():
+                    services.policy_create(
+                        project=project, name=name, config=config, message=message, kind=kind
+                    )
         if project.default_policy_id is None:
             services.project_set_default_policy(
-                project=project, policy=Policy.objects.get(project=project, name=DEFAULT_POLICY)
+                project=project,
+                policy=Policy.objects.get(project=project, kind=PolicyKind.GC, name=DEFAULT_POLICY),
             )
         data = json.dumps(gcengine.generate_demo_session(DEMO_SHAPE)).encode()
         receipt = services.session_upload(project=project, filename=DEMO_FILENAME, data=data)
@@ -90,7 +108,9 @@ class Command(BaseCommand):
         assert session is not None
         self._runs(project, session)
         for name in REPLAY_POLICIES:
-            version = Policy.objects.get(project=project, name=name).versions.latest("number")
+            version = Policy.objects.get(
+                project=project, kind=PolicyKind.GC, name=name
+            ).versions.latest("number")
             replay = services.replay_request(session=session, config=version.config)
             if replay.status == JobStatus.QUEUED:
                 services.replay_execute(replay_id=replay.pk)
@@ -104,7 +124,7 @@ class Command(BaseCommand):
     def _runs(self, project: Project, session: AgentSession) -> None:
         """One run of each of ``RUN_POLICIES`` (the upload may have queued the default's)."""
         for name in RUN_POLICIES:
-            policy = Policy.objects.get(project=project, name=name)
+            policy = Policy.objects.get(project=project, kind=PolicyKind.GC, name=name)
             if (
                 not selectors.run_list(session=session)
                 .filter(policy_version__policy=policy)
