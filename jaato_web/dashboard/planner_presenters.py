@@ -6,7 +6,7 @@ a planner config as rows, and the step chart. Plain values in, plain values out:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -181,6 +181,9 @@ class Member:
 TURNS_SHOWN = 20
 
 
+Decision = gcengine.PlannedItem | gcengine.ExcludedItem
+
+
 @dataclass(frozen=True)
 class Unit:
     """Items decided together, shown as one row: one item, a turn's members (``members``),
@@ -194,9 +197,15 @@ class Unit:
     tokens: int
     count: int
     is_turn: bool
-    members: tuple[Member, ...] = ()
+    decisions: Sequence[Decision] = field(default=(), repr=False)
     parts: tuple[Unit, ...] = ()
     turns: int = 1
+
+    @property
+    def members(self) -> list[Member]:
+        """The unit's items, made for the rows a page shows only (a long session has tens of
+        thousands)."""
+        return [_member(d) for d in self.decisions]
 
     @property
     def hidden_parts(self) -> int:
@@ -205,12 +214,12 @@ class Unit:
     @property
     def pinned(self) -> Member | None:
         """The pinned item a one-item unit is, if it is one."""
-        if self.count == 1 and self.members and self.members[0].source == "pinned":
-            return self.members[0]
+        if self.count == 1 and self.decisions and self.decisions[0].source == "pinned":
+            return _member(self.decisions[0])
         return None
 
 
-def _member(decision: gcengine.PlannedItem | gcengine.ExcludedItem) -> Member:
+def _member(decision: Decision) -> Member:
     return Member(
         id=decision.id,
         label=decision.label or decision.id,
@@ -221,54 +230,71 @@ def _member(decision: gcengine.PlannedItem | gcengine.ExcludedItem) -> Member:
     )
 
 
-def _unit(group: Sequence[gcengine.PlannedItem] | Sequence[gcengine.ExcludedItem]) -> Unit:
+def _unit(group: Sequence[Decision]) -> Unit:
     first = group[0]
     is_turn = first.atom_id.startswith("turn_") and bool(first.label)
+    # One decision per distinct reason: codes and sentences are made once per unit, not per
+    # item.
+    distinct = list({(d.reason, d.detail): d for d in reversed(group)}.values())[::-1]
     return Unit(
         name=first.label.rsplit(" ", 1)[0] if is_turn else (first.label or first.id),
-        codes=tuple(dict.fromkeys(d.code for d in group)),
-        explanation=" ".join(dict.fromkeys(d.explanation for d in group)),
+        codes=tuple(d.code for d in distinct),
+        explanation=" ".join(dict.fromkeys(d.explanation for d in distinct)),
         tokens=sum(d.tokens for d in group),
         count=len(group),
         is_turn=is_turn,
-        members=tuple(_member(d) for d in group),
+        decisions=group,
     )
 
 
-def _folded(units: Iterable[Unit]) -> list[Unit]:
-    """Consecutive turns with the same decision folded into one row: a long session leaves
-    out thousands of turns for the same reason, and sends hundreds as ``recent``."""
-    runs: list[list[Unit]] = []
-    for unit in units:
-        last = runs[-1][-1] if runs else None
-        if (
-            last is not None
-            and unit.is_turn
-            and last.is_turn
-            and (unit.codes, unit.explanation) == (last.codes, last.explanation)
-        ):
-            runs[-1].append(unit)
+def _fold_key(group: Sequence[Decision]) -> tuple[object, ...] | None:
+    """What a turn's decision is, for folding runs of turns decided alike (None: not a turn,
+    or one whose items were decided differently). Equal keys give equal codes and
+    explanations."""
+    first = group[0]
+    if not first.atom_id.startswith("turn_") or not first.label:
+        return None
+    reason, detail = first.reason, first.detail
+    if any(d.reason is not reason or d.detail is not detail for d in group):
+        return None
+    if isinstance(first, gcengine.PlannedItem):
+        return (True, reason, detail, first.pass_)
+    return (False, reason, detail, first.section, first.tokens_left)
+
+
+def _folded(groups: Iterable[Sequence[Decision]]) -> list[Unit]:
+    """One row per unit, consecutive turns decided alike folded into one: a long session
+    leaves out thousands of turns for the same reason and sends hundreds as ``recent``. Only
+    the rows' first turns become units of their own, so the cost is a pass over the items."""
+    runs: list[list[Sequence[Decision]]] = []
+    keys: list[tuple[object, ...] | None] = []
+    for group in groups:
+        key = _fold_key(group)
+        if key is not None and keys and keys[-1] == key:
+            runs[-1].append(group)
         else:
-            runs.append([unit])
-    folded = []
+            runs.append([group])
+            keys.append(key)
+    rows = []
     for run in runs:
+        first = _unit(run[0])
         if len(run) == 1:
-            folded.append(run[0])
+            rows.append(first)
             continue
-        first = run[0]
-        folded.append(
+        last = run[-1][0].label.rsplit(" ", 1)[0]
+        rows.append(
             Unit(
-                name=f"{first.name} … {run[-1].name}",
+                name=f"{first.name} … {last}",
                 codes=first.codes,
                 explanation=first.explanation,
-                tokens=sum(u.tokens for u in run),
-                count=sum(u.count for u in run),
+                tokens=sum(d.tokens for group in run for d in group),
+                count=sum(len(group) for group in run),
                 is_turn=True,
-                parts=tuple(run[:TURNS_SHOWN]),
+                parts=(first, *(_unit(group) for group in run[1:TURNS_SHOWN])),
                 turns=len(run),
             )
         )
-    return folded
+    return rows
 
 
 def included_units(plan: gcengine.ContextPlan) -> list[Unit]:
@@ -280,17 +306,17 @@ def included_units(plan: gcengine.ContextPlan) -> list[Unit]:
             groups[-1].append(decision)
         else:
             groups.append([decision])
-    return _folded(_unit(group) for group in groups)
+    return _folded(groups)
 
 
 def excluded_units(plan: gcengine.ContextPlan) -> list[Unit]:
     """What is left out, by unit and reason, newest first (as ``plan_report`` lists it), runs
     of turns left out for the same reason folded."""
-    groups: dict[tuple[str, str], list[gcengine.ExcludedItem]] = {}
+    groups: dict[tuple[str, str, str | None], list[gcengine.ExcludedItem]] = {}
     for decision in plan.excluded:
-        groups.setdefault((decision.atom_id, decision.code), []).append(decision)
-    ordered = sorted(groups.values(), key=lambda unit: -unit[-1].seq)
-    return _folded(_unit(group) for group in ordered)
+        key = (decision.atom_id, decision.reason, decision.detail)
+        groups.setdefault(key, []).append(decision)
+    return _folded(sorted(groups.values(), key=lambda unit: -unit[-1].seq))
 
 
 @dataclass(frozen=True)
