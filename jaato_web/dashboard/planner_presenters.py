@@ -88,7 +88,7 @@ def budget_rows(
         if plan.caps.provider_max_completion_tokens:
             candidates.append(f"the output limit {plan.caps.provider_max_completion_tokens:,}")
         candidates.append(f"a quarter of the window {plan.model_context_len // 4:,}")
-        completion += f", the smallest of {', '.join(candidates[:-1])} and {candidates[-1]}"
+        completion += f" (the smallest of {', '.join(candidates[:-1])} and {candidates[-1]})"
     if sources.prompt_budget == "max_prompt_tokens":
         budget = f"the endpoint's prompt limit {plan.caps.max_prompt_tokens or 0:,} less S"
     else:

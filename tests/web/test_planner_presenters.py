@@ -47,8 +47,8 @@ def test_the_budget_says_where_each_figure_comes_from() -> None:
     )
     assert rows["C"].tokens == 4096
     assert rows["C"].source == (
-        "the default of Roomy v2, the smallest of the default 4,096, the output limit 16,384 "
-        "and a quarter of the window 32,000"
+        "the default of Roomy v2 (the smallest of the default 4,096, the output limit 16,384 "
+        "and a quarter of the window 32,000)"
     )
     assert rows["S"].source == "the safety buffer of Roomy v2"
     assert rows["B"].tokens == 128_000 - 4096 - 512
