@@ -7,6 +7,8 @@ pinned in the session), then requests with Django's test client:
   unpacked (``dry_runs.engine_session``), read into planner items, planned and rendered;
 * ``another model``: the tab after changing the model (a window not planned before): the
   items are kept, the plan is new, as when a user picks another model;
+* ``another pin TTL``: the tab after changing the TTL of the session's pins (the items are
+  kept per set of pins; the new TTL is stamped on the pinned ones);
 * ``same choices``: the same page again (the plan comes from the cache of plans);
 * ``steps``: the step-through fragment, 50 user turns planned and committed;
 * ``API, no decisions``: ``POST /api/sessions/{id}/plan`` for another window, without the
@@ -105,6 +107,7 @@ def measure(client: Client, session: AgentSession, repeat: int) -> dict[str, flo
     steps_url = reverse("session_plan_steps", args=[session.pk])
     api_url = f"/api/sessions/{session.pk}/plan"
     fresh = windows()
+    ttls = iter(range(1, 1_000))
     dry_runs.clear_caches()
     planning.clear_caches()
     return {
@@ -112,6 +115,7 @@ def measure(client: Client, session: AgentSession, repeat: int) -> dict[str, flo
         "another model": median(
             lambda: client.get(f"{plan_url}?context_length={next(fresh)}&pin_ttl=5"), repeat
         ),
+        "another pin TTL": median(lambda: client.get(f"{plan_url}?pin_ttl={next(ttls)}"), repeat),
         "same choices": median(lambda: client.get(f"{plan_url}?pin_ttl=5"), repeat),
         "steps": median(
             lambda: client.get(

@@ -120,10 +120,16 @@ class SessionPins:
 
     pins: tuple[gcengine.Pin, ...]
     notes: tuple[str, ...] = ()
+    choice: PinChoice = PinChoice()
 
     @property
     def key(self) -> str:
         return json.dumps([p.model_dump(mode="json") for p in self.pins], sort_keys=True)
+
+    @property
+    def targets(self) -> tuple[tuple[int | None, str | None], ...]:
+        """What is pinned, whatever the priority and TTL."""
+        return tuple((p.turn, p.message_id) for p in self.pins)
 
 
 def session_pins(session: AgentSession, engine: gcengine.Session, choice: PinChoice) -> SessionPins:
@@ -155,12 +161,12 @@ def session_pins(session: AgentSession, engine: gcengine.Session, choice: PinCho
             pins.append(
                 gcengine.Pin(message_id=message_id, priority=choice.priority, ttl=choice.ttl)
             )
-    return SessionPins(tuple(pins), tuple(notes))
+    return SessionPins(tuple(pins), tuple(notes), choice)
 
 
 # --- One plan ------------------------------------------------------------------------------
 
-_items: LRU[tuple[int, str, str], tuple[gcengine.PlannerItem, ...]] = LRU(ITEMS_CACHE_SIZE)
+_items: LRU[tuple[Any, ...], tuple[gcengine.PlannerItem, ...]] = LRU(ITEMS_CACHE_SIZE)
 _plans: LRU[tuple[Any, ...], gcengine.ContextPlan] = LRU(PLAN_CACHE_SIZE)
 
 
@@ -173,13 +179,28 @@ def clear_caches() -> None:
 def session_items(
     session: AgentSession, engine: gcengine.Session, pins: SessionPins
 ) -> tuple[gcengine.PlannerItem, ...]:
-    """The session's planner items with these pins, read once per session and pins."""
-    key = (session.pk, session.sha256, pins.key)
+    """The session's planner items with these pins, read once per session and what is pinned.
+
+    Reading a stored session's items counts its messages again (1.7 s at 10,000 turns: the
+    budget's index of its conversation is not stored with it), so the items are kept per set
+    of pinned turns and messages, and another priority or TTL is stamped on the pinned items,
+    as ``plan_items`` would set it from the pins.
+    """
+    key = (session.pk, session.sha256, pins.targets)
     items = _items.get(key)
     if items is None:
-        items = gcengine.plan_items(engine, pins=pins.pins)
+        plain = [gcengine.Pin(turn=t, message_id=m) for t, m in pins.targets]
+        items = gcengine.plan_items(engine, pins=plain)
         _items.put(key, items)
-    return items
+    if pins.choice == PinChoice():
+        return items
+    stamp = {"priority": pins.choice.priority, "ttl": pins.choice.ttl}
+    return tuple(
+        gcengine.PlannerItem.model_validate({**item.model_dump(), **stamp})
+        if item.source == "pinned"
+        else item
+        for item in items
+    )
 
 
 def _config_key(caps: gcengine.ModelCaps, config: gcengine.PlannerConfig) -> str:

@@ -175,3 +175,23 @@ def test_steps_come_a_page_at_a_time(project: Project) -> None:
     assert (first.start, first.next_start, first.previous_start) == (0, 10, None)
     assert [s.label for s in first.steps][:2] == ["turn 0", "turn 1"]
     assert last.steps[-1].label == "turn 29"
+
+
+def test_another_pin_priority_or_ttl_gives_the_items_the_engine_would(project: Project) -> None:
+    session = stored(project, turns=10, tool_every=2)
+    for turn in (1, 4):
+        services.session_pin(session=session, turn_index=turn)
+    engine = dry_runs.engine_session(session)
+    choice = planning.PinChoice(priority=gcengine.Priority.LOW, ttl=gcengine.TTLState.UNLIMITED)
+
+    planning.session_items(session, engine, planning.session_pins(session, engine, choice))
+    plain = planning.session_items(
+        session, engine, planning.session_pins(session, engine, planning.PinChoice())
+    )
+    stamped = planning.session_items(
+        session, engine, planning.session_pins(session, engine, choice)
+    )
+
+    pins = [gcengine.Pin(turn=t, priority="low", ttl="unlimited") for t in (1, 4)]
+    assert stamped == gcengine.plan_items(engine, pins=pins)
+    assert plain == gcengine.plan_items(engine, pins=[gcengine.Pin(turn=t) for t in (1, 4)])
