@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jaato_web.dashboard import dry_runs, planning, services
@@ -125,3 +127,24 @@ def test_the_steps_load_with_the_plan_and_page_through_the_turns(
     assert "<html" in page
     assert "user turns 11–30 of 30" in page
     assert page.count('id="steps"') == 1
+
+
+def test_queries_do_not_grow_with_the_session(client: Client, project: Project) -> None:
+    counts = []
+    for turns in (3, 60):
+        data = session_file(turns, seed=turns)
+        stored = services.session_upload(project=project, filename=f"{turns}.json", data=data)
+        session = stored.session
+        assert session is not None
+        services.session_pin(session=session, turn_index=1)
+        for url in (plan_url(session), reverse("session_plan_steps", args=[session.pk])):
+            client.get(url)  # warm up: the session is unpacked once per process
+            with CaptureQueriesContext(connection) as captured:
+                assert client.get(url).status_code == 200
+            counts.append(len(captured.captured_queries))
+
+    plan_small, steps_small, plan_large, steps_large = counts
+    # Sign-in and the project switcher (4), the session, the planner configs for the picker,
+    # the session's pins (for the plan and for the page's summary); the steps page plans twice.
+    assert plan_small == plan_large == 8
+    assert steps_small == steps_large == 9
