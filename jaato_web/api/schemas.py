@@ -4,7 +4,7 @@ passed through as the engine dumps them rather than re-declared here."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
 from pydantic import Field, NonNegativeInt
@@ -470,9 +470,8 @@ class SessionPlanIn(PlannerConfigRef):
     max_prompt_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
     request_max_tokens: int | None = Field(default=None, ge=1, le=100_000_000)
     pin_priority: Literal["high", "normal", "low"] = "normal"
-    pin_ttl: int | Literal["unlimited"] | None = Field(
+    pin_ttl: Annotated[int, Field(ge=1)] | Literal["unlimited"] | None = Field(
         default=None,
-        ge=1,
         description="turns each of the session's pins is sent for; null never expires",
     )
 

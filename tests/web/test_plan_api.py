@@ -62,6 +62,19 @@ def test_a_session_is_planned_with_reasons_for_every_item(
     assert all(d["explanation"] for d in body["plan"]["included"] + body["plan"]["excluded"])
 
 
+@pytest.mark.parametrize(("ttl", "status", "sticky"), [("unlimited", 200, True), (0, 422, None)])
+def test_a_pin_ttl_is_turns_or_unlimited(
+    client: Client, session: AgentSession, ttl: object, status: int, sticky: bool | None
+) -> None:
+    services.session_pin(session=session, turn_index=1)
+
+    answer = post(client, f"/api/sessions/{session.pk}/plan", {"pin_ttl": ttl, "decisions": False})
+
+    assert answer.status_code == status
+    if sticky:
+        assert answer.json()["pins"][0]["ttl"] == "unlimited"
+
+
 def test_decisions_can_be_left_out(client: Client, session: AgentSession) -> None:
     body = post(client, f"/api/sessions/{session.pk}/plan", {"decisions": False}).json()
 
