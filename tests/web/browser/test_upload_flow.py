@@ -191,3 +191,25 @@ def test_files_dropped_on_the_drop_zone_are_uploaded(page: Page, page_log: PageL
     expect(outcome(results, "dropped.json").locator(".badge")).to_have_text("stored")
     assert AgentSession.objects.get().label == "dropped.json"
     assert_quiet(page_log)
+
+
+def test_an_empty_file_is_refused_alone_and_the_other_files_are_stored(
+    page: Page, tmp_path: Path
+) -> None:
+    good = write_session(tmp_path, "good.json")
+    empty = write_session(tmp_path, "empty.json", b"")
+    other = write_session(tmp_path, "other.json", session_file(8, seed=3))
+
+    results = upload(page, [good, empty, other])
+
+    expect(outcome(results, "good.json")).to_contain_text("stored")
+    expect(outcome(results, "other.json")).to_contain_text("stored")
+    refused = outcome(results, "empty.json")
+    expect(refused).to_contain_text("empty")
+    expect(refused).to_contain_text("the file is empty")
+    expect(refused).to_contain_text("Nothing was stored.")
+    expect(results).not_to_contain_text("The submitted file is empty")
+    assert sorted(AgentSession.objects.values_list("label", flat=True)) == [
+        "good.json",
+        "other.json",
+    ]
