@@ -40,6 +40,7 @@ from gcengine.errors import (
     PluginError,
     SessionFormatError,
     SummarizerError,
+    format_json_path,
 )
 from gcengine.formats import LoadLimits, dump_session, load_session
 from gcengine.gc import (
@@ -204,6 +205,7 @@ __all__ = [
     "discover_gc_plugins",
     "dump_gc_config",
     "dump_session",
+    "format_json_path",
     "generate_demo_session",
     "generate_session_file",
     "history_before",

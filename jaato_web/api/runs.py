@@ -12,7 +12,9 @@ from jaato_web.api.schemas import (
     ArchiveIn,
     ArchiveOut,
     DiffPage,
+    Index,
     NodePage,
+    PageNumber,
     Problem,
     RemovalPage,
     ReplayIn,
@@ -87,7 +89,7 @@ def get_run(request: HttpRequest, run_id: int) -> GCRun:
 @router.get(
     "/runs/{int:run_id}/ledger", response=RemovalPage, summary="The removal ledger", auth=VIEW
 )
-def run_ledger(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
+def run_ledger(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[str, object]:
     return paged(selectors.run_removals(run=_run(request, run_id)), page, selectors.LEDGER_PER_PAGE)
 
 
@@ -125,7 +127,7 @@ def run_summaries(request: HttpRequest, run_id: int) -> list[Summary]:
     auth=VIEW,
 )
 def run_budget(
-    request: HttpRequest, run_id: int, parent: str = "", offset: int = 0
+    request: HttpRequest, run_id: int, parent: str = "", offset: Index = 0
 ) -> dict[str, object]:
     run = _run(request, run_id)
     nodes = selectors.budget_children(session=run.session, run=run, parent_path=parent)
@@ -135,7 +137,7 @@ def run_budget(
 @router.get(
     "/runs/{int:run_id}/diff", response=DiffPage, summary="Before/after, turn by turn", auth=VIEW
 )
-def run_diff(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
+def run_diff(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[str, object]:
     run = _run(request, run_id)
     turns = selectors.page_of(
         selectors.session_turns(session=run.session), page, selectors.TURNS_PER_PAGE

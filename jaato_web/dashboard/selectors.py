@@ -41,6 +41,8 @@ SESSION_SORTS = {
     "name": "label",
 }
 SESSIONS_PER_PAGE = 25
+# A longer search names no session, and databases refuse LIKE patterns past a few thousand.
+SEARCH_MAX_CHARS = 200
 TURNS_PER_PAGE = 25
 NODES_PER_PAGE = 100
 LEDGER_PER_PAGE = 50
@@ -50,7 +52,9 @@ RUNS_PER_PAGE = 20
 def session_list(
     *, project: Project, search: str = "", sort: str = "newest", archived: bool = False
 ) -> QuerySet[AgentSession]:
-    """The project's sessions in use, or only the archived ones."""
+    """The project's sessions in use, or only the archived ones, whose name, model, format or
+    sha256 prefix holds ``search`` (cut to ``SEARCH_MAX_CHARS``)."""
+    search = search.strip()[:SEARCH_MAX_CHARS]
     sessions = AgentSession.objects.filter(
         project=project, archived_at__isnull=not archived
     ).annotate(run_count=Count("runs"))
@@ -226,11 +230,11 @@ def run_diff(*, run: GCRun, turns: list[SessionTurn]) -> list[DiffRow]:
     return rows
 
 
-def replay_shown(*, session: AgentSession, replay_id: Any = None) -> Replay | None:
+def replay_shown(*, session: AgentSession, replay_id: int | None = None) -> Replay | None:
     """The replay a session page shows: the one asked for, else the newest; never its series."""
     replays = Replay.objects.filter(session=session).defer("series")
-    if replay_id is not None and str(replay_id).isdigit():
-        chosen = replays.filter(pk=int(replay_id)).first()
+    if replay_id is not None:
+        chosen = replays.filter(pk=replay_id).first()
         if chosen is not None:
             return chosen
     return replays.order_by("-created_at", "-pk").first()

@@ -154,6 +154,21 @@ def config_canonical(config: Any) -> dict[str, Any]:
 # --- Uploads ---------------------------------------------------------------------------------
 
 
+# What file systems and the stored label hold; a longer name is a mistake worth saying.
+FILENAME_MAX_CHARS = 255
+
+
+class UploadNameError(InputError):
+    """An uploaded file's name that nothing can store."""
+
+    def __init__(self, length: int) -> None:
+        super().__init__(
+            f"the file name is {length:,} characters long; at most {FILENAME_MAX_CHARS} "
+            "characters are kept",
+            "file",
+        )
+
+
 def upload_size_check(size: int) -> None:
     """Refuse an oversized upload from its declared size, before it is read into memory."""
     if size > settings.JAATO_UPLOAD_MAX_BYTES:
@@ -168,6 +183,8 @@ def session_upload(
     Small files are read now, so a malformed one raises ``gcengine.SessionFormatError`` with
     nothing stored; large ones become an ``IngestJob`` for the worker.
     """
+    if len(filename) > FILENAME_MAX_CHARS:
+        raise UploadNameError(len(filename))
     upload_size_check(len(data))
     digest = hashlib.sha256(data).hexdigest()
     existing = AgentSession.objects.filter(project=project, sha256=digest).first()
@@ -209,6 +226,7 @@ class UploadState(StrEnum):
     DUPLICATE = "duplicate"
     QUEUED = "queued"
     TOO_LARGE = "too_large"
+    BAD_NAME = "bad_name"
     EMPTY = "empty"
     MALFORMED = "malformed"
 
@@ -257,6 +275,8 @@ def _upload_one(project: Project, upload: UploadedFile[Any], actor: Actor) -> Up
         receipt = session_upload(project=project, filename=name, data=upload.read(), actor=actor)
     except UploadTooLarge as error:
         return UploadOutcome(name, UploadState.TOO_LARGE, 413, reason=error.reason)
+    except UploadNameError as error:
+        return UploadOutcome(name[:80] + "…", UploadState.BAD_NAME, 400, reason=error.reason)
     except gcengine.SessionFormatError as error:
         return UploadOutcome(
             name, UploadState.MALFORMED, 400, reason=error.reason, json_path=error.json_path

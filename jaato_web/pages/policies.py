@@ -28,6 +28,7 @@ from jaato_web.dashboard import (
     storage,
 )
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyVersion, Project
+from jaato_web.http import query_id
 from jaato_web.pages import forms
 from jaato_web.pages.forms import (
     APPLIES_TO,
@@ -59,13 +60,6 @@ def _is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _access(request: HttpRequest) -> Access:
     access: Access = request.access  # type: ignore[attr-defined]
     return access
@@ -73,13 +67,13 @@ def _access(request: HttpRequest) -> Access:
 
 def _project(request: HttpRequest) -> Project:
     """The project a list or a new policy belongs to (``?project=``, else the current one)."""
-    return _access(request).project(_int(request.GET.get("project")), request)
+    return _access(request).project(query_id(request.GET.get("project")), request)
 
 
 def _session_choice(request: HttpRequest, project: Project, value: Any) -> AgentSession | None:
     """The session asked for (among the user's), else the project's newest; None when the
     project has none."""
-    session_id = _int(value)
+    session_id = query_id(value)
     if session_id is not None:
         return _access(request).session(session_id)
     newest = selectors.session_choices(project=project).first()
@@ -150,7 +144,7 @@ def _editor_context(
     **extra: Any,
 ) -> dict[str, Any]:
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
-    chosen = _int(request.GET.get("session") or request.POST.get("session"))
+    chosen = query_id(request.GET.get("session") or request.POST.get("session"))
     if chosen is None and sessions:
         chosen = sessions[0].pk
     return {
@@ -317,7 +311,7 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
     """The replay chart of a stored version on a session (the compare page loads two)."""
     project = _project(request)
     session = _session_choice(request, project, request.GET.get("session"))
-    version_id = _int(request.GET.get("version"))
+    version_id = query_id(request.GET.get("version"))
     if session is None or version_id is None:
         return HttpResponseBadRequest("give session and version")
     version = _access(request).policy_version(version_id)
@@ -380,7 +374,8 @@ def policy_import(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Imported {policy.name} as version 1.")
             return redirect("policy_edit", policy_id=policy.pk)
-    return render(request, "policies/import.html", {"form": form, "project": project})
+    # Refused: the form again, with why, as the answer to a request that stored nothing.
+    return render(request, "policies/import.html", {"form": form, "project": project}, status=400)
 
 
 # Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
@@ -453,8 +448,8 @@ def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpRespons
     """Two versions side by side, field by field, differences marked."""
     policy = _access(request).policy(policy_id)
     latest = selectors.policy_latest_version(policy=policy)
-    a_number = _int(request.GET.get("a")) or max(latest.number - 1, 1)
-    b_number = _int(request.GET.get("b")) or latest.number
+    a_number = query_id(request.GET.get("a")) or max(latest.number - 1, 1)
+    b_number = query_id(request.GET.get("b")) or latest.number
     a = selectors.policy_version_by_number(policy=policy, number=a_number)
     b = selectors.policy_version_by_number(policy=policy, number=b_number)
     rows = presenters.config_table([a.config, b.config])
@@ -481,7 +476,7 @@ def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpRes
         version = services.policy_restore(
             policy=policy,
             number=number,
-            base_number=_int(request.POST.get("base_version")),
+            base_number=query_id(request.POST.get("base_version")),
             actor=request.user,
         )
     except services.PolicyConflict as conflict:
@@ -507,7 +502,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
     choices = list(selectors.policy_version_choices(project=project))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
     session = _session_choice(request, project, request.GET.get("session"))
-    a_id, b_id = _int(request.GET.get("a")), _int(request.GET.get("b"))
+    a_id, b_id = query_id(request.GET.get("a")), query_id(request.GET.get("b"))
     if a_id is None or b_id is None:
         default_id = project.default_policy_id
         ordered = sorted(
@@ -554,11 +549,11 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
     versions = list(selectors.policy_versions(policy=policy).defer("config"))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
     error = None
-    selected = {i for i in map(_int, request.GET.getlist("session")) if i is not None}
+    selected = {i for i in map(query_id, request.GET.getlist("session")) if i is not None}
     if request.method == "POST":
-        number = _int(request.POST.get("version")) or versions[0].number
+        number = query_id(request.POST.get("version")) or versions[0].number
         version = selectors.policy_version_by_number(policy=policy, number=number)
-        ids = [i for i in map(_int, request.POST.getlist("sessions")) if i is not None]
+        ids = [i for i in map(query_id, request.POST.getlist("sessions")) if i is not None]
         chosen = selectors.sessions_by_ids(project=project, ids=ids)
         selected = {s.pk for s in chosen}
         if not chosen:
@@ -589,7 +584,7 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
 @requires(Action.VIEW)
 def policy_runs(request: HttpRequest) -> HttpResponse:
     """Progress of a bulk apply: polled by htmx until every run is done or failed."""
-    ids = [i for i in map(_int, request.GET.get("ids", "").split(",")) if i is not None]
+    ids = [i for i in map(query_id, request.GET.get("ids", "").split(",")) if i is not None]
     runs = selectors.runs_by_ids(projects=_access(request).project_ids, ids=ids)
     finished = sum(1 for r in runs if not r.is_pending)
     context = {

@@ -33,7 +33,6 @@ SORT_LABELS = {
     "turns": "Most turns",
     "name": "Name",
 }
-SEARCH_MAX_CHARS = 200
 
 
 @require_GET
@@ -48,7 +47,7 @@ def home(request: PageRequest) -> HttpResponse:
 @requires(Action.VIEW)
 def session_list(request: PageRequest) -> HttpResponse:
     project = request.access.project(query_id(request.GET.get("project")), request)
-    search = request.GET.get("q", "").strip()[:SEARCH_MAX_CHARS]
+    search = request.GET.get("q", "").strip()[: selectors.SEARCH_MAX_CHARS]
     sort = request.GET.get("sort", "newest")
     if sort not in SORT_LABELS:
         sort = "newest"
@@ -181,7 +180,9 @@ def _session_page(
         "run_form": run_form
         or forms.RunForm(initial=initial, versions=versions, plugins=services.plugin_names()),
         "replay_form": replay_form or forms.ReplayForm(initial=initial, versions=versions),
-        "replay": selectors.replay_shown(session=session, replay_id=request.GET.get("replay")),
+        "replay": selectors.replay_shown(
+            session=session, replay_id=query_id(request.GET.get("replay"))
+        ),
         **_history(project, session, request.GET, versions),
         **_runs(session, request.GET),
     }
