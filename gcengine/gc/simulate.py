@@ -188,7 +188,7 @@ class _Replay:
         self.simulation.steps.append(step)
         if not wanted or reason is None:
             return
-        reason = GCTriggerReason.PRE_MESSAGE if point == "pre_message" else reason
+        # The reason is the trigger (threshold, continuous, turn_limit); ``point`` says when.
         result = self.collect(reason)
         self.simulation.events.append(
             SimulationEvent(turn_index=turn_index, point=point, reason=reason, result=result)

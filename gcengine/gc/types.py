@@ -19,7 +19,11 @@ from gcengine.messages import Message
 
 
 class GCTriggerReason(StrEnum):
+    """Why a collection ran. JAATO's values, and ``continuous``, which JAATO reports as
+    ``threshold``: usage passed the target in continuous mode."""
+
     THRESHOLD = "threshold"
+    CONTINUOUS = "continuous"
     MANUAL = "manual"
     TURN_LIMIT = "turn_limit"
     PRE_MESSAGE = "pre_message"
