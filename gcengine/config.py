@@ -133,7 +133,8 @@ class GCConfig(BaseModel):
     check_before_send: bool = True
     preserve_recent_turns: int = 5
     pinned_turn_indices: list[int] = Field(
-        default_factory=list, description="stable turn indices of the session as uploaded"
+        default_factory=list,
+        description="stable turn indices of the session as uploaded, from 0 (turn 1 is 0)",
     )
     pinned_message_ids: list[str] = Field(default_factory=list)
     notify_on_gc: bool = False
@@ -286,8 +287,8 @@ GC_JSON_FIELDS: tuple[GCJsonField, ...] = (
     GCJsonField(
         "pinned_turn_indices",
         "Pinned turns",
-        "Turns a collection never touches, by their index in the session as uploaded "
-        "(0 is the first).",
+        "Turns a collection never touches, by position in the session as uploaded, counted "
+        "from 0 as JAATO counts them: 0 is the turn JAATO labels turn_1.",
         _ALL,
         "turn_list",
     ),

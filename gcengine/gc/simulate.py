@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
@@ -26,7 +26,7 @@ from gcengine.conversation import ConversationIndex
 from gcengine.gc.run import plugin_for, without_entries
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
-from gcengine.messages import Message
+from gcengine.messages import Message, turn_number
 from gcengine.session import (
     Session,
     conversation_tree,
@@ -42,7 +42,10 @@ Point = Literal["pre_message", "post_turn"]
 
 
 class SimulationStep(BaseModel):
-    """Context usage at one check point; ``tokens_after`` differs only when GC ran there."""
+    """Context usage at one check point; ``tokens_after`` differs only when GC ran there.
+
+    ``turn_index`` is the turn's stable index; ``turn_number`` what a person reads (from 1).
+    """
 
     turn_index: int | None
     point: Point
@@ -50,12 +53,25 @@ class SimulationStep(BaseModel):
     tokens_after: int
     collected: bool = False
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def turn_number(self) -> int | None:
+        return turn_number(self.turn_index) if self.turn_index is not None else None
+
 
 class SimulationEvent(BaseModel):
+    """A collection during a replay: when (``point``) and why (``reason``: the trigger,
+    ``threshold``, ``continuous`` or ``turn_limit``)."""
+
     turn_index: int | None
     point: Point
     reason: GCTriggerReason
     result: GCResult
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def turn_number(self) -> int | None:
+        return turn_number(self.turn_index) if self.turn_index is not None else None
 
 
 class Simulation(BaseModel):

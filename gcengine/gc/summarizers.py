@@ -123,7 +123,7 @@ class ExtractiveSummarizer:
         if request.previous_summary:
             lines.append(f"Earlier: {request.previous_summary}")
         for turn in request.turns:
-            label = f"Turn {turn.index}" if turn.index is not None else "Summary"
+            label = f"Turn {turn.number}" if turn.number is not None else "Summary"
             for message in turn.messages:
                 if message.kind is MessageKind.SUMMARY:
                     lines.append(f"Earlier: {message.text}")

@@ -18,6 +18,7 @@ from gcengine import (
     PartType,
     Role,
     SourceFormat,
+    cli,
 )
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import TokenCounter, count_message
@@ -355,6 +356,66 @@ def test_interrupted_turn_and_subagents_survive(counter: TokenCounter) -> None:
     assert json.loads(gcengine.dump_session(session))["metadata"]["plugin_states"] == {
         "todo": {"items": 3}
     }
+
+
+def test_jaato_session_state_is_shown_on_the_session(
+    counter: TokenCounter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn left running with its pending calls, the sub-agents JAATO recorded and its
+    plugins' saved states are on the session, ready to show, and the CLI shows them."""
+    data = example("jaato_session_v2.1.json")
+    data["interrupted_turn"] = {
+        "agent_id": "main",
+        "pending_tool_calls": [
+            {"id": "call_9", "name": "run_tests", "args": {"k": "slow"}},
+            {"id": "call_10", "name": "grep_content", "args": {}},
+        ],
+        "user_prompt": "",
+        "started_at": "2026-03-01T10:16:00+00:00",
+    }
+    agent = {
+        "agent_id": "sub1",
+        "profile_name": "explorer",
+        "status": "idle",
+        "created_at": "2026-03-01T10:15:10",
+        "last_activity": "2026-03-01T10:15:30",
+        "turn_count": 4,
+        "max_turns": 20,
+    }
+    data["metadata"] = {
+        "subagents": {"version": "1.0", "agents": [agent, {"agent_id": 7, "status": "done"}]},
+        "plugin_states": {"todo": {"items": 3}, "memory": None},
+    }
+    session = gcengine.load_session(data, counter=counter)
+    assert [(c.id, c.name) for c in session.pending_tool_calls] == [
+        ("call_9", "run_tests"),
+        ("call_10", "grep_content"),
+    ]
+    first, odd = session.subagent_records
+    assert first == gcengine.SubagentRecord(**agent, record=agent)
+    # A value of an unexpected type is not taken for a field, and stays in the record.
+    assert (odd.agent_id, odd.status, odd.record) == (
+        None,
+        "done",
+        {"agent_id": 7, "status": "done"},
+    )
+    assert session.plugin_states == {"todo": {"items": 3}, "memory": None}
+    assert roundtrip(session, counter).subagent_records == session.subagent_records
+
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(data))
+    assert cli.main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 pending calls: run_tests(call_9), grep_content(call_10)" in out
+    assert "subagent  sub1: profile explorer, idle, 4 turns of at most 20" in out
+    assert "plugins   saved state of memory, todo" in out
+
+
+def test_a_session_without_jaato_state_shows_none(counter: TokenCounter) -> None:
+    session = gcengine.load_session(example("jaato_session_v2.1.json"), counter=counter)
+    assert session.pending_tool_calls == []
+    assert session.subagent_records == []
+    assert session.plugin_states == {}
 
 
 def test_version_1_files_without_budget_load(counter: TokenCounter) -> None:
