@@ -39,7 +39,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field, field_validator
 
-from gcengine.errors import ConfigError
+from gcengine._json import (
+    UnreadableNumber,
+    describe_syntax_error,
+    find_non_finite,
+    loads_strict,
+)
+from gcengine.errors import ConfigError, format_json_path
 
 Strategy = Literal["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
 
@@ -423,6 +429,9 @@ def load_gc_config(
 
 def _decode(source: Any) -> Any:
     if isinstance(source, Mapping | list):
+        found = find_non_finite(source)
+        if found is not None:
+            raise ConfigError(found[0], format_json_path(found[1]))
         return source
     if isinstance(source, str) and not source.strip():
         raise ConfigError("the input is empty")
@@ -436,18 +445,15 @@ def _decode(source: Any) -> Any:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             raise ConfigError(f"cannot read {str(path)!r}: {reason}") from None
     try:
-        return json.loads(source)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        detail = (
-            f"{error.msg} at line {error.lineno}, column {error.colno}"
-            if isinstance(error, json.JSONDecodeError)
-            else "not UTF-8 text"
-        )
-        raise ConfigError(f"not valid JSON: {detail}") from None
+        return loads_strict(source)
+    except json.JSONDecodeError as error:
+        raise ConfigError(describe_syntax_error(error)) from None
+    except UnicodeDecodeError:
+        raise ConfigError("not valid JSON: not UTF-8 text") from None
     except RecursionError:
         raise ConfigError("the JSON nests too deeply") from None
-    except ValueError as error:  # an integer too long to convert (Python caps digits)
-        raise ConfigError(f"not a usable JSON number: {error}") from None
+    except UnreadableNumber as error:
+        raise ConfigError(error.reason, format_json_path(error.path)) from None
 
 
 def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
