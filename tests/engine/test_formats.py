@@ -576,3 +576,56 @@ def test_thousands_of_turns_load_and_add_up(counter: TokenCounter) -> None:
         leaf.tokens for _, leaf in conversation.walk() if not leaf.children
     )
     assert roundtrip(session, counter) == session
+
+
+def jaato_file_with_recorded_budget(turns: int, seed: int) -> dict[str, Any]:
+    """A generated JAATO file with the budget JAATO records: one ``msg_<i>`` leaf per message,
+    naming message ids JAATO does not save (so the load matches them by position, and says so)."""
+    data = generate_session_file(SessionShape(turns=turns, seed=seed))
+    children = {}
+    for index, _ in enumerate(data["history"]):
+        children[f"msg_{index}"] = {
+            "source": "conversation",
+            "tokens": 40,
+            "total_tokens": 40,
+            "gc_policy": "ephemeral",
+            "gc_eligible_tokens": 40,
+            "indicator": "○",
+            "label": f"message {index}",
+            "message_ids": [f"00000000-0000-4000-8000-{index:012d}"],
+        }
+    data["budget_state"] = {
+        "source": "conversation",
+        "tokens": 40 * len(children),
+        "total_tokens": 40 * len(children),
+        "gc_policy": "partial",
+        "gc_eligible_tokens": 40 * len(children),
+        "indicator": "◐",
+        "children": children,
+    }
+    return data
+
+
+def test_an_exported_collected_session_describes_itself(counter: TokenCounter) -> None:
+    """The export of a collected session carries neither the original's load warnings nor
+    what the original file recorded about messages no longer there."""
+    loaded = gcengine.load_session(jaato_file_with_recorded_budget(60, 4), counter=counter)
+    assert loaded.warnings  # the ids JAATO did not save were matched by position
+    original = loaded.model_copy(update={"context_limit": loaded.budget.total_tokens()})
+    original.budget = gcengine.rebuild_budget(original, counter)
+    config = gcengine.load_gc_config({"type": "truncate", "target_percent": 10}, env={})
+    outcome = gcengine.run_gc(original, config)
+    collected = outcome.session
+    kept = {m.message_id for m in collected.history}
+    assert len(kept) < len(original.history)
+    exported = gcengine.dump_session(collected)
+    view = json.loads(exported)["metadata"]["gcengine"]
+    assert view["warnings"] == []
+    assert view["recorded_prompt_tokens"] is None
+    recorded = view["recorded_budget"]["entries"]["conversation"]["children"]
+    assert {i for child in recorded.values() for i in child["message_ids"]} == kept
+    assert len(exported) < len(gcengine.dump_session(original)) / 2
+    again = gcengine.load_session(exported, counter=counter)
+    assert again.warnings == []
+    assert again.history == collected.history
+    assert again.budget == collected.budget
