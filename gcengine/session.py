@@ -58,6 +58,7 @@ from gcengine.conversation import (
     turn_key_of,
 )
 from gcengine.errors import CompactionNotFoundError
+from gcengine.media import media_cost
 from gcengine.messages import (
     FunctionCall,
     Message,
@@ -73,7 +74,15 @@ from gcengine.messages import (
     turn_layout,
     turn_number,
 )
-from gcengine.tokens import TokenCounter, count_message, counter_by_name, load_counter
+from gcengine.tokens import (
+    TokenCounter,
+    TokenCounting,
+    count_message,
+    counter_by_name,
+    load_counter,
+    media_of,
+    token_counting,
+)
 
 
 class SourceFormat(StrEnum):
@@ -298,6 +307,29 @@ class Session(BaseModel):
         if not isinstance(agents, list):
             return []
         return [_subagent_record(agent) for agent in agents if isinstance(agent, Mapping)]
+
+    @property
+    def token_counting(self) -> TokenCounting:
+        """How the session's figures were counted, and what makes any of them an estimate:
+        the counter (another model's vocabulary, one that could not be loaded) and media
+        whose size in pixels the file does not tell."""
+        counting = token_counting(self.model, self.token_counter)
+        provider = media_of(counter_by_name(self.token_counter))
+        estimated = [
+            cost
+            for message in self.history
+            for part in message.parts
+            if part.inline_data is not None
+            and not (cost := media_cost(part.inline_data, provider)).exact
+        ]
+        if not estimated:
+            return counting
+        note = (
+            f"{len(estimated):,} media part{'s' if len(estimated) > 1 else ''} "
+            f"estimated: {estimated[0].description}"
+            + (f", and {len(estimated) - 1:,} more" if len(estimated) > 1 else "")
+        )
+        return TokenCounting(counting.counter, False, [*counting.notes, note])
 
     @property
     def plugin_states(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from gcengine.session import (
     TurnAccounting,
     rebuild_budget,
 )
-from gcengine.tokens import TokenCounter, encoding_for_model, load_counter
+from gcengine.tokens import TokenCounter, counter_for_model
 
 SessionSource = bytes | bytearray | str | os.PathLike[str] | Mapping[str, Any] | list[Any]
 
@@ -436,7 +436,7 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
         limit, origin = known, ContextLimitOrigin.MODEL
     else:
         limit, origin = DEFAULT_CONTEXT_LIMIT, ContextLimitOrigin.DEFAULT
-    counter = counter or load_counter(encoding_for_model(parsed.model))
+    counter = counter or counter_for_model(parsed.model)
     session_id = parsed.session_id or derived_session_id(history)
     session = Session.model_construct(  # type: ignore[call-arg]  # budget is set below
         session_id=session_id,
