@@ -314,27 +314,24 @@ class Collection:
     def ephemeral_units(self) -> Iterator[Unit]:
         """Ephemeral content of the conversation, oldest first, as asked for: a removable turn
         whose every message is ephemeral as one unit, and in any other unsealed turn its
-        ephemeral tool exchanges and notices (gc_budget's phase 1b)."""
+        ephemeral tool exchanges and notices (gc_budget's phase 1b). One pass, turn by turn,
+        so a collection that stops early looks at no further turn."""
         policies, layout = self.figures.policies, self.layout
-        wholly: dict[int, bool] = {}
-
-        def is_wholly_ephemeral(turn: int) -> bool:
-            if turn not in wholly:
-                start, end = layout.span(turn)
-                wholly[turn] = turn not in self.protected and all(
-                    policies[p] is GCPolicy.EPHEMERAL for p in range(start, end)
-                )
-            return wholly[turn]
-
-        turns = (self.turn_unit(p) for p in self.removable_turns() if is_wholly_ephemeral(p))
-        inner = (
-            u
-            for u in self.inner_units()
-            if u.policy is GCPolicy.EPHEMERAL
-            and u.turn_position is not None
-            and not is_wholly_ephemeral(u.turn_position)
-        )
-        return heapq.merge(turns, inner, key=lambda u: u.positions[0])
+        exchanges = self.inner_units()
+        pending = next(exchanges, None)
+        for turn in range(len(layout)):
+            if turn in self.sealed:
+                continue
+            start, end = layout.span(turn)
+            wholly = turn not in self.protected and all(
+                policies[p] is GCPolicy.EPHEMERAL for p in range(start, end)
+            )
+            if wholly:
+                yield self.turn_unit(turn)
+            while pending is not None and pending.turn_position == turn:
+                if not wholly and pending.policy is GCPolicy.EPHEMERAL:
+                    yield pending
+                pending = next(exchanges, None)
 
     def _unit(
         self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
