@@ -178,7 +178,11 @@ def test_save_needs_a_message(client: Client, policy):
         ({"target_percent": 85}, "target_percent", "must be below threshold_percent"),
         ({"threshold_percent": 120}, "threshold_percent", "between 0 and 100"),
         ({"preserve_recent_turns": -1}, "preserve_recent_turns", "at least 0"),
-        ({"notification_template": "Dropped {items}"}, "notification_template", "{items}"),
+        (
+            {"notify_on_gc": True, "notification_template": "Dropped {bytes}"},
+            "notification_template",
+            "{bytes}",
+        ),
         ({"pinned_turn_indices": [-3]}, "pinned_turn_indices", "turn index"),
     ],
 )
