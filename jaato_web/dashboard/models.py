@@ -80,6 +80,10 @@ class AgentSession(models.Model):
     token_counter = models.CharField(max_length=100)
     drift = models.JSONField(default=dict, help_text="Recorded vs counted token figures.")
     warnings = models.JSONField(default=list)
+    agent_state = models.JSONField(
+        default=dict,
+        help_text="Interrupted turn, sub-agents, compactions: storage.StoredAgentState.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     archived_at = models.DateTimeField(
         null=True, blank=True, help_text="Hidden from lists since then; delete removes it."

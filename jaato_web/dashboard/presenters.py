@@ -348,6 +348,11 @@ class TurnView:
     pinned_by_policy: bool = False
 
     @property
+    def number(self) -> int | None:
+        """The turn's number as JAATO's logs show it (from 1); None for an inserted summary."""
+        return gcengine.turn_number(self.turn_index) if self.turn_index is not None else None
+
+    @property
     def policy_mix(self) -> list[tuple[str, int]]:
         """Tokens by policy, most protective first, when the turn's messages differ: the turn
         goes whole only as its most protective policy allows, while its ephemeral tool
@@ -437,10 +442,12 @@ class PinSummary:
 
     @property
     def text(self) -> str:
+        """In JAATO's numbering (turn 1 first), as every page names turns."""
         parts = []
         if self.turns:
             noun = "turn" if len(self.turns) == 1 else "turns"
-            parts.append(f"{noun} {turn_ranges(self.turns)}")
+            numbers = [gcengine.turn_number(index) for index in self.turns]
+            parts.append(f"{noun} {turn_ranges(numbers)}")
         if self.message_ids:
             count = len(self.message_ids)
             parts.append(f"{count:,} message{'' if count == 1 else 's'}")
@@ -668,6 +675,46 @@ class DriftView:
     counted_context_tokens: int
     provider_difference: int | None
     largest: list[DriftLine]
+    figures: FigureSources
+
+
+@dataclass(frozen=True)
+class FigureSources:
+    """Where a session's figures came from: recorded by the agent or counted here. Stored
+    before this was recorded, a session says nothing (``known`` is False)."""
+
+    known: bool = False
+    snapshot: bool = False
+    recorded_messages: int = 0
+    recorded_tokens: int = 0
+    counted_messages: int = 0
+    counted_tokens: int = 0
+    exact: bool = True
+    notes: list[str] = field(default_factory=list)
+    accounting_turns: int = 0
+    accounting_prompt: int = 0
+    accounting_output: int = 0
+    recorded_calls: int = 0
+
+
+def figure_sources(stored: dict[str, Any] | None) -> FigureSources:
+    if not stored:
+        return FigureSources()
+    accounting = stored.get("turn_accounting") or {}
+    return FigureSources(
+        known=True,
+        snapshot=bool(stored.get("snapshot")),
+        recorded_messages=int(stored.get("recorded_messages") or 0),
+        recorded_tokens=int(stored.get("recorded_tokens") or 0),
+        counted_messages=int(stored.get("counted_messages") or 0),
+        counted_tokens=int(stored.get("counted_tokens") or 0),
+        exact=bool(stored.get("exact", True)),
+        notes=[str(n) for n in stored.get("notes") or []],
+        accounting_turns=int(accounting.get("turns") or 0),
+        accounting_prompt=int(accounting.get("prompt") or 0),
+        accounting_output=int(accounting.get("output") or 0),
+        recorded_calls=int(stored.get("recorded_calls") or 0),
+    )
 
 
 def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
@@ -675,6 +722,7 @@ def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
     provider = drift.get("provider_prompt_tokens")
     counted_context = int(drift.get("counted_context_tokens") or 0)
     return DriftView(
+        figures=figure_sources(drift.get("figures")),
         counter=str(drift.get("counter") or counter),
         has_figures=bool(compared or provider is not None),
         compared_messages=compared,
@@ -700,7 +748,6 @@ def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
 
 # --- Policies: field tables, differences, ledgers, replay figures ------------------------------
 
-# The gc.json keys in the order people read a policy: what runs, when, what it keeps.
 # The gc.json keys in the order people read a policy, with their labels: the engine's table.
 LABELS = {field.key: field.label for field in gcengine.GC_JSON_FIELDS}
 STRATEGY_LABELS: dict[str, str] = {s.name: s.label for s in gcengine.GC_STRATEGIES}

@@ -114,6 +114,16 @@ class _TurnsByPosition(Sequence[SessionTurn]):
         )
 
 
+def turn_page_number(*, session: AgentSession, turn_index: int) -> int | None:
+    """The history page holding the turn with this stable index, or None when there is none."""
+    position = (
+        SessionTurn.objects.filter(session=session, turn_index=turn_index)
+        .values_list("position", flat=True)
+        .first()
+    )
+    return None if position is None else position // TURNS_PER_PAGE + 1
+
+
 def session_turn_page(*, session: AgentSession, number: Any) -> Page[SessionTurn]:
     """One page of the history (``TURNS_PER_PAGE`` turns) in one query."""
     return Paginator(_TurnsByPosition(session), TURNS_PER_PAGE).get_page(number)

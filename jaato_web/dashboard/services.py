@@ -383,6 +383,7 @@ def _session_store(
         token_counter=engine.token_counter,
         drift=storage.drift_record(engine),
         warnings=list(engine.warnings),
+        agent_state=storage.agent_state_record(engine),
     )
     SessionDocument.objects.create(
         session=session, original=data, engine_session=storage.pack_session(engine)

@@ -73,6 +73,8 @@ def session_list(request: PageRequest) -> HttpResponse:
 def session_detail(request: PageRequest, session_id: int) -> HttpResponse:
     session = request.access.session(session_id)
     project = session.project
+    if "turn" in request.GET:
+        return _jump_to_turn(request, session)
     target = htmx_target(request)
     if target == "history":
         context = {"session": session, **_history(project, session, request.GET)}
@@ -81,6 +83,26 @@ def session_detail(request: PageRequest, session_id: int) -> HttpResponse:
         context = {"session": session, **_runs(session, request.GET)}
         return render(request, "sessions/detail.html#runs", context)
     return _session_page(request, project, session)
+
+
+def _jump_to_turn(request: PageRequest, session: AgentSession) -> HttpResponse:
+    """ "Go to turn N" (JAATO's numbering, from 1): the history page that holds it, there."""
+    number = query_id(request.GET.get("turn"))
+    query = request.GET.copy()
+    del query["turn"]
+    page = None
+    if number:
+        page = selectors.turn_page_number(session=session, turn_index=number - 1)
+    url = reverse("session_detail", args=[session.pk])
+    if page is None:
+        messages.error(
+            request,
+            f"{session.label} has no turn {request.GET.get('turn')}: "
+            f"its turns run from 1 to {session.turn_count:,}.",
+        )
+        return redirect(f"{url}?{query.urlencode()}#history-heading")
+    query["turns"] = str(page)
+    return redirect(f"{url}?{query.urlencode()}#turn-{number}")
 
 
 @require_POST

@@ -41,11 +41,11 @@ def test_history_pages_with_htmx_and_tool_calls_unfold(page: Page, page_log: Pag
     history = page.locator("#history")
     turn_headings = history.locator(".turn__head h3")
     expect(turn_headings).to_have_count(25)
-    expect(turn_headings.first).to_have_text("Turn 0")
+    expect(turn_headings.first).to_have_text("Turn 1")
 
     history.get_by_role("link", name="Next →").first.click()
 
-    expect(turn_headings).to_have_text([f"Turn {n}" for n in range(25, 30)])
+    expect(turn_headings).to_have_text([f"Turn {n}" for n in range(26, 31)])
     expect(history.get_by_text("Page 2 of 2").first).to_be_visible()
     expect(page).to_have_url(re.compile(r"\?turns=2$"))
     expect_same_document(page)
