@@ -187,8 +187,10 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
 def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> Status[Replay]:
     """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
     session = access_of(request).session(session_id)
-    _, config = _config_source(session, payload.policy_version_id, payload.config)
-    replay = services.replay_request(session=session, config=config, actor=access_of(request).user)
+    version, config = _config_source(session, payload.policy_version_id, payload.config)
+    replay = services.replay_request(
+        session=session, policy_version=version, config=config, actor=access_of(request).user
+    )
     replay.refresh_from_db()
     return Status(200 if replay.status == "done" else 202, replay)
 

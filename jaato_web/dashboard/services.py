@@ -568,6 +568,9 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         tokens_before=outcome.budget_before.total_tokens(),
         tokens_after=outcome.budget_after.total_tokens(),
         tokens_freed=outcome.budget_before.total_tokens() - outcome.budget_after.total_tokens(),
+        locked_after=outcome.budget_after.locked_tokens(),
+        preservable_after=outcome.budget_after.preservable_tokens(),
+        eligible_after=outcome.budget_after.gc_eligible_tokens(),
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=result.model_dump(mode="json", exclude={"removal_list"}),
@@ -623,15 +626,33 @@ def engine_session_of(session: AgentSession) -> gcengine.Session:
 # --- Replays ---------------------------------------------------------------------------------
 
 
-def replay_request(*, session: AgentSession, config: Any, actor: Actor = None) -> Replay:
-    """The replay of a session under a gc.json: the stored one, or a newly queued one."""
+def replay_request(
+    *,
+    session: AgentSession,
+    policy_version: PolicyVersion | None = None,
+    config: Any = None,
+    actor: Actor = None,
+) -> Replay:
+    """The replay of a session under a stored version or a gc.json: the stored one, or a newly
+    queued one. Asked for by a version, the replay names that version from then on (another
+    version with the same gc.json draws the same chart)."""
+    if policy_version is not None:
+        config = policy_version.config
+    if config is None:
+        raise gcengine.ConfigError("a replay needs a policy version or a gc.json")
     canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+    label = str(policy_version) if policy_version is not None else ""
     with transaction.atomic():
         replay, created = Replay.objects.get_or_create(
             session=session,
             config_digest=digest,
-            defaults={"config": canonical, "progress": "waiting for a worker"},
+            defaults={
+                "config": canonical,
+                "progress": "waiting for a worker",
+                "policy_version": policy_version,
+                "policy_label": label,
+            },
         )
         if created:
             audit_record(
@@ -640,9 +661,12 @@ def replay_request(*, session: AgentSession, config: Any, actor: Actor = None) -
                 action=AuditAction.REPLAY,
                 target=f"replay of {session.label}",
                 target_url=reverse("replay_detail", args=[replay.pk]),
-                detail={"session": session.pk, "plugin": canonical.get("type")},
+                detail={"session": session.pk, "plugin": canonical.get("type"), "policy": label},
             )
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
+        elif policy_version is not None and replay.policy_version_id != policy_version.pk:
+            replay.policy_version, replay.policy_label = policy_version, label
+            replay.save(update_fields=["policy_version", "policy_label"])
     return replay
 
 

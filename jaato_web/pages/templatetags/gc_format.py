@@ -10,6 +10,8 @@ from typing import Any
 
 from django import template
 
+from jaato_web.dashboard.presenters import counted
+
 register = template.Library()
 
 MISSING = "–"
@@ -22,6 +24,19 @@ def tokens(value: Any) -> str:
         return MISSING
     try:
         return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def count(value: Any, noun: str) -> str:
+    """A count with separators and the noun it agrees with: ``{{ n|count:"turn" }}`` ->
+    ``1 turn``, ``1,234 turns``; ``"summary,summaries"`` gives an irregular plural."""
+    if value is None or value == "":
+        return MISSING
+    singular, _, plural = noun.partition(",")
+    try:
+        return counted(int(value), singular, plural)
     except (TypeError, ValueError):
         return str(value)
 
