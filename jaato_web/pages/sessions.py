@@ -119,7 +119,7 @@ def replay_create(request: PageRequest, session_id: int) -> HttpResponse:
     if form.is_valid():
         try:
             requested = services.replay_request(
-                session=session, config=form.chosen_version().config, actor=request.user
+                session=session, policy_version=form.chosen_version(), actor=request.user
             )
         except gcengine.ConfigError as error:
             form.add_error("policy_version", str(error))
@@ -154,6 +154,11 @@ def _session_page(
         )
     }
     nodes, _ = selectors.budget_children_slice(session=session)
+    replay = selectors.replay_shown(session=session, replay_id=request.GET.get("replay"))
+    # The replay's select starts on the version that drew the chart beside it, when offered.
+    replay_initial = initial
+    if replay is not None and any(v.pk == replay.policy_version_id for v in versions):
+        replay_initial = {"policy_version": str(replay.policy_version_id)}
     context = {
         "session": session,
         "usage": presenters.usage_bar(
@@ -171,8 +176,9 @@ def _session_page(
         "drift": presenters.drift_view(session.drift, session.token_counter),
         "run_form": run_form
         or forms.RunForm(initial=initial, versions=versions, plugins=services.plugin_names()),
-        "replay_form": replay_form or forms.ReplayForm(initial=initial, versions=versions),
-        "replay": selectors.replay_shown(session=session, replay_id=request.GET.get("replay")),
+        "replay_form": replay_form or forms.ReplayForm(initial=replay_initial, versions=versions),
+        "replay": replay,
+        "no_turns": "" if session.turn_count else presenters.no_turns(session),
         **_history(project, session, request.GET, versions),
         **_runs(session, request.GET),
     }

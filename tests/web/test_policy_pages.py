@@ -617,7 +617,7 @@ def test_bulk_apply_runs_each_selected_session_and_shows_progress(
     assert [r.session_id for r in runs] == [s.pk for s in sessions]
     assert all(r.status == JobStatus.DONE for r in runs)
     page = client.get(answer["Location"]).content.decode()
-    assert "2 of 2 done" in page
+    assert "2 of 2 runs done" in page
     assert 'hx-trigger="every 2s"' not in page  # nothing left to poll
 
 
@@ -627,7 +627,7 @@ def test_progress_polls_while_runs_are_pending(client: Client, project, policy):
 
     html = client.get(reverse("policy_runs"), {"ids": str(run.pk)}, headers=HTMX).content.decode()
 
-    assert "0 of 1 done" in html
+    assert "0 of 1 run done" in html
     assert 'hx-trigger="every 2s"' in html
     assert "<html" not in html
 
