@@ -149,6 +149,7 @@ class Preview:
     def story(self) -> presenters.PreviewStory:
         """What the preview says beside its figures."""
         return presenters.preview_story(
+            strategy=self.config.plugin,
             tokens_before=self.tokens_before,
             tokens_after=self.tokens_after,
             limit=self.context_limit,

@@ -118,8 +118,8 @@ CHART_WIDTH = 900
 CHART_HEIGHT = 260
 # The policy pages draw their charts in a column about half as wide: drawn in a box of that
 # size, the labels keep their size on screen instead of shrinking with the whole chart.
-COMPACT_CHART_WIDTH = 480
-COMPACT_CHART_HEIGHT = 200
+COMPACT_CHART_WIDTH = 440
+COMPACT_CHART_HEIGHT = 190
 # More points than pixels only slows the browser; peaks and troughs survive the thinning.
 CHART_MAX_POINTS = 1800
 
@@ -959,8 +959,12 @@ def run_left(run: Any) -> Left | None:
     return Left(run.locked_after, run.preservable_after or 0, run.eligible_after or 0)
 
 
-def _kept_by_policy(config: Mapping[str, Any]) -> list[str]:
-    """The turns and messages a gc.json keeps whatever the usage, in words."""
+# Strategies that take whole turns only: what lies outside the conversation stays.
+TURN_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid"})
+
+
+def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bool) -> list[str]:
+    """What a strategy keeps whatever the usage, by its gc.json, in words."""
     kept = []
     recent = int(config.get("preserve_recent_turns") or 0)
     if recent:
@@ -971,6 +975,10 @@ def _kept_by_policy(config: Mapping[str, Any]) -> list[str]:
     ids = config.get("pinned_message_ids") or []
     if ids:
         kept.append(counted(len(ids), "pinned message"))
+    if without_pressure:
+        kept.append("every turn that holds preservable content")
+    if strategy in TURN_STRATEGIES:
+        kept.append("everything outside the conversation")
     return kept
 
 
@@ -978,30 +986,33 @@ def _and(parts: Sequence[str]) -> str:
     return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
-def kept_reason(config: Mapping[str, Any], details: Mapping[str, Any], left: Left | None) -> str:
-    """Why a collection stopped above its target: what is left is what the policy may not
-    remove (a strategy takes content until it reaches the target or runs out of what it may
-    take), told with the figures when they are known."""
+def kept_reason(
+    strategy: str, config: Mapping[str, Any], details: Mapping[str, Any], left: Left | None
+) -> str:
+    """Why a collection stopped above its target: a strategy takes content until it reaches the
+    target or runs out of what it may take, so what is left is what it may not take; told with
+    the figures when they are known, and the rules of ``strategy`` that keep it.
+
+    ``details`` are the engine's ``GCResult.details``: gc_budget says there whether it was
+    under pressure (it takes preservable content, and turns holding some, only then)."""
+    without_pressure = details.get("pressure_applied") is False
     preservable_note = ""
-    if details.get("pressure_applied") is False:
-        if is_continuous(config):
-            preservable_note = (
-                ", which it takes only under pressure, and continuous mode sets no pressure"
-            )
-        else:
-            pressure = _setting(config["pressure_percent"])
-            preservable_note = f", which it takes only at its {pressure} pressure threshold"
-    kept = _kept_by_policy(config)
-    keeps_note = f" ({_and(kept)})" if kept else ""
+    if without_pressure and is_continuous(config):
+        preservable_note = ", which it takes only under pressure, and continuous mode has none"
+    elif without_pressure:
+        pressure = _setting(config["pressure_percent"])
+        preservable_note = f", which it takes only at its {pressure} pressure threshold"
+    kept = _kept_by_rule(strategy_of({"type": strategy}), config, without_pressure)
+    rules = f": it keeps {_and(kept)}" if kept else ""
     if left is None:
-        return f"What is left is what this policy may not remove{keeps_note}."
+        return f"What is left is what this policy may not remove{rules}."
     parts = []
     if left.locked:
         parts.append(f"{counted(left.locked, 'locked token')}, which no policy removes")
     if left.preservable:
         parts.append(f"{counted(left.preservable, 'preservable token')}{preservable_note}")
     if left.eligible:
-        parts.append(f"{counted(left.eligible, 'eligible token')} in what it keeps{keeps_note}")
+        parts.append(f"{counted(left.eligible, 'eligible token')} it keeps by its rules{rules}")
     if not parts:
         return "What is left is what this policy may not remove."
     return f"What is left is what this policy may not remove: {'; '.join(parts)}."
@@ -1055,7 +1066,7 @@ def run_story(run: Any, summaries: Sequence[SummaryView]) -> RunStory:
     target = float(run.config.get("target_percent") or 0)
     before, after = percent(tokens_before), percent(tokens_after)
     details = (run.result or {}).get("details") or {}
-    reason = kept_reason(run.config, details, run_left(run))
+    reason = kept_reason(run.plugin, run.config, details, run_left(run))
     over = over_limit(tokens_after=tokens_after, limit=limit, reason=reason)
     told = "" if over is not None else f" {reason}"
     if items == 0:
@@ -1117,6 +1128,7 @@ class PreviewStory:
 
 def preview_story(
     *,
+    strategy: str,
     tokens_before: int,
     tokens_after: int,
     limit: int,
@@ -1130,7 +1142,7 @@ def preview_story(
 
     target = float(config.get("target_percent") or 0)
     before, after = percent(tokens_before), percent(tokens_after)
-    reason = kept_reason(config, details, left)
+    reason = kept_reason(strategy, config, details, left)
     over = over_limit(
         tokens_after=tokens_after, limit=limit, reason=reason, after="after this collection"
     )
