@@ -237,6 +237,12 @@ class GCRun(BackgroundWork):
     policy_version = models.ForeignKey(
         PolicyVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
+    policy_label = models.CharField(
+        max_length=220,
+        blank=True,
+        help_text="The version as named when run ('Budget 80/60 v3'); empty for a pasted "
+        "gc.json. Kept when the version is deleted.",
+    )
     config = models.JSONField(help_text="The exact gc.json the run used.")
     plugin = models.CharField(max_length=100)
     trigger = models.CharField(max_length=40, default="manual", help_text="manual or upload")

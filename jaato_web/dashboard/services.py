@@ -469,6 +469,7 @@ def run_start(
         run = GCRun.objects.create(
             session=session,
             policy_version=policy_version,
+            policy_label=str(policy_version) if policy_version is not None else "",
             config=gcengine.dump_gc_config(validated),
             plugin=plugin_name,
             trigger=trigger,

@@ -294,3 +294,14 @@ def test_the_editor_preview_with_nothing_to_remove_says_why(
     text = text_of(html)
     assert "Nothing to remove: usage is already at or below the policy's 60 % target" in text
     assert "this is what a manual run would remove" not in text
+
+
+def test_a_run_names_its_policy_after_the_policy_is_deleted(
+    client: Client, finished_run: GCRun, budget_policy: Policy
+) -> None:
+    services.item_delete(item=budget_policy)
+
+    text = text_of(client.get(reverse("run_detail", args=[finished_run.pk])).content.decode())
+
+    assert "Policy Tight budget v1 (deleted since)" in text
+    assert "pasted" not in text

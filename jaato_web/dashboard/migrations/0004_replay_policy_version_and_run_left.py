@@ -41,6 +41,18 @@ def name_replays(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> No
             replay.save(update_fields=["policy_version", "policy_label"])
 
 
+def name_runs(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    """Runs name the version they ran while it exists; keep its name for when it is deleted."""
+    GCRun = apps.get_model("dashboard", "GCRun")
+    runs = GCRun.objects.filter(policy_version__isnull=False).select_related(
+        "policy_version__policy"
+    )
+    for run in runs.only("pk", "policy_version__number", "policy_version__policy__name"):
+        version = run.policy_version
+        run.policy_label = f"{version.policy.name} v{version.number}"
+        run.save(update_fields=["policy_label"])
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("dashboard", "0003_archive_and_session_pins"),
@@ -82,5 +94,15 @@ class Migration(migrations.Migration):
                 to="dashboard.policyversion",
             ),
         ),
+        migrations.AddField(
+            model_name="gcrun",
+            name="policy_label",
+            field=models.CharField(
+                blank=True,
+                help_text="The version as named when run ('Budget 80/60 v3'); empty for a pasted gc.json. Kept when the version is deleted.",
+                max_length=220,
+            ),
+        ),
         migrations.RunPython(name_replays, migrations.RunPython.noop),
+        migrations.RunPython(name_runs, migrations.RunPython.noop),
     ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from django import template
 
-from jaato_web.dashboard.presenters import counted
+from jaato_web.dashboard.presenters import counted, policy_name
 
 register = template.Library()
 
@@ -50,3 +50,10 @@ def pct(value: Any, places: int = 1) -> str:
         return f"{float(value):.{int(places)}f}"
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def policy_of(item: Any) -> str:
+    """The policy a run or a replay used, by name: ``{{ run|policy_of }}`` -> ``Budget 80/60
+    v3``, the name it had when deleted since, or a pasted gc.json."""
+    return policy_name(item.policy_version, item.policy_label)
