@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -408,3 +409,20 @@ def test_failed_collections_are_told_as_failures() -> None:
 
 def test_a_replay_without_steps_tells_nothing() -> None:
     assert presenters.replay_story(series([], []), BUDGET) == presenters.ReplayStory([], "")
+
+
+# --- Replays stored before they named their version ------------------------------------------
+
+NAMING = importlib.import_module(
+    "jaato_web.dashboard.migrations.0004_replay_policy_version_and_run_left"
+)
+
+
+def test_a_stored_replay_is_matched_to_the_version_it_holds_with_the_sessions_pins() -> None:
+    version = {**BUDGET, "pinned_turn_indices": [2]}
+
+    assert NAMING._drew(version, version)
+    assert NAMING._drew(version, {**version, "pinned_turn_indices": [2, 7]})
+    assert not NAMING._drew(version, {**version, "pinned_turn_indices": [7]})
+    assert not NAMING._drew(version, {**version, "target_percent": 50.0})
+    assert not NAMING._drew(BUDGET, {**BUDGET, "max_turns": 40})
