@@ -190,9 +190,10 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
 def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> Status[Replay]:
     """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
     session = access_of(request).session(session_id)
-    _, config = _config_source(session, payload.policy_version_id, payload.config)
+    version, config = _config_source(session, payload.policy_version_id, payload.config)
     replay = services.replay_request(
         session=session,
+        policy_version=version,
         config=config,
         context_limit=payload.context_limit,
         actor=access_of(request).user,

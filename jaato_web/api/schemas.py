@@ -241,6 +241,12 @@ class ReplayIn(ObjectIn):
 class ReplayOut(Schema):
     id: int
     session_id: int
+    policy_version_id: int | None = Field(
+        description="The stored version replayed, or null for a pasted gc.json"
+    )
+    policy_label: str = Field(
+        description="That version as named when replayed ('Budget 80/60 v3'); empty when pasted"
+    )
     status: str
     progress: str
     error: str

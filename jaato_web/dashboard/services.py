@@ -494,6 +494,7 @@ def run_start(
         run = GCRun.objects.create(
             session=session,
             policy_version=policy_version,
+            policy_label=str(policy_version) if policy_version is not None else "",
             config=gcengine.dump_gc_config(validated),
             plugin=plugin_name,
             trigger=trigger,
@@ -594,6 +595,9 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         tokens_before=outcome.budget_before.total_tokens(),
         tokens_after=outcome.budget_after.total_tokens(),
         tokens_freed=outcome.budget_before.total_tokens() - outcome.budget_after.total_tokens(),
+        locked_after=outcome.budget_after.locked_tokens(),
+        preservable_after=outcome.budget_after.preservable_tokens(),
+        eligible_after=outcome.budget_after.gc_eligible_tokens(),
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=result.model_dump(mode="json", exclude={"removal_list"}),
@@ -654,18 +658,26 @@ def engine_session_of(session: AgentSession, context_limit: int | None = None) -
 def replay_request(
     *,
     session: AgentSession,
-    config: Any,
+    policy_version: PolicyVersion | None = None,
+    config: Any = None,
     context_limit: int | None = None,
     actor: Actor = None,
 ) -> Replay:
-    """The replay of a session under a gc.json (against ``context_limit`` tokens instead of
-    the session's window, when given): the stored one, or a newly queued one."""
+    """The replay of a session under a stored version or a gc.json (against ``context_limit``
+    tokens instead of the session's window, when given): the stored one, or a newly queued
+    one. Asked for by a version, the replay names that version from then on (another version
+    with the same gc.json draws the same chart)."""
+    if policy_version is not None:
+        config = policy_version.config
+    if config is None:
+        raise gcengine.ConfigError("a replay needs a policy version or a gc.json")
     if context_limit is not None:
         gcengine.context_limit_checked(context_limit)
     canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
     window = context_limit if context_limit != session.context_limit else None
     keyed = {"gc.json": canonical, "context_limit": window} if window else canonical
     digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+    label = str(policy_version) if policy_version is not None else ""
     with transaction.atomic():
         replay, created = Replay.objects.get_or_create(
             session=session,
@@ -674,6 +686,8 @@ def replay_request(
                 "config": canonical,
                 "context_limit": window,
                 "progress": "waiting for a worker",
+                "policy_version": policy_version,
+                "policy_label": label,
             },
         )
         if created:
@@ -683,9 +697,12 @@ def replay_request(
                 action=AuditAction.REPLAY,
                 target=f"replay of {session.label}",
                 target_url=reverse("replay_detail", args=[replay.pk]),
-                detail={"session": session.pk, "plugin": canonical.get("type")},
+                detail={"session": session.pk, "plugin": canonical.get("type"), "policy": label},
             )
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
+        elif policy_version is not None and replay.policy_version_id != policy_version.pk:
+            replay.policy_version, replay.policy_label = policy_version, label
+            replay.save(update_fields=["policy_version", "policy_label"])
     return replay
 
 

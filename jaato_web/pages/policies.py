@@ -259,7 +259,7 @@ def policy_preview(request: HttpRequest) -> HttpResponse:
     window = _window(request)
     context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        context |= _preview_context(session, form.config, window)
+        context |= _preview_context(request, session, form.config, window)
     return render(request, "policies/editor.html#preview", context)
 
 
@@ -270,7 +270,7 @@ def _window(request: HttpRequest) -> int | None:
 
 
 def _preview_context(
-    session: AgentSession, config: gcengine.GCConfig, window: int | None
+    request: HttpRequest, session: AgentSession, config: gcengine.GCConfig, window: int | None
 ) -> dict[str, Any]:
     result = dry_runs.preview(session, config, window)
     series = dry_runs.replay_cached(session, config, window)
@@ -278,16 +278,44 @@ def _preview_context(
         "preview": result,
         "ledger": presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
         "replay_quick": dry_runs.replay_is_quick(session, config),
-        **_chart_context(series),
+        **_chart_context(session, series, config, _edited_policy(request, config)),
     }
 
 
-def _chart_context(series: dict[str, Any] | None) -> dict[str, Any]:
+def _edited_policy(request: HttpRequest, config: gcengine.GCConfig) -> str:
+    """How the editor's chart names what drew it: the saved version when the form still holds
+    its gc.json, else that version with the unsaved edits, or a policy not saved yet."""
+    policy_id = query_id(request.POST.get("policy"))
+    if policy_id is None:
+        return "the new policy (not saved yet)"
+    latest = selectors.policy_latest_version(policy=_access(request).policy(policy_id))
+    name = presenters.policy_name(latest)
+    saved = gcengine.dump_gc_config(services.config_validated(latest.config))
+    return name if saved == gcengine.dump_gc_config(config) else f"{name} with unsaved edits"
+
+
+def _chart_context(
+    session: AgentSession,
+    series: dict[str, Any] | None,
+    config: gcengine.GCConfig,
+    policy: str,
+) -> dict[str, Any]:
+    """The replay chart of ``config`` on the session, named after ``policy``; a session
+    without turns gets the sentence saying so instead."""
+    if not session.turn_count:
+        return {"chart": None, "replay": None, "no_turns": presenters.no_turns(session)}
     if series is None:
         return {"chart": None, "replay": None}
+    config_json = gcengine.dump_gc_config(config)
     return {
-        "chart": presenters.replay_chart(series),
+        "chart": presenters.replay_chart(
+            series,
+            width=presenters.COMPACT_CHART_WIDTH,
+            height=presenters.COMPACT_CHART_HEIGHT,
+        ),
+        "chart_label": presenters.chart_title(policy, config_json),
         "replay": presenters.replay_figures(series),
+        "story": presenters.replay_story(series, config_json),
     }
 
 
@@ -301,7 +329,9 @@ def policy_preview_chart(request: HttpRequest) -> HttpResponse:
     window = _window(request)
     context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        context |= _chart_context(dry_runs.replay(session, form.config, window))
+        series = dry_runs.replay(session, form.config, window) if session.turn_count else None
+        policy = _edited_policy(request, form.config)
+        context |= _chart_context(session, series, form.config, policy)
     return render(request, "policies/editor.html#preview-chart", context)
 
 
@@ -315,15 +345,15 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
     if session is None or version_id is None:
         return HttpResponseBadRequest("give session and version")
     version = _access(request).policy_version(version_id)
-    series = dry_runs.replay(session, services.config_validated(version.config))
+    config = services.config_validated(version.config)
+    series = dry_runs.replay(session, config) if session.turn_count else None
     return render(
         request,
         "policies/compare.html#compare-chart",
         {
             "session": session,
             "version": version,
-            "chart_label": f"{version.policy.name} v{version.number}",
-            **_chart_context(series),
+            **_chart_context(session, series, config, presenters.policy_name(version)),
         },
     )
 

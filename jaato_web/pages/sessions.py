@@ -141,7 +141,7 @@ def replay_create(request: PageRequest, session_id: int) -> HttpResponse:
         try:
             requested = services.replay_request(
                 session=session,
-                config=form.chosen_version().config,
+                policy_version=form.chosen_version(),
                 context_limit=form.chosen_window(),
                 actor=request.user,
             )
@@ -182,6 +182,11 @@ def _session_page(
         "window": window,
     }
     nodes, _ = selectors.budget_children_slice(session=session)
+    replay = selectors.replay_shown(session=session, replay_id=query_id(request.GET.get("replay")))
+    # The replay's select starts on the version that drew the chart beside it, when offered.
+    replay_initial = initial
+    if replay is not None and any(v.pk == replay.policy_version_id for v in versions):
+        replay_initial = {**initial, "policy_version": str(replay.policy_version_id)}
     context = {
         "session": session,
         "window_form": window_form,
@@ -201,10 +206,9 @@ def _session_page(
         "drift": presenters.drift_view(session.drift, session.token_counter),
         "run_form": run_form
         or forms.RunForm(initial=initial, versions=versions, plugins=services.plugin_names()),
-        "replay_form": replay_form or forms.ReplayForm(initial=initial, versions=versions),
-        "replay": selectors.replay_shown(
-            session=session, replay_id=query_id(request.GET.get("replay"))
-        ),
+        "replay_form": replay_form or forms.ReplayForm(initial=replay_initial, versions=versions),
+        "replay": replay,
+        "no_turns": "" if session.turn_count else presenters.no_turns(session),
         **_history(project, session, request.GET, versions),
         **_runs(session, request.GET),
     }

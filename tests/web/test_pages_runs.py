@@ -138,8 +138,7 @@ def test_run_page_figures_and_config(client: Client, finished_run: GCRun) -> Non
     assert f"{finished_run.tokens_after:,}" in html
     assert f"{finished_run.tokens_freed:,}" in html
     assert "Share of the context limit" in html
-    assert "Tight budget" in html
-    assert "version 1" in html
+    assert "Tight budget v1" in html
     assert "<code>gc_budget</code>" in html
     assert "&quot;threshold_percent&quot;: 1" in html  # the config, pretty printed
     assert "every 2s" not in html

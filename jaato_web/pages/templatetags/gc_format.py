@@ -10,6 +10,8 @@ from typing import Any
 
 from django import template
 
+from jaato_web.dashboard.presenters import counted, policy_name
+
 register = template.Library()
 
 MISSING = "–"
@@ -27,6 +29,19 @@ def tokens(value: Any) -> str:
 
 
 @register.filter
+def count(value: Any, noun: str) -> str:
+    """A count with separators and the noun it agrees with: ``{{ n|count:"turn" }}`` ->
+    ``1 turn``, ``1,234 turns``; ``"summary,summaries"`` gives an irregular plural."""
+    if value is None or value == "":
+        return MISSING
+    singular, _, plural = noun.partition(",")
+    try:
+        return counted(int(value), singular, plural)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
 def pct(value: Any, places: int = 1) -> str:
     """A percentage figure with ``places`` decimals (without the sign): ``84.38`` -> ``84.4``."""
     if value is None or value == "":
@@ -35,3 +50,10 @@ def pct(value: Any, places: int = 1) -> str:
         return f"{float(value):.{int(places)}f}"
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def policy_of(item: Any) -> str:
+    """The policy a run or a replay used, by name: ``{{ run|policy_of }}`` -> ``Budget 80/60
+    v3``, the name it had when deleted since, or a pasted gc.json."""
+    return policy_name(item.policy_version, item.policy_label)

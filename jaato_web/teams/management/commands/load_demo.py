@@ -91,7 +91,7 @@ class Command(BaseCommand):
         self._runs(project, session)
         for name in REPLAY_POLICIES:
             version = Policy.objects.get(project=project, name=name).versions.latest("number")
-            replay = services.replay_request(session=session, config=version.config)
+            replay = services.replay_request(session=session, policy_version=version)
             if replay.status == JobStatus.QUEUED:
                 services.replay_execute(replay_id=replay.pk)
         state = "already loaded" if receipt.duplicate else "loaded"

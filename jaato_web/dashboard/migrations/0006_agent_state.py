@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0004_replay_window"),
+        ("dashboard", "0005_replay_window"),
     ]
 
     operations = [
