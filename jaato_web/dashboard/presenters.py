@@ -232,7 +232,10 @@ def replay_chart(
         events=event_marks,
         y_ticks=[(y(p), p) for p in (0, 25, 50, 75, 100)],
         x_ticks=[
-            (round(i / 4 * width, 1), str(turns[min(len(turns) - 1, i * len(turns) // 4)]))
+            (
+                round(i / 4 * width, 1),
+                str(gcengine.turn_number(turns[min(len(turns) - 1, i * len(turns) // 4)])),
+            )
             for i in range(5)
         ]
         if turns
@@ -1173,6 +1176,9 @@ def run_story(run: Any, summaries: Sequence[SummaryView]) -> RunStory:
                 f"{_setting(target)} target, and all of it is what this policy may not "
                 f"remove.{told}"
             )
+        engine_said = str(details.get("message") or "")
+        if engine_said:
+            nothing += f" The strategy said: {engine_said.rstrip('.')}."
         return RunStory(
             outcome=nothing,
             nothing=nothing,
@@ -1197,6 +1203,10 @@ def run_story(run: Any, summaries: Sequence[SummaryView]) -> RunStory:
             f" It summarized {counted(written.covers_count, 'turn')} into summary "
             f"{written.number} ({counted(written.tokens, 'token')})."
         )
+    skipped = str(details.get("summary_skipped") or "")
+    if skipped:
+        # The engine writes no summary that would not be smaller than what it replaces.
+        outcome += f" It wrote no summary ({skipped.rstrip('.')}), so those turns were dropped."
     return RunStory(
         outcome=outcome,
         nothing="",

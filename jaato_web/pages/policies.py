@@ -403,6 +403,8 @@ def policy_import(request: HttpRequest) -> HttpResponse:
             form.add_error("name", error.reason)
         else:
             messages.success(request, f"Imported {policy.name} as version 1.")
+            for warning in services.config_validated(raw).warnings:
+                messages.warning(request, f"{policy.name}: {warning}")
             return redirect("policy_edit", policy_id=policy.pk)
     # Refused: the form again, with why, as the answer to a request that stored nothing.
     return render(request, "policies/import.html", {"form": form, "project": project}, status=400)

@@ -271,9 +271,9 @@ def test_diff_pages_through_htmx(
 
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="diff">')
-    assert "Turn 6" in html
     assert "Turn 7" in html
-    assert "Turn 5" not in html
+    assert "Turn 8" in html
+    assert "Turn 6" not in html
 
 
 def test_budget_trees_before_and_after(client: Client, finished_run: GCRun) -> None:

@@ -426,3 +426,29 @@ def test_a_stored_replay_is_matched_to_the_version_it_holds_with_the_sessions_pi
     assert not NAMING._drew(version, {**version, "pinned_turn_indices": [7]})
     assert not NAMING._drew(version, {**version, "target_percent": 50.0})
     assert not NAMING._drew(BUDGET, {**BUDGET, "max_turns": 40})
+
+
+def test_a_summary_not_written_is_said_and_why() -> None:
+    run = FakeRun(
+        result={"details": {"summary_skipped": "the summary would not be smaller than the turns"}}
+    )
+
+    story = presenters.run_story(run, [])
+
+    assert "It wrote no summary (the summary would not be smaller than the turns)" in story.outcome
+    assert "so those turns were dropped" in story.outcome
+
+
+def test_a_run_that_took_nothing_repeats_the_strategys_reason() -> None:
+    run = FakeRun(
+        items_collected=0,
+        tokens_after=850,
+        result={"details": {"message": "Nothing useful to collect: the notice would cost more"}},
+    )
+
+    story = presenters.run_story(run, [])
+
+    assert story.nothing.startswith("This run removed nothing")
+    assert "The strategy said: Nothing useful to collect: the notice would cost more." in (
+        story.nothing
+    )

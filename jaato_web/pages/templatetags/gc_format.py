@@ -10,6 +10,7 @@ from typing import Any
 
 from django import template
 
+import gcengine
 from jaato_web.dashboard.presenters import counted, policy_name
 
 register = template.Library()
@@ -39,6 +40,17 @@ def count(value: Any, noun: str) -> str:
         return counted(int(value), singular, plural)
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def turn_number(index: Any) -> str:
+    """A stable turn index as JAATO's logs number the turn (from 1): ``0`` -> ``1``."""
+    if index is None or index == "":
+        return MISSING
+    try:
+        return str(gcengine.turn_number(int(index)))
+    except (TypeError, ValueError):
+        return str(index)
 
 
 @register.filter

@@ -102,8 +102,9 @@ def test_an_upload_goes_from_the_file_to_the_ledger_of_a_run(
     inserted = run.summaries.get().inserted_before_position
     expect(diff.nth(inserted)).to_have_class(re.compile(r"\bdiff-turn--inserted\b"))
     expect(diff.nth(inserted)).to_contain_text("Summary 1 went in here")
+    # The turn at position ``inserted`` (its stable index) is numbered from 1, as JAATO does.
     expect(diff.nth(inserted + 1).locator(".diff-turn__head strong")).to_have_text(
-        f"Turn {inserted}"
+        f"Turn {inserted + 1}"
     )
 
     # What the first ledger item removed: opened in place, then on its own page.
