@@ -2,14 +2,15 @@
 request.
 
 Exit codes: 0 success, 1 the collection itself failed (a summarizer error, say), 2 bad input
-(a session or gc.json that cannot be read, an unknown plugin), 130 interrupted. Errors are one
-line on stderr, never a traceback.
+(a session or gc.json that cannot be read, an unknown plugin), 130 interrupted, 141 the reader
+of the output went away (``| head``). Errors are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_repor
 from gcengine.session import Session, token_drift
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process stopped by SIGPIPE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,8 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GCEngineError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader of the output (``| head``) has what it wanted: stop quietly, and keep
+        # Python from complaining while it flushes the closed stdout on the way out.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
     except OSError as error:
-        print(f"error: {error.filename or ''}: {error.strerror or error}", file=sys.stderr)
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

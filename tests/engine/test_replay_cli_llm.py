@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -361,3 +364,22 @@ def test_the_llm_summarizer_needs_its_settings_and_its_server(counter: TokenCoun
     outcome = run_gc(session, gcengine.load_gc_config({"type": "summarize"}, env={}), plugin=plugin)
     assert not outcome.result.success
     assert "cannot reach http://127.0.0.1:9" in (outcome.result.error or "")
+
+
+def test_cli_output_to_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``gcengine inspect session.json | head -1``: the reader leaves; no error follows."""
+    session = tmp_path / "s.json"
+    session.write_text(json.dumps(generate_session_file(SessionShape(turns=30, seed=3))))
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    with os.fdopen(write, "wb") as closed:
+        done = subprocess.run(
+            [sys.executable, "-m", "gcengine", "inspect", str(session), "--children", "40"],
+            stdout=closed,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+
+    assert done.returncode == 141
+    assert done.stderr == b""
