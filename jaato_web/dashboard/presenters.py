@@ -698,6 +698,8 @@ class FigureSources:
     recorded_tokens: int = 0
     counted_messages: int = 0
     counted_tokens: int = 0
+    recorded_other: int = 0
+    counted_other: int = 0
     exact: bool = True
     notes: list[str] = field(default_factory=list)
     accounting_turns: int = 0
@@ -717,6 +719,8 @@ def figure_sources(stored: dict[str, Any] | None) -> FigureSources:
         recorded_tokens=int(stored.get("recorded_tokens") or 0),
         counted_messages=int(stored.get("counted_messages") or 0),
         counted_tokens=int(stored.get("counted_tokens") or 0),
+        recorded_other=int(stored.get("recorded_other") or 0),
+        counted_other=int(stored.get("counted_other") or 0),
         exact=bool(stored.get("exact", True)),
         notes=[str(n) for n in stored.get("notes") or []],
         accounting_turns=int(accounting.get("turns") or 0),

@@ -283,20 +283,30 @@ def drift_record(engine: gcengine.Session) -> dict[str, Any]:
 
 
 def figure_sources(engine: gcengine.Session) -> dict[str, Any]:
-    """Where the session's figures came from, as the session page explains them: each
-    conversation message's tokens were either recorded by the agent in the file, or counted
-    here (and with which counter); a budget snapshot holds figures only."""
-    conversation = engine.budget.get_entry(gcengine.InstructionSource.CONVERSATION)
+    """Where the session's figures came from, as the session page explains them: each entry's
+    tokens (a message, a system instruction, a tool schema...) were either recorded by the
+    agent in the file, or counted here with the session's counter. The two add up to the
+    session's total (earlier reasoning, not sent to the model, is left out of both)."""
     recorded = counted = recorded_tokens = counted_tokens = 0
-    if conversation is not None:
-        for _, entry in conversation.walk():
-            if entry.children:
+    recorded_other = counted_other = 0
+    for source, entry in engine.budget.entries.items():
+        if source is gcengine.InstructionSource.THINKING:
+            continue
+        is_message = source is gcengine.InstructionSource.CONVERSATION
+        for _, leaf in entry.walk():
+            if leaf.children or (not leaf.tokens and not is_message):
                 continue
-            made_by = entry.metadata.get("counted_by")
-            if made_by == "recorded" or made_by is None:
-                recorded, recorded_tokens = recorded + 1, recorded_tokens + entry.tokens
+            made_by = leaf.metadata.get("counted_by")
+            if made_by is None or made_by == "recorded":
+                recorded_tokens += leaf.tokens
+                recorded, recorded_other = (
+                    (recorded + 1, recorded_other) if is_message else (recorded, recorded_other + 1)
+                )
             else:
-                counted, counted_tokens = counted + 1, counted_tokens + entry.tokens
+                counted_tokens += leaf.tokens
+                counted, counted_other = (
+                    (counted + 1, counted_other) if is_message else (counted, counted_other + 1)
+                )
     # The counter's shortcomings matter only for the figures it made.
     counting = engine.token_counting if counted else None
     accounting = engine.turn_accounting
@@ -306,6 +316,8 @@ def figure_sources(engine: gcengine.Session) -> dict[str, Any]:
         "recorded_tokens": recorded_tokens,
         "counted_messages": counted,
         "counted_tokens": counted_tokens,
+        "recorded_other": recorded_other,
+        "counted_other": counted_other,
         "exact": counting.exact if counting else True,
         "notes": list(counting.notes) if counting else [],
         "turn_accounting": {

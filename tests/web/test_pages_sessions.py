@@ -12,7 +12,7 @@ from django.urls import reverse
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import selectors, services, storage
 from jaato_web.dashboard.models import AgentSession, Policy, Project
 from tests.web.conftest import session_bytes
 
@@ -382,3 +382,20 @@ def test_go_to_turn_opens_the_page_holding_it(client: Client, project: Project) 
     page = client.get(found["Location"]).content.decode()
     assert 'id="turn-51"' in page
     assert "long.json has no turn 61: its turns run from 1 to 60." in missing.content.decode()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40, seed=3))).encode(),
+        (EXAMPLES / "jaato_session_v2.1.json").read_bytes(),
+        (EXAMPLES / "jaato_budget_snapshot.json").read_bytes(),
+    ],
+    ids=["demo", "jaato-2.1", "snapshot"],
+)
+def test_recorded_and_counted_figures_add_up_to_the_session_total(data: bytes) -> None:
+    engine = gcengine.load_session(data)
+
+    figures = storage.figure_sources(engine)
+
+    assert figures["recorded_tokens"] + figures["counted_tokens"] == engine.budget.total_tokens()
