@@ -336,6 +336,12 @@ class MessageView:
     removed: bool
     parts: list[PartView]
     preview: str = ""
+    counted_by: str = ""
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the figure is the agent's own (else it was counted here)."""
+        return self.counted_by in ("recorded", "")
 
 
 @dataclass(frozen=True)
@@ -414,6 +420,7 @@ def message_views(
                 removed=m["id"] in removed,
                 parts=parts,
                 preview=_message_preview(parts),
+                counted_by=m.get("counted_by", ""),
             )
         )
     return views

@@ -399,3 +399,12 @@ def test_recorded_and_counted_figures_add_up_to_the_session_total(data: bytes) -
     figures = storage.figure_sources(engine)
 
     assert figures["recorded_tokens"] + figures["counted_tokens"] == engine.budget.total_tokens()
+
+
+def test_each_message_says_whether_its_figure_was_recorded_or_counted(
+    client: Client, project: Project
+) -> None:
+    text = _page(client, project, "v21.json", (EXAMPLES / "jaato_session_v2.1.json").read_bytes())
+
+    assert text.count('title="The figure the agent recorded in the file">recorded<') == 5
+    assert text.count('title="Counted here with tiktoken:cl100k_base">counted<') == 1
