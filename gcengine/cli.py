@@ -2,14 +2,15 @@
 request.
 
 Exit codes: 0 success, 1 the collection itself failed (a summarizer error, say), 2 bad input
-(a session or gc.json that cannot be read, an unknown plugin), 130 interrupted. Errors are one
-line on stderr, never a traceback.
+(a session or gc.json that cannot be read, an unknown plugin), 130 interrupted, 141 the reader
+of the output went away (``| head``). Errors are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,10 +21,12 @@ from gcengine.config import load_gc_config
 from gcengine.errors import GCEngineError, PlannerError
 from gcengine.formats import dump_session, load_session
 from gcengine.gc import run_gc, simulate
+from gcengine.messages import turn_label
 from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_report, session_caps
 from gcengine.session import Session, token_drift
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process stopped by SIGPIPE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,8 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GCEngineError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader of the output (``| head``) has what it wanted: stop quietly, and keep
+        # Python from complaining while it flushes the closed stdout on the way out.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
     except OSError as error:
-        print(f"error: {error.filename or ''}: {error.strerror or error}", file=sys.stderr)
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -89,7 +98,9 @@ def _tree(budget: InstructionBudget, children: int) -> list[str]:
         lines.append(_entry_line(source.value, entry, budget.context_limit, 0) + note)
         items = list(entry.children.items())
         for key, child in items[:children]:
-            lines.append(_entry_line(key, child, budget.context_limit, 1))
+            # A conversation turn is shown as JAATO labels it (turn_1), not by its key.
+            shown = child.label if source is InstructionSource.CONVERSATION and child.label else key
+            lines.append(_entry_line(shown, child, budget.context_limit, 1))
         if len(items) > children:
             rest = sum(c.total_tokens() for _, c in items[children:])
             lines.append(f"  … {len(items) - children:,} more ({rest:,} tokens)")
@@ -113,6 +124,29 @@ def _usage_lines(session: Session) -> list[str]:
     ]
 
 
+def _state_lines(session: Session) -> list[str]:
+    """What JAATO saved about the session's state: a turn left running with its unanswered
+    calls, the sub-agents it recorded, and its plugins' saved states."""
+    lines = []
+    interrupted = session.interrupted_turn
+    if interrupted is not None:
+        calls = ", ".join(f"{c.name}({c.id or 'no id'})" for c in session.pending_tool_calls)
+        lines.append(
+            f"running   a turn was running when saved (agent {interrupted.agent_id or 'main'}, "
+            f"started {interrupted.started_at or 'at an unknown time'}); "
+            f"{len(session.pending_tool_calls)} pending calls{': ' + calls if calls else ''}"
+        )
+    for record in session.subagent_records:
+        lines.append(
+            f"subagent  {record.agent_id or '(no id)'}: profile {record.profile_name or '-'}, "
+            f"{record.status or 'status unknown'}, {record.turn_count or 0} turns"
+            f"{f' of at most {record.max_turns}' if record.max_turns else ''}"
+        )
+    if session.plugin_states:
+        lines.append(f"plugins   saved state of {', '.join(sorted(session.plugin_states))}")
+    return lines
+
+
 def _inspect(args: argparse.Namespace) -> int:
     session = load_session(args.session)
     if args.json:
@@ -125,6 +159,7 @@ def _inspect(args: argparse.Namespace) -> int:
             f"drift     recorded {drift.recorded_total:,} vs counted {drift.counted_total:,} "
             f"over {len(drift.messages):,} messages"
         )
+    lines.extend(_state_lines(session))
     for warning in session.warnings:
         lines.append(f"warning   {warning}")
     print("\n".join([*lines, "", *_tree(session.budget, args.children)]))
@@ -151,7 +186,9 @@ def _run(args: argparse.Namespace) -> int:
             f"freed {result.tokens_freed:,}; {result.items_collected} items"
         )
         for item in result.removal_list:
-            where = f"turn {item.turn_index}" if item.turn_index is not None else item.source.value
+            where = (
+                turn_label(item.turn_index) if item.turn_index is not None else item.source.value
+            )
             key = item.child_key or "(whole source)"
             print(f"  - {item.reason:<28} {where:<10} {item.tokens_freed:>8,}  {key}")
         if args.out is not None and result.success:
@@ -174,7 +211,7 @@ def _simulate(args: argparse.Namespace) -> int:
     for event in replay.events:
         result = event.result
         print(
-            f"  turn {event.turn_index} {event.point:<11} {event.reason.value:<12} "
+            f"  {turn_label(event.turn_index)} {event.point:<11} {event.reason.value:<12} "
             f"{_percent(result.tokens_before, limit):>6} -> "
             f"{_percent(result.tokens_after, limit):>6}  {result.items_collected} items"
         )

@@ -17,6 +17,11 @@ Where JAATO's loader is lenient to the point of surprise, this one is strict and
 * ``JAATO_GC_THRESHOLD`` / ``_TARGET`` / ``_PRESSURE`` fill in fields the file does not set
   (JAATO lets the file's literal defaults hide them).
 
+Notification templates are as lenient as JAATO's where that is harmless: every strategy
+provides every variable JAATO's templates use (``NOTIFICATION_FIELD_MEANINGS``), and a template
+that could not render is refused only when a notice will use it; otherwise it is a warning on
+the policy (``GCConfig.warnings``). JAATO's own shipped files load as they are.
+
 Keys starting with ``_`` (``_comment``, ``_docs``) are notes for people and are ignored.
 """
 
@@ -34,7 +39,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field, field_validator
 
-from gcengine.errors import ConfigError
+from gcengine._json import (
+    UnreadableNumber,
+    describe_syntax_error,
+    find_non_finite,
+    loads_strict,
+)
+from gcengine.errors import ConfigError, format_json_path
 
 Strategy = Literal["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
 
@@ -56,14 +67,55 @@ GC_STRATEGIES: tuple[GCStrategyInfo, ...] = (
 )
 STRATEGIES: tuple[Strategy, ...] = tuple(strategy.name for strategy in GC_STRATEGIES)
 
+# What each variable of a notification template means, per strategy. Every strategy provides
+# every variable any of JAATO's templates uses, so a JAATO gc.json written for one strategy
+# (its shipped files pair the budget strategy with hybrid's template) renders under any.
+NOTIFICATION_FIELD_MEANINGS: dict[str, dict[str, str]] = {
+    "gc_truncate": {
+        "removed": "conversation turns removed",
+        "kept": "recent conversation turns kept",
+        "truncated": "conversation turns removed (all of them are truncated)",
+        "summarized": "0: truncation writes no summary",
+        "items": "entries in the removal ledger (one a turn)",
+        "freed": "tokens freed",
+        "tokens_freed": "tokens freed",
+    },
+    "gc_summarize": {
+        "removed": "conversation turns folded into the summary",
+        "kept": "recent conversation turns kept",
+        "truncated": "0: every turn that goes is summarized",
+        "summarized": "conversation turns folded into the summary",
+        "items": "entries in the removal ledger (one a turn)",
+        "freed": "tokens freed, less the summary written",
+        "tokens_freed": "tokens freed, less the summary written",
+    },
+    "gc_hybrid": {
+        "removed": "conversation turns removed, truncated or summarized",
+        "kept": "recent conversation turns kept",
+        "truncated": "ancient conversation turns removed without a summary",
+        "summarized": "middle conversation turns folded into the summary",
+        "items": "entries in the removal ledger (one a turn)",
+        "freed": "tokens freed, less the summary written",
+        "tokens_freed": "tokens freed, less the summary written",
+    },
+    "gc_budget": {
+        "removed": "conversation turns removed whole",
+        "kept": "recent conversation turns kept whole",
+        "truncated": "conversation turns removed whole",
+        "summarized": "0: the budget strategy writes no summary",
+        "items": "entries in the removal ledger (turns, tool exchanges, budget entries)",
+        "freed": "tokens freed",
+        "tokens_freed": "tokens freed",
+    },
+}
 # The placeholders each strategy's notification templates may use.
 NOTIFICATION_FIELDS: dict[str, frozenset[str]] = {
-    "gc_truncate": frozenset({"removed", "kept", "tokens_freed"}),
-    "gc_summarize": frozenset({"removed", "kept", "tokens_freed"}),
-    "gc_hybrid": frozenset({"truncated", "summarized", "kept", "tokens_freed"}),
-    "gc_budget": frozenset({"items", "freed", "tokens_freed"}),
+    strategy: frozenset(meanings) for strategy, meanings in NOTIFICATION_FIELD_MEANINGS.items()
 }
 NOOP_NOTIFICATION_FIELDS = frozenset({"total", "preserve"})
+# The strategies that say so when a collection was needed but could take nothing (JAATO's
+# truncate, summarize and hybrid; its budget strategy stays silent).
+NOOP_NOTICE_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid"})
 
 ENV_OVERRIDES = {
     "threshold_percent": "JAATO_GC_THRESHOLD",
@@ -87,7 +139,8 @@ class GCConfig(BaseModel):
     check_before_send: bool = True
     preserve_recent_turns: int = 5
     pinned_turn_indices: list[int] = Field(
-        default_factory=list, description="stable turn indices of the session as uploaded"
+        default_factory=list,
+        description="stable turn indices of the session as uploaded, from 0 (turn 1 is 0)",
     )
     pinned_message_ids: list[str] = Field(default_factory=list)
     notify_on_gc: bool = False
@@ -107,6 +160,27 @@ class GCConfig(BaseModel):
     @property
     def continuous_mode(self) -> bool:
         return not self.pressure_percent
+
+    @property
+    def notifies(self) -> bool:
+        """Whether collections leave a notice: ``notify_on_gc``, unless ``plugin_config``
+        (handed to the strategy over it, as JAATO does) says otherwise."""
+        return bool(self.plugin_config.get("notify_on_gc", self.notify_on_gc))
+
+    @property
+    def warnings(self) -> list[str]:
+        """What in the policy will not work as written but does no harm as it stands: a
+        notification template that could not render, while no notice uses it."""
+        return [
+            f"{key}: {problem}; it is never used while "
+            + (
+                "notify_on_gc is off"
+                if not self.notifies
+                else f"{self.plugin} writes no such notice"
+            )
+            for key, problem, used in template_checks(self)
+            if not used
+        ]
 
     @property
     def strategy_name(self) -> str:
@@ -219,8 +293,8 @@ GC_JSON_FIELDS: tuple[GCJsonField, ...] = (
     GCJsonField(
         "pinned_turn_indices",
         "Pinned turns",
-        "Turns a collection never touches, by their index in the session as uploaded "
-        "(0 is the first).",
+        "Turns a collection never touches, by position in the session as uploaded, counted "
+        "from 0 as JAATO counts them: 0 is the turn JAATO labels turn_1.",
         _ALL,
         "turn_list",
     ),
@@ -355,6 +429,9 @@ def load_gc_config(
 
 def _decode(source: Any) -> Any:
     if isinstance(source, Mapping | list):
+        found = find_non_finite(source)
+        if found is not None:
+            raise ConfigError(found[0], format_json_path(found[1]))
         return source
     if isinstance(source, str) and not source.strip():
         raise ConfigError("the input is empty")
@@ -368,18 +445,15 @@ def _decode(source: Any) -> Any:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             raise ConfigError(f"cannot read {str(path)!r}: {reason}") from None
     try:
-        return json.loads(source)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        detail = (
-            f"{error.msg} at line {error.lineno}, column {error.colno}"
-            if isinstance(error, json.JSONDecodeError)
-            else "not UTF-8 text"
-        )
-        raise ConfigError(f"not valid JSON: {detail}") from None
+        return loads_strict(source)
+    except json.JSONDecodeError as error:
+        raise ConfigError(describe_syntax_error(error)) from None
+    except UnicodeDecodeError:
+        raise ConfigError("not valid JSON: not UTF-8 text") from None
     except RecursionError:
         raise ConfigError("the JSON nests too deeply") from None
-    except ValueError as error:  # an integer too long to convert (Python caps digits)
-        raise ConfigError(f"not a usable JSON number: {error}") from None
+    except UnreadableNumber as error:
+        raise ConfigError(error.reason, format_json_path(error.path)) from None
 
 
 def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -549,28 +623,55 @@ def _check_percentages(config: GCConfig) -> None:
         )
 
 
-def _check_templates(config: GCConfig) -> None:
+def _template_problem(template: str, allowed: frozenset[str], plugin: str) -> str | None:
+    """What would stop ``template`` from rendering, or None."""
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as error:
+        return f"is not a valid template: {error}"
+    # Only plain names: "{items.x}" or "{0}" would fail when the notice is rendered.
+    unknown = sorted(n for n in names if n not in allowed)
+    if unknown:
+        return (
+            f"uses {{{unknown[0]}}}, which {plugin} does not provide (it provides "
+            f"{', '.join('{' + a + '}' for a in sorted(allowed))})"
+        )
+    return None
+
+
+def template_checks(config: GCConfig) -> list[tuple[str, str, bool]]:
+    """Each notification template's problem: ``(key, problem, used)``, ``used`` saying whether
+    the policy will ever render it (notices on, and a strategy that writes that notice)."""
     checks = (
-        ("notification_template", config.notification_template, NOTIFICATION_FIELDS[config.plugin]),
-        ("noop_notification_template", config.noop_notification_template, NOOP_NOTIFICATION_FIELDS),
+        (
+            "notification_template",
+            config.notification_template,
+            NOTIFICATION_FIELDS[config.plugin],
+            config.notifies,
+        ),
+        (
+            "noop_notification_template",
+            config.noop_notification_template,
+            NOOP_NOTIFICATION_FIELDS,
+            config.notifies and config.plugin in NOOP_NOTICE_STRATEGIES,
+        ),
     )
-    for key, template, allowed in checks:
+    found = []
+    for key, template, allowed, used in checks:
         if template is None:
             continue
-        try:
-            names = {
-                name for _, name, _, _ in string.Formatter().parse(template) if name is not None
-            }
-        except ValueError as error:
-            raise ConfigError(f"is not a valid template: {error}", key) from None
-        # Only plain names: "{items.x}" or "{0}" would fail when the notice is rendered.
-        unknown = sorted(n for n in names if n not in allowed)
-        if unknown:
-            raise ConfigError(
-                f"uses {{{unknown[0]}}}, which {config.plugin} does not provide (it provides "
-                f"{', '.join('{' + a + '}' for a in sorted(allowed))})",
-                key,
-            )
+        problem = _template_problem(template, allowed, config.plugin)
+        if problem is not None:
+            found.append((key, problem, used))
+    return found
+
+
+def _check_templates(config: GCConfig) -> None:
+    """A template is refused only when it will be used; otherwise it is a warning on the
+    policy (``GCConfig.warnings``), as JAATO loads it."""
+    for key, problem, used in template_checks(config):
+        if used:
+            raise ConfigError(problem, key)
 
 
 # Keys JAATO's loader does not read, left out of a dump while they hold nothing.

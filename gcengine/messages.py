@@ -174,15 +174,32 @@ class Message(Tracked):
         return bool(self.parts) and all(p.type is PartType.TEXT for p in self.parts)
 
 
+def turn_number(index: int) -> int:
+    """What a person reads for the turn with stable index ``index``: JAATO's number, counted
+    from 1 (its budget labels say ``turn_1`` for the first turn)."""
+    return index + 1
+
+
+def turn_label(index: int | None) -> str:
+    """``turn 1`` for the turn with stable index 0, as every label the engine writes says it;
+    ``inserted`` for a summary or notice a collector put in (it has no index)."""
+    return f"turn {turn_number(index)}" if index is not None else "inserted"
+
+
 class Turn(BaseModel):
     """A user request and everything the agent did for it.
 
-    ``index`` is the turn's position in the session as uploaded and never changes; it is None
-    only for summaries and notices a collector inserted after the upload.
+    ``index`` is the turn's position in the session as uploaded, from 0, and never changes (it
+    is what pins and budget keys use); it is None only for summaries and notices a collector
+    inserted after the upload. ``number`` is what a person reads: JAATO's, from 1.
     """
 
     index: int | None
     messages: list[Message]
+
+    @property
+    def number(self) -> int | None:
+        return turn_number(self.index) if self.index is not None else None
 
     @property
     def message_ids(self) -> list[str]:

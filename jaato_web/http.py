@@ -52,15 +52,17 @@ def htmx_target(request: PageRequest) -> str | None:
 
 
 def query_id(value: object) -> int | None:
-    """An object id from the query string or a form, or None when absent or not an id.
+    """An object id from the query string or a form (or one already a number), or None when
+    absent or not an id.
 
     Only ASCII digits count: ``str.isdigit`` also accepts characters such as "²" that
     ``int`` refuses, and a number beyond 64 bits would overflow the database's integers.
     """
-    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
         return None
-    number = int(value)
-    return number if number <= MAX_ID else None
+    return value if 0 <= value <= MAX_ID else None
 
 
 def query_int(value: object, default: int = 0) -> int:

@@ -10,3 +10,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", api.urls),
     path("", include("jaato_web.pages.urls")),
 ]
+
+# Under /api/ even an unknown address or a failure answers JSON, as the API's docs promise.
+handler404 = "jaato_web.api.errors.not_found"
+handler500 = "jaato_web.api.errors.server_error"

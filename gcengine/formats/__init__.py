@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gcengine._json import json_type
+from gcengine._json import find_non_finite, json_type
 from gcengine.errors import SessionFormatError
 from gcengine.formats import (
     anthropic,
@@ -126,5 +126,14 @@ def load_session(
 
 
 def dump_session(session: Session, *, indent: int | None = 2) -> str:
-    """The session as a JAATO 2.1 file; ``load_session`` of the result gives an equal session."""
-    return json.dumps(jaato.write_session_file(session), indent=indent, ensure_ascii=False)
+    """The session as a JAATO 2.1 file; ``load_session`` of the result gives an equal session.
+
+    Always valid JSON: a session holding NaN or Infinity (built in code; a load refuses them)
+    is refused, naming where."""
+    written = jaato.write_session_file(session)
+    try:
+        return json.dumps(written, indent=indent, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        found = find_non_finite(written)
+        assert found is not None
+        raise SessionFormatError(*found) from None

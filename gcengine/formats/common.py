@@ -18,7 +18,15 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gcengine._fast import set_fresh
-from gcengine._json import json_type, show, text_or_none
+from gcengine._json import (
+    UnreadableNumber,
+    describe_syntax_error,
+    find_non_finite,
+    json_type,
+    loads_strict,
+    show,
+    text_or_none,
+)
 from gcengine.budget import InstructionBudget
 from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
 from gcengine.errors import JsonPath, SessionFormatError
@@ -35,7 +43,7 @@ from gcengine.session import (
     TurnAccounting,
     rebuild_budget,
 )
-from gcengine.tokens import TokenCounter, encoding_for_model, load_counter
+from gcengine.tokens import TokenCounter, counter_for_model
 
 SessionSource = bytes | bytearray | str | os.PathLike[str] | Mapping[str, Any] | list[Any]
 
@@ -86,6 +94,10 @@ _ARCHIVE_LITTER = ("__MACOSX/", ".DS_Store")
 def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
     """Turn any accepted input into decoded JSON, with a clear error for everything else."""
     if isinstance(source, Mapping | list):
+        # Decoded elsewhere, perhaps by a reader that lets NaN through: refused here as in text.
+        found = find_non_finite(source)
+        if found is not None:
+            raise SessionFormatError(*found)
         return source
     if isinstance(source, os.PathLike):
         return decode_source(_read_path(Path(source), limits), limits)
@@ -215,17 +227,15 @@ def _parse_json_text(text: str, limits: LoadLimits, where: str | None = None) ->
     if not text.strip():
         raise SessionFormatError("the file is empty", at)
     try:
-        return json.loads(text)
+        return loads_strict(text)
     except json.JSONDecodeError as error:
         if error.msg == "Extra data":
             lines = _parse_json_lines(text, where)
             if lines is not None:
                 return lines
-        raise SessionFormatError(
-            f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}", at
-        ) from None
-    except ValueError as error:  # an integer too long to convert (Python caps digits)
-        raise SessionFormatError(f"not a usable JSON number: {error}", at) from None
+        raise SessionFormatError(describe_syntax_error(error), at) from None
+    except UnreadableNumber as error:
+        raise SessionFormatError(error.reason, (*at, *error.path)) from None
 
 
 def _parse_json_lines(text: str, where: str | None) -> JsonLines | None:
@@ -238,15 +248,13 @@ def _parse_json_lines(text: str, where: str | None) -> JsonLines | None:
             continue
         label = f"{where} line {number}" if where else f"line {number}"
         try:
-            records.append(json.loads(line))
+            records.append(loads_strict(line))
         except json.JSONDecodeError as error:
             if not records:
                 return None
-            raise SessionFormatError(
-                f"not valid JSON: {error.msg} at column {error.colno}", (label,)
-            ) from None
-        except ValueError as error:
-            raise SessionFormatError(f"not a usable JSON number: {error}", (label,)) from None
+            raise SessionFormatError(describe_syntax_error(error, line=False), (label,)) from None
+        except UnreadableNumber as error:
+            raise SessionFormatError(error.reason, (label, *error.path)) from None
         labels.append(label)
     return JsonLines(records, labels)
 
@@ -428,7 +436,7 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
         limit, origin = known, ContextLimitOrigin.MODEL
     else:
         limit, origin = DEFAULT_CONTEXT_LIMIT, ContextLimitOrigin.DEFAULT
-    counter = counter or load_counter(encoding_for_model(parsed.model))
+    counter = counter or counter_for_model(parsed.model)
     session_id = parsed.session_id or derived_session_id(history)
     session = Session.model_construct(  # type: ignore[call-arg]  # budget is set below
         session_id=session_id,

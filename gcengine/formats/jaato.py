@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from gcengine._fast import construct, set_fresh
@@ -114,8 +115,8 @@ def read_session_file(data: Mapping[str, Any]) -> ParsedSession:
             ("version",),
         )
     session_id = expect_str(data.get("session_id"), ("session_id",))
-    created_at = expect_str(data.get("created_at"), ("created_at",))
-    updated_at = expect_str(data.get("updated_at"), ("updated_at",))
+    created_at = _timestamp(data.get("created_at"), ("created_at",))
+    updated_at = _timestamp(data.get("updated_at"), ("updated_at",))
     raw_history = expect_list(data.get("history", []), ("history",))
     history = [_read_message(raw, ("history", i), i) for i, raw in enumerate(raw_history)]
     metadata = dict(expect_mapping(default_if_null(data.get("metadata"), {}), ("metadata",)))
@@ -153,6 +154,20 @@ def read_session_file(data: Mapping[str, Any]) -> ParsedSession:
     if engine_view is not None:
         _apply_engine_view(parsed, engine_view)
     return parsed
+
+
+def _timestamp(value: Any, path: JsonPath) -> str:
+    """A time the engine reads (the session's start dates its budget entries): ISO 8601, as
+    JAATO writes it."""
+    text = expect_str(value, path)
+    assert text is not None
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise SessionFormatError(
+            f"must be a date and time such as 2026-03-01T10:15:00, not {show(text)}", path
+        ) from None
+    return text
 
 
 def _read_strings(value: Any, path: JsonPath) -> list[str]:

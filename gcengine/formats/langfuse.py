@@ -14,11 +14,10 @@ trace's own fields are kept in ``Session.metadata["langfuse"]``.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from gcengine._json import expect_list, expect_mapping, json_type, text_or_none
+from gcengine._json import embedded_json, expect_list, expect_mapping, json_type, text_or_none
 from gcengine.errors import JsonPath, SessionFormatError
 from gcengine.formats import anthropic, openai
 from gcengine.formats.calls import RecordedCall, assemble_calls
@@ -191,8 +190,8 @@ def _call(parsed: ParsedSession, observation: Mapping[str, Any], path: JsonPath)
 def _messages(parsed: ParsedSession, value: Any, path: JsonPath, role: Role) -> list[Message]:
     """A generation's input or output as messages, read by the provider's own reader."""
     if isinstance(value, str):
-        with contextlib.suppress(json.JSONDecodeError):  # else plain text: a prompt, a reply
-            value = json.loads(value)
+        with contextlib.suppress(SessionFormatError):  # not JSON: plain text, a prompt, a reply
+            value = embedded_json(value, path)
     if value is None:
         return []
     if isinstance(value, str):

@@ -6,13 +6,13 @@ history: JAATO keeps them outside the conversation too, and they are never colle
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from gcengine._fast import construct
 from gcengine._json import (
     default_if_null,
+    embedded_json,
     expect_list,
     expect_mapping,
     expect_str,
@@ -57,10 +57,7 @@ def parse_arguments(value: Any, path: JsonPath) -> dict[str, Any]:
     text = expect_str(value, path) or ""
     if not text.strip():
         return {}
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SessionFormatError(f"is not valid JSON ({error.msg})", path) from None
+    parsed = embedded_json(text, path)
     if not isinstance(parsed, Mapping):
         raise SessionFormatError(f"must encode a JSON object, not {json_type(parsed)}", path)
     return dict(parsed)

@@ -27,7 +27,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gcengine._fast import construct
-from gcengine._json import expect_list, expect_mapping, expect_str, json_type, text_or_none
+from gcengine._json import (
+    embedded_json,
+    expect_list,
+    expect_mapping,
+    expect_str,
+    json_type,
+    text_or_none,
+)
 from gcengine.errors import JsonPath, SessionFormatError
 from gcengine.formats.calls import RecordedCall, assemble_calls
 from gcengine.formats.common import ParsedSession, image_part_from_url, record_step
@@ -266,10 +273,7 @@ def _system(parsed: ParsedSession, text: str) -> None:
 def _decoded(value: Any, path: JsonPath) -> list[Any]:
     """A message attribute: structured, or JSON text (as spans record it)."""
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise SessionFormatError(f"is not valid JSON ({error.msg})", path) from None
+        value = embedded_json(value, path)
     return expect_list(value, path)
 
 

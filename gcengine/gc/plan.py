@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -44,7 +45,13 @@ from gcengine.budget import (
 )
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex, index_of, turn_key_of
-from gcengine.gc.types import ContextUsage, GCRemovalItem, GCResult, GCTriggerReason
+from gcengine.gc.types import (
+    ContextUsage,
+    GCRemovalItem,
+    GCResult,
+    GCTriggerReason,
+    RemovalReason,
+)
 from gcengine.messages import (
     Message,
     MessageKind,
@@ -223,6 +230,9 @@ class Collection:
     # those plus any turn holding locked content, whose other exchanges may still go.
     sealed: set[int] = field(default_factory=set)
     protected: set[int] = field(default_factory=set)
+    # The most the notice a collection leaves can cost (0 without notices): taken into the
+    # stopping rule, so a run lands at the target with its notice in.
+    notice_reserve: int = 0
 
     @cached_property
     def target_tokens(self) -> int:
@@ -231,6 +241,11 @@ class Collection:
     @cached_property
     def to_free(self) -> int:
         return self.tokens_before - self.target_tokens
+
+    def still_short(self, decision: Decision) -> bool:
+        """Whether the decision, with what it will insert (its summary, the notice), still
+        leaves usage above the target."""
+        return decision.freed < self.to_free + self.notice_reserve + decision.summary_reserve
 
     @property
     def turn_count(self) -> int:
@@ -296,6 +311,28 @@ class Collection:
                     positions,
                 )
 
+    def ephemeral_units(self) -> Iterator[Unit]:
+        """Ephemeral content of the conversation, oldest first, as asked for: a removable turn
+        whose every message is ephemeral as one unit, and in any other unsealed turn its
+        ephemeral tool exchanges and notices (gc_budget's phase 1b). One pass, turn by turn,
+        so a collection that stops early looks at no further turn."""
+        policies, layout = self.figures.policies, self.layout
+        exchanges = self.inner_units()
+        pending = next(exchanges, None)
+        for turn in range(len(layout)):
+            if turn in self.sealed:
+                continue
+            start, end = layout.span(turn)
+            wholly = turn not in self.protected and all(
+                policies[p] is GCPolicy.EPHEMERAL for p in range(start, end)
+            )
+            if wholly:
+                yield self.turn_unit(turn)
+            while pending is not None and pending.turn_position == turn:
+                if not wholly and pending.policy is GCPolicy.EPHEMERAL:
+                    yield pending
+                pending = next(exchanges, None)
+
     def _unit(
         self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
     ) -> Unit:
@@ -353,7 +390,7 @@ def start_collection(
     if budget is not None:
         limit = budget.context_limit
     else:
-        limit = int(context_usage.get("context_limit") or 0) or max(tokens_before, 1)
+        tokens_before, limit = _usage_figures(context_usage, tokens_before)
     chat: Sequence[int] = (
         range(len(layout))
         if layout.kinds.count(MessageKind.CHAT) == len(layout)
@@ -376,6 +413,30 @@ def start_collection(
     )
 
 
+def _usage_figures(usage: ContextUsage, counted: int) -> tuple[int, int]:
+    """Tokens in context and the context limit, without a budget: the caller's usage, as JAATO
+    hands it to a plugin (``total_tokens``, ``context_limit``, ``percent_used``, any of them
+    absent), else the history as counted here.
+
+    The usage covers what the history does not (system prompt, tools), so a collection frees
+    history tokens against the usage the agent reported, not against the history alone.
+    """
+    total = _positive(usage.get("total_tokens"))
+    limit = _positive(usage.get("context_limit"))
+    percent = _positive(usage.get("percent_used"))
+    if total is None:
+        total = round(percent * limit / 100) if percent and limit else counted
+    if limit is None:
+        limit = round(total * 100 / percent) if percent else total
+    return int(total), max(int(limit), 1)
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value) if value > 0 else None
+
+
 def marked_message(kind: MessageKind, text: str, seed: Iterable[str], **metadata: Any) -> Message:
     """A summary or notice: a user-role message (JAATO's shape) that says what it is."""
     digest = hashlib.blake2b(f"{kind.value}:{text}".encode(), digest_size=16)
@@ -390,6 +451,15 @@ def marked_message(kind: MessageKind, text: str, seed: Iterable[str], **metadata
     )
 
 
+def notice_message(collection: Collection, decision: Decision, notification: str) -> Message:
+    """The notice a collection leaves: JAATO's ``[System: ...]`` user message."""
+    return marked_message(
+        MessageKind.NOTICE,
+        f"[System: {notification}]",
+        sorted({collection.ids[p] for p in decision.removed_positions}),
+    )
+
+
 @dataclass
 class Decision:
     """What a strategy chose; ``apply`` turns it into a history and a result."""
@@ -400,11 +470,34 @@ class Decision:
     # Both kept as units are added: strategies ask after every candidate.
     freed: int = 0
     removed_positions: set[int] = field(default_factory=set)
+    # The most the summary this decision will write may cost (0 while it writes none).
+    summary_reserve: int = 0
 
     def remove(self, unit: Unit, reason: str) -> None:
         self.removed.append((unit, reason))
         self.freed += unit.tokens
         self.removed_positions.update(unit.positions)
+
+    @property
+    def inserted_tokens(self) -> int:
+        return int(self.details.get("summary_tokens") or 0) if self.inserted is not None else 0
+
+    def truncate_instead(self, why: str) -> None:
+        """Drop the summary and truncate the turns it would have replaced, saying why."""
+        self.removed = [
+            (unit, RemovalReason.TRUNCATED if reason == RemovalReason.SUMMARIZED else reason)
+            for unit, reason in self.removed
+        ]
+        self.inserted = None
+        self.summary_reserve = 0
+        summarized = int(self.details.pop("turns_summarized", 0) or 0)
+        for key in ("summary_number", "summarizer"):
+            self.details.pop(key, None)
+        if "turns_truncated" in self.details:
+            self.details["turns_truncated"] = int(self.details["turns_truncated"]) + summarized
+            self.details["turns_summarized"] = 0
+        self.details["summary_tokens"] = 0
+        self.details["summary_skipped"] = why
 
 
 def take_until_target(
@@ -412,14 +505,15 @@ def take_until_target(
 ) -> None:
     """Take candidates in order until the collection is at or below its target.
 
-    Candidates may be generated lazily: none is asked for once the target is met.
+    What the run will insert (its summary, the notice) counts: a run stops only once usage
+    with those in is at or below the target. Candidates may be generated lazily: none is asked
+    for once the target is met.
     """
-    to_free = collection.to_free
-    if decision.freed >= to_free:
+    if not collection.still_short(decision):
         return
     for unit in candidates:
         decision.remove(unit, reason)
-        if decision.freed >= to_free:
+        if not collection.still_short(decision):
             return
 
 
@@ -523,19 +617,15 @@ def apply(
     reason: GCTriggerReason,
     counter: TokenCounter | None,
     notification: str | None = None,
+    write_notice: bool = True,
 ) -> tuple[list[Message], GCResult]:
-    """Build the new history and the result."""
+    """Build the new history and the result; ``notification`` goes into the history as a
+    notice when ``write_notice`` (a no-op notice is only reported: it would grow the context)."""
     removed = decision.removed_positions
     history, layout = collection.history, collection.layout
     inserts = [m for m in (decision.inserted,) if m is not None]
-    if notification is not None:
-        inserts.append(
-            marked_message(
-                MessageKind.NOTICE,
-                f"[System: {notification}]",
-                sorted({collection.ids[p] for p in removed}),
-            )
-        )
+    if notification is not None and write_notice:
+        inserts.append(notice_message(collection, decision, notification))
     # Inserts go before the first turn anything was taken from: at a turn boundary, so they
     # never split a turn that keeps some of its messages. Turns before it and after the last
     # one touched are kept as they are, by slicing. A notice that nothing could be taken goes

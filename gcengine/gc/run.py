@@ -7,12 +7,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from gcengine._fast import set_fresh
-from gcengine.budget import InstructionBudget, InstructionSource
+from gcengine.budget import InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
 from gcengine.conversation import history_layout
 from gcengine.gc.registry import load_gc_plugin
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
+from gcengine.messages import Message
 from gcengine.session import Session, rebuild_budget
 from gcengine.tokens import counter_by_name
 
@@ -81,6 +82,48 @@ def without_entries(
     return budget
 
 
+def recorded_after(
+    budget: InstructionBudget | None, items: list[GCRemovalItem], history: list[Message]
+) -> InstructionBudget | None:
+    """What the file recorded, as far as it still describes the collected session: without
+    the entries the run removed outside the conversation, and with the recorded conversation
+    cut to the messages still in the history (a recording of thousands of messages no longer
+    there would outweigh the session itself)."""
+    budget = without_entries(budget, items)
+    conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
+    if budget is None or conversation is None:
+        return budget
+    kept = {message.message_id for message in history}
+    pruned = _kept_part(conversation, kept, root=True)
+    if pruned is conversation or pruned is None:
+        return budget
+    entries = {**budget.entries, InstructionSource.CONVERSATION: pruned}
+    return budget.model_copy(update={"entries": entries})
+
+
+def _kept_part(entry: SourceEntry, kept: set[str], *, root: bool = False) -> SourceEntry | None:
+    """``entry`` without the leaves naming only messages not in ``kept`` (itself when nothing
+    goes, None when nothing stays but the root); a container's own figure becomes what it
+    still holds."""
+    if not entry.children:
+        if entry.message_ids and not any(i in kept for i in entry.message_ids):
+            return None
+        return entry
+    children: dict[str, SourceEntry] = {}
+    changed = False
+    for key, child in entry.children.items():
+        part = _kept_part(child, kept)
+        changed |= part is not child
+        if part is not None:
+            children[key] = part
+    if not changed:
+        return entry
+    if not children and not root:
+        return None
+    tokens = sum(child.total_tokens() for child in children.values())
+    return entry.model_copy(update={"children": children, "tokens": tokens})
+
+
 def run_gc(
     session: Session,
     config: GCConfig,
@@ -112,10 +155,16 @@ def run_gc(
             budget_before=session.budget,
             budget_after=session.budget,
         )
+    # The new session describes itself: what the file recorded about what is gone, the
+    # provider's last prompt size and the file's load warnings describe the original.
     new_session = session.model_copy(
         update={
             "history": new_history,
-            "recorded_budget": without_entries(session.recorded_budget, result.removal_list),
+            "recorded_budget": recorded_after(
+                session.recorded_budget, result.removal_list, new_history
+            ),
+            "recorded_prompt_tokens": None,
+            "warnings": [],
         }
     )
     # The messages kept have their figures in the budget before: they are not counted again.

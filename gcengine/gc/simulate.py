@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
@@ -26,7 +26,7 @@ from gcengine.conversation import ConversationIndex
 from gcengine.gc.run import plugin_for, without_entries
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
-from gcengine.messages import Message
+from gcengine.messages import Message, turn_number
 from gcengine.session import (
     Session,
     conversation_tree,
@@ -43,7 +43,10 @@ Point = Literal["pre_message", "post_turn"]
 
 
 class SimulationStep(BaseModel):
-    """Context usage at one check point; ``tokens_after`` differs only when GC ran there."""
+    """Context usage at one check point; ``tokens_after`` differs only when GC ran there.
+
+    ``turn_index`` is the turn's stable index; ``turn_number`` what a person reads (from 1).
+    """
 
     turn_index: int | None
     point: Point
@@ -51,12 +54,25 @@ class SimulationStep(BaseModel):
     tokens_after: int
     collected: bool = False
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def turn_number(self) -> int | None:
+        return turn_number(self.turn_index) if self.turn_index is not None else None
+
 
 class SimulationEvent(BaseModel):
+    """A collection during a replay: when (``point``) and why (``reason``: the trigger,
+    ``threshold``, ``continuous`` or ``turn_limit``)."""
+
     turn_index: int | None
     point: Point
     reason: GCTriggerReason
     result: GCResult
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def turn_number(self) -> int | None:
+        return turn_number(self.turn_index) if self.turn_index is not None else None
 
 
 class Simulation(BaseModel):
@@ -191,7 +207,7 @@ class _Replay:
         self.simulation.steps.append(step)
         if not wanted or reason is None:
             return
-        reason = GCTriggerReason.PRE_MESSAGE if point == "pre_message" else reason
+        # The reason is the trigger (threshold, continuous, turn_limit); ``point`` says when.
         result = self.collect(reason)
         self.simulation.events.append(
             SimulationEvent(turn_index=turn_index, point=point, reason=reason, result=result)

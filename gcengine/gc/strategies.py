@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource
-from gcengine.config import GCConfig
+from gcengine.config import NOTIFICATION_FIELDS, GCConfig
 from gcengine.conversation import ConversationIndex
 from gcengine.errors import SummarizerError
 from gcengine.gc.plan import (
@@ -21,6 +21,7 @@ from gcengine.gc.plan import (
     apply,
     failed,
     marked_message,
+    notice_message,
     oldest_first,
     preserve_count,
     start_collection,
@@ -77,7 +78,8 @@ class Strategy:
     def should_collect(
         self, context_usage: ContextUsage, config: GCConfig
     ) -> tuple[bool, GCTriggerReason | None]:
-        """Threshold mode: at or above the threshold. Continuous mode: above the target.
+        """Threshold mode: at or above the threshold (``threshold``). Continuous mode: above
+        the target (``continuous``; JAATO says ``threshold`` there too).
 
         ``max_turns`` triggers in both modes (JAATO's budget strategy skips it in continuous).
         """
@@ -86,7 +88,7 @@ class Strategy:
         percent = float(context_usage.get("percent_used", 0.0))
         if config.continuous_mode:
             if percent > config.target_percent:
-                return True, GCTriggerReason.THRESHOLD
+                return True, GCTriggerReason.CONTINUOUS
         elif percent >= config.threshold_percent:
             return True, GCTriggerReason.THRESHOLD
         turns = int(context_usage.get("turns", 0))
@@ -124,11 +126,81 @@ class Strategy:
             return apply(
                 collection, decision, plugin_name=self.name, reason=reason, counter=counter
             )
+        template = config.notification_template or DEFAULT_TEMPLATES[self.name]
+        notifies = self._notifies(config)
+        if notifies:
+            collection.notice_reserve = self._notice_bound(collection, template, counter)
         try:
             decision = self.decide(collection, counter)
         except SummarizerError as error:
             return list(history), failed(collection, self.name, reason, str(error))
-        if not decision.removed and self.noop_notice:
+        notification = None
+        if decision.removed and notifies:
+            notification, decision = self._settle(collection, decision, template, counter)
+        if not decision.removed:
+            return self._nothing_taken(collection, decision, config, reason, counter, notifies)
+        return apply(
+            collection,
+            decision,
+            plugin_name=self.name,
+            reason=reason,
+            counter=counter,
+            notification=notification,
+        )
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        raise NotImplementedError
+
+    def _notifies(self, config: GCConfig) -> bool:
+        return bool(self._options.get("notify_on_gc", config.notify_on_gc))
+
+    def _notice_bound(self, collection: Collection, template: str, counter: TokenCounter) -> int:
+        """The most the notice can cost: the template with every figure as large as any can
+        be (a figure with fewer digits never takes more tokens)."""
+        largest = max(collection.tokens_before, len(collection.history))
+        text = render_template(template, dict.fromkeys(NOTIFICATION_FIELDS[self.name], largest))
+        return count_message(marked_message(MessageKind.NOTICE, f"[System: {text}]", ()), counter)
+
+    def _settle(
+        self, collection: Collection, decision: Decision, template: str, counter: TokenCounter
+    ) -> tuple[str | None, Decision]:
+        """The notice for a decision, once what it inserts is known never to grow the context:
+        a summary that would is dropped for truncation, and a decision that frees less than
+        its notice costs is given up, saying why."""
+        while True:
+            notification = render_template(template, self.notification_fields(collection, decision))
+            notice = count_message(notice_message(collection, decision, notification), counter)
+            if decision.freed - decision.inserted_tokens - notice >= 0:
+                return notification, decision
+            if decision.inserted is None:
+                return None, Decision(
+                    details={
+                        "message": "Nothing useful to collect: what may go "
+                        f"({decision.freed:,} tokens) is less than the notice saying so "
+                        f"({notice:,} tokens)",
+                        "total_turns": collection.turn_count,
+                        "preserve_count": collection.preserve_recent,
+                    }
+                )
+            decision.truncate_instead(
+                f"the summary ({decision.inserted_tokens:,} tokens) and the notice ({notice:,}) "
+                f"would cost more than the {decision.freed:,} tokens they replace"
+            )
+
+    def _nothing_taken(
+        self,
+        collection: Collection,
+        decision: Decision,
+        config: GCConfig,
+        reason: GCTriggerReason,
+        counter: TokenCounter,
+        notifies: bool,
+    ) -> tuple[list[Message], GCResult]:
+        """A collection was needed but took nothing: everything left is protected, or what may
+        go is not worth its notice. JAATO's truncate, summarize and hybrid say so in a no-op
+        notice; it is reported, never written, since it would grow the context."""
+        all_protected = "message" not in decision.details
+        if all_protected:
             decision.details.update(
                 {
                     "message": "All turns preserved, nothing to collect",
@@ -136,46 +208,69 @@ class Strategy:
                     "preserve_count": collection.preserve_recent,
                 }
             )
+        notification = None
+        if notifies and self.noop_notice and all_protected:
+            template = config.noop_notification_template or DEFAULT_NOOP_TEMPLATE
+            notification = render_template(
+                template, {"total": collection.turn_count, "preserve": collection.preserve_recent}
+            )
         return apply(
             collection,
             decision,
             plugin_name=self.name,
             reason=reason,
             counter=counter,
-            notification=self._notification(config, collection, decision),
+            notification=notification,
+            write_notice=False,
         )
 
-    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
-        raise NotImplementedError
-
-    def _notification(
-        self, config: GCConfig, collection: Collection, decision: Decision
-    ) -> str | None:
-        if not self._options.get("notify_on_gc", config.notify_on_gc):
-            return None
-        if decision.removed:
-            template = config.notification_template or DEFAULT_TEMPLATES[self.name]
-            return template.format(**self.notification_fields(collection, decision))
-        if not self.noop_notice:
-            return None
-        template = config.noop_notification_template or DEFAULT_NOOP_TEMPLATE
-        return template.format(total=collection.turn_count, preserve=collection.preserve_recent)
-
     def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        removed, kept = _turns_removed_and_kept(collection, decision)
-        return {"removed": removed, "kept": kept, "tokens_freed": decision.freed}
+        """Every variable any JAATO template uses, as ``NOTIFICATION_FIELD_MEANINGS`` says."""
+        kinds = collection.layout.kinds
+        truncated = summarized = 0
+        for unit, why in decision.removed:
+            position = unit.turn_position
+            if unit.whole_turn and position is not None and kinds[position] is MessageKind.CHAT:
+                if why == RemovalReason.SUMMARIZED:
+                    summarized += 1
+                else:
+                    truncated += 1
+        freed = decision.freed - decision.inserted_tokens
+        return {
+            "removed": truncated + summarized,
+            "kept": _recent_turns_kept(collection, decision),
+            "truncated": truncated,
+            "summarized": summarized,
+            "items": len(decision.removed),
+            "freed": freed,
+            "tokens_freed": freed,
+        }
 
 
-def _turns_removed_and_kept(collection: Collection, decision: Decision) -> tuple[int, int]:
-    """Conversation turns a decision removed whole, and the recent ones it kept: neither
-    counts summaries and notices, and the turn holding the original request (locked, kept
-    because it may never go) is not a recent turn kept."""
+def render_template(template: str, fields: Mapping[str, int]) -> str:
+    """A notice's text. Never raises: a name the strategy does not provide stays as written
+    (a policy loaded from gc.json cannot have one while notices are on; one built in code can)."""
+
+    class _AsWritten(dict[str, Any]):
+        def __missing__(self, key: str) -> str:
+            return "{" + key + "}"
+
+    try:
+        return template.format_map(_AsWritten(fields))
+    except (ValueError, IndexError, AttributeError, TypeError):
+        return template
+
+
+def _recent_turns_kept(collection: Collection, decision: Decision) -> int:
+    """The recent conversation turns a decision kept: not summaries or notices, and not the
+    turn holding the original request (locked, kept because it may never go)."""
     gone = {unit.turn_position for unit, _ in decision.removed if unit.whole_turn}
-    chat = [p for p, kind in enumerate(collection.layout.kinds) if kind is MessageKind.CHAT]
-    removed = sum(1 for p in chat if p in gone)
     locked = collection.figures.locked_turns
-    kept = sum(1 for p in chat if p not in gone and p not in locked)
-    return removed, kept
+    return sum(
+        1
+        for p, kind in enumerate(collection.layout.kinds)
+        if kind is MessageKind.CHAT and p not in gone and p not in locked
+    )
 
 
 def _whole_turns(collection: Collection, kinds: set[MessageKind]) -> Iterator[Unit]:
@@ -200,6 +295,25 @@ class TruncateStrategy(Strategy):
         return decision
 
 
+# Tokens a summary's text can gain from being joined with JAATO's markers (a line break the
+# empty wrapper merges, say): part of the most a summary message may cost.
+_SUMMARY_JOIN_SLACK = 2
+
+
+def summary_limits(
+    collection: Collection, options: Mapping[str, Any], counter: TokenCounter
+) -> tuple[int, int]:
+    """The cap on a summary's text (``max_summary_tokens``) and the most its message may cost:
+    what a run reserves for it in the stopping rule."""
+    cap = int(
+        options.get("max_summary_tokens")
+        or collection.config.max_summary_tokens
+        or DEFAULT_MAX_SUMMARY_TOKENS
+    )
+    wrapper = count_message(marked_message(MessageKind.SUMMARY, summary_text(""), ()), counter)
+    return cap, cap + wrapper + _SUMMARY_JOIN_SLACK
+
+
 def summarize_units(
     collection: Collection,
     units: list[Unit],
@@ -210,7 +324,10 @@ def summarize_units(
     """Replace ``units`` (whole turns, oldest first) with one summary in the chain.
 
     An earlier summary among them is folded into the new one, which records the turns and the
-    summary it covers, so nothing the chain held is lost.
+    summary it covers, so nothing the chain held is lost. A summary never costs what it
+    replaces or more, nor more than ``max_summary_tokens`` allows: the summarizer is asked to
+    stay within that, and a summary that does not (or turns too small to leave it room) are
+    truncated instead, the details saying why (``summary_skipped``).
     """
     if not units:
         return
@@ -219,17 +336,25 @@ def summarize_units(
     earlier = [t for t in turns if t.kind is MessageKind.SUMMARY]
     covered = [t for t in turns if t.kind is not MessageKind.SUMMARY]
     previous = earlier[-1].messages[0] if earlier else None
-    max_tokens = int(
-        options.get("max_summary_tokens")
-        or collection.config.max_summary_tokens
-        or DEFAULT_MAX_SUMMARY_TOKENS
-    )
+    cap, most = summary_limits(collection, options, counter)
+    replaced = sum(unit.tokens for unit in units)
+    room = min(most, replaced - 1)  # the most the summary message may cost
+    for unit in units:
+        decision.remove(unit, RemovalReason.SUMMARIZED)
+    decision.details["turns_summarized"] = len(covered)
+    text_room = min(cap, room - (most - cap))
+    if text_room <= 0:
+        decision.truncate_instead(
+            f"the turns to summarize cost {replaced:,} tokens, too few for a summary smaller "
+            "than them"
+        )
+        return
     summarizer = summarizer_from_options(options)
     body = summarizer.summarize(
         SummaryRequest(
             turns=covered,
             previous_summary=_summary_body(previous.text) if previous else None,
-            max_tokens=max_tokens,
+            max_tokens=text_room,
             counter=counter,
         )
     )
@@ -246,8 +371,6 @@ def summarize_units(
         if isinstance(m.metadata.get("summary_number"), int)
     ]
     number = max(existing, default=0) + 1
-    for unit in units:
-        decision.remove(unit, RemovalReason.SUMMARIZED)
     decision.inserted = marked_message(
         MessageKind.SUMMARY,
         summary_text(body),
@@ -259,14 +382,20 @@ def summarize_units(
         else None,
         summarizer=summarizer.name,
     )
+    tokens = count_message(decision.inserted, counter)
     decision.details.update(
-        {
-            "summary_number": number,
-            "turns_summarized": len(covered),
-            "summarizer": summarizer.name,
-            "summary_tokens": count_message(decision.inserted, counter),
-        }
+        {"summary_number": number, "summarizer": summarizer.name, "summary_tokens": tokens}
     )
+    if tokens >= replaced:
+        decision.truncate_instead(
+            f"the {summarizer.name} summary ({tokens:,} tokens) was not smaller than the "
+            f"{replaced:,} tokens it would replace"
+        )
+    elif tokens > most:
+        decision.truncate_instead(
+            f"the {summarizer.name} summary ({tokens:,} tokens) was longer than "
+            f"max_summary_tokens ({cap:,}) allows"
+        )
 
 
 def _summary_body(text: str) -> str:
@@ -279,16 +408,15 @@ def _summary_body(text: str) -> str:
 
 
 def _units_for_summary(
-    collection: Collection, candidates: Iterable[Unit], budget_for_summary: int
+    collection: Collection, candidates: Iterable[Unit], summary_cost: int
 ) -> list[Unit]:
-    """The shortest run of oldest candidates whose replacement by a summary meets the target."""
+    """The shortest run of oldest candidates whose replacement by a summary costing at most
+    ``summary_cost`` (with the notice, if any) meets the target."""
     chosen: list[Unit] = []
     freed = 0
+    inserted = summary_cost + collection.notice_reserve
     for unit in candidates:
-        if (
-            collection.tokens_before - freed + budget_for_summary <= collection.target_tokens
-            and chosen
-        ):
+        if collection.tokens_before - freed + inserted <= collection.target_tokens and chosen:
             break
         chosen.append(unit)
         freed += unit.tokens
@@ -305,14 +433,10 @@ class SummarizeStrategy(Strategy):
         candidates = _whole_turns(
             collection, {MessageKind.CHAT, MessageKind.SUMMARY, MessageKind.NOTICE}
         )
-        cap = int(
-            self._options.get("max_summary_tokens")
-            or collection.config.max_summary_tokens
-            or DEFAULT_MAX_SUMMARY_TOKENS
-        )
+        _, most = summary_limits(collection, self._options, counter)
         summarize_units(
             collection,
-            _units_for_summary(collection, candidates, cap),
+            _units_for_summary(collection, candidates, most),
             counter,
             self._options,
             decision,
@@ -351,7 +475,7 @@ class HybridStrategy(Strategy):
             decision,
         )
         decision.details["turns_truncated"] = len(decision.removed)
-        if collection.to_free - decision.freed > 0 and middle:
+        if collection.still_short(decision) and middle:
             summaries = [p for p in collection.removable_turns() if kinds[p] is MessageKind.SUMMARY]
             units = [collection.turn_unit(p) for p in sorted(summaries + middle)]
             summarize_units(collection, units, counter, self._options, decision)
@@ -366,16 +490,6 @@ class HybridStrategy(Strategy):
             }
         )
         return decision
-
-    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        truncated = sum(1 for _, why in decision.removed if why == RemovalReason.TRUNCATED)
-        summarized = int(decision.details.get("turns_summarized", 0))
-        return {
-            "truncated": truncated,
-            "summarized": summarized,
-            "kept": _turns_removed_and_kept(collection, decision)[1],
-            "tokens_freed": decision.freed,
-        }
 
 
 class BudgetStrategy(Strategy):
@@ -436,11 +550,10 @@ class BudgetStrategy(Strategy):
                 0.0,
             )
             take_until_target(collection, [unit], RemovalReason.ENRICHMENT_BULK_CLEAR, decision)
-        exchanges = (u for u in collection.inner_units() if u.policy is GCPolicy.EPHEMERAL)
         ephemeral = oldest_first(
             collection,
             [u for u in _entry_units(collection) if u.policy is GCPolicy.EPHEMERAL],
-            exchanges,
+            collection.ephemeral_units(),
             key=lambda u: (u.created_at, -u.tokens),
         )
         take_until_target(collection, ephemeral, RemovalReason.EPHEMERAL, decision)
@@ -453,7 +566,7 @@ class BudgetStrategy(Strategy):
         )
         pressure = collection.config.pressure_percent
         under_pressure = pressure is not None and percent >= pressure
-        if under_pressure and collection.to_free - decision.freed > 0:
+        if under_pressure and collection.still_short(decision):
             preservable = oldest_first(
                 collection,
                 [u for u in _entry_units(collection) if u.policy is GCPolicy.PRESERVABLE],
@@ -499,23 +612,14 @@ class BudgetStrategy(Strategy):
             unit.tokens = sum(figures.tokens[p] for p in left)
             yield unit
 
-    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        return {
-            "items": len(decision.removed),
-            "freed": decision.freed,
-            "tokens_freed": decision.freed,
-        }
-
 
 class _FallbackTruncate(TruncateStrategy):
     """What gc_budget does without a budget: truncation, labelled as such, without notices."""
 
     removal_reason = RemovalReason.TRUNCATED_FALLBACK
 
-    def _notification(
-        self, config: GCConfig, collection: Collection, decision: Decision
-    ) -> str | None:
-        return None
+    def _notifies(self, config: GCConfig) -> bool:
+        return False
 
 
 def _entry_units(collection: Collection) -> list[Unit]:

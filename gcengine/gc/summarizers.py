@@ -123,7 +123,7 @@ class ExtractiveSummarizer:
         if request.previous_summary:
             lines.append(f"Earlier: {request.previous_summary}")
         for turn in request.turns:
-            label = f"Turn {turn.index}" if turn.index is not None else "Summary"
+            label = f"Turn {turn.number}" if turn.number is not None else "Summary"
             for message in turn.messages:
                 if message.kind is MessageKind.SUMMARY:
                     lines.append(f"Earlier: {message.text}")
@@ -140,18 +140,23 @@ class ExtractiveSummarizer:
 
 
 def _fit(lines: list[str], max_tokens: int, counter: TokenCounter) -> str:
-    """Keep whole lines, newest facts last, until the cap; say how much was left out."""
+    """Keep whole lines, oldest facts first, within the cap, the line saying how much was left
+    out included; each line costs its tokens and one for the line break."""
+    costs = [counter.count(line) + 1 for line in lines]
+    if sum(costs) <= max_tokens:
+        return "\n".join(lines) if lines else "(nothing of note)"
+    # The note on what was left out, as long as it can be (every line omitted).
+    note = f"({len(lines)} more facts omitted to stay within {max_tokens} tokens)"
+    room = max_tokens - counter.count(note) - 1
     kept: list[str] = []
-    used = 0
-    for line in lines:
-        cost = counter.count(line) + 1
-        if used + cost > max_tokens:
-            omitted = len(lines) - len(kept)
-            kept.append(f"({omitted} more facts omitted to stay within {max_tokens} tokens)")
+    for line, cost in zip(lines, costs, strict=True):
+        if cost > room:
             break
         kept.append(line)
-        used += cost
-    return "\n".join(kept) if kept else "(nothing of note)"
+        room -= cost
+    omitted = len(lines) - len(kept)
+    kept.append(f"({omitted} more facts omitted to stay within {max_tokens} tokens)")
+    return "\n".join(kept)
 
 
 class CallableSummarizer:

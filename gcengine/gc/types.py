@@ -15,11 +15,15 @@ from pydantic import BaseModel, Field, computed_field
 
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
-from gcengine.messages import Message
+from gcengine.messages import Message, turn_number
 
 
 class GCTriggerReason(StrEnum):
+    """Why a collection ran. JAATO's values, and ``continuous``, which JAATO reports as
+    ``threshold``: usage passed the target in continuous mode."""
+
     THRESHOLD = "threshold"
+    CONTINUOUS = "continuous"
     MANUAL = "manual"
     TURN_LIMIT = "turn_limit"
     PRE_MESSAGE = "pre_message"
@@ -43,7 +47,8 @@ class GCRemovalItem:
     """One thing a collection removed from the budget (and, with message ids, the history).
 
     ``child_key`` None means the whole source was cleared. ``turn_index`` is the stable index
-    of the turn the item belonged to, when it belonged to one. A dataclass, as JAATO's: a
+    of the turn the item belonged to, when it belonged to one (``turn_number`` is what a person
+    reads). A dataclass, as JAATO's: a
     collection makes thousands, and a model costs several times as much to make.
     """
 
@@ -53,6 +58,11 @@ class GCRemovalItem:
     reason: str = ""
     message_ids: list[str] = field(default_factory=list)
     turn_index: int | None = None
+
+    @property
+    def turn_number(self) -> int | None:
+        """The turn as a person reads it (JAATO's, from 1)."""
+        return turn_number(self.turn_index) if self.turn_index is not None else None
 
 
 class GCResult(BaseModel):

@@ -23,6 +23,8 @@ from jaato_web.api.schemas import (
     CompareOut,
     ConfigRef,
     DefaultOut,
+    Id,
+    Index,
     Kind,
     PolicyIn,
     PolicyOut,
@@ -44,6 +46,8 @@ from jaato_web.dashboard import (
     storage,
 )
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyKind, PolicyVersion
+from jaato_web.errors import InputError
+from jaato_web.http import query_id
 
 router = Router(tags=["policies"])
 
@@ -71,7 +75,7 @@ def _policy_out(policy: Policy, latest: PolicyVersion | None) -> dict[str, objec
     "", response=list[PolicyOut], summary="A project's policies, latest versions", auth=VIEW
 )
 def list_policies(
-    request: HttpRequest, project: int | None = None, archived: bool = False, kind: Kind = "gc"
+    request: HttpRequest, project: Id | None = None, archived: bool = False, kind: Kind = "gc"
 ) -> list[dict[str, object]]:
     """GC policies in use; ``archived=true`` lists the archived ones instead, ``kind=planner``
     the planner configs."""
@@ -87,7 +91,7 @@ def list_policies(
     auth=EDIT_POLICY,
 )
 def create_policy(
-    request: HttpRequest, payload: PolicyIn, project: int | None = None
+    request: HttpRequest, payload: PolicyIn, project: Id | None = None
 ) -> Status[dict[str, object]]:
     """Either gc.json shape is accepted; it is validated by the engine and stored flat. With
     ``kind`` "planner", ``config`` holds planner settings (``gcengine.PlannerConfig``; the
@@ -114,7 +118,7 @@ def import_policy(
     file: File[UploadedFile],
     name: Form[str] = "",
     message: Form[str] = "",
-    project: int | None = None,
+    project: Id | None = None,
 ) -> Status[dict[str, object]]:
     """The file as uploaded, in either shape; without ``name`` the policy is named after the
     file (or, for ``gc.json``, after its strategy)."""
@@ -182,7 +186,7 @@ def policy_version(request: HttpRequest, policy_id: int, number: int) -> PolicyV
     summary="Two versions, field by field",
     auth=VIEW,
 )
-def compare_versions(request: HttpRequest, policy_id: int, a: int, b: int) -> dict[str, object]:
+def compare_versions(request: HttpRequest, policy_id: int, a: Index, b: Index) -> dict[str, object]:
     policy = _policy(request, policy_id)
     first = selectors.policy_version_by_number(policy=policy, number=a)
     second = selectors.policy_version_by_number(policy=policy, number=b)
@@ -443,5 +447,8 @@ def apply(request: HttpRequest, policy_id: int, payload: ApplyIn) -> Status[dict
 @router.get("/runs", response=ApplyOut, summary="Progress of runs started by an apply", auth=VIEW)
 def apply_status(request: HttpRequest, ids: str) -> dict[str, object]:
     """``ids`` is a comma-separated list of run ids (as an apply answered them)."""
-    wanted = [int(i) for i in ids.split(",") if i.strip().isdigit()]
+    parsed = [query_id(i.strip()) for i in ids.split(",") if i.strip()]
+    wanted = [i for i in parsed if i is not None]
+    if len(wanted) != len(parsed):
+        raise InputError("give run ids as whole numbers separated by commas", "ids")
     return _apply_out(selectors.runs_by_ids(projects=access_of(request).project_ids, ids=wanted))

@@ -12,7 +12,7 @@ from ninja import Router, Schema, Status
 
 from jaato_web.api.auth import COMMENT, REVIEW, VIEW, access_of
 from jaato_web.api.paging import paged
-from jaato_web.api.schemas import Problem
+from jaato_web.api.schemas import Id, ObjectIn, PageNumber, Problem
 from jaato_web.dashboard import selectors as dashboard_selectors
 from jaato_web.dashboard.models import GCRun, PolicyVersion
 from jaato_web.review import selectors, services
@@ -22,9 +22,9 @@ from jaato_web.review.targets import Target
 router = Router(tags=["review"])
 
 
-class CommentIn(Schema):
+class CommentIn(ObjectIn):
     body: str
-    parent: int | None = None
+    parent: Id | None = None
 
 
 class CommentOut(Schema):
@@ -72,7 +72,7 @@ class CommentPage(Schema):
     items: list[CommentOut]
 
 
-class VerdictIn(Schema):
+class VerdictIn(ObjectIn):
     decision: str
     note: str = ""
 
@@ -218,7 +218,7 @@ VERDICT_ANSWERS: dict[int, Any] = {201: VerdictOut, 400: Problem, 403: Problem, 
 @router.get(
     "/runs/{int:run_id}/comments", response=CommentPage, summary="A run's comments", auth=VIEW
 )
-def list_run_comments(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, Any]:
+def list_run_comments(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[str, Any]:
     """Comments on the run itself (not on its removal items), oldest first; a reply names its
     ``parent``."""
     return _comments(_run(request, run_id), page)
@@ -242,7 +242,7 @@ def add_run_comment(request: HttpRequest, run_id: int, payload: CommentIn) -> St
     auth=VIEW,
 )
 def list_removal_comments(
-    request: HttpRequest, run_id: int, seq: int, page: int = 1
+    request: HttpRequest, run_id: int, seq: int, page: PageNumber = 1
 ) -> dict[str, Any]:
     return _comments(_removal(request, run_id, seq), page)
 
@@ -265,7 +265,7 @@ def add_removal_comment(
     summary="A run's review status and verdicts",
     auth=VIEW,
 )
-def list_run_verdicts(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, Any]:
+def list_run_verdicts(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[str, Any]:
     return _review(_run(request, run_id), page)
 
 
@@ -290,7 +290,9 @@ def give_run_verdict(request: HttpRequest, run_id: int, payload: VerdictIn) -> S
     summary="A policy version's comments",
     auth=VIEW,
 )
-def list_version_comments(request: HttpRequest, version_id: int, page: int = 1) -> dict[str, Any]:
+def list_version_comments(
+    request: HttpRequest, version_id: int, page: PageNumber = 1
+) -> dict[str, Any]:
     return _comments(_version(request, version_id), page)
 
 
@@ -312,7 +314,9 @@ def add_version_comment(
     summary="A policy version's review status and verdicts",
     auth=VIEW,
 )
-def list_version_verdicts(request: HttpRequest, version_id: int, page: int = 1) -> dict[str, Any]:
+def list_version_verdicts(
+    request: HttpRequest, version_id: int, page: PageNumber = 1
+) -> dict[str, Any]:
     return _review(_version(request, version_id), page)
 
 
@@ -332,7 +336,9 @@ def give_version_verdict(
 
 
 @router.get("/review/queue", response=QueueOut, summary="What waits for review", auth=VIEW)
-def review_queue(request: HttpRequest, project: int | None = None, page: int = 1) -> dict[str, Any]:
+def review_queue(
+    request: HttpRequest, project: Id | None = None, page: PageNumber = 1
+) -> dict[str, Any]:
     """Finished runs and latest policy versions without a verdict, oldest first, and those whose
     latest verdict requests changes; ``page`` pages each list."""
     chosen = access_of(request).project(project)

@@ -12,7 +12,9 @@ from jaato_web.api.schemas import (
     ArchiveIn,
     ArchiveOut,
     DiffPage,
+    Index,
     NodePage,
+    PageNumber,
     Problem,
     RemovalPage,
     ReplayIn,
@@ -94,7 +96,7 @@ def get_run(request: HttpRequest, run_id: int) -> GCRun:
 @router.get(
     "/runs/{int:run_id}/ledger", response=RemovalPage, summary="The removal ledger", auth=VIEW
 )
-def run_ledger(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
+def run_ledger(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[str, object]:
     return paged(selectors.run_removals(run=_run(request, run_id)), page, selectors.LEDGER_PER_PAGE)
 
 
@@ -132,7 +134,7 @@ def run_summaries(request: HttpRequest, run_id: int) -> list[Summary]:
     auth=VIEW,
 )
 def run_budget(
-    request: HttpRequest, run_id: int, parent: str = "", offset: int = 0
+    request: HttpRequest, run_id: int, parent: str = "", offset: Index = 0
 ) -> dict[str, object]:
     run = _run(request, run_id)
     nodes = selectors.budget_children(session=run.session, run=run, parent_path=parent)
@@ -142,7 +144,7 @@ def run_budget(
 @router.get(
     "/runs/{int:run_id}/diff", response=DiffPage, summary="Before/after, turn by turn", auth=VIEW
 )
-def run_diff(request: HttpRequest, run_id: int, page: int = 1) -> dict[str, object]:
+def run_diff(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[str, object]:
     run = _run(request, run_id)
     turns = selectors.page_of(
         selectors.session_turns(session=run.session), page, selectors.TURNS_PER_PAGE
@@ -195,9 +197,10 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
 def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> Status[Replay]:
     """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
     session = access_of(request).session(session_id)
-    _, config = _config_source(session, payload.policy_version_id, payload.config)
+    version, config = _config_source(session, payload.policy_version_id, payload.config)
     replay = services.replay_request(
         session=session,
+        policy_version=version,
         config=config,
         context_limit=payload.context_limit,
         actor=access_of(request).user,

@@ -7,9 +7,28 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field, NonNegativeInt
+from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 import gcengine
+from jaato_web.http import MAX_ID
+
+# Whole numbers a request may carry. The database stores them in 64 bits, so a larger one
+# names nothing and is refused with the field's name rather than failing in a query.
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
+Index = Annotated[int, Field(ge=0, le=MAX_ID)]
+PageNumber = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
+class ObjectIn(Schema):
+    """A request body that must be a JSON object: ninja would otherwise read the fields of any
+    value given (a list has no ``base_version``, so ``[]`` passed as "nothing given")."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _an_object(cls, value: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        if not isinstance(value, dict | cls):
+            raise ValueError(f"the body must be a JSON object, not {type(value).__name__}")
+        return handler(value)
 
 
 class Problem(Schema):
@@ -131,10 +150,10 @@ class TurnPage(Paged):
     items: list[TurnOut]
 
 
-class RunIn(Schema):
+class RunIn(ObjectIn):
     """A stored policy version, or a gc.json as is; ``plugin`` overrides its strategy."""
 
-    policy_version_id: int | None = None
+    policy_version_id: Id | None = None
     config: dict[str, Any] | None = None
     plugin: str | None = None
     context_limit: int | None = Field(
@@ -209,8 +228,8 @@ class DiffPage(Paged):
     items: list[DiffTurnOut]
 
 
-class ReplayIn(Schema):
-    policy_version_id: int | None = None
+class ReplayIn(ObjectIn):
+    policy_version_id: Id | None = None
     config: dict[str, Any] | None = None
     context_limit: int | None = Field(
         default=None,
@@ -223,6 +242,12 @@ class ReplayIn(Schema):
 class ReplayOut(Schema):
     id: int
     session_id: int
+    policy_version_id: int | None = Field(
+        description="The stored version replayed, or null for a pasted gc.json"
+    )
+    policy_label: str = Field(
+        description="That version as named when replayed ('Budget 80/60 v3'); empty when pasted"
+    )
     status: str
     progress: str
     error: str
@@ -235,7 +260,7 @@ Kind = Literal["gc", "planner"]
 """What a policy holds: a gc.json, or the context planner's settings."""
 
 
-class PolicyIn(Schema):
+class PolicyIn(ObjectIn):
     """A new policy from a gc.json object in either shape (an import, or a fresh policy), or
     with ``kind`` "planner" a planner config (``gcengine.PlannerConfig`` settings)."""
 
@@ -245,12 +270,12 @@ class PolicyIn(Schema):
     kind: Kind = "gc"
 
 
-class PolicyVersionIn(Schema):
+class PolicyVersionIn(ObjectIn):
     """``base_version`` is the version the change was made from; a newer one stored since
     makes the save fail with 409 and the current version, so nothing is overwritten."""
 
     config: dict[str, Any]
-    base_version: int
+    base_version: Index
     message: str = ""
 
 
@@ -274,11 +299,11 @@ class PolicyOut(Schema):
     latest: PolicyVersionOut | None
 
 
-class RestoreIn(Schema):
+class RestoreIn(ObjectIn):
     """``base_version``: the newest version the client has seen (409 if a newer one exists);
     leave it out to restore on top of whatever is newest."""
 
-    base_version: int | None = None
+    base_version: Index | None = None
 
 
 class DefaultOut(Schema):
@@ -286,17 +311,17 @@ class DefaultOut(Schema):
     is_default: bool
 
 
-class PolicyPinsIn(Schema):
+class PolicyPinsIn(ObjectIn):
     """Pins to add and take away in a policy, for every session it runs on, saved as one
     version with ``message`` (or one listing the change). With ``session_id`` every turn and
     message pinned must exist in that session."""
 
-    pin_turn_indices: list[NonNegativeInt] = Field(default_factory=list, max_length=10_000)
-    unpin_turn_indices: list[NonNegativeInt] = Field(default_factory=list, max_length=10_000)
+    pin_turn_indices: list[Index] = Field(default_factory=list, max_length=10_000)
+    unpin_turn_indices: list[Index] = Field(default_factory=list, max_length=10_000)
     pin_message_ids: list[str] = Field(default_factory=list, max_length=10_000)
     unpin_message_ids: list[str] = Field(default_factory=list, max_length=10_000)
     message: str = Field(default="", max_length=500)
-    session_id: int | None = None
+    session_id: Id | None = None
 
 
 class PolicyPinsOut(Schema):
@@ -305,11 +330,11 @@ class PolicyPinsOut(Schema):
     version: PolicyVersionOut
 
 
-class SessionPinIn(Schema):
+class SessionPinIn(ObjectIn):
     """Pin (or unpin) one turn, by stable index, or one message of this session only;
     ``pinned`` null toggles."""
 
-    turn_index: NonNegativeInt | None = None
+    turn_index: Index | None = None
     message_id: str | None = Field(default=None, max_length=200)
     pinned: bool | None = None
 
@@ -321,7 +346,7 @@ class SessionPinsOut(Schema):
     pinned_message_ids: list[str]
 
 
-class ArchiveIn(Schema):
+class ArchiveIn(ObjectIn):
     archived: bool = True
 
 
@@ -330,15 +355,15 @@ class ArchiveOut(Schema):
     archived_at: datetime | None
 
 
-class ConfigRef(Schema):
+class ConfigRef(ObjectIn):
     """A stored policy version, or a gc.json object as is (exactly one)."""
 
-    policy_version_id: int | None = None
+    policy_version_id: Id | None = None
     config: dict[str, Any] | None = None
 
 
 class PreviewIn(ConfigRef):
-    session_id: int
+    session_id: Id
     replay: bool = False
     context_limit: int | None = Field(
         default=None,
@@ -348,8 +373,8 @@ class PreviewIn(ConfigRef):
     )
 
 
-class CompareIn(Schema):
-    session_id: int
+class CompareIn(ObjectIn):
+    session_id: Id
     a: ConfigRef
     b: ConfigRef
     replay: bool = False
@@ -428,11 +453,11 @@ class VersionCompareOut(Schema):
     differences: list[ChangeOut]
 
 
-class ApplyIn(Schema):
+class ApplyIn(ObjectIn):
     """Run version ``version`` (its number; default the newest) on each session."""
 
-    session_ids: list[int]
-    version: int | None = None
+    session_ids: list[Id] = Field(max_length=10_000)
+    version: Index | None = None
 
 
 class ApplyOut(Schema):
@@ -446,11 +471,11 @@ class ApplyOut(Schema):
 # --- The context planner ---------------------------------------------------------------------
 
 
-class PlannerConfigRef(Schema):
+class PlannerConfigRef(ObjectIn):
     """The planner settings: a stored planner config's version, or settings as is (at most
     one; neither: the engine's defaults)."""
 
-    planner_config_version_id: int | None = None
+    planner_config_version_id: Id | None = None
     config: dict[str, Any] | None = Field(
         default=None, description="gcengine.PlannerConfig settings; what it leaves out is default"
     )

@@ -11,8 +11,11 @@ from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
     ArchiveIn,
     ArchiveOut,
+    Id,
+    Index,
     IngestJobOut,
     NodePage,
+    PageNumber,
     Problem,
     SessionDetailOut,
     SessionPage,
@@ -36,7 +39,7 @@ router = Router(tags=["sessions"])
     auth=UPLOAD,
 )
 def upload_session(
-    request: HttpRequest, file: File[UploadedFile], project: int | None = None
+    request: HttpRequest, file: File[UploadedFile], project: Id | None = None
 ) -> Status[UploadOut]:
     """201 stored; 200 already stored (the same bytes); 202 queued for the background reader.
 
@@ -71,7 +74,7 @@ def upload_session(
     auth=UPLOAD,
 )
 def upload_sessions(
-    request: HttpRequest, files: File[list[UploadedFile]], project: int | None = None
+    request: HttpRequest, files: File[list[UploadedFile]], project: Id | None = None
 ) -> Status[UploadBatchOut]:
     """Every file gets its own result: an empty, oversized or malformed file is refused and
     stores nothing, while the others are stored. The answer is 200 when at least one file was
@@ -107,8 +110,8 @@ def list_sessions(
     request: HttpRequest,
     search: str = "",
     sort: str = "newest",
-    page: int = 1,
-    project: int | None = None,
+    page: PageNumber = 1,
+    project: Id | None = None,
     archived: bool = False,
 ) -> dict[str, object]:
     """Sessions in use; ``archived=true`` lists the archived ones instead."""
@@ -141,7 +144,7 @@ def get_session(request: HttpRequest, session_id: int) -> AgentSession:
     auth=VIEW,
 )
 def session_budget(
-    request: HttpRequest, session_id: int, parent: str = "", offset: int = 0
+    request: HttpRequest, session_id: int, parent: str = "", offset: Index = 0
 ) -> dict[str, object]:
     """Top-level sources without ``parent``; a node's children with ``parent=<its path>``."""
     session = access_of(request).session(session_id)
@@ -151,7 +154,7 @@ def session_budget(
 @router.get(
     "/{int:session_id}/turns", response=TurnPage, summary="A page of the history", auth=VIEW
 )
-def session_turns(request: HttpRequest, session_id: int, page: int = 1) -> dict[str, object]:
+def session_turns(request: HttpRequest, session_id: int, page: PageNumber = 1) -> dict[str, object]:
     session = access_of(request).session(session_id)
     return paged(selectors.session_turns(session=session), page, selectors.TURNS_PER_PAGE)
 

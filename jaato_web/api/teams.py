@@ -11,6 +11,7 @@ from ninja import Router, Schema, Status
 
 from jaato_web.api.auth import MANAGE_MEMBERS, VIEW, access_of
 from jaato_web.api.paging import paged
+from jaato_web.api.schemas import Id, ObjectIn, PageNumber
 from jaato_web.dashboard.models import AuditAction, AuditEvent, Project
 from jaato_web.teams import selectors, services
 from jaato_web.teams.models import Membership
@@ -37,12 +38,12 @@ class MemberOut(Schema):
         return membership.user.get_username()
 
 
-class MemberIn(Schema):
+class MemberIn(ObjectIn):
     username: str
     role: Role = Role.VIEWER
 
 
-class RoleIn(Schema):
+class RoleIn(ObjectIn):
     role: Role
 
 
@@ -144,12 +145,12 @@ def remove_member(request: HttpRequest, project_id: int, membership_id: int) -> 
 @router.get("/audit", response=AuditPage, summary="The audit log, filtered", auth=VIEW)
 def audit_log(
     request: HttpRequest,
-    project: int | None = None,
+    project: Id | None = None,
     action: AuditAction | None = None,
     actor: str = "",
     since: date | None = None,
     until: date | None = None,
-    page: int = 1,
+    page: PageNumber = 1,
 ) -> dict[str, object]:
     """Events of one project (``project``) or of every project you reach, newest first."""
     access = access_of(request)

@@ -23,10 +23,11 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import gcengine
-from jaato_web.dashboard import services, storage
+from jaato_web.dashboard import presenters, services, storage
 from jaato_web.dashboard.models import AgentSession
 
 SESSION_CACHE_SIZE = 4
@@ -127,6 +128,8 @@ class Preview:
     trigger_reason: str | None
     elapsed_ms: float
     notes: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    left: presenters.Left | None = None
 
     @property
     def tokens_freed(self) -> int:
@@ -142,6 +145,20 @@ class Preview:
     @property
     def percent_after(self) -> float:
         return self.percent(self.tokens_after)
+
+    @cached_property
+    def story(self) -> presenters.PreviewStory:
+        """What the preview says beside its figures."""
+        return presenters.preview_story(
+            strategy=self.config.plugin,
+            tokens_before=self.tokens_before,
+            tokens_after=self.tokens_after,
+            limit=self.context_limit,
+            items=len(self.items),
+            config=gcengine.dump_gc_config(self.config),
+            details=self.details,
+            left=self.left,
+        )
 
     @property
     def removed_turns(self) -> frozenset[int]:
@@ -179,6 +196,12 @@ def preview(
         trigger_reason=reason.value if reason is not None else None,
         elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
         notes=notes,
+        details=dict(result.details),
+        left=presenters.Left(
+            locked=outcome.budget_after.locked_tokens(),
+            preservable=outcome.budget_after.preservable_tokens(),
+            eligible=outcome.budget_after.gc_eligible_tokens(),
+        ),
     )
 
 

@@ -80,6 +80,10 @@ class AgentSession(models.Model):
     token_counter = models.CharField(max_length=100)
     drift = models.JSONField(default=dict, help_text="Recorded vs counted token figures.")
     warnings = models.JSONField(default=list)
+    agent_state = models.JSONField(
+        default=dict,
+        help_text="Interrupted turn, sub-agents, compactions: storage.StoredAgentState.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     archived_at = models.DateTimeField(
         null=True, blank=True, help_text="Hidden from lists since then; delete removes it."
@@ -261,6 +265,12 @@ class GCRun(BackgroundWork):
     policy_version = models.ForeignKey(
         PolicyVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
+    policy_label = models.CharField(
+        max_length=220,
+        blank=True,
+        help_text="The version as named when run ('Budget 80/60 v3'); empty for a pasted "
+        "gc.json. Kept when the version is deleted.",
+    )
     config = models.JSONField(help_text="The exact gc.json the run used.")
     plugin = models.CharField(max_length=100)
     trigger = models.CharField(max_length=40, default="manual", help_text="manual or upload")
@@ -270,6 +280,11 @@ class GCRun(BackgroundWork):
     items_collected = models.PositiveIntegerField(null=True)
     turns_after = models.PositiveIntegerField(null=True)
     context_limit = models.PositiveBigIntegerField(null=True)
+    # What the run left, by what may remove it: why a run that stops above its target or
+    # the window stopped there. Empty for runs stored before these figures were kept.
+    locked_after = models.PositiveBigIntegerField(null=True)
+    preservable_after = models.PositiveBigIntegerField(null=True)
+    eligible_after = models.PositiveBigIntegerField(null=True)
     result = models.JSONField(null=True, help_text="gcengine.GCResult without its removal list.")
     session_after = models.BinaryField(
         null=True, help_text="The session after the run, gcengine.Session JSON, zlib-compressed."
@@ -342,9 +357,22 @@ class Summary(models.Model):
 
 
 class Replay(BackgroundWork):
-    """A turn-by-turn replay of a session under a policy (the sawtooth or ripple chart)."""
+    """A turn-by-turn replay of a session under a policy (the sawtooth or ripple chart).
+
+    One replay per session and gc.json: a version whose gc.json was replayed already gets that
+    replay, which then names the version asked for last (the chart is the same).
+    """
 
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="replays")
+    policy_version = models.ForeignKey(
+        PolicyVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="replays"
+    )
+    policy_label = models.CharField(
+        max_length=220,
+        blank=True,
+        help_text="The version as named when replayed ('Budget 80/60 v3'); empty for a "
+        "pasted gc.json. Kept when the version is deleted.",
+    )
     config = models.JSONField()
     config_digest = models.CharField(max_length=64)
     context_limit = models.PositiveBigIntegerField(

@@ -184,6 +184,15 @@ TURNS_SHOWN = 20
 Decision = gcengine.PlannedItem | gcengine.ExcludedItem
 
 
+def item_name(item: Any, names: Sequence[str] = ()) -> str:
+    """An item, or a decision on one, as pages name it: ``turn 4 user`` in the session's own
+    numbering (``names``: each turn's name by its place in the session, which is what an
+    item's ``turn`` holds), else its label."""
+    if item.turn is not None and item.turn < len(names):
+        return f"{names[item.turn]} {item.role.value}"
+    return str(item.label or item.id)
+
+
 @dataclass(frozen=True)
 class Unit:
     """Items decided together, shown as one row: one item, a turn's members (``members``),
@@ -200,12 +209,13 @@ class Unit:
     decisions: Sequence[Decision] = field(default=(), repr=False)
     parts: tuple[Unit, ...] = ()
     turns: int = 1
+    names: Sequence[str] = field(default=(), repr=False)
 
     @property
     def members(self) -> list[Member]:
         """The unit's items, made for the rows a page shows only (a long session has tens of
         thousands)."""
-        return [_member(d) for d in self.decisions]
+        return [_member(d, self.names) for d in self.decisions]
 
     @property
     def hidden_parts(self) -> int:
@@ -215,14 +225,14 @@ class Unit:
     def pinned(self) -> Member | None:
         """The pinned item a one-item unit is, if it is one."""
         if self.count == 1 and self.decisions and self.decisions[0].source == "pinned":
-            return _member(self.decisions[0])
+            return _member(self.decisions[0], self.names)
         return None
 
 
-def _member(decision: Decision) -> Member:
+def _member(decision: Decision, names: Sequence[str]) -> Member:
     return Member(
         id=decision.id,
-        label=decision.label or decision.id,
+        label=item_name(decision, names),
         role=decision.role.value,
         source=decision.source.value,
         tokens=decision.tokens,
@@ -230,20 +240,28 @@ def _member(decision: Decision) -> Member:
     )
 
 
-def _unit(group: Sequence[Decision]) -> Unit:
+def _turn_name(first: Decision, names: Sequence[str]) -> str:
+    """The name of the turn a turn's unit is, in the session's numbering when known."""
+    if first.turn is not None and first.turn < len(names):
+        return names[first.turn]
+    return first.label.rsplit(" ", 1)[0]
+
+
+def _unit(group: Sequence[Decision], names: Sequence[str]) -> Unit:
     first = group[0]
-    is_turn = first.atom_id.startswith("turn_") and bool(first.label)
+    is_turn = first.atom_id.startswith("turn_") and (first.turn is not None or bool(first.label))
     # One decision per distinct reason: codes and sentences are made once per unit, not per
     # item.
     distinct = list({(d.reason, d.detail): d for d in reversed(group)}.values())[::-1]
     return Unit(
-        name=first.label.rsplit(" ", 1)[0] if is_turn else (first.label or first.id),
+        name=_turn_name(first, names) if is_turn else item_name(first, names),
         codes=tuple(d.code for d in distinct),
         explanation=" ".join(dict.fromkeys(d.explanation for d in distinct)),
         tokens=sum(d.tokens for d in group),
         count=len(group),
         is_turn=is_turn,
         decisions=group,
+        names=names,
     )
 
 
@@ -252,7 +270,7 @@ def _fold_key(group: Sequence[Decision]) -> tuple[object, ...] | None:
     or one whose items were decided differently). Equal keys give equal codes and
     explanations."""
     first = group[0]
-    if not first.atom_id.startswith("turn_") or not first.label:
+    if not first.atom_id.startswith("turn_"):
         return None
     reason, detail = first.reason, first.detail
     if any(d.reason is not reason or d.detail is not detail for d in group):
@@ -262,7 +280,7 @@ def _fold_key(group: Sequence[Decision]) -> tuple[object, ...] | None:
     return (False, reason, detail, first.section, first.tokens_left)
 
 
-def _folded(groups: Iterable[Sequence[Decision]]) -> list[Unit]:
+def _folded(groups: Iterable[Sequence[Decision]], names: Sequence[str]) -> list[Unit]:
     """One row per unit, consecutive turns decided alike folded into one: a long session
     leaves out thousands of turns for the same reason and sends hundreds as ``recent``. Only
     the rows' first turns become units of their own, so the cost is a pass over the items."""
@@ -277,11 +295,11 @@ def _folded(groups: Iterable[Sequence[Decision]]) -> list[Unit]:
             keys.append(key)
     rows = []
     for run in runs:
-        first = _unit(run[0])
+        first = _unit(run[0], names)
         if len(run) == 1:
             rows.append(first)
             continue
-        last = run[-1][0].label.rsplit(" ", 1)[0]
+        last = _turn_name(run[-1][0], names)
         rows.append(
             Unit(
                 name=f"{first.name} … {last}",
@@ -290,33 +308,33 @@ def _folded(groups: Iterable[Sequence[Decision]]) -> list[Unit]:
                 tokens=sum(d.tokens for group in run for d in group),
                 count=sum(len(group) for group in run),
                 is_turn=True,
-                parts=(first, *(_unit(group) for group in run[1:TURNS_SHOWN])),
+                parts=(first, *(_unit(group, names) for group in run[1:TURNS_SHOWN])),
                 turns=len(run),
             )
         )
     return rows
 
 
-def included_units(plan: gcengine.ContextPlan) -> list[Unit]:
+def included_units(plan: gcengine.ContextPlan, names: Sequence[str] = ()) -> list[Unit]:
     """What is sent, in prompt order: consecutive members of one unit on one row, and runs of
-    turns sent for the same reason folded."""
+    turns sent for the same reason folded. ``names`` names the turns (``item_name``)."""
     groups: list[list[gcengine.PlannedItem]] = []
     for decision in plan.included:
         if groups and groups[-1][0].atom_id == decision.atom_id:
             groups[-1].append(decision)
         else:
             groups.append([decision])
-    return _folded(groups)
+    return _folded(groups, names)
 
 
-def excluded_units(plan: gcengine.ContextPlan) -> list[Unit]:
+def excluded_units(plan: gcengine.ContextPlan, names: Sequence[str] = ()) -> list[Unit]:
     """What is left out, by unit and reason, newest first (as ``plan_report`` lists it), runs
     of turns left out for the same reason folded."""
     groups: dict[tuple[str, str, str | None], list[gcengine.ExcludedItem]] = {}
     for decision in plan.excluded:
         key = (decision.atom_id, decision.reason, decision.detail)
         groups.setdefault(key, []).append(decision)
-    return _folded(sorted(groups.values(), key=lambda unit: -unit[-1].seq))
+    return _folded(sorted(groups.values(), key=lambda unit: -unit[-1].seq), names)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import gcengine
 from jaato_web.dashboard import dry_runs, services
 from jaato_web.dashboard.dry_runs import LRU
 from jaato_web.dashboard.models import AgentSession
+from jaato_web.dashboard.planner_presenters import item_name
 
 ITEMS_CACHE_SIZE = 4
 PLAN_CACHE_SIZE = 16
@@ -89,29 +90,40 @@ def session_caps(engine: gcengine.Session, choice: CapsChoice) -> gcengine.Model
 
 
 @dataclass(frozen=True)
-class _PinFacts:
+class _TurnFacts:
     """What the engine accepts as a pin in a session: its turns (stable indices) and, for
-    each message, whether it carries tool traffic (only ever sent with its partner)."""
+    each message, whether it carries tool traffic (only ever sent with its partner); and each
+    turn's name as pages say it (``turn 1`` for index 0), by its place in the session, which
+    is what a planner item's ``turn`` holds."""
 
     turns: frozenset[int]
     tool_traffic: dict[str, bool]
+    names: tuple[str, ...]
 
 
-_pin_facts: LRU[tuple[int, str], _PinFacts] = LRU(ITEMS_CACHE_SIZE)
+_turn_facts: LRU[tuple[int, str], _TurnFacts] = LRU(ITEMS_CACHE_SIZE)
 
 
-def _facts(session: AgentSession, engine: gcengine.Session) -> _PinFacts:
+def _facts(session: AgentSession, engine: gcengine.Session) -> _TurnFacts:
     key = (session.pk, session.sha256)
-    facts = _pin_facts.get(key)
+    facts = _turn_facts.get(key)
     if facts is None:
-        facts = _PinFacts(
-            turns=frozenset(t.index for t in engine.turns() if t.index is not None),
+        turns = engine.turns()
+        facts = _TurnFacts(
+            turns=frozenset(t.index for t in turns if t.index is not None),
             tool_traffic={
                 m.message_id: bool(m.function_calls or m.function_responses) for m in engine.history
             },
+            names=tuple(gcengine.turn_label(t.index) for t in turns),
         )
-        _pin_facts.put(key, facts)
+        _turn_facts.put(key, facts)
     return facts
+
+
+def turn_names(session: AgentSession) -> tuple[str, ...]:
+    """Each turn's name as pages say it (``turn 1`` for stable index 0), by its place in the
+    session, which is what a planner item's ``turn`` holds."""
+    return _facts(session, dry_runs.engine_session(session)).names
 
 
 @dataclass(frozen=True)
@@ -147,7 +159,10 @@ def session_pins(session: AgentSession, engine: gcengine.Session, choice: PinCho
         if turn in facts.turns:
             pins.append(gcengine.Pin(turn=turn, priority=choice.priority, ttl=choice.ttl))
         else:
-            notes.append(f"Turn {turn} is pinned but not in the session; it is left aside.")
+            notes.append(
+                f"{gcengine.turn_label(turn).capitalize()} is pinned but not in the session; "
+                "it is left aside."
+            )
     for message_id in sorted(ids):
         traffic = facts.tool_traffic.get(message_id)
         if traffic is None:
@@ -171,7 +186,7 @@ _plans: LRU[tuple[Any, ...], gcengine.ContextPlan] = LRU(PLAN_CACHE_SIZE)
 
 
 def clear_caches() -> None:
-    _pin_facts.clear()
+    _turn_facts.clear()
     _items.clear()
     _plans.clear()
 
@@ -376,10 +391,6 @@ class _Turns:
         self.users = sorted(
             {i.turn for i in self.turned if i.role == "user" and i.turn is not None}
         )
-        self.labels: dict[int, str] = {}
-        for item in self.turned:
-            label = item.label.rsplit(" ", 1)[0] or f"turn {item.turn}"
-            self.labels.setdefault(item.turn or 0, label)
         ids = [i.id for i in items]
         # A repeated id is planned as a duplicate of its first copy; leaving an older turn out
         # could change which copy is first, so such sessions are planned whole.
@@ -427,6 +438,7 @@ def plan_steps(
     model_caps = session_caps(engine, caps)
     chosen = session_pins(session, engine, pins)
     turns = _Turns(session_items(session, engine, chosen))
+    names = _facts(session, engine).names
     budget = gcengine.prompt_budget(model_caps, settings)
     users = turns.users
     if start is None:
@@ -445,9 +457,9 @@ def plan_steps(
             if after is not before:
                 current[after.seq] = after
                 changes.append(
-                    TtlChange(after.label or after.id, _ttl_text(before), _ttl_text(after))
+                    TtlChange(item_name(after, names), _ttl_text(before), _ttl_text(after))
                 )
-        labels = {i.id: i.label or i.id for i in items}
+        labels = {i.id: item_name(i, names) for i in items}
         expired = [
             d
             for d in plan.excluded
@@ -458,7 +470,7 @@ def plan_steps(
         steps.append(
             Step(
                 turn=turn,
-                label=turns.labels.get(turn, f"turn {turn}"),
+                label=names[turn] if turn < len(names) else f"turn {turn + 1}",
                 tokens=plan.estimated_tokens_total,
                 prompt_budget=plan.prompt_budget,
                 included=len(plan.included),
@@ -467,7 +479,7 @@ def plan_steps(
                 pins_left_out=sum(1 for d in plan.excluded if d.source == "pinned"),
                 over_budget=plan.over_budget,
                 review_requests=tuple(labels.get(i, i) for i in asked),
-                expired=tuple(d.label or d.id for d in expired),
+                expired=tuple(item_name(d, names) for d in expired),
                 ttl_changes=tuple(changes),
                 repinned=tuple(labels.get(i, i) for i in asked) if repin else (),
             )

@@ -154,6 +154,10 @@ def usage_bar(*, limit: int, total: int, locked: int, preservable: int, eligible
 
 CHART_WIDTH = 900
 CHART_HEIGHT = 260
+# The policy pages draw their charts in a column about half as wide: drawn in a box of that
+# size, the labels keep their size on screen instead of shrinking with the whole chart.
+COMPACT_CHART_WIDTH = 440
+COMPACT_CHART_HEIGHT = 190
 # More points than pixels only slows the browser; peaks and troughs survive the thinning.
 CHART_MAX_POINTS = 1800
 
@@ -183,7 +187,9 @@ class ReplayChart:
     pressure_percent: float | None = None
 
 
-def replay_chart(series: dict[str, Any]) -> ReplayChart:
+def replay_chart(
+    series: dict[str, Any], *, width: int = CHART_WIDTH, height: int = CHART_HEIGHT
+) -> ReplayChart:
     """Usage after each check point, as a polyline: before and after a collection both show,
     so threshold mode draws a sawtooth and continuous mode a ripple."""
     limit = int(series["context_limit"]) or 1
@@ -197,12 +203,12 @@ def replay_chart(series: dict[str, Any]) -> ReplayChart:
     top = max([100.0, *values])
 
     def y(percent: float) -> float:
-        return round(CHART_HEIGHT - percent / top * CHART_HEIGHT, 1)
+        return round(height - percent / top * height, 1)
 
     count = max(len(values) - 1, 1)
 
     def x(index: int) -> float:
-        return round(index / count * CHART_WIDTH, 1)
+        return round(index / count * width, 1)
 
     points = " ".join(f"{x(i)},{y(v)}" for i, v in enumerate(values))
     event_marks: list[tuple[float, float]] = []
@@ -211,13 +217,13 @@ def replay_chart(series: dict[str, Any]) -> ReplayChart:
     for event in series["events"]:
         step = step_of_turn.get(event["turn_index"], 0)
         event_marks.append(
-            (round(step / total_steps * CHART_WIDTH, 1), y(event["tokens_after"] / limit * 100))
+            (round(step / total_steps * width, 1), y(event["tokens_after"] / limit * 100))
         )
     pressure = series.get("pressure_percent")
     turns = [t for t, _, _, _ in steps if t is not None]
     return ReplayChart(
-        width=CHART_WIDTH,
-        height=CHART_HEIGHT,
+        width=width,
+        height=height,
         points=points,
         threshold_y=None if series["continuous_mode"] else y(series["threshold_percent"]),
         target_y=y(series["target_percent"]),
@@ -226,7 +232,10 @@ def replay_chart(series: dict[str, Any]) -> ReplayChart:
         events=event_marks,
         y_ticks=[(y(p), p) for p in (0, 25, 50, 75, 100)],
         x_ticks=[
-            (round(i / 4 * CHART_WIDTH, 1), str(turns[min(len(turns) - 1, i * len(turns) // 4)]))
+            (
+                round(i / 4 * width, 1),
+                str(gcengine.turn_number(turns[min(len(turns) - 1, i * len(turns) // 4)])),
+            )
             for i in range(5)
         ]
         if turns
@@ -327,6 +336,12 @@ class MessageView:
     removed: bool
     parts: list[PartView]
     preview: str = ""
+    counted_by: str = ""
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the figure is the agent's own (else it was counted here)."""
+        return self.counted_by in ("recorded", "")
 
 
 @dataclass(frozen=True)
@@ -346,6 +361,11 @@ class TurnView:
     summaries_before: list[Any] = field(default_factory=list)
     pinned_here: bool = False
     pinned_by_policy: bool = False
+
+    @property
+    def number(self) -> int | None:
+        """The turn's number as JAATO's logs show it (from 1); None for an inserted summary."""
+        return gcengine.turn_number(self.turn_index) if self.turn_index is not None else None
 
     @property
     def policy_mix(self) -> list[tuple[str, int]]:
@@ -400,6 +420,7 @@ def message_views(
                 removed=m["id"] in removed,
                 parts=parts,
                 preview=_message_preview(parts),
+                counted_by=m.get("counted_by", ""),
             )
         )
     return views
@@ -437,10 +458,12 @@ class PinSummary:
 
     @property
     def text(self) -> str:
+        """In JAATO's numbering (turn 1 first), as every page names turns."""
         parts = []
         if self.turns:
             noun = "turn" if len(self.turns) == 1 else "turns"
-            parts.append(f"{noun} {turn_ranges(self.turns)}")
+            numbers = [gcengine.turn_number(index) for index in self.turns]
+            parts.append(f"{noun} {turn_ranges(numbers)}")
         if self.message_ids:
             count = len(self.message_ids)
             parts.append(f"{count:,} message{'' if count == 1 else 's'}")
@@ -668,6 +691,50 @@ class DriftView:
     counted_context_tokens: int
     provider_difference: int | None
     largest: list[DriftLine]
+    figures: FigureSources
+
+
+@dataclass(frozen=True)
+class FigureSources:
+    """Where a session's figures came from: recorded by the agent or counted here. Stored
+    before this was recorded, a session says nothing (``known`` is False)."""
+
+    known: bool = False
+    snapshot: bool = False
+    recorded_messages: int = 0
+    recorded_tokens: int = 0
+    counted_messages: int = 0
+    counted_tokens: int = 0
+    recorded_other: int = 0
+    counted_other: int = 0
+    exact: bool = True
+    notes: list[str] = field(default_factory=list)
+    accounting_turns: int = 0
+    accounting_prompt: int = 0
+    accounting_output: int = 0
+    recorded_calls: int = 0
+
+
+def figure_sources(stored: dict[str, Any] | None) -> FigureSources:
+    if not stored:
+        return FigureSources()
+    accounting = stored.get("turn_accounting") or {}
+    return FigureSources(
+        known=True,
+        snapshot=bool(stored.get("snapshot")),
+        recorded_messages=int(stored.get("recorded_messages") or 0),
+        recorded_tokens=int(stored.get("recorded_tokens") or 0),
+        counted_messages=int(stored.get("counted_messages") or 0),
+        counted_tokens=int(stored.get("counted_tokens") or 0),
+        recorded_other=int(stored.get("recorded_other") or 0),
+        counted_other=int(stored.get("counted_other") or 0),
+        exact=bool(stored.get("exact", True)),
+        notes=[str(n) for n in stored.get("notes") or []],
+        accounting_turns=int(accounting.get("turns") or 0),
+        accounting_prompt=int(accounting.get("prompt") or 0),
+        accounting_output=int(accounting.get("output") or 0),
+        recorded_calls=int(stored.get("recorded_calls") or 0),
+    )
 
 
 def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
@@ -675,6 +742,7 @@ def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
     provider = drift.get("provider_prompt_tokens")
     counted_context = int(drift.get("counted_context_tokens") or 0)
     return DriftView(
+        figures=figure_sources(drift.get("figures")),
         counter=str(drift.get("counter") or counter),
         has_figures=bool(compared or provider is not None),
         compared_messages=compared,
@@ -700,7 +768,6 @@ def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
 
 # --- Policies: field tables, differences, ledgers, replay figures ------------------------------
 
-# The gc.json keys in the order people read a policy: what runs, when, what it keeps.
 # The gc.json keys in the order people read a policy, with their labels: the engine's table.
 LABELS = {field.key: field.label for field in gcengine.GC_JSON_FIELDS}
 STRATEGY_LABELS: dict[str, str] = {s.name: s.label for s in gcengine.GC_STRATEGIES}
@@ -929,3 +996,409 @@ def replay_figures(series: Mapping[str, Any]) -> ReplayFigures:
         ),
         peak_percent=round(max((s[2] / limit * 100 for s in series["steps"]), default=0.0), 1),
     )
+
+
+# --- Sentences: what a run, a preview and a replay did, in words true for their figures ------
+#
+# Every sentence a page writes about a collection is made here from the figures it describes,
+# so a run that removed nothing never reads as one that removed content, and a replay that
+# never collected never reads as a sawtooth.
+
+PASTED_GC_JSON = "a pasted gc.json"
+
+
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 turn``, ``1,234 turns``: a count with its separators and the noun it agrees with."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
+def _pct(value: float) -> str:
+    return f"{value:.1f} %"
+
+
+def _setting(value: Any) -> str:
+    """A percentage from a gc.json as its author wrote it: 60, 62.5."""
+    return f"{float(value):g} %"
+
+
+def policy_name(version: Any | None, label: str = "") -> str:
+    """How a page names the policy a run or a replay used: ``Budget 80/60 v3``; the name it
+    had when its version has been deleted since; or a pasted gc.json."""
+    if version is not None:
+        return f"{version.policy.name} v{version.number}"
+    if label:
+        return f"{label} (deleted since)"
+    return PASTED_GC_JSON
+
+
+def is_continuous(config: Mapping[str, Any]) -> bool:
+    """Continuous mode: pressure 0, null or absent (the engine's ``GCConfig.continuous_mode``)."""
+    return not config.get("pressure_percent")
+
+
+def chart_title(policy: str, config: Mapping[str, Any]) -> str:
+    """What a chart says drew it: ``Budget 80/60 v3, threshold mode``."""
+    return f"{policy}, {'continuous' if is_continuous(config) else 'threshold'} mode"
+
+
+def replay_title(replay: Any) -> str:
+    """The title of a stored replay's chart (select ``policy_version__policy`` with it)."""
+    return chart_title(policy_name(replay.policy_version, replay.policy_label), replay.config)
+
+
+def no_turns(session: Any) -> str:
+    """What a replay of a session without turns says instead of a chart."""
+    if session.source_format == gcengine.SourceFormat.JAATO_BUDGET_SNAPSHOT:
+        return "This session is a budget snapshot: it has no turns to replay."
+    return "This session has no turns to replay."
+
+
+@dataclass(frozen=True)
+class Left:
+    """What a collection left in context, by what may remove it."""
+
+    locked: int
+    preservable: int
+    eligible: int
+
+
+def run_left(run: Any) -> Left | None:
+    """A stored run's ``Left``; None for runs stored before these figures were kept."""
+    if run.locked_after is None:
+        return None
+    return Left(run.locked_after, run.preservable_after or 0, run.eligible_after or 0)
+
+
+# Strategies that take whole turns only: what lies outside the conversation stays.
+TURN_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid"})
+
+
+def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bool) -> list[str]:
+    """What a strategy keeps whatever the usage, by its gc.json, in words."""
+    kept = []
+    recent = int(config.get("preserve_recent_turns") or 0)
+    if recent:
+        kept.append("the most recent turn" if recent == 1 else f"the {recent:,} most recent turns")
+    turns = config.get("pinned_turn_indices") or []
+    if turns:
+        kept.append(f"pinned turn{'' if len(turns) == 1 else 's'} {turn_ranges(turns)}")
+    ids = config.get("pinned_message_ids") or []
+    if ids:
+        kept.append(counted(len(ids), "pinned message"))
+    if without_pressure:
+        kept.append("every turn that holds preservable content")
+    if strategy in TURN_STRATEGIES:
+        kept.append("everything outside the conversation")
+    return kept
+
+
+def _and(parts: Sequence[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def kept_reason(
+    strategy: str, config: Mapping[str, Any], details: Mapping[str, Any], left: Left | None
+) -> str:
+    """Why a collection stopped above its target: a strategy takes content until it reaches the
+    target or runs out of what it may take, so what is left is what it may not take; told with
+    the figures when they are known, and the rules of ``strategy`` that keep it.
+
+    ``details`` are the engine's ``GCResult.details``: gc_budget says there whether it was
+    under pressure (it takes preservable content, and turns holding some, only then)."""
+    without_pressure = details.get("pressure_applied") is False
+    preservable_note = ""
+    if without_pressure and is_continuous(config):
+        preservable_note = ", which it takes only under pressure, and continuous mode has none"
+    elif without_pressure:
+        pressure = _setting(config["pressure_percent"])
+        preservable_note = f", which it takes only at its {pressure} pressure threshold"
+    kept = _kept_by_rule(strategy_of({"type": strategy}), config, without_pressure)
+    rules = f": it keeps {_and(kept)}" if kept else ""
+    if left is None:
+        return f"What is left is what this policy may not remove{rules}."
+    parts = []
+    if left.locked:
+        parts.append(f"{counted(left.locked, 'locked token')}, which no policy removes")
+    if left.preservable:
+        parts.append(f"{counted(left.preservable, 'preservable token')}{preservable_note}")
+    if left.eligible:
+        parts.append(f"{counted(left.eligible, 'eligible token')} it keeps by its rules{rules}")
+    if not parts:
+        return "What is left is what this policy may not remove."
+    return f"What is left is what this policy may not remove: {'; '.join(parts)}."
+
+
+@dataclass(frozen=True)
+class OverLimit:
+    """A collection that ends with the session still larger than its context window."""
+
+    tokens_over: int
+    percent: float
+    limit: int
+    reason: str
+    after: str = "after this run"
+
+    @property
+    def sentence(self) -> str:
+        return (
+            f"Still over the window by {counted(self.tokens_over, 'token')} {self.after} "
+            f"({_pct(self.percent)} of {self.limit:,})."
+        )
+
+
+def over_limit(
+    *, tokens_after: int | None, limit: int | None, reason: str, after: str = "after this run"
+) -> OverLimit | None:
+    if tokens_after is None or not limit or tokens_after <= limit:
+        return None
+    return OverLimit(tokens_after - limit, tokens_after / limit * 100, limit, reason, after)
+
+
+@dataclass(frozen=True)
+class RunStory:
+    """What a finished run did, in sentences for its page."""
+
+    outcome: str
+    nothing: str
+    summaries_none: str
+    over_limit: OverLimit | None
+
+
+def run_story(run: Any, summaries: Sequence[SummaryView]) -> RunStory:
+    """``summaries``: the run's summary chain (the one it wrote, if any, is told)."""
+    limit = run.context_limit or 0
+    tokens_before, tokens_after = run.tokens_before or 0, run.tokens_after or 0
+    items = run.items_collected or 0
+
+    def percent(tokens: int) -> float:
+        return tokens / limit * 100 if limit else 0.0
+
+    target = float(run.config.get("target_percent") or 0)
+    before, after = percent(tokens_before), percent(tokens_after)
+    details = (run.result or {}).get("details") or {}
+    reason = kept_reason(run.plugin, run.config, details, run_left(run))
+    over = over_limit(tokens_after=tokens_after, limit=limit, reason=reason)
+    told = "" if over is not None else f" {reason}"
+    if items == 0:
+        if before <= target:
+            nothing = (
+                "This run removed nothing: usage was already at or below the policy's "
+                f"{_setting(target)} target ({_pct(before)} of the window)."
+            )
+        else:
+            nothing = (
+                f"This run removed nothing: usage was {_pct(before)} of the window, above the "
+                f"{_setting(target)} target, and all of it is what this policy may not "
+                f"remove.{told}"
+            )
+        engine_said = str(details.get("message") or "")
+        if engine_said:
+            nothing += f" The strategy said: {engine_said.rstrip('.')}."
+        return RunStory(
+            outcome=nothing,
+            nothing=nothing,
+            summaries_none="No summaries: this run removed nothing, and the session held none.",
+            over_limit=over,
+        )
+    freed = tokens_before - tokens_after
+    change = (
+        f"freed {counted(freed, 'token')}" if freed >= 0 else f"added {counted(-freed, 'token')}"
+    )
+    outcome = (
+        f"This run removed {counted(items, 'item')} and {change}: usage went from "
+        f"{_pct(before)} to {_pct(after)} of the window, "
+    )
+    if after <= target:
+        outcome += f"at or below the policy's {_setting(target)} target."
+    else:
+        outcome += f"still above the policy's {_setting(target)} target.{told}"
+    written = next((s for s in summaries if s.written_by_run), None)
+    if written is not None:
+        outcome += (
+            f" It summarized {counted(written.covers_count, 'turn')} into summary "
+            f"{written.number} ({counted(written.tokens, 'token')})."
+        )
+    skipped = str(details.get("summary_skipped") or "")
+    if skipped:
+        # The engine writes no summary that would not be smaller than what it replaces.
+        outcome += f" It wrote no summary ({skipped.rstrip('.')}), so those turns were dropped."
+    return RunStory(
+        outcome=outcome,
+        nothing="",
+        summaries_none=(
+            "No summaries: this run removed content without summarizing it, "
+            "and the session held none."
+        ),
+        over_limit=over,
+    )
+
+
+@dataclass(frozen=True)
+class PreviewStory:
+    """What a preview says beside its figures: why nothing would go, why it would stop above
+    the target, and whether the session would still be over its window."""
+
+    nothing: str
+    short_of_target: str
+    over_limit: OverLimit | None
+
+
+def preview_story(
+    *,
+    strategy: str,
+    tokens_before: int,
+    tokens_after: int,
+    limit: int,
+    items: int,
+    config: Mapping[str, Any],
+    details: Mapping[str, Any],
+    left: Left | None,
+) -> PreviewStory:
+    def percent(tokens: int) -> float:
+        return tokens / limit * 100 if limit else 0.0
+
+    target = float(config.get("target_percent") or 0)
+    before, after = percent(tokens_before), percent(tokens_after)
+    reason = kept_reason(strategy, config, details, left)
+    over = over_limit(
+        tokens_after=tokens_after, limit=limit, reason=reason, after="after this collection"
+    )
+    told = "" if over is not None else f" {reason}"
+    nothing = short = ""
+    if items == 0 and before <= target:
+        nothing = (
+            f"Nothing to remove: usage is already at or below the policy's {_setting(target)} "
+            f"target ({_pct(before)} of the window)."
+        )
+    elif items == 0:
+        nothing = (
+            f"Nothing to remove: usage is {_pct(before)} of the window, above the "
+            f"{_setting(target)} target, and all of it is what this policy may not remove.{told}"
+        )
+    elif after > target:
+        short = (
+            f"It would stop at {_pct(after)} of the window, above the {_setting(target)} "
+            f"target.{told}"
+        )
+    return PreviewStory(nothing=nothing, short_of_target=short, over_limit=over)
+
+
+@dataclass(frozen=True)
+class ReplayStory:
+    """What a replay shows, in sentences checked against its series."""
+
+    sentences: list[str]
+    over_limit: str
+
+
+def replay_story(series: Mapping[str, Any], config: Mapping[str, Any]) -> ReplayStory:
+    """Sentences for a replay's chart: how often GC ran, the peak and the end, the shape the
+    chart draws (a sawtooth or a ripple only when the collections drew one), and how long
+    usage stays over the window. ``config`` is the gc.json replayed."""
+    steps, events = series["steps"], series["events"]
+    if not steps:
+        return ReplayStory([], "")
+    limit = int(series["context_limit"]) or 1
+
+    def percent(tokens: int) -> float:
+        return tokens / limit * 100
+
+    collections = [e for e in events if e["success"]]
+    failures = [e for e in events if not e["success"]]
+    peak = max(percent(s[2]) for s in steps)
+    final = percent(steps[-1][3])
+    checks = counted(len(steps), "check")
+    if collections:
+        ran = f"GC collected {_times(len(collections))} over {checks}"
+        if failures:
+            ran += f" and failed {_times(len(failures))}"
+    elif failures:
+        ran = f"GC failed {_times(len(failures))} over {checks} and never collected"
+    else:
+        ran = f"GC never ran over {checks}"
+    sentences = [
+        f"{ran}.",
+        f"Usage peaked at {_pct(peak)} of the context limit and ended at {_pct(final)}.",
+    ]
+    shape = _replay_shape(series, config, collections, failures)
+    if shape:
+        sentences.append(shape)
+    over = [s for s in steps if s[3] > limit]
+    over_text = ""
+    if over:
+        over_text = (
+            f"Usage stays over the limit at {len(over):,} of {counted(len(steps), 'check')}; "
+            f"peak {_pct(peak)}."
+        )
+        stuck = [e for e in collections if e["tokens_after"] > limit]
+        if stuck:
+            over_text += (
+                f" {counted(len(stuck), 'collection')} ended above the window: what was left "
+                "is what this policy may not remove."
+            )
+        elif failures:
+            over_text += " Collections that fail leave usage where it was."
+    return ReplayStory(sentences, over_text)
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else counted(count, "time")
+
+
+def _replay_shape(
+    series: Mapping[str, Any],
+    config: Mapping[str, Any],
+    collections: Sequence[Mapping[str, Any]],
+    failures: Sequence[Mapping[str, Any]],
+) -> str:
+    limit = int(series["context_limit"]) or 1
+    threshold = float(series["threshold_percent"])
+    target = float(series["target_percent"])
+    if not collections:
+        if failures:
+            return f"Every collection failed: {failures[0].get('error') or 'no reason given'}."
+        if config.get("auto_trigger") is False:
+            return "This policy never collects on its own (auto_trigger is off)."
+        if series["continuous_mode"]:
+            return f"Usage never rose above the {_setting(target)} target."
+        return f"Usage never reached the {_setting(threshold)} threshold."
+    at_turn_limit = sum(1 for e in collections if e["reason"] == "turn_limit")
+    by_usage = len(collections) - at_turn_limit
+    turn_note = ""
+    if at_turn_limit:
+        turn_note = f" {counted(at_turn_limit, 'collection')} came at the turn limit (max_turns)."
+    short = [e for e in collections if e["tokens_after"] > target / 100 * limit]
+    if series["continuous_mode"]:
+        if not short:
+            return (
+                f"GC collected whenever usage rose above the {_setting(target)} target, "
+                f"keeping it in a ripple just under it.{turn_note}"
+            )
+        return (
+            f"GC collected whenever usage rose above the {_setting(target)} target; "
+            f"{len(short):,} of {counted(len(collections), 'collection')} could not bring it "
+            f"back under the target.{turn_note}"
+        )
+    again = [e for e in collections if e["tokens_after"] >= threshold / 100 * limit]
+    if by_usage >= 2 and not again:
+        towards = "down to" if not short else "down towards"
+        return (
+            f"Each time usage reached the {_setting(threshold)} threshold, GC brought it "
+            f"{towards} the {_setting(target)} target: the sawtooth.{turn_note}"
+        )
+    if len(collections) == 1:
+        only = collections[0]
+        why = (
+            "at the turn limit (max_turns)"
+            if only["reason"] == "turn_limit"
+            else f"when usage reached the {_setting(threshold)} threshold"
+        )
+        down_to = _pct(only["tokens_after"] / limit * 100)
+        return f"GC collected once, {why}, bringing usage down to {down_to}."
+    if again:
+        return (
+            f"{len(again):,} of {counted(len(collections), 'collection')} left usage at or "
+            f"above the {_setting(threshold)} threshold, so GC collected again at the next "
+            f"check.{turn_note}"
+        )
+    return turn_note.strip()

@@ -42,6 +42,8 @@ SESSION_SORTS = {
     "name": "label",
 }
 SESSIONS_PER_PAGE = 25
+# A longer search names no session, and databases refuse LIKE patterns past a few thousand.
+SEARCH_MAX_CHARS = 200
 TURNS_PER_PAGE = 25
 NODES_PER_PAGE = 100
 LEDGER_PER_PAGE = 50
@@ -51,7 +53,9 @@ RUNS_PER_PAGE = 20
 def session_list(
     *, project: Project, search: str = "", sort: str = "newest", archived: bool = False
 ) -> QuerySet[AgentSession]:
-    """The project's sessions in use, or only the archived ones."""
+    """The project's sessions in use, or only the archived ones, whose name, model, format or
+    sha256 prefix holds ``search`` (cut to ``SEARCH_MAX_CHARS``)."""
+    search = search.strip()[:SEARCH_MAX_CHARS]
     sessions = AgentSession.objects.filter(
         project=project, archived_at__isnull=not archived
     ).annotate(run_count=Count("runs"))
@@ -109,6 +113,16 @@ class _TurnsByPosition(Sequence[SessionTurn]):
         return list(
             session_turns(session=self.session).filter(position__gte=start, position__lt=stop)
         )
+
+
+def turn_page_number(*, session: AgentSession, turn_index: int) -> int | None:
+    """The history page holding the turn with this stable index, or None when there is none."""
+    position = (
+        SessionTurn.objects.filter(session=session, turn_index=turn_index)
+        .values_list("position", flat=True)
+        .first()
+    )
+    return None if position is None else position // TURNS_PER_PAGE + 1
 
 
 def session_turn_page(*, session: AgentSession, number: Any) -> Page[SessionTurn]:
@@ -227,11 +241,11 @@ def run_diff(*, run: GCRun, turns: list[SessionTurn]) -> list[DiffRow]:
     return rows
 
 
-def replay_shown(*, session: AgentSession, replay_id: Any = None) -> Replay | None:
+def replay_shown(*, session: AgentSession, replay_id: int | None = None) -> Replay | None:
     """The replay a session page shows: the one asked for, else the newest; never its series."""
     replays = Replay.objects.filter(session=session).defer("series")
-    if replay_id is not None and str(replay_id).isdigit():
-        chosen = replays.filter(pk=int(replay_id)).first()
+    if replay_id is not None:
+        chosen = replays.filter(pk=replay_id).first()
         if chosen is not None:
             return chosen
     return replays.order_by("-created_at", "-pk").first()
@@ -243,7 +257,9 @@ def ingest_job_get(*, projects: Collection[int], job_id: int) -> IngestJob:
 
 def replay_get(*, projects: Collection[int], replay_id: int) -> Replay:
     return get_object_or_404(
-        Replay.objects.select_related("session"), pk=replay_id, session__project__in=projects
+        Replay.objects.select_related("session", "policy_version__policy"),
+        pk=replay_id,
+        session__project__in=projects,
     )
 
 

@@ -211,6 +211,21 @@ def gc_policy_checked(policy: Policy, key: str = "policy") -> Policy:
 # --- Uploads ---------------------------------------------------------------------------------
 
 
+# What file systems and the stored label hold; a longer name is a mistake worth saying.
+FILENAME_MAX_CHARS = 255
+
+
+class UploadNameError(InputError):
+    """An uploaded file's name that nothing can store."""
+
+    def __init__(self, length: int) -> None:
+        super().__init__(
+            f"the file name is {length:,} characters long; at most {FILENAME_MAX_CHARS} "
+            "characters are kept",
+            "file",
+        )
+
+
 def upload_size_check(size: int) -> None:
     """Refuse an oversized upload from its declared size, before it is read into memory."""
     if size > settings.JAATO_UPLOAD_MAX_BYTES:
@@ -225,6 +240,8 @@ def session_upload(
     Small files are read now, so a malformed one raises ``gcengine.SessionFormatError`` with
     nothing stored; large ones become an ``IngestJob`` for the worker.
     """
+    if len(filename) > FILENAME_MAX_CHARS:
+        raise UploadNameError(len(filename))
     upload_size_check(len(data))
     digest = hashlib.sha256(data).hexdigest()
     existing = AgentSession.objects.filter(project=project, sha256=digest).first()
@@ -266,6 +283,7 @@ class UploadState(StrEnum):
     DUPLICATE = "duplicate"
     QUEUED = "queued"
     TOO_LARGE = "too_large"
+    BAD_NAME = "bad_name"
     EMPTY = "empty"
     MALFORMED = "malformed"
 
@@ -314,6 +332,8 @@ def _upload_one(project: Project, upload: UploadedFile[Any], actor: Actor) -> Up
         receipt = session_upload(project=project, filename=name, data=upload.read(), actor=actor)
     except UploadTooLarge as error:
         return UploadOutcome(name, UploadState.TOO_LARGE, 413, reason=error.reason)
+    except UploadNameError as error:
+        return UploadOutcome(name[:80] + "…", UploadState.BAD_NAME, 400, reason=error.reason)
     except gcengine.SessionFormatError as error:
         return UploadOutcome(
             name, UploadState.MALFORMED, 400, reason=error.reason, json_path=error.json_path
@@ -420,6 +440,7 @@ def _session_store(
         token_counter=engine.token_counter,
         drift=storage.drift_record(engine),
         warnings=list(engine.warnings),
+        agent_state=storage.agent_state_record(engine),
     )
     SessionDocument.objects.create(
         session=session, original=data, engine_session=storage.pack_session(engine)
@@ -531,6 +552,7 @@ def run_start(
         run = GCRun.objects.create(
             session=session,
             policy_version=policy_version,
+            policy_label=str(policy_version) if policy_version is not None else "",
             config=gcengine.dump_gc_config(validated),
             plugin=plugin_name,
             trigger=trigger,
@@ -631,6 +653,9 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         tokens_before=outcome.budget_before.total_tokens(),
         tokens_after=outcome.budget_after.total_tokens(),
         tokens_freed=outcome.budget_before.total_tokens() - outcome.budget_after.total_tokens(),
+        locked_after=outcome.budget_after.locked_tokens(),
+        preservable_after=outcome.budget_after.preservable_tokens(),
+        eligible_after=outcome.budget_after.gc_eligible_tokens(),
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=result.model_dump(mode="json", exclude={"removal_list"}),
@@ -691,18 +716,27 @@ def engine_session_of(session: AgentSession, context_limit: int | None = None) -
 def replay_request(
     *,
     session: AgentSession,
-    config: Any,
+    policy_version: PolicyVersion | None = None,
+    config: Any = None,
     context_limit: int | None = None,
     actor: Actor = None,
 ) -> Replay:
-    """The replay of a session under a gc.json (against ``context_limit`` tokens instead of
-    the session's window, when given): the stored one, or a newly queued one."""
+    """The replay of a session under a stored version or a gc.json (against ``context_limit``
+    tokens instead of the session's window, when given): the stored one, or a newly queued
+    one. Asked for by a version, the replay names that version from then on (another version
+    with the same gc.json draws the same chart)."""
+    if policy_version is not None:
+        gc_policy_checked(policy_version.policy, "policy_version")
+        config = policy_version.config
+    if config is None:
+        raise gcengine.ConfigError("a replay needs a policy version or a gc.json")
     if context_limit is not None:
         gcengine.context_limit_checked(context_limit)
     canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
     window = context_limit if context_limit != session.context_limit else None
     keyed = {"gc.json": canonical, "context_limit": window} if window else canonical
     digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+    label = str(policy_version) if policy_version is not None else ""
     with transaction.atomic():
         replay, created = Replay.objects.get_or_create(
             session=session,
@@ -711,6 +745,8 @@ def replay_request(
                 "config": canonical,
                 "context_limit": window,
                 "progress": "waiting for a worker",
+                "policy_version": policy_version,
+                "policy_label": label,
             },
         )
         if created:
@@ -720,9 +756,12 @@ def replay_request(
                 action=AuditAction.REPLAY,
                 target=f"replay of {session.label}",
                 target_url=reverse("replay_detail", args=[replay.pk]),
-                detail={"session": session.pk, "plugin": canonical.get("type")},
+                detail={"session": session.pk, "plugin": canonical.get("type"), "policy": label},
             )
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
+        elif policy_version is not None and replay.policy_version_id != policy_version.pk:
+            replay.policy_version, replay.policy_label = policy_version, label
+            replay.save(update_fields=["policy_version", "policy_label"])
     return replay
 
 

@@ -261,6 +261,7 @@ def drift_record(engine: gcengine.Session) -> dict[str, Any]:
     largest = sorted(drift.messages, key=lambda m: abs(m.counted - m.recorded), reverse=True)
     return {
         "counter": drift.counter,
+        "figures": figure_sources(engine),
         "compared_messages": len(drift.messages),
         "recorded_total": drift.recorded_total,
         "counted_total": drift.counted_total,
@@ -278,4 +279,166 @@ def drift_record(engine: gcengine.Session) -> dict[str, Any]:
             for m in largest[:DRIFT_MESSAGES_SHOWN]
             if m.counted != m.recorded
         ],
+    }
+
+
+def figure_sources(engine: gcengine.Session) -> dict[str, Any]:
+    """Where the session's figures came from, as the session page explains them: each entry's
+    tokens (a message, a system instruction, a tool schema...) were either recorded by the
+    agent in the file, or counted here with the session's counter. The two add up to the
+    session's total (earlier reasoning, not sent to the model, is left out of both)."""
+    recorded = counted = recorded_tokens = counted_tokens = 0
+    recorded_other = counted_other = 0
+    for source, entry in engine.budget.entries.items():
+        if source is gcengine.InstructionSource.THINKING:
+            continue
+        is_message = source is gcengine.InstructionSource.CONVERSATION
+        for _, leaf in entry.walk():
+            if leaf.children or (not leaf.tokens and not is_message):
+                continue
+            made_by = leaf.metadata.get("counted_by")
+            if made_by is None or made_by == "recorded":
+                recorded_tokens += leaf.tokens
+                recorded, recorded_other = (
+                    (recorded + 1, recorded_other) if is_message else (recorded, recorded_other + 1)
+                )
+            else:
+                counted_tokens += leaf.tokens
+                counted, counted_other = (
+                    (counted + 1, counted_other) if is_message else (counted, counted_other + 1)
+                )
+    # The counter's shortcomings matter only for the figures it made.
+    counting = engine.token_counting if counted else None
+    accounting = engine.turn_accounting
+    return {
+        "snapshot": engine.source_format is gcengine.SourceFormat.JAATO_BUDGET_SNAPSHOT,
+        "recorded_messages": recorded,
+        "recorded_tokens": recorded_tokens,
+        "counted_messages": counted,
+        "counted_tokens": counted_tokens,
+        "recorded_other": recorded_other,
+        "counted_other": counted_other,
+        "exact": counting.exact if counting else True,
+        "notes": list(counting.notes) if counting else [],
+        "turn_accounting": {
+            "turns": len(accounting),
+            "prompt": sum(t.prompt for t in accounting),
+            "output": sum(t.output for t in accounting),
+        },
+        "recorded_calls": len(engine.recorded_usage),
+    }
+
+
+# A session's state lists are shown in full up to these lengths; the rest is a count.
+STATE_ITEMS_SHOWN = 100
+STATE_TEXT_CHARS = 600
+
+
+class StoredAgentState(TypedDict):
+    """What the agent's own record says beyond the conversation, as ``AgentSession.agent_state``
+    keeps it for the session page and the API."""
+
+    interrupted: dict[str, Any] | None
+    subagents: list[dict[str, Any]]
+    plugin_states: list[dict[str, str]]
+    failed_tool_results: list[dict[str, Any]]
+    failed_tool_result_count: int
+    compactions: list[dict[str, Any]]
+    tool_pair_problems: list[dict[str, Any]]
+    tool_pair_problem_count: int
+
+
+def _turn_of(message: gcengine.Message) -> int | None:
+    return gcengine.turn_number(message.turn_index) if message.turn_index is not None else None
+
+
+def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
+    """The state a page can show without the engine: an interrupted turn and the calls it left
+    waiting, sub-agents, plugin states, failed tool results, the compactions the agent itself
+    performed, and tool calls and results that lost their other half."""
+    interrupted = engine.interrupted_turn
+    failed = [
+        {
+            "turn": _turn_of(message),
+            "message_id": message.message_id,
+            "tool": response.name,
+            "text": clipped(pretty_json(response.result), STATE_TEXT_CHARS)[0],
+        }
+        for message in engine.history
+        for response in message.function_responses
+        if response.is_error
+    ]
+    problems = gcengine.tool_pair_report(engine)
+    return {
+        "interrupted": None
+        if interrupted is None
+        else {
+            "user_prompt": clipped(interrupted.user_prompt, STATE_TEXT_CHARS)[0],
+            "started_at": interrupted.started_at,
+            "pending_calls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "args": clipped(pretty_json(call.args), STATE_TEXT_CHARS)[0],
+                }
+                for call in interrupted.pending_tool_calls[:STATE_ITEMS_SHOWN]
+            ],
+        },
+        "subagents": [
+            *(
+                {
+                    "agent_id": record.agent_id or "",
+                    "profile": record.profile_name or "",
+                    "status": record.status or "",
+                    "turns": record.turn_count,
+                    "messages": None,
+                    "compaction": False,
+                }
+                for record in engine.subagent_records[:STATE_ITEMS_SHOWN]
+            ),
+            *(
+                {
+                    "agent_id": agent.agent_id,
+                    "profile": "",
+                    "status": "",
+                    "turns": None,
+                    "messages": len(agent.history),
+                    "compaction": agent.is_compaction,
+                }
+                for agent in engine.subagents[:STATE_ITEMS_SHOWN]
+            ),
+        ],
+        "plugin_states": [
+            {"plugin": name, "state": clipped(pretty_json(state), STATE_TEXT_CHARS)[0]}
+            for name, state in list(engine.plugin_states.items())[:STATE_ITEMS_SHOWN]
+        ],
+        "failed_tool_results": failed[:STATE_ITEMS_SHOWN],
+        "failed_tool_result_count": len(failed),
+        "compactions": [
+            {
+                "id": compaction.compaction_id,
+                "at": compaction.at,
+                "trigger": compaction.trigger,
+                "tokens_before": compaction.tokens_before,
+                "tokens_after": compaction.tokens_after,
+                "summary": compaction.summary,
+                "before_turn": gcengine.turn_number(compaction.before_turn)
+                if compaction.before_turn is not None
+                else None,
+                "replaced": compaction.replaced_count,
+            }
+            for compaction in engine.compactions[:STATE_ITEMS_SHOWN]
+        ],
+        "tool_pair_problems": [
+            {
+                "kind": problem.kind.value,
+                "call_id": problem.call_id,
+                "tool": problem.tool_name,
+                "message_id": problem.message_id,
+                "turn": gcengine.turn_number(problem.turn) if problem.turn is not None else None,
+                "agent_id": problem.agent_id,
+            }
+            for problem in problems[:STATE_ITEMS_SHOWN]
+        ],
+        "tool_pair_problem_count": len(problems),
     }

@@ -218,9 +218,10 @@ APPLIES_TO: dict[str, tuple[str, ...]] = {
     for field in (*gcengine.GC_JSON_FIELDS, SUMMARIZER)
     if field.strategies and set(field.strategies) != {s.name for s in gcengine.GC_STRATEGIES}
 }
-PLACEHOLDERS = {
-    strategy: ", ".join("{" + name + "}" for name in sorted(names))
-    for strategy, names in gcengine.NOTIFICATION_FIELDS.items()
+# The placeholders a notification template may use, with what each means for the strategy.
+PLACEHOLDERS: dict[str, list[tuple[str, str]]] = {
+    strategy: [("{" + name + "}", meaning) for name, meaning in sorted(meanings.items())]
+    for strategy, meanings in gcengine.NOTIFICATION_FIELD_MEANINGS.items()
 }
 NOOP_PLACEHOLDERS = ", ".join(
     "{" + name + "}" for name in sorted(gcengine.NOOP_NOTIFICATION_FIELDS)

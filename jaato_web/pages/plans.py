@@ -93,8 +93,9 @@ def _plan_context(
         and choice.context_length is None
         and session.context_limit_origin == gcengine.ContextLimitOrigin.FILE,
     )
-    included = Paginator(planner_presenters.included_units(plan), UNITS_PER_PAGE)
-    excluded = Paginator(planner_presenters.excluded_units(plan), UNITS_PER_PAGE)
+    names = planning.turn_names(session)
+    included = Paginator(planner_presenters.included_units(plan, names), UNITS_PER_PAGE)
+    excluded = Paginator(planner_presenters.excluded_units(plan, names), UNITS_PER_PAGE)
     sent_page = included.get_page(request.GET.get("sent"))
     left_page = excluded.get_page(request.GET.get("left"))
     return {

@@ -29,6 +29,7 @@ from jaato_web.dashboard import (
     storage,
 )
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, PolicyVersion, Project
+from jaato_web.http import query_id
 from jaato_web.pages import forms
 from jaato_web.pages.forms import (
     APPLIES_TO,
@@ -60,13 +61,6 @@ def _is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _access(request: HttpRequest) -> Access:
     access: Access = request.access  # type: ignore[attr-defined]
     return access
@@ -74,13 +68,13 @@ def _access(request: HttpRequest) -> Access:
 
 def _project(request: HttpRequest) -> Project:
     """The project a list or a new policy belongs to (``?project=``, else the current one)."""
-    return _access(request).project(_int(request.GET.get("project")), request)
+    return _access(request).project(query_id(request.GET.get("project")), request)
 
 
 def _session_choice(request: HttpRequest, project: Project, value: Any) -> AgentSession | None:
     """The session asked for (among the user's), else the project's newest; None when the
     project has none."""
-    session_id = _int(value)
+    session_id = query_id(value)
     if session_id is not None:
         return _access(request).session(session_id)
     newest = selectors.session_choices(project=project).first()
@@ -151,7 +145,7 @@ def _editor_context(
     **extra: Any,
 ) -> dict[str, Any]:
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
-    chosen = _int(request.GET.get("session") or request.POST.get("session"))
+    chosen = query_id(request.GET.get("session") or request.POST.get("session"))
     if chosen is None and sessions:
         chosen = sessions[0].pk
     return {
@@ -266,7 +260,7 @@ def policy_preview(request: HttpRequest) -> HttpResponse:
     window = _window(request)
     context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        context |= _preview_context(session, form.config, window)
+        context |= _preview_context(request, session, form.config, window)
     return render(request, "policies/editor.html#preview", context)
 
 
@@ -277,7 +271,7 @@ def _window(request: HttpRequest) -> int | None:
 
 
 def _preview_context(
-    session: AgentSession, config: gcengine.GCConfig, window: int | None
+    request: HttpRequest, session: AgentSession, config: gcengine.GCConfig, window: int | None
 ) -> dict[str, Any]:
     result = dry_runs.preview(session, config, window)
     series = dry_runs.replay_cached(session, config, window)
@@ -285,16 +279,45 @@ def _preview_context(
         "preview": result,
         "ledger": presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
         "replay_quick": dry_runs.replay_is_quick(session, config),
-        **_chart_context(series),
+        **_chart_context(session, series, config, _edited_policy(request, config)),
     }
 
 
-def _chart_context(series: dict[str, Any] | None) -> dict[str, Any]:
+def _edited_policy(request: HttpRequest, config: gcengine.GCConfig) -> str:
+    """How the editor's chart names what drew it: the saved version when the form still holds
+    its gc.json, else that version with the unsaved edits, or a policy not saved yet."""
+    policy_id = query_id(request.POST.get("policy"))
+    if policy_id is None:
+        return "the new policy (not saved yet)"
+    policy = _access(request).policy(policy_id, PolicyKind.GC)
+    latest = selectors.policy_latest_version(policy=policy)
+    name = presenters.policy_name(latest)
+    saved = gcengine.dump_gc_config(services.config_validated(latest.config))
+    return name if saved == gcengine.dump_gc_config(config) else f"{name} with unsaved edits"
+
+
+def _chart_context(
+    session: AgentSession,
+    series: dict[str, Any] | None,
+    config: gcengine.GCConfig,
+    policy: str,
+) -> dict[str, Any]:
+    """The replay chart of ``config`` on the session, named after ``policy``; a session
+    without turns gets the sentence saying so instead."""
+    if not session.turn_count:
+        return {"chart": None, "replay": None, "no_turns": presenters.no_turns(session)}
     if series is None:
         return {"chart": None, "replay": None}
+    config_json = gcengine.dump_gc_config(config)
     return {
-        "chart": presenters.replay_chart(series),
+        "chart": presenters.replay_chart(
+            series,
+            width=presenters.COMPACT_CHART_WIDTH,
+            height=presenters.COMPACT_CHART_HEIGHT,
+        ),
+        "chart_label": presenters.chart_title(policy, config_json),
         "replay": presenters.replay_figures(series),
+        "story": presenters.replay_story(series, config_json),
     }
 
 
@@ -308,7 +331,9 @@ def policy_preview_chart(request: HttpRequest) -> HttpResponse:
     window = _window(request)
     context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        context |= _chart_context(dry_runs.replay(session, form.config, window))
+        series = dry_runs.replay(session, form.config, window) if session.turn_count else None
+        policy = _edited_policy(request, form.config)
+        context |= _chart_context(session, series, form.config, policy)
     return render(request, "policies/editor.html#preview-chart", context)
 
 
@@ -318,19 +343,19 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
     """The replay chart of a stored version on a session (the compare page loads two)."""
     project = _project(request)
     session = _session_choice(request, project, request.GET.get("session"))
-    version_id = _int(request.GET.get("version"))
+    version_id = query_id(request.GET.get("version"))
     if session is None or version_id is None:
         return HttpResponseBadRequest("give session and version")
     version = _access(request).policy_version(version_id, PolicyKind.GC)
-    series = dry_runs.replay(session, services.config_validated(version.config))
+    config = services.config_validated(version.config)
+    series = dry_runs.replay(session, config) if session.turn_count else None
     return render(
         request,
         "policies/compare.html#compare-chart",
         {
             "session": session,
             "version": version,
-            "chart_label": f"{version.policy.name} v{version.number}",
-            **_chart_context(series),
+            **_chart_context(session, series, config, presenters.policy_name(version)),
         },
     )
 
@@ -380,8 +405,11 @@ def policy_import(request: HttpRequest) -> HttpResponse:
             form.add_error("name", error.reason)
         else:
             messages.success(request, f"Imported {policy.name} as version 1.")
+            for warning in services.config_validated(raw).warnings:
+                messages.warning(request, f"{policy.name}: {warning}")
             return redirect("policy_edit", policy_id=policy.pk)
-    return render(request, "policies/import.html", {"form": form, "project": project})
+    # Refused: the form again, with why, as the answer to a request that stored nothing.
+    return render(request, "policies/import.html", {"form": form, "project": project}, status=400)
 
 
 # Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
@@ -454,8 +482,8 @@ def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpRespons
     """Two versions side by side, field by field, differences marked."""
     policy = _access(request).policy(policy_id)
     latest = selectors.policy_latest_version(policy=policy)
-    a_number = _int(request.GET.get("a")) or max(latest.number - 1, 1)
-    b_number = _int(request.GET.get("b")) or latest.number
+    a_number = query_id(request.GET.get("a")) or max(latest.number - 1, 1)
+    b_number = query_id(request.GET.get("b")) or latest.number
     a = selectors.policy_version_by_number(policy=policy, number=a_number)
     b = selectors.policy_version_by_number(policy=policy, number=b_number)
     table = (
@@ -485,7 +513,7 @@ def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpRes
         version = services.policy_restore(
             policy=policy,
             number=number,
-            base_number=_int(request.POST.get("base_version")),
+            base_number=query_id(request.POST.get("base_version")),
             actor=request.user,
         )
     except services.PolicyConflict as conflict:
@@ -511,7 +539,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
     choices = list(selectors.policy_version_choices(project=project))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
     session = _session_choice(request, project, request.GET.get("session"))
-    a_id, b_id = _int(request.GET.get("a")), _int(request.GET.get("b"))
+    a_id, b_id = query_id(request.GET.get("a")), query_id(request.GET.get("b"))
     if a_id is None or b_id is None:
         default_id = project.default_policy_id
         ordered = sorted(
@@ -558,11 +586,11 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
     versions = list(selectors.policy_versions(policy=policy).defer("config"))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
     error = None
-    selected = {i for i in map(_int, request.GET.getlist("session")) if i is not None}
+    selected = {i for i in map(query_id, request.GET.getlist("session")) if i is not None}
     if request.method == "POST":
-        number = _int(request.POST.get("version")) or versions[0].number
+        number = query_id(request.POST.get("version")) or versions[0].number
         version = selectors.policy_version_by_number(policy=policy, number=number)
-        ids = [i for i in map(_int, request.POST.getlist("sessions")) if i is not None]
+        ids = [i for i in map(query_id, request.POST.getlist("sessions")) if i is not None]
         chosen = selectors.sessions_by_ids(project=project, ids=ids)
         selected = {s.pk for s in chosen}
         if not chosen:
@@ -593,7 +621,7 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
 @requires(Action.VIEW)
 def policy_runs(request: HttpRequest) -> HttpResponse:
     """Progress of a bulk apply: polled by htmx until every run is done or failed."""
-    ids = [i for i in map(_int, request.GET.get("ids", "").split(",")) if i is not None]
+    ids = [i for i in map(query_id, request.GET.get("ids", "").split(",")) if i is not None]
     runs = selectors.runs_by_ids(projects=_access(request).project_ids, ids=ids)
     finished = sum(1 for r in runs if not r.is_pending)
     context = {

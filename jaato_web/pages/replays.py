@@ -29,13 +29,18 @@ def replay_detail(request: PageRequest, replay_id: int) -> HttpResponse:
     context: dict[str, Any] = {
         "replay": replay,
         "session": replay.session,
+        "title": presenters.replay_title(replay),
         "config_json": storage.pretty_json(replay.config),
     }
-    if replay.status == JobStatus.DONE and replay.series:
+    series = replay.series
+    if replay.status == JobStatus.DONE and series is not None and not series["steps"]:
+        context["no_turns"] = presenters.no_turns(replay.session)
+    elif replay.status == JobStatus.DONE and series is not None:
         context |= {
-            "chart": presenters.replay_chart(replay.series),
-            "events": presenters.replay_events(replay.series),
-            "event_count": len(replay.series["events"]),
+            "chart": presenters.replay_chart(series),
+            "story": presenters.replay_story(series, replay.config),
+            "events": presenters.replay_events(series),
+            "event_count": len(series["events"]),
         }
     template = "replays/detail.html#replay-chart" if request.htmx else "replays/detail.html"
     return render(request, template, context)

@@ -42,7 +42,7 @@ def _parent_id(value: str | None) -> int | None:
     """The thread a reply goes to; anything but a positive id matches no comment (0)."""
     if not value:
         return None
-    return int(value) if value.isdigit() else 0
+    return query_id(value) or 0
 
 
 def _panel(request: PageRequest, panel: presenters.ReviewPanel, status: int = 200) -> HttpResponse:

@@ -49,8 +49,10 @@ def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
     if run.status == JobStatus.DONE:
         before, _ = selectors.budget_children_slice(session=session)
         after, _ = selectors.budget_children_slice(session=session, run=run)
+        summaries = presenters.summary_views(selectors.run_summaries(run=run))
         context |= {
-            "summaries": presenters.summary_views(selectors.run_summaries(run=run)),
+            "summaries": summaries,
+            "story": presenters.run_story(run, summaries),
             "tree_before": {
                 "rows": presenters.tree_rows(before, session.total_tokens),
                 "url": reverse("session_tree", args=[session.pk]),
@@ -145,6 +147,8 @@ def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
     # Each row links its removed content; one reverse() for the page instead of one per row.
     removals_url = reverse("run_removal", args=[run.pk, 0]).removesuffix("0/")
     return {
+        # What an empty ledger says depends on the run's figures only, not on its summaries.
+        "nothing": presenters.run_story(run, []).nothing,
         "ledger_page": page,
         "ledger_pager": presenters.pager(page, "ledger"),
         "removals_url": removals_url,

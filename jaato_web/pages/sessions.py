@@ -33,7 +33,6 @@ SORT_LABELS = {
     "turns": "Most turns",
     "name": "Name",
 }
-SEARCH_MAX_CHARS = 200
 
 
 @require_GET
@@ -48,7 +47,7 @@ def home(request: PageRequest) -> HttpResponse:
 @requires(Action.VIEW)
 def session_list(request: PageRequest) -> HttpResponse:
     project = request.access.project(query_id(request.GET.get("project")), request)
-    search = request.GET.get("q", "").strip()[:SEARCH_MAX_CHARS]
+    search = request.GET.get("q", "").strip()[: selectors.SEARCH_MAX_CHARS]
     sort = request.GET.get("sort", "newest")
     if sort not in SORT_LABELS:
         sort = "newest"
@@ -74,6 +73,8 @@ def session_list(request: PageRequest) -> HttpResponse:
 def session_detail(request: PageRequest, session_id: int) -> HttpResponse:
     session = request.access.session(session_id)
     project = session.project
+    if "turn" in request.GET:
+        return _jump_to_turn(request, session)
     target = htmx_target(request)
     if target == "history":
         context = {"session": session, **_history(project, session, request.GET)}
@@ -82,6 +83,26 @@ def session_detail(request: PageRequest, session_id: int) -> HttpResponse:
         context = {"session": session, **_runs(session, request.GET)}
         return render(request, "sessions/detail.html#runs", context)
     return _session_page(request, project, session)
+
+
+def _jump_to_turn(request: PageRequest, session: AgentSession) -> HttpResponse:
+    """ "Go to turn N" (JAATO's numbering, from 1): the history page that holds it, there."""
+    number = query_id(request.GET.get("turn"))
+    query = request.GET.copy()
+    del query["turn"]
+    page = None
+    if number:
+        page = selectors.turn_page_number(session=session, turn_index=number - 1)
+    url = reverse("session_detail", args=[session.pk])
+    if page is None:
+        messages.error(
+            request,
+            f"{session.label} has no turn {request.GET.get('turn')}: "
+            f"its turns run from 1 to {session.turn_count:,}.",
+        )
+        return redirect(f"{url}?{query.urlencode()}#history-heading")
+    query["turns"] = str(page)
+    return redirect(f"{url}?{query.urlencode()}#turn-{number}")
 
 
 @require_POST
@@ -120,7 +141,7 @@ def replay_create(request: PageRequest, session_id: int) -> HttpResponse:
         try:
             requested = services.replay_request(
                 session=session,
-                config=form.chosen_version().config,
+                policy_version=form.chosen_version(),
                 context_limit=form.chosen_window(),
                 actor=request.user,
             )
@@ -161,6 +182,11 @@ def _session_page(
         "window": window,
     }
     nodes, _ = selectors.budget_children_slice(session=session)
+    replay = selectors.replay_shown(session=session, replay_id=query_id(request.GET.get("replay")))
+    # The replay's select starts on the version that drew the chart beside it, when offered.
+    replay_initial = initial
+    if replay is not None and any(v.pk == replay.policy_version_id for v in versions):
+        replay_initial = {**initial, "policy_version": str(replay.policy_version_id)}
     context = {
         "session": session,
         "window_form": window_form,
@@ -180,8 +206,9 @@ def _session_page(
         "drift": presenters.drift_view(session.drift, session.token_counter),
         "run_form": run_form
         or forms.RunForm(initial=initial, versions=versions, plugins=services.plugin_names()),
-        "replay_form": replay_form or forms.ReplayForm(initial=initial, versions=versions),
-        "replay": selectors.replay_shown(session=session, replay_id=request.GET.get("replay")),
+        "replay_form": replay_form or forms.ReplayForm(initial=replay_initial, versions=versions),
+        "replay": replay,
+        "no_turns": "" if session.turn_count else presenters.no_turns(session),
         **_history(project, session, request.GET, versions),
         **_runs(session, request.GET),
     }

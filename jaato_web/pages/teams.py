@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from jaato_web.dashboard import presenters
 from jaato_web.dashboard import selectors as dashboard_selectors
 from jaato_web.dashboard.models import Project
+from jaato_web.http import query_id
 from jaato_web.pages.forms import (
     AuditFilterForm,
     MemberAddForm,
@@ -117,7 +118,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_switch(request: HttpRequest) -> HttpResponse:
     """Make a project the current one: lists, uploads and new policies go to it."""
     raw = request.POST.get("project", "")
-    project = _access(request).project(int(raw) if raw.isdigit() else None)
+    project = _access(request).project(query_id(raw))
     request.session[CURRENT_PROJECT_KEY] = project.pk
     next_url = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
@@ -234,7 +235,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     """Who did what and when in the current project (``?project=`` picks another)."""
     access = _access(request)
     raw = request.GET.get("project", "")
-    project = access.project(int(raw) if raw.isdigit() else None, request)
+    project = access.project(query_id(raw), request)
     form = AuditFilterForm(request.GET or None)
     filters = form.cleaned_data if form.is_valid() else {}
     events = selectors.audit_events(

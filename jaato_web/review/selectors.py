@@ -219,6 +219,7 @@ def _queue_runs(project: Project) -> QuerySet[GCRun]:
             "id",
             "status",
             "plugin",
+            "policy_label",
             "trigger",
             "tokens_freed",
             "items_collected",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+import gcengine
 from gcengine import (
     POLICY_ORDER,
     GCPolicy,
@@ -13,7 +14,7 @@ from gcengine import (
     SourceEntry,
     most_protective,
 )
-from tests.engine.conftest import example
+from tests.engine.conftest import EXAMPLES, example
 
 CONV = InstructionSource.CONVERSATION
 
@@ -156,3 +157,26 @@ def test_most_protective_of_nothing_or_of_unknown_values_is_ephemeral() -> None:
     assert most_protective([]) is GCPolicy.EPHEMERAL
     assert most_protective(["weird"]) is GCPolicy.EPHEMERAL
     assert most_protective(["weird", "preservable"]) is GCPolicy.PRESERVABLE
+
+
+def test_budget_labels_number_turns_as_jaato_does() -> None:
+    """JAATO labels the first turn ``turn_1``; the budget the engine builds says the same of
+    the same messages as the budget JAATO recorded in the file."""
+    session = gcengine.load_session(EXAMPLES / "jaato_session_v2.1.json")
+    assert session.recorded_budget is not None
+    recorded = session.recorded_budget.entries[gcengine.InstructionSource.CONVERSATION]
+    built = session.budget.entries[gcengine.InstructionSource.CONVERSATION]
+
+    def labels(entry: gcengine.SourceEntry) -> dict[str, str]:
+        return {
+            e.message_ids[0]: e.label or ""
+            for _, e in entry.walk()
+            if not e.children and len(e.message_ids) == 1
+        }
+
+    assert labels(built) == labels(recorded)
+    turns = session.turns()
+    assert [t.number for t in turns] == [1, 2]
+    assert [built.children[f"turn_{t.index}"].label for t in turns] == ["turn_1", "turn_2"]
+    assert gcengine.turn_label(0) == "turn 1"
+    assert gcengine.turn_number(4) == 5

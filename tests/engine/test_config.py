@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gcengine import ConfigError, GCConfig, dump_gc_config, load_gc_config
+from gcengine.config import NOTIFICATION_FIELD_MEANINGS, NOTIFICATION_FIELDS
 
 NO_ENV: dict[str, str] = {}
 
@@ -25,30 +26,16 @@ def config_error(source: Any, env: dict[str, str] | None = None) -> ConfigError:
     return raised.value
 
 
-# JAATO's two shipped gc.json files (reference section 2.2).
-JAATO_REPO_GC_JSON: dict[str, Any] = {
-    "type": "budget",
-    "threshold_percent": 80,
-    "target_percent": 60,
-    "pressure_percent": 0,
-    "preserve_recent_turns": 5,
-    "summarize_middle_turns": 10,
-    "notify_on_gc": False,
-    "auto_trigger": True,
-    "check_before_send": True,
-    "pinned_turn_indices": [],
-    "notification_template": "Context cleaned: removed {items} items, freed {freed} tokens.",
-}
-JAATO_TUI_EXAMPLE_GC_JSON: dict[str, Any] = {
-    "_comment": "Copy to .jaato/gc.json in your workspace to enable garbage collection.",
-    "_docs": {
-        "type": "truncate | summarize | hybrid | budget",
-        "pressure_percent": "0 enables continuous mode",
-    },
-    **JAATO_REPO_GC_JSON,
-    "target_percent": 40,
-    "notify_on_gc": True,
-}
+# JAATO's two shipped gc.json files, byte for byte (tests/fixtures/gc/README.md).
+GC_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gc"
+JAATO_REPO_GC_TEXT = (GC_FIXTURES / "jaato_repo_gc.json").read_text()
+JAATO_TUI_EXAMPLE_GC_TEXT = (GC_FIXTURES / "jaato_tui_example_gc.json").read_text()
+JAATO_REPO_GC_JSON: dict[str, Any] = json.loads(JAATO_REPO_GC_TEXT)
+JAATO_TUI_EXAMPLE_GC_JSON: dict[str, Any] = json.loads(JAATO_TUI_EXAMPLE_GC_TEXT)
+JAATO_TEMPLATE = (
+    "Context cleaned: {truncated} turns removed, {summarized} turns summarized, "
+    "{kept} recent turns preserved."
+)
 
 
 # Shapes and strategies
@@ -379,28 +366,22 @@ def test_unrelated_env_variables_are_ignored() -> None:
         ),
         pytest.param({"agent_name": 5}, "agent_name", "must be a string", id="agent_name-number"),
         pytest.param(
-            {"type": "truncate", "notification_template": "GC freed {freed} tokens"},
+            {"notify_on_gc": True, "notification_template": "GC freed {bytes} bytes"},
             "notification_template",
-            "{freed}",
-            id="template-placeholder-of-another-strategy",
+            "{bytes}",
+            id="template-unknown-placeholder-with-notices-on",
         ),
         pytest.param(
-            {"type": "budget", "notification_template": "removed {removed}"},
-            "notification_template",
-            "{removed}",
-            id="budget-template-with-truncate-placeholder",
-        ),
-        pytest.param(
-            {"notification_template": "{unclosed"},
+            {"notify_on_gc": True, "notification_template": "{unclosed"},
             "notification_template",
             "not a valid template",
-            id="template-unclosed-brace",
+            id="template-unclosed-brace-with-notices-on",
         ),
         pytest.param(
-            {"notification_template": "removed {} turns"},
+            {"plugin_config": {"notify_on_gc": True}, "notification_template": "removed {} turns"},
             "notification_template",
             "{}",
-            id="template-positional-placeholder",
+            id="template-positional-placeholder-with-notices-on-in-plugin-config",
         ),
         pytest.param(
             {"notification_template": 5},
@@ -409,7 +390,11 @@ def test_unrelated_env_variables_are_ignored() -> None:
             id="template-number",
         ),
         pytest.param(
-            {"type": "budget", "noop_notification_template": "nothing to free from {items}"},
+            {
+                "type": "truncate",
+                "notify_on_gc": True,
+                "noop_notification_template": "nothing to free from {items}",
+            },
             "noop_notification_template",
             "{items}",
             id="noop-template-with-items",
@@ -439,23 +424,70 @@ def test_unknown_key_is_an_error_listing_the_known_keys() -> None:
 
 
 def test_template_error_lists_the_placeholders_the_strategy_provides() -> None:
-    error = config_error({"type": "truncate", "notification_template": "{freed}"})
-    for provided in ("{removed}", "{kept}", "{tokens_freed}"):
+    error = config_error({"notify_on_gc": True, "notification_template": "{bytes}"})
+    for provided in ("{removed}", "{kept}", "{truncated}", "{summarized}", "{items}", "{freed}"):
         assert provided in error.reason
 
 
+JAATO_TEMPLATES = [
+    "Context cleaned: removed {removed} old turns, kept {kept} recent turns.",
+    "Context cleaned: summarized {removed} old turns into context summary.",
+    JAATO_TEMPLATE,
+    "Context cleaned: removed {items} items, freed {freed} tokens.",
+    "Cleared {removed} turns, freed {tokens_freed} tokens!",
+]
+
+
+@pytest.mark.parametrize("plugin", ["truncate", "summarize", "hybrid", "budget"])
+@pytest.mark.parametrize("template", JAATO_TEMPLATES)
+def test_every_strategy_renders_every_jaato_template(plugin: str, template: str) -> None:
+    """JAATO's shipped files pair the budget strategy with hybrid's template: every strategy
+    provides every variable any of JAATO's templates uses, so any of them loads with notices
+    on and no warning."""
+    config = load({"type": plugin, "notify_on_gc": True, "notification_template": template})
+    assert config.notification_template == template
+    assert config.warnings == []
+
+
+def test_every_notification_variable_has_a_meaning_for_every_strategy() -> None:
+    variables = {"removed", "kept", "truncated", "summarized", "items", "freed", "tokens_freed"}
+    for strategy, meanings in NOTIFICATION_FIELD_MEANINGS.items():
+        assert set(meanings) == variables, strategy
+        assert all(meaning.strip() for meaning in meanings.values()), strategy
+        assert NOTIFICATION_FIELDS[strategy] == variables
+
+
 @pytest.mark.parametrize(
-    ("plugin", "template"),
+    ("data", "key", "words"),
     [
-        ("truncate", "Removed {removed} turns, kept {kept}, freed {tokens_freed} tokens."),
-        ("summarize", "Summarized {removed} turns, kept {kept}."),
-        ("hybrid", "Truncated {truncated}, summarized {summarized}, kept {kept}."),
-        ("budget", "Context cleaned: removed {items} items, freed {freed} tokens."),
+        pytest.param(
+            {"notification_template": "GC freed {bytes} bytes"},
+            "notification_template",
+            "{bytes}",
+            id="unknown-placeholder-notices-off",
+        ),
+        pytest.param(
+            {"notification_template": "{unclosed"},
+            "notification_template",
+            "not a valid template",
+            id="unclosed-brace-notices-off",
+        ),
+        pytest.param(
+            {"type": "budget", "notify_on_gc": True, "noop_notification_template": "{items}"},
+            "noop_notification_template",
+            "writes no such notice",
+            id="noop-template-of-a-strategy-that-writes-none",
+        ),
     ],
 )
-def test_template_using_the_strategy_placeholders_is_accepted(plugin: str, template: str) -> None:
-    config = load({"type": plugin, "notification_template": template})
-    assert config.notification_template == template
+def test_a_template_that_will_not_be_used_is_a_warning_not_an_error(
+    data: dict[str, Any], key: str, words: str
+) -> None:
+    config = load(data)
+    assert len(config.warnings) == 1
+    warning = config.warnings[0]
+    assert warning.startswith(f"{key}: ")
+    assert words in warning
 
 
 def test_noop_template_with_its_placeholders_is_accepted() -> None:
@@ -567,16 +599,19 @@ def test_underscore_keys_are_ignored(notes: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "target", "notify"),
+    ("text", "target", "notify"),
     [
-        pytest.param(JAATO_REPO_GC_JSON, 60, False, id="repo-jaato-gc-json"),
-        pytest.param(JAATO_TUI_EXAMPLE_GC_JSON, 40, True, id="jaato-tui-example"),
+        pytest.param(JAATO_REPO_GC_TEXT, 60, False, id="repo-jaato-gc-json"),
+        pytest.param(JAATO_TUI_EXAMPLE_GC_TEXT, 40, True, id="jaato-tui-example"),
     ],
 )
-def test_jaato_shipped_files_load_in_continuous_mode(
-    data: dict[str, Any], target: float, notify: bool
+def test_jaato_shipped_files_load_as_they_are_in_continuous_mode(
+    text: str, target: float, notify: bool
 ) -> None:
-    config = load(json.dumps(data, indent=2))
+    """JAATO's own files: the budget strategy with hybrid's template, ``max_turns`` null,
+    ``plugin_config`` empty, a string ``_docs``; JAATO loads them, and so does the engine,
+    without a warning."""
+    config = load(text)
     assert config.plugin == "gc_budget"
     assert config.continuous_mode is True
     assert config.pressure_percent is None
@@ -584,11 +619,15 @@ def test_jaato_shipped_files_load_in_continuous_mode(
     assert config.target_percent == target
     assert config.preserve_recent_turns == 5
     assert config.summarize_middle_turns == 10
+    assert config.max_turns is None
+    assert config.plugin_config == {}
     assert config.notify_on_gc is notify
     assert config.auto_trigger is True
     assert config.check_before_send is True
     assert config.pinned_turn_indices == []
-    assert config.notification_template == JAATO_REPO_GC_JSON["notification_template"]
+    assert config.notification_template == JAATO_TEMPLATE
+    assert config.warnings == []
+    assert load_gc_config(GC_FIXTURES / "jaato_repo_gc.json", env={}).target_percent == 60
 
 
 # Writing back
@@ -598,6 +637,8 @@ ROUND_TRIP_CASES = [
     pytest.param({}, id="defaults"),
     pytest.param(JAATO_REPO_GC_JSON, id="jaato-repo-file"),
     pytest.param(JAATO_TUI_EXAMPLE_GC_JSON, id="jaato-tui-example"),
+    pytest.param(JAATO_REPO_GC_TEXT, id="jaato-repo-file-text"),
+    pytest.param(JAATO_TUI_EXAMPLE_GC_TEXT, id="jaato-tui-example-text"),
     pytest.param({"type": "budget", "continuous_mode": True}, id="continuous-flag"),
     pytest.param(
         {"type": "budget", "pressure_percent": None, "target_percent": 35.5}, id="null-pressure"

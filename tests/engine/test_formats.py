@@ -18,6 +18,7 @@ from gcengine import (
     PartType,
     Role,
     SourceFormat,
+    cli,
 )
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import TokenCounter, count_message
@@ -374,6 +375,66 @@ def test_interrupted_turn_and_subagents_survive(counter: TokenCounter) -> None:
     }
 
 
+def test_jaato_session_state_is_shown_on_the_session(
+    counter: TokenCounter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn left running with its pending calls, the sub-agents JAATO recorded and its
+    plugins' saved states are on the session, ready to show, and the CLI shows them."""
+    data = example("jaato_session_v2.1.json")
+    data["interrupted_turn"] = {
+        "agent_id": "main",
+        "pending_tool_calls": [
+            {"id": "call_9", "name": "run_tests", "args": {"k": "slow"}},
+            {"id": "call_10", "name": "grep_content", "args": {}},
+        ],
+        "user_prompt": "",
+        "started_at": "2026-03-01T10:16:00+00:00",
+    }
+    agent = {
+        "agent_id": "sub1",
+        "profile_name": "explorer",
+        "status": "idle",
+        "created_at": "2026-03-01T10:15:10",
+        "last_activity": "2026-03-01T10:15:30",
+        "turn_count": 4,
+        "max_turns": 20,
+    }
+    data["metadata"] = {
+        "subagents": {"version": "1.0", "agents": [agent, {"agent_id": 7, "status": "done"}]},
+        "plugin_states": {"todo": {"items": 3}, "memory": None},
+    }
+    session = gcengine.load_session(data, counter=counter)
+    assert [(c.id, c.name) for c in session.pending_tool_calls] == [
+        ("call_9", "run_tests"),
+        ("call_10", "grep_content"),
+    ]
+    first, odd = session.subagent_records
+    assert first == gcengine.SubagentRecord(**agent, record=agent)
+    # A value of an unexpected type is not taken for a field, and stays in the record.
+    assert (odd.agent_id, odd.status, odd.record) == (
+        None,
+        "done",
+        {"agent_id": 7, "status": "done"},
+    )
+    assert session.plugin_states == {"todo": {"items": 3}, "memory": None}
+    assert roundtrip(session, counter).subagent_records == session.subagent_records
+
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(data))
+    assert cli.main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 pending calls: run_tests(call_9), grep_content(call_10)" in out
+    assert "subagent  sub1: profile explorer, idle, 4 turns of at most 20" in out
+    assert "plugins   saved state of memory, todo" in out
+
+
+def test_a_session_without_jaato_state_shows_none(counter: TokenCounter) -> None:
+    session = gcengine.load_session(example("jaato_session_v2.1.json"), counter=counter)
+    assert session.pending_tool_calls == []
+    assert session.subagent_records == []
+    assert session.plugin_states == {}
+
+
 def test_version_1_files_without_budget_load(counter: TokenCounter) -> None:
     data = example("jaato_session_v2.1.json")
     data["version"] = "1.0"
@@ -532,3 +593,56 @@ def test_thousands_of_turns_load_and_add_up(counter: TokenCounter) -> None:
         leaf.tokens for _, leaf in conversation.walk() if not leaf.children
     )
     assert roundtrip(session, counter) == session
+
+
+def jaato_file_with_recorded_budget(turns: int, seed: int) -> dict[str, Any]:
+    """A generated JAATO file with the budget JAATO records: one ``msg_<i>`` leaf per message,
+    naming message ids JAATO does not save (so the load matches them by position, and says so)."""
+    data = generate_session_file(SessionShape(turns=turns, seed=seed))
+    children = {}
+    for index, _ in enumerate(data["history"]):
+        children[f"msg_{index}"] = {
+            "source": "conversation",
+            "tokens": 40,
+            "total_tokens": 40,
+            "gc_policy": "ephemeral",
+            "gc_eligible_tokens": 40,
+            "indicator": "○",
+            "label": f"message {index}",
+            "message_ids": [f"00000000-0000-4000-8000-{index:012d}"],
+        }
+    data["budget_state"] = {
+        "source": "conversation",
+        "tokens": 40 * len(children),
+        "total_tokens": 40 * len(children),
+        "gc_policy": "partial",
+        "gc_eligible_tokens": 40 * len(children),
+        "indicator": "◐",
+        "children": children,
+    }
+    return data
+
+
+def test_an_exported_collected_session_describes_itself(counter: TokenCounter) -> None:
+    """The export of a collected session carries neither the original's load warnings nor
+    what the original file recorded about messages no longer there."""
+    loaded = gcengine.load_session(jaato_file_with_recorded_budget(60, 4), counter=counter)
+    assert loaded.warnings  # the ids JAATO did not save were matched by position
+    original = loaded.model_copy(update={"context_limit": loaded.budget.total_tokens()})
+    original.budget = gcengine.rebuild_budget(original, counter)
+    config = gcengine.load_gc_config({"type": "truncate", "target_percent": 10}, env={})
+    outcome = gcengine.run_gc(original, config)
+    collected = outcome.session
+    kept = {m.message_id for m in collected.history}
+    assert len(kept) < len(original.history)
+    exported = gcengine.dump_session(collected)
+    view = json.loads(exported)["metadata"]["gcengine"]
+    assert view["warnings"] == []
+    assert view["recorded_prompt_tokens"] is None
+    recorded = view["recorded_budget"]["entries"]["conversation"]["children"]
+    assert {i for child in recorded.values() for i in child["message_ids"]} == kept
+    assert len(exported) < len(gcengine.dump_session(original)) / 2
+    again = gcengine.load_session(exported, counter=counter)
+    assert again.warnings == []
+    assert again.history == collected.history
+    assert again.budget == collected.budget

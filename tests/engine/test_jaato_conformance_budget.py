@@ -256,7 +256,7 @@ def test_removal_items_default_like_jaatos() -> None:
 # --- the conversation ------------------------------------------------------------------------
 
 
-def test_whole_older_turns_go_oldest_first_when_nothing_smaller_can() -> None:
+def test_wholly_ephemeral_older_turns_go_whole_oldest_first_as_ephemeral_content() -> None:
     """JAATO: ``test_end_to_end_gc_collect_frees_tokens``, ``test_apply_removals_removes_
     messages_with_ids``, and the pair map's ``test_no_tool_calls`` and ``test_no_pairs_no_
     expansion``.
@@ -264,7 +264,8 @@ def test_whole_older_turns_go_oldest_first_when_nothing_smaller_can() -> None:
     Six alternating messages of 1,500 tokens, all ephemeral as the test's budget says, and a
     target of 50 %. JAATO removes single messages across turns; ours takes whole turns, oldest
     first, keeping the last one (``preserve_recent_turns`` 1), and the history loses exactly
-    the ledger's messages.
+    the ledger's messages. A turn whose every message is ephemeral is ephemeral content: it
+    goes in phase 1b, as one unit.
     """
     history = [user("q0", "u0"), model("a0", "m0"), user("q1", "u1"), model("a1", "m1")]
     history += [user("q2", "u2"), model("a2", "m2")]
@@ -274,8 +275,8 @@ def test_whole_older_turns_go_oldest_first_when_nothing_smaller_can() -> None:
     )
 
     assert ledger(outcome) == [
-        (CONVERSATION, "turn_0", RemovalReason.PARTIAL_TURN, 3000),
-        (CONVERSATION, "turn_1", RemovalReason.PARTIAL_TURN, 3000),
+        (CONVERSATION, "turn_0", RemovalReason.EPHEMERAL, 3000),
+        (CONVERSATION, "turn_1", RemovalReason.EPHEMERAL, 3000),
     ]
     assert new_history == [m for m in history if m.message_id not in removed_ids(outcome)]
     assert [m.message_id for m in new_history] == ["u2", "m2"]

@@ -168,10 +168,11 @@ INPUT_CASES = [
         b'{"messages": [{"role": "user", "content": "hi"}], "usage": {"prompt_tokens": '
         + b"9" * 5000
         + b"}}",
-        "$",
-        "digits|number",
+        "usage.prompt_tokens",
+        "a number of 5,000 digits is longer than any reader keeps",
     ),
 ]
+
 
 H = "history"
 JAATO_CASES = [
@@ -786,8 +787,101 @@ ANTHROPIC_CASES = [
     ),
 ]
 
+
+def as_text(data: Any, value: str, replaced: str = "1.25") -> str:
+    """``data`` as JSON text with the number ``replaced`` written as ``value`` (NaN and
+    Infinity can only be written this way)."""
+    text = json.dumps(data)
+    assert text.count(replaced) == 1
+    return text.replace(replaced, value)
+
+
+WITH_NUMBER = changed(V21, (H, 1, "parts", 1, "args", "pattern"), 1.25)
+NUMBER_CASES = [
+    Case(
+        "number-nan-in-tool-arguments",
+        as_text(WITH_NUMBER, "NaN"),
+        "history[1].parts[1].args.pattern",
+        "NaN is not a number JSON allows",
+    ),
+    Case(
+        "number-infinity-in-tool-arguments",
+        as_text(WITH_NUMBER, "Infinity").encode(),
+        "history[1].parts[1].args.pattern",
+        "Infinity is not a number JSON allows",
+    ),
+    Case(
+        "number-minus-infinity-in-tool-arguments",
+        as_text(WITH_NUMBER, "-Infinity"),
+        "history[1].parts[1].args.pattern",
+        "-Infinity is not a number JSON allows",
+    ),
+    Case(
+        "number-1e400-in-a-tool-result",
+        as_text(changed(V21, (H, 2, "parts", 0, "result", "matches", 0, "line"), 1.25), "1e400"),
+        "history[2].parts[0].result.matches[0].line",
+        "1e400 is too large for a JSON number",
+    ),
+    Case(
+        "number-nan-in-a-decoded-object",
+        changed(V21, (H, 1, "parts", 1, "args", "pattern"), float("nan")),
+        "history[1].parts[1].args.pattern",
+        "nan is not a number JSON allows",
+    ),
+    Case(
+        "number-nan-in-openai-arguments-text",
+        changed(CHAT, (M, 2, "tool_calls", 0, "function", "arguments"), '{"job": NaN}'),
+        "messages[2].tool_calls[0].function.arguments.job",
+        "NaN is not a number JSON allows",
+    ),
+    Case(
+        "number-nan-on-a-json-lines-line",
+        "\n".join(json.dumps(item) for item in RESPONSES[:2])
+        + '\n{"type": "function_call_output", "call_id": "call_01", "output": NaN}',
+        "line 3.output",
+        "NaN is not a number JSON allows",
+    ),
+    Case(
+        "number-nan-in-budget-state",
+        as_text(changed(V21, ("budget_state", "children", "msg_0", "created_at"), 1.25), "NaN"),
+        "budget_state.children.msg_0.created_at",
+        "NaN",
+    ),
+    Case(
+        "jaato-created_at-not-a-timestamp",
+        changed(V21, ("created_at",), "yesterday"),
+        "created_at",
+        r'must be a date and time such as 2026-03-01T10:15:00, not "yesterday"',
+    ),
+    Case(
+        "jaato-updated_at-not-a-timestamp",
+        changed(V21, ("updated_at",), "2026-13-45"),
+        "updated_at",
+        "must be a date and time",
+    ),
+    Case(
+        "jaato-turn-accounting-count-fractional",
+        changed(V21, ("turn_accounting", 0, "prompt"), 5210.5),
+        "turn_accounting[0].prompt",
+        "must be a whole number, not 5210.5",
+    ),
+    Case(
+        "jaato-turn-accounting-count-text",
+        changed(V21, ("turn_accounting", 0, "total"), "5398"),
+        "turn_accounting[0].total",
+        'must be a whole number, not "5398"',
+    ),
+    Case(
+        "input-unterminated-string",
+        '{"version": "2.1",\n "session_id": "abc',
+        "$",
+        r"^not valid JSON: a string is not closed at line 2, column 16$",
+    ),
+]
+
 CORPUS = [
     *INPUT_CASES,
+    *NUMBER_CASES,
     *JAATO_CASES,
     *BUDGET_STATE_CASES,
     *SNAPSHOT_CASES,
@@ -830,6 +924,35 @@ def test_no_malformed_input_raises_anything_but_session_format_error() -> None:
             if type(error) is not SessionFormatError:
                 wrong.append(f"{case.id}: {type(error).__name__}: {error}")
     assert wrong == []
+
+
+def test_no_message_speaks_of_python() -> None:
+    """Errors name the problem and the place in the file's terms, never the parser's."""
+    for case in CORPUS:
+        with pytest.raises(SessionFormatError) as raised:
+            gcengine.load_session(fresh(case.source))
+        message = str(raised.value)
+        for internal in ("sys.", "set_int_max_str_digits", " at at ", "Expecting", "delimiter"):
+            assert internal not in message, (case.id, message)
+
+
+def test_data_the_engine_does_not_use_stays_data() -> None:
+    """Only what the engine relies on is checked for its type: a tool's start time or an
+    interrupted turn's start in an odd form loads, kept as written."""
+    odd = changed(V21, ("turn_accounting", 0, "start_time"), "around ten")
+    odd["interrupted_turn"] = {"agent_id": "main", "pending_tool_calls": [], "started_at": "soon"}
+    session = gcengine.load_session(odd)
+    assert session.turn_accounting[0].start_time == "around ten"
+    assert session.interrupted_turn is not None
+    assert session.interrupted_turn.started_at == "soon"
+
+
+def test_a_loaded_session_is_always_dumped_as_strict_json() -> None:
+    session = gcengine.load_session(V21)
+    json.loads(gcengine.dump_session(session), parse_constant=pytest.fail)
+    odd = session.model_copy(update={"metadata": {"score": float("inf")}})
+    with pytest.raises(SessionFormatError, match=r"metadata\.score: inf is not a number"):
+        gcengine.dump_session(odd)
 
 
 def test_unrecognised_object_lists_every_format_the_engine_reads() -> None:

@@ -131,8 +131,9 @@ def test_importing_the_engine_loads_no_network_library() -> None:
 
 
 def test_counting_works_offline_with_an_empty_tiktoken_cache(tmp_path: Path) -> None:
-    """No network and nothing cached: the bundled cl100k_base counts, and asking for an
-    encoding that would need a download falls back to it instead of hanging or failing."""
+    """No network and nothing cached: the shipped cl100k_base and o200k_base count, and
+    asking for an encoding that would need a download falls back to cl100k_base instead of
+    hanging or failing. The package carrying o200k's vocabulary is never imported."""
     cache = tmp_path / "tiktoken-cache"
     cache.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "DATA_GYM_CACHE_DIR"}
@@ -152,9 +153,13 @@ def test_counting_works_offline_with_an_empty_tiktoken_cache(tmp_path: Path) -> 
 
         import gcengine
         session = gcengine.load_session(Path({str(REFERENCE_SESSION)!r}))
-        fallback = gcengine.load_counter("o200k_base")
+        fallback = gcengine.load_counter("p50k_base")
+        o200k = gcengine.load_counter("o200k_base")
         print(json.dumps({{
             "session_counter": session.token_counter,
+            "o200k_counter": o200k.name,
+            "o200k_counts": o200k.count("hello world"),
+            "bpe_openai_imported": "bpe_openai" in sys.modules,
             "fallback_counter": fallback.name,
             "fallback_exact": fallback.exact,
             "fallback_counts": fallback.count("hello world"),
@@ -167,6 +172,9 @@ def test_counting_works_offline_with_an_empty_tiktoken_cache(tmp_path: Path) -> 
     report = json.loads(result.stdout)
     assert report == {
         "session_counter": "tiktoken:cl100k_base",
+        "o200k_counter": "tiktoken:o200k_base",
+        "o200k_counts": 2,
+        "bpe_openai_imported": False,
         "fallback_counter": "tiktoken:cl100k_base",
         "fallback_exact": True,
         "fallback_counts": 2,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -148,7 +151,8 @@ def test_cli_inspect_shows_usage_tree_and_drift(capsys: pytest.CaptureFixture[st
     assert "context limit 200,000 (from model)" in out
     assert "🔒" in out
     assert "conversation" in out
-    assert "turn_0" in out
+    assert "turn_1" in out  # the first turn, as JAATO labels it
+    assert "turn_0" not in out
     assert "drift     recorded 85 vs counted" in out
 
 
@@ -179,6 +183,31 @@ def test_cli_run_prints_the_ledger_and_writes_the_session(
         "run", str(session_path), "--config", str(config), "--json", capsys=capsys
     )
     assert json.loads(out)["items_collected"] == 34
+
+
+def test_cli_names_turns_as_jaato_numbers_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger and the replay say ``turn 2`` for the turn with stable index 1, as a JAATO
+    log (``turn_2``) does."""
+    session_path = tmp_path / "session.json"
+    session_path.write_text(json.dumps(generate_session_file(SessionShape(turns=12, seed=3))))
+    config = write_config(tmp_path, type="truncate", target_percent=1, threshold_percent=2)
+    code, out, _ = run_cli("run", str(session_path), "--config", str(config), capsys=capsys)
+    assert code == 0
+    ledger = [line.split() for line in out.splitlines() if line.startswith("  - ")]
+    # Turn 1 holds the locked request: the first turn removed is turn 2.
+    assert ledger[0][2:4] == ["turn", "2"]
+    assert not [line for line in ledger if line[2:4] == ["turn", "0"]]
+    code, out, _ = run_cli("simulate", str(session_path), "--config", str(config), capsys=capsys)
+    events = [line.split() for line in out.splitlines() if line.startswith("  turn ")]
+    assert events
+    replay = gcengine.simulate(
+        gcengine.load_session(session_path), gcengine.load_gc_config(config, env={})
+    )
+    assert [int(e[1]) for e in events] == [e.turn_number for e in replay.events]
+    assert all(e.turn_number == e.turn_index + 1 for e in replay.events if e.turn_index is not None)
+    assert replay.model_dump()["events"][0]["turn_number"] == replay.events[0].turn_number
 
 
 def test_cli_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -335,3 +364,22 @@ def test_the_llm_summarizer_needs_its_settings_and_its_server(counter: TokenCoun
     outcome = run_gc(session, gcengine.load_gc_config({"type": "summarize"}, env={}), plugin=plugin)
     assert not outcome.result.success
     assert "cannot reach http://127.0.0.1:9" in (outcome.result.error or "")
+
+
+def test_cli_output_to_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``gcengine inspect session.json | head -1``: the reader leaves; no error follows."""
+    session = tmp_path / "s.json"
+    session.write_text(json.dumps(generate_session_file(SessionShape(turns=30, seed=3))))
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    with os.fdopen(write, "wb") as closed:
+        done = subprocess.run(
+            [sys.executable, "-m", "gcengine", "inspect", str(session), "--children", "40"],
+            stdout=closed,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+
+    assert done.returncode == 141
+    assert done.stderr == b""

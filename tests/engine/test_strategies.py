@@ -23,7 +23,7 @@ from gcengine.gc import (
 from gcengine.gc.summarizers import sentences
 from gcengine.synthetic import SessionShape
 from gcengine.tokens import TokenCounter, count_message
-from tests.engine.strategies import leaves, policy, session_at
+from tests.engine.strategies import leaves, model, policy, session_at, user
 
 STRATEGIES = ["truncate", "summarize", "hybrid", "budget"]
 
@@ -65,7 +65,7 @@ def test_should_collect_in_threshold_and_continuous_mode(name: str) -> None:
     continuous = policy(type=name, target_percent=60, pressure_percent=0)
     assert plugin.should_collect({"percent_used": 65}, continuous) == (
         True,
-        GCTriggerReason.THRESHOLD,
+        GCTriggerReason.CONTINUOUS,
     )
     assert plugin.should_collect({"percent_used": 60}, continuous) == (False, None)
     assert plugin.should_collect({"percent_used": 99}, policy(type=name, auto_trigger=False)) == (
@@ -215,18 +215,67 @@ def test_hybrid_options_change_the_outcome(
     assert (RemovalReason.SUMMARIZED in reasons) is expect_summarized
 
 
-def test_budget_takes_tool_exchanges_before_whole_turns(counter: TokenCounter) -> None:
+def test_budget_takes_ephemeral_content_oldest_first_whole_ephemeral_turns_included(
+    counter: TokenCounter,
+) -> None:
+    """Phase 1b: tool exchanges inside older turns and turns whose every message is ephemeral
+    (one unit each), oldest first, before any partial turn goes in phase 2."""
     session = session_at(60, 70, counter, seed=11)
+    policies = leaves(session)
     outcome = run_gc(session, policy(type="budget", target_percent=60, threshold_percent=65))
-    reasons = [item.reason for item in outcome.result.removal_list]
-    assert reasons
-    assert set(reasons) == {RemovalReason.EPHEMERAL}
-    for item in outcome.result.removal_list:
+    items = outcome.result.removal_list
+    assert items
+    assert {item.reason for item in items} == {RemovalReason.EPHEMERAL}
+    positions = {m.message_id: p for p, m in enumerate(session.history)}
+    firsts = [min(positions[i] for i in item.message_ids) for item in items]
+    assert firsts == sorted(firsts)
+    whole_turns = 0
+    for item in items:
         removed = [m for m in session.history if m.message_id in item.message_ids]
+        turn = next(t for t in session.turns() if t.index == item.turn_index)
+        if item.message_ids == turn.message_ids:
+            whole_turns += 1
+            assert all(policies[i] is GCPolicy.EPHEMERAL for i in item.message_ids)
+            continue
         calls = {c.id for m in removed for c in m.function_calls}
         answers = {r.call_id for m in removed for r in m.function_responses}
         assert calls
         assert calls == answers
+    assert whole_turns
+
+
+def test_budget_takes_a_wholly_ephemeral_turn_before_older_partial_turns(
+    counter: TokenCounter,
+) -> None:
+    """The seed's order: an old turn whose every entry is ephemeral goes in phase 1b, before
+    phase 2 takes partial turns that are older still."""
+    history = [user("Start with the plan.", "u0"), model("Planned.", "m0")]
+    for turn in range(1, 6):
+        history += [
+            user(f"Question {turn} " * 30, f"u{turn}"),
+            model(f"Answer {turn}.", f"m{turn}"),
+        ]
+    budget = gcengine.build_budget(history, counter, context_limit=1_000)
+    conversation = budget.entries[InstructionSource.CONVERSATION]
+    for _, leaf in conversation.walk():
+        # Turns 1 and 2 hold a preservable-free but locked-free mix: their answers are
+        # conditional, so they are partial turns; turn 3 is wholly ephemeral.
+        if not leaf.children and leaf.message_ids[0] in {"m1", "m2"}:
+            leaf.gc_policy = GCPolicy.CONDITIONAL
+    plugin = load_gc_plugin("budget", {"preserve_recent_turns": 2})
+    usage = {"percent_used": budget.utilization_percent()}
+    target = int(budget.total_tokens() - conversation_turn_tokens(budget, "u3") + 1)
+    config = policy(
+        type="budget", target_percent=target / 10, threshold_percent=min(100, target / 10 + 1)
+    )
+    _, result = plugin.collect(history, usage, config, GCTriggerReason.MANUAL, budget)
+    assert [(i.turn_index, i.reason) for i in result.removal_list] == [(3, RemovalReason.EPHEMERAL)]
+
+
+def conversation_turn_tokens(budget: gcengine.InstructionBudget, first_id: str) -> int:
+    conversation = budget.entries[InstructionSource.CONVERSATION]
+    turn = next(t for t in conversation.children.values() if t.message_ids[0] == first_id)
+    return turn.total_tokens()
 
 
 def test_budget_touches_preservable_only_under_pressure_and_never_in_continuous_mode(
@@ -414,9 +463,98 @@ def test_every_strategy_keeps_every_guarantee(
     target = int(session.context_limit * config.target_percent / 100)
     if result.tokens_before <= target:
         assert result.items_collected == 0
-    elif result.removal_list and name != "summarize" and name != "hybrid":
+    elif result.removal_list and name in ("truncate", "budget") and not config.notify_on_gc:
         last = result.removal_list[-1]
         assert result.tokens_before - (freed - last.tokens_freed) > target
+
+
+def verbose_summarizer(transcript: str) -> str:
+    """A summarizer that writes more than it was given, whatever the cap."""
+    return transcript * 3 + " and more" * 50
+
+
+def run_scenario(name: str, scenario: dict[str, Any], **overrides: Any) -> gcengine.GCOutcome:
+    """``run_gc`` of the scenario's session under its policy (with ``overrides``), the
+    summarizing strategies writing with the scenario's summarizer."""
+    session = scenario_session(scenario, scenario["counter"])
+    config = policy(type=name, **{**scenario["policy"], **overrides})
+    options = gcengine.gc.plugin_options(config)
+    if scenario["summarizer"] == "verbose":
+        options["summarizer"] = verbose_summarizer
+    return run_gc(session, config, plugin=load_gc_plugin(name, options))
+
+
+def summarizing_scenarios() -> st.SearchStrategy[dict[str, Any]]:
+    """``scenarios``, with notices on or off, a summary cap, and a summarizer that keeps to it
+    (extractive) or one that writes more than it replaces."""
+    return scenarios().flatmap(
+        lambda scenario: st.fixed_dictionaries(
+            {
+                "shape": st.just(scenario["shape"]),
+                "usage": st.just(scenario["usage"]),
+                "policy": st.fixed_dictionaries(
+                    {
+                        **{k: st.just(v) for k, v in scenario["policy"].items()},
+                        "notify_on_gc": st.booleans(),
+                        "max_summary_tokens": st.sampled_from([None, 4, 40, 400]),
+                    }
+                ),
+                "summarizer": st.sampled_from(["extractive", "verbose"]),
+            }
+        )
+    )
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=summarizing_scenarios())
+def test_a_collection_never_grows_the_context(
+    name: str, scenario: dict[str, Any], counter: TokenCounter
+) -> None:
+    """Whatever it removes and inserts (a summary, a notice), a run ends with no more tokens
+    in context than it started with; a summary never costs what it replaces."""
+    outcome = run_scenario(name, {**scenario, "counter": counter})
+    result = outcome.result
+    assert result.success
+    assert result.tokens_after <= result.tokens_before
+    assert outcome.budget_after.total_tokens() <= outcome.budget_before.total_tokens()
+    written = result.details.get("summary_number")
+    if written is not None:
+        summary = next(
+            m
+            for m in outcome.session.history
+            if m.kind is MessageKind.SUMMARY and m.metadata.get("summary_number") == written
+        )
+        replaced = sum(
+            i.tokens_freed for i in result.removal_list if i.reason == RemovalReason.SUMMARIZED
+        )
+        assert count_message(summary, counter) < replaced
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(scenario=summarizing_scenarios())
+def test_a_collection_lands_at_or_below_the_target_counting_what_it_inserts(
+    name: str, scenario: dict[str, Any], counter: TokenCounter
+) -> None:
+    """Usage after a run, its summary and notice in, is at or below the target, unless the run
+    took everything it may take: then a run aiming at zero takes exactly the same."""
+    scenario = {**scenario, "counter": counter}
+    outcome = run_scenario(name, scenario)
+    session, result = outcome.session, outcome.result
+    target = int(session.context_limit * scenario["policy"]["target_percent"] / 100)
+    if result.tokens_after <= target:
+        return
+    everything = run_scenario(name, scenario, target_percent=0).result
+
+    def removed(r: gcengine.GCResult) -> set[str]:
+        return {i for item in r.removal_list for i in item.message_ids}
+
+    assert removed(result) == removed(everything)
 
 
 def conversation_leaves(budget: gcengine.InstructionBudget) -> list[gcengine.SourceEntry]:
@@ -513,3 +651,83 @@ def test_a_repeated_message_id_takes_only_the_copy_in_the_unit_removed(
     assert [m for m in kept if m.message_id == old.message_id] == [copy_]
     assert kept[-1] is copy_
     assert outcome.budget_after == gcengine.rebuild_budget(outcome.session, counter)
+
+
+# --- Examples of the exact guarantees --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["summarize", "hybrid"])
+def test_a_summary_larger_than_what_it_replaces_is_truncation_instead(
+    name: str, counter: TokenCounter
+) -> None:
+    """A summarizer that writes more than it was given never grows the context: the turns are
+    truncated instead, and the details say why."""
+    session = session_at(12, 95, counter, seed=21)
+    config = policy(type=name, target_percent=50, summarize_middle_turns=20)
+    options = {**gcengine.gc.plugin_options(config), "summarizer": verbose_summarizer}
+    outcome = run_gc(session, config, plugin=load_gc_plugin(name, options))
+    result = outcome.result
+    assert result.success
+    assert result.tokens_after < result.tokens_before
+    assert "not smaller than" in result.details["summary_skipped"]
+    assert {i.reason for i in result.removal_list} == {RemovalReason.TRUNCATED}
+    assert not [m for m in outcome.session.history if m.kind is MessageKind.SUMMARY]
+    assert result.details["summary_tokens"] == 0
+
+
+def test_a_summary_longer_than_max_summary_tokens_is_truncation_instead(
+    counter: TokenCounter,
+) -> None:
+    session = session_at(12, 95, counter, seed=22)
+    config = policy(type="summarize", target_percent=50, max_summary_tokens=5)
+    options = {**gcengine.gc.plugin_options(config), "summarizer": lambda text: "word " * 200}
+    result = run_gc(session, config, plugin=load_gc_plugin("summarize", options)).result
+    assert "max_summary_tokens (5)" in result.details["summary_skipped"]
+    assert result.tokens_after < result.tokens_before
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_run_with_notices_lands_at_the_target_with_its_notice_in(
+    name: str, counter: TokenCounter
+) -> None:
+    """The notice (and summary) a run writes is counted in its stopping rule."""
+    session = session_at(40, 90, counter, seed=23, tool_every=2)
+    for target in (40, 55, 61, 70):
+        config = policy(type=name, target_percent=target, notify_on_gc=True)
+        result = run_gc(session, config).result
+        assert result.items_collected
+        assert result.tokens_after <= int(session.context_limit * target / 100), target
+
+
+def test_budget_without_a_budget_truncates_against_the_usage_jaato_gives(
+    counter: TokenCounter,
+) -> None:
+    """Through the plugin protocol, as JAATO calls it: no budget, JAATO's usage dict. The usage
+    covers more than the history (the system prompt, tools), and truncation frees history
+    tokens against it."""
+    session = session_at(20, 10, counter, seed=24)
+    history_tokens = session.budget.total_tokens()
+    plugin = load_gc_plugin("budget", {"preserve_recent_turns": 2})
+    usages = [
+        {"percent_used": 85.0, "context_limit": history_tokens * 8, "turns": 20},
+        {"percent_used": 85.0, "turns": 20},
+        {"total_tokens": history_tokens * 10, "context_limit": history_tokens * 11},
+    ]
+    for usage in usages:
+        history, result = plugin.collect(
+            session.history, usage, policy(type="budget"), GCTriggerReason.MANUAL
+        )
+        assert result.details["mode"] == "fallback_truncate"
+        assert result.items_collected > 0, usage
+        assert len(history) < len(session.history)
+        assert {i.reason for i in result.removal_list} == {RemovalReason.TRUNCATED_FALLBACK}
+
+
+def test_continuous_mode_says_it_triggered(counter: TokenCounter) -> None:
+    session = session_at(30, 70, counter, seed=25)
+    continuous = policy(type="budget", target_percent=40, pressure_percent=0)
+    replay = gcengine.simulate(session, continuous)
+    assert replay.events
+    assert {e.reason for e in replay.events} == {GCTriggerReason.CONTINUOUS}
+    threshold = gcengine.simulate(session, policy(type="budget", target_percent=40))
+    assert GCTriggerReason.CONTINUOUS not in {e.reason for e in threshold.events}

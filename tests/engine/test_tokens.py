@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import struct
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gcengine
 from gcengine import ApproxCounter, FunctionCall, FunctionResponse, InlineData, Message, Part, Role
 from gcengine import tokens as token_module
 from gcengine.tokens import (
-    INLINE_DATA_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     CachingCounter,
     TokenCounter,
@@ -19,6 +21,7 @@ from gcengine.tokens import (
     encoding_for_model,
     load_counter,
 )
+from tests.engine.conftest import example
 
 
 def message(*parts: Part, role: Role = Role.MODEL) -> Message:
@@ -41,8 +44,8 @@ def test_an_uncached_encoding_falls_back_to_the_bundled_one_without_network(
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     token_module._cached_counter.cache_clear()
     try:
-        assert not token_module.is_encoding_available_offline("o200k_base")
-        assert load_counter("o200k_base").name == "tiktoken:cl100k_base"
+        assert not token_module.is_encoding_available_offline("p50k_base")
+        assert load_counter("p50k_base").name == "tiktoken:cl100k_base"
     finally:
         token_module._cached_counter.cache_clear()
 
@@ -92,14 +95,163 @@ def test_function_results_count_their_json(counter: TokenCounter) -> None:
     )
 
 
-def test_media_has_a_fixed_cost_and_thoughts_cost_nothing(counter: TokenCounter) -> None:
-    image = Part.from_inline_data(InlineData(mime_type="image/png", data="aGVsbG8="))
-    assert (
-        count_message(message(image, role=Role.USER), counter)
-        == MESSAGE_OVERHEAD_TOKENS + INLINE_DATA_TOKENS
-    )
+def test_thoughts_cost_nothing(counter: TokenCounter) -> None:
     thought = Part.from_thought("a long private chain of reasoning " * 20)
     assert count_message(message(thought), counter) == MESSAGE_OVERHEAD_TOKENS
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def png(width: int, height: int) -> bytes:
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + header + b"\0" * 4
+
+
+def jpeg(width: int, height: int) -> bytes:
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\0" + b"\1\1\0\0\1\0\1\0\0"
+    frame = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, height, width, 1) + b"\1\x11\0"
+    return b"\xff\xd8" + app0 + frame + b"\xff\xd9"
+
+
+def gif(width: int, height: int) -> bytes:
+    return b"GIF89a" + struct.pack("<HH", width, height) + b"\0\0\0"
+
+
+def webp(width: int, height: int) -> bytes:
+    extended = b"VP8X" + struct.pack("<I", 10) + b"\0\0\0\0"
+    size = (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    return b"RIFF" + struct.pack("<I", 30) + b"WEBP" + extended + size
+
+
+@pytest.mark.parametrize("make", [png, jpeg, gif, webp], ids=["png", "jpeg", "gif", "webp"])
+def test_image_dimensions_are_read_from_the_file_header(make: Any) -> None:
+    assert gcengine.image_dimensions(make(1, 1)) == (1, 1)
+    assert gcengine.image_dimensions(make(1200, 800)) == (1200, 800)
+    assert gcengine.image_dimensions(b"%PDF-1.4") is None
+
+
+@pytest.mark.parametrize(
+    ("provider", "tiny", "square", "large"),
+    [
+        ("anthropic", 1, 1399, 1534),  # w*h/750, scaled to 1568 px and 1.15 megapixels
+        ("openai", 255, 765, 765),  # 85 + 170 per 512 px tile, short side scaled to 768
+        ("google", 258, 1032, 258 * 6 * 4),  # 258 a 768 px tile
+    ],
+)
+def test_images_cost_what_their_provider_publishes(
+    provider: Any, tiny: int, square: int, large: int
+) -> None:
+    for size, expected in (((1, 1), tiny), ((1024, 1024), square), ((4000, 3000), large)):
+        cost = gcengine.media_cost(
+            InlineData(mime_type="image/png", data=b64(png(*size))), provider
+        )
+        assert (cost.tokens, cost.basis, (cost.width, cost.height)) == (
+            expected,
+            "dimensions",
+            size,
+        )
+        assert cost.exact
+
+
+def test_media_without_dimensions_is_estimated_from_its_size_and_says_so() -> None:
+    pdf = gcengine.media_cost(InlineData(mime_type="application/pdf", data=b64(b"%" * 92)))
+    assert (pdf.tokens, pdf.basis, pdf.size_bytes) == (3, "size", 92)
+    assert not pdf.exact
+    assert "92 bytes" in pdf.description
+    audio = gcengine.media_cost(InlineData(mime_type="audio/mpeg", data=b64(b"\0" * 16_000)))
+    assert (audio.tokens, audio.basis) == (32, "size")  # about one second of sound
+    linked = gcengine.media_cost(
+        InlineData(mime_type="image/*", data="https://example.com/a.png", extra={"url": True})
+    )
+    assert (linked.basis, linked.tokens) == ("flat", 1399)
+
+
+def test_a_one_pixel_image_no_longer_costs_a_thousand(counter: TokenCounter) -> None:
+    image = Part.from_inline_data(InlineData(mime_type="image/png", data=b64(png(1, 1))))
+    assert count_message(message(image, role=Role.USER), counter) == MESSAGE_OVERHEAD_TOKENS + 1
+
+
+def test_a_session_says_which_media_figures_are_estimates() -> None:
+    data = example("jaato_session_v2.1.json")
+    data["history"][0]["parts"] += [
+        {"type": "inline_data", "mime_type": "image/png", "data": b64(png(1, 1))},
+        {"type": "inline_data", "mime_type": "application/pdf", "data": b64(b"%" * 92)},
+    ]
+    session = gcengine.load_session(data)
+    request = session.budget.entries[gcengine.InstructionSource.CONVERSATION].children["turn_0"]
+    first = next(iter(request.children.values()))
+    text_only = count_message(
+        session.history[0].model_copy(update={"parts": session.history[0].parts[:1]}),
+        load_counter(),
+    )
+    assert first.tokens == text_only + 1 + 3  # the 1x1 image by its pixels, the PDF by size
+    counting = session.token_counting
+    assert not counting.exact
+    assert counting.notes[-1] == "1 media part estimated: 92 bytes, estimated from the size"
+
+
+def test_o200k_ships_offline_and_counts_as_openai_does() -> None:
+    """gpt-4.1 and every current OpenAI model use o200k_base: its vocabulary ships with the
+    product, is checked against tiktoken's published hash, and counts what OpenAI counts."""
+    o200k = load_counter("o200k_base")
+    assert o200k.name == "tiktoken:o200k_base"
+    assert o200k.exact
+    assert o200k.count("hello world") == 2  # [24912, 2375] in o200k_base
+    assert load_counter("o200k_harmony").name == "tiktoken:o200k_harmony"
+    session = gcengine.load_session(
+        {"model": "gpt-4.1", "messages": [{"role": "user", "content": "Why does CI fail?"}]}
+    )
+    assert session.token_counter == "tiktoken:o200k_base+media:openai"
+    assert session.token_counting.exact
+    assert session.token_counting.notes == []
+
+
+@settings(deadline=None)
+@given(text=st.text(max_size=200))
+def test_o200k_counts_match_an_independent_implementation(text: str) -> None:
+    """bpe-openai's own tokenizer (a separate implementation of the same vocabulary)."""
+    bpe_openai = pytest.importorskip("bpe_openai")
+    expected = len(bpe_openai.get_encoding("o200k_base").encode(text))
+    assert load_counter("o200k_base").count(text) == expected
+
+
+def test_a_vocabulary_that_cannot_be_loaded_makes_the_session_say_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token_module._cached_counter.cache_clear()
+    token_module._o200k_ranks.cache_clear()
+    token_module._load_o200k_encoding.cache_clear()
+    monkeypatch.setattr(token_module, "_O200K_SHA256", "0" * 64)  # not the published file
+    try:
+        session = gcengine.load_session(
+            {"model": "gpt-4.1", "messages": [{"role": "user", "content": "Why?"}]}
+        )
+        assert session.token_counter == "tiktoken:cl100k_base+media:openai"
+        counting = session.token_counting
+        assert not counting.exact
+        assert counting.notes == [
+            "o200k_base (the tokenizer of gpt-4.1) could not be loaded here; counted with "
+            "cl100k_base, an estimate"
+        ]
+    finally:
+        monkeypatch.undo()
+        token_module._cached_counter.cache_clear()
+        token_module._o200k_ranks.cache_clear()
+        token_module._load_o200k_encoding.cache_clear()
+
+
+def test_a_model_without_a_shipped_tokenizer_is_counted_as_an_estimate() -> None:
+    counting = gcengine.token_counting("claude-sonnet-4", "tiktoken:cl100k_base")
+    assert not counting.exact
+    assert counting.notes == [
+        "claude-sonnet-4 has no tokenizer the engine ships; counted with cl100k_base, an estimate"
+    ]
+    approx = gcengine.token_counting("gpt-4.1", "approx:4chars/token+media:openai")
+    assert approx.notes == [
+        "no tokenizer vocabulary could be loaded: about four characters a token"
+    ]
 
 
 def test_each_distinct_text_is_counted_once() -> None:

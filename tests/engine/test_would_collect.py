@@ -46,7 +46,7 @@ def test_threshold_mode_triggers_at_the_threshold(strategy: str) -> None:
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_continuous_mode_triggers_above_the_target(strategy: str) -> None:
     config = policy(type=strategy, threshold_percent=80, target_percent=60, pressure_percent=0)
-    assert would_collect(at_usage(65), config) == (True, GCTriggerReason.THRESHOLD)
+    assert would_collect(at_usage(65), config) == (True, GCTriggerReason.CONTINUOUS)
     assert would_collect(at_usage(55), config) == (False, None)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, Project
+from jaato_web.pages.forms import form_values
 from tests.web.uploads import session_file
 
 GC_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gc"
@@ -42,3 +43,17 @@ def stored_session(project: Project, turns: int = 20, seed: int = 1) -> AgentSes
     )
     assert receipt.session is not None
     return receipt.session
+
+
+def form_data(config: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """What the editor posts for ``config``: checkboxes only when ticked, blanks as ''."""
+    data: dict[str, Any] = {}
+    for key, value in form_values(config).items():
+        if value is True:
+            data[key] = "on"
+        elif value is False or value is None:
+            if value is None:
+                data[key] = ""
+        else:
+            data[key] = value
+    return {**data, **extra}

@@ -66,6 +66,12 @@ def test_a_fresh_dashboard_gets_the_session_a_budget_run_and_a_summary_chain() -
     replays = Replay.objects.filter(session=session)
     assert replays.count() == 2
     assert all(replay.status == JobStatus.DONE for replay in replays)
+    # Each replay names the version it was drawn for.
+    assert sorted(replays.values_list("policy_label", flat=True)) == [
+        "Budget 80/60 v1",
+        "Continuous budget v1",
+    ]
+    assert all(replay.policy_version is not None for replay in replays)
     demo = User.objects.get(username=DEMO_USER)
     assert Membership.objects.get(project=project, user=demo).role == Role.ADMIN
 

@@ -62,7 +62,7 @@ def test_htmx_replay_request_answers_with_the_replay_section(
     assert f'hx-get="{reverse("replay_detail", args=[replay.pk])}"' in html
 
 
-def test_threshold_mode_chart_has_the_sawtooth_figures(
+def test_threshold_mode_chart_names_its_policy_and_tells_what_happened(
     client: Client,
     stored_session: AgentSession,
     budget_policy: Policy,
@@ -82,9 +82,12 @@ def test_threshold_mode_chart_has_the_sawtooth_figures(
     assert re.search(r'<polyline class="chart__usage" points="0\.0,[\d.]+ ', html)
     events = re.findall(r'<circle class="chart__event" cx="[\d.]+" cy="[\d.]+"', html)
     assert events
-    assert "In <strong>threshold mode</strong>" in html
-    assert f"GC ran <strong>{len(events)} time" in html
-    assert "the sawtooth" in html
+    assert "Replay under <strong>Tight budget v1, threshold mode</strong>" in html
+    # One collection, down to the target: said as such, not drawn up into a sawtooth.
+    assert len(events) == 1
+    assert "GC collected once over 16 checks." in html
+    assert "GC collected once, when usage reached the 1 % threshold" in html
+    assert "sawtooth" not in html
     assert "every 2s" not in html
     assert "style=" not in html
 
@@ -106,7 +109,7 @@ def test_continuous_mode_chart_has_no_threshold_line(
     assert "<html" in html
     assert "chart__threshold" not in html
     assert '<line class="chart__target"' in html
-    assert "In <strong>continuous mode</strong>" in html
+    assert "Replay under <strong>Continuous v1, continuous mode</strong>" in html
     assert "ripple" in html
     assert '<circle class="chart__event"' in html
     assert "&quot;pressure_percent&quot;: 0" in html  # the policy replayed

@@ -138,8 +138,7 @@ def test_run_page_figures_and_config(client: Client, finished_run: GCRun) -> Non
     assert f"{finished_run.tokens_after:,}" in html
     assert f"{finished_run.tokens_freed:,}" in html
     assert "Share of the context limit" in html
-    assert "Tight budget" in html
-    assert "version 1" in html
+    assert "Tight budget v1" in html
     assert "<code>gc_budget</code>" in html
     assert "&quot;threshold_percent&quot;: 1" in html  # the config, pretty printed
     assert "every 2s" not in html
@@ -272,9 +271,9 @@ def test_diff_pages_through_htmx(
 
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="diff">')
-    assert "Turn 6" in html
     assert "Turn 7" in html
-    assert "Turn 5" not in html
+    assert "Turn 8" in html
+    assert "Turn 6" not in html
 
 
 def test_budget_trees_before_and_after(client: Client, finished_run: GCRun) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -11,11 +12,13 @@ from django.urls import reverse
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import selectors, services, storage
 from jaato_web.dashboard.models import AgentSession, Policy, Project
 from tests.web.conftest import session_bytes
 
 pytestmark = pytest.mark.django_db
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "examples"
 
 HTMX = {"HX-Request": "true"}
 
@@ -158,7 +161,7 @@ def test_budget_children_open_lazily_in_slices(
 
     assert "<html" not in first
     assert first.count('class="tree-node"') == 5
-    assert "turn_0" in first or "Turn 0" in first
+    assert "turn_1" in first
     assert "Load more entries" in first
     assert "offset=5" in first
     assert rest.count('class="tree-node"') == 3  # 8 turns in all
@@ -180,8 +183,10 @@ def test_history_shows_turns_messages_and_folded_tool_calls(
     html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     text = html.decode()
-    assert "Turn 0" in text
-    assert "Turn 7" in text
+    # JAATO's numbering: the first turn is turn 1, as in its logs and budget labels.
+    assert "Turn 1</h3>" in text
+    assert "Turn 8</h3>" in text
+    assert "Turn 0</h3>" not in text
     assert '<span class="message__role">user</span>' in text
     assert '<span class="message__role">tool</span>' in text
     assert re.search(r"<summary>Tool call: \w+</summary>", text)
@@ -201,8 +206,8 @@ def test_history_pages_through_htmx(
     html = response.content.decode()
     assert "<html" not in html
     assert html.startswith('<div id="history"') or '<div id="history"' in html[:200]
-    assert "Turn 6" in html
-    assert "Turn 5" not in html
+    assert "Turn 7</h3>" in html
+    assert "Turn 6</h3>" not in html
     assert "Page 3 of 3" in html
     assert "HX-Target" in response["Vary"]
 
@@ -229,9 +234,9 @@ def test_pinned_badge_follows_the_default_policy(
 
     text = html.decode()
     assert text.count(">pinned by Pins<") == 1
-    turn_2 = text.index("Turn 2</h3>")
-    assert ">pinned by Pins<" in text[turn_2 : turn_2 + 900]
-    assert "The default policy, Pins, pins turn 2 in every session it runs on." in text
+    turn_3 = text.index("Turn 3</h3>")  # index 2 in gc.json, turn 3 as JAATO numbers it
+    assert ">pinned by Pins<" in text[turn_3 : turn_3 + 900]
+    assert "The default policy, Pins, pins turn 3 in every session it runs on." in text
 
 
 def test_message_content_is_escaped(client: Client, project: Project) -> None:
@@ -252,26 +257,57 @@ def test_message_content_is_escaped(client: Client, project: Project) -> None:
     assert "<i>name</i>" not in text
 
 
-def test_drift_says_plainly_when_the_file_recorded_nothing(
+def _page(client: Client, project: Project, name: str, data: bytes) -> str:
+    receipt = services.session_upload(project=project, filename=name, data=data)
+    assert receipt.session is not None
+    return client.get(reverse("session_detail", args=[receipt.session.pk])).content.decode()
+
+
+def test_a_file_without_figures_says_every_message_was_counted_here(
     client: Client, stored_session: AgentSession
 ) -> None:
-    html = client.get(reverse("session_detail", args=[stored_session.pk])).content
+    html = client.get(reverse("session_detail", args=[stored_session.pk])).content.decode()
 
-    assert "The file recorded no token figures" in html.decode()
+    assert "The file records no figure for a single message" in html
+    assert "were <strong>counted here</strong>" in html
+    assert "recorded by the agent" not in html
+    assert "matches the count" not in html
 
 
-def test_drift_table_when_the_file_recorded_figures(client: Client, project: Project) -> None:
+def test_recorded_figures_are_compared_and_their_source_said(
+    client: Client, project: Project
+) -> None:
     data = session_bytes(SessionShape(turns=4, with_budget_state=True, seed=8))
-    receipt = services.session_upload(project=project, filename="recorded.json", data=data)
-    assert receipt.session is not None
 
-    html = client.get(reverse("session_detail", args=[receipt.session.pk])).content
+    text = _page(client, project, "recorded.json", data)
 
-    text = html.decode()
-    assert "Messages compared" in text
+    assert "were <strong>recorded by the agent</strong> in the file" in text
+    assert "counted again here with" in text
     assert "Recorded in the file" in text
-    assert "Largest differences" in text or "Every recorded figure matches" in text
-    assert "The file recorded no token figures" not in text
+    assert "Largest differences" in text or "matches the count" in text
+    assert "The file records no figure for a single message" not in text
+
+
+def test_jaatos_own_files_say_what_is_recorded_and_what_counted(
+    client: Client, project: Project
+) -> None:
+    text = _page(client, project, "v21.json", (EXAMPLES / "jaato_session_v2.1.json").read_bytes())
+
+    assert "79 were <strong>recorded by the agent</strong> in the file (5 messages)" in text
+    assert "23 were <strong>counted here</strong>" in text
+    assert "an estimate" in text  # claude-sonnet-4 is counted with another model's vocabulary
+    assert "records the provider's usage per turn for 2 turns" in text
+
+
+def test_a_snapshot_says_every_figure_is_jaatos(client: Client, project: Project) -> None:
+    data = (EXAMPLES / "jaato_budget_snapshot.json").read_bytes()
+
+    text = _page(client, project, "snapshot.json", data)
+
+    assert "every figure on this page is the one JAATO recorded; nothing is counted here" in text
+    assert "there is nothing to count again" in text
+    assert "counted here</strong>" not in text
+    assert "an estimate" not in text
 
 
 def test_warnings_are_listed(client: Client, stored_session: AgentSession) -> None:
@@ -329,3 +365,46 @@ def test_budget_snapshot_without_history(client: Client, project: Project) -> No
     assert "jaato_budget_snapshot" in html
     assert "This session has no history" in html
     assert "Conversation" in html or "conversation" in html
+
+
+def test_go_to_turn_opens_the_page_holding_it(client: Client, project: Project) -> None:
+    receipt = services.session_upload(
+        project=project, filename="long.json", data=session_bytes(SessionShape(turns=60, seed=2))
+    )
+    assert receipt.session is not None
+    url = reverse("session_detail", args=[receipt.session.pk])
+
+    found = client.get(url, {"turn": "51", "window": "9000"})
+    missing = client.get(url, {"turn": "61"}, follow=True)
+
+    assert found.status_code == 302
+    assert found["Location"] == f"{url}?window=9000&turns=3#turn-51"
+    page = client.get(found["Location"]).content.decode()
+    assert 'id="turn-51"' in page
+    assert "long.json has no turn 61: its turns run from 1 to 60." in missing.content.decode()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40, seed=3))).encode(),
+        (EXAMPLES / "jaato_session_v2.1.json").read_bytes(),
+        (EXAMPLES / "jaato_budget_snapshot.json").read_bytes(),
+    ],
+    ids=["demo", "jaato-2.1", "snapshot"],
+)
+def test_recorded_and_counted_figures_add_up_to_the_session_total(data: bytes) -> None:
+    engine = gcengine.load_session(data)
+
+    figures = storage.figure_sources(engine)
+
+    assert figures["recorded_tokens"] + figures["counted_tokens"] == engine.budget.total_tokens()
+
+
+def test_each_message_says_whether_its_figure_was_recorded_or_counted(
+    client: Client, project: Project
+) -> None:
+    text = _page(client, project, "v21.json", (EXAMPLES / "jaato_session_v2.1.json").read_bytes())
+
+    assert text.count('title="The figure the agent recorded in the file">recorded<') == 5
+    assert text.count('title="Counted here with tiktoken:cl100k_base">counted<') == 1

@@ -93,6 +93,11 @@ def test_runs_of_turns_with_one_decision_fold_into_a_row() -> None:
     assert [u.name for u in sent] == ["sys", "turn 25 … turn 28", "turn 29"]
     assert sent[-1].codes == ("required/latest_user_message", "required/current_turn")
     assert sum(u.count for u in sent) == len(plan.included)
+    # With the session's own names (pages number turns from 1), rows and members use them.
+    names = [f"turn {n + 1}" for n in range(30)]
+    named = shape.excluded_units(plan, names)
+    assert [u.name for u in named] == ["turn 25", "turn 24 … turn 1"]
+    assert [m.label for m in named[0].members] == ["turn 25 user", "turn 25 assistant"]
 
 
 def test_planner_configs_compare_setting_by_setting() -> None:

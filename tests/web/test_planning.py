@@ -141,7 +141,8 @@ def test_ttls_count_down_and_expired_pins_leave(project: Project) -> None:
     ]
     assert {c.after for c in second.ttl_changes} == {"NoneRemaining"}
     assert third.pins_sent == 0
-    assert set(third.expired) == {"turn 0 user", "turn 0 assistant"}
+    # Pages number turns from 1, as JAATO does: stable index 0 is turn 1.
+    assert set(third.expired) == {"turn 1 user", "turn 1 assistant"}
     assert page.steps[3].pins_left_out == 2
     assert page.steps[3].expired == ()  # they left once
 
@@ -157,9 +158,9 @@ def test_ask_prompts_appear_and_a_repin_renews_the_lease(project: Project) -> No
     )
 
     asked = next(s for s in left.steps if s.review_requests)
-    assert set(asked.review_requests) == {"turn 0 user", "turn 0 assistant"}
+    assert set(asked.review_requests) == {"turn 1 user", "turn 1 assistant"}
     later = left.steps[left.steps.index(asked) + 1]
-    assert set(later.expired) == {"turn 0 user", "turn 0 assistant"}
+    assert set(later.expired) == {"turn 1 user", "turn 1 assistant"}
     assert renewed.steps[left.steps.index(asked)].repinned
     assert not any(s.expired for s in renewed.steps)
 
@@ -173,8 +174,8 @@ def test_steps_come_a_page_at_a_time(project: Project) -> None:
     assert last.user_turns == 30
     assert (last.start, last.next_start, last.previous_start) == (20, None, 10)
     assert (first.start, first.next_start, first.previous_start) == (0, 10, None)
-    assert [s.label for s in first.steps][:2] == ["turn 0", "turn 1"]
-    assert last.steps[-1].label == "turn 29"
+    assert [s.label for s in first.steps][:2] == ["turn 1", "turn 2"]
+    assert last.steps[-1].label == "turn 30"
 
 
 def test_another_pin_priority_or_ttl_gives_the_items_the_engine_would(project: Project) -> None:

@@ -48,7 +48,7 @@ def test_create_save_and_list(client: Client):
     [
         ({"target_percent": 90}, "target_percent"),
         ({"type": "gc_magic"}, "type"),
-        ({"notification_template": "{nope}"}, "notification_template"),
+        ({"notify_on_gc": True, "notification_template": "{nope}"}, "notification_template"),
         ({"shiny": True}, "shiny"),
     ],
 )

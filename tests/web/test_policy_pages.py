@@ -16,7 +16,6 @@ from django.utils.html import escape
 import gcengine
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import GCRun, JobStatus, Policy
-from jaato_web.pages.forms import form_values
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member, signed_in_client
 from tests.web.policy_data import (
@@ -24,6 +23,7 @@ from tests.web.policy_data import (
     JAATO_REPO_FILE,
     JAATO_TUI_EXAMPLE_FILE,
     TRUNCATE_POLICY,
+    form_data,
     stored_session,
 )
 
@@ -32,20 +32,6 @@ pytestmark = pytest.mark.django_db
 pytest_plugins = ["tests.web.policy_fixtures"]
 
 HTMX = {"HX-Request": "true"}
-
-
-def form_data(config: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """What the editor posts for ``config``: checkboxes only when ticked, blanks as ''."""
-    data: dict[str, Any] = {}
-    for key, value in form_values(config).items():
-        if value is True:
-            data[key] = "on"
-        elif value is False or value is None:
-            if value is None:
-                data[key] = ""
-        else:
-            data[key] = value
-    return {**data, **extra}
 
 
 def errors_for(html: str, field: str) -> str:
@@ -178,7 +164,11 @@ def test_save_needs_a_message(client: Client, policy):
         ({"target_percent": 85}, "target_percent", "must be below threshold_percent"),
         ({"threshold_percent": 120}, "threshold_percent", "between 0 and 100"),
         ({"preserve_recent_turns": -1}, "preserve_recent_turns", "at least 0"),
-        ({"notification_template": "Dropped {items}"}, "notification_template", "{items}"),
+        (
+            {"notify_on_gc": True, "notification_template": "Dropped {bytes}"},
+            "notification_template",
+            "{bytes}",
+        ),
         ({"pinned_turn_indices": [-3]}, "pinned_turn_indices", "turn index"),
     ],
 )
@@ -617,7 +607,7 @@ def test_bulk_apply_runs_each_selected_session_and_shows_progress(
     assert [r.session_id for r in runs] == [s.pk for s in sessions]
     assert all(r.status == JobStatus.DONE for r in runs)
     page = client.get(answer["Location"]).content.decode()
-    assert "2 of 2 done" in page
+    assert "2 of 2 runs done" in page
     assert 'hx-trigger="every 2s"' not in page  # nothing left to poll
 
 
@@ -627,7 +617,7 @@ def test_progress_polls_while_runs_are_pending(client: Client, project, policy):
 
     html = client.get(reverse("policy_runs"), {"ids": str(run.pk)}, headers=HTMX).content.decode()
 
-    assert "0 of 1 done" in html
+    assert "0 of 1 run done" in html
     assert 'hx-trigger="every 2s"' in html
     assert "<html" not in html
 

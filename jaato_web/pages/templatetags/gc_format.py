@@ -10,6 +10,9 @@ from typing import Any
 
 from django import template
 
+import gcengine
+from jaato_web.dashboard.presenters import counted, policy_name
+
 register = template.Library()
 
 MISSING = "–"
@@ -27,6 +30,30 @@ def tokens(value: Any) -> str:
 
 
 @register.filter
+def count(value: Any, noun: str) -> str:
+    """A count with separators and the noun it agrees with: ``{{ n|count:"turn" }}`` ->
+    ``1 turn``, ``1,234 turns``; ``"summary,summaries"`` gives an irregular plural."""
+    if value is None or value == "":
+        return MISSING
+    singular, _, plural = noun.partition(",")
+    try:
+        return counted(int(value), singular, plural)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def turn_number(index: Any) -> str:
+    """A stable turn index as JAATO's logs number the turn (from 1): ``0`` -> ``1``."""
+    if index is None or index == "":
+        return MISSING
+    try:
+        return str(gcengine.turn_number(int(index)))
+    except (TypeError, ValueError):
+        return str(index)
+
+
+@register.filter
 def pct(value: Any, places: int = 1) -> str:
     """A percentage figure with ``places`` decimals (without the sign): ``84.38`` -> ``84.4``."""
     if value is None or value == "":
@@ -35,3 +62,10 @@ def pct(value: Any, places: int = 1) -> str:
         return f"{float(value):.{int(places)}f}"
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def policy_of(item: Any) -> str:
+    """The policy a run or a replay used, by name: ``{{ run|policy_of }}`` -> ``Budget 80/60
+    v3``, the name it had when deleted since, or a pasted gc.json."""
+    return policy_name(item.policy_version, item.policy_label)

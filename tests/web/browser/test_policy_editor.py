@@ -166,7 +166,7 @@ def test_versions_apply_and_progress_pages(
     page.get_by_role("button", name="Run on the selected sessions").click()
 
     expect(page).to_have_url(re.compile(r"/policies/runs/\?ids=\d+"))
-    expect(page.locator("#apply-progress")).to_contain_text("1 of 1 done")
+    expect(page.locator("#apply-progress")).to_contain_text("1 of 1 run done")
     clean(page_log)
 
 

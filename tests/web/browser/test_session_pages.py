@@ -4,12 +4,15 @@ and the replay chart."""
 from __future__ import annotations
 
 import re
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, Replay
+from jaato_web.teams.management.commands.load_demo import DEMO_FILENAME
 from tests.web.browser.page_log import PageLog
 from tests.web.browser.steps import assert_quiet, expect_same_document, mark_document
 from tests.web.uploads import session_file
@@ -41,11 +44,11 @@ def test_history_pages_with_htmx_and_tool_calls_unfold(page: Page, page_log: Pag
     history = page.locator("#history")
     turn_headings = history.locator(".turn__head h3")
     expect(turn_headings).to_have_count(25)
-    expect(turn_headings.first).to_have_text("Turn 0")
+    expect(turn_headings.first).to_have_text("Turn 1")
 
     history.get_by_role("link", name="Next →").first.click()
 
-    expect(turn_headings).to_have_text([f"Turn {n}" for n in range(25, 30)])
+    expect(turn_headings).to_have_text([f"Turn {n}" for n in range(26, 31)])
     expect(history.get_by_text("Page 2 of 2").first).to_be_visible()
     expect(page).to_have_url(re.compile(r"\?turns=2$"))
     expect_same_document(page)
@@ -89,12 +92,86 @@ def test_replay_draws_the_sawtooth_chart_and_says_it_in_words(
     expect(chart.locator("text.chart__label")).to_contain_text(
         ["limit", "threshold 60 %", "target 40 %"]
     )
+    expect(page.locator("[data-chart-title]")).to_have_text(
+        "Replay under Sawtooth v1, threshold mode"
+    )
     summary = page.locator(".chart-summary")
-    expect(summary).to_contain_text("In threshold mode")
-    expect(summary).to_contain_text(f"GC ran {collections} times over")
+    expect(summary).to_contain_text(f"GC collected {collections} times over")
     figures = page.get_by_role("table", name="Replay figures")
-    for row in ("Mode threshold", f"Collections {collections}", "Threshold 60 %", "Target 40 %"):
+    for row in (
+        "Policy Sawtooth v1, threshold mode",
+        f"Collections {collections}",
+        "Threshold 60 %",
+        "Target 40 %",
+    ):
         expect(figures.get_by_role("row", name=row, exact=True)).to_be_visible()
+    assert_quiet(page_log)
+
+
+def chosen_policy(page: Page) -> str:
+    """The replay select's choice as a chart names it: "Budget 80/60 (version 1)" is
+    "Budget 80/60 v1"."""
+    label = page.locator("#replay select option:checked").inner_text()
+    match = re.fullmatch(r"(.+) \(version (\d+)\)", label)
+    assert match is not None, label
+    return f"{match[1]} v{match[2]}"
+
+
+def test_the_replay_chart_names_the_policy_the_select_shows(page: Page, page_log: PageLog) -> None:
+    # A fresh demo: the default policy is Budget 80/60, and Continuous budget was replayed last.
+    call_command("load_demo", stdout=StringIO())
+    session = AgentSession.objects.get(label=DEMO_FILENAME)
+    page.goto(f"/sessions/{session.pk}/")
+
+    title = page.locator("#replay [data-chart-title]")
+    expect(title).to_have_text("Replay under Continuous budget v1, continuous mode")
+    assert chosen_policy(page) == "Continuous budget v1"
+
+    page.locator("#replay").get_by_label("Policy").select_option(label="Budget 80/60 (version 1)")
+    page.locator("#replay").get_by_role("button", name="Replay").click()
+
+    expect(title).to_have_text("Replay under Budget 80/60 v1, threshold mode")
+    assert chosen_policy(page) == "Budget 80/60 v1"
+    expect(page.locator("#replay svg.chart__svg line.chart__threshold")).to_have_count(1)
+    expect(page.get_by_role("table", name="Replay figures")).to_contain_text(
+        "Budget 80/60 v1, threshold mode"
+    )
+    # The replay page of that chart names the same policy.
+    shown = Replay.objects.get(session=session, policy_label="Budget 80/60 v1")
+    page.goto(f"/replays/{shown.pk}/")
+    expect(page.locator("[data-chart-title]")).to_have_text(
+        "Replay under Budget 80/60 v1, threshold mode"
+    )
+    assert_quiet(page_log)
+
+
+def test_the_sessions_table_fits_its_column_at_1280_px(page: Page, page_log: PageLog) -> None:
+    # Long names with nothing to break at, and long model ids, are what widened the table.
+    for seed, name in enumerate(
+        (
+            "session_2026_11_20_billing_service_refactor_agent_run_with_a_long_name.json",
+            "2026-11-20-billing-service-refactor-agent-session-with-a-long-name.json",
+        )
+    ):
+        stored(name, session_file(4, seed=seed, model="claude-3-7-sonnet-20250219"))
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/sessions/")
+
+    table = page.locator("#session-table table")
+    column = page.locator("#session-table .table-scroll")
+    uploaded = table.get_by_role("columnheader", name="Uploaded")
+    expect(uploaded).to_be_in_viewport()
+    table_box = table.bounding_box()
+    column_box = column.bounding_box()
+    uploaded_box = uploaded.bounding_box()
+    assert table_box is not None
+    assert column_box is not None
+    assert uploaded_box is not None
+    right_edge = column_box["x"] + column_box["width"]
+    assert table_box["x"] + table_box["width"] <= right_edge + 0.5
+    assert uploaded_box["x"] + uploaded_box["width"] <= right_edge + 0.5
+    assert column.evaluate("c => c.scrollWidth <= c.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
     assert_quiet(page_log)
 
 

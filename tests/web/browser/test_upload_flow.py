@@ -102,8 +102,9 @@ def test_an_upload_goes_from_the_file_to_the_ledger_of_a_run(
     inserted = run.summaries.get().inserted_before_position
     expect(diff.nth(inserted)).to_have_class(re.compile(r"\bdiff-turn--inserted\b"))
     expect(diff.nth(inserted)).to_contain_text("Summary 1 went in here")
+    # The turn at position ``inserted`` (its stable index) is numbered from 1, as JAATO does.
     expect(diff.nth(inserted + 1).locator(".diff-turn__head strong")).to_have_text(
-        f"Turn {inserted}"
+        f"Turn {inserted + 1}"
     )
 
     # What the first ledger item removed: opened in place, then on its own page.
@@ -191,3 +192,25 @@ def test_files_dropped_on_the_drop_zone_are_uploaded(page: Page, page_log: PageL
     expect(outcome(results, "dropped.json").locator(".badge")).to_have_text("stored")
     assert AgentSession.objects.get().label == "dropped.json"
     assert_quiet(page_log)
+
+
+def test_an_empty_file_is_refused_alone_and_the_other_files_are_stored(
+    page: Page, tmp_path: Path
+) -> None:
+    good = write_session(tmp_path, "good.json")
+    empty = write_session(tmp_path, "empty.json", b"")
+    other = write_session(tmp_path, "other.json", session_file(8, seed=3))
+
+    results = upload(page, [good, empty, other])
+
+    expect(outcome(results, "good.json")).to_contain_text("stored")
+    expect(outcome(results, "other.json")).to_contain_text("stored")
+    refused = outcome(results, "empty.json")
+    expect(refused).to_contain_text("empty")
+    expect(refused).to_contain_text("the file is empty")
+    expect(refused).to_contain_text("Nothing was stored.")
+    expect(results).not_to_contain_text("The submitted file is empty")
+    assert sorted(AgentSession.objects.values_list("label", flat=True)) == [
+        "good.json",
+        "other.json",
+    ]

@@ -111,7 +111,7 @@ class Command(BaseCommand):
             version = Policy.objects.get(
                 project=project, kind=PolicyKind.GC, name=name
             ).versions.latest("number")
-            replay = services.replay_request(session=session, config=version.config)
+            replay = services.replay_request(session=session, policy_version=version)
             if replay.status == JobStatus.QUEUED:
                 services.replay_execute(replay_id=replay.pk)
         state = "already loaded" if receipt.duplicate else "loaded"

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0003_archive_and_session_pins"),
+        ("dashboard", "0004_replay_policy_version_and_run_left"),
     ]
 
     operations = [
