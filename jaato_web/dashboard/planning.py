@@ -313,6 +313,15 @@ class TtlChange:
     before: str
     after: str
 
+    @property
+    def text(self) -> str:
+        """``Limited(2) → Limited(1)``; only the review when the TTL stayed as it was."""
+        was, _, _ = self.before.partition(",")
+        now, _, review = self.after.partition(",")
+        if was == now and review:
+            return f"{now}, review asked"
+        return f"{self.before} → {self.after}"
+
 
 @dataclass(frozen=True)
 class Step:

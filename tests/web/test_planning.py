@@ -135,7 +135,7 @@ def test_ttls_count_down_and_expired_pins_leave(project: Project) -> None:
     page = planning.plan_steps(session, pins=planning.PinChoice(ttl=2), start=0)
 
     first, second, third = page.steps[:3]
-    assert [c.before + " → " + c.after for c in first.ttl_changes] == [
+    assert [c.text for c in first.ttl_changes] == [
         "Limited(2) → Limited(1)",
         "Limited(2) → Limited(1)",
     ]
@@ -158,6 +158,7 @@ def test_ask_prompts_appear_and_a_repin_renews_the_lease(project: Project) -> No
     )
 
     asked = next(s for s in left.steps if s.review_requests)
+    assert {c.text for c in asked.ttl_changes} == {"NoneRemaining, review asked"}
     assert set(asked.review_requests) == {"turn 1 user", "turn 1 assistant"}
     later = left.steps[left.steps.index(asked) + 1]
     assert set(later.expired) == {"turn 1 user", "turn 1 assistant"}
