@@ -239,6 +239,10 @@ def _history(
         "turn_pager": presenters.pager(page, "turns"),
         "turns": presenters.turn_views(page, session_pins=here, policy_pins=by_policy),
         "session_pins": presenters.pin_summary(*here),
+        # Where the agent compacted, by the turn it compacted before (JAATO's numbering).
+        "compacted_before": {
+            c["before_turn"]: c for c in session.agent_state.get("compactions") or []
+        },
         "default_policy": default_policy,
         "default_policy_pins": presenters.pin_summary(*by_policy),
         "pin_policy_choices": (

@@ -53,6 +53,8 @@ def test_the_session_page_shows_each_compaction_its_summary_and_the_real_usage(
     assert "The agent's summary" in html
     assert first["summary"].split("\n")[0][:40] in html
     assert "data-usage-chart" in html
+    # The history marks where it happened: the page holding the first compaction's turn.
+    assert html.count("The agent compacted its context here") >= 1
     assert f"The agent compacted before turn {second['before_turn']} (auto)" in html
     assert len(state["usage"]) == 60  # one point per model call the transcript records
 
