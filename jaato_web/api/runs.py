@@ -71,6 +71,7 @@ def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[G
         config=config,
         plugin=payload.plugin,
         context_limit=payload.context_limit,
+        compaction_id=payload.compaction_id,
         actor=access_of(request).user,
     )
     run.refresh_from_db()
@@ -203,6 +204,7 @@ def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> St
         policy_version=version,
         config=config,
         context_limit=payload.context_limit,
+        compaction_id=payload.compaction_id,
         actor=access_of(request).user,
     )
     replay.refresh_from_db()

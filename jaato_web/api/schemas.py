@@ -64,8 +64,15 @@ class SessionOut(Schema):
 
 
 class SessionDetailOut(SessionOut):
+    """``agent_state``: what the agent's record holds besides the conversation: an
+    interrupted turn and its waiting calls, the compactions it performed (when, trigger,
+    recorded tokens before and after, what they replaced, the summary), tool calls and results
+    that lost their other half, failed tool results, sub-agents, plugin states, and the context
+    size each model call reported (``usage``: [turn number, prompt tokens])."""
+
     drift: dict[str, Any]
     warnings: list[str]
+    agent_state: dict[str, Any]
 
 
 class IngestJobOut(Schema):
@@ -156,6 +163,11 @@ class RunIn(ObjectIn):
     policy_version_id: Id | None = None
     config: dict[str, Any] | None = None
     plugin: str | None = None
+    compaction_id: str = Field(
+        default="",
+        max_length=200,
+        description="collect the history just before this compaction the agent performed",
+    )
     context_limit: int | None = Field(
         default=None,
         ge=1_000,
@@ -175,6 +187,7 @@ class RunOut(Schema):
     error: str
     config: dict[str, Any]
     context_limit: int | None
+    compaction_id: str = ""
     tokens_before: int | None
     tokens_after: int | None
     tokens_freed: int | None
@@ -231,6 +244,11 @@ class DiffPage(Paged):
 class ReplayIn(ObjectIn):
     policy_version_id: Id | None = None
     config: dict[str, Any] | None = None
+    compaction_id: str = Field(
+        default="",
+        max_length=200,
+        description="collect the history just before this compaction the agent performed",
+    )
     context_limit: int | None = Field(
         default=None,
         ge=1_000,
@@ -253,6 +271,7 @@ class ReplayOut(Schema):
     error: str
     config: dict[str, Any]
     context_limit: int | None
+    compaction_id: str
     series: dict[str, Any] | None
 
 

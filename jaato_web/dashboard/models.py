@@ -280,6 +280,11 @@ class GCRun(BackgroundWork):
     items_collected = models.PositiveIntegerField(null=True)
     turns_after = models.PositiveIntegerField(null=True)
     context_limit = models.PositiveBigIntegerField(null=True)
+    compaction_id = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Run on the history just before this compaction the agent performed.",
+    )
     # What the run left, by what may remove it: why a run that stops above its target or
     # the window stopped there. Empty for runs stored before these figures were kept.
     locked_after = models.PositiveBigIntegerField(null=True)
@@ -377,6 +382,11 @@ class Replay(BackgroundWork):
     config_digest = models.CharField(max_length=64)
     context_limit = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="A window tried instead of the session's own, if any."
+    )
+    compaction_id = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Replayed on the history just before this compaction the agent performed.",
     )
     series = models.JSONField(null=True, help_text="Steps and events, as the chart draws them.")
     created_at = models.DateTimeField(auto_now_add=True)

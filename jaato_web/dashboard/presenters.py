@@ -1402,3 +1402,105 @@ def _replay_shape(
             f"check.{turn_note}"
         )
     return turn_note.strip()
+
+
+# --- The agent's own usage, and its compactions ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageChart:
+    """The context size the agent's model calls reported, turn by turn, with the compactions
+    the agent performed marked on it, and (when a policy was replayed on the same turns) the
+    size that policy would have kept: server-drawn geometry and the facts in words."""
+
+    width: int
+    height: int
+    agent_points: str
+    policy_points: str
+    limit_y: float | None
+    compactions: list[tuple[float, float, float, str]]
+    y_ticks: list[tuple[float, str]]
+    x_ticks: list[tuple[float, int]]
+    sentences: list[str]
+
+
+def usage_chart(
+    usage: Sequence[Sequence[int]],
+    compactions: Sequence[dict[str, Any]],
+    limit: int,
+    *,
+    series: dict[str, Any] | None = None,
+    policy_label: str = "",
+    up_to_turn: int | None = None,
+) -> UsageChart | None:
+    """``usage`` is ``[turn number, prompt tokens]`` per call (``storage.recorded_usage_curve``)
+    and ``compactions`` the stored ones; ``series`` a replay (``storage.replay_series``) drawn
+    over the same turns, and ``up_to_turn`` the last turn to show (a compaction's)."""
+    calls = [(t, tokens) for t, tokens in usage if up_to_turn is None or t <= up_to_turn]
+    marks = [
+        c
+        for c in compactions
+        if c.get("before_turn") is not None
+        and (up_to_turn is None or c["before_turn"] <= up_to_turn + 1)
+    ]
+    steps = []
+    if series is not None:
+        for turn, _, before, after in series["steps"]:
+            if turn is not None:
+                steps.append((gcengine.turn_number(turn), before))
+                steps.append((gcengine.turn_number(turn), after))
+    if not calls and not steps:
+        return None
+    turns = [t for t, _ in calls] + [t for t, _ in steps] + [int(c["before_turn"]) for c in marks]
+    first, last = min(turns), max(turns)
+    span = max(last - first, 1)
+    top = max(
+        [limit, *(tokens for _, tokens in calls), *(tokens for _, tokens in steps)]
+        + [int(c.get("tokens_before") or 0) for c in marks]
+    )
+    top = int(max(top, 1))
+    width, height = CHART_WIDTH, CHART_HEIGHT
+
+    def x(turn: float) -> float:
+        return round((turn - first) / span * width, 1)
+
+    def y(tokens: float) -> float:
+        return round(height - tokens / top * height, 1)
+
+    sentences = []
+    for c in marks:
+        before, after = c.get("tokens_before"), c.get("tokens_after")
+        figures = (
+            f" from {before:,} to {after:,} tokens"
+            if before is not None and after is not None
+            else " (the file records no sizes for it)"
+        )
+        trigger = f" ({c['trigger']})" if c.get("trigger") else ""
+        sentences.append(f"The agent compacted before turn {c['before_turn']}{trigger}{figures}.")
+    if steps:
+        low = min(tokens for _, tokens in steps)
+        high = max(tokens for _, tokens in steps)
+        collections = sum(1 for e in series["events"] if e["success"]) if series else 0
+        sentences.append(
+            f"Under {policy_label or 'this policy'}, the same turns would have kept the context "
+            f"between {low:,} and {high:,} tokens, with {counted(collections, 'collection')}."
+        )
+    return UsageChart(
+        width=width,
+        height=height,
+        agent_points=" ".join(f"{x(t)},{y(tokens)}" for t, tokens in calls),
+        policy_points=" ".join(f"{x(t)},{y(tokens)}" for t, tokens in steps),
+        limit_y=y(limit) if limit else None,
+        compactions=[
+            (
+                x(c["before_turn"]),
+                y(c.get("tokens_before") or 0),
+                y(c.get("tokens_after") or 0),
+                f"turn {c['before_turn']}",
+            )
+            for c in marks
+        ],
+        y_ticks=[(y(top * share), f"{round(top * share):,}") for share in (0, 0.25, 0.5, 0.75, 1)],
+        x_ticks=[(x(first + span * share), round(first + span * share)) for share in (0, 0.5, 1)],
+        sentences=sentences,
+    )

@@ -527,16 +527,20 @@ def run_start(
     plugin: str | None = None,
     trigger: str = "manual",
     context_limit: int | None = None,
+    compaction_id: str = "",
     actor: Actor = None,
 ) -> GCRun:
     """Queue a run of a stored policy version, or of a gc.json given as is.
 
     The gc.json is validated here (``gcengine.ConfigError`` names the key), so a run that is
     queued can only fail for reasons the engine finds while collecting. ``context_limit``
-    runs it against another window than the session's own ("what if it were 8,000?").
+    runs it against another window than the session's own ("what if it were 8,000?");
+    ``compaction_id`` runs it on the history just before that compaction the agent performed,
+    to set the policy's removals and summary beside the agent's own.
     """
     if context_limit is not None:
         gcengine.context_limit_checked(context_limit)
+    compaction_checked(session, compaction_id)
     if policy_version is not None:
         gc_policy_checked(policy_version.policy, "policy_version")
         config = policy_version.config
@@ -557,6 +561,7 @@ def run_start(
             plugin=plugin_name,
             trigger=trigger,
             context_limit=context_limit or session.context_limit,
+            compaction_id=compaction_id,
             progress="waiting for a worker",
         )
         audit_record(
@@ -594,7 +599,7 @@ def run_execute(*, run_id: int) -> None:
 
 def _run_execute_claimed(run_id: int) -> None:
     run = GCRun.objects.select_related("session").get(pk=run_id)
-    before = engine_session_of(run.session, run.context_limit)
+    before = engine_session_of(run.session, run.context_limit, run.compaction_id)
     config = config_validated(run.config)
     GCRun.objects.filter(pk=run_id).update(progress=f"collecting with {run.plugin}")
     try:
@@ -703,11 +708,27 @@ def _summaries(
     return rows
 
 
-def engine_session_of(session: AgentSession, context_limit: int | None = None) -> gcengine.Session:
-    """The engine's session as uploaded; against ``context_limit`` tokens when one is given."""
+def engine_session_of(
+    session: AgentSession, context_limit: int | None = None, compaction_id: str = ""
+) -> gcengine.Session:
+    """The engine's session as uploaded; against ``context_limit`` tokens when one is given;
+    as it stood just before the agent's own compaction ``compaction_id``, when one is named."""
     document = SessionDocument.objects.only("engine_session").get(session=session)
     engine = storage.unpack_session(bytes(document.engine_session))
+    if compaction_id:
+        engine = gcengine.history_before(engine, compaction_id)
     return gcengine.with_context_limit(engine, context_limit) if context_limit else engine
+
+
+def compaction_checked(session: AgentSession, compaction_id: str) -> str:
+    """``compaction_id`` if the session holds that compaction (so a queued run or replay of
+    the history before it cannot fail for naming none)."""
+    known = {c["id"] for c in session.agent_state.get("compactions") or []}
+    if compaction_id and compaction_id not in known:
+        raise gcengine.CompactionNotFoundError(
+            f"{session.label} has no compaction {compaction_id!r}"
+        )
+    return compaction_id
 
 
 # --- Replays ---------------------------------------------------------------------------------
@@ -719,6 +740,7 @@ def replay_request(
     policy_version: PolicyVersion | None = None,
     config: Any = None,
     context_limit: int | None = None,
+    compaction_id: str = "",
     actor: Actor = None,
 ) -> Replay:
     """The replay of a session under a stored version or a gc.json (against ``context_limit``
@@ -732,9 +754,12 @@ def replay_request(
         raise gcengine.ConfigError("a replay needs a policy version or a gc.json")
     if context_limit is not None:
         gcengine.context_limit_checked(context_limit)
+    compaction_checked(session, compaction_id)
     canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
     window = context_limit if context_limit != session.context_limit else None
-    keyed = {"gc.json": canonical, "context_limit": window} if window else canonical
+    keyed: Any = canonical
+    if window or compaction_id:
+        keyed = {"gc.json": canonical, "context_limit": window, "compaction": compaction_id}
     digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
     label = str(policy_version) if policy_version is not None else ""
     with transaction.atomic():
@@ -744,6 +769,7 @@ def replay_request(
             defaults={
                 "config": canonical,
                 "context_limit": window,
+                "compaction_id": compaction_id,
                 "progress": "waiting for a worker",
                 "policy_version": policy_version,
                 "policy_label": label,
@@ -773,7 +799,7 @@ def replay_execute(*, replay_id: int) -> None:
     replay = Replay.objects.select_related("session").get(pk=replay_id)
     try:
         simulation = gcengine.simulate(
-            engine_session_of(replay.session, replay.context_limit),
+            engine_session_of(replay.session, replay.context_limit, replay.compaction_id),
             config_validated(replay.config),
         )
     except gcengine.GCEngineError as error:

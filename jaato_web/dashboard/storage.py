@@ -346,6 +346,7 @@ class StoredAgentState(TypedDict):
     compactions: list[dict[str, Any]]
     tool_pair_problems: list[dict[str, Any]]
     tool_pair_problem_count: int
+    usage: list[list[int]]
 
 
 def _turn_of(message: gcengine.Message) -> int | None:
@@ -441,4 +442,33 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
             for problem in problems[:STATE_ITEMS_SHOWN]
         ],
         "tool_pair_problem_count": len(problems),
+        "usage": recorded_usage_curve(engine),
     }
+
+
+# The agent's recorded usage is drawn, not listed: more points than a chart has pixels only
+# cost storage, and each bucket keeps its lowest and highest call so no drop or peak is lost.
+USAGE_POINTS = 2000
+
+
+def recorded_usage_curve(engine: gcengine.Session) -> list[list[int]]:
+    """The context size each model call reported, as [turn number, prompt tokens] in call
+    order: the session's real usage curve, compactions included (the file's own figures)."""
+    turn_of = {m.message_id: m.turn_index for m in engine.history}
+    for compaction in engine.compactions:
+        turn_of.update((m.message_id, m.turn_index) for m in compaction.replaced)
+    points = [
+        [gcengine.turn_number(turn), usage.prompt_tokens]
+        for usage in engine.recorded_usage
+        if (turn := turn_of.get(usage.message_id or "")) is not None
+    ]
+    if len(points) <= USAGE_POINTS:
+        return points
+    bucket = -(-len(points) // (USAGE_POINTS // 2))
+    kept: list[list[int]] = []
+    for start in range(0, len(points), bucket):
+        chunk = points[start : start + bucket]
+        low = min(range(len(chunk)), key=lambda i: chunk[i][1])
+        high = max(range(len(chunk)), key=lambda i: chunk[i][1])
+        kept.extend(chunk[i] for i in sorted({low, high}))
+    return kept

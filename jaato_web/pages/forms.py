@@ -138,6 +138,7 @@ class RunForm(DashboardForm):
         help_text="Leave on the policy's own strategy, or pick another installed one.",
     )
     window = _window_field()
+    compaction = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
 
     def __init__(
         self,
@@ -170,6 +171,7 @@ class RunForm(DashboardForm):
         arguments: dict[str, Any] = {
             "plugin": self.cleaned_data["plugin"] or None,
             "context_limit": self.cleaned_data.get("window"),
+            "compaction_id": self.cleaned_data.get("compaction") or "",
         }
         if text:
             arguments["config"] = text.encode()
@@ -181,6 +183,7 @@ class RunForm(DashboardForm):
 class ReplayForm(DashboardForm):
     policy_version = forms.ChoiceField(label="Policy")
     window = _window_field()
+    compaction = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, versions: Sequence[PolicyVersion], **kwargs: Any) -> None:
         # The session page also shows RunForm, whose field has the same name: distinct ids
@@ -195,6 +198,9 @@ class ReplayForm(DashboardForm):
 
     def chosen_window(self) -> int | None:
         return self.cleaned_data.get("window")
+
+    def chosen_compaction(self) -> str:
+        return str(self.cleaned_data.get("compaction") or "")
 
 
 def _choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from jaato_web.dashboard import presenters, storage
-from jaato_web.dashboard.models import JobStatus
+from jaato_web.dashboard.models import JobStatus, Replay
 from jaato_web.http import PageRequest
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
@@ -42,5 +42,28 @@ def replay_detail(request: PageRequest, replay_id: int) -> HttpResponse:
             "events": presenters.replay_events(series),
             "event_count": len(series["events"]),
         }
+        if replay.compaction_id:
+            context |= _beside_the_agent(replay, series, context["title"])
     template = "replays/detail.html#replay-chart" if request.htmx else "replays/detail.html"
     return render(request, template, context)
+
+
+def _beside_the_agent(replay: Replay, series: dict[str, Any], title: str) -> dict[str, Any]:
+    """A replay on the history before one of the agent's compactions, drawn over the agent's
+    own recorded usage of the same turns."""
+    state = replay.session.agent_state
+    compactions = state.get("compactions") or []
+    compaction = next((c for c in compactions if c["id"] == replay.compaction_id), None)
+    before_turn = compaction.get("before_turn") if compaction else None
+    return {
+        "compaction": compaction,
+        "usage_chart": presenters.usage_chart(
+            state.get("usage") or [],
+            compactions,
+            replay.context_limit or replay.session.context_limit,
+            series=series,
+            policy_label=title,
+            up_to_turn=before_turn,
+        ),
+        "policy_label": title,
+    }

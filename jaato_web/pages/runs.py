@@ -46,6 +46,9 @@ def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
         "config_json": storage.pretty_json(run.config),
         "legend": presenters.policy_legend(),
     }
+    if run.compaction_id:
+        compactions = session.agent_state.get("compactions") or []
+        context["compaction"] = next((c for c in compactions if c["id"] == run.compaction_id), {})
     if run.status == JobStatus.DONE:
         before, _ = selectors.budget_children_slice(session=session)
         after, _ = selectors.budget_children_slice(session=session, run=run)

@@ -143,11 +143,14 @@ def replay_create(request: PageRequest, session_id: int) -> HttpResponse:
                 session=session,
                 policy_version=form.chosen_version(),
                 context_limit=form.chosen_window(),
+                compaction_id=form.chosen_compaction(),
                 actor=request.user,
             )
-        except gcengine.ConfigError as error:
+        except gcengine.GCEngineError as error:  # a bad gc.json, or no such compaction
             form.add_error("policy_version", str(error))
         else:
+            if requested.compaction_id:  # its own page sets it beside the agent's usage
+                return redirect_after_post(request, reverse("replay_detail", args=[requested.pk]))
             if not request.htmx:
                 url = reverse("session_detail", args=[session.pk])
                 return redirect(f"{url}?replay={requested.pk}#replay")
@@ -209,6 +212,11 @@ def _session_page(
         "replay_form": replay_form or forms.ReplayForm(initial=replay_initial, versions=versions),
         "replay": replay,
         "no_turns": "" if session.turn_count else presenters.no_turns(session),
+        "usage_chart": presenters.usage_chart(
+            session.agent_state.get("usage") or [],
+            session.agent_state.get("compactions") or [],
+            window or session.context_limit,
+        ),
         **_history(project, session, request.GET, versions),
         **_runs(session, request.GET),
     }
@@ -231,6 +239,10 @@ def _history(
         "turn_pager": presenters.pager(page, "turns"),
         "turns": presenters.turn_views(page, session_pins=here, policy_pins=by_policy),
         "session_pins": presenters.pin_summary(*here),
+        # Where the agent compacted, by the turn it compacted before (JAATO's numbering).
+        "compacted_before": {
+            c["before_turn"]: c for c in session.agent_state.get("compactions") or []
+        },
         "default_policy": default_policy,
         "default_policy_pins": presenters.pin_summary(*by_policy),
         "pin_policy_choices": (

@@ -69,3 +69,9 @@ def policy_of(item: Any) -> str:
     """The policy a run or a replay used, by name: ``{{ run|policy_of }}`` -> ``Budget 80/60
     v3``, the name it had when deleted since, or a pasted gc.json."""
     return policy_name(item.policy_version, item.policy_label)
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    """``mapping[key]``, or None: a dict's entry by a key the template holds in a variable."""
+    return mapping.get(key) if isinstance(mapping, dict) else None

@@ -22,6 +22,7 @@ from tests.web.browser.steps import (
     upload,
     write_session,
 )
+from tests.web.test_compactions import claude_code_file
 from tests.web.uploads import HYBRID_POLICY, session_file
 
 pytestmark = pytest.mark.browser
@@ -214,3 +215,31 @@ def test_an_empty_file_is_refused_alone_and_the_other_files_are_stored(
         "good.json",
         "other.json",
     ]
+
+
+def test_a_claude_code_session_shows_the_agents_compaction_and_its_usage(
+    page: Page, tmp_path: Path
+) -> None:
+    path = write_session(tmp_path, "generated-claude-code.jsonl", claude_code_file(30, (12,)))
+
+    results = upload(page, [path])
+    outcome(results, "generated-claude-code.jsonl").get_by_role(
+        "link", name="Open the session"
+    ).click()
+    page.wait_for_url(re.compile(r"/sessions/\d+/$"))
+
+    session = AgentSession.objects.get(label="generated-claude-code.jsonl")
+    (compaction,) = session.agent_state["compactions"]
+    section = page.locator("#compactions").locator("xpath=following-sibling::ol[1]")
+    event = section.locator("li.compaction")
+    expect(event).to_have_count(1)
+    expect(event).to_contain_text(f"Before turn {compaction['before_turn']}")
+    expect(event).to_contain_text(
+        f"{compaction['tokens_before']:,} → {compaction['tokens_after']:,} tokens as recorded"
+    )
+    event.get_by_text("The agent's summary").click()
+    expect(event.locator(".part__text")).to_contain_text(compaction["summary"].split("\n")[0])
+    chart = page.locator("[data-usage-chart]")
+    expect(chart.locator("polyline.usage-chart__agent")).to_have_count(1)
+    expect(chart.locator("line.usage-chart__compaction")).to_have_count(1)
+    expect(chart).to_contain_text(f"The agent compacted before turn {compaction['before_turn']}")

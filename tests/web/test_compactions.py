@@ -1,0 +1,124 @@
+"""What an agent did to its own context, on the dashboard: the compactions of an imported
+session, its real usage curve, and a policy tried on the history just before a compaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from jaato_web.dashboard import services
+from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Replay
+from tests.engine.agent_transcripts import Shape, generated_claude_code_rows
+from tests.web.uploads import BUDGET_POLICY
+
+pytestmark = pytest.mark.django_db
+
+
+def claude_code_file(turns: int = 30, compact_after: tuple[int, ...] = (10, 20)) -> bytes:
+    """A generated Claude Code transcript (JSON Lines) whose agent compacted after the given
+    turns; named as generated, not after a real transcript."""
+    rows = generated_claude_code_rows(Shape(turns=turns, compact_after=compact_after))
+    return "\n".join(json.dumps(row) for row in rows).encode()
+
+
+@pytest.fixture
+def compacted(project: Project) -> AgentSession:
+    receipt = services.session_upload(
+        project=project, filename="generated-claude-code.jsonl", data=claude_code_file()
+    )
+    assert receipt.session is not None
+    return receipt.session
+
+
+@pytest.fixture
+def policy(project: Project) -> Policy:
+    return services.policy_create(project=project, name="Budget", config=BUDGET_POLICY)
+
+
+def test_the_session_page_shows_each_compaction_its_summary_and_the_real_usage(
+    client: Client, compacted: AgentSession
+) -> None:
+    html = client.get(reverse("session_detail", args=[compacted.pk])).content.decode()
+
+    state = compacted.agent_state
+    first, second = state["compactions"]
+    assert "Compactions the agent performed (2)" in html
+    assert f"Before turn {first['before_turn']}" in html
+    assert f"{first['tokens_before']:,} → {first['tokens_after']:,} tokens as recorded" in html
+    assert "The agent's summary" in html
+    assert first["summary"].split("\n")[0][:40] in html
+    assert "data-usage-chart" in html
+    # The history marks where it happened: the page holding the first compaction's turn.
+    assert html.count("The agent compacted its context here") >= 1
+    assert f"The agent compacted before turn {second['before_turn']} (auto)" in html
+    assert len(state["usage"]) == 60  # one point per model call the transcript records
+
+
+def test_a_policy_replayed_before_a_compaction_is_drawn_beside_the_agent(
+    client: Client,
+    compacted: AgentSession,
+    policy: Policy,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    first = compacted.agent_state["compactions"][0]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(
+            reverse("replay_create", args=[compacted.pk]),
+            {"policy_version": policy.versions.get().pk, "compaction": first["id"]},
+        )
+
+    replay = Replay.objects.get(session=compacted)
+    assert replay.compaction_id == first["id"]
+    assert answer.status_code == 302
+    assert answer["Location"] == reverse("replay_detail", args=[replay.pk])
+    page = client.get(answer["Location"]).content.decode()
+    assert "Beside what the agent did" in page
+    assert f"before turn {first['before_turn']}" in page
+    assert "would have kept the context between" in page
+
+
+def test_a_policy_run_before_a_compaction_sets_its_removals_beside_the_agents_summary(
+    client: Client,
+    compacted: AgentSession,
+    policy: Policy,
+    run_finished: Callable[..., GCRun],
+) -> None:
+    first = compacted.agent_state["compactions"][0]
+
+    run = run_finished(compacted, policy_version=policy.versions.get(), compaction_id=first["id"])
+
+    page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert run.compaction_id == first["id"]
+    assert "Beside the agent's own compaction" in page
+    assert f"The agent went from {first['tokens_before']:,} tokens" in page
+    assert "left out; the ledger above lists every removal" in page
+
+
+def test_the_api_gives_the_state_and_tries_policies_before_a_compaction(
+    client: Client, compacted: AgentSession, policy: Policy
+) -> None:
+    detail = client.get(f"/api/sessions/{compacted.pk}").json()
+    first = detail["agent_state"]["compactions"][0]
+
+    replay = client.post(
+        f"/api/sessions/{compacted.pk}/replays",
+        {"policy_version_id": policy.versions.get().pk, "compaction_id": first["id"]},
+        content_type="application/json",
+    )
+    unknown = client.post(
+        f"/api/sessions/{compacted.pk}/runs",
+        {"policy_version_id": policy.versions.get().pk, "compaction_id": "no-such-compaction"},
+        content_type="application/json",
+    )
+
+    assert detail["agent_state"]["tool_pair_problem_count"] == 0
+    assert replay.json()["compaction_id"] == first["id"]
+    assert unknown.status_code == 400
+    assert "has no compaction 'no-such-compaction'" in unknown.json()["detail"]
+    assert not GCRun.objects.exists()
