@@ -29,7 +29,7 @@ from gcengine.budget import InstructionBudget, InstructionSource, SourceEntry
 from gcengine.context_limits import model_limits
 from gcengine.conversation import budget_index
 from gcengine.errors import PlannerError
-from gcengine.messages import MessageKind, PartType, Role, tool_traffic
+from gcengine.messages import MessageKind, PartType, Role, tool_traffic, turn_label
 from gcengine.planner.model import (
     TTL,
     ItemRole,
@@ -134,7 +134,6 @@ def _items(
     seq = len(items)
     for position, (message_id, role, tokens, turn, stable, calls, answers) in enumerate(facts):
         pin = pinned.get(position)
-        where = f"turn {stable}" if stable is not None else "inserted"
         items.append(
             construct(
                 PlannerItem,
@@ -151,7 +150,7 @@ def _items(
                 tool_calls=calls,
                 tool_call_ids=answers,
                 model_visible=True,
-                label=f"{where} {role.value}",
+                label=f"{turn_label(stable)} {role.value}",
             )
         )
     for item_id, label, tokens, entry in _entry_items(

@@ -89,7 +89,8 @@ def test_a_jaato_session_becomes_one_item_per_message_with_the_budget_figures(
     ]
     assert (items[1].tool_calls, items[2].tool_call_ids) == (("call_001",), ("call_001",))
     assert [item.seq for item in items] == list(range(6))
-    assert items[4].label == "turn 1 user"
+    # Labels number turns as every page does: the second turn (index 1) is "turn 2".
+    assert items[4].label == "turn 2 user"
     # The recorded figures win where they cover the message: JAATO's 12 for the request.
     assert items[0].tokens == 12
 

@@ -41,7 +41,8 @@ def test_a_session_is_planned_with_its_own_pins(project: Project) -> None:
     pinned = [i for i in planned.items if i.source == "pinned"]
     assert pinned
     assert all(i.ttl == 4 and i.priority == "high" for i in pinned)
-    assert {i.label for i in pinned} <= {"turn 2 user", "turn 2 assistant"}
+    # turn_index 2 is the third turn, which every page calls "turn 3".
+    assert {i.label for i in pinned} <= {"turn 3 user", "turn 3 assistant"}
     assert planned.plan.status_line.startswith("ctx tokens: ")
 
 
