@@ -41,6 +41,7 @@ from gcengine.errors import (
     PluginError,
     SessionFormatError,
     SummarizerError,
+    ToolRefusal,
     format_json_path,
 )
 from gcengine.formats import LoadLimits, dump_session, load_session
@@ -131,6 +132,16 @@ from gcengine.tokens import (
     model_encoding,
     token_counting,
 )
+from gcengine.usage import (
+    HEALTH_ORDER,
+    HealthLevel,
+    PolicyThresholds,
+    SourceUsage,
+    TierUsage,
+    UsageReport,
+    health_level,
+    usage_report,
+)
 from gcengine.window import MIN_CONTEXT_LIMIT, context_limit_checked, with_context_limit
 
 __all__ = [
@@ -139,6 +150,7 @@ __all__ = [
     "GC_JSON_FIELDS",
     "GC_POLICY_INDICATORS",
     "GC_STRATEGIES",
+    "HEALTH_ORDER",
     "MIN_CONTEXT_LIMIT",
     "NOOP_NOTIFICATION_FIELDS",
     "NOTIFICATION_FIELDS",
@@ -165,6 +177,7 @@ __all__ = [
     "GCResult",
     "GCStrategyInfo",
     "GCTriggerReason",
+    "HealthLevel",
     "InlineData",
     "InstructionBudget",
     "InstructionSource",
@@ -185,6 +198,7 @@ __all__ = [
     "PlannerError",
     "PlannerItem",
     "PluginError",
+    "PolicyThresholds",
     "Priority",
     "PromptBudget",
     "RecordedUsage",
@@ -198,17 +212,21 @@ __all__ = [
     "SimulationStep",
     "SourceEntry",
     "SourceFormat",
+    "SourceUsage",
     "Subagent",
     "SubagentRecord",
     "SummarizerError",
     "SystemInstruction",
+    "TierUsage",
     "TiktokenCounter",
     "TokenCounter",
     "TokenCounting",
     "TokenDrift",
     "ToolPairProblem",
     "ToolPairProblemKind",
+    "ToolRefusal",
     "Turn",
+    "UsageReport",
     "build_budget",
     "commit_plan",
     "compact_json",
@@ -224,6 +242,7 @@ __all__ = [
     "format_json_path",
     "generate_demo_session",
     "generate_session_file",
+    "health_level",
     "history_before",
     "image_dimensions",
     "load_counter",
@@ -250,6 +269,7 @@ __all__ = [
     "tool_pair_report",
     "turn_label",
     "turn_number",
+    "usage_report",
     "with_context_limit",
     "would_collect",
 ]
