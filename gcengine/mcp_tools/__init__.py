@@ -10,7 +10,13 @@ this package does, so ``import gcengine`` stays free of it.
 """
 
 from gcengine.mcp_tools.files import FileStore
-from gcengine.mcp_tools.inputs import PolicyChanges, SessionRef, SettingChange, changed_config
+from gcengine.mcp_tools.inputs import (
+    PolicyChanges,
+    SessionRef,
+    SettingChange,
+    changed_config,
+    setting_changes,
+)
 from gcengine.mcp_tools.results import answer, answered, refusal_of, refused
 from gcengine.mcp_tools.server import INSTRUCTIONS, build_server
 from gcengine.mcp_tools.store import (
@@ -38,4 +44,5 @@ __all__ = [
     "changed_config",
     "refusal_of",
     "refused",
+    "setting_changes",
 ]
