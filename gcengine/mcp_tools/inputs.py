@@ -84,10 +84,12 @@ class SessionRef:
     context_limit: int | None = None
 
     def __post_init__(self) -> None:
-        if (self.session_id is None) == (self.messages is None):
+        if self.session_id is None and self.messages is None:
             raise ToolRefusal(
                 "give either session_id (a stored session) or messages (your conversation)"
             )
+        if self.session_id is not None and self.messages is not None:
+            raise ToolRefusal("give session_id or messages, not both")
 
     @property
     def inline(self) -> bool:
