@@ -150,6 +150,14 @@ class SettingChange(BaseModel):
     before: Any
     after: Any
 
+    def described(self) -> str:
+        """``threshold_percent 80 -> 85``, numbers as a person writes them."""
+        return f"{self.key} {_shown(self.before)} -> {_shown(self.after)}"
+
+
+def _shown(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
 
 def setting_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[SettingChange]:
     return [

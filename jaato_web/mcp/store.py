@@ -159,7 +159,7 @@ class DashboardStore:
                 policy=policy,
                 config=after,
                 base_number=latest.number,
-                message=message or "; ".join(f"{c.key} {c.before} -> {c.after}" for c in moved),
+                message=message or "; ".join(change.described() for change in moved),
                 actor=access.user,
             )
         target = Target.of_version(version)

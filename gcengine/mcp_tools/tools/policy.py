@@ -74,7 +74,7 @@ def register(server: MCPServer, store: ToolStore) -> None:
                 preserve_recent_turns=preserve_recent_turns,
             )
             saved = store.configure(session_id, policy_id, changes, message.strip())
-            moved = ", ".join(f"{c.key} {c.before} -> {c.after}" for c in saved.changes)
+            moved = ", ".join(change.described() for change in saved.changes)
             where = f"version {saved.version}" if saved.version is not None else "saved"
             review = f"; review {saved.review_status}" if saved.review_status is not None else ""
             if not saved.changes:
