@@ -35,7 +35,7 @@ from jaato_web.review.targets import Target
 from jaato_web.teams.access import Access, NoProject, roles_of, token_user
 from jaato_web.teams.permissions import Action
 
-DEFAULTS_LABEL = "JAATO's defaults (the project has no default policy)"
+DEFAULTS = "JAATO's defaults"
 
 
 def _session_key(session_id: int | str) -> int:
@@ -106,7 +106,8 @@ class DashboardStore:
         else:
             policy = None
         if policy is None:
-            config, label = gcengine.GCConfig(), DEFAULTS_LABEL
+            why = "no policy_id given" if session is None else "its project has no default policy"
+            config, label = gcengine.GCConfig(), f"{DEFAULTS} ({why})"
         else:
             version = selectors.policy_latest_version(policy=policy)
             config, label = services.config_validated(version.config), str(version)

@@ -49,11 +49,18 @@ def over_asgi[T](work: Callable[[httpx2.AsyncClient], Awaitable[T]]) -> T:
 
 
 def tool_calls(
-    url: str, secret: str, requests: list[tuple[str, dict[str, Any]]], http: httpx2.AsyncClient
+    url: str,
+    secret: str,
+    requests: list[tuple[str, dict[str, Any]]],
+    http: httpx2.AsyncClient,
+    mode: str = "auto",
 ) -> Callable[[], Awaitable[list[CallToolResult]]]:
+    """A client that negotiates the protocol (``auto``), or one that opens with the
+    ``initialize`` handshake as Claude Code and Codex do (``legacy``)."""
+
     async def run() -> list[CallToolResult]:
         http.headers["authorization"] = f"Bearer {secret}"
-        async with Client(streamable_http_client(url, http_client=http)) as client:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
             return [await client.call_tool(name, arguments) for name, arguments in requests]
 
     return run
@@ -134,6 +141,7 @@ def test_changes_over_http_are_audited_with_the_tokens_owner(
                 ("context_gc_configure", {"policy_id": default_policy.pk, "target_percent": 0.4}),
             ],
             http,
+            mode="legacy",
         )()
     )
     assert pinned.is_error is False
