@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
@@ -17,6 +16,7 @@ from mcp.types import CallToolResult
 from gcengine import generate_session_file, load_gc_config, load_session
 from gcengine.mcp_tools import FileStore, build_server
 from gcengine.synthetic import SessionShape
+from tests.event_loops import run_async
 
 SHAPE = SessionShape(turns=6, user_chars=200, model_chars=300, tool_result_chars=600, seed=3)
 TOOLS = {"context_analyze_usage", "context_gc_pin", "context_gc_unpin", "context_gc_configure"}
@@ -46,7 +46,7 @@ def calls(folder: Path, *requests: tuple[str, dict[str, Any]]) -> list[CallToolR
         async with Client(build_server(FileStore(folder)), raise_exceptions=True) as client:
             return [await client.call_tool(name, arguments) for name, arguments in requests]
 
-    return anyio.run(run)
+    return run_async(run)
 
 
 def call(folder: Path, name: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -74,7 +74,7 @@ def test_every_tool_is_listed_with_schemas_written_for_a_model(folder: Path) -> 
         async with Client(build_server(FileStore(folder))) as client:
             return (await client.list_tools()).tools
 
-    tools = {tool.name: tool for tool in anyio.run(run)}
+    tools = {tool.name: tool for tool in run_async(run)}
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.description
@@ -263,7 +263,7 @@ def test_the_stdio_server_lists_and_calls_its_tools(folder: Path) -> None:
             )
             return names, usage, pin
 
-    names, usage, pin = anyio.run(run)
+    names, usage, pin = run_async(run)
     assert names == TOOLS
     assert data_of(usage)["turns"] == SHAPE.turns
     assert data_of(pin)["pinned_turn_indices"] == [0]

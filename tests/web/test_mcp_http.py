@@ -15,7 +15,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 import uvicorn
@@ -25,6 +24,7 @@ from mcp.types import CallToolResult
 
 from jaato_web.asgi import build_application
 from jaato_web.dashboard.models import AgentSession, AuditAction, AuditEvent, Policy, SessionPin
+from tests.event_loops import run_async
 
 from .conftest import Caller
 
@@ -45,7 +45,7 @@ def over_asgi[T](work: Callable[[httpx2.AsyncClient], Awaitable[T]]) -> T:
             async with httpx2.AsyncClient(transport=transport, base_url="http://localhost") as http:
                 return await work(http)
 
-    return anyio.run(run)
+    return run_async(run)
 
 
 def tool_calls(
@@ -196,7 +196,7 @@ def test_the_served_app_end_to_end(
                 health = (await http.get(f"{base}/api/health")).status_code
             return names, results, health
 
-        names, (usage, pin, configure), health = anyio.run(drive)
+        names, (usage, pin, configure), health = run_async(drive)
     finally:
         server.should_exit = True
         thread.join(timeout=SERVER_START_SECONDS)

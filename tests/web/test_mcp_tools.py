@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 from mcp.server.auth.middleware.auth_context import auth_context_var
@@ -28,6 +27,7 @@ from jaato_web.dashboard.models import (
 )
 from jaato_web.mcp.http import mcp_server
 from jaato_web.teams.models import ApiToken
+from tests.event_loops import run_async
 
 from .conftest import Caller
 
@@ -49,7 +49,7 @@ def calls(secret: str | None, *requests: tuple[str, dict[str, Any]]) -> list[Cal
         async with Client(mcp_server(), raise_exceptions=True) as client:
             return [await client.call_tool(name, arguments) for name, arguments in requests]
 
-    return anyio.run(run)
+    return run_async(run)
 
 
 def call(caller: Caller | None, name: str, arguments: dict[str, Any]) -> CallToolResult:
