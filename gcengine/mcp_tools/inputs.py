@@ -34,9 +34,9 @@ Messages = Annotated[
     Field(
         description=(
             "Your current conversation, for an answer about it with nothing stored: a list of "
-            "OpenAI Chat Completions or Anthropic Messages messages, or an object such as "
-            '{"model": ..., "messages": [...]} or a JAATO session file ({"version", '
-            '"history"}). Give this or `session_id`, not both.'
+            "OpenAI Chat Completions or Anthropic Messages messages or a JAATO history "
+            '(messages of `parts`), or an object such as {"model": ..., "messages": [...]} or '
+            'a JAATO session file ({"version", "history"}). Give this or `session_id`, not both.'
         )
     ),
 ]

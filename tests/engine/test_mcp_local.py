@@ -113,6 +113,15 @@ def test_usage_of_inline_messages_stores_nothing(folder: Path) -> None:
     assert sorted(p.name for p in folder.rglob("*")) == before
 
 
+def test_a_jaato_history_inline_is_read_as_its_session_file(folder: Path) -> None:
+    history = json.loads((folder / "agent" / "session.json").read_text())["history"]
+    report = data_of(call(folder, "context_analyze_usage", {"messages": history}))
+    stored = data_of(call(folder, "context_analyze_usage", {"session_id": "agent/session.json"}))
+    assert (report["turns"], report["messages"]) == (stored["turns"], stored["messages"])
+    # The same conversation, token for token (the window differs: the history names no model).
+    assert report["sources"][3]["tokens"] == stored["sources"][3]["tokens"]
+
+
 def test_usage_reads_the_folders_policy(folder: Path) -> None:
     (folder / "gc.json").write_text('{"threshold_percent": 0.2, "target_percent": 0.1}')
     report = data_of(call(folder, "context_analyze_usage", {"session_id": "agent/session.json"}))
