@@ -42,6 +42,7 @@ from gcengine.errors import (
     PluginError,
     SessionFormatError,
     SummarizerError,
+    ToolRefusal,
     format_json_path,
 )
 from gcengine.formats import LoadLimits, dump_session, load_session
@@ -137,6 +138,16 @@ from gcengine.tokens import (
     model_encoding,
     token_counting,
 )
+from gcengine.usage import (
+    HEALTH_ORDER,
+    HealthLevel,
+    PolicyThresholds,
+    SourceUsage,
+    TierUsage,
+    UsageReport,
+    health_level,
+    usage_report,
+)
 from gcengine.window import MIN_CONTEXT_LIMIT, context_limit_checked, with_context_limit
 
 __all__ = [
@@ -145,6 +156,7 @@ __all__ = [
     "GC_JSON_FIELDS",
     "GC_POLICY_INDICATORS",
     "GC_STRATEGIES",
+    "HEALTH_ORDER",
     "KNOWN_MODEL_LIMITS",
     "MIN_CONTEXT_LIMIT",
     "NOOP_NOTIFICATION_FIELDS",
@@ -172,6 +184,7 @@ __all__ = [
     "GCResult",
     "GCStrategyInfo",
     "GCTriggerReason",
+    "HealthLevel",
     "InlineData",
     "InstructionBudget",
     "InstructionSource",
@@ -193,6 +206,7 @@ __all__ = [
     "PlannerError",
     "PlannerItem",
     "PluginError",
+    "PolicyThresholds",
     "Priority",
     "PromptBudget",
     "RecordedUsage",
@@ -207,19 +221,23 @@ __all__ = [
     "SimulationStep",
     "SourceEntry",
     "SourceFormat",
+    "SourceUsage",
     "Subagent",
     "SubagentRecord",
     "SummarizerError",
     "SystemInstruction",
     "TTLPolicy",
     "TTLState",
+    "TierUsage",
     "TiktokenCounter",
     "TokenCounter",
     "TokenCounting",
     "TokenDrift",
     "ToolPairProblem",
     "ToolPairProblemKind",
+    "ToolRefusal",
     "Turn",
+    "UsageReport",
     "build_budget",
     "commit_plan",
     "compact_json",
@@ -235,6 +253,7 @@ __all__ = [
     "format_json_path",
     "generate_demo_session",
     "generate_session_file",
+    "health_level",
     "history_before",
     "image_dimensions",
     "load_counter",
@@ -264,6 +283,7 @@ __all__ = [
     "ttl_label",
     "turn_label",
     "turn_number",
+    "usage_report",
     "with_context_limit",
     "would_collect",
 ]

@@ -54,11 +54,20 @@ def _parser() -> argparse.ArgumentParser:
     window.add_argument("--model", help="plan for this model's limits (default: the session's)")
     window.add_argument("--context-length", type=int, help="the model's window, in tokens")
     plan.add_argument("--json", action="store_true", help="the plan as JSON")
+    serve = commands.add_parser(
+        "mcp", help="serve the agent tools over MCP on stdin/stdout, for a local agent"
+    )
+    serve.add_argument(
+        "--root", type=Path, default=Path(), help="the folder of session files (default: here)"
+    )
+    serve.add_argument("--policy", type=Path, help="the gc.json policy (default: ROOT/gc.json)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "mcp":
+        return _mcp(args)
     commands = {"inspect": _inspect, "run": _run, "plan": _plan, "simulate": _simulate}
     try:
         # The command owns this process and does one bulk job: the cycle collector can rest.
@@ -215,6 +224,22 @@ def _simulate(args: argparse.Namespace) -> int:
             f"{_percent(result.tokens_before, limit):>6} -> "
             f"{_percent(result.tokens_after, limit):>6}  {result.items_collected} items"
         )
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """Serve until the agent closes stdin. Long-running, so the cycle collector stays on."""
+    try:
+        from gcengine.mcp_tools import FileStore, build_server
+    except ImportError as error:
+        if (error.name or "").split(".")[0] != "mcp":
+            raise
+        print("error: `gcengine mcp` needs the MCP SDK: pip install 'mcp>=2.3,<3'", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not args.root.is_dir():
+        print(f"error: {args.root}: not a folder", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    build_server(FileStore(args.root, args.policy), log_level="WARNING").run()
     return 0
 
 

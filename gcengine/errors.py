@@ -66,3 +66,18 @@ class CompactionNotFoundError(GCEngineError):
 
 class PlannerError(GCEngineError):
     """Planner input that cannot be planned (an invalid item, pin, cap or setting)."""
+
+
+class ToolRefusal(GCEngineError):
+    """An agent tool's call that cannot be carried out as asked.
+
+    ``status`` is the HTTP status the same refusal has in the dashboard's API (400 bad input,
+    403 a role without the action, 404 nothing by that id in the caller's reach), and ``code``
+    a short name an agent can branch on; both reach the agent with the message.
+    """
+
+    def __init__(self, message: str, *, status: int = 400, code: str = "bad_input") -> None:
+        self.status = status
+        self.code = code
+        self.reason = message
+        super().__init__(message)

@@ -1,11 +1,52 @@
-"""ASGI entry point, for servers such as uvicorn or daphne that will carry
-streaming GC progress to the dashboard."""
+"""The ASGI app: the pages and the API (Django), and the agent tools at ``/mcp`` (MCP).
+
+Django's own ASGI handler refuses the lifespan protocol, which the MCP endpoint needs to start
+its task group, so a small Starlette app is the outer layer: it runs the lifespan and routes
+``/mcp`` to the MCP endpoint and everything else to Django. ``./dev serve`` runs it under
+uvicorn; any ASGI server can (``jaato_web.asgi:application``).
+"""
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import cast
 
+from django.conf import settings
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
-from django.core.handlers.asgi import ASGIHandler
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jaato_web.settings")
 
-application: ASGIHandler = get_asgi_application()
+django_application = get_asgi_application()
+
+# Imported once Django is set up: the endpoint reaches the models.
+from jaato_web.mcp.http import MCP_PATH, mcp_endpoint, mcp_server  # noqa: E402
+
+
+def build_application() -> Starlette:
+    """A new app with its own MCP server (a server's lifespan runs once, so tests that start
+    and stop the app each build one)."""
+    server = mcp_server()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            yield
+
+    # As runserver does, static files are served from the source folders while DEBUG is on;
+    # a deployment serves the collected ones from its proxy.
+    # (Django types an ASGI scope as a dict, Starlette as a mapping: the same protocol.)
+    pages = cast(
+        ASGIApp,
+        ASGIStaticFilesHandler(django_application) if settings.DEBUG else django_application,
+    )
+    return Starlette(
+        routes=[Route(MCP_PATH, mcp_endpoint(server)), Mount("/", app=pages)],
+        lifespan=lifespan,
+    )
+
+
+application = build_application()

@@ -34,7 +34,8 @@ from gcengine.tokens import TokenCounter
 __all__ = ["LoadLimits", "SessionSource", "detect_and_parse", "dump_session", "load_session"]
 
 _WHAT_WE_READ = (
-    "a JAATO session file (version + history), a JAATO budget snapshot (entries), "
+    "a JAATO session file (version + history) or its history alone, a JAATO budget snapshot "
+    "(entries), "
     "OpenAI Chat Completions messages, OpenAI Responses items, Anthropic Messages, "
     "a Claude Code transcript, a Codex CLI rollout, OpenTelemetry GenAI spans, a Langfuse "
     "export, an OpenHands event stream or a SWE-agent trajectory"
@@ -90,6 +91,8 @@ def detect_and_parse(data: Any) -> ParsedSession:
             return openai.read_responses_items(data)
         if anthropic.looks_like_anthropic(data):
             return anthropic.read_messages(data)
+        if jaato.looks_like_history(data):
+            return jaato.read_history(data)
         return openai.read_chat_completions(data)
     raise SessionFormatError(
         f"not a session this engine reads ({json_type(data)}): expected {_WHAT_WE_READ}"

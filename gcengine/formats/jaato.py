@@ -92,6 +92,18 @@ def looks_like_session_file(data: Any) -> bool:
     return isinstance(data, Mapping) and "history" in data and "version" in data
 
 
+def looks_like_history(data: list[Any]) -> bool:
+    """A session file's ``history`` on its own (an agent passing the conversation it holds):
+    messages made of ``parts``, which no other format this engine reads has."""
+    return all(isinstance(m, Mapping) and isinstance(m.get("parts"), list) for m in data)
+
+
+def read_history(data: list[Any]) -> ParsedSession:
+    """The messages of a ``history`` list, read as the session file's are."""
+    history = [_read_message(raw, (i,), i) for i, raw in enumerate(data)]
+    return ParsedSession(source_format=SourceFormat.JAATO, history=history)
+
+
 def looks_like_budget_snapshot(data: Any) -> bool:
     return isinstance(data, Mapping) and "entries" in data and "messages" not in data
 

@@ -149,6 +149,15 @@ def test_jaato_examples_load_with_their_conversation(name: str, counter: TokenCo
     assert session.description == "TODO triage in src/app.py"
 
 
+def test_a_jaato_history_alone_reads_as_the_files_messages(counter: TokenCounter) -> None:
+    data = example("jaato_session_v2.1.json")
+    whole = gcengine.load_session(data, counter=counter)
+    alone = gcengine.load_session(data["history"], counter=counter)
+    assert alone.source_format is gcengine.SourceFormat.JAATO
+    assert alone.history == whole.history
+    assert alone.session_id.startswith("imported_")
+
+
 def test_v2_10_keeps_its_extra_fields_through_a_round_trip(counter: TokenCounter) -> None:
     session = gcengine.load_session(EXAMPLES / "jaato_session_v2.10.json", counter=counter)
     response = session.history[2].function_responses[0]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import gcengine
+import gcengine.mcp_tools
 
 REPO_ROOT = Path(gcengine.__file__).resolve().parent.parent
 CALLERS = sorted(
@@ -21,6 +22,9 @@ CALLERS = sorted(
     for path in (REPO_ROOT / folder).rglob("*.py")
 )
 BENCHMARKS = sorted((REPO_ROOT / "benchmarks").glob("*.py"))
+# The agent tools have a front door of their own: they need the MCP SDK, which
+# ``import gcengine`` never loads.
+FRONT_DOORS = {"gcengine.mcp_tools": gcengine.mcp_tools.__all__}
 
 
 def engine_names(tree: ast.AST) -> list[tuple[str, str, int]]:
@@ -59,7 +63,7 @@ def test_every_engine_name_a_caller_uses_is_exported_by_gcengine(path: Path) -> 
     unexported = [
         f"{path.relative_to(REPO_ROOT)}:{line} uses {module}.{name}"
         for module, name, line in engine_names(parsed(path))
-        if name not in gcengine.__all__
+        if name not in FRONT_DOORS.get(module, gcengine.__all__)
     ]
     assert unexported == []
 

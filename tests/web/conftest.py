@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
+from jaato_web.teams.services import token_create
 
 # --- Background tasks ------------------------------------------------------------------------
 
@@ -141,3 +143,49 @@ def finished_run(
 @pytest.fixture
 def summarize_run(stored_session: AgentSession, run_finished: Callable[..., GCRun]) -> GCRun:
     return run_finished(stored_session, config=TIGHT_SUMMARIZE)
+
+
+# --- Agent tools over MCP: members with API tokens, and a session in someone else's project --
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A member and the secret of an API token reaching their project."""
+
+    user: User
+    secret: str
+
+
+def caller(project: Project, username: str, role: Role) -> Caller:
+    user = make_member(project, username, role)
+    return Caller(user, token_create(user=user, name="agent", projects=[project]).secret)
+
+
+@pytest.fixture
+def editor(project: Project) -> Caller:
+    return caller(project, "edda", Role.EDITOR)
+
+
+@pytest.fixture
+def viewer(project: Project) -> Caller:
+    return caller(project, "vic", Role.VIEWER)
+
+
+@pytest.fixture
+def default_policy(project: Project, budget_policy: Policy) -> Policy:
+    """The tight budget policy, as the project's default: the one its sessions run under."""
+    services.project_set_default_policy(project=project, policy=budget_policy)
+    return budget_policy
+
+
+@pytest.fixture
+def foreign_session(project: Project) -> AgentSession:
+    """A session of a project the tokens above do not reach."""
+    outsider = User.objects.create_user("olga", password="olga-password-1")
+    elsewhere = Project.objects.create(name="Elsewhere", slug="elsewhere")
+    Membership.objects.create(project=elsewhere, user=outsider, role=Role.ADMIN)
+    receipt = services.session_upload(
+        project=elsewhere, filename="theirs.json", data=session_bytes(SessionShape(turns=3))
+    )
+    assert receipt.session is not None
+    return receipt.session

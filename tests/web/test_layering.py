@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jaato_web"
 
 # Top to bottom. Modules in one entry are one layer; doors are separate layers of equal rank.
-# ``client`` is the ``jaato-gc`` command line, a door over the API that needs no Django.
-DOORS = ("jaato_web.pages", "jaato_web.api", "jaato_web.client")
+# ``client`` is the ``jaato-gc`` command line, a door over the API that needs no Django;
+# ``mcp`` serves the agent tools at /mcp.
+DOORS = ("jaato_web.pages", "jaato_web.api", "jaato_web.client", "jaato_web.mcp")
 LAYERS = ("jaato_web.review", "jaato_web.teams", "jaato_web.dashboard")
 # Modules any layer may use: settings and helpers with no rules in them.
 NEUTRAL = (
@@ -29,9 +30,12 @@ NEUTRAL = (
     "jaato_web.readonly_admin",
     "jaato_web.settings",
 )
+# The entry points that put the doors together: routes, and the ASGI app.
+ROOTS = ("jaato_web.urls", "jaato_web.asgi")
 # (importer, imported): why the rule does not apply.
 ALLOWED = {
     ("jaato_web.urls", "jaato_web.api"): "the root URL list mounts the API (pages by name)",
+    ("jaato_web.asgi", "jaato_web.mcp"): "the ASGI app serves /mcp beside Django",
     ("jaato_web.http", "jaato_web.teams"): (
         "the page request names teams' Access, for type checking only"
     ),
@@ -57,7 +61,7 @@ def _imports(path: Path) -> set[str]:
 
 def _owner(module: str) -> str | None:
     """The layer (or door, or neutral module) a module belongs to."""
-    for top in (*DOORS, *LAYERS, *NEUTRAL, "jaato_web.urls"):
+    for top in (*DOORS, *LAYERS, *NEUTRAL, *ROOTS):
         if module == top or module.startswith(top + "."):
             return top
     return None
@@ -76,9 +80,9 @@ def _violation(importer: str, imported: str) -> str | None:
         return f"{importer} belongs to no layer; add it to one in this test"
     if (source, target) in ALLOWED:
         return None
-    if source in NEUTRAL or source == "jaato_web.urls":
+    if source in NEUTRAL or source in ROOTS:
         return f"{importer} is neutral but imports {imported}"
-    if target == "jaato_web.urls":
+    if target in ROOTS:
         return None
     if target in DOORS:
         return f"{importer} imports the door {imported}"
@@ -114,15 +118,20 @@ def _engine_modules(path: Path) -> set[str]:
     return modules
 
 
+# The engine's front doors: ``gcengine``, and ``gcengine.mcp_tools`` for the agent tools,
+# which needs the MCP SDK that ``import gcengine`` must not load.
+FRONT_DOORS = ("gcengine", "gcengine.mcp_tools")
+
+
 def test_the_shell_uses_the_engine_through_its_front_door() -> None:
-    """``import gcengine`` only: what the shell needs is exported from ``gcengine/__init__``
-    (``tests/engine/test_front_door.py`` checks every name is), so the engine can rearrange
-    its modules without breaking the dashboard."""
+    """``import gcengine`` only (and ``gcengine.mcp_tools`` for the agent tools): what the shell
+    needs is exported from there (``tests/engine/test_front_door.py`` checks every name is),
+    so the engine can rearrange its modules without breaking the dashboard."""
     deep = [
         f"{_module_name(path)} imports {module}"
         for path in _shell_modules()
         for module in sorted(_engine_modules(path))
-        if module != "gcengine"
+        if module not in FRONT_DOORS
     ]
     assert not deep, "\n".join(deep)
 

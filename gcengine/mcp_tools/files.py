@@ -1,0 +1,148 @@
+"""The local server's store: session files under one folder, one gc.json, pins beside them.
+
+For an agent on one machine with no dashboard (``gcengine mcp``). A session is named by its
+path under the folder the server was started in, and nothing outside that folder is read.
+Pins are kept per session file in ``.gcengine-pins.json`` in that folder; the policy is one
+gc.json file, which ``context_gc_configure`` rewrites (JAATO's defaults until there is one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gcengine.config import GCConfig, dump_gc_config, load_gc_config
+from gcengine.errors import ToolRefusal
+from gcengine.formats import load_session
+from gcengine.mcp_tools.inputs import PolicyChanges, changed_config, setting_changes
+from gcengine.mcp_tools.store import ConfiguredPolicy, PinRequest, PinState, PolicyInUse
+from gcengine.session import Session
+
+PINS_FILE = ".gcengine-pins.json"
+
+
+def _write_atomically(path: Path, data: Any) -> None:
+    """Write JSON so a reader sees the old file or the new one, never half of one."""
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+class FileStore:
+    """Sessions as files under ``root``; the policy in ``policy_path``."""
+
+    def __init__(self, root: Path, policy_path: Path | None = None) -> None:
+        self.root = root.resolve()
+        self.policy_path = (policy_path or self.root / "gc.json").resolve()
+        self.pins_path = self.root / PINS_FILE
+
+    @contextmanager
+    def calling(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as error:
+            raise ToolRefusal(
+                f"{error.filename or 'a file'}: {error.strerror or error}", code="file_error"
+            ) from None
+
+    def _path(self, session_id: int | str) -> tuple[Path, str]:
+        """The file a session id names, and its key in the pins file (its path under root)."""
+        path = (self.root / str(session_id)).resolve()
+        if not path.is_relative_to(self.root) or not path.is_file():
+            raise ToolRefusal(
+                f"no session file {str(session_id)!r} under {self.root}",
+                status=404,
+                code="not_found",
+            )
+        return path, path.relative_to(self.root).as_posix()
+
+    def session(self, session_id: int | str) -> Session:
+        return load_session(self._path(session_id)[0])
+
+    def _pins(self) -> dict[str, dict[str, list[Any]]]:
+        if not self.pins_path.is_file():
+            return {}
+        data = json.loads(self.pins_path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+
+    def _session_pins(self, key: str) -> tuple[list[int], list[str]]:
+        entry = self._pins().get(key) or {}
+        return list(entry.get("turn_indices") or []), list(entry.get("message_ids") or [])
+
+    def _config(self) -> GCConfig:
+        if not self.policy_path.is_file():
+            return GCConfig()
+        return load_gc_config(self.policy_path, env={})
+
+    def policy(self, session_id: int | str | None, policy_id: int | None) -> PolicyInUse:
+        if policy_id is not None:
+            raise ToolRefusal(
+                f"this local server has one policy, {self.policy_path}; leave policy_id out"
+            )
+        config = self._config()
+        label = (
+            str(self.policy_path)
+            if self.policy_path.is_file()
+            else f"JAATO's defaults (no {self.policy_path} yet)"
+        )
+        if session_id is None:
+            return PolicyInUse(config, label)
+        turns, ids = self._session_pins(self._path(session_id)[1])
+        data = dump_gc_config(config)
+        data["pinned_turn_indices"] = sorted({*config.pinned_turn_indices, *turns})
+        data["pinned_message_ids"] = list(dict.fromkeys([*config.pinned_message_ids, *ids]))
+        return PolicyInUse(load_gc_config(data, env={}), label)
+
+    def pin(self, session_id: int | str, request: PinRequest) -> PinState:
+        path, key = self._path(session_id)
+        session = load_session(path)
+        known_turns = {turn.index for turn in session.turns()}
+        missing = sorted(set(request.turn_indices) - known_turns)
+        if missing:
+            raise ToolRefusal(f"{key} has no turn index {missing[0]}", status=404, code="not_found")
+        known_ids = {message.message_id for message in session.history}
+        unknown = [i for i in request.message_ids if i not in known_ids]
+        if unknown:
+            raise ToolRefusal(f"{key} has no message {unknown[0]!r}", status=404, code="not_found")
+        turns, ids = self._session_pins(key)
+        changed: list[str] = []
+        for index in request.turn_indices:
+            if (index in turns) != request.pinned:
+                turns = [*turns, index] if request.pinned else [t for t in turns if t != index]
+                changed.append(f"{'pinned' if request.pinned else 'unpinned'} turn index {index}")
+        for message_id in request.message_ids:
+            if (message_id in ids) != request.pinned:
+                ids = [*ids, message_id] if request.pinned else [i for i in ids if i != message_id]
+                changed.append(f"{'pinned' if request.pinned else 'unpinned'} message {message_id}")
+        if changed:
+            pins = self._pins()
+            pins[key] = {"turn_indices": sorted(turns), "message_ids": ids}
+            _write_atomically(self.pins_path, pins)
+        return PinState(
+            session_id=key,
+            pinned_turn_indices=sorted(turns),
+            pinned_message_ids=ids,
+            changed=changed,
+        )
+
+    def configure(
+        self,
+        session_id: int | str | None,
+        policy_id: int | None,
+        changes: PolicyChanges,
+        message: str,
+    ) -> ConfiguredPolicy:
+        if policy_id is not None:
+            self.policy(None, policy_id)  # refuses, naming the one policy there is
+        if session_id is not None:
+            self._path(session_id)  # a session that is not there is an error, not ignored
+        before = dump_gc_config(self._config())
+        after = changed_config(before, changes)
+        moved = setting_changes(before, after)
+        if moved:
+            _write_atomically(self.policy_path, after)
+        return ConfiguredPolicy(policy=str(self.policy_path), changes=moved, config=after)

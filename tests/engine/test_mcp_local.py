@@ -1,0 +1,306 @@
+"""The agent tools of the local server (``gcengine mcp``), over session files in a folder:
+through the SDK's in-memory client for every tool, and once over stdio as an agent runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+from gcengine import generate_session_file, load_gc_config, load_session
+from gcengine.mcp_tools import FileStore, build_server
+from gcengine.synthetic import SessionShape
+from tests.event_loops import run_async
+
+SHAPE = SessionShape(turns=6, user_chars=200, model_chars=300, tool_result_chars=600, seed=3)
+TOOLS = {"context_analyze_usage", "context_gc_pin", "context_gc_unpin", "context_gc_configure"}
+OPENAI_MESSAGES = [
+    {"role": "system", "content": "You fix failing tests."},
+    {"role": "user", "content": "The billing tests fail since this morning."},
+    {"role": "assistant", "content": "Let me run them and read the first failure."},
+]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "agent").mkdir()
+    data = generate_session_file(SHAPE)
+    (tmp_path / "agent" / "session.json").write_text(json.dumps(data), encoding="utf-8")
+    return tmp_path
+
+
+def first_message_id(folder: Path) -> str:
+    return load_session(folder / "agent" / "session.json").history[0].message_id
+
+
+def calls(folder: Path, *requests: tuple[str, dict[str, Any]]) -> list[CallToolResult]:
+    """Each request answered by one in-memory server over ``folder``, in order."""
+
+    async def run() -> list[CallToolResult]:
+        async with Client(build_server(FileStore(folder)), raise_exceptions=True) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in requests]
+
+    return run_async(run)
+
+
+def call(folder: Path, name: str, arguments: dict[str, Any]) -> CallToolResult:
+    return calls(folder, (name, arguments))[0]
+
+
+def data_of(result: CallToolResult) -> dict[str, Any]:
+    assert result.is_error is False, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def error_of(result: CallToolResult) -> dict[str, Any]:
+    """The refusal's envelope; a refusal is never the SDK's word for a crash."""
+    assert result.is_error is True
+    assert result.structured_content is not None, result.content
+    error: dict[str, Any] = result.structured_content["error"]
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text == f"{error['message']} ({error['status']} {error['code']})"
+    return error
+
+
+def test_every_tool_is_listed_with_schemas_written_for_a_model(folder: Path) -> None:
+    async def run() -> Any:
+        async with Client(build_server(FileStore(folder))) as client:
+            return (await client.list_tools()).tools
+
+    tools = {tool.name: tool for tool in run_async(run)}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description
+        assert len(tool.description) > 200
+        assert tool.output_schema is not None
+        properties = tool.input_schema["properties"]
+        assert "session_id" in properties
+        assert "messages" in properties
+        assert all(p.get("description") for k, p in properties.items() if k != "message")
+    assert tools["context_analyze_usage"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert tools["context_gc_pin"].annotations.idempotent_hint is True  # type: ignore[union-attr]
+    assert tools["context_gc_configure"].annotations.read_only_hint is False  # type: ignore[union-attr]
+    pressure = tools["context_gc_configure"].input_schema["properties"]["pressure_percent"]
+    assert "continuous" in pressure["description"]
+
+
+def test_usage_of_a_session_file_under_the_folder(folder: Path) -> None:
+    result = call(folder, "context_analyze_usage", {"session_id": "agent/session.json"})
+    report = data_of(result)
+    assert report["health"] == "ok"
+    assert report["policy"]["threshold_percent"] == 80
+    assert report["turns"] == SHAPE.turns
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.endswith("Policy: JAATO's defaults (no " + str(folder / "gc.json") + " yet).")
+
+
+def test_usage_of_inline_messages_stores_nothing(folder: Path) -> None:
+    before = sorted(p.name for p in folder.rglob("*"))
+    report = data_of(
+        call(folder, "context_analyze_usage", {"messages": OPENAI_MESSAGES, "context_limit": 4000})
+    )
+    assert report["context_limit"] == 4000
+    assert report["context_limit_origin"] == "override"
+    assert report["sources"][0] == {**report["sources"][0], "source": "system"}
+    assert report["sources"][0]["tokens"] > 0  # the system prompt counts, as in an upload
+    assert sorted(p.name for p in folder.rglob("*")) == before
+
+
+def test_a_jaato_history_inline_is_read_as_its_session_file(folder: Path) -> None:
+    history = json.loads((folder / "agent" / "session.json").read_text())["history"]
+    report = data_of(call(folder, "context_analyze_usage", {"messages": history}))
+    stored = data_of(call(folder, "context_analyze_usage", {"session_id": "agent/session.json"}))
+    assert (report["turns"], report["messages"]) == (stored["turns"], stored["messages"])
+    # The same conversation, token for token (the window differs: the history names no model).
+    assert report["sources"][3]["tokens"] == stored["sources"][3]["tokens"]
+
+
+def test_usage_reads_the_folders_policy(folder: Path) -> None:
+    (folder / "gc.json").write_text('{"threshold_percent": 0.2, "target_percent": 0.1}')
+    report = data_of(call(folder, "context_analyze_usage", {"session_id": "agent/session.json"}))
+    assert report["percent_used"] > 0.2  # a few thousand tokens of a 200,000-token window
+    assert report["policy"]["threshold_percent"] == 0.2
+    assert (report["health"], report["gc_would_start"]) == ("collect", True)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "words"),
+    [
+        ({}, 400, "give either session_id"),
+        ({"session_id": "agent/session.json", "messages": OPENAI_MESSAGES}, 400, "not both"),
+        ({"session_id": "../outside.json"}, 404, "no session file '../outside.json' under"),
+        ({"session_id": "agent/missing.json"}, 404, "no session file"),
+        ({"messages": {"nothing": "here"}}, 400, "the session cannot be read"),
+        ({"session_id": "agent/session.json", "policy_id": 3}, 400, "has one policy"),
+    ],
+)
+def test_usage_refusals_say_what_to_fix(
+    folder: Path, arguments: dict[str, Any], status: int, words: str
+) -> None:
+    (folder / "outside.json").write_text("{}")
+    error = error_of(call(folder, "context_analyze_usage", arguments))
+    assert error["status"] == status
+    assert words in error["message"]
+
+
+def test_arguments_outside_the_schema_are_a_tool_error_not_a_crash(folder: Path) -> None:
+    for name, arguments in [
+        ("context_analyze_usage", {"session_id": "agent/session.json", "context_limit": -5}),
+        ("context_gc_pin", {"session_id": "agent/session.json", "turn_indices": [-1]}),
+        ("context_gc_configure", {"target_percent": "most of it"}),
+    ]:
+        result = call(folder, name, arguments)
+        assert result.is_error is True
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert f"Error executing tool {name}: 1 validation error" in text
+
+
+def test_pins_are_kept_per_session_file_and_read_by_the_policy(folder: Path) -> None:
+    message_id = first_message_id(folder)
+    pinned, again, unpinned = calls(
+        folder,
+        (
+            "context_gc_pin",
+            {
+                "session_id": "agent/session.json",
+                "turn_indices": [1, 3],
+                "message_ids": [message_id],
+            },
+        ),
+        ("context_gc_pin", {"session_id": "agent/session.json", "turn_indices": [3]}),
+        ("context_gc_unpin", {"session_id": "agent/session.json", "turn_indices": [1]}),
+    )
+    assert data_of(pinned)["changed"] == [
+        "pinned turn index 1",
+        "pinned turn index 3",
+        f"pinned message {message_id}",
+    ]
+    assert data_of(again)["changed"] == []
+    state = data_of(unpinned)
+    assert (state["pinned_turn_indices"], state["pinned_message_ids"]) == ([3], [message_id])
+    stored = json.loads((folder / ".gcengine-pins.json").read_text())
+    assert stored == {"agent/session.json": {"turn_indices": [3], "message_ids": [message_id]}}
+    policy = FileStore(folder).policy("agent/session.json", None)
+    assert (policy.config.pinned_turn_indices, policy.config.pinned_message_ids) == (
+        [3],
+        [message_id],
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "words"),
+    [
+        ({"messages": OPENAI_MESSAGES, "turn_indices": [0]}, 400, "inline messages are not stored"),
+        ({"session_id": "agent/session.json"}, 400, "name at least one turn index or message"),
+        ({"session_id": "agent/session.json", "turn_indices": [0, 99]}, 404, "no turn index 99"),
+        ({"session_id": "agent/session.json", "message_ids": ["nope"]}, 404, "no message 'nope'"),
+    ],
+)
+def test_pin_refusals_change_nothing(
+    folder: Path, arguments: dict[str, Any], status: int, words: str
+) -> None:
+    error = error_of(call(folder, "context_gc_pin", arguments))
+    assert (error["status"], words in error["message"]) == (status, True)
+    assert not (folder / ".gcengine-pins.json").exists()
+
+
+def test_configure_rewrites_the_folders_gc_json(folder: Path) -> None:
+    result = call(
+        folder,
+        "context_gc_configure",
+        {"threshold_percent": 85, "pressure_percent": 0, "preserve_recent_turns": 3},
+    )
+    saved = data_of(result)
+    assert {c["key"]: (c["before"], c["after"]) for c in saved["changes"]} == {
+        "threshold_percent": (80.0, 85.0),
+        "pressure_percent": (90.0, 0),
+        "preserve_recent_turns": (5, 3),
+    }
+    config = load_gc_config(folder / "gc.json", env={})
+    assert (config.threshold_percent, config.continuous_mode) == (85, True)
+    assert saved["config"] == json.loads((folder / "gc.json").read_text())
+    same = data_of(call(folder, "context_gc_configure", {"threshold_percent": 85}))
+    assert same["changes"] == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "words"),
+    [
+        ({}, "bad_input", "name at least one setting"),
+        ({"target_percent": 95}, "bad_policy", "target_percent: must be below threshold_percent"),
+        ({"messages": OPENAI_MESSAGES, "target_percent": 50}, "bad_input", "not stored"),
+        ({"session_id": "agent/gone.json", "target_percent": 50}, "not_found", "no session file"),
+    ],
+)
+def test_configure_refusals_leave_the_policy_alone(
+    folder: Path, arguments: dict[str, Any], code: str, words: str
+) -> None:
+    error = error_of(call(folder, "context_gc_configure", arguments))
+    assert error["code"] == code
+    assert words in error["message"]
+    assert not (folder / "gc.json").exists()
+
+
+def gcengine_command() -> str:
+    """The ``gcengine`` console script of the interpreter running the tests."""
+    script = Path(sys.executable).with_name("gcengine")
+    assert script.exists(), "the project is installed (./dev setup) with its console scripts"
+    return str(script)
+
+
+def test_the_stdio_server_lists_and_calls_its_tools(folder: Path) -> None:
+    """``gcengine mcp`` as Claude Code or Codex start it: a subprocess on stdin/stdout."""
+    parameters = StdioServerParameters(
+        command=gcengine_command(), args=["mcp", "--root", str(folder)]
+    )
+
+    async def run() -> tuple[set[str], CallToolResult, CallToolResult]:
+        async with Client(parameters) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            usage = await client.call_tool(
+                "context_analyze_usage", {"session_id": "agent/session.json"}
+            )
+            pin = await client.call_tool(
+                "context_gc_pin", {"session_id": "agent/session.json", "turn_indices": [0]}
+            )
+            return names, usage, pin
+
+    names, usage, pin = run_async(run)
+    assert names == TOOLS
+    assert data_of(usage)["turns"] == SHAPE.turns
+    assert data_of(pin)["pinned_turn_indices"] == [0]
+    assert (folder / ".gcengine-pins.json").exists()
+
+
+def test_without_the_sdk_the_command_says_what_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None\n"
+        "from gcengine.cli import main\n"
+        f"sys.exit(main(['mcp', '--root', {str(tmp_path)!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 2
+    assert result.stderr == "error: `gcengine mcp` needs the MCP SDK: pip install 'mcp>=2.3,<3'\n"
+
+
+def test_a_root_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [gcengine_command(), "mcp", "--root", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: {tmp_path / 'nowhere'}: not a folder\n",
+    )

@@ -1,0 +1,216 @@
+"""/mcp as a client reaches it: through the ASGI app that serves the pages and the API too,
+and once from a real uvicorn on a loopback port.
+
+Refusals of the transport are HTTP statuses (401 without a valid token, 421 for a host and
+403 for an origin ``DJANGO_ALLOWED_HOSTS`` does not allow). A tool's refusal is its result,
+as MCP has it, so the model reads why: an error result carrying the status the API would
+answer (403 for a role without the action, 404 for another project's session).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from jaato_web.asgi import build_application
+from jaato_web.dashboard.models import AgentSession, AuditAction, AuditEvent, Policy, SessionPin
+from tests.event_loops import run_async
+
+from .conftest import Caller
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+MCP_HEADERS = {"accept": "application/json, text/event-stream"}
+SERVER_START_SECONDS = 20
+
+
+def over_asgi[T](work: Callable[[httpx2.AsyncClient], Awaitable[T]]) -> T:
+    """``work`` with an HTTP client of a freshly built app, its lifespan running."""
+
+    async def run() -> T:
+        app = build_application()
+        async with app.router.lifespan_context(app):
+            transport = httpx2.ASGITransport(app=app)
+            async with httpx2.AsyncClient(transport=transport, base_url="http://localhost") as http:
+                return await work(http)
+
+    return run_async(run)
+
+
+def tool_calls(
+    url: str,
+    secret: str,
+    requests: list[tuple[str, dict[str, Any]]],
+    http: httpx2.AsyncClient,
+    mode: str = "auto",
+) -> Callable[[], Awaitable[list[CallToolResult]]]:
+    """A client that negotiates the protocol (``auto``), or one that opens with the
+    ``initialize`` handshake as Claude Code and Codex do (``legacy``)."""
+
+    async def run() -> list[CallToolResult]:
+        http.headers["authorization"] = f"Bearer {secret}"
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in requests]
+
+    return run
+
+
+def post_mcp(headers: dict[str, str]) -> httpx2.Response:
+    async def work(http: httpx2.AsyncClient) -> httpx2.Response:
+        return await http.post("/mcp", json=LIST_TOOLS, headers={**MCP_HEADERS, **headers})
+
+    return over_asgi(work)
+
+
+def test_no_token_is_401_with_a_bearer_challenge() -> None:
+    response = post_mcp({})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
+
+
+def test_an_unknown_token_is_401(viewer: Caller) -> None:
+    assert post_mcp({"authorization": "Bearer jgc_not-a-token"}).status_code == 401
+    assert post_mcp({"authorization": f"Bearer {viewer.secret}x"}).status_code == 401
+
+
+def test_a_host_outside_allowed_hosts_is_421(viewer: Caller, settings: Any) -> None:
+    settings.ALLOWED_HOSTS = ["gc.example.com"]
+    bearer = {"authorization": f"Bearer {viewer.secret}"}
+    assert post_mcp(bearer).status_code == 421  # the client says Host: localhost
+    assert post_mcp({**bearer, "host": "gc.example.com"}).status_code == 200
+
+
+def test_an_origin_outside_allowed_hosts_is_403(viewer: Caller, settings: Any) -> None:
+    settings.ALLOWED_HOSTS = [".example.com", "localhost"]
+    bearer = {"authorization": f"Bearer {viewer.secret}"}
+    assert post_mcp({**bearer, "origin": "http://evil.test"}).status_code == 403
+    assert post_mcp({**bearer, "origin": "https://gc.example.com"}).status_code == 200
+
+
+def test_the_same_app_serves_the_pages_and_the_api() -> None:
+    async def work(http: httpx2.AsyncClient) -> tuple[int, int]:
+        health = await http.get("/api/health")
+        page = await http.get("/sessions/")
+        return health.status_code, page.status_code
+
+    assert over_asgi(work) == (200, 302)  # the sessions page sends a stranger to sign in
+
+
+def test_tool_refusals_over_http_carry_the_apis_status(
+    viewer: Caller, stored_session: AgentSession, foreign_session: AgentSession
+) -> None:
+    forbidden, not_found = over_asgi(
+        lambda http: tool_calls(
+            "http://localhost/mcp",
+            viewer.secret,
+            [
+                ("context_gc_pin", {"session_id": stored_session.pk, "turn_indices": [0]}),
+                ("context_analyze_usage", {"session_id": foreign_session.pk}),
+            ],
+            http,
+        )()
+    )
+    assert forbidden.is_error is True
+    assert forbidden.structured_content is not None
+    assert forbidden.structured_content["error"]["status"] == 403
+    assert not_found.structured_content is not None
+    assert not_found.structured_content["error"]["status"] == 404
+    assert not SessionPin.objects.exists()
+
+
+def test_changes_over_http_are_audited_with_the_tokens_owner(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    pinned, configured = over_asgi(
+        lambda http: tool_calls(
+            "http://localhost/mcp",
+            editor.secret,
+            [
+                ("context_gc_pin", {"session_id": stored_session.pk, "turn_indices": [1]}),
+                ("context_gc_configure", {"policy_id": default_policy.pk, "target_percent": 0.4}),
+            ],
+            http,
+            mode="legacy",
+        )()
+    )
+    assert pinned.is_error is False
+    assert configured.is_error is False
+    events = AuditEvent.objects.filter(action__in=[AuditAction.PIN, AuditAction.POLICY_SAVE])
+    assert sorted(events.exclude(actor=None).values_list("action", "actor__username")) == [
+        ("pin", "edda"),
+        ("policy_save", "edda"),
+    ]
+    assert events.filter(actor=None).count() == 1  # the fixture's own policy, by "system"
+
+
+def test_the_served_app_end_to_end(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    """uvicorn serving ``jaato_web.asgi:application`` on a loopback port, as ``./dev serve``
+    does, driven by the SDK's own HTTP client as an agent would drive it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config("jaato_web.asgi:application", lifespan="on", log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while not server.started:
+            assert thread.is_alive(), "uvicorn stopped before it started serving"
+            assert time.monotonic() < deadline, "uvicorn did not start in time"
+            time.sleep(0.05)
+
+        async def drive() -> tuple[list[str], list[CallToolResult], int]:
+            base = f"http://127.0.0.1:{port}"
+            async with httpx2.AsyncClient(
+                headers={"authorization": f"Bearer {editor.secret}"}
+            ) as http:
+                async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as c:
+                    names = [tool.name for tool in (await c.list_tools()).tools]
+                    results = [
+                        await c.call_tool(
+                            "context_analyze_usage", {"session_id": stored_session.pk}
+                        ),
+                        await c.call_tool(
+                            "context_gc_pin", {"session_id": stored_session.pk, "turn_indices": [2]}
+                        ),
+                        await c.call_tool(
+                            "context_gc_configure",
+                            {"session_id": stored_session.pk, "preserve_recent_turns": 2},
+                        ),
+                    ]
+                health = (await http.get(f"{base}/api/health")).status_code
+            return names, results, health
+
+        names, (usage, pin, configure), health = run_async(drive)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=SERVER_START_SECONDS)
+    assert names == [
+        "context_analyze_usage",
+        "context_gc_pin",
+        "context_gc_unpin",
+        "context_gc_configure",
+    ]
+    assert usage.structured_content is not None
+    assert usage.structured_content["total_tokens"] == stored_session.total_tokens
+    assert pin.structured_content is not None
+    assert pin.structured_content["pinned_turn_indices"] == [2]
+    assert configure.structured_content is not None
+    assert configure.structured_content["review_status"] == "pending"
+    assert default_policy.versions.latest("number").config["preserve_recent_turns"] == 2
+    assert health == 200
