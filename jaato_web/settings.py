@@ -64,6 +64,19 @@ def _redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+# SQLite lets one connection write at a time. A transaction that began by reading and then
+# writes cannot wait for the lock without risking a deadlock, so SQLite fails it at once with
+# "database is locked". Beginning every transaction IMMEDIATE takes the write lock first,
+# which the busy timeout then waits for: concurrent writers queue instead of failing, and an
+# optimistic check inside a transaction (a policy's latest version) sees the last committed
+# write. Write-ahead logging lets readers go on while one connection writes.
+SQLITE_OPTIONS: dict[str, Any] = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
+
+
 def database_from_url(url: str) -> dict[str, Any]:
     """Turn a DATABASE_URL into a Django DATABASES entry.
 
@@ -90,7 +103,11 @@ def database_from_url(url: str) -> dict[str, Any]:
         if not raw_path:
             raise ImproperlyConfigured(f"DATABASE_URL {shown!r} names no SQLite file.")
         name: str | Path = raw_path if raw_path == ":memory:" else BASE_DIR / raw_path
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": name,
+            "OPTIONS": dict(SQLITE_OPTIONS),
+        }
 
     if scheme in {"postgres", "postgresql"}:
         try:

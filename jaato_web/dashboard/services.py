@@ -994,12 +994,16 @@ def session_pin(
         return now
     noun = f"turn {turn_index}" if turn_index is not None else f"message {message_id}"
     if now:
-        SessionPin.objects.create(
-            session=session,
-            turn_index=turn_index,
-            message_id=message_id or "",
-            author=_author(actor),
-        )
+        try:
+            with transaction.atomic():
+                SessionPin.objects.create(
+                    session=session,
+                    turn_index=turn_index,
+                    message_id=message_id or "",
+                    author=_author(actor),
+                )
+        except IntegrityError:
+            return True  # pinned by someone else at the same moment, and recorded by them
     else:
         existing.delete()
     audit_record(
