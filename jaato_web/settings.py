@@ -161,9 +161,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    # Before django_tasks_db: its db_worker command replaces the package's own with one that
+    # keeps leases on the work it runs (jaato_web/dashboard/management/commands/db_worker.py).
+    "jaato_web.dashboard",
     "django_tasks_db",
     "ninja",
-    "jaato_web.dashboard",
     "jaato_web.teams",
     "jaato_web.review",
     "jaato_web.pages",
@@ -200,6 +202,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "jaato_web.pages.context_processors.projects",
+                "jaato_web.pages.context_processors.background",
             ],
         },
     },
@@ -229,6 +232,13 @@ if _task_backend not in _TASK_BACKENDS:
         f"use one of {sorted(_TASK_BACKENDS)}."
     )
 TASKS = {"default": {"BACKEND": _TASK_BACKENDS[_task_backend]}}
+# A worker holds an upload, run or replay it works on for this long and renews the hold four
+# times as often; when it stops renewing (killed, or its machine gone) another worker tries
+# the work once more after this long, then marks it failed. The pages say no worker is
+# running when none has been seen for this long.
+JAATO_TASK_LEASE_SECONDS = env_int("JAATO_TASK_LEASE_SECONDS", 60)
+if JAATO_TASK_LEASE_SECONDS < 1:
+    raise ImproperlyConfigured("JAATO_TASK_LEASE_SECONDS must be at least 1.")
 
 # --- Accounts ---------------------------------------------------------------
 
