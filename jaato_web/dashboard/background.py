@@ -39,6 +39,7 @@ from jaato_web.dashboard.models import (
     AuditAction,
     GCRun,
     IngestJob,
+    IngestUpload,
     JobStatus,
     Project,
     Replay,
@@ -96,15 +97,17 @@ def beat_interval() -> float:
     return settings.JAATO_TASK_LEASE_SECONDS / 4
 
 
-def _ended(model: WorkModel, now: datetime) -> dict[str, Any]:
-    """What every end of the work clears, and what each kind clears besides: an upload's
-    bytes go (the session keeps its own copy), a run records when it ended."""
-    fields: dict[str, Any] = {"claimed_by": "", "lease_until": None, "progress": ""}
-    if model is IngestJob:
-        fields["data"] = None
+def _end(work: Any, model: WorkModel, pk: int, **fields: Any) -> int:
+    """End ``work`` (a query of the row as it must still be) with ``fields``: no worker holds
+    it any more, a run records when it ended, and an upload's bytes go, whichever way it
+    ended (the session keeps its own copy)."""
+    cleared: dict[str, Any] = {"claimed_by": "", "lease_until": None, "progress": ""}
     if model is GCRun:
-        fields["finished_at"] = now
-    return fields
+        cleared["finished_at"] = timezone.now()
+    ended: int = work.update(**{**cleared, **fields})
+    if ended and model is IngestJob:
+        IngestUpload.objects.filter(job_id=pk).delete()
+    return ended
 
 
 def work_claim(model: WorkModel, pk: int, progress: str) -> bool:
@@ -136,17 +139,13 @@ def work_progress(model: WorkModel, pk: int, text: str) -> None:
 def work_done(model: WorkModel, pk: int, **fields: Any) -> None:
     """End the work as done with ``fields``; ``WorkLost`` if it is no longer ours. Inside the
     transaction that stores the result, so a lost claim rolls the result back."""
-    now = timezone.now()
-    done = {**_ended(model, now), **fields, "status": JobStatus.DONE}
-    if not _held(model, pk).update(**done):
+    if not _end(_held(model, pk), model, pk, **fields, status=JobStatus.DONE):
         raise WorkLost
 
 
 def work_failed(model: WorkModel, pk: int, error: str, **fields: Any) -> None:
     """End the work as failed with ``error`` (and ``fields``); a lost claim changes nothing."""
-    now = timezone.now()
-    failed = {**_ended(model, now), **fields, "status": JobStatus.FAILED, "error": error}
-    _held(model, pk).update(**failed)
+    _end(_held(model, pk), model, pk, **fields, status=JobStatus.FAILED, error=error)
 
 
 def work_run(model: WorkModel, pk: int, body: Callable[[], None]) -> None:
@@ -223,11 +222,10 @@ def work_sweep() -> int:
                 still = model.objects.filter(
                     pk=pk, status=JobStatus.RUNNING, claimed_by=worker, lease_until=lease
                 )
-                moved = (
-                    _retried(model, pk, still)
-                    if attempts < MAX_ATTEMPTS
-                    else _given_up(model, still, attempts, now)
-                )
+                if attempts < MAX_ATTEMPTS:
+                    moved = _retried(model, pk, still)
+                else:
+                    moved = _given_up(model, pk, still, attempts)
             if moved:
                 logger.warning("%s %s: worker %s stopped; swept", model.__name__, pk, worker)
                 swept += moved
@@ -260,14 +258,10 @@ def _retried(model: WorkModel, pk: int, still: Any) -> int:
     return moved
 
 
-def _given_up(model: WorkModel, still: Any, attempts: int, now: datetime) -> int:
+def _given_up(model: WorkModel, pk: int, still: Any, attempts: int) -> int:
     times = "twice" if attempts == 2 else f"{attempts} times"
-    moved: int = still.update(
-        **_ended(model, now),
-        status=JobStatus.FAILED,
-        error=f"the worker stopped while {_DOING[model]}; tried {times}, so it is not tried again",
-    )
-    return moved
+    reason = f"the worker stopped while {_DOING[model]}; tried {times}, so it is not tried again"
+    return _end(still, model, pk, status=JobStatus.FAILED, error=reason)
 
 
 # --- Cancelling --------------------------------------------------------------------------------
@@ -278,12 +272,10 @@ def work_cancel(*, work: Work, actor: Actor = None) -> None:
     following it. A worker busy with it drops it at its next step and stores nothing. Work
     that has ended already raises ``WorkEnded``."""
     model = type(work)
-    now = timezone.now()
-    name = actor_name(actor)
+    pending = model.objects.filter(pk=work.pk, status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
+    reason = f"cancelled by {actor_name(actor)}"
     with transaction.atomic():
-        cancelled = model.objects.filter(
-            pk=work.pk, status__in=(JobStatus.QUEUED, JobStatus.RUNNING)
-        ).update(**_ended(model, now), status=JobStatus.FAILED, error=f"cancelled by {name}")
+        cancelled = _end(pending, model, work.pk, status=JobStatus.FAILED, error=reason)
         if cancelled:
             project, target, url = _described(work)
             audit_record(

@@ -383,15 +383,15 @@ class Replay(BackgroundWork):
 class IngestJob(BackgroundWork):
     """A large upload waiting to be read in the background.
 
-    The bytes wait here, not in a session, so a file that turns out to be malformed leaves
-    nothing half-stored: the job keeps only its error and the bytes are dropped.
+    The bytes wait beside it (``IngestUpload``), not in a session, so a file that turns out to
+    be malformed leaves nothing half-stored: the job keeps only its error and the bytes are
+    dropped.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="ingest_jobs")
     filename = models.CharField(max_length=300)
     sha256 = models.CharField(max_length=64)
     size_bytes = models.PositiveBigIntegerField()
-    data = models.BinaryField(null=True)
     error_path = models.CharField(max_length=400, blank=True)
     session = models.ForeignKey(
         AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -412,6 +412,20 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class IngestUpload(models.Model):
+    """The bytes of an upload waiting to be read, in a row of their own: the job's row changes
+    every few seconds while a worker reads it (progress, its lease), and SQLite writes a row
+    anew on every update, a 45 MB upload and all. Deleted when the job ends."""
+
+    job = models.OneToOneField(
+        IngestJob, on_delete=models.CASCADE, primary_key=True, related_name="upload"
+    )
+    data = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"bytes of upload {self.job_id}"
 
 
 class AuditAction(models.TextChoices):

@@ -258,7 +258,7 @@ def replay_shown(*, session: AgentSession, replay_id: int | None = None) -> Repl
 
 
 def ingest_job_get(*, projects: Collection[int], job_id: int) -> IngestJob:
-    return get_object_or_404(IngestJob.objects.defer("data"), pk=job_id, project__in=projects)
+    return get_object_or_404(IngestJob, pk=job_id, project__in=projects)
 
 
 def replay_get(*, projects: Collection[int], replay_id: int) -> Replay:

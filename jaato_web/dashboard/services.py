@@ -32,6 +32,7 @@ from jaato_web.dashboard.models import (
     BudgetNode,
     GCRun,
     IngestJob,
+    IngestUpload,
     JobStatus,
     Policy,
     PolicyVersion,
@@ -200,9 +201,9 @@ def session_upload(
                 filename=filename,
                 sha256=digest,
                 size_bytes=len(data),
-                data=data,
                 progress="waiting for a worker",
             )
+            IngestUpload.objects.create(job=job, data=data)
             _upload_audit(project, actor, filename, len(data), job=job)
             transaction.on_commit(partial(tasks.ingest_upload.enqueue, job.pk))
         return UploadReceipt(filename, job=job)
@@ -347,7 +348,12 @@ def ingest_job_execute(*, job_id: int) -> None:
 
 def _ingest_claimed(job_id: int) -> None:
     job = IngestJob.objects.get(pk=job_id)
-    data = bytes(job.data or b"")
+    # The bytes once, as bytes: PostgreSQL hands a memoryview, which a model would keep too.
+    stored = IngestUpload.objects.filter(job_id=job_id).values_list("data", flat=True).first()
+    if stored is None:
+        raise background.WorkLost  # cancelled before the bytes were read
+    data = bytes(stored)
+    del stored
     try:
         engine_session = gcengine.load_session(data)
     except gcengine.SessionFormatError as error:

@@ -34,6 +34,7 @@ from jaato_web.dashboard.models import (
     BudgetNode,
     GCRun,
     IngestJob,
+    IngestUpload,
     JobStatus,
     Project,
     Removal,
@@ -165,7 +166,7 @@ def test_work_whose_worker_stopped_twice_fails_with_the_reason(
     assert reason in html
     assert "every 2s" not in html  # the page stops following it
     if kind == "job":
-        assert work.data is None
+        assert not IngestUpload.objects.filter(job=work).exists()
 
 
 def test_a_lease_still_running_is_left_alone(stored_session: AgentSession) -> None:
@@ -265,7 +266,7 @@ def test_an_upload_whose_storing_fails_ends_failed_and_drops_its_bytes(
 
     assert job.status == JobStatus.FAILED
     assert job.error.startswith("the server failed while reading this file (ValueError)")
-    assert job.data is None
+    assert not IngestUpload.objects.filter(job=job).exists()
     assert job.lease_until is None
     assert not AgentSession.objects.exists()
     assert "boom from a bug" in caplog.text  # the traceback is in the log
@@ -330,7 +331,7 @@ def test_an_upload_the_parser_once_took_is_refused_where_it_stands(
     assert job.status == JobStatus.FAILED
     assert reason in job.error
     assert job.error_path.startswith("history[")
-    assert job.data is None
+    assert not IngestUpload.objects.filter(job=job).exists()
 
 
 def test_a_file_whose_storing_fails_is_said_alone_and_the_others_stay_stored(
@@ -403,7 +404,7 @@ def test_the_api_cancels_an_upload_being_read_and_its_bytes_go(
     assert answer.status_code == 200
     assert answer.json()["status"] == "failed"
     assert answer.json()["error"] == "cancelled by ann"
-    assert job.data is None
+    assert not IngestUpload.objects.filter(job=job).exists()
     assert again.status_code == 409
     assert "already ended" in again.json()["detail"]
 

@@ -29,7 +29,7 @@ from django.urls import reverse
 
 from gcengine.synthetic import SessionShape, generate_session_file
 from jaato_web.dashboard import services
-from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
+from jaato_web.dashboard.models import AgentSession, IngestJob, IngestUpload, JobStatus, Project
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -123,7 +123,7 @@ def test_work_of_a_killed_worker_is_taken_up_by_the_next_and_finished(
     job = queued_upload
     assert job.status == JobStatus.DONE, job.error
     assert job.attempts == 2
-    assert job.data is None
+    assert not IngestUpload.objects.filter(job=job).exists()
     assert AgentSession.objects.get().turn_count == 1000
 
 
@@ -142,6 +142,6 @@ def test_work_whose_worker_is_killed_twice_ends_failed_saying_why(
     page = client.get(reverse("ingest_job", args=[job.pk])).content.decode()
     assert (job.status, job.error) == (JobStatus.FAILED, reason)
     assert job.attempts == 2
-    assert job.data is None
+    assert not IngestUpload.objects.filter(job=job).exists()
     assert reason in page
     assert "every 2s" not in page

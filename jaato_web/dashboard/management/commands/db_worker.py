@@ -16,6 +16,7 @@ import os
 import threading
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
@@ -66,6 +67,11 @@ class Command(db_worker.Command):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Under DEBUG Django renders every query with its parameters into a query log, which
+        # a worker never reads and never empties: storing one 45 MB upload rendered its bytes
+        # as SQL text and took 360 MB more. A worker keeps no query log, whatever DEBUG says
+        # for the pages (``--reload`` was decided from DEBUG already).
+        settings.DEBUG = False
         if options["reload"] and not options["batch"] and not os.environ.get(DJANGO_AUTORELOAD_ENV):
             # The reloader's parent runs no task: it starts the child that does, and the
             # child, running this command again, starts its own keeper.
