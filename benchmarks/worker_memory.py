@@ -7,8 +7,8 @@ from ``wait4``; an idle worker (a batch with nothing to do) is measured the same
 the upload itself costs can be told from Django's and tiktoken's own footprint.
 
 Shapes: ``turns`` (the reference shape: requests, answers and a tool result every third turn;
-10,000 turns is about 45 MB) and ``single-text`` (one user message of ``--megabytes`` of
-words, as a pasted log would be). Target: the upload's share of the peak under 4x the file.
+10,000 turns is about 45 MB) and ``single-text`` (one request of ``--megabytes`` of words, as
+a pasted log would be). Target: the upload's share of the peak under 4x the file.
 
     python benchmarks/worker_memory.py [--shape turns --turns 10000] [--shape single-text
         --megabytes 49] [--gc-on-upload]
@@ -19,13 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -36,23 +34,11 @@ def session_file(shape: str, turns: int, megabytes: float) -> bytes:
 
     if shape == "turns":
         return json.dumps(generate_session_file(SessionShape(turns=turns, seed=7))).encode()
-    from gcengine.synthetic import _WORDS
-
-    rng = random.Random(7)
-    words: list[str] = []
-    size = 0
-    while size < megabytes * 1e6:
-        word = rng.choice(_WORDS)
-        words.append(word)
-        size += len(word) + 1
-    document: dict[str, Any] = {
-        "model": "gpt-4.1",
-        "messages": [
-            {"role": "user", "content": " ".join(words)},
-            {"role": "assistant", "content": "Read it."},
-        ],
-    }
-    return json.dumps(document).encode()
+    # One request of that many characters and a short answer; the file's list of the user's
+    # inputs would hold the request a second time.
+    chars = int(megabytes * 1e6)
+    one = SessionShape(turns=1, user_chars=chars, model_chars=20, tool_every=0, seed=7)
+    return json.dumps({**generate_session_file(one), "user_inputs": []}).encode()
 
 
 def environment(database: Path, gc_on_upload: bool) -> dict[str, str]:
