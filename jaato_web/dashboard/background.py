@@ -11,8 +11,8 @@ leave its work "running" for good. The work rows therefore carry a lease of thei
 3. Every later write of the worker names the worker. Work cancelled, or given to another
    worker after the lease lapsed, is no longer its own: the write changes nothing and the
    worker drops the work (``WorkLost``), so nothing is stored twice or over a cancel.
-4. Each keeper sweeps: work whose lease lapsed is queued again once, then failed with a
-   reason the page shows.
+4. Each keeper sweeps: work whose lease lapsed (or whose worker ran on this machine and is
+   gone) is queued again once, then failed with a reason the page shows.
 5. Any error while working ends the work failed with a message (the traceback goes to the
    log), never "running" forever.
 """

@@ -363,10 +363,16 @@ def _ingest_claimed(job_id: int) -> None:
     background.work_progress(IngestJob, job_id, f"storing {len(engine_session.history):,} messages")
     with transaction.atomic():
         background.work_done(IngestJob, job_id)  # first: a cancel meanwhile stores nothing
-        session = AgentSession.objects.filter(project_id=job.project_id, sha256=job.sha256).first()
+        same = AgentSession.objects.filter(project_id=job.project_id, sha256=job.sha256)
+        session = same.first()
         created = session is None
         if session is None:
-            session = _session_store(job.project, job.filename, data, job.sha256, engine_session)
+            try:
+                session = _session_store(
+                    job.project, job.filename, data, job.sha256, engine_session
+                )
+            except IntegrityError:  # the same file, uploaded twice at once, stored by the other
+                session, created = same.get(), False
         IngestJob.objects.filter(pk=job_id).update(session=session)
     if created:
         _run_on_upload(session)
