@@ -8,6 +8,7 @@ so the modules can move without breaking them. ``docs/engine.md`` lists what is 
 """
 
 from gcengine._fast import cyclic_gc_paused
+from gcengine._json import lone_surrogate_path
 from gcengine.budget import (
     DEFAULT_CONTEXT_LIMIT,
     GC_POLICY_INDICATORS,
@@ -260,6 +261,7 @@ __all__ = [
     "load_gc_config",
     "load_gc_plugin",
     "load_session",
+    "lone_surrogate_path",
     "media_cost",
     "media_provider_for_model",
     "model_caps",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping
 from enum import StrEnum
@@ -96,9 +97,28 @@ def parse_enum[E: StrEnum](enum: type[E], value: Any, path: JsonPath) -> E:
         raise SessionFormatError(f"{show(value)} is not one of {allowed}", path) from None
 
 
-class UnreadableNumber(ValueError):
-    """A number in a JSON text that JSON does not allow (``NaN``, ``Infinity``) or that no
-    reader can hold (``1e400``, an integer of thousands of digits); ``path`` says where."""
+# Objects and lists nested deeper than this are refused wherever JSON is read. Real sessions
+# nest a dozen levels; the engine's own stored form (a ``Session`` as JSON) wraps a value in
+# up to ten levels more, and pydantic's JSON reader stops at 200, so a session read at this
+# depth can always be stored and read back.
+MAX_NESTING = 100
+_TOO_DEEP = f"objects and lists nest more than {MAX_NESTING} levels deep here"
+LONE_SURROGATE = (
+    "the text holds a lone surrogate (half of a UTF-16 pair, such as \\ud800), "
+    "which UTF-8 cannot encode and so no store can keep"
+)
+# Where a lone surrogate may hide: a surrogate's escape in the JSON text (valid pairs match
+# too, so a match only means the decoded strings must be looked at), or, in text handed in as
+# a Python string, the code point itself.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnreadableValue(ValueError):
+    """A value in a JSON text that JSON does not allow (``NaN``, ``Infinity``), that no reader
+    can hold (``1e400``, an integer of thousands of digits, nesting deeper than
+    ``MAX_NESTING``) or that no store can keep (a lone surrogate); ``path`` says where."""
 
     def __init__(self, reason: str, path: tuple[str | int, ...]) -> None:
         super().__init__(reason)
@@ -119,15 +139,18 @@ def show_token(token: str, limit: int = 24) -> str:
     return token if len(token) <= limit else token[: limit - 1] + "…"
 
 
-def loads_strict(text: str | bytes) -> Any:
-    """``json.loads``, refusing what is not JSON although Python reads it: ``NaN``,
-    ``Infinity``, numbers too large for a float and integers too long to convert.
+def loads_strict(text: str | bytes, *, enclosing: int = 0) -> Any:
+    """``json.loads``, refusing what is not JSON although Python reads it (``NaN``,
+    ``Infinity``, numbers too large for a float, integers too long to convert) and what parses
+    but could not be stored afterwards: nesting deeper than ``MAX_NESTING`` (counting the
+    ``enclosing`` levels around a JSON text held in a string) and lone surrogates.
 
     A session holding one would be written back as invalid JSON, which strict readers (and
-    PostgreSQL's JSON types) refuse. Raises ``json.JSONDecodeError`` for bad syntax and
-    ``UnreadableNumber``, naming the JSON path, for such a number. Integers are read by the
-    fast path; only a text holding one too long is read again to find it, and the decoded
-    value is searched only when the parser met such a number.
+    PostgreSQL's JSON types) refuse, or could not be written at all. Raises
+    ``json.JSONDecodeError`` for bad syntax and ``UnreadableValue``, naming the JSON path, for
+    the rest. Integers are read by the fast path; only a text holding one too long is read
+    again to find it, and the decoded value is searched for strings only when the text may
+    hold a surrogate.
     """
     met: list[_Unreadable] = []
 
@@ -157,14 +180,106 @@ def loads_strict(text: str | bytes) -> Any:
         data = json.loads(text, parse_constant=constant, parse_float=floating)
     except json.JSONDecodeError:
         raise
+    except RecursionError:  # nested far deeper than the limit: the parser itself gave up
+        raise UnreadableValue(_too_deep_where(text), ()) from None
     except ValueError:  # an integer too long to convert: read again to say where
         data = json.loads(text, parse_constant=constant, parse_float=floating, parse_int=integer)
     if met:
         found = _find(data, lambda value: isinstance(value, _Unreadable))
         assert found is not None
         value, path = found
-        raise UnreadableNumber(value.reason, path)
+        raise UnreadableValue(value.reason, path)
+    storable_check(data, enclosing=enclosing, strings=_may_hold_surrogate(text))
     return data
+
+
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _too_deep_where(text: str | bytes) -> str:
+    """The reason, with the line and column where the nesting passes the limit: the parser
+    gave up with no path to name, so the place is found in the text."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    level = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token in "[{":
+            level += 1
+            if level > MAX_NESTING:
+                line = text.count("\n", 0, match.start()) + 1
+                column = match.start() - text.rfind("\n", 0, match.start())
+                return _TOO_DEEP.replace(" here", f" at line {line}, column {column}")
+        elif token in "]}":
+            level -= 1
+    return _TOO_DEEP.removesuffix(" here")
+
+
+def _may_hold_surrogate(text: str | bytes) -> bool:
+    if isinstance(text, bytes):
+        return _SURROGATE_ESCAPE_BYTES.search(text) is not None
+    if _SURROGATE_ESCAPE.search(text):
+        return True
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def storable_check(data: Any, *, enclosing: int = 0, strings: bool = True) -> None:
+    """Raise ``UnreadableValue`` where decoded JSON nests deeper than ``MAX_NESTING`` (counting
+    ``enclosing`` levels around it) or, with ``strings``, where a string (or a key) holds a
+    lone surrogate. Either would make storing the session fail later, far from the file."""
+    allowed = MAX_NESTING - enclosing
+    if _deeper_than(data, allowed):
+        found = _find_container(data, allowed + 1)
+        assert found is not None
+        raise UnreadableValue(_TOO_DEEP, found)
+    if strings:
+        path = lone_surrogate_path(data)
+        if path is not None:
+            raise UnreadableValue(LONE_SURROGATE, path)
+
+
+def _deeper_than(data: Any, allowed: int) -> bool:
+    """Whether any object or list sits more than ``allowed`` levels deep (the top is 1)."""
+    stack = [(data, 1)] if isinstance(data, dict | list) else []
+    while stack:
+        value, level = stack.pop()
+        if level > allowed:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _find_container(data: Any, level: int) -> tuple[str | int, ...] | None:
+    """The path of the first object or list (in document order) at ``level``."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if not isinstance(value, dict | list):
+            continue
+        if len(path) + 1 == level:
+            return path
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        stack.extend((child, (*path, key)) for key, child in reversed(list(items)))
+    return None
+
+
+def lone_surrogate_path(data: Any) -> tuple[str | int, ...] | None:
+    """Where the first string holding a lone surrogate is, in document order; a key is named
+    by its object's path and ``(key)``."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return path
+        elif isinstance(value, dict):
+            for key, child in reversed(list(value.items())):
+                stack.append((child, (*path, key)))
+                stack.append((key, (*path, "(key)")))
+        elif isinstance(value, list):
+            stack.extend((child, (*path, i)) for i, child in reversed(list(enumerate(value))))
+    return None
 
 
 def find_non_finite(data: Any) -> tuple[str, tuple[str | int, ...]] | None:
@@ -219,11 +334,12 @@ def describe_syntax_error(error: json.JSONDecodeError, *, line: bool = True) -> 
 
 def embedded_json(text: str, path: JsonPath) -> Any:
     """JSON held in a string of the file (tool arguments, a span attribute), read strictly;
-    an error names the string's path, and a bad number the path inside it."""
+    an error names the string's path, and a bad value the path inside it. Its nesting counts
+    from the string's own depth, as it will once stored in its place."""
     try:
-        return loads_strict(text)
+        return loads_strict(text, enclosing=len(path))
     except json.JSONDecodeError as error:
         what = describe_syntax_error(error).removeprefix("not valid JSON: ")
         raise SessionFormatError(f"is not valid JSON ({what})", path) from None
-    except UnreadableNumber as error:
+    except UnreadableValue as error:
         raise SessionFormatError(error.reason, (*path, *error.path)) from None

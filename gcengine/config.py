@@ -40,10 +40,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, computed_field, field_validator
 
 from gcengine._json import (
-    UnreadableNumber,
+    UnreadableValue,
     describe_syntax_error,
     find_non_finite,
     loads_strict,
+    storable_check,
 )
 from gcengine.errors import ConfigError, format_json_path
 
@@ -432,6 +433,10 @@ def _decode(source: Any) -> Any:
         found = find_non_finite(source)
         if found is not None:
             raise ConfigError(found[0], format_json_path(found[1]))
+        try:
+            storable_check(source)
+        except UnreadableValue as error:
+            raise ConfigError(error.reason, format_json_path(error.path)) from None
         return source
     if isinstance(source, str) and not source.strip():
         raise ConfigError("the input is empty")
@@ -450,9 +455,7 @@ def _decode(source: Any) -> Any:
         raise ConfigError(describe_syntax_error(error)) from None
     except UnicodeDecodeError:
         raise ConfigError("not valid JSON: not UTF-8 text") from None
-    except RecursionError:
-        raise ConfigError("the JSON nests too deeply") from None
-    except UnreadableNumber as error:
+    except UnreadableValue as error:
         raise ConfigError(error.reason, format_json_path(error.path)) from None
 
 

@@ -64,6 +64,19 @@ def _redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+# SQLite lets one connection write at a time. A transaction that began by reading and then
+# writes cannot wait for the lock without risking a deadlock, so SQLite fails it at once with
+# "database is locked". Beginning every transaction IMMEDIATE takes the write lock first,
+# which the busy timeout then waits for: concurrent writers queue instead of failing, and an
+# optimistic check inside a transaction (a policy's latest version) sees the last committed
+# write. Write-ahead logging lets readers go on while one connection writes.
+SQLITE_OPTIONS: dict[str, Any] = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
+
+
 def database_from_url(url: str) -> dict[str, Any]:
     """Turn a DATABASE_URL into a Django DATABASES entry.
 
@@ -90,7 +103,11 @@ def database_from_url(url: str) -> dict[str, Any]:
         if not raw_path:
             raise ImproperlyConfigured(f"DATABASE_URL {shown!r} names no SQLite file.")
         name: str | Path = raw_path if raw_path == ":memory:" else BASE_DIR / raw_path
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": name,
+            "OPTIONS": dict(SQLITE_OPTIONS),
+        }
 
     if scheme in {"postgres", "postgresql"}:
         try:
@@ -144,9 +161,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    # Before django_tasks_db: its db_worker command replaces the package's own with one that
+    # keeps leases on the work it runs (jaato_web/dashboard/management/commands/db_worker.py).
+    "jaato_web.dashboard",
     "django_tasks_db",
     "ninja",
-    "jaato_web.dashboard",
     "jaato_web.teams",
     "jaato_web.review",
     "jaato_web.pages",
@@ -183,6 +202,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "jaato_web.pages.context_processors.projects",
+                "jaato_web.pages.context_processors.background",
             ],
         },
     },
@@ -212,6 +232,13 @@ if _task_backend not in _TASK_BACKENDS:
         f"use one of {sorted(_TASK_BACKENDS)}."
     )
 TASKS = {"default": {"BACKEND": _TASK_BACKENDS[_task_backend]}}
+# A worker holds an upload, run or replay it works on for this long and renews the hold four
+# times as often; when it stops renewing (killed, or its machine gone) another worker tries
+# the work once more after this long, then marks it failed. The pages say no worker is
+# running when none has been seen for this long.
+JAATO_TASK_LEASE_SECONDS = env_int("JAATO_TASK_LEASE_SECONDS", 60)
+if JAATO_TASK_LEASE_SECONDS < 1:
+    raise ImproperlyConfigured("JAATO_TASK_LEASE_SECONDS must be at least 1.")
 
 # --- Accounts ---------------------------------------------------------------
 

@@ -113,19 +113,14 @@ def load_session(
     the session's model is used (``Session.token_counter`` names it). Raises
     ``SessionFormatError`` (and nothing else) for input it cannot read.
     """
-    try:
-        data = decode_source(source, limits)
-        parsed = detect_and_parse(data)
-        if len(parsed.history) > limits.max_messages:
-            raise SessionFormatError(
-                f"the session has {len(parsed.history):,} messages; "
-                f"the limit is {limits.max_messages:,}"
-            )
-        return assemble(parsed, counter)
-    except RecursionError:
+    data = decode_source(source, limits)
+    parsed = detect_and_parse(data)
+    if len(parsed.history) > limits.max_messages:
         raise SessionFormatError(
-            "the file nests objects or lists too deeply to be a session"
-        ) from None
+            f"the session has {len(parsed.history):,} messages; "
+            f"the limit is {limits.max_messages:,}"
+        )
+    return assemble(parsed, counter)
 
 
 def dump_session(session: Session, *, indent: int | None = 2) -> str:

@@ -19,12 +19,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gcengine._fast import set_fresh
 from gcengine._json import (
-    UnreadableNumber,
+    UnreadableValue,
     describe_syntax_error,
     find_non_finite,
     json_type,
     loads_strict,
     show,
+    storable_check,
     text_or_none,
 )
 from gcengine.budget import InstructionBudget
@@ -53,8 +54,10 @@ class LoadLimits:
     """Guards against inputs that would exhaust memory or the stack.
 
     The defaults are far above real sessions (a 10,000-turn session is about 45 MB) and well
-    below what would hurt a server. Nesting deeper than Python's recursion limit (about 1,000
-    levels) is refused as a format error wherever it is met.
+    below what would hurt a server. Two limits hold for every load, whatever these say, because
+    a session beyond them could be read but not stored: objects and lists nested more than
+    ``MAX_NESTING`` (100) levels deep, counting JSON held in a string from where the string
+    is, and strings holding a lone surrogate (``\\ud800``) are refused where they stand.
     """
 
     max_bytes: int = 256 * 1024 * 1024
@@ -98,6 +101,10 @@ def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
         found = find_non_finite(source)
         if found is not None:
             raise SessionFormatError(*found)
+        try:
+            storable_check(source)
+        except UnreadableValue as error:
+            raise SessionFormatError(error.reason, error.path) from None
         return source
     if isinstance(source, os.PathLike):
         return decode_source(_read_path(Path(source), limits), limits)
@@ -234,7 +241,7 @@ def _parse_json_text(text: str, limits: LoadLimits, where: str | None = None) ->
             if lines is not None:
                 return lines
         raise SessionFormatError(describe_syntax_error(error), at) from None
-    except UnreadableNumber as error:
+    except UnreadableValue as error:
         raise SessionFormatError(error.reason, (*at, *error.path)) from None
 
 
@@ -248,12 +255,13 @@ def _parse_json_lines(text: str, where: str | None) -> JsonLines | None:
             continue
         label = f"{where} line {number}" if where else f"line {number}"
         try:
-            records.append(loads_strict(line))
+            # A record sits in the list of records, one level down, as it is read.
+            records.append(loads_strict(line, enclosing=1))
         except json.JSONDecodeError as error:
             if not records:
                 return None
             raise SessionFormatError(describe_syntax_error(error, line=False), (label,)) from None
-        except UnreadableNumber as error:
+        except UnreadableValue as error:
             raise SessionFormatError(error.reason, (label, *error.path)) from None
         labels.append(label)
     return JsonLines(records, labels)

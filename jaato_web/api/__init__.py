@@ -7,14 +7,18 @@ selectors the pages call; engine errors become JSON answers here, in one place.
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
 from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI, Schema
+from ninja import Field, NinjaAPI, Schema, Status
 
 import gcengine
-from jaato_web.api import plans, policies, review, runs, sessions, teams
+from jaato_web.api import background, plans, policies, review, runs, sessions, teams
+from jaato_web.dashboard import selectors
 from jaato_web.errors import InputError
 from jaato_web.teams.access import NoProject
 
@@ -27,13 +31,28 @@ api.add_router("/policies", policies.router)
 api.add_router("/", teams.router)
 api.add_router("/", review.router)
 api.add_router("/", plans.router)
+api.add_router("/", background.router)
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerHealth(Schema):
+    last_seen: datetime | None = Field(
+        description="When a task worker last said it was alive (every quarter lease, busy or "
+        "idle); null when none ever has"
+    )
+    queued: int = Field(description="Tasks waiting for a worker")
+    oldest_queued_seconds: int | None = Field(description="How long the oldest has waited")
 
 
 class Health(Schema):
-    """Liveness answer; the version lets a client tell which build it reached."""
+    """The version lets a client tell which build it reached; ``database`` and ``worker`` say
+    whether uploads can be stored and background work will be taken."""
 
-    status: str
+    status: str = Field(description="ok, or unavailable when the database does not answer")
     version: str
+    database: str = Field(description="ok or unreachable")
+    worker: WorkerHealth | None = Field(description="null when the database does not answer")
 
 
 def package_version() -> str:
@@ -45,10 +64,24 @@ def package_version() -> str:
         return "0.0.0"
 
 
-@api.get("/health", response=Health, summary="Liveness check")
-def health(request: HttpRequest) -> Health:
-    """Cheap on purpose: load balancers call it often, so it touches no database."""
-    return Health(status="ok", version=package_version())
+@api.get("/health", response={200: Health, 503: Health}, summary="Health check")
+def health(request: HttpRequest) -> Status[Health]:
+    """Cheap on purpose, as load balancers call it often: three indexed queries. 503 when
+    the database does not answer."""
+    try:
+        workers = selectors.worker_status()
+    except DatabaseError:
+        logger.exception("the health check could not reach the database")
+        down = Health(
+            status="unavailable", version=package_version(), database="unreachable", worker=None
+        )
+        return Status(503, down)
+    worker = WorkerHealth(
+        last_seen=workers.last_seen,
+        queued=workers.queued,
+        oldest_queued_seconds=workers.oldest_queued_seconds,
+    )
+    return Status(200, Health(status="ok", version=package_version(), database="ok", worker=worker))
 
 
 @api.exception_handler(InputError)

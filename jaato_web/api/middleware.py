@@ -49,31 +49,6 @@ def _finite(text: str) -> float:
     return value
 
 
-def lone_surrogate_path(
-    value: Any, path: tuple[str | int, ...] = ()
-) -> tuple[str | int, ...] | None:
-    """Where the first string holding a lone surrogate is (a key counts as its own value)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = lone_surrogate_path(key, (*path, "(key)")) or lone_surrogate_path(
-                item, (*path, key)
-            )
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            found = lone_surrogate_path(item, (*path, position))
-            if found is not None:
-                return found
-    return None
-
-
 def body_problem(body: bytes) -> BodyProblem | None:
     """What keeps a JSON body from being stored, or None (malformed JSON is ninja's to say)."""
     try:
@@ -82,7 +57,7 @@ def body_problem(body: bytes) -> BodyProblem | None:
         return problem
     except ValueError:  # malformed JSON, or not UTF-8: ninja answers 400 for it
         return None
-    path = lone_surrogate_path(data)
+    path = gcengine.lone_surrogate_path(data)
     if path is None:
         return None
     return BodyProblem(

@@ -106,7 +106,7 @@ def run_ledger_json(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _run(request, run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))
     response = HttpResponse(
-        storage.pretty_json(records), content_type="application/json; charset=utf-8"
+        gcengine.compact_json(records), content_type="application/json; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-ledger.json"'
     return response
@@ -183,7 +183,7 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
             status=409,
             content_type="application/json",
         )
-    document = gcengine.dump_session(storage.unpack_session(packed))
+    document = gcengine.dump_session(storage.unpack_session(packed), indent=None)
     response = HttpResponse(document, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.json"'
     return response

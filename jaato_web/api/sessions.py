@@ -69,7 +69,7 @@ def upload_session(
 
 @router.post(
     "/uploads",
-    response={200: UploadBatchOut, 400: UploadBatchOut, 413: UploadBatchOut},
+    response={200: UploadBatchOut, 400: UploadBatchOut, 413: UploadBatchOut, 500: UploadBatchOut},
     summary="Upload several session files, each on its own",
     auth=UPLOAD,
 )

@@ -175,10 +175,6 @@ class IngestJobAdmin(ReadOnlyAdmin):
     list_select_related = ("project", "session")
     list_filter = ("status",)
     search_fields = ("filename", "sha256")
-    exclude = ("data",)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[IngestJob]:
-        return super().get_queryset(request).defer("data")
 
 
 @admin.register(AuditEvent)

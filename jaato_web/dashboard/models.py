@@ -23,11 +23,25 @@ class JobStatus(models.TextChoices):
 
 
 class BackgroundWork(models.Model):
-    """What uploads, runs and replays share: they may run in a worker, and pages poll them."""
+    """What uploads, runs and replays share: they may run in a worker, and pages poll them.
+
+    A worker holds running work under a lease it keeps renewing (``background.py``): when the
+    lease lapses, the worker is gone, and the work is tried once more, then failed.
+    """
 
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
     progress = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
+    claimed_by = models.CharField(
+        max_length=100, blank=True, help_text="The worker process running it ('host:pid')."
+    )
+    lease_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        db_index=True,
+        help_text="While running: when the worker's claim lapses unless it renews it.",
+    )
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker took it.")
 
     class Meta:
         abstract = True
@@ -403,15 +417,15 @@ class Replay(BackgroundWork):
 class IngestJob(BackgroundWork):
     """A large upload waiting to be read in the background.
 
-    The bytes wait here, not in a session, so a file that turns out to be malformed leaves
-    nothing half-stored: the job keeps only its error and the bytes are dropped.
+    The bytes wait beside it (``IngestUpload``), not in a session, so a file that turns out to
+    be malformed leaves nothing half-stored: the job keeps only its error and the bytes are
+    dropped.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="ingest_jobs")
     filename = models.CharField(max_length=300)
     sha256 = models.CharField(max_length=64)
     size_bytes = models.PositiveBigIntegerField()
-    data = models.BinaryField(null=True)
     error_path = models.CharField(max_length=400, blank=True)
     session = models.ForeignKey(
         AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -422,10 +436,37 @@ class IngestJob(BackgroundWork):
         return f"ingest {self.filename} ({self.status})"
 
 
+class Worker(models.Model):
+    """A task worker process as it last said it was alive, every few seconds, busy or idle:
+    health answers and pages tell work waiting for a busy worker from work nobody will take."""
+
+    name = models.CharField(max_length=100, unique=True, help_text="'host:pid'")
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class IngestUpload(models.Model):
+    """The bytes of an upload waiting to be read, in a row of their own: the job's row changes
+    every few seconds while a worker reads it (progress, its lease), and SQLite writes a row
+    anew on every update, a 45 MB upload and all. Deleted when the job ends."""
+
+    job = models.OneToOneField(
+        IngestJob, on_delete=models.CASCADE, primary_key=True, related_name="upload"
+    )
+    data = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"bytes of upload {self.job_id}"
+
+
 class AuditAction(models.TextChoices):
     UPLOAD = "upload", "Upload"
     RUN = "run", "GC run"
     REPLAY = "replay", "Replay"
+    CANCEL = "cancel", "Cancelled"
     POLICY_SAVE = "policy_save", "Policy save"
     POLICY_DEFAULT = "policy_default", "Default policy"
     PIN = "pin", "Pin"

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.tasks import task_backends
+from django.utils import timezone
+from django_tasks_db.backend import DatabaseBackend
+from django_tasks_db.models import DBTaskResult
 
 from jaato_web.dashboard.models import (
     AgentSession,
@@ -31,6 +37,7 @@ from jaato_web.dashboard.models import (
     SessionDocument,
     SessionTurn,
     Summary,
+    Worker,
 )
 
 SESSION_SORTS = {
@@ -252,7 +259,7 @@ def replay_shown(*, session: AgentSession, replay_id: int | None = None) -> Repl
 
 
 def ingest_job_get(*, projects: Collection[int], job_id: int) -> IngestJob:
-    return get_object_or_404(IngestJob.objects.defer("data"), pk=job_id, project__in=projects)
+    return get_object_or_404(IngestJob, pk=job_id, project__in=projects)
 
 
 def replay_get(*, projects: Collection[int], replay_id: int) -> Replay:
@@ -393,3 +400,41 @@ def policy_pins(*, policy: Policy | None) -> tuple[set[int], set[str]]:
 
 def policy_versions(*, policy: Policy) -> QuerySet[PolicyVersion]:
     return policy.versions.order_by("-number")
+
+
+# --- Background workers ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """Whether anyone is taking background work: when a worker was last seen alive (it says
+    so every quarter lease, busy or idle), and the tasks waiting for one."""
+
+    last_seen: datetime | None
+    queued: int
+    oldest_queued_seconds: int | None
+    # Only the database backend has workers; tasks of the immediate one run in the request.
+    workers_expected: bool
+
+    @property
+    def absent(self) -> bool:
+        """No worker has been seen for a lease's length, where work needs one."""
+        if not self.workers_expected:
+            return False
+        lease = timedelta(seconds=settings.JAATO_TASK_LEASE_SECONDS)
+        return self.last_seen is None or timezone.now() - self.last_seen > lease
+
+
+def worker_status() -> WorkerStatus:
+    """Three cheap queries: the latest heartbeat, and the ready tasks (an index holds them)."""
+    now = timezone.now()
+    last_seen = Worker.objects.aggregate(latest=Max("seen_at"))["latest"]
+    ready = DBTaskResult.objects.ready()
+    waiting = ready.aggregate(count=Count("pk"), oldest=Min("enqueued_at"))
+    oldest = waiting["oldest"]
+    return WorkerStatus(
+        last_seen=last_seen,
+        queued=waiting["count"],
+        oldest_queued_seconds=int((now - oldest).total_seconds()) if oldest else None,
+        workers_expected=isinstance(task_backends["default"], DatabaseBackend),
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -23,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 import gcengine
-from jaato_web.dashboard import presenters, storage, tasks
+from jaato_web.dashboard import background, presenters, storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import (
     AgentSession,
@@ -31,6 +32,7 @@ from jaato_web.dashboard.models import (
     BudgetNode,
     GCRun,
     IngestJob,
+    IngestUpload,
     JobStatus,
     Policy,
     PolicyKind,
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
     Actor = AbstractBaseUser | AnonymousUser | None
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_PROJECT_SLUG = "default"
 # A gc.json is small; anything bigger is not a policy (JAATO's own files are under 1 KB).
@@ -254,9 +258,9 @@ def session_upload(
                 filename=filename,
                 sha256=digest,
                 size_bytes=len(data),
-                data=data,
                 progress="waiting for a worker",
             )
+            IngestUpload.objects.create(job=job, data=data)
             _upload_audit(project, actor, filename, len(data), job=job)
             transaction.on_commit(partial(tasks.ingest_upload.enqueue, job.pk))
         return UploadReceipt(filename, job=job)
@@ -286,6 +290,7 @@ class UploadState(StrEnum):
     BAD_NAME = "bad_name"
     EMPTY = "empty"
     MALFORMED = "malformed"
+    FAILED = "failed"  # the server's fault, not the file's: said, and the others go on
 
 
 @dataclass(frozen=True)
@@ -315,7 +320,8 @@ def sessions_upload(
 
 def uploads_status(outcomes: list[UploadOutcome]) -> int:
     """One status for an upload of several files: 200 when any file was taken, otherwise the
-    refusals' own status (413 too large, 400 otherwise or when they differ)."""
+    refusals' own status (413 too large, 500 the server's failure, 400 otherwise or when they
+    differ)."""
     if any(o.taken for o in outcomes):
         return 200
     refusals = {o.status for o in outcomes}
@@ -330,14 +336,8 @@ def _upload_one(project: Project, upload: UploadedFile[Any], actor: Actor) -> Up
     try:
         upload_size_check(size)  # before reading a byte of it
         receipt = session_upload(project=project, filename=name, data=upload.read(), actor=actor)
-    except UploadTooLarge as error:
-        return UploadOutcome(name, UploadState.TOO_LARGE, 413, reason=error.reason)
-    except UploadNameError as error:
-        return UploadOutcome(name[:80] + "…", UploadState.BAD_NAME, 400, reason=error.reason)
-    except gcengine.SessionFormatError as error:
-        return UploadOutcome(
-            name, UploadState.MALFORMED, 400, reason=error.reason, json_path=error.json_path
-        )
+    except Exception as error:
+        return _upload_refused(name, error)
     if receipt.job is None:
         state = UploadState.DUPLICATE if receipt.duplicate else UploadState.STORED
         return UploadOutcome(name, state, 200, session=receipt.session)
@@ -345,12 +345,32 @@ def _upload_one(project: Project, upload: UploadedFile[Any], actor: Actor) -> Up
     job = IngestJob.objects.select_related("session").get(pk=receipt.job.pk)
     if job.status == JobStatus.DONE and job.session is not None:
         return UploadOutcome(name, UploadState.STORED, 200, session=job.session)
+    if job.status == JobStatus.FAILED and not job.error_path:
+        return UploadOutcome(name, UploadState.FAILED, 500, reason=job.error)
     if job.status == JobStatus.FAILED:
-        reason = job.error.removeprefix(f"{job.error_path}: ") if job.error_path else job.error
+        reason = job.error.removeprefix(f"{job.error_path}: ")
         return UploadOutcome(
             name, UploadState.MALFORMED, 400, reason=reason, json_path=job.error_path
         )
     return UploadOutcome(name, UploadState.QUEUED, 200, job=job)
+
+
+def _upload_refused(name: str, error: Exception) -> UploadOutcome:
+    """Why one file of several was not taken. A failure of the server's own is logged with its
+    traceback and said for this file alone: the files stored before it stay stored, and the
+    answer lists them, instead of an error page that hides them."""
+    if isinstance(error, UploadTooLarge):
+        return UploadOutcome(name, UploadState.TOO_LARGE, 413, reason=error.reason)
+    if isinstance(error, UploadNameError):
+        return UploadOutcome(name[:80] + "…", UploadState.BAD_NAME, 400, reason=error.reason)
+    if isinstance(error, gcengine.SessionFormatError):
+        return UploadOutcome(
+            name, UploadState.MALFORMED, 400, reason=error.reason, json_path=error.json_path
+        )
+    logger.error("storing the upload %r failed", name, exc_info=error)
+    return UploadOutcome(
+        name, UploadState.FAILED, 500, reason=background.internal_error(IngestJob, error)
+    )
 
 
 def _upload_audit(
@@ -379,37 +399,40 @@ def _upload_audit(
 
 def ingest_job_execute(*, job_id: int) -> None:
     """Read a queued upload; on success store the session, on failure keep only the error."""
-    if not IngestJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
-        status=JobStatus.RUNNING, progress="reading the file and counting tokens"
-    ):
-        return  # another worker took it
+    if background.work_claim(IngestJob, job_id, "reading the file and counting tokens"):
+        background.work_run(IngestJob, job_id, partial(_ingest_claimed, job_id))
+
+
+def _ingest_claimed(job_id: int) -> None:
     job = IngestJob.objects.get(pk=job_id)
-    data = bytes(job.data or b"")
+    # The bytes once, as bytes: PostgreSQL hands a memoryview, which a model would keep too.
+    stored = IngestUpload.objects.filter(job_id=job_id).values_list("data", flat=True).first()
+    if stored is None:
+        raise background.WorkLost  # cancelled before the bytes were read
+    data = bytes(stored)
+    del stored
     try:
         engine_session = gcengine.load_session(data)
     except gcengine.SessionFormatError as error:
-        IngestJob.objects.filter(pk=job_id).update(
-            status=JobStatus.FAILED,
-            progress="",
-            error=str(error),
-            error_path=error.json_path,
-            data=None,
-        )
+        # A path deep in a file can be longer than the field; its start says where to look.
+        background.work_failed(IngestJob, job_id, str(error), error_path=error.json_path[:400])
         return
-    _job_progress(job_id, f"storing {len(engine_session.history):,} messages")
-    existing = AgentSession.objects.filter(project_id=job.project_id, sha256=job.sha256).first()
-    session = existing or _session_store(
-        job.project, job.filename, data, job.sha256, engine_session
-    )
-    IngestJob.objects.filter(pk=job_id).update(
-        status=JobStatus.DONE, progress="", session=session, data=None
-    )
-    if existing is None:
+    background.work_progress(IngestJob, job_id, f"storing {len(engine_session.history):,} messages")
+    with transaction.atomic():
+        background.work_done(IngestJob, job_id)  # first: a cancel meanwhile stores nothing
+        same = AgentSession.objects.filter(project_id=job.project_id, sha256=job.sha256)
+        session = same.first()
+        created = session is None
+        if session is None:
+            try:
+                session = _session_store(
+                    job.project, job.filename, data, job.sha256, engine_session
+                )
+            except IntegrityError:  # the same file, uploaded twice at once, stored by the other
+                session, created = same.get(), False
+        IngestJob.objects.filter(pk=job_id).update(session=session)
+    if created:
         _run_on_upload(session)
-
-
-def _job_progress(job_id: int, text: str) -> None:
-    IngestJob.objects.filter(pk=job_id).update(progress=text)
 
 
 @transaction.atomic
@@ -584,45 +607,31 @@ def run_start(
 
 def run_execute(*, run_id: int) -> None:
     """Run the engine for a queued run and store everything its pages and exports show."""
-    if not GCRun.objects.filter(pk=run_id, status=JobStatus.QUEUED).update(
-        status=JobStatus.RUNNING, progress="loading the session"
-    ):
-        return
-    try:
-        _run_execute_claimed(run_id)
-    except Exception as error:
-        # A bug, not bad input: the traceback goes to the log, and the run must not
-        # stay "running" forever in every page that shows it.
-        _run_failed(run_id, f"internal error ({type(error).__name__}); see the server log", None)
-        raise
+    if background.work_claim(GCRun, run_id, "loading the session"):
+        background.work_run(GCRun, run_id, partial(_run_execute_claimed, run_id))
 
 
 def _run_execute_claimed(run_id: int) -> None:
     run = GCRun.objects.select_related("session").get(pk=run_id)
     before = engine_session_of(run.session, run.context_limit, run.compaction_id)
     config = config_validated(run.config)
-    GCRun.objects.filter(pk=run_id).update(progress=f"collecting with {run.plugin}")
+    background.work_progress(GCRun, run_id, f"collecting with {run.plugin}")
     try:
         outcome = gcengine.run_gc(before, config, plugin=run.plugin)
     except gcengine.GCEngineError as error:
-        _run_failed(run_id, str(error), None)
+        background.work_failed(GCRun, run_id, str(error))
         return
     result = outcome.result
     if not result.success:
-        _run_failed(run_id, result.error or "the strategy reported a failure", result)
+        background.work_failed(
+            GCRun,
+            run_id,
+            result.error or "the strategy reported a failure",
+            result=result.model_dump(mode="json", exclude={"removal_list"}),
+        )
         return
-    GCRun.objects.filter(pk=run_id).update(progress="storing the ledger")
+    background.work_progress(GCRun, run_id, "storing the ledger")
     _run_store(run, before, outcome)
-
-
-def _run_failed(run_id: int, error: str, result: gcengine.GCResult | None) -> None:
-    GCRun.objects.filter(pk=run_id).update(
-        status=JobStatus.FAILED,
-        progress="",
-        error=error,
-        result=result.model_dump(mode="json", exclude={"removal_list"}) if result else None,
-        finished_at=timezone.now(),
-    )
 
 
 @transaction.atomic
@@ -652,9 +661,9 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
     Removal.objects.bulk_create(removals, batch_size=BULK_BATCH)
     Summary.objects.bulk_create(_summaries(run, before, outcome, removals, position_of))
     _budget_store(run.session, run, outcome.budget_after)
-    GCRun.objects.filter(pk=run.pk).update(
-        status=JobStatus.DONE,
-        progress="",
+    background.work_done(  # a run cancelled meanwhile raises, and none of this is kept
+        GCRun,
+        run.pk,
         tokens_before=outcome.budget_before.total_tokens(),
         tokens_after=outcome.budget_after.total_tokens(),
         tokens_freed=outcome.budget_before.total_tokens() - outcome.budget_after.total_tokens(),
@@ -665,7 +674,6 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         turns_after=len(outcome.session.turns()),
         result=result.model_dump(mode="json", exclude={"removal_list"}),
         session_after=storage.pack_session(outcome.session),
-        finished_at=timezone.now(),
     )
 
 
@@ -775,7 +783,13 @@ def replay_request(
                 "policy_label": label,
             },
         )
-        if created:
+        # A replay that failed (or was cancelled) is tried again when asked for again.
+        retried = not created and bool(
+            Replay.objects.filter(pk=replay.pk, status=JobStatus.FAILED).update(
+                status=JobStatus.QUEUED, error="", progress="waiting for a worker", attempts=0
+            )
+        )
+        if created or retried:
             audit_record(
                 project=session.project,
                 actor=actor,
@@ -785,6 +799,8 @@ def replay_request(
                 detail={"session": session.pk, "plugin": canonical.get("type"), "policy": label},
             )
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
+        if retried:
+            replay.refresh_from_db()
         elif policy_version is not None and replay.policy_version_id != policy_version.pk:
             replay.policy_version, replay.policy_label = policy_version, label
             replay.save(update_fields=["policy_version", "policy_label"])
@@ -792,10 +808,11 @@ def replay_request(
 
 
 def replay_execute(*, replay_id: int) -> None:
-    if not Replay.objects.filter(pk=replay_id, status=JobStatus.QUEUED).update(
-        status=JobStatus.RUNNING, progress="replaying turn by turn"
-    ):
-        return
+    if background.work_claim(Replay, replay_id, "replaying turn by turn"):
+        background.work_run(Replay, replay_id, partial(_replay_claimed, replay_id))
+
+
+def _replay_claimed(replay_id: int) -> None:
     replay = Replay.objects.select_related("session").get(pk=replay_id)
     try:
         simulation = gcengine.simulate(
@@ -803,13 +820,9 @@ def replay_execute(*, replay_id: int) -> None:
             config_validated(replay.config),
         )
     except gcengine.GCEngineError as error:
-        Replay.objects.filter(pk=replay_id).update(
-            status=JobStatus.FAILED, progress="", error=str(error)
-        )
+        background.work_failed(Replay, replay_id, str(error))
         return
-    Replay.objects.filter(pk=replay_id).update(
-        status=JobStatus.DONE, progress="", series=storage.replay_series(simulation)
-    )
+    background.work_done(Replay, replay_id, series=storage.replay_series(simulation))
 
 
 # --- Policies --------------------------------------------------------------------------------
@@ -1099,12 +1112,16 @@ def session_pin(
         return now
     noun = f"turn {turn_index}" if turn_index is not None else f"message {message_id}"
     if now:
-        SessionPin.objects.create(
-            session=session,
-            turn_index=turn_index,
-            message_id=message_id or "",
-            author=_author(actor),
-        )
+        try:
+            with transaction.atomic():
+                SessionPin.objects.create(
+                    session=session,
+                    turn_index=turn_index,
+                    message_id=message_id or "",
+                    author=_author(actor),
+                )
+        except IntegrityError:
+            return True  # pinned by someone else at the same moment, and recorded by them
     else:
         existing.delete()
     audit_record(

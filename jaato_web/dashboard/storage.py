@@ -15,8 +15,11 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from pydantic import TypeAdapter
+
 import gcengine
 
+_SESSION_JSON = TypeAdapter(gcengine.Session)
 PREVIEW_CHARS = 200
 # Tool arguments and results can be megabytes; the history view shows the start and says so.
 PART_TEXT_CHARS = 4000
@@ -243,8 +246,9 @@ def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
 
 
 def pack_session(session: gcengine.Session) -> bytes:
-    """How engine sessions are stored: JSON, compressed (a 10,000-turn session: 62 -> 17 MB)."""
-    return zlib.compress(session.model_dump_json().encode(), 1)
+    """How engine sessions are stored: JSON, compressed (a 10,000-turn session: 62 -> 17 MB).
+    Written as bytes at once, not as text to encode: one 62 MB copy fewer."""
+    return zlib.compress(_SESSION_JSON.dump_json(session), 1)
 
 
 def unpack_session(packed: bytes) -> gcengine.Session:

@@ -1,11 +1,14 @@
-"""What the page header needs: the user's projects, the current one, and what they may do."""
+"""What every page may need: the user's projects, the current one, what they may do, and
+whether background work has a worker to take it."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.http import HttpRequest
 
+from jaato_web.dashboard import selectors
 from jaato_web.dashboard.models import Project
 from jaato_web.teams.access import CURRENT_PROJECT_KEY, Access, roles_of
 from jaato_web.teams.permissions import Action, role_allows
@@ -37,3 +40,15 @@ def projects(request: HttpRequest) -> dict[str, Any]:
             for action in Action
         },
     }
+
+
+def background(request: HttpRequest) -> dict[str, Any]:
+    """``worker_absent``: the worker status when no worker has been seen for a lease's length
+    (else None), read only by a page that shows waiting work, and once."""
+
+    @cache
+    def worker_absent() -> selectors.WorkerStatus | None:
+        status = selectors.worker_status()
+        return status if status.absent else None
+
+    return {"worker_absent": worker_absent}

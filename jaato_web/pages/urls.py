@@ -8,6 +8,7 @@ from django.urls import URLPattern, path
 
 from jaato_web.pages import (
     archive,
+    background,
     plans,
     policies,
     replays,
@@ -43,10 +44,13 @@ urlpatterns: list[URLPattern] = [
         name="session_plan_steps",
     ),
     path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
+    path("uploads/<int:job_id>/cancel/", background.ingest_job_cancel, name="ingest_job_cancel"),
     path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
+    path("replays/<int:replay_id>/cancel/", background.replay_cancel, name="replay_cancel"),
     # Runs
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
+    path("runs/<int:run_id>/cancel/", background.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/tree/", trees.run_tree, name="run_tree"),
     path("runs/<int:run_id>/removals/<int:seq>/", runs.run_removal, name="run_removal"),
     path("runs/<int:run_id>/archive/", archive.run_archive, name="run_archive"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -35,6 +36,18 @@ def _tasks_run_immediately(settings: Any) -> None:
     of that path switches TASKS back with the `settings` fixture.
     """
     settings.TASKS = IMMEDIATE_TASKS
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """On SQLite the test database is a file, as a deployment's is, not Django's shared
+    in-memory one: a worker started as a separate process must see it, and threads writing
+    at once must meet SQLite's real file locking (shared-cache memory databases lock tables
+    and fail at once instead of waiting)."""
+    database = django_settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        folder = tmp_path_factory.mktemp("database")
+        database.setdefault("TEST", {})["NAME"] = str(folder / "test.sqlite3")
 
 
 # --- Dashboard data: a project, stored sessions, policies and finished runs ---------------

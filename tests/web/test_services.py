@@ -14,6 +14,7 @@ from jaato_web.dashboard.models import (
     BudgetNode,
     GCRun,
     IngestJob,
+    IngestUpload,
     JobStatus,
     Removal,
     SessionDocument,
@@ -99,7 +100,8 @@ def test_large_upload_is_read_in_the_background_then_kept(
     assert receipt.session is None
     job = IngestJob.objects.get(pk=receipt.job.pk)
     assert job.status == JobStatus.DONE
-    assert job.data is None  # the bytes now live with the session only
+    # The bytes now live with the session only.
+    assert not IngestUpload.objects.filter(job=job).exists()
     assert job.session is not None
     assert job.session.turn_count == 8
 
@@ -118,7 +120,7 @@ def test_malformed_background_upload_keeps_only_its_error(
     assert job.status == JobStatus.FAILED
     assert job.error_path == "version"
     assert "needs a version" in job.error
-    assert job.data is None
+    assert not IngestUpload.objects.filter(job=job).exists()
     assert AgentSession.objects.count() == 0
 
 

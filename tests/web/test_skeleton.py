@@ -155,6 +155,11 @@ def test_default_database_is_sqlite_at_repo_root(monkeypatch: pytest.MonkeyPatch
     assert namespace["DATABASES"]["default"] == {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": project_settings.BASE_DIR / "db.sqlite3",
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        },
     }
 
 
