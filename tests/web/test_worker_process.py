@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 from django.conf import settings as django_settings
@@ -44,9 +44,13 @@ def database_url() -> str:
         return f"sqlite:///{database['NAME']}"
     user = quote(database["USER"], safe="")
     password = quote(database["PASSWORD"], safe="")
-    host = database["HOST"] or "localhost"
-    port = database["PORT"] or "5432"
-    return f"postgres://{user}:{password}@{host}:{port}/{database['NAME']}"
+    host = database["HOST"] or ""
+    port = f":{database['PORT']}" if database["PORT"] else ""
+    # Options such as a Unix socket directory (``?host=/run/...``, as CI's server listens on)
+    # travel in the query, as DATABASE_URL carries them.
+    options = urlencode({key: str(value) for key, value in database["OPTIONS"].items()})
+    query = f"?{options}" if options else ""
+    return f"postgres://{user}:{password}@{host}{port}/{database['NAME']}{query}"
 
 
 @contextmanager
