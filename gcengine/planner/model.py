@@ -250,13 +250,48 @@ class SectionShares(Value):
 
 
 class PlannerConfig(Value):
-    default_context_length: int = Field(default=32_768, ge=1, strict=True)
-    default_max_completion_tokens: int = Field(default=4_096, ge=0, strict=True)
-    safety_buffer: int = Field(default=512, ge=0, strict=True)
-    shares: SectionShares = SectionShares()
-    ttl_policy: TTLPolicy = TTLPolicy.AUTOMATIC
-    spillover: bool = True
-    default_pin_ttl: int = Field(default=15, ge=1, strict=True)
+    """The planner's settings. Each field's description is what editors and schemas show, so
+    the words live once, beside the setting."""
+
+    default_context_length: int = Field(
+        default=32_768, ge=1, strict=True, description="The window L when the model's is not known."
+    )
+    default_max_completion_tokens: int = Field(
+        default=4_096,
+        ge=0,
+        strict=True,
+        description=(
+            "The completion reservation C when the request sets no max_tokens (at most the "
+            "model's output limit and a quarter of the window)."
+        ),
+    )
+    safety_buffer: int = Field(
+        default=512,
+        ge=0,
+        strict=True,
+        description="S: tokens kept free for what counting cannot see. B = L − C − S.",
+    )
+    shares: SectionShares = Field(
+        default=SectionShares(),
+        description=(
+            "Percent of what the required items leave of B, per section; whole numbers adding "
+            "up to 100. A section without candidates gives its share to the others."
+        ),
+    )
+    ttl_policy: TTLPolicy = Field(
+        default=TTLPolicy.AUTOMATIC,
+        description=(
+            "automatic: an item whose TTL ran out is left out; ask: it is kept one more turn "
+            "and a review is asked for; unlimited: TTLs are ignored."
+        ),
+    )
+    spillover: bool = Field(
+        default=True,
+        description="What a section leaves unused goes to the others in a second pass.",
+    )
+    default_pin_ttl: int = Field(
+        default=15, ge=1, strict=True, description="The turns a re-pin grants."
+    )
 
 
 ContextLengthSource = Literal["model", "default"]

@@ -135,32 +135,18 @@ class PlanForm(DashboardForm):
 # --- The planner config editor ---------------------------------------------------------------
 
 SHARES = ("system_pinned", "conversation", "rag")
-# What each setting does; the engine's fields carry no descriptions of their own yet.
-PLANNER_HELP = {
-    "default_context_length": "The window L when the model's is not known.",
-    "default_max_completion_tokens": (
-        "The completion reservation C when the request sets no max_tokens (at most the "
-        "model's output limit and a quarter of the window)."
-    ),
-    "safety_buffer": "S: tokens kept free for what counting cannot see. B = L − C − S.",
-    "shares": (
-        "Percent of what the required items leave of B, per section; whole numbers adding "
-        "up to 100. A section without candidates gives its share to the others."
-    ),
-    "ttl_policy": (
-        "automatic: an item whose TTL ran out is left out; ask: it is kept one more turn and "
-        "a review is asked for; unlimited: TTLs are ignored."
-    ),
-    "spillover": "What a section leaves unused goes to the others in a second pass.",
-    "default_pin_ttl": "The turns a re-pin grants.",
-}
+
+
+def planner_help(key: str) -> str:
+    """What a setting does, in the engine's own words (its field's description)."""
+    return str(gcengine.PlannerConfig.model_fields[key].description)
 
 
 def _setting_field(key: str, minimum: int) -> forms.IntegerField:
     return forms.IntegerField(
         label=PLANNER_LABELS[key],
         min_value=minimum,
-        help_text=PLANNER_HELP[key],
+        help_text=planner_help(key),
         widget=forms.NumberInput(attrs={"step": 1}),
     )
 
@@ -186,11 +172,11 @@ class PlannerConfigForm(DashboardForm):
     ttl_policy = forms.ChoiceField(
         label=PLANNER_LABELS["ttl_policy"],
         choices=[(p.value, p.value) for p in gcengine.TTLPolicy],
-        help_text=PLANNER_HELP["ttl_policy"],
+        help_text=planner_help("ttl_policy"),
         widget=forms.RadioSelect,
     )
     spillover = forms.BooleanField(
-        label=PLANNER_LABELS["spillover"], required=False, help_text=PLANNER_HELP["spillover"]
+        label=PLANNER_LABELS["spillover"], required=False, help_text=planner_help("spillover")
     )
     default_pin_ttl = _setting_field("default_pin_ttl", 1)
 

@@ -36,11 +36,11 @@ from jaato_web.http import PageRequest, htmx_target, query_id
 from jaato_web.pages.forms import PolicySaveForm
 from jaato_web.pages.plan_forms import (
     MODEL_CHOICES,
-    PLANNER_HELP,
     PlanForm,
     PlannerConfigForm,
     planner_defaults,
     planner_form_values,
+    planner_help,
 )
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
@@ -216,7 +216,7 @@ def _editor(request: PageRequest, project_id: int, config: Policy | None) -> Htt
     context: dict[str, Any] = {
         "config": config,
         "latest": latest,
-        "shares_help": PLANNER_HELP["shares"],
+        "shares_help": planner_help("shares"),
     }
     if request.method != "POST":
         form = PlannerConfigForm(
