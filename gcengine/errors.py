@@ -66,3 +66,7 @@ class CompactionNotFoundError(GCEngineError):
 
 class PlannerError(GCEngineError):
     """Planner input that cannot be planned (an invalid item, pin, cap or setting)."""
+
+
+class TurnNotFoundError(GCEngineError):
+    """A turn was asked for by a stable index the session does not hold."""
