@@ -125,6 +125,7 @@ class ReachabilityStrategy(Strategy):
                 "segments": len(plan.segments),
                 "roots": len(plan.roots),
                 "reachable_segments": sum(plan.reachable),
+                "young_segments": sum(plan.young_ones),
                 "unreachable_removed": sum(1 for v in verdicts if not v.reachable),
                 "reachable_removed": sum(1 for v in verdicts if v.reachable),
                 "stashed": sum(1 for v in verdicts if v.action == "stashed"),
