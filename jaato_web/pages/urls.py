@@ -13,6 +13,7 @@ from jaato_web.pages import (
     review,
     runs,
     sessions,
+    stash,
     teams,
     trees,
     uploads,
@@ -35,6 +36,11 @@ urlpatterns: list[URLPattern] = [
     ),
     path("sessions/<int:session_id>/archive/", archive.session_archive, name="session_archive"),
     path("sessions/<int:session_id>/delete/", archive.session_delete, name="session_delete"),
+    path(
+        "sessions/<int:session_id>/references/",
+        stash.session_references,
+        name="session_references",
+    ),
     path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
     path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
     # Runs
@@ -44,6 +50,8 @@ urlpatterns: list[URLPattern] = [
     path("runs/<int:run_id>/removals/<int:seq>/", runs.run_removal, name="run_removal"),
     path("runs/<int:run_id>/archive/", archive.run_archive, name="run_archive"),
     path("runs/<int:run_id>/delete/", archive.run_delete, name="run_delete"),
+    path("runs/<int:run_id>/stash/", stash.run_stash, name="run_stash"),
+    path("runs/<int:run_id>/kept/", stash.run_kept, name="run_kept"),
     path(
         "runs/<int:run_id>/export/session.gc.json",
         runs.run_export_session,
