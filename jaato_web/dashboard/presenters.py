@@ -1081,8 +1081,9 @@ def run_left(run: Any) -> Left | None:
     return Left(run.locked_after, run.preservable_after or 0, run.eligible_after or 0)
 
 
-# Strategies that take whole turns only: what lies outside the conversation stays.
-TURN_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid"})
+# Strategies that take only from the conversation (whole turns, or tool exchanges too): what
+# lies outside it stays.
+TURN_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid", "gc_reachability"})
 
 
 def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bool) -> list[str]:
@@ -1099,6 +1100,8 @@ def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bo
         kept.append(counted(len(ids), "pinned message"))
     if without_pressure:
         kept.append("every turn that holds preservable content")
+    if strategy == "gc_reachability":
+        kept.append("its roots (the current task, the latest turns, the files being worked on)")
     if strategy in TURN_STRATEGIES:
         kept.append("everything outside the conversation")
     return kept
@@ -1357,6 +1360,29 @@ def _times(count: int) -> str:
     return "once" if count == 1 else counted(count, "time")
 
 
+def _incremental_shape(
+    series: Mapping[str, Any],
+    collections: Sequence[Mapping[str, Any]],
+    batches: Sequence[Mapping[str, Any]],
+) -> str:
+    """A reachability policy in incremental mode: small batches after turns once usage passes
+    the target, and (in threshold mode) a full collection whenever usage reaches the
+    threshold."""
+    target, threshold = series["target_percent"], series["threshold_percent"]
+    full = len(collections) - len(batches)
+    items = sum(int(e["items"]) for e in batches)
+    sentence = (
+        f"Once usage passed the {_setting(target)} target, GC took a small batch after a turn "
+        f"{_times(len(batches))} ({counted(items, 'segment')} in all)"
+    )
+    if full:
+        at = f"at the {_setting(threshold)} threshold"
+        return f"{sentence}, and collected in full {_times(full)} {at}."
+    if series["continuous_mode"]:
+        return f"{sentence}."
+    return f"{sentence}; usage never reached the {_setting(threshold)} threshold."
+
+
 def _replay_shape(
     series: Mapping[str, Any],
     config: Mapping[str, Any],
@@ -1374,6 +1400,9 @@ def _replay_shape(
         if series["continuous_mode"]:
             return f"Usage never rose above the {_setting(target)} target."
         return f"Usage never reached the {_setting(threshold)} threshold."
+    batches = [e for e in collections if e["reason"] == "incremental"]
+    if batches:
+        return _incremental_shape(series, collections, batches)
     at_turn_limit = sum(1 for e in collections if e["reason"] == "turn_limit")
     by_usage = len(collections) - at_turn_limit
     turn_note = ""

@@ -278,3 +278,20 @@ def test_the_ledger_of_another_strategy_exports_no_verdicts(finished_run: GCRun)
     assert records
     assert all(r["reachable"] is None for r in records)
     assert all(r["action"] == "" for r in records)
+
+
+def test_an_incremental_replay_says_it_took_batches(
+    demo_session: AgentSession, django_capture_on_commit_callbacks: Any
+) -> None:
+    config = {**REACHABILITY, "incremental": True, "batch_size": 5}
+    with django_capture_on_commit_callbacks(execute=True):
+        replay = services.replay_request(session=demo_session, config=config)
+    replay.refresh_from_db()
+    assert replay.series is not None
+    batches = [e for e in replay.series["events"] if e["reason"] == "incremental"]
+    assert batches
+    story = presenters.replay_story(replay.series, replay.config)
+    shape = " ".join(story.sentences)
+    assert f"GC took a small batch after a turn {len(batches):,} times" in shape
+    items = sum(e["items"] for e in batches)
+    assert f"({items:,} segments in all)" in shape

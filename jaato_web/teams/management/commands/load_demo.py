@@ -62,6 +62,12 @@ STARTER_POLICIES: dict[str, dict[str, Any]] = {
         "preserve_recent_turns": 5,
         "summarize_middle_turns": 20,
     },
+    "Reachability stash": {
+        "type": "gc_reachability",
+        "threshold_percent": 80,
+        "target_percent": 60,
+        "preserve_recent_turns": 5,
+    },
 }
 
 
