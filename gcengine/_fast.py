@@ -136,7 +136,13 @@ def remember(owner: object, fact: object, as_of: int | None = None) -> None:
     """
     key = id(owner)
     stamp = _Edits.count if as_of is None else as_of
-    _remembered[key] = (weakref.ref(owner, lambda _: _remembered.pop(key, None)), stamp, fact)
+    # The table is bound now: an owner outliving the module (at interpreter exit) still finds it.
+    forget = functools.partial(_forget, _remembered, key)
+    _remembered[key] = (weakref.ref(owner, forget), stamp, fact)
+
+
+def _forget(table: dict[int, Any], key: int, _: object) -> None:
+    table.pop(key, None)
 
 
 def recall(owner: object) -> Any | None:

@@ -200,6 +200,8 @@ def _run(args: argparse.Namespace) -> int:
             )
             key = item.child_key or "(whole source)"
             print(f"  - {item.reason:<28} {where:<10} {item.tokens_freed:>8,}  {key}")
+            if item.verdict is not None:
+                print(f"      {item.verdict.action}: {item.verdict.sentence}")
         if args.out is not None and result.success:
             print(f"wrote     {args.out}")
     return 0 if result.success else EXIT_FAILED

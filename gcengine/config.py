@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from gcengine._json import (
     UnreadableValue,
@@ -48,7 +48,7 @@ from gcengine._json import (
 )
 from gcengine.errors import ConfigError, format_json_path
 
-Strategy = Literal["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
+Strategy = Literal["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget", "gc_reachability"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,11 @@ GC_STRATEGIES: tuple[GCStrategyInfo, ...] = (
     GCStrategyInfo("gc_summarize", "summarize", "replace old turns with a summary"),
     GCStrategyInfo("gc_hybrid", "hybrid", "drop ancient turns, summarize the middle"),
     GCStrategyInfo("gc_budget", "budget", "policy-aware, ephemeral content first"),
+    GCStrategyInfo(
+        "gc_reachability",
+        "reachability",
+        "stash what no later turn refers to, lowest score first",
+    ),
 )
 STRATEGIES: tuple[Strategy, ...] = tuple(strategy.name for strategy in GC_STRATEGIES)
 
@@ -108,6 +113,17 @@ NOTIFICATION_FIELD_MEANINGS: dict[str, dict[str, str]] = {
         "freed": "tokens freed",
         "tokens_freed": "tokens freed",
     },
+    "gc_reachability": {
+        "removed": "conversation turns removed whole",
+        "kept": "recent conversation turns kept whole",
+        "truncated": "conversation turns removed whole",
+        "summarized": "0: the reachability strategy writes no summary",
+        "items": "segments removed (turns and tool exchanges)",
+        "stashed": "segments put in the run's stash, which can be restored",
+        "deleted": "segments deleted for good",
+        "freed": "tokens freed",
+        "tokens_freed": "tokens freed",
+    },
 }
 # The placeholders each strategy's notification templates may use.
 NOTIFICATION_FIELDS: dict[str, frozenset[str]] = {
@@ -123,6 +139,38 @@ ENV_OVERRIDES = {
     "target_percent": "JAATO_GC_TARGET",
     "pressure_percent": "JAATO_GC_PRESSURE",
 }
+
+
+class ReachabilityRoots(BaseModel):
+    """What a reachability collection keeps and follows references from (``roots``).
+
+    Roots are never removed, and everything they reach through references is *reachable*:
+    kept while anything unreachable is left to take.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    current_task: bool = True
+    recent_turns: int = 3
+    pinned: bool = True
+    locked: bool = True
+    active_file_turns: int = 3
+
+
+class ScoreWeights(BaseModel):
+    """How the reachability score weighs its four inputs (``weights``); scaled to sum to 1,
+    so every score is between 0 and 1."""
+
+    model_config = ConfigDict(frozen=True)
+
+    recency: float = 0.4
+    importance: float = 0.3
+    refcount: float = 0.2
+    generation: float = 0.1
+
+
+StashAction = Literal["stash", "delete", "auto"]
+STASH_ACTIONS: tuple[StashAction, ...] = ("stash", "delete", "auto")
 
 
 class GCConfig(BaseModel):
@@ -149,6 +197,11 @@ class GCConfig(BaseModel):
     noop_notification_template: str | None = None
     summarize_middle_turns: int | None = None
     max_summary_tokens: int | None = None
+    roots: ReachabilityRoots = Field(default_factory=ReachabilityRoots)
+    weights: ScoreWeights = Field(default_factory=ScoreWeights)
+    action: StashAction = "stash"
+    incremental: bool = False
+    batch_size: int = 10
     agent_name: str | None = None
     plugin_config: dict[str, Any] = Field(default_factory=dict)
 
@@ -190,10 +243,13 @@ class GCConfig(BaseModel):
 
 
 GCJsonFieldKind = Literal[
-    "choice", "percent", "whole_number", "flag", "text", "turn_list", "id_list", "object"
+    "choice", "percent", "whole_number", "number", "flag", "text", "turn_list", "id_list", "object"
 ]
 _ALL: tuple[Strategy, ...] = STRATEGIES
 _SUMMARIZING: tuple[Strategy, ...] = ("gc_summarize", "gc_hybrid")
+_REACHABILITY: tuple[Strategy, ...] = ("gc_reachability",)
+# A batch of the seed's size: small enough to run after every turn.
+BATCH_SIZE_RANGE = (5, 20)
 
 
 @dataclass(frozen=True)
@@ -203,8 +259,9 @@ class GCJsonField:
     ``strategies`` are the strategies whose collections or replays the key can change: every
     one for most keys, none for a key kept only for JAATO. ``kind`` is the kind of value (a
     control to edit it with): ``choice`` (one of ``choices``), ``percent`` (0-100),
-    ``whole_number``, ``flag`` (true or false), ``text``, ``turn_list`` (stable turn indices),
-    ``id_list`` (message ids) or ``object`` (a JSON object).
+    ``whole_number``, ``number``, ``flag`` (true or false), ``text``, ``turn_list`` (stable
+    turn indices), ``id_list`` (message ids) or ``object`` (a JSON object, whose own keys
+    ``GC_JSON_SUBFIELDS`` lists).
     """
 
     key: str
@@ -345,6 +402,49 @@ GC_JSON_FIELDS: tuple[GCJsonField, ...] = (
         "whole_number",
     ),
     GCJsonField(
+        "roots",
+        "Roots",
+        "What a reachability collection never removes and follows references from: the "
+        "current task, the most recent turns, pinned turns, locked content and the latest "
+        "reads of the files recent turns work on; an object whose keys are all optional.",
+        _REACHABILITY,
+        "object",
+    ),
+    GCJsonField(
+        "weights",
+        "Score weights",
+        "How the reachability score weighs recency (in turns), kind, references and "
+        "generation; an object of numbers from 0, scaled so every score is between 0 and 1.",
+        _REACHABILITY,
+        "object",
+    ),
+    GCJsonField(
+        "action",
+        "Action",
+        "What a reachability collection does with what it removes: stash it (it can be "
+        "restored), delete it, or auto (delete only unreachable segments scoring below "
+        "0.2, stash the rest).",
+        _REACHABILITY,
+        "choice",
+        STASH_ACTIONS,
+    ),
+    GCJsonField(
+        "incremental",
+        "Incremental",
+        "Whether a reachability policy also collects a small batch after each turn once usage "
+        "passes the target, besides the full collection at the threshold.",
+        _REACHABILITY,
+        "flag",
+    ),
+    GCJsonField(
+        "batch_size",
+        "Batch size",
+        f"The most segments an incremental collection removes, from {BATCH_SIZE_RANGE[0]} to "
+        f"{BATCH_SIZE_RANGE[1]}.",
+        _REACHABILITY,
+        "whole_number",
+    ),
+    GCJsonField(
         "agent_name",
         "Agent name",
         "The agent this policy is for, as JAATO names it; kept for JAATO, it changes nothing "
@@ -375,16 +475,89 @@ PLUGIN_CONFIG_FIELDS: tuple[GCJsonField, ...] = (
     ),
 )
 
+# The keys of the ``object`` keys the engine reads, each with its own label, help and kind.
+GC_JSON_SUBFIELDS: dict[str, tuple[GCJsonField, ...]] = {
+    "roots": (
+        GCJsonField(
+            "current_task",
+            "Current task",
+            "Whether the latest user message and the original request are roots.",
+            _REACHABILITY,
+            "flag",
+        ),
+        GCJsonField(
+            "recent_turns",
+            "Recent turns",
+            "How many of the latest turns are roots, whole.",
+            _REACHABILITY,
+            "whole_number",
+        ),
+        GCJsonField(
+            "pinned",
+            "Pinned",
+            "Whether pinned turns and messages are roots (they are never removed either way).",
+            _REACHABILITY,
+            "flag",
+        ),
+        GCJsonField(
+            "locked",
+            "Locked",
+            "Whether locked content is a root (it is never removed either way).",
+            _REACHABILITY,
+            "flag",
+        ),
+        GCJsonField(
+            "active_file_turns",
+            "Active file turns",
+            "Files these many latest turns read, edit or name are active: the latest read of "
+            "each part of them is a root; 0 means none.",
+            _REACHABILITY,
+            "whole_number",
+        ),
+    ),
+    "weights": (
+        GCJsonField(
+            "recency",
+            "Recency",
+            "Weight of how few turns ago a segment was last referred to.",
+            _REACHABILITY,
+            "number",
+        ),
+        GCJsonField(
+            "importance",
+            "Kind",
+            "Weight of the segment's kind: decisions first, logs last.",
+            _REACHABILITY,
+            "number",
+        ),
+        GCJsonField(
+            "refcount",
+            "References",
+            "Weight of how many later segments refer to it (five or more count fully).",
+            _REACHABILITY,
+            "number",
+        ),
+        GCJsonField(
+            "generation",
+            "Generation",
+            "Weight of being young: newer than 20 turns and not yet kept by a collection.",
+            _REACHABILITY,
+            "number",
+        ),
+    ),
+}
+
 GC_JSON_ALIASES: dict[str, str] = {
     "plugin": "type",
     "config.type": "type",
     "config.plugin": "type",
     "continuous_mode": "pressure_percent",
+    **{f"{key}.{field.key}": key for key, fields in GC_JSON_SUBFIELDS.items() for field in fields},
 }
 """Other names a key goes by, with the ``GC_JSON_FIELDS`` key each stands for: ``plugin`` names
 the strategy in the ``{"plugin", "config"}`` shape, ``continuous_mode: true`` means pressure 0,
-and a ``ConfigError`` about a strategy named inside ``config`` names ``config.type`` or
-``config.plugin``."""
+a ``ConfigError`` about a strategy named inside ``config`` names ``config.type`` or
+``config.plugin``, and one about an option of an object names it as ``roots.recent_turns``."""
 
 _KNOWN_KEYS = frozenset({*(field.key for field in GC_JSON_FIELDS), "continuous_mode"})
 _PERCENT_FIELDS = ("threshold_percent", "target_percent", "pressure_percent")
@@ -509,34 +682,46 @@ def _env_percent(raw: str, variable: str) -> float | None:
     return value
 
 
-def _number(values: dict[str, Any], key: str, *, nullable: bool = False) -> float | None:
-    value = values.get(key)
+def _number(
+    values: dict[str, Any], name: str, *, nullable: bool = False, key: str | None = None
+) -> float | None:
+    """``values[name]`` as a number; an error names ``key`` (``name`` by default)."""
+    value = values.get(name)
     if value is None and nullable:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(
-            f"must be a number{' or null' if nullable else ''}, not {json.dumps(value)}", key
+            f"must be a number{' or null' if nullable else ''}, not {json.dumps(value)}",
+            key or name,
         )
     return float(value)
 
 
-def _whole(values: dict[str, Any], key: str, *, minimum: int, nullable: bool = False) -> int | None:
-    value = values.get(key)
+def _whole(
+    values: dict[str, Any],
+    name: str,
+    *,
+    minimum: int,
+    nullable: bool = False,
+    key: str | None = None,
+) -> int | None:
+    value = values.get(name)
     if value is None and nullable:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
         raise ConfigError(
-            f"must be a whole number{' or null' if nullable else ''}, not {json.dumps(value)}", key
+            f"must be a whole number{' or null' if nullable else ''}, not {json.dumps(value)}",
+            key or name,
         )
     if value < minimum:
-        raise ConfigError(f"must be at least {minimum}", key)
+        raise ConfigError(f"must be at least {minimum}", key or name)
     return int(value)
 
 
-def _flag(values: dict[str, Any], key: str) -> bool:
-    value = values[key]
+def _flag(values: dict[str, Any], name: str, *, key: str | None = None) -> bool:
+    value = values[name]
     if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false, not {json.dumps(value)}", key)
+        raise ConfigError(f"must be true or false, not {json.dumps(value)}", key or name)
     return value
 
 
@@ -589,10 +774,68 @@ def _validated(values: dict[str, Any]) -> GCConfig:
         if not isinstance(values["plugin_config"], Mapping):
             raise ConfigError("must be an object", "plugin_config")
         checked["plugin_config"] = dict(values["plugin_config"])
+    checked.update(_reachability_options(values))
     config = GCConfig(**checked)
     _check_percentages(config)
     _check_templates(config)
     return config
+
+
+def _reachability_options(values: dict[str, Any]) -> dict[str, Any]:
+    """The reachability strategy's keys, each checked as strictly as the others: an unknown
+    option of ``roots`` or ``weights`` is an error naming it (``roots.recent_turns``)."""
+    checked: dict[str, Any] = {}
+    if "roots" in values:
+        roots = _options(values, "roots")
+        for name in list(roots):
+            key = f"roots.{name}"
+            if name in ("recent_turns", "active_file_turns"):
+                roots[name] = _whole(roots, name, minimum=0, key=key)
+            else:
+                roots[name] = _flag(roots, name, key=key)
+        checked["roots"] = ReachabilityRoots(**roots)
+    if "weights" in values:
+        weights = _options(values, "weights")
+        for name in weights:
+            key = f"weights.{name}"
+            weight = _number(weights, name, key=key)
+            if weight is not None and weight < 0:
+                raise ConfigError(f"must be a number from 0, not {weight:g}", key)
+            weights[name] = weight
+        checked["weights"] = ScoreWeights(**weights)
+        if sum(checked["weights"].model_dump().values()) <= 0:
+            raise ConfigError("at least one weight must be above 0", "weights")
+    if "action" in values:
+        action = values["action"]
+        if action not in STASH_ACTIONS:
+            raise ConfigError(f"must be stash, delete or auto, not {json.dumps(action)}", "action")
+        checked["action"] = action
+    if "incremental" in values:
+        checked["incremental"] = _flag(values, "incremental")
+    if "batch_size" in values:
+        low, high = BATCH_SIZE_RANGE
+        size = _whole(values, "batch_size", minimum=low)
+        if size is not None and size > high:
+            raise ConfigError(f"must be at most {high} segments", "batch_size")
+        checked["batch_size"] = size
+    return checked
+
+
+def _options(values: dict[str, Any], key: str) -> dict[str, Any]:
+    """An object key's options, without notes for people (``_comment``), refusing any the
+    engine does not know."""
+    value = values[key]
+    if not isinstance(value, Mapping):
+        raise ConfigError("must be an object", key)
+    known = [field.key for field in GC_JSON_SUBFIELDS[key]]
+    options = {}
+    for name, option in value.items():
+        if not isinstance(name, str) or name.startswith("_"):
+            continue
+        if name not in known:
+            raise ConfigError(f"unknown option (known: {', '.join(known)})", f"{key}.{name}")
+        options[name] = option
+    return options
 
 
 def _pins(value: Any) -> list[int]:
@@ -677,6 +920,9 @@ def _check_templates(config: GCConfig) -> None:
             raise ConfigError(problem, key)
 
 
+# The reachability strategy's keys, left out of a dump while they hold their defaults: JAATO
+# does not read them, and a policy of another strategy never needs them.
+_OMITTED_WHEN_DEFAULT = frozenset({"roots", "weights", "action", "incremental", "batch_size"})
 # Keys JAATO's loader does not read, left out of a dump while they hold nothing.
 _OMITTED_WHEN_EMPTY = frozenset(
     {
@@ -702,7 +948,11 @@ def dump_gc_config(config: GCConfig) -> dict[str, Any]:
         value = getattr(config, field.attribute)
         if field.key in _OMITTED_WHEN_EMPTY and value in (None, []):
             continue  # 0 and "" say something: summarize nothing, an empty notice
-        if field.key == "type":
+        if field.key in _OMITTED_WHEN_DEFAULT and value == field.default:
+            continue
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        elif field.key == "type":
             value = config.strategy_name
         elif field.key == "pressure_percent" and value is None:
             value = 0

@@ -81,3 +81,7 @@ class ToolRefusal(GCEngineError):
         self.code = code
         self.reason = message
         super().__init__(message)
+
+
+class TurnNotFoundError(GCEngineError):
+    """A turn was asked for by a stable index the session does not hold."""

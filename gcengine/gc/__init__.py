@@ -22,6 +22,7 @@ from gcengine.gc.types import (
     GCResult,
     GCTriggerReason,
     RemovalReason,
+    RemovalVerdict,
     context_usage,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "LLMSummarizer",
     "PluginError",
     "RemovalReason",
+    "RemovalVerdict",
     "Simulation",
     "SimulationEvent",
     "SimulationStep",

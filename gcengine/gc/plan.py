@@ -51,6 +51,7 @@ from gcengine.gc.types import (
     GCResult,
     GCTriggerReason,
     RemovalReason,
+    RemovalVerdict,
 )
 from gcengine.messages import (
     Message,
@@ -85,6 +86,7 @@ class Unit:
     turn_position: int | None = None
     whole_turn: bool = False
     positions: list[int] = field(default_factory=list)
+    verdict: RemovalVerdict | None = None
 
 
 def _read_as_laid_out(
@@ -352,7 +354,8 @@ class Collection:
         )
 
 
-def _pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:
+def pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:
+    """Positions of the turns the policy pins, by stable index or by a message's id."""
     pinned_indices = set(config.pinned_turn_indices)
     pinned_ids = set(config.pinned_message_ids)
     turns: set[int] = set()
@@ -397,7 +400,7 @@ def start_collection(
         else [p for p, kind in enumerate(layout.kinds) if kind is MessageKind.CHAT]
     )
     recent = set(chat[-preserve_recent:]) if preserve_recent else set()
-    sealed = recent | _pinned_turns(layout, ids, config)
+    sealed = recent | pinned_turns(layout, ids, config)
     return Collection(
         history=history,
         ids=ids,
@@ -651,7 +654,13 @@ def apply(
     )
     removal_list = [
         GCRemovalItem(
-            unit.source, unit.key, unit.tokens, why, list(unit.message_ids), unit.turn_index
+            unit.source,
+            unit.key,
+            unit.tokens,
+            why,
+            list(unit.message_ids),
+            unit.turn_index,
+            unit.verdict,
         )
         for unit, why in decision.removed
     ]

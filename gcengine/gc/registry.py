@@ -1,7 +1,7 @@
 """Finding strategies: ours, and any installed under JAATO's entry-point group.
 
 A package registers a plugin as ``[project.entry-points."jaato.gc_plugins"] gc_x = "pkg:factory"``;
-the factory takes no arguments and returns a plugin. This package registers its four
+the factory takes no arguments and returns a plugin. This package registers its five
 strategies there, so JAATO finds them too.
 """
 
@@ -12,15 +12,21 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from gcengine.errors import PluginError
-from gcengine.gc.strategies import STRATEGIES
+from gcengine.gc.strategies import STRATEGIES, Strategy
 from gcengine.gc.types import GCPlugin
+from gcengine.reachability.strategy import ReachabilityStrategy
 
 ENTRY_POINT_GROUP = "jaato.gc_plugins"
+# The engine's own strategies, by name: JAATO's four and the reachability strategy.
+ENGINE_STRATEGIES: dict[str, type[Strategy]] = {
+    **STRATEGIES,
+    ReachabilityStrategy.name: ReachabilityStrategy,
+}
 
 
 def discover_gc_plugins() -> dict[str, Callable[[], Any]]:
     """Every installed plugin by name, third-party ones included; ours are always there."""
-    factories: dict[str, Callable[[], Any]] = dict(STRATEGIES)
+    factories: dict[str, Callable[[], Any]] = dict(ENGINE_STRATEGIES)
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         if entry_point.name in factories:
             continue
@@ -36,7 +42,7 @@ def load_gc_plugin(name: str, config: Mapping[str, Any] | None = None) -> GCPlug
         known = ", ".join(sorted(factories))
         raise PluginError(f"no GC plugin named {name!r} (installed: {known})")
     factory = factories[key]
-    if factory is not STRATEGIES.get(key):
+    if factory is not ENGINE_STRATEGIES.get(key):
         try:
             factory = factory()  # an entry point: load() gives the factory itself
         except Exception as error:  # a broken third-party package must not take us down

@@ -14,6 +14,7 @@ from gcengine.gc.registry import load_gc_plugin
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message
+from gcengine.reachability.stash import with_recorded_leaves
 from gcengine.session import Session, rebuild_budget
 from gcengine.tokens import counter_by_name
 
@@ -169,10 +170,14 @@ def run_gc(
     )
     # The messages kept have their figures in the budget before: they are not counted again.
     new_session.budget = rebuild_budget(new_session, counter, reuse=session.budget)
+    # The figures the file recorded for stashed messages leave the session's recording; they
+    # travel with the stash, so a restore puts them back.
+    stash = result.stash and with_recorded_leaves(result.stash, session.recorded_budget)
     result = result.model_copy(
         update={
             "tokens_before": usage["total_tokens"],
             "tokens_after": new_session.budget.total_tokens(),
+            "stash": stash,
         }
     )
     return GCOutcome(

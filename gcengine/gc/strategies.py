@@ -45,6 +45,9 @@ DEFAULT_TEMPLATES = {
         "{kept} recent turns preserved."
     ),
     "gc_budget": "Context cleaned: removed {items} items, freed {freed} tokens.",
+    "gc_reachability": (
+        "Context cleaned: stashed {stashed} segments, deleted {deleted}, freed {freed} tokens."
+    ),
 }
 DEFAULT_NOOP_TEMPLATE = (
     "GC triggered but all {total} turns preserved (preserve_recent_turns={preserve}). "
@@ -119,6 +122,13 @@ class Strategy:
             preserve_count(config, self._options),
             conversation,
         )
+        return self.collect_from(collection, reason, counter)
+
+    def collect_from(
+        self, collection: Collection, reason: GCTriggerReason, counter: TokenCounter
+    ) -> tuple[list[Message], GCResult]:
+        """``collect`` on a collection already started (what a dry run has laid out)."""
+        config = collection.config
         if collection.to_free <= 0:
             decision = Decision(
                 details={"message": "Already at or below target, nothing to collect"}
@@ -133,13 +143,13 @@ class Strategy:
         try:
             decision = self.decide(collection, counter)
         except SummarizerError as error:
-            return list(history), failed(collection, self.name, reason, str(error))
+            return list(collection.history), failed(collection, self.name, reason, str(error))
         notification = None
         if decision.removed and notifies:
             notification, decision = self._settle(collection, decision, template, counter)
         if not decision.removed:
             return self._nothing_taken(collection, decision, config, reason, counter, notifies)
-        return apply(
+        new_history, result = apply(
             collection,
             decision,
             plugin_name=self.name,
@@ -147,6 +157,18 @@ class Strategy:
             counter=counter,
             notification=notification,
         )
+        return new_history, self.completed(collection, decision, new_history, result)
+
+    def completed(
+        self,
+        collection: Collection,
+        decision: Decision,
+        new_history: list[Message],
+        result: GCResult,
+    ) -> GCResult:
+        """What a strategy adds to its result once its decision is applied: nothing, except
+        the reachability strategy's stash."""
+        return result
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
         raise NotImplementedError

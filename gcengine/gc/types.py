@@ -9,18 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, computed_field
 
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.messages import Message, turn_number
+from gcengine.reachability.stash import Stash
 
 
 class GCTriggerReason(StrEnum):
-    """Why a collection ran. JAATO's values, and ``continuous``, which JAATO reports as
-    ``threshold``: usage passed the target in continuous mode."""
+    """Why a collection ran. JAATO's values, ``continuous``, which JAATO reports as
+    ``threshold`` (usage passed the target in continuous mode), and ``incremental`` (usage passed
+    the target, and a reachability policy takes a small batch after the turn)."""
 
     THRESHOLD = "threshold"
     CONTINUOUS = "continuous"
@@ -28,10 +30,13 @@ class GCTriggerReason(StrEnum):
     TURN_LIMIT = "turn_limit"
     PRE_MESSAGE = "pre_message"
     CONTEXT_LIMIT = "context_limit"
+    INCREMENTAL = "incremental"
 
 
 class RemovalReason(StrEnum):
-    """Why an item went; the values are JAATO's, so ledgers from both read alike."""
+    """Why an item went; JAATO's values, so ledgers from both read alike, and the reachability
+    strategy's two: nothing kept refers to it, or it was reachable and scored low once nothing
+    unreachable was left."""
 
     TRUNCATED = "truncated"
     SUMMARIZED = "summarized"
@@ -40,6 +45,19 @@ class RemovalReason(StrEnum):
     EPHEMERAL = "ephemeral"
     PARTIAL_TURN = "partial_turn"
     PRESERVABLE_UNDER_PRESSURE = "preservable_under_pressure"
+    UNREACHABLE = "unreachable"
+    REACHABLE_LOW_SCORE = "reachable_low_score"
+
+
+@dataclass(slots=True)
+class RemovalVerdict:
+    """Why the reachability strategy took an item, in figures and in words, and where it went:
+    ``stashed`` (``gcengine.restore`` puts it back) or ``deleted``."""
+
+    reachable: bool
+    score: float
+    sentence: str
+    action: Literal["stashed", "deleted"]
 
 
 @dataclass(slots=True)
@@ -58,6 +76,7 @@ class GCRemovalItem:
     reason: str = ""
     message_ids: list[str] = field(default_factory=list)
     turn_index: int | None = None
+    verdict: RemovalVerdict | None = None
 
     @property
     def turn_number(self) -> int | None:
@@ -76,6 +95,9 @@ class GCResult(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     removal_list: list[GCRemovalItem] = Field(default_factory=list)
+    stash: Stash | None = Field(
+        default=None, description="what a reachability collection stashed, to restore from"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property

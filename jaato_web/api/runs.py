@@ -13,15 +13,19 @@ from jaato_web.api.schemas import (
     ArchiveOut,
     DiffPage,
     Index,
+    KeptPage,
     NodePage,
     PageNumber,
     Problem,
     RemovalPage,
     ReplayIn,
     ReplayOut,
+    RestoreOut,
     RunDetailOut,
     RunIn,
     RunOut,
+    StashPage,
+    StashRestoreIn,
     SummaryOut,
 )
 from jaato_web.dashboard import presenters, selectors, services, storage
@@ -119,6 +123,49 @@ def run_ledger_csv(request: HttpRequest, run_id: int) -> HttpResponse:
     response = HttpResponse(presenters.ledger_csv(records), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-ledger.csv"'
     return response
+
+
+@router.get("/runs/{int:run_id}/stash", response=StashPage, summary="What a run stashed", auth=VIEW)
+def run_stash(
+    request: HttpRequest, run_id: int, q: str = "", anchor: str = "", page: PageNumber = 1
+) -> dict[str, object]:
+    """A reachability run's stash, in the order it took it; ``q`` finds text in what a segment
+    says, ``anchor`` a file, name or error code it holds (both ignore case)."""
+    found = selectors.run_stashed(run=_run(request, run_id), text=q, anchor=anchor)
+    return paged(found, page, selectors.STASH_PER_PAGE)
+
+
+@router.post(
+    "/runs/{int:run_id}/stash/restore",
+    response={201: RestoreOut, 400: Problem, 404: Problem},
+    summary="Restore stashed segments into a new session",
+    auth=RUN,
+)
+def restore_segments(request: HttpRequest, run_id: int, payload: StashRestoreIn) -> Status[object]:
+    """A new session: the one the run left, with the named segments back where they were.
+    The run and its sessions stay as they are; the same segments again give the same session."""
+    run = access_of(request).run(run_id)
+    session = services.stash_restore(
+        run=run, segment_ids=payload.segment_ids, actor=access_of(request).user
+    )
+    return Status(201, session)
+
+
+@router.get(
+    "/runs/{int:run_id}/kept", response=KeptPage, summary="Why a run kept what it kept", auth=VIEW
+)
+def run_kept(
+    request: HttpRequest,
+    run_id: int,
+    turn: PageNumber | None = None,
+    q: str = "",
+    page: PageNumber = 1,
+) -> dict[str, object]:
+    """A reachability run's kept segments with their reasons, in history order; ``turn`` (from
+    1, as JAATO numbers them) keeps one turn's, ``q`` searches the reasons."""
+    run = _run(request, run_id)
+    kept = selectors.run_kept(run=run, turn_index=turn - 1 if turn else None, text=q)
+    return paged(kept, page, selectors.KEPT_PER_PAGE)
 
 
 @router.get(

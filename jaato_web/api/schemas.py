@@ -203,6 +203,9 @@ class RunDetailOut(RunOut):
 
 
 class RemovalOut(Schema):
+    """A ledger item; a reachability run also says whether anything kept refers to it, its
+    score, why it went (``explanation``) and whether it was ``stashed`` or ``deleted``."""
+
     seq: int
     reason: str
     source: str
@@ -211,10 +214,103 @@ class RemovalOut(Schema):
     turn_position: int | None
     tokens_freed: int
     message_ids: list[str]
+    reachable: bool | None = None
+    score: float | None = None
+    explanation: str = ""
+    action: str = ""
 
 
 class RemovalPage(Paged):
     items: list[RemovalOut]
+
+
+class StashedOut(Schema):
+    """A segment a reachability run stashed: ``segment_id`` is what a restore names."""
+
+    segment_id: str
+    kind: str
+    turn_index: int | None
+    turn_number: int | None
+    tokens: int
+    score: float
+    reachable: bool
+    reason: str
+    anchors: list[str]
+
+    @staticmethod
+    def resolve_turn_number(segment: Any) -> int | None:
+        return segment.turn_index + 1 if segment.turn_index is not None else None
+
+
+class StashPage(Paged):
+    items: list[StashedOut]
+
+
+class KeptOut(Schema):
+    """A segment a reachability run kept, and why."""
+
+    segment_id: str
+    kind: str
+    turn_index: int | None
+    turn_number: int | None
+    tokens: int
+    score: float
+    reachable: bool
+    root: bool
+    reason: str
+
+    @staticmethod
+    def resolve_turn_number(segment: Any) -> int | None:
+        return segment.turn_index + 1 if segment.turn_index is not None else None
+
+
+class KeptPage(Paged):
+    items: list[KeptOut]
+
+
+class StashRestoreIn(ObjectIn):
+    """The stashed segments to put back, by ``segment_id``."""
+
+    segment_ids: list[str] = Field(max_length=100_000)
+
+
+class RestoreOut(Schema):
+    """The session a restore made (or found: the same segments restored before)."""
+
+    id: int
+    label: str
+    derived_from_run: int | None = Field(validation_alias="derived_from_run_id")
+    restored_segments: list[str]
+    turn_count: int
+    total_tokens: int
+
+
+class ReferenceOut(Schema):
+    source_id: str
+    source_label: str
+    target_id: str
+    target_label: str
+    how: str
+
+
+class GraphSegmentOut(Schema):
+    segment_id: str
+    label: str
+    kind: str
+    tokens: int
+    reachable: bool
+    root: bool
+
+
+class TurnReferencesOut(Schema):
+    """The reference graph around a turn: its segments, what they refer to, what refers to
+    them (an anchor as written, ``reply`` or ``summary`` says how)."""
+
+    turn_index: int
+    turn_number: int
+    segments: list[GraphSegmentOut]
+    outgoing: list[ReferenceOut]
+    incoming: list[ReferenceOut]
 
 
 class SummaryOut(Schema):

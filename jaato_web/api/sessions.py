@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.http import content_disposition_header
 from ninja import File, Router, Status, UploadedFile
 
+import gcengine
 from jaato_web.api.auth import DELETE, PIN, UPLOAD, VIEW, access_of, project_of
 from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
@@ -22,11 +23,12 @@ from jaato_web.api.schemas import (
     SessionPinIn,
     SessionPinsOut,
     TurnPage,
+    TurnReferencesOut,
     UploadBatchOut,
     UploadOut,
     UploadResultOut,
 )
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import dry_runs, selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob
 
 router = Router(tags=["sessions"])
@@ -157,6 +159,21 @@ def session_budget(
 def session_turns(request: HttpRequest, session_id: int, page: PageNumber = 1) -> dict[str, object]:
     session = access_of(request).session(session_id)
     return paged(selectors.session_turns(session=session), page, selectors.TURNS_PER_PAGE)
+
+
+@router.get(
+    "/{int:session_id}/references",
+    response={200: TurnReferencesOut, 400: Problem},
+    summary="The reference graph around a turn",
+    auth=VIEW,
+)
+def session_references(
+    request: HttpRequest, session_id: int, turn: PageNumber
+) -> gcengine.TurnReferences:
+    """What the segments of turn ``turn`` (from 1, as JAATO numbers turns) refer to, and what
+    refers to them: what a reachability policy follows."""
+    session = access_of(request).session(session_id)
+    return gcengine.turn_references(dry_runs.engine_session(session), turn - 1)
 
 
 @router.get("/{int:session_id}/original", summary="The uploaded file, byte for byte", auth=VIEW)

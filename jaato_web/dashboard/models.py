@@ -98,6 +98,17 @@ class AgentSession(models.Model):
         default=dict,
         help_text="Interrupted turn, sub-agents, compactions: storage.StoredAgentState.",
     )
+    derived_from_run = models.ForeignKey(
+        "GCRun",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="derived_sessions",
+        help_text="The run whose stash this session was restored from, if it was.",
+    )
+    restored_segments = models.JSONField(
+        default=list, blank=True, help_text="The stashed segments put back, by segment id."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     archived_at = models.DateTimeField(
         null=True, blank=True, help_text="Hidden from lists since then; delete removes it."
@@ -308,6 +319,11 @@ class GCRun(BackgroundWork):
     session_after = models.BinaryField(
         null=True, help_text="The session after the run, gcengine.Session JSON, zlib-compressed."
     )
+    stash = models.BinaryField(
+        null=True,
+        blank=True,
+        help_text="What a reachability run stashed, gcengine.Stash JSON, zlib-compressed.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True)
     archived_at = models.DateTimeField(
@@ -340,6 +356,11 @@ class Removal(models.Model):
     turn_position = models.PositiveIntegerField(
         null=True, help_text="Position of the turn in the session before the run."
     )
+    # Why a reachability run took the item (empty for other strategies).
+    reachable = models.BooleanField(null=True)
+    score = models.FloatField(null=True)
+    explanation = models.TextField(blank=True)
+    action = models.CharField(max_length=20, blank=True, help_text="stashed or deleted")
 
     class Meta:
         constraints = [
@@ -349,6 +370,60 @@ class Removal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.child_key or self.source}"
+
+
+class StashedSegment(models.Model):
+    """A segment a reachability run stashed, as its stash page lists and searches it; the
+    messages themselves are in ``GCRun.stash``."""
+
+    run = models.ForeignKey(GCRun, on_delete=models.CASCADE, related_name="stashed_segments")
+    removal = models.OneToOneField(
+        Removal, on_delete=models.CASCADE, related_name="stashed", help_text="Its ledger item."
+    )
+    segment_id = models.CharField(max_length=400)
+    kind = models.CharField(max_length=20)
+    turn_index = models.IntegerField(null=True)
+    tokens = models.PositiveBigIntegerField()
+    score = models.FloatField()
+    reachable = models.BooleanField()
+    reason = models.TextField()
+    anchors = models.JSONField(default=list, help_text="Its anchors as written.")
+    anchors_text = models.TextField(blank=True, help_text="The anchors, one a line, to search.")
+    text = models.TextField(help_text="What it says, tools' arguments and results included.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "segment_id"], name="stashed_unique_segment"),
+        ]
+        ordering = ["run", "removal__seq"]
+
+    def __str__(self) -> str:
+        return self.segment_id
+
+
+class KeptSegment(models.Model):
+    """A segment a reachability run kept, and why (its "why kept?")."""
+
+    run = models.ForeignKey(GCRun, on_delete=models.CASCADE, related_name="kept_segments")
+    position = models.PositiveIntegerField(help_text="Its place among the session's segments.")
+    segment_id = models.CharField(max_length=400)
+    kind = models.CharField(max_length=20)
+    turn_index = models.IntegerField(null=True)
+    tokens = models.PositiveBigIntegerField()
+    score = models.FloatField()
+    reachable = models.BooleanField()
+    root = models.BooleanField()
+    reason = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="kept_unique_position"),
+        ]
+        indexes = [models.Index(fields=["run", "turn_index"])]
+        ordering = ["run", "position"]
+
+    def __str__(self) -> str:
+        return self.segment_id
 
 
 class Summary(models.Model):
@@ -482,6 +557,7 @@ class AuditAction(models.TextChoices):
     ARCHIVE = "archive", "Archived"
     UNARCHIVE = "unarchive", "Unarchived"
     DELETE = "delete", "Deleted"
+    RESTORE = "restore", "Restored from a stash"
 
 
 class AuditEvent(models.Model):

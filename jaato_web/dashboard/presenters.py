@@ -273,6 +273,12 @@ LEDGER_COLUMNS = [
     "turn_index",
     "tokens_freed",
     "message_ids",
+    # A reachability run's: whether anything kept refers to the item, its score, why it went,
+    # and whether it was stashed or deleted (empty for other strategies).
+    "reachable",
+    "score",
+    "explanation",
+    "action",
 ]
 
 
@@ -287,6 +293,10 @@ def ledger_records(removals: Iterable[Any]) -> list[dict[str, Any]]:
             "turn_index": r.turn_index,
             "tokens_freed": r.tokens_freed,
             "message_ids": list(r.message_ids),
+            "reachable": r.reachable,
+            "score": r.score,
+            "explanation": r.explanation,
+            "action": r.action,
         }
         for r in removals
     ]
@@ -938,6 +948,7 @@ class LedgerRow:
     tokens_freed: int
     message_ids: list[str]
     more_ids: int
+    verdict: gcengine.RemovalVerdict | None = None
 
 
 def ledger_rows(items: Sequence[gcengine.GCRemovalItem], limit: int) -> list[LedgerRow]:
@@ -952,6 +963,7 @@ def ledger_rows(items: Sequence[gcengine.GCRemovalItem], limit: int) -> list[Led
             tokens_freed=item.tokens_freed,
             message_ids=list(item.message_ids[:IDS_SHOWN]),
             more_ids=max(len(item.message_ids) - IDS_SHOWN, 0),
+            verdict=item.verdict,
         )
         for seq, item in enumerate(items[:limit])
     ]
@@ -966,6 +978,10 @@ def ledger_record(item: gcengine.GCRemovalItem) -> dict[str, Any]:
         "turn_index": item.turn_index,
         "tokens_freed": item.tokens_freed,
         "message_ids": list(item.message_ids),
+        "reachable": item.verdict.reachable if item.verdict else None,
+        "score": item.verdict.score if item.verdict else None,
+        "explanation": item.verdict.sentence if item.verdict else "",
+        "action": item.verdict.action if item.verdict else "",
     }
 
 
@@ -1069,8 +1085,9 @@ def run_left(run: Any) -> Left | None:
     return Left(run.locked_after, run.preservable_after or 0, run.eligible_after or 0)
 
 
-# Strategies that take whole turns only: what lies outside the conversation stays.
-TURN_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid"})
+# Strategies that take only from the conversation (whole turns, or tool exchanges too): what
+# lies outside it stays.
+TURN_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid", "gc_reachability"})
 
 
 def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bool) -> list[str]:
@@ -1087,6 +1104,8 @@ def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bo
         kept.append(counted(len(ids), "pinned message"))
     if without_pressure:
         kept.append("every turn that holds preservable content")
+    if strategy == "gc_reachability":
+        kept.append("its roots (the current task, the latest turns, the files being worked on)")
     if strategy in TURN_STRATEGIES:
         kept.append("everything outside the conversation")
     return kept
@@ -1345,6 +1364,29 @@ def _times(count: int) -> str:
     return "once" if count == 1 else counted(count, "time")
 
 
+def _incremental_shape(
+    series: Mapping[str, Any],
+    collections: Sequence[Mapping[str, Any]],
+    batches: Sequence[Mapping[str, Any]],
+) -> str:
+    """A reachability policy in incremental mode: small batches after turns once usage passes
+    the target, and (in threshold mode) a full collection whenever usage reaches the
+    threshold."""
+    target, threshold = series["target_percent"], series["threshold_percent"]
+    full = len(collections) - len(batches)
+    items = sum(int(e["items"]) for e in batches)
+    sentence = (
+        f"Once usage passed the {_setting(target)} target, GC took a small batch after a turn "
+        f"{_times(len(batches))} ({counted(items, 'segment')} in all)"
+    )
+    if full:
+        at = f"at the {_setting(threshold)} threshold"
+        return f"{sentence}, and collected in full {_times(full)} {at}."
+    if series["continuous_mode"]:
+        return f"{sentence}."
+    return f"{sentence}; usage never reached the {_setting(threshold)} threshold."
+
+
 def _replay_shape(
     series: Mapping[str, Any],
     config: Mapping[str, Any],
@@ -1362,6 +1404,9 @@ def _replay_shape(
         if series["continuous_mode"]:
             return f"Usage never rose above the {_setting(target)} target."
         return f"Usage never reached the {_setting(threshold)} threshold."
+    batches = [e for e in collections if e["reason"] == "incremental"]
+    if batches:
+        return _incremental_shape(series, collections, batches)
     at_turn_limit = sum(1 for e in collections if e["reason"] == "turn_limit")
     by_usage = len(collections) - at_turn_limit
     turn_note = ""
@@ -1503,4 +1548,169 @@ def usage_chart(
         y_ticks=[(y(top * share), f"{round(top * share):,}") for share in (0, 0.25, 0.5, 0.75, 1)],
         x_ticks=[(x(first + span * share), round(first + span * share)) for share in (0, 0.5, 1)],
         sentences=sentences,
+    )
+
+
+# --- Reachability: the reference graph around a turn ------------------------------------------
+
+# What a side of the picture shows at most; the text beneath lists them all.
+GRAPH_SIDE_MAX = 10
+_BOX_WIDTH, _BOX_HEIGHT, _ROW, _TOP = 220, 26, 34, 30
+_COLUMNS = (10, 270, 530)
+_LABEL_CHARS = 32
+
+
+@dataclass(frozen=True)
+class GraphBox:
+    """A segment drawn as a box: its corner, its label (shortened to fit; ``title`` is the
+    whole), and what it is."""
+
+    x: int
+    y: int
+    label: str
+    title: str
+    kind: str
+    reachable: bool
+    root: bool
+
+    @property
+    def text_x(self) -> int:
+        return self.x + 8
+
+    @property
+    def text_y(self) -> int:
+        return self.y + _BOX_HEIGHT // 2
+
+
+@dataclass(frozen=True)
+class GraphLine:
+    x1: int
+    y1: int
+    x2: int
+    y2: int
+    title: str
+
+
+@dataclass(frozen=True)
+class GraphRow:
+    """One reference, in words: ``source`` names ``how``, which ``target`` holds."""
+
+    source: str
+    target: str
+    how: str
+
+
+@dataclass(frozen=True)
+class ReferencePicture:
+    """The reference graph around a turn, drawn: what it refers to on the left, its segments
+    in the middle, what refers to it on the right; and the same facts as rows of text."""
+
+    turn_number: int
+    width: int
+    height: int
+    box_width: int
+    box_height: int
+    columns: tuple[int, int, int]
+    boxes: list[GraphBox]
+    lines: list[GraphLine]
+    outgoing: list[GraphRow]
+    incoming: list[GraphRow]
+    more_outgoing: int
+    more_incoming: int
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
+
+
+def _how(how: str) -> str:
+    """How a reference goes, in words: an anchor as written, or the explicit kinds."""
+    return {
+        "reply": "its reply reports the tool output",
+        "summary": "its summary covers the turn",
+    }.get(how, f"names {how}")
+
+
+def reference_picture(graph: gcengine.TurnReferences) -> ReferencePicture:
+    """Boxes and lines for ``graph`` (at most ``GRAPH_SIDE_MAX`` boxes a side), every
+    reference listed in words."""
+    left, middle, right = _COLUMNS
+    boxes: list[GraphBox] = []
+    centre: dict[str, int] = {}
+    for row, segment in enumerate(graph.segments):
+        y = _TOP + row * _ROW
+        centre[segment.segment_id] = y
+        boxes.append(
+            GraphBox(
+                middle,
+                y,
+                _shortened(segment.label),
+                f"{segment.label}: {segment.kind.value}, {segment.tokens:,} tokens",
+                segment.kind.value,
+                segment.reachable,
+                segment.root,
+            )
+        )
+    lines: list[GraphLine] = []
+
+    def side(references: list[gcengine.Reference], outgoing: bool) -> int:
+        placed: dict[str, int] = {}
+        for reference in references:
+            other_id = reference.target_id if outgoing else reference.source_id
+            other_label = reference.target_label if outgoing else reference.source_label
+            if other_id not in placed:
+                if len(placed) == GRAPH_SIDE_MAX:
+                    continue
+                placed[other_id] = _TOP + len(placed) * _ROW
+                boxes.append(
+                    GraphBox(
+                        left if outgoing else right,
+                        placed[other_id],
+                        _shortened(other_label),
+                        other_label,
+                        "other",
+                        False,
+                        False,
+                    )
+                )
+            own_y = centre[reference.source_id if outgoing else reference.target_id]
+            other_y = placed[other_id]
+            middle_y = _BOX_HEIGHT // 2
+            sentence = f"{reference.source_label} {_how(reference.how)} ({reference.target_label})"
+            if outgoing:
+                lines.append(
+                    GraphLine(
+                        middle, own_y + middle_y, left + _BOX_WIDTH, other_y + middle_y, sentence
+                    )
+                )
+            else:
+                lines.append(
+                    GraphLine(
+                        right, other_y + middle_y, middle + _BOX_WIDTH, own_y + middle_y, sentence
+                    )
+                )
+        unique = {r.target_id if outgoing else r.source_id for r in references}
+        return len(unique) - len(placed)
+
+    more_outgoing = side(graph.outgoing, outgoing=True)
+    more_incoming = side(graph.incoming, outgoing=False)
+    rows = max(
+        len(graph.segments),
+        min(GRAPH_SIDE_MAX, len({r.target_id for r in graph.outgoing})),
+        min(GRAPH_SIDE_MAX, len({r.source_id for r in graph.incoming})),
+        1,
+    )
+    return ReferencePicture(
+        turn_number=graph.turn_number,
+        width=right + _BOX_WIDTH + 10,
+        height=_TOP + rows * _ROW,
+        box_width=_BOX_WIDTH,
+        box_height=_BOX_HEIGHT,
+        columns=_COLUMNS,
+        boxes=boxes,
+        lines=lines,
+        outgoing=[GraphRow(r.source_label, r.target_label, _how(r.how)) for r in graph.outgoing],
+        incoming=[GraphRow(r.source_label, r.target_label, _how(r.how)) for r in graph.incoming],
+        more_outgoing=more_outgoing,
+        more_incoming=more_incoming,
     )

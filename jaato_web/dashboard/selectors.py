@@ -28,6 +28,7 @@ from jaato_web.dashboard.models import (
     BudgetNode,
     GCRun,
     IngestJob,
+    KeptSegment,
     Policy,
     PolicyKind,
     PolicyVersion,
@@ -36,6 +37,7 @@ from jaato_web.dashboard.models import (
     Replay,
     SessionDocument,
     SessionTurn,
+    StashedSegment,
     Summary,
     Worker,
 )
@@ -177,7 +179,7 @@ def run_list(*, session: AgentSession, archived: bool = False) -> QuerySet[GCRun
     return (
         GCRun.objects.filter(session=session, archived_at__isnull=not archived)
         .select_related("policy_version__policy")
-        .defer("session_after", "result")
+        .defer("session_after", "result", "stash")
         .order_by("-created_at", "-pk")
     )
 
@@ -185,7 +187,7 @@ def run_list(*, session: AgentSession, archived: bool = False) -> QuerySet[GCRun
 def run_get(*, projects: Collection[int], run_id: int) -> GCRun:
     return get_object_or_404(
         GCRun.objects.select_related("session__project", "policy_version__policy").defer(
-            "session_after"
+            "session_after", "stash"
         ),
         pk=run_id,
         session__project__in=projects,
@@ -198,6 +200,45 @@ def run_removals(*, run: GCRun) -> QuerySet[Removal]:
 
 def run_removal(*, run: GCRun, seq: int) -> Removal:
     return get_object_or_404(Removal, run=run, seq=seq)
+
+
+STASH_PER_PAGE = 25
+KEPT_PER_PAGE = 50
+
+
+def run_stashed(*, run: GCRun, text: str = "", anchor: str = "") -> QuerySet[StashedSegment]:
+    """What a reachability run stashed, in the order it took it; only the segments whose text
+    holds ``text`` and one of whose anchors holds ``anchor`` (ignoring case), when given."""
+    found = StashedSegment.objects.filter(run=run).select_related("removal")
+    if text.strip():
+        found = found.filter(text__icontains=text.strip()[:SEARCH_MAX_CHARS])
+    if anchor.strip():
+        found = found.filter(anchors_text__icontains=anchor.strip()[:SEARCH_MAX_CHARS])
+    return found.defer("text").order_by("removal__seq")
+
+
+def run_stash_size(*, run: GCRun) -> int:
+    return StashedSegment.objects.filter(run=run).count()
+
+
+def run_kept(*, run: GCRun, turn_index: int | None = None, text: str = "") -> QuerySet[KeptSegment]:
+    """Why a reachability run kept each segment it kept, in history order: those of one turn
+    (stable index), or whose reason holds ``text``, when given."""
+    found = KeptSegment.objects.filter(run=run)
+    if turn_index is not None:
+        found = found.filter(turn_index=turn_index)
+    if text.strip():
+        found = found.filter(reason__icontains=text.strip()[:SEARCH_MAX_CHARS])
+    return found.order_by("position")
+
+
+def derived_sessions(*, run: GCRun) -> QuerySet[AgentSession]:
+    """The sessions restored from a run's stash, newest first."""
+    return (
+        AgentSession.objects.filter(derived_from_run=run)
+        .only("pk", "label", "restored_segments", "created_at", "turn_count", "total_tokens")
+        .order_by("-created_at", "-pk")
+    )
 
 
 def run_summaries(*, run: GCRun) -> QuerySet[Summary]:

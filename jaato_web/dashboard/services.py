@@ -34,6 +34,7 @@ from jaato_web.dashboard.models import (
     IngestJob,
     IngestUpload,
     JobStatus,
+    KeptSegment,
     Policy,
     PolicyKind,
     PolicyVersion,
@@ -43,6 +44,7 @@ from jaato_web.dashboard.models import (
     SessionDocument,
     SessionPin,
     SessionTurn,
+    StashedSegment,
     Summary,
 )
 from jaato_web.errors import InputError
@@ -627,7 +629,7 @@ def _run_execute_claimed(run_id: int) -> None:
             GCRun,
             run_id,
             result.error or "the strategy reported a failure",
-            result=result.model_dump(mode="json", exclude={"removal_list"}),
+            result=result.model_dump(mode="json", exclude={"removal_list", "stash"}),
         )
         return
     background.work_progress(GCRun, run_id, "storing the ledger")
@@ -655,11 +657,14 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
             turn_position=min(
                 (position_of[i] for i in item.message_ids if i in position_of), default=None
             ),
+            **_verdict_fields(item.verdict),
         )
         for seq, item in enumerate(result.removal_list)
     ]
     Removal.objects.bulk_create(removals, batch_size=BULK_BATCH)
     Summary.objects.bulk_create(_summaries(run, before, outcome, removals, position_of))
+    if run.plugin == "gc_reachability":
+        _reachability_store(run, before, outcome, removals)
     _budget_store(run.session, run, outcome.budget_after)
     background.work_done(  # a run cancelled meanwhile raises, and none of this is kept
         GCRun,
@@ -672,8 +677,76 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         eligible_after=outcome.budget_after.gc_eligible_tokens(),
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
-        result=result.model_dump(mode="json", exclude={"removal_list"}),
+        result=_result_record(result),
         session_after=storage.pack_session(outcome.session),
+    )
+
+
+def _result_record(result: gcengine.GCResult) -> dict[str, Any]:
+    """A result as ``GCRun.result`` keeps it: the ledger and the stash have rows of their own."""
+    return result.model_dump(mode="json", exclude={"removal_list", "stash"})
+
+
+def _verdict_fields(verdict: gcengine.RemovalVerdict | None) -> dict[str, Any]:
+    """A ledger item's reachability figures and sentence, as ``Removal`` stores them."""
+    if verdict is None:
+        return {}
+    return {
+        "reachable": verdict.reachable,
+        "score": verdict.score,
+        "explanation": verdict.sentence,
+        "action": verdict.action,
+    }
+
+
+def _reachability_store(
+    run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome, removals: list[Removal]
+) -> None:
+    """What a reachability run adds to its ledger: the stash (whole, to restore from, and one
+    row a segment, to list and search) and why it kept every other segment."""
+    stash = outcome.result.stash
+    if stash is not None:
+        by_key = {removal.child_key: removal for removal in removals}
+        StashedSegment.objects.bulk_create(
+            (
+                StashedSegment(
+                    run=run,
+                    removal=by_key[segment.segment_id],
+                    segment_id=segment.segment_id[:400],
+                    kind=segment.kind.value,
+                    turn_index=segment.turn_index,
+                    tokens=segment.tokens,
+                    score=segment.score,
+                    reachable=segment.reachable,
+                    reason=segment.reason,
+                    anchors=segment.shown_anchors,
+                    anchors_text="\n".join(segment.shown_anchors),
+                    text=segment.text,
+                )
+                for segment in stash.segments
+            ),
+            batch_size=BULK_BATCH,
+        )
+        GCRun.objects.filter(pk=run.pk).update(stash=storage.pack_stash(stash))
+    analysis = gcengine.analyze(before, config_validated(run.config))
+    KeptSegment.objects.bulk_create(
+        (
+            KeptSegment(
+                run=run,
+                position=position,
+                segment_id=segment.segment_id[:400],
+                kind=segment.kind.value,
+                turn_index=segment.turn_index,
+                tokens=segment.tokens,
+                score=segment.score,
+                reachable=segment.reachable,
+                root=segment.root,
+                reason=segment.reason,
+            )
+            for position, segment in enumerate(analysis.segments)
+            if segment.proposed == "keep"
+        ),
+        batch_size=BULK_BATCH,
     )
 
 
@@ -1297,3 +1370,57 @@ def _url_of(item: AgentSession | GCRun | Policy) -> str:
     if isinstance(item, GCRun):
         return reverse("run_detail", args=[item.pk])
     return reverse("policy_versions", args=[item.pk])
+
+
+# --- Restoring from a stash ------------------------------------------------------------------
+
+
+class RestoreError(InputError):
+    """A restore that cannot be made: a run that stashed nothing, or segments it did not
+    stash (or none at all)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, "segments")
+
+
+def stash_restore(*, run: GCRun, segment_ids: list[str], actor: Actor = None) -> AgentSession:
+    """A new session: the one the run left, with the chosen stashed segments back where they
+    were. The run, its session and the original upload stay as they are; the new session
+    records the run it derives from and what was restored, and is in the audit log. Restoring
+    the same segments again gives the session made the first time."""
+    wanted = list(dict.fromkeys(i for i in segment_ids if i))
+    if not wanted:
+        raise RestoreError("choose at least one stashed segment to restore")
+    packed = GCRun.objects.filter(pk=run.pk).values_list("stash", "session_after").first()
+    if packed is None or packed[0] is None or packed[1] is None:
+        raise RestoreError(f"run {run.pk} stashed nothing to restore")
+    stash = storage.unpack_stash(bytes(packed[0]))
+    known = {segment.segment_id for segment in stash.segments}
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        raise RestoreError(f"run {run.pk} stashed no segment {unknown[0]!r}")
+    restored = gcengine.restore(storage.unpack_session(bytes(packed[1])), stash, wanted)
+    data = gcengine.dump_session(restored).encode()
+    digest = hashlib.sha256(data).hexdigest()
+    session = run.session
+    project = session.project
+    existing = AgentSession.objects.filter(project=project, sha256=digest).first()
+    if existing is not None:
+        return existing
+    noun = "segment" if len(wanted) == 1 else "segments"
+    label = f"{session.label} (run {run.pk}, {len(wanted):,} {noun} restored)"
+    with transaction.atomic():
+        derived = _session_store(project, label[:300], data, digest, restored)
+        AgentSession.objects.filter(pk=derived.pk).update(
+            derived_from_run=run, restored_segments=wanted
+        )
+        derived.derived_from_run, derived.restored_segments = run, wanted
+        audit_record(
+            project=project,
+            actor=actor,
+            action=AuditAction.RESTORE,
+            target=f"{len(wanted):,} {noun} from run {run.pk} of {session.label}",
+            target_url=reverse("session_detail", args=[derived.pk]),
+            detail={"run": run.pk, "session": derived.pk, "segments": wanted},
+        )
+    return derived

@@ -255,6 +255,15 @@ def unpack_session(packed: bytes) -> gcengine.Session:
     return gcengine.Session.model_validate_json(zlib.decompress(packed))
 
 
+def pack_stash(stash: gcengine.Stash) -> bytes:
+    """A run's stash as stored: JSON, compressed, like the session it came from."""
+    return zlib.compress(stash.model_dump_json().encode(), 1)
+
+
+def unpack_stash(packed: bytes) -> gcengine.Stash:
+    return gcengine.Stash.model_validate_json(zlib.decompress(packed))
+
+
 # The largest differences are what a reader acts on; the rest is a count.
 DRIFT_MESSAGES_SHOWN = 20
 

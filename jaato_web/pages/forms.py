@@ -233,11 +233,27 @@ NOOP_PLACEHOLDERS = ", ".join(
     "{" + name + "}" for name in sorted(gcengine.NOOP_NOTIFICATION_FIELDS)
 )
 
+# The options of an object key (``roots``, ``weights``) each have a control of their own,
+# named ``<key>_<option>``, with the label, help and kind of the engine's table of options.
+SUBFIELDS: dict[str, tuple[gcengine.GCJsonField, ...]] = dict(gcengine.GC_JSON_SUBFIELDS)
+
+
+def subfield_name(key: str, option: str) -> str:
+    return f"{key}_{option}"
+
+
 # gc.json keys, and the other names the engine reads them by, that the editor edits under
-# another name.
+# another name: an error about ``roots.recent_turns`` goes beside its own control, one about
+# ``weights`` as a whole beside the first weight.
 KEY_FIELDS = {
     **FORM_FIELD_OF_KEY,
     **{alias: FORM_FIELD_OF_KEY.get(key, key) for alias, key in gcengine.GC_JSON_ALIASES.items()},
+    **{
+        f"{key}.{option.key}": subfield_name(key, option.key)
+        for key, options in SUBFIELDS.items()
+        for option in options
+    },
+    **{key: subfield_name(key, options[0].key) for key, options in SUBFIELDS.items()},
 }
 
 
@@ -280,6 +296,16 @@ class TurnListField(_ListField):
             raise ValidationError(f"“{value}” is not a turn index (a whole number).") from None
 
 
+class RestoreForm(DashboardForm):
+    """The stashed segments to put back, by segment id (the ticked rows of the stash page);
+    the service says which ids the run's stash does not hold."""
+
+    segments = _ListField(
+        label="Segments to restore",
+        error_messages={"required": "Tick at least one stashed segment to restore."},
+    )
+
+
 def _number(value: Any) -> Any:
     """80.0 shows as 80 in a number field; other values pass through."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
@@ -309,6 +335,14 @@ def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
                 value = list(value or [])
         values[FORM_FIELD_OF_KEY.get(key, key)] = value
     values["strategy"] = strategy_of(config)
+    for key, fields in SUBFIELDS.items():
+        given = config.get(key)
+        chosen = given if isinstance(given, Mapping) else GC_FIELDS[key].default.model_dump()
+        defaults = GC_FIELDS[key].default.model_dump()
+        for option in fields:
+            values[subfield_name(key, option.key)] = _number(
+                chosen.get(option.key, defaults[option.key])
+            )
     options = config.get("plugin_config")
     options = dict(options) if isinstance(options, Mapping) else {}
     summarizer = options.pop(SUMMARIZER.key, "")
@@ -361,6 +395,9 @@ class PolicyForm(forms.Form):
         required=False,
         choices=[("", f"{SUMMARIZER.choices[0]} (default)"), *((c, c) for c in SUMMARIZER.choices)],
     )
+    action = forms.ChoiceField(choices=[(a, a) for a in gcengine.STASH_ACTIONS])
+    incremental = forms.BooleanField(required=False)
+    batch_size = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 5, "max": 20}))
     agent_name = forms.CharField(required=False, max_length=200)
     pinned_turn_indices = TurnListField(required=False)
     pinned_message_ids = _ListField(required=False)
@@ -372,13 +409,31 @@ class PolicyForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        for key, options in SUBFIELDS.items():
+            for option in options:
+                self.fields[subfield_name(key, option.key)] = _option_control(option)
         for key, field in (*GC_FIELDS.items(), (SUMMARIZER.key, SUMMARIZER)):
+            if key in SUBFIELDS:
+                continue
             control = self.fields[FORM_FIELD_OF_KEY.get(key, key)]
             control.label, control.help_text = field.label.removesuffix(" %"), field.help
         self.fields["plugin_options"].label = "Other plugin options"
         self.fields[
             "plugin_options"
         ].help_text = "Other plugin_config keys, as a JSON object (kept as they are)."
+
+    @property
+    def options(self) -> dict[str, list[forms.BoundField]]:
+        """The controls of each object key's options, by key: ``form.options.roots``."""
+        return {
+            key: [self[subfield_name(key, option.key)] for option in options]
+            for key, options in SUBFIELDS.items()
+        }
+
+    @property
+    def option_help(self) -> dict[str, str]:
+        """What each object key is, from the engine's table: ``form.option_help.roots``."""
+        return {key: GC_FIELDS[key].help for key in SUBFIELDS}
 
     def clean_plugin_options(self) -> dict[str, Any]:
         text = self.cleaned_data["plugin_options"].strip()
@@ -410,6 +465,13 @@ class PolicyForm(forms.Form):
         data = self.cleaned_data
         config: dict[str, Any] = {}
         for key, field in GC_FIELDS.items():
+            if key in SUBFIELDS:
+                config[key] = {
+                    option.key: data.get(subfield_name(key, option.key))
+                    for option in SUBFIELDS[key]
+                    if data.get(subfield_name(key, option.key)) is not None
+                }
+                continue
             value = data.get(FORM_FIELD_OF_KEY.get(key, key))
             if field.kind in ("turn_list", "id_list"):
                 value = value or []
@@ -421,6 +483,19 @@ class PolicyForm(forms.Form):
             options[SUMMARIZER.key] = data["summarizer"]
         config["plugin_config"] = options
         return config
+
+
+def _option_control(option: gcengine.GCJsonField) -> forms.Field:
+    """The control for one option of an object key, by its kind."""
+    control: forms.Field
+    if option.kind == "flag":
+        control = forms.BooleanField(required=False)
+    elif option.kind == "whole_number":
+        control = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 0}))
+    else:
+        control = forms.FloatField(widget=forms.NumberInput(attrs={"min": 0, "step": "any"}))
+    control.label, control.help_text = option.label, option.help
+    return control
 
 
 class PolicySaveForm(forms.Form):

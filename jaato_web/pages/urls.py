@@ -15,6 +15,7 @@ from jaato_web.pages import (
     review,
     runs,
     sessions,
+    stash,
     teams,
     trees,
     uploads,
@@ -43,6 +44,11 @@ urlpatterns: list[URLPattern] = [
         plans.session_plan_steps,
         name="session_plan_steps",
     ),
+    path(
+        "sessions/<int:session_id>/references/",
+        stash.session_references,
+        name="session_references",
+    ),
     path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
     path("uploads/<int:job_id>/cancel/", background.ingest_job_cancel, name="ingest_job_cancel"),
     path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
@@ -55,6 +61,8 @@ urlpatterns: list[URLPattern] = [
     path("runs/<int:run_id>/removals/<int:seq>/", runs.run_removal, name="run_removal"),
     path("runs/<int:run_id>/archive/", archive.run_archive, name="run_archive"),
     path("runs/<int:run_id>/delete/", archive.run_delete, name="run_delete"),
+    path("runs/<int:run_id>/stash/", stash.run_stash, name="run_stash"),
+    path("runs/<int:run_id>/kept/", stash.run_kept, name="run_kept"),
     path(
         "runs/<int:run_id>/export/session.gc.json",
         runs.run_export_session,

@@ -57,7 +57,9 @@ ACTION_LABELS: Final[dict[Action, str]] = {
     Action.COMMENT: "comment on runs, removal items and policy versions",
     Action.REVIEW: "approve or request changes on runs and policy versions",
     Action.UPLOAD: "upload sessions (and cancel one being read)",
-    Action.RUN: "start GC runs, replays and bulk applies (and cancel them)",
+    Action.RUN: (
+        "start GC runs, replays and bulk applies (and cancel them), and restore stashed segments"
+    ),
     Action.PIN: "pin and unpin turns and messages, in a session or in a policy",
     Action.EDIT_POLICY: "create, import, edit, restore and set the default policy",
     Action.DELETE: "archive, restore from the archive and delete sessions, runs and policies",

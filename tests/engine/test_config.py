@@ -438,7 +438,7 @@ JAATO_TEMPLATES = [
 ]
 
 
-@pytest.mark.parametrize("plugin", ["truncate", "summarize", "hybrid", "budget"])
+@pytest.mark.parametrize("plugin", ["truncate", "summarize", "hybrid", "budget", "reachability"])
 @pytest.mark.parametrize("template", JAATO_TEMPLATES)
 def test_every_strategy_renders_every_jaato_template(plugin: str, template: str) -> None:
     """JAATO's shipped files pair the budget strategy with hybrid's template: every strategy
@@ -450,11 +450,14 @@ def test_every_strategy_renders_every_jaato_template(plugin: str, template: str)
 
 
 def test_every_notification_variable_has_a_meaning_for_every_strategy() -> None:
+    """Every strategy provides JAATO's variables; the reachability strategy also says how many
+    segments it stashed and deleted."""
     variables = {"removed", "kept", "truncated", "summarized", "items", "freed", "tokens_freed"}
+    extra = {"gc_reachability": {"stashed", "deleted"}}
     for strategy, meanings in NOTIFICATION_FIELD_MEANINGS.items():
-        assert set(meanings) == variables, strategy
+        assert set(meanings) == variables | extra.get(strategy, set()), strategy
         assert all(meaning.strip() for meaning in meanings.values()), strategy
-        assert NOTIFICATION_FIELDS[strategy] == variables
+        assert NOTIFICATION_FIELDS[strategy] == set(meanings)
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,8 @@ from gcengine import (
 )
 from gcengine._fast import construct
 from gcengine.planner.model import ItemRole, PlannerItem, Priority, Source
+from gcengine.reachability.kinds import SegmentKind
+from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment
 
 PACKAGE_DIR = Path(gcengine.__file__).resolve().parent
 
@@ -133,7 +135,29 @@ EVERY_FIELD: dict[type[BaseModel], dict[str, Any]] = {
         "details": {"phase": 1},
         "error": None,
         "removal_list": [GCRemovalItem(InstructionSource.CONVERSATION, "turn_0", 60)],
+        "stash": Stash(),
     },
+    RecordedLeaf: {
+        "path": ["turn_0", "msg_0"],
+        "entry": SourceEntry(
+            source=InstructionSource.CONVERSATION, tokens=5, gc_policy=GCPolicy.EPHEMERAL
+        ),
+    },
+    StashedSegment: {
+        "segment_id": "turn_3/m1",
+        "kind": SegmentKind.LOG,
+        "turn_index": 3,
+        "messages": [message()],
+        "positions": [7],
+        "after": ["m0"],
+        "tokens": 40,
+        "reachable": True,
+        "score": 0.25,
+        "reason": "unreachable: no later turn names BILL-4012",
+        "anchors": ["code:BILL-4012"],
+        "recorded": [],
+    },
+    Stash: {"segments": [], "deleted": {"m9": "m8"}, "notice_id": "n1"},
     PlannerItem: {
         "id": "msg-7",
         "source": Source.CONVERSATION,

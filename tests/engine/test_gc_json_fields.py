@@ -64,6 +64,11 @@ def test_the_dump_writes_keys_in_the_tables_order() -> None:
             "noop_notification_template": "{total}",
             "summarize_middle_turns": 4,
             "max_summary_tokens": 800,
+            "roots": {"recent_turns": 4},
+            "weights": {"recency": 1},
+            "action": "auto",
+            "incremental": True,
+            "batch_size": 12,
             "agent_name": "reviewer",
             "plugin_config": {"keep": 1},
         }
@@ -131,6 +136,11 @@ VARIANTS: dict[str, list[Any]] = {
     "noop_notification_template": ["Nothing went: {total} turns, {preserve} kept."],
     "summarize_middle_turns": [0, 1, 3, 50],
     "max_summary_tokens": [1, 8, 5_000],
+    "roots": [{"recent_turns": 0, "current_task": False}, {"recent_turns": 12}],
+    "weights": [{"recency": 0, "generation": 5}, {"importance": 1, "refcount": 0}],
+    "action": ["delete", "auto"],
+    "incremental": [True],
+    "batch_size": [5, 20],
     "agent_name": ["someone else"],
 }
 SUMMARIZER = PLUGIN_CONFIG_FIELDS[0]
@@ -213,6 +223,9 @@ def test_a_key_a_strategy_does_not_read_never_changes_what_it_does(
         ("gc_hybrid", "summarize_middle_turns", 0, 10),
         ("gc_summarize", "max_summary_tokens", 600, 8),
         ("gc_hybrid", "max_summary_tokens", 600, 8),
+        ("gc_reachability", "roots", {"recent_turns": 0}, {"recent_turns": 20}),
+        ("gc_reachability", "weights", {"recency": 1}, {"importance": 1, "recency": 0}),
+        ("gc_reachability", "action", "stash", "delete"),
     ],
 )
 def test_a_key_a_strategy_reads_can_change_what_it_does(

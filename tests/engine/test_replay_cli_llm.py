@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -183,6 +184,23 @@ def test_cli_run_prints_the_ledger_and_writes_the_session(
         "run", str(session_path), "--config", str(config), "--json", capsys=capsys
     )
     assert json.loads(out)["items_collected"] == 34
+
+
+def test_cli_run_of_a_reachability_policy_says_why_each_item_went(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session_path = tmp_path / "demo.json"
+    session_path.write_text(
+        json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=30, seed=4)))
+    )
+    config = write_config(tmp_path, type="reachability", target_percent=20, threshold_percent=30)
+    code, out, _ = run_cli("run", str(session_path), "--config", str(config), capsys=capsys)
+    assert code == 0
+    assert "gc_reachability: ok" in out
+    verdicts = [line.strip() for line in out.splitlines() if line.startswith("      stashed: ")]
+    assert verdicts
+    assert all(re.search(r"; score \d\.\d\d \(", line) for line in verdicts)
+    assert verdicts[0].startswith("stashed: unreachable: ")
 
 
 def test_cli_names_turns_as_jaato_numbers_them(

@@ -1,4 +1,4 @@
-"""The four strategies: what each removes, and the guarantees every one keeps."""
+"""The five strategies: what each removes, and the guarantees every one keeps."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from gcengine.synthetic import SessionShape
 from gcengine.tokens import TokenCounter, count_message
 from tests.engine.strategies import leaves, model, policy, session_at, user
 
-STRATEGIES = ["truncate", "summarize", "hybrid", "budget"]
+STRATEGIES = ["truncate", "summarize", "hybrid", "budget", "reachability"]
 
 
 def test_the_package_registers_its_strategies_under_jaatos_entry_point_group() -> None:
@@ -37,11 +37,11 @@ def test_the_package_registers_its_strategies_under_jaatos_entry_point_group() -
     }
 
 
-STRATEGY_NAMES = ["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
+STRATEGY_NAMES = ["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget", "gc_reachability"]
 
 
-def test_all_four_strategies_are_discoverable_and_load_by_either_name() -> None:
-    assert {"gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"} <= set(discover_gc_plugins())
+def test_all_five_strategies_are_discoverable_and_load_by_either_name() -> None:
+    assert set(STRATEGY_NAMES) <= set(discover_gc_plugins())
     assert load_gc_plugin("truncate").name == "gc_truncate"
     assert load_gc_plugin("gc_budget", {"preserve_recent_turns": 2}).name == "gc_budget"
     with pytest.raises(PluginError, match="no GC plugin named 'fifo'"):
@@ -350,6 +350,7 @@ def test_notification_is_a_notice_with_the_strategys_figures(
         "summarize": "Summarized {removed}.",
         "hybrid": "{truncated}T {summarized}S {kept}K",
         "budget": "Cleared {items} items, {freed} tokens.",
+        "reachability": "Stashed {stashed}, deleted {deleted}, freed {freed}.",
     }
     outcome = run_gc(
         session, policy(type=name, notify_on_gc=True, notification_template=templates[name])
@@ -463,7 +464,11 @@ def test_every_strategy_keeps_every_guarantee(
     target = int(session.context_limit * config.target_percent / 100)
     if result.tokens_before <= target:
         assert result.items_collected == 0
-    elif result.removal_list and name in ("truncate", "budget") and not config.notify_on_gc:
+    elif (
+        result.removal_list
+        and name in ("truncate", "budget", "reachability")
+        and not config.notify_on_gc
+    ):
         last = result.removal_list[-1]
         assert result.tokens_before - (freed - last.tokens_freed) > target
 

@@ -17,7 +17,7 @@ from tests.engine.agent_transcripts import GENERATORS, Shape, shapes
 from tests.engine.strategies import policy
 from tests.engine.test_formats import ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES
 
-STRATEGIES = ["truncate", "summarize", "hybrid", "budget"]
+STRATEGIES = ["truncate", "summarize", "hybrid", "budget", "reachability"]
 ORPHAN, UNANSWERED = ToolPairProblemKind.ORPHAN_RESULT, ToolPairProblemKind.UNANSWERED_CALL
 
 

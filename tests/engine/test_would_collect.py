@@ -10,7 +10,7 @@ import gcengine
 from gcengine import ApproxCounter, GCConfig, GCTriggerReason, Session, would_collect
 from gcengine.synthetic import SessionShape, generate_session_file
 
-STRATEGIES = ["truncate", "summarize", "hybrid", "budget"]
+STRATEGIES = ["truncate", "summarize", "hybrid", "budget", "reachability"]
 TURNS = 12
 
 

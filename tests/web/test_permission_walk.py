@@ -331,6 +331,8 @@ QUERIES: dict[str, Query] = {
     "api:compare_versions": lambda i: f"a={i['number']}&b={i['number']}",
     "api:apply_status": lambda i: f"ids={i['run_id']}",
     "api:audit_log": lambda i: f"project={i['project_id']}",
+    "api:session_references": lambda i: "turn=1",
+    "session_references": lambda i: "turn=1",
 }
 
 # Form fields for page posts that name objects outside the URL.
@@ -345,6 +347,7 @@ FORMS: dict[str, Callable[[Ids], dict[str, Any]]] = {
     "replay_create": lambda i: {"policy_version": i["version_id"]},
     "session_upload": lambda i: {"project": i["project_id"]},
     "project_switch": lambda i: {"project": i["project_id"]},
+    "run_stash": lambda i: {"segments": "turn_1"},
 }
 
 # JSON bodies of API operations; a body that validates, so the role check is what answers.
@@ -378,6 +381,7 @@ BODIES: dict[str, Callable[[Ids], dict[str, Any]]] = {
     "api:add_version_comment": lambda i: {"body": "walked"},
     "api:give_run_verdict": lambda i: {"decision": "approve"},
     "api:give_version_verdict": lambda i: {"decision": "approve"},
+    "api:restore_segments": lambda i: {"segment_ids": ["turn_1"]},
 }
 
 # Multipart API operations: their file field.

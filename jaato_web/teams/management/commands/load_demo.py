@@ -63,6 +63,12 @@ STARTER_POLICIES: dict[str, dict[str, Any]] = {
         "preserve_recent_turns": 5,
         "summarize_middle_turns": 20,
     },
+    "Reachability stash": {
+        "type": "gc_reachability",
+        "threshold_percent": 80,
+        "target_percent": 60,
+        "preserve_recent_turns": 5,
+    },
 }
 
 # Context planner settings to start from; what each leaves out is the engine's default.

@@ -1,0 +1,231 @@
+"""``gc_reachability``: mark what the roots reach, sweep the rest lowest score first, stash it.
+
+The sweep takes unreachable segments first, lowest score first (oldest first on a tie), and
+reachable ones only while usage is still above the target once nothing unreachable is left.
+It takes whole units only (a tool exchange, or what is left of a turn), so every guarantee of
+the other strategies holds: locked content, the recent turns and pinned turns stay, no call
+loses its result, and it stops at the target counting the notice it writes.
+
+Its ``action`` says where what it takes goes: ``stash`` (the default; ``gcengine.restore``
+puts it back), ``delete``, or ``auto`` (delete only unreachable segments scoring below
+``AUTO_DELETE_BELOW``). ``gcengine.analyze`` is the dry run: every segment with its score,
+reason and proposed action, nothing changed.
+
+With ``incremental``, a policy also collects a batch of at most ``batch_size`` segments after
+each turn once usage passes the target (``incremental``); the full collection still runs at
+the threshold. A plugin instance remembers how many of its collections each segment survived
+(a segment is *old* once it has survived one), as an agent or a replay keeps one plugin.
+"""
+
+from __future__ import annotations
+
+from gcengine._fast import construct
+from gcengine.budget import InstructionSource
+from gcengine.config import GCConfig
+from gcengine.gc.plan import Collection, Decision, Unit
+from gcengine.gc.strategies import Strategy
+from gcengine.gc.types import (
+    ContextUsage,
+    GCResult,
+    GCTriggerReason,
+    RemovalReason,
+    RemovalVerdict,
+)
+from gcengine.messages import Message, MessageKind
+from gcengine.reachability.explain import taken_sentence
+from gcengine.reachability.graph import AUTO_DELETE_BELOW, Candidate, Plan
+from gcengine.reachability.stash import Stash, StashedSegment
+from gcengine.tokens import TokenCounter
+
+
+class ReachabilityStrategy(Strategy):
+    """Mark and sweep with a stash (design document 001)."""
+
+    name = "gc_reachability"
+    noop_notice = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_plan: Plan | None = None
+        self._survivals: dict[str, int] = {}
+        # The last collection's plan and the positions it took: its survivors are credited
+        # once a later history shows its removals were applied.
+        self._pending: tuple[Plan, set[int]] | None = None
+        self._limit: int | None = None
+        # A dry run reads its sentences from the plan when it needs them, and keeps no stash.
+        self.explains = True
+
+    def should_collect(
+        self, context_usage: ContextUsage, config: GCConfig
+    ) -> tuple[bool, GCTriggerReason | None]:
+        """As every strategy; with ``incremental``, also above the target (below the
+        threshold, or anywhere in continuous mode): a batch after the turn."""
+        if config.auto_trigger and config.incremental:
+            percent = float(context_usage.get("percent_used", 0.0))
+            below_threshold = config.continuous_mode or percent < config.threshold_percent
+            if percent > config.target_percent and below_threshold:
+                return True, GCTriggerReason.INCREMENTAL
+        return super().should_collect(context_usage, config)
+
+    def collect_from(
+        self, collection: Collection, reason: GCTriggerReason, counter: TokenCounter
+    ) -> tuple[list[Message], GCResult]:
+        incremental = reason is GCTriggerReason.INCREMENTAL
+        self._limit = collection.config.batch_size if incremental else None
+        return super().collect_from(collection, reason, counter)
+
+    def plan(self, collection: Collection) -> Plan:
+        """Segments, references, roots, marks and scores for a collection."""
+        self._credit_survivors(collection)
+        self.last_plan = Plan(collection, self._survivals)
+        return self.last_plan
+
+    def _credit_survivors(self, collection: Collection) -> None:
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        plan, taken = pending
+        ids = plan.collection.ids
+        if taken and all(ids[p] not in collection.figures.ids for p in taken):
+            self._survivals = {
+                segment.segment_id: self._survivals.get(segment.segment_id, 0) + 1
+                for segment in plan.segments
+                if taken.isdisjoint(segment.positions)
+            }
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        plan = self.plan(collection)
+        decision = Decision()
+        taken = decision.removed_positions
+        action = collection.config.action
+        for candidate in plan.candidates:
+            if not collection.still_short(decision):
+                break
+            if self._limit is not None and len(decision.removed) >= self._limit:
+                break
+            unit = _unit(collection, plan, candidate, taken)
+            if unit is None:
+                continue
+            unit.verdict = RemovalVerdict(
+                candidate.reachable,
+                candidate.score,
+                taken_sentence(plan, candidate) if self.explains else "",
+                "deleted" if _deletes(action, candidate) else "stashed",
+            )
+            reason = (
+                RemovalReason.REACHABLE_LOW_SCORE
+                if candidate.reachable
+                else RemovalReason.UNREACHABLE
+            )
+            decision.remove(unit, reason)
+        self._pending = (plan, set(taken))
+        verdicts = [unit.verdict for unit, _ in decision.removed if unit.verdict]
+        decision.details.update(
+            {
+                "segments": len(plan.segments),
+                "roots": len(plan.roots),
+                "reachable_segments": sum(plan.reachable),
+                "young_segments": sum(plan.young_ones),
+                "unreachable_removed": sum(1 for v in verdicts if not v.reachable),
+                "reachable_removed": sum(1 for v in verdicts if v.reachable),
+                "stashed": sum(1 for v in verdicts if v.action == "stashed"),
+                "deleted": sum(1 for v in verdicts if v.action == "deleted"),
+                "action": action,
+                "batch_size": self._limit,
+            }
+        )
+        return decision
+
+    def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
+        fields = super().notification_fields(collection, decision)
+        verdicts = [unit.verdict for unit, _ in decision.removed if unit.verdict]
+        fields["stashed"] = sum(1 for v in verdicts if v.action == "stashed")
+        fields["deleted"] = len(verdicts) - fields["stashed"]
+        return fields
+
+    def completed(
+        self,
+        collection: Collection,
+        decision: Decision,
+        new_history: list[Message],
+        result: GCResult,
+    ) -> GCResult:
+        """The result with its stash: each stashed unit's messages, where they stood, and why
+        they went; the place of every deleted message; the notice the run wrote."""
+        plan = self.last_plan
+        assert plan is not None  # decide() made it
+        if not self.explains:
+            return result
+        history = collection.history
+        segments: list[StashedSegment] = []
+        deleted: dict[str, str | None] = {}
+        for unit, _ in decision.removed:
+            verdict = unit.verdict
+            assert verdict is not None  # every unit this strategy takes has one
+            after = [history[p - 1].message_id if p else None for p in unit.positions]
+            if verdict.action == "deleted":
+                deleted.update(zip(unit.message_ids, after, strict=True))
+                continue
+            positions = set(unit.positions)
+            held = {
+                anchor
+                for number in plan.by_turn.get(unit.turn_position or 0, ())
+                if not positions.isdisjoint(plan.segments[number].positions)
+                for anchor in plan.segments[number].holds
+            }
+            segments.append(
+                construct(
+                    StashedSegment,
+                    segment_id=unit.key or "",
+                    kind=plan.by_id[unit.key or ""].kind,
+                    turn_index=unit.turn_index,
+                    messages=[history[p] for p in unit.positions],
+                    positions=list(unit.positions),
+                    after=after,
+                    tokens=unit.tokens,
+                    reachable=verdict.reachable,
+                    score=verdict.score,
+                    reason=verdict.sentence,
+                    anchors=sorted(held),
+                    recorded=[],
+                )
+            )
+        known = collection.figures.ids
+        notices = [m.message_id for m in new_history if m.kind is MessageKind.NOTICE]
+        notice = next((i for i in notices if i not in known), None)
+        stash = construct(Stash, segments=segments, deleted=deleted, notice_id=notice)
+        return result.model_copy(update={"stash": stash})
+
+
+def _deletes(action: str, candidate: Candidate) -> bool:
+    if action == "delete":
+        return True
+    return action == "auto" and not candidate.reachable and candidate.score < AUTO_DELETE_BELOW
+
+
+def _unit(collection: Collection, plan: Plan, candidate: Candidate, taken: set[int]) -> Unit | None:
+    """The unit a candidate removes: an exchange, or what is left of a turn (None when
+    nothing is)."""
+    if candidate.turn is None:
+        segment = plan.segments[candidate.segment]
+        return Unit(
+            InstructionSource.CONVERSATION,
+            segment.segment_id,
+            list(segment.message_ids),
+            segment.tokens,
+            segment.policy,
+            segment.created,
+            segment.turn_index,
+            segment.turn,
+            False,
+            list(segment.positions),
+        )
+    start, end = collection.layout.span(candidate.turn)
+    left = [p for p in range(start, end) if p not in taken]
+    if not left:
+        return None
+    unit = collection.turn_unit(candidate.turn)
+    unit.message_ids = [collection.ids[p] for p in left]
+    unit.positions = left
+    unit.tokens = sum([collection.figures.tokens[p] for p in left])
+    return unit
