@@ -32,6 +32,7 @@ from gcengine.config import (
     dump_gc_config,
     load_gc_config,
 )
+from gcengine.conversation import turn_key_of
 from gcengine.demo import DemoShape, generate_demo_session
 from gcengine.errors import (
     CompactionNotFoundError,
@@ -115,6 +116,14 @@ from gcengine.session import (
     rebuild_budget,
     token_drift,
     tool_pair_report,
+    turn_name,
+)
+from gcengine.stored import (
+    budget_figures,
+    message_records,
+    messages_from_records,
+    session_from_record,
+    session_record,
 )
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import (
@@ -209,6 +218,7 @@ __all__ = [
     "ToolPairProblem",
     "ToolPairProblemKind",
     "Turn",
+    "budget_figures",
     "build_budget",
     "commit_plan",
     "compact_json",
@@ -232,6 +242,8 @@ __all__ = [
     "load_session",
     "media_cost",
     "media_provider_for_model",
+    "message_records",
+    "messages_from_records",
     "model_caps",
     "model_encoding",
     "most_protective",
@@ -242,13 +254,17 @@ __all__ = [
     "rebuild_budget",
     "run_gc",
     "session_caps",
+    "session_from_record",
+    "session_record",
     "simulate",
     "split_into_turns",
     "token_counting",
     "token_drift",
     "tool_pair_problems",
     "tool_pair_report",
+    "turn_key_of",
     "turn_label",
+    "turn_name",
     "turn_number",
     "with_context_limit",
     "would_collect",

@@ -472,10 +472,10 @@ def turn_key(turn: Turn) -> str:
     return turn_key_of(turn.index, turn.messages[0])
 
 
-def turn_times(indices: Sequence[int | None]) -> list[tuple[float, float]]:
-    """When each turn of a layout was created, relative to the session's start, and the span
-    its messages take: ``(clock, width)``; message ``k`` of ``n`` was created at
-    ``clock + k * width / n``.
+def turn_time(indices: Sequence[int | None], turn: int) -> tuple[float, float]:
+    """When turn ``turn`` of a layout (its stable ``indices``) was created, relative to the
+    session's start, and the span its messages take: ``(clock, width)``; message ``k`` of
+    ``n`` was created at ``clock + k * width / n``.
 
     Times follow stable turn indices, not positions: uploaded turn ``i`` takes
     ``[i, i + 1/2)`` whatever was removed before it, so the budget entries of every turn a
@@ -484,23 +484,18 @@ def turn_times(indices: Sequence[int | None]) -> list[tuple[float, float]]:
     half after the uploaded turn before them (``[-1/2, 0)`` at the start), in history order.
     Times increase along a history whose stable indices do, as the builder's always do.
     """
-    times: list[tuple[float, float]] = []
-    turn, size = 0, len(indices)
-    while turn < size:
-        index = indices[turn]
-        if index is not None:
-            times.append((float(index), 0.5))
-            turn += 1
-            continue
-        end = turn
-        while end < size and indices[end] is None:
-            end += 1
-        before = indices[turn - 1] if turn else None
-        start = (before if before is not None else -1) + 0.5
-        width = 0.5 / (end - turn)
-        times.extend((start + number * width, width) for number in range(end - turn))
-        turn = end
-    return times
+    index = indices[turn]
+    if index is not None:
+        return float(index), 0.5
+    first = turn
+    while first and indices[first - 1] is None:
+        first -= 1
+    end = turn + 1
+    while end < len(indices) and indices[end] is None:
+        end += 1
+    before = indices[first - 1] if first else None
+    width = 0.5 / (end - first)
+    return (before if before is not None else -1) + 0.5 + (turn - first) * width, width
 
 
 Copied = list[tuple[int, int, int]]
@@ -561,7 +556,6 @@ def index_conversation(
         copied, mapped = [], []
         if reuse is not None:
             figure = reuse.reusing(basis, figure)
-    times = turn_times(layout.indices)
     tokens: list[int] = []
     counted_by: list[str] = []
     policies: list[GCPolicy] = []
@@ -578,7 +572,7 @@ def index_conversation(
             stop = starts[turn + 1] if turn + 1 < len(starts) else size
             turn_messages = messages[start:stop]
             closing = _closing_answer_ids(turn_messages)
-            clock, width = times[turn]
+            clock, width = turn_time(layout.indices, turn)
             step = width / (stop - start)
             traffic: list[TrafficMember] = []
             old_turn = mapped[turn] if mapped else None
@@ -799,6 +793,7 @@ def build_conversation(
     clarifications: frozenset[str] = frozenset(),
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
+    figure: Figure | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry for a history: one container per turn, one leaf per message.
 
@@ -816,6 +811,7 @@ def build_conversation(
         clarifications=clarifications,
         created_base=created_base,
         reuse=known,
+        figure=figure,
     )
     kept: list[tuple[str, SourceEntry]] = []
     if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
@@ -854,6 +850,12 @@ def conversation_tree(
     )
 
 
+def turn_name(index: int | None, kind: MessageKind) -> str:
+    """A turn's label in the budget tree: JAATO's ``turn_1`` for the turn with stable index 0,
+    the kind (``summary``, ``notice``) for one a collector inserted."""
+    return f"turn_{turn_number(index)}" if index is not None else kind.value
+
+
 def _turn_entries(
     index: ConversationIndex, first: int, end: int, children: dict[str, SourceEntry]
 ) -> None:
@@ -865,7 +867,7 @@ def _turn_entries(
         start, stop = layout.span(turn)
         turn_index = layout.indices[turn]
         # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
-        turn_name = f"turn_{turn_number(turn_index)}" if turn_index is not None else "inserted"
+        turn_label = f"turn_{turn_number(turn_index)}" if turn_index is not None else "inserted"
         leaves: dict[str, SourceEntry] = {}
         for position in range(start, stop):
             message = messages[position]
@@ -874,7 +876,7 @@ def _turn_entries(
                 source=InstructionSource.CONVERSATION,
                 tokens=tokens[position],
                 gc_policy=index.policies[position],
-                label=f"{turn_name} {_role_label(message)}",
+                label=f"{turn_label} {_role_label(message)}",
                 children={},
                 metadata={"counted_by": counted_by[position], "role": message.role.value},
                 created_at=created[position],
@@ -885,7 +887,7 @@ def _turn_entries(
             source=InstructionSource.CONVERSATION,
             tokens=sum(tokens[start:stop]),
             gc_policy=GCPolicy.PARTIAL,
-            label=turn_name if turn_index is not None else f"{layout.kinds[turn].value}",
+            label=turn_name(turn_index, layout.kinds[turn]),
             children=leaves,
             metadata={"turn_index": turn_index, "kind": layout.kinds[turn].value},
             created_at=created[start],
@@ -905,11 +907,12 @@ def build_budget(
     thinking_tokens: int | None = None,
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
+    figure: Figure | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded. ``reuse`` is ``build_conversation``'s.
+    kept as recorded. ``reuse`` and ``figure`` are ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -943,6 +946,7 @@ def build_budget(
             clarifications=recorded_clarifications(recorded_budget),
             created_base=created_base,
             reuse=reuse,
+            figure=figure,
         )
     if thinking_tokens is not None and not _has_thinking(recorded_budget):
         set_fresh(budget.entries[InstructionSource.THINKING], "tokens", thinking_tokens)
@@ -962,13 +966,15 @@ def rebuild_budget(
     counter: TokenCounter | None = None,
     *,
     reuse: InstructionBudget | None = None,
+    figure: Figure | None = None,
 ) -> InstructionBudget:
     """The budget the session's history implies now (after an edit or a collection).
 
     ``reuse`` is a budget this function made, with the same counter and recording, for a
     session with another history (a shorter one, or the one a collection started from): what
     the two histories share is taken from it rather than worked out again (see
-    ``index_conversation``). The result is exactly the budget rebuilt from scratch.
+    ``index_conversation``). ``figure`` gives each message's figure where the caller kept
+    them (``gcengine.stored``). The result is exactly the budget rebuilt from scratch.
     """
     thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
     return build_budget(
@@ -981,6 +987,7 @@ def rebuild_budget(
         thinking_tokens=sum(thinking) if thinking else None,
         created_base=iso_to_epoch(session.created_at) or 0.0,
         reuse=reuse.get_entry(InstructionSource.CONVERSATION) if reuse is not None else None,
+        figure=figure,
     )
 
 

@@ -395,11 +395,15 @@ def _session_store(
                 position=row.position,
                 turn_index=row.turn_index,
                 kind=row.kind,
+                budget_key=row.budget_key[:200],
+                budget_label=row.budget_label[:300],
+                budget_policy=row.budget_policy,
+                message_count=row.message_count,
                 tokens=row.tokens,
                 policy=row.policy,
                 tool_calls=row.tool_calls,
                 preview=row.preview,
-                messages=row.messages,
+                packed=row.packed,
             )
             for row in turn_rows
         ),
@@ -594,6 +598,7 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
     Removal.objects.bulk_create(removals, batch_size=BULK_BATCH)
     Summary.objects.bulk_create(_summaries(run, before, outcome, removals, position_of))
     _budget_store(run.session, run, outcome.budget_after)
+    after_turns = storage.after_turns(outcome.budget_before, outcome.budget_after)
     GCRun.objects.filter(pk=run.pk).update(
         status=JobStatus.DONE,
         progress="",
@@ -606,7 +611,8 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=result.model_dump(mode="json", exclude={"removal_list"}),
-        session_after=storage.pack_session(outcome.session),
+        session_after=storage.pack_session_after(outcome.session, before),
+        after_turns=storage.packed(after_turns),
         finished_at=timezone.now(),
     )
 
@@ -637,7 +643,7 @@ def _summaries(
                 number=number if isinstance(number, int) else None,
                 message_id=message.message_id,
                 text=message.text,
-                tokens=figures.get(message.message_id, (0, "", ""))[0],
+                tokens=figures[message.message_id][0] if message.message_id in figures else 0,
                 covers_turns=list(message.metadata.get("covers_turns") or []),
                 covers_summary=message.metadata.get("covers_summary"),
                 summarizer=str(message.metadata.get("summarizer") or ""),
@@ -655,11 +661,32 @@ def engine_session_of(
 ) -> gcengine.Session:
     """The engine's session as uploaded; against ``context_limit`` tokens when one is given;
     as it stood just before the agent's own compaction ``compaction_id``, when one is named."""
-    document = SessionDocument.objects.only("engine_session").get(session=session)
-    engine = storage.unpack_session(bytes(document.engine_session))
+    engine = _stored_engine_session(session)
     if compaction_id:
         engine = gcengine.history_before(engine, compaction_id)
     return gcengine.with_context_limit(engine, context_limit) if context_limit else engine
+
+
+def _stored_engine_session(session: AgentSession) -> gcengine.Session:
+    """The session as stored: its document and its turn rows, read back without counting."""
+    document = SessionDocument.objects.values_list("engine_session", flat=True).get(session=session)
+    turns = (
+        storage.unpack_turn(packed)
+        for packed in SessionTurn.objects.filter(session=session)
+        .order_by("position")
+        .values_list("packed", flat=True)
+        .iterator(chunk_size=2000)
+    )
+    return storage.unpack_session(document, turns)
+
+
+def session_after_of(run: GCRun) -> gcengine.Session | None:
+    """The session as the run left it (None before it finished), for exports."""
+    packed = GCRun.objects.filter(pk=run.pk).values_list("session_after", flat=True).first()
+    if packed is None:
+        return None
+    before = engine_session_of(run.session, run.context_limit, run.compaction_id)
+    return storage.unpack_session_after(packed, before)
 
 
 def compaction_checked(session: AgentSession, compaction_id: str) -> str:
@@ -1063,9 +1090,9 @@ def _pin_targets_check(
         raise PinError(f"{session.label} has no {noun} {shown}", "turn_index")
     wanted_ids = set(message_ids)
     if wanted_ids:
-        # JSON containment is not portable (SQLite has none); message pins are rare, so scan.
-        for messages in turns.values_list("messages", flat=True).iterator():
-            wanted_ids -= {m["id"] for m in messages}
+        # Messages are stored packed, turn by turn; message pins are rare, so scan.
+        for packed in turns.values_list("packed", flat=True).iterator():
+            wanted_ids -= {m.message_id for m in storage.unpack_turn(packed)[0]}
             if not wanted_ids:
                 return
         raise PinError(f"{session.label} has no message {sorted(wanted_ids)[0]!r}", "message_id")
