@@ -8,8 +8,11 @@ are rewritten here, so every page, run and export works on them as on new ones.
 """
 
 import zlib
+from typing import Any
 
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 import gcengine
 from jaato_web.dashboard import storage
@@ -17,7 +20,7 @@ from jaato_web.dashboard import storage
 CONVERSATION = "conversation/"
 
 
-def compact_stored_sessions(apps, schema_editor):
+def compact_stored_sessions(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     AgentSession = apps.get_model("dashboard", "AgentSession")
     SessionDocument = apps.get_model("dashboard", "SessionDocument")
     SessionTurn = apps.get_model("dashboard", "SessionTurn")
@@ -54,13 +57,13 @@ def compact_stored_sessions(apps, schema_editor):
             _compact_run(run, engine, BudgetNode)
 
 
-def _compact_run(run, engine, BudgetNode):
+def _compact_run(run: Any, engine: gcengine.Session, BudgetNode: Any) -> None:
     """A run's after-tree as written-out turns, and its collected session by positions."""
     nodes = BudgetNode.objects.filter(run=run, path__startswith=CONVERSATION).order_by(
         "depth", "position"
     )
-    leaves = {}
-    turns = []
+    leaves: dict[str, list[list[Any]]] = {}
+    turns: list[Any] = []
     for node in nodes:
         if node.depth == 1:
             turns.append(node)
