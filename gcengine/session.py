@@ -33,7 +33,8 @@ from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from operator import itemgetter
+from itertools import compress, count, repeat
+from operator import is_, itemgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -69,6 +70,7 @@ from gcengine.messages import (
     ToolPairProblem,
     Turn,
     TurnLayout,
+    relaid_out,
     split_into_turns,
     tool_pair_problems,
     tool_traffic,
@@ -541,7 +543,11 @@ def index_conversation(
             return message_figure(message, counter, recorded)
 
     messages = list(history)
-    layout = turn_layout(messages)
+    layout = (
+        relaid_out(messages, reuse.messages, reuse.layout)
+        if reuse is not None
+        else turn_layout(messages)
+    )
     request = original_request(messages)
     original = messages[request].message_id if request is not None else None
     old = (
@@ -687,10 +693,11 @@ def _copied_runs(
     changes a few places of a long history, so that is a few comparisons of long spans.
     """
     old_layout, old_messages = old.layout, old.messages
-    old_turn_of = {
-        index: turn for turn, index in enumerate(old_layout.indices) if index is not None
-    }
-    mapped = [None if index is None else old_turn_of.get(index) for index in layout.indices]
+    old_turn_of: dict[int | None, int] = dict(zip(old_layout.indices, count(), strict=False))
+    mapped: list[int | None] = list(map(old_turn_of.get, layout.indices))
+    if None in old_turn_of:  # inserted turns have no stable index: nothing to map them to
+        for turn in compress(count(), map(is_, layout.indices, repeat(None))):
+            mapped[turn] = None
     size, old_size = len(messages), len(old_messages)
     starts, old_starts = layout.starts, old_layout.starts
 
