@@ -349,8 +349,10 @@ def relaid_out(
     if any(m.turn_index is None and m.kind is MessageKind.CHAT for m in middle):
         return turn_layout(messages)
     between = turn_layout(middle)
-    if stop < size and between.starts and not starts_turn(
-        messages[stop], middle[between.starts[-1]]
+    if (
+        stop < size
+        and between.starts
+        and not starts_turn(messages[stop], middle[between.starts[-1]])
     ):
         return turn_layout(messages)
     shift = stop - old_stop
