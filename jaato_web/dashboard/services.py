@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
@@ -580,23 +580,21 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         for message in turn.messages
     }
     removals = [
-        Removal(
-            run=run,
-            seq=seq,
-            source=item.source.value,
-            child_key=(item.child_key or "")[:400],
-            reason=str(item.reason),
-            tokens_freed=item.tokens_freed,
-            message_ids=list(item.message_ids),
-            turn_index=item.turn_index,
-            turn_position=min(
-                (position_of[i] for i in item.message_ids if i in position_of), default=None
-            ),
+        (
+            seq,
+            item.source.value,
+            (item.child_key or "")[:400],
+            str(item.reason),
+            item.tokens_freed,
+            list(item.message_ids),
+            item.turn_index,
+            min((position_of[i] for i in item.message_ids if i in position_of), default=None),
         )
         for seq, item in enumerate(result.removal_list)
     ]
-    Removal.objects.bulk_create(removals, batch_size=BULK_BATCH)
-    Summary.objects.bulk_create(_summaries(run, before, outcome, removals, position_of))
+    _ledger_insert(run, removals)
+    touched = [removal[-1] for removal in removals if removal[-1] is not None]
+    Summary.objects.bulk_create(_summaries(run, before, outcome, touched, position_of))
     _budget_store(run.session, run, outcome.budget_after)
     after_turns = storage.after_turns(outcome.budget_before, outcome.budget_after)
     GCRun.objects.filter(pk=run.pk).update(
@@ -617,20 +615,58 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
     )
 
 
+def _ledger_insert(run: GCRun, removals: list[tuple[Any, ...]]) -> None:
+    """Store a run's ledger: ``Removal`` rows of (seq, source, child key, reason, tokens
+    freed, message ids, turn index, turn position).
+
+    A run of a long session removes thousands of items, and ``bulk_create`` spent most of
+    their time building a model instance for each and preparing every value through its field;
+    these are plain values, so they go in as rows, the JSON column prepared by its field.
+    """
+    names = (
+        "run",
+        "seq",
+        "source",
+        "child_key",
+        "reason",
+        "tokens_freed",
+        "message_ids",
+        "turn_index",
+        "turn_position",
+    )
+    columns = {field.name: str(field.column) for field in Removal._meta.concrete_fields}
+    ids = Removal._meta.get_field("message_ids")
+    assert isinstance(ids, models.JSONField)
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(Removal._meta.db_table)} "
+        f"({', '.join(quote(columns[name]) for name in names)}) "
+        f"VALUES ({', '.join(['%s'] * len(names))})"
+    )
+    with connection.cursor() as cursor:
+        for start in range(0, len(removals), BULK_BATCH):
+            cursor.executemany(
+                sql,
+                [
+                    (run.pk, *values[:5], ids.get_db_prep_save(values[5], connection), *values[6:])
+                    for values in removals[start : start + BULK_BATCH]
+                ],
+            )
+
+
 def _summaries(
     run: GCRun,
     before: gcengine.Session,
     outcome: gcengine.GCOutcome,
-    removals: list[Removal],
+    touched: list[int],
     position_of: dict[str, int],
 ) -> list[Summary]:
-    """The chain after the run: summaries it kept and the one it wrote, in history order."""
+    """The chain after the run: summaries it kept and the one it wrote, in history order;
+    ``touched`` are the positions of the turns the run took something from."""
     existing = {m.message_id for m in before.history}
     figures = storage.message_figures(outcome.budget_after)
     # A new summary goes in before the first turn anything was taken from.
-    first_touched = min(
-        (r.turn_position for r in removals if r.turn_position is not None), default=None
-    )
+    first_touched = min(touched, default=None)
     rows = []
     for message in outcome.session.history:
         if message.kind is not gcengine.MessageKind.SUMMARY:
