@@ -25,6 +25,7 @@ from django.utils import timezone
 import gcengine
 from jaato_web.dashboard import presenters, storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
+from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -410,6 +411,8 @@ def _session_store(
         batch_size=BULK_BATCH,
     )
     _budget_store(session, None, budget)
+    # What was just read is what a run of it (the default policy, on upload) reads back.
+    _sessions.put(_session_key(session), engine)
     return session
 
 
@@ -692,12 +695,35 @@ def _summaries(
     return rows
 
 
+# Sessions read back are kept in memory, by the messages they hold: one 10,000-turn session
+# has about 27,000. The one read last always stays, so a worker reading many large sessions
+# holds one at a time. Uploads are immutable and the engine never changes a session it is
+# handed, so an entry never goes stale; the key holds the counter the figures were made with.
+SESSION_CACHE_MESSAGES = 30_000
+_sessions: BoundedLRU[tuple[int, str, str], gcengine.Session] = BoundedLRU(
+    SESSION_CACHE_MESSAGES, lambda engine: len(engine.history)
+)
+
+
+def clear_caches() -> None:
+    """Forget the sessions read back (as a worker that has read none)."""
+    _sessions.clear()
+
+
+def _session_key(session: AgentSession) -> tuple[int, str, str]:
+    return (session.pk, session.sha256, session.token_counter)
+
+
 def engine_session_of(
     session: AgentSession, context_limit: int | None = None, compaction_id: str = ""
 ) -> gcengine.Session:
     """The engine's session as uploaded; against ``context_limit`` tokens when one is given;
-    as it stood just before the agent's own compaction ``compaction_id``, when one is named."""
-    engine = _stored_engine_session(session)
+    as it stood just before the agent's own compaction ``compaction_id``, when one is named.
+    Read from its rows once, then from memory."""
+    engine = _sessions.get(_session_key(session))
+    if engine is None:
+        engine = _stored_engine_session(session)
+        _sessions.put(_session_key(session), engine)
     if compaction_id:
         engine = gcengine.history_before(engine, compaction_id)
     return gcengine.with_context_limit(engine, context_limit) if context_limit else engine
