@@ -389,26 +389,41 @@ def _session_store(
     SessionDocument.objects.create(
         session=session, original=data, engine_session=storage.pack_session(engine)
     )
-    SessionTurn.objects.bulk_create(
+    _rows_insert(
+        SessionTurn,
         (
-            SessionTurn(
-                session=session,
-                position=row.position,
-                turn_index=row.turn_index,
-                kind=row.kind,
-                budget_key=row.budget_key[:200],
-                budget_label=row.budget_label[:300],
-                budget_policy=row.budget_policy,
-                message_count=row.message_count,
-                tokens=row.tokens,
-                policy=row.policy,
-                tool_calls=row.tool_calls,
-                preview=row.preview,
-                packed=row.packed,
+            "session",
+            "position",
+            "turn_index",
+            "kind",
+            "budget_key",
+            "budget_label",
+            "budget_policy",
+            "message_count",
+            "tokens",
+            "policy",
+            "tool_calls",
+            "preview",
+            "packed",
+        ),
+        [
+            (
+                session.pk,
+                row.position,
+                row.turn_index,
+                row.kind,
+                row.budget_key[:200],
+                row.budget_label[:300],
+                row.budget_policy,
+                row.message_count,
+                row.tokens,
+                row.policy,
+                row.tool_calls,
+                row.preview,
+                row.packed,
             )
             for row in turn_rows
-        ),
-        batch_size=BULK_BATCH,
+        ],
     )
     _budget_store(session, None, budget)
     # What was just read is what a run of it (the default policy, on upload) reads back.
@@ -595,7 +610,21 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         )
         for seq, item in enumerate(result.removal_list)
     ]
-    _ledger_insert(run, removals)
+    _rows_insert(
+        Removal,
+        (
+            "run",
+            "seq",
+            "source",
+            "child_key",
+            "reason",
+            "tokens_freed",
+            "message_ids",
+            "turn_index",
+            "turn_position",
+        ),
+        [(run.pk, *removal) for removal in removals],
+    )
     touched = [removal[-1] for removal in removals if removal[-1] is not None]
     Summary.objects.bulk_create(_summaries(run, before, outcome, touched, position_of))
     _budget_store(run.session, run, outcome.budget_after)
@@ -618,43 +647,40 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
     )
 
 
-def _ledger_insert(run: GCRun, removals: list[tuple[Any, ...]]) -> None:
-    """Store a run's ledger: ``Removal`` rows of (seq, source, child key, reason, tokens
-    freed, message ids, turn index, turn position).
+def _rows_insert(
+    model: type[models.Model], names: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """Insert plain values as rows of ``model``, one value per name of ``names``.
 
-    A run of a long session removes thousands of items, and ``bulk_create`` spent most of
-    their time building a model instance for each and preparing every value through its field;
-    these are plain values, so they go in as rows, the JSON column prepared by its field.
+    A long session is stored as tens of thousands of rows (its turns, a run's ledger), and
+    ``bulk_create`` spent most of their time building a model instance for each and preparing
+    every value through its field; here only values a column cannot take as they are (JSON,
+    bytes) go through their field.
     """
-    names = (
-        "run",
-        "seq",
-        "source",
-        "child_key",
-        "reason",
-        "tokens_freed",
-        "message_ids",
-        "turn_index",
-        "turn_position",
-    )
-    columns = {field.name: str(field.column) for field in Removal._meta.concrete_fields}
-    ids = Removal._meta.get_field("message_ids")
-    assert isinstance(ids, models.JSONField)
+    fields = {field.name: field for field in model._meta.concrete_fields}
+    prepared = [
+        number
+        for number, name in enumerate(names)
+        if isinstance(fields[name], models.JSONField | models.BinaryField)
+    ]
     quote = connection.ops.quote_name
     sql = (
-        f"INSERT INTO {quote(Removal._meta.db_table)} "
-        f"({', '.join(quote(columns[name]) for name in names)}) "
+        f"INSERT INTO {quote(model._meta.db_table)} "
+        f"({', '.join(quote(str(fields[name].column)) for name in names)}) "
         f"VALUES ({', '.join(['%s'] * len(names))})"
     )
+
+    def row(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not prepared:
+            return values
+        ready = list(values)
+        for number in prepared:
+            ready[number] = fields[names[number]].get_db_prep_save(ready[number], connection)
+        return tuple(ready)
+
     with connection.cursor() as cursor:
-        for start in range(0, len(removals), BULK_BATCH):
-            cursor.executemany(
-                sql,
-                [
-                    (run.pk, *values[:5], ids.get_db_prep_save(values[5], connection), *values[6:])
-                    for values in removals[start : start + BULK_BATCH]
-                ],
-            )
+        for start in range(0, len(rows), BULK_BATCH):
+            cursor.executemany(sql, [row(values) for values in rows[start : start + BULK_BATCH]])
 
 
 def _summaries(
