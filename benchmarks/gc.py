@@ -28,9 +28,11 @@ JAATO's medians on a 2-vCPU machine (reference section 9), for comparison:
 gc_budget 1.9-2.1 ms (100 turns), 16.8-18.7 ms (1,000), 194-225 ms (10,000);
 truncate 0.8 / 6.8-9.5 / 92-186 ms. Pair-heavy in JAATO: 10-12 s at 24,000 children.
 
-    python benchmarks/gc.py [--sizes 100 1000 10000] [--repeat 5] [--replay-turns 1000] [--replay]
+    python benchmarks/gc.py [--sizes 100 1000 10000] [--repeat 5] [--replay-turns 1000 ...]
+                            [--replay]
 
-``--replay`` times the replay alone. ``benchmarks/jaato_side_by_side.py`` times JAATO's own
+``--replay`` times the replay alone; several ``--replay-turns`` show how it grows (its time per
+1,000 turns at each size). ``benchmarks/jaato_side_by_side.py`` times JAATO's own
 gc_budget (jaato-server, in a separate virtualenv) against ours on these shapes.
 """
 
@@ -113,25 +115,37 @@ def build_ms(session: gcengine.Session, repeat: int) -> float:
     return median_ms(functools.partial(gcengine.rebuild_budget, session, counter), repeat)
 
 
-def replay(turns: int, repeat: int) -> None:
+def replay(turns: int, repeat: int) -> dict[str, float]:
+    """Milliseconds of each mode's replay of a ``turns``-turn session."""
     session = gcengine.load_session(generate_session_file(SessionShape(turns=turns, seed=turns)))
     session = session.model_copy(update={"context_limit": session.budget.total_tokens() // 10})
     session.budget = gcengine.rebuild_budget(session)
     print(f"replay: {turns:,} turns, context limit a tenth of the session, gc_budget")
+    taken = {}
     for mode, pressure in (("threshold", 90), ("continuous", 0)):
         config = gcengine.load_gc_config(
             {**POLICY, "type": "budget", "pressure_percent": pressure}, env={}
         )
         collections = len(simulate(session, config).events)
-        replay_ms = median_ms(functools.partial(simulate, session, config), repeat)
-        print(f"  {mode:<13} simulate {replay_ms:8.1f} ms   {collections:5} collections")
+        taken[mode] = median_ms(functools.partial(simulate, session, config), repeat)
+        print(f"  {mode:<13} simulate {taken[mode]:8.1f} ms   {collections:5} collections")
+    return taken
+
+
+def replay_sizes(sizes: list[int], repeat: int) -> None:
+    """Replays at each size, and each mode's time per 1,000 turns (linear: the same at each)."""
+    taken = {turns: replay(turns, repeat) for turns in sizes}
+    if len(sizes) > 1:
+        for mode in ("threshold", "continuous"):
+            rates = ", ".join(f"{taken[t][mode] / t * 1000:.0f}" for t in sizes)
+            print(f"  {mode:<13} ms per 1,000 turns at {', '.join(map(str, sizes))}: {rates}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1_000, 10_000])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--replay-turns", type=int, default=1_000)
+    parser.add_argument("--replay-turns", type=int, nargs="+", default=[1_000])
     parser.add_argument("--replay", action="store_true", help="only the replay")
     args = parser.parse_args()
     with gcengine.cyclic_gc_paused():
@@ -140,7 +154,7 @@ def main() -> None:
 
 def measure_all(args: argparse.Namespace) -> None:
     if args.replay:
-        replay(args.replay_turns, args.repeat)
+        replay_sizes(args.replay_turns, args.repeat)
         return
     config = gcengine.load_gc_config(POLICY, env={})
     for turns in args.sizes:
@@ -157,7 +171,7 @@ def measure_all(args: argparse.Namespace) -> None:
     )
     print(f"pair-heavy: {len(pair_heavy.history):,} messages, every turn a tool exchange")
     print("  " + measure(pair_heavy, config, "gc_budget", args.repeat))
-    replay(args.replay_turns, args.repeat)
+    replay_sizes(args.replay_turns, args.repeat)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,13 @@ Figures are medians of ``--repeat`` runs:
   conversation index, made while the budget is built, so this excludes building the index;
 * ``build+collect``: building the budget (ours: ``rebuild_budget``, index included, token
   counter cache warm; JAATO file: ``restore_conversation_from_snapshot``; JAATO rebuilt:
-  ``_update_conversation_budget``, which also makes the budget snapshot it emits) and collect.
+  ``_update_conversation_budget``, which also makes the budget snapshot it emits) and collect;
+* ``run_gc``: our whole run on the loaded session (collect, the new session and its budget
+  updated from what the run removed and inserted). Two ratios are printed: ``ratio`` is
+  collect against collect, ``run`` JAATO's collect alone against our whole run.
+
+Whichever release pip installs works: jaato-server 1.x (``jaato_server.shared``; Python 3.12 or
+later gets it) and 0.x (a top-level ``shared`` package; what pip picks under Python 3.11).
 
 Neither side pauses Python's cycle collector. JAATO's trace log (on by default in JAATO: a line
 per removed item appended to a file in the temp directory) is switched off with its own
@@ -126,6 +132,11 @@ def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> d
         collect(budget)
         total_times.append(time.perf_counter() - started)
         build_times.append(built - started)
+    run_times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        gcengine.run_gc(session, config, plugin=plugin)
+        run_times.append(time.perf_counter() - started)
     budget = build()
     new_history, result = collect(budget)
     total = budget.total_tokens()
@@ -135,6 +146,7 @@ def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> d
         "collect_ms": median_ms(collect_times),
         "build_collect_ms": median_ms(total_times),
         "build_ms": median_ms(build_times),
+        "run_ms": median_ms(run_times),
         "budget_tokens": total,
         "items": result.items_collected,
         "reasons": dict(Counter(str(item.reason.value) for item in result.removal_list)),
@@ -201,7 +213,8 @@ def freed(figures: dict[str, Any]) -> str:
 def print_table(rows: list[dict[str, Any]]) -> None:
     header = (
         f"{'shape':<24} {'JAATO budget':<13} {'JAATO ms':>9} {'+build':>9} "
-        f"{'ours ms':>8} {'+build':>8} {'ratio':>6} {'ratio+b':>7}  freed (JAATO | ours)"
+        f"{'ours ms':>8} {'+build':>8} {'run_gc':>8} {'ratio':>6} {'ratio+b':>7} "
+        f"{'run':>6}  freed (JAATO | ours)"
     )
     print(header)
     print("-" * len(header))
@@ -216,11 +229,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                 continue
             ratio = theirs["collect_ms"] / mine["collect_ms"]
             ratio_built = theirs["build_collect_ms"] / mine["build_collect_ms"]
+            ratio_run = theirs["collect_ms"] / mine["run_ms"]
             print(
                 f"{row['shape']:<24} {mode:<13} {theirs['collect_ms']:9.1f} "
                 f"{theirs['build_collect_ms']:9.1f} {mine['collect_ms']:8.1f} "
-                f"{mine['build_collect_ms']:8.1f} {ratio:5.1f}x {ratio_built:6.1f}x  "
-                f"{freed(theirs)} | {freed(mine)}"
+                f"{mine['build_collect_ms']:8.1f} {mine['run_ms']:8.1f} {ratio:5.1f}x "
+                f"{ratio_built:6.1f}x {ratio_run:5.1f}x  {freed(theirs)} | {freed(mine)}"
             )
 
 

@@ -27,6 +27,7 @@ import sys
 import time
 import traceback
 from collections import Counter
+from importlib import import_module
 from importlib.metadata import version
 from types import SimpleNamespace
 from typing import Any
@@ -37,15 +38,40 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
-try:
-    from jaato_server.shared.instruction_budget import InstructionBudget
-    from jaato_server.shared.instruction_token_cache import InstructionTokenCache
-    from jaato_server.shared.jaato_session import JaatoSession
-    from jaato_server.shared.plugins.gc import GCTriggerReason, load_gc_from_file
-    from jaato_server.shared.plugins.gc.utils import history_media_bytes
-    from jaato_server.shared.plugins.session.serializer import deserialize_session_state
-except Exception as error:  # reported to the driver, not raised
-    fail(f"cannot import jaato-server's GC modules: {type(error).__name__}: {error}")
+def jaato_modules() -> dict[str, Any]:
+    """JAATO's GC modules, wherever this release keeps them: ``jaato_server.shared`` (1.x),
+    or a top-level ``shared`` package (0.x, the release pip picks under Python 3.11)."""
+    errors = []
+    for root in ("jaato_server.shared", "shared"):
+        try:
+            return {
+                "InstructionBudget": import_module(f"{root}.instruction_budget").InstructionBudget,
+                "InstructionTokenCache": import_module(
+                    f"{root}.instruction_token_cache"
+                ).InstructionTokenCache,
+                "JaatoSession": import_module(f"{root}.jaato_session").JaatoSession,
+                "gc": import_module(f"{root}.plugins.gc"),
+                "history_media_bytes": import_module(
+                    f"{root}.plugins.gc.utils"
+                ).history_media_bytes,
+                "deserialize_session_state": import_module(
+                    f"{root}.plugins.session.serializer"
+                ).deserialize_session_state,
+            }
+        except Exception as error:  # the next layout, then reported to the driver
+            errors.append(f"{root}: {type(error).__name__}: {error}")
+    fail("cannot import jaato-server's GC modules (" + "; ".join(errors) + ")")
+    raise AssertionError  # fail() exits
+
+
+JAATO = jaato_modules()
+InstructionBudget = JAATO["InstructionBudget"]
+InstructionTokenCache = JAATO["InstructionTokenCache"]
+JaatoSession = JAATO["JaatoSession"]
+GCTriggerReason = JAATO["gc"].GCTriggerReason
+load_gc_from_file = JAATO["gc"].load_gc_from_file
+history_media_bytes = JAATO["history_media_bytes"]
+deserialize_session_state = JAATO["deserialize_session_state"]
 
 
 def median_ms(times: list[float]) -> float:
@@ -56,13 +82,27 @@ def usage_of(budget: Any, history: list[Any], turns: int) -> dict[str, Any]:
     """The keys of ``JaatoSession.get_context_usage()`` that the GC reads."""
     return {
         "context_limit": budget.context_limit,
-        "total_tokens": budget.effective_total_tokens(),
+        "total_tokens": effective_total(budget),
         "percent_used": budget.utilization_percent(),
         "tokens_remaining": budget.available_tokens(),
-        "effective_input_limit": budget.effective_input_limit(),
+        "effective_input_limit": input_limit(budget),
         "turns": turns,
         "media_bytes": history_media_bytes(history),
     }
+
+
+def effective_total(budget: Any) -> int:
+    """The total the GC threshold is judged on: 1.x scales it by a calibration factor, 0.x
+    has only the budget's own total."""
+    method = getattr(budget, "effective_total_tokens", None)
+    return int(method() if method is not None else budget.total_tokens())
+
+
+def input_limit(budget: Any) -> int:
+    """The prompt size a request can carry: 1.x subtracts the output it reserves, 0.x
+    measures against the whole window."""
+    method = getattr(budget, "effective_input_limit", None)
+    return int(method() if method is not None else budget.context_limit)
 
 
 def file_builder(state: Any, context_limit: int):
@@ -142,7 +182,7 @@ def measure(
         "reasons": dict(Counter(item.reason for item in result.removal_list)),
         "messages_removed": sum(1 for message in history if id(message) not in kept),
         "budget_tokens_freed": freed,
-        "percent_after": round((total - freed) * 100 / budget.effective_input_limit(), 2),
+        "percent_after": round((total - freed) * 100 / input_limit(budget), 2),
         "details_tokens_freed": result.details.get("tokens_freed"),
     }
 

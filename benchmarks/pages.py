@@ -42,6 +42,8 @@ os.environ.update(
         "JAATO_UPLOAD_MAX_BYTES": str(1 << 30),
         "JAATO_INLINE_INGEST_BYTES": str(1 << 30),
         "JAATO_GC_ON_UPLOAD": "false",
+        # Runs finish inside run_start, so each page has its run's ledger to show.
+        "JAATO_TASK_BACKEND": "immediate",
     }
 )
 

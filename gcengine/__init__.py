@@ -38,6 +38,7 @@ from gcengine.config import (
     load_gc_config,
 )
 from gcengine.context_limits import KNOWN_MODEL_LIMITS, ModelLimits, model_limits
+from gcengine.conversation import turn_key_of
 from gcengine.demo import DemoShape, generate_demo_session
 from gcengine.errors import (
     CompactionNotFoundError,
@@ -142,6 +143,14 @@ from gcengine.session import (
     rebuild_budget,
     token_drift,
     tool_pair_report,
+    turn_name,
+)
+from gcengine.stored import (
+    budget_figures,
+    message_records,
+    messages_from_records,
+    session_from_record,
+    session_record,
 )
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import (
@@ -280,6 +289,7 @@ __all__ = [
     "TurnReferences",
     "UsageReport",
     "analyze",
+    "budget_figures",
     "build_budget",
     "commit_plan",
     "compact_json",
@@ -305,6 +315,8 @@ __all__ = [
     "lone_surrogate_path",
     "media_cost",
     "media_provider_for_model",
+    "message_records",
+    "messages_from_records",
     "model_caps",
     "model_encoding",
     "model_limits",
@@ -318,6 +330,8 @@ __all__ = [
     "restore",
     "run_gc",
     "session_caps",
+    "session_from_record",
+    "session_record",
     "simulate",
     "split_into_turns",
     "token_counting",
@@ -325,7 +339,9 @@ __all__ = [
     "tool_pair_problems",
     "tool_pair_report",
     "ttl_label",
+    "turn_key_of",
     "turn_label",
+    "turn_name",
     "turn_number",
     "turn_references",
     "usage_report",

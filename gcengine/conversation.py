@@ -123,6 +123,7 @@ class ConversationIndex:
     exchanges: list[Exchange] | None = None
     exchange_groups: list[ExchangeGroup] | None = None
     original: str | None = None
+    created_base: float = 0.0
 
     def exchanges_from(self, turn: int) -> Iterator[Exchange]:
         """The tool exchanges (and notices) of every turn from ``turn`` on, in history order."""
@@ -197,9 +198,11 @@ class ConversationIndex:
         if self.counted_by is None or self.basis != basis:
             return figure
         messages, tokens, counted_by = self.messages, self.tokens, self.counted_by
-        positions = {id(message): position for position, message in enumerate(messages)}
+        positions: dict[int, int] = {}
 
         def known_figure(message: Message) -> tuple[int, str]:
+            if not positions:  # made when the first message is asked for
+                positions.update((id(m), position) for position, m in enumerate(messages))
             position = positions.get(id(message))
             if position is not None and messages[position] is message:
                 return tokens[position], counted_by[position]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress, count, islice
-from operator import ne
+from operator import is_not, ne
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -313,6 +313,59 @@ def turn_layout(history: Sequence[Message]) -> TurnLayout:
             next_free = index + 1
         indices.append(index)
     return TurnLayout(ids, starts, indices, [kinds[s] for s in starts])
+
+
+def relaid_out(
+    messages: Sequence[Message], old_messages: Sequence[Message], old: TurnLayout
+) -> TurnLayout:
+    """``turn_layout(messages)``, from ``old``, the layout of ``old_messages``: the turns both
+    histories share at their start and at their end are taken from it (the end's moved), and
+    only the messages between are split. A history a collection changed, or one grown by a
+    few turns, shares nearly all of its turns with the one before, so this costs what changed.
+
+    Splitting is causal (``starts_turn``): the turns before the first message that differs are
+    split alike, and so is a shared end that begins a turn after the part between. A
+    conversation message between that carries no stable index would be numbered by its
+    position: then everything is split again.
+    """
+    size, old_size = len(messages), len(old_messages)
+    limit = min(size, old_size)
+    same_start = next(compress(count(), map(is_not, messages, old_messages)), limit)
+    same_end = next(
+        compress(count(), map(is_not, reversed(messages), reversed(old_messages))),
+        limit - same_start,
+    )
+    same_end = min(same_end, limit - same_start)
+    # From the turn before the one holding the first difference: where it ends may change.
+    head = max(bisect_right(old.starts, same_start) - 2, 0)
+    start = old.starts[head] if head < len(old.starts) else 0
+    # To the first old turn starting in the shared end.
+    first_old = bisect_left(old.starts, old_size - same_end)
+    old_stop = old.starts[first_old] if first_old < len(old.starts) else old_size
+    stop = old_stop - old_size + size
+    if stop < start:
+        return turn_layout(messages)
+    middle = messages[start:stop]
+    if any(m.turn_index is None and m.kind is MessageKind.CHAT for m in middle):
+        return turn_layout(messages)
+    between = turn_layout(middle)
+    if (
+        stop < size
+        and between.starts
+        and not starts_turn(messages[stop], middle[between.starts[-1]])
+    ):
+        return turn_layout(messages)
+    shift = stop - old_stop
+    return TurnLayout(
+        [*old.message_ids[:start], *between.message_ids, *old.message_ids[old_stop:]],
+        [
+            *old.starts[:head],
+            *[position + start for position in between.starts],
+            *[position + shift for position in old.starts[first_old:]],
+        ],
+        [*old.indices[:head], *between.indices, *old.indices[first_old:]],
+        [*old.kinds[:head], *between.kinds, *old.kinds[first_old:]],
+    )
 
 
 def split_into_turns(history: Sequence[Message]) -> list[Turn]:

@@ -29,12 +29,12 @@ Each leaf says which in ``metadata["counted_by"]``.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from itertools import compress, count, islice
-from operator import is_not, itemgetter
+from itertools import compress, count, repeat
+from operator import is_, itemgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -70,6 +70,7 @@ from gcengine.messages import (
     ToolPairProblem,
     Turn,
     TurnLayout,
+    relaid_out,
     split_into_turns,
     tool_pair_problems,
     tool_traffic,
@@ -473,6 +474,36 @@ def turn_key(turn: Turn) -> str:
     return turn_key_of(turn.index, turn.messages[0])
 
 
+def turn_time(indices: Sequence[int | None], turn: int) -> tuple[float, float]:
+    """When turn ``turn`` of a layout (its stable ``indices``) was created, relative to the
+    session's start, and the span its messages take: ``(clock, width)``; message ``k`` of
+    ``n`` was created at ``clock + k * width / n``.
+
+    Times follow stable turn indices, not positions: uploaded turn ``i`` takes
+    ``[i, i + 1/2)`` whatever was removed before it, so the budget entries of every turn a
+    collection leaves alone are the same values after it, and a budget is updated by what a
+    run changed rather than rebuilt. Turns a collector inserted (summaries, notices) share the
+    half after the uploaded turn before them (``[-1/2, 0)`` at the start), in history order.
+    Times increase along a history whose stable indices do, as the builder's always do.
+    """
+    index = indices[turn]
+    if index is not None:
+        return float(index), 0.5
+    first = turn
+    while first and indices[first - 1] is None:
+        first -= 1
+    end = turn + 1
+    while end < len(indices) and indices[end] is None:
+        end += 1
+    before = indices[first - 1] if first else None
+    width = 0.5 / (end - first)
+    return (before if before is not None else -1) + 0.5 + (turn - first) * width, width
+
+
+Copied = list[tuple[int, int, int]]
+"""Runs of turns copied from another index: ``(first turn, end turn, its first turn there)``."""
+
+
 def index_conversation(
     history: Sequence[Message],
     counter: TokenCounter,
@@ -483,9 +514,9 @@ def index_conversation(
     figure: Figure | None = None,
     reuse: ConversationIndex | None = None,
     exchange_figures: bool = True,
-) -> tuple[ConversationIndex, int]:
-    """The conversation of a history laid out flat, without building its budget tree, and how
-    many of its first turns are ``reuse``'s unchanged.
+) -> tuple[ConversationIndex, Copied]:
+    """The conversation of a history laid out flat, without building its budget tree, and
+    the runs of its turns copied unchanged from ``reuse``.
 
     Each message's figure is ``message_figure`` with ``counter`` and ``recorded_figures``, or
     what ``figure`` gives: a replay, which lays out windows of the same messages at every
@@ -494,10 +525,11 @@ def index_conversation(
 
     ``reuse`` is an index this function made, with the same arguments, for another history: a
     shorter one this history extends, or the history a collection started from. Its figures
-    stand in for working out those of the messages it holds, and the whole turns the two
-    histories share at their start and at their end (the same messages, the same original
-    request) are copied from it, the ones at the end only moved; only the turns between are
-    read, usually the few a collection touched or the turns added since.
+    stand in for working out those of the messages it holds, and every uploaded turn both
+    histories hold alike (the same messages under the same stable index, with the same
+    original request) is copied from it, moved to where it stands now; only the other turns
+    are read: the few a collection touched, or the turns added since. Turns copied are found
+    run by run (see ``_copied_runs``), so what a collection left alone costs next to nothing.
 
     Every turn's tool exchanges are recorded, with their figures (``exchange_figures``: a
     collection taking thousands of them then only reads them) or as positions only, whose
@@ -510,74 +542,90 @@ def index_conversation(
         def figure(message: Message) -> tuple[int, str]:
             return message_figure(message, counter, recorded)
 
-    if reuse is not None:
-        figure = reuse.reusing(basis, figure)
     messages = list(history)
-    layout = turn_layout(messages)
+    layout = (
+        relaid_out(messages, reuse.messages, reuse.layout)
+        if reuse is not None
+        else turn_layout(messages)
+    )
     request = original_request(messages)
     original = messages[request].message_id if request is not None else None
     old = (
         reuse
-        if reuse is not None and _can_copy_turns(reuse, basis, original, exchange_figures)
+        if reuse is not None
+        and _can_copy_turns(reuse, basis, original, created_base, exchange_figures)
         else None
     )
-    head, tail = _shared_turns(old, messages, layout) if old is not None else (0, 0)
-    body_end = len(layout) - tail
-    split = layout.starts[head] if head < len(layout) else len(messages)
+    if old is not None:
+        copied, mapped = _copied_runs(old, messages, layout)
+    else:
+        copied, mapped = [], []
+        if reuse is not None:
+            figure = reuse.reusing(basis, figure)
     tokens: list[int] = []
     counted_by: list[str] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
     exchanges: list[Exchange] = []
     groups: list[ExchangeGroup] = []
-    if old is not None and head:
-        tokens, counted_by = old.tokens[:split], list(old.counted_by or ())[:split]
-        policies, created = old.policies[:split], old.created_at[:split]
-        exchanges = [e for e in old.exchanges or () if e.turn < head]
-        groups = [g for g in old.exchange_groups or () if g[0] < head]
-    for turn in range(head, body_end):
-        start, end = layout.span(turn)
-        turn_messages = messages[start:end]
-        closing = _closing_answer_ids(turn_messages)
-        traffic: list[TrafficMember] = []
-        for position, message in enumerate(turn_messages, start):
-            message_tokens, made_by = figure(message)
-            tokens.append(message_tokens)
-            counted_by.append(made_by)
-            policies.append(_message_policy(message, original, closing, clarifications))
-            created.append(created_base + position / 1000)
-            made = tool_traffic(message)
-            if made is not None:
-                traffic.append((position, *made))
-        if traffic:
-            found = [(turn, positions) for positions in turn_exchanges(traffic)]
-            groups.extend(found)
-            if exchange_figures:
-                exchanges.extend(_figured(found, messages, layout, tokens, policies, created))
-    if old is not None and tail:
-        # The turns at the end, moved: the same figures at new positions and turn numbers.
-        new_start = layout.starts[body_end]
-        old_turn = len(old.layout) - tail
-        old_start = old.layout.starts[old_turn]
-        tokens += old.tokens[old_start:]
-        counted_by += list(old.counted_by or ())[old_start:]
-        policies += old.policies[old_start:]
-        created += [created_base + p / 1000 for p in range(new_start, len(messages))]
-        shift, turn_shift = new_start - old_start, body_end - old_turn
-        old_groups = (
-            [(e.turn, e.positions) for e in old.exchanges]
-            if old.exchanges is not None
-            else old.exchange_groups or []
-        )
-        moved = [
-            (turn + turn_shift, [p + shift for p in positions])
-            for turn, positions in old_groups[
-                bisect_left(old_groups, old_turn, key=itemgetter(0)) :
-            ]
-        ]
-        groups.extend(moved)
+    starts, size = layout.starts, len(messages)
+
+    def read(first: int, end: int) -> None:
+        """Lay out turns ``first`` to ``end`` from their messages; the figures of messages the
+        same turn of ``old`` holds are taken from it (a turn a collection took a part of)."""
+        for turn in range(first, end):
+            start = starts[turn]
+            stop = starts[turn + 1] if turn + 1 < len(starts) else size
+            turn_messages = messages[start:stop]
+            closing = _closing_answer_ids(turn_messages)
+            clock, width = turn_time(layout.indices, turn)
+            step = width / (stop - start)
+            traffic: list[TrafficMember] = []
+            old_turn = mapped[turn] if mapped else None
+            known = _old_figures(old, old_turn) if old_turn is not None else {}
+            for offset, message in enumerate(turn_messages):
+                was = known.get(id(message))
+                message_tokens, made_by = was[1] if was and was[0] is message else figure(message)
+                tokens.append(message_tokens)
+                counted_by.append(made_by)
+                policies.append(_message_policy(message, original, closing, clarifications))
+                created.append(created_base + clock + offset * step)
+                made = tool_traffic(message)
+                if made is not None:
+                    traffic.append((start + offset, *made))
+            if traffic:
+                found = [(turn, positions) for positions in turn_exchanges(traffic)]
+                if exchange_figures:
+                    exchanges.extend(_figured(found, messages, layout, tokens, policies, created))
+                else:
+                    groups.extend(found)
+
+    done = 0
+    for first, end, old_first in copied:
+        assert old is not None
+        read(done, first)
+        done = end
+        old_layout = old.layout
+        old_start = old_layout.starts[old_first]
+        old_stop = old_layout.span(old_first + end - first - 1)[1]
+        tokens += old.tokens[old_start:old_stop]
+        counted_by += (old.counted_by or ())[old_start:old_stop]
+        policies += old.policies[old_start:old_stop]
+        created += old.created_at[old_start:old_stop]
+        shift, turn_shift = starts[first] - old_start, first - old_first
         if exchange_figures:
-            exchanges.extend(_figured(moved, messages, layout, tokens, policies, created))
+            exchanges += [
+                e._replace(turn=e.turn + turn_shift, positions=[p + shift for p in e.positions])
+                for e in _in_turns(old.exchanges or [], old_first, old_first + end - first)
+            ]
+        else:
+            groups += [
+                (turn + turn_shift, [p + shift for p in positions])
+                for turn, positions in _in_turns(
+                    old.exchange_groups or [], old_first, old_first + end - first
+                )
+            ]
+    read(done, len(starts))
     index = ConversationIndex(
         messages,
         layout,
@@ -589,64 +637,145 @@ def index_conversation(
         exchanges=exchanges if exchange_figures else None,
         exchange_groups=None if exchange_figures else groups,
         original=original,
+        created_base=created_base,
     )
-    return index, head
+    return index, copied
+
+
+def _old_figures(
+    old: ConversationIndex | None, turn: int
+) -> dict[int, tuple[Message, tuple[int, str]]]:
+    """The figures of ``old``'s turn ``turn``, by message identity."""
+    assert old is not None
+    assert old.counted_by is not None
+    start, stop = old.layout.span(turn)
+    tokens, counted_by, messages = old.tokens, old.counted_by, old.messages
+    return {id(messages[p]): (messages[p], (tokens[p], counted_by[p])) for p in range(start, stop)}
+
+
+def _in_turns[T: tuple[Any, ...]](found: Sequence[T], first: int, end: int) -> Sequence[T]:
+    """The exchanges (or groups) of turns ``first`` to ``end``: they are in turn order."""
+    key = itemgetter(0)
+    return found[bisect_left(found, first, key=key) : bisect_left(found, end, key=key)]
 
 
 def _can_copy_turns(
-    old: ConversationIndex, basis: FigureBasis, original: str | None, exchange_figures: bool
+    old: ConversationIndex,
+    basis: FigureBasis,
+    original: str | None,
+    created_base: float,
+    exchange_figures: bool,
 ) -> bool:
     """Whether ``old`` holds what copying its turns needs: the builder's figures on the same
-    basis, the same original request (it decides a policy), exchanges recorded the same way."""
+    basis, the same original request (it decides a policy) and the same start of the session
+    (times follow from it), exchanges recorded the same way."""
     recorded = old.exchanges if exchange_figures else old.exchange_groups
     return (
         old.counted_by is not None
         and old.basis == basis
         and old.original == original
+        and old.created_base == created_base
         and recorded is not None
     )
 
 
-def _shared_turns(
-    old: ConversationIndex, messages: Sequence[Message], layout: TurnLayout
-) -> tuple[int, int]:
-    """How many whole turns ``messages`` shares with ``old``'s history at the start, and at the
-    end after those: the same message objects, split into the same turns with the same stable
-    indices (a turn's figures depend only on its own messages and the original request).
+def _copied_runs(
+    old: ConversationIndex, messages: list[Message], layout: TurnLayout
+) -> tuple[Copied, list[int | None]]:
+    """The runs of uploaded turns ``messages`` holds as ``old``'s history does, and for every
+    turn the turn of ``old`` with its stable index (None for none).
 
-    Splitting is causal (``starts_turn``): turns ending before the first message that differs
-    are split alike in both histories, and so is everything after a turn both start with the
-    same message, once the rest is the same; only those two boundaries are checked.
+    A turn is copied when it holds the same messages (equal, and most often the very same
+    objects) under the same stable index: its figures, policies and times depend only on its
+    own messages, its index and the original request. Turns whose stable indices follow each
+    other in both histories are compared as one span of messages; where the span differs, the
+    turn holding the first difference is left out and the rest compared again. A collection
+    changes a few places of a long history, so that is a few comparisons of long spans.
     """
-    size, old_size = len(messages), len(old.messages)
-    old_layout = old.layout
-    limit = min(size, old_size)
-    same_start = next(compress(count(), map(is_not, messages, old.messages)), limit)
-    if same_start == size == old_size:
-        return len(layout), 0
-    head = max(bisect_right(layout.starts, same_start) - 1, 0)
-    # The turn before ``head`` ends at ``layout.starts[head]``: at the first difference at the
-    # latest, where the old history must end a turn as well.
-    boundary = head and layout.starts[head] == same_start and same_start != old_size
-    if boundary and old_layout.turn_starting_at(same_start) is None:
-        head -= 1
-    same_end = next(
-        compress(count(), map(is_not, reversed(messages), reversed(old.messages))), limit
-    )
-    first_new = bisect_left(layout.starts, size - same_end)
-    first_new = max(first_new, head)
-    if first_new >= len(layout):
-        return head, 0
-    shift = size - old_size
-    first_old = old_layout.turn_starting_at(layout.starts[first_new] - shift)
-    if (
-        first_old is None
-        or first_old < head
-        or len(old_layout) - first_old != len(layout) - first_new
-        or layout.indices[first_new:] != old_layout.indices[first_old:]
-    ):
-        return head, 0
-    return head, len(layout) - first_new
+    old_layout, old_messages = old.layout, old.messages
+    old_turn_of: dict[int | None, int] = dict(zip(old_layout.indices, count(), strict=False))
+    mapped: list[int | None] = list(map(old_turn_of.get, layout.indices))
+    if None in old_turn_of:  # inserted turns have no stable index: nothing to map them to
+        for turn in compress(count(), map(is_, layout.indices, repeat(None))):
+            mapped[turn] = None
+    size, old_size = len(messages), len(old_messages)
+    starts, old_starts = layout.starts, old_layout.starts
+
+    def stop(turn: int) -> int:
+        return starts[turn + 1] if turn + 1 < len(starts) else size
+
+    def old_stop(turn: int) -> int:
+        return old_starts[turn + 1] if turn + 1 < len(old_starts) else old_size
+
+    def same(first: int, end: int, old_first: int) -> bool:
+        """Whether turns ``first`` to ``end`` are old turns ``old_first`` on: the same messages
+        in spans of the same length, which then split into turns alike (both begin a turn, and
+        whether a message starts one depends only on it and the turn's first, ``starts_turn``)."""
+        if end <= first:
+            return True
+        start, old_start = starts[first], old_starts[old_first]
+        span, old_end = stop(end - 1) - start, old_stop(old_first + end - first - 1)
+        return old_end - old_start == span and (
+            messages[start : start + span] == old_messages[old_start:old_end]
+        )
+
+    def first_different(first: int, end: int, old_first: int) -> int | None:
+        """The first of turns ``first`` to ``end`` that is not old turn ``old_first`` on
+        (None when all are): the turn holding the first message that differs, or the one before
+        it when that message begins a turn here and not there."""
+        if same(first, end, old_first):
+            return None
+        start, old_start = starts[first], old_starts[old_first]
+        old_span = old_stop(old_first + end - first - 1) - old_start
+        span = stop(end - 1) - start
+        offset = _first_unequal(messages, start, old_messages, old_start, min(span, old_span))
+        turn = layout.turn_of(start + offset) if offset < span else end - 1
+        turn = min(max(turn, first), end - 1)
+        while not same(first, turn, old_first):
+            turn -= 1
+        return turn
+
+    runs: Copied = []
+    turn, turns = 0, len(mapped)
+    while turn < turns:
+        old_first = mapped[turn]
+        if old_first is None:
+            turn += 1
+            continue
+        end = turn + 1
+        while end < turns and mapped[end] == old_first + end - turn:
+            end += 1
+        first = turn
+        while first < end:
+            different = first_different(first, end, old_first + first - turn)
+            if different is None:
+                runs.append((first, end, old_first + first - turn))
+                break
+            if different > first:
+                runs.append((first, different, old_first + first - turn))
+            first = different + 1
+        turn = end
+    return runs, mapped
+
+
+def _first_unequal(
+    new: Sequence[Message], new_start: int, old: Sequence[Message], old_start: int, size: int
+) -> int:
+    """How many messages from ``new_start`` and ``old_start`` are equal (most often the very
+    same objects), compared in chunks that double: what it costs follows the answer, not the
+    length of the histories."""
+    done, chunk = 0, 8
+    while done < size:
+        end = min(size, done + chunk)
+        if new[new_start + done : new_start + end] != old[old_start + done : old_start + end]:
+            return next(
+                offset
+                for offset in range(done, end)
+                if new[new_start + offset] is not old[old_start + offset]
+                and new[new_start + offset] != old[old_start + offset]
+            )
+        done, chunk = end, chunk * 2
+    return size
 
 
 def _figured(
@@ -671,25 +800,30 @@ def build_conversation(
     clarifications: frozenset[str] = frozenset(),
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
+    figure: Figure | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry for a history: one container per turn, one leaf per message.
 
     The arguments are ``index_conversation``'s; ``reuse`` is an entry this function made (with
-    the same arguments) for another history, whose index is reused, and whose tree keeps the
-    turns the two share at the start. The entry is remembered with its index, which a
+    the same arguments) for another history, whose index is reused, and whose tree gives the
+    turns the two histories hold alike: the very same entries, so a budget after a collection
+    costs what the collection changed. The entry is remembered with its index, which a
     collection reads instead of the tree.
     """
     known = index_of(reuse)
-    index, head = index_conversation(
+    index, copied = index_conversation(
         history,
         counter,
         recorded_figures=recorded_figures,
         clarifications=clarifications,
         created_base=created_base,
         reuse=known,
+        figure=figure,
     )
-    kept = dict(islice(reuse.children.items(), head)) if reuse is not None and head else {}
-    conversation = conversation_tree(index, created_base, head, kept)
+    kept: list[tuple[str, SourceEntry]] = []
+    if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
+        kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
+    conversation = conversation_tree(index, created_base, copied if kept else [], kept)
     remember(conversation, index)
     return conversation
 
@@ -697,45 +831,19 @@ def build_conversation(
 def conversation_tree(
     index: ConversationIndex,
     created_base: float = 0.0,
-    first_turn: int = 0,
-    kept: Mapping[str, SourceEntry] | None = None,
+    copied: Copied | None = None,
+    kept: Sequence[tuple[str, SourceEntry]] = (),
 ) -> SourceEntry:
-    """The CONVERSATION entry of an index: ``kept`` turns (an earlier tree's, for the turns
-    before ``first_turn``), then one container per turn and one leaf per message."""
-    messages, layout = index.messages, index.layout
-    tokens, created, counted_by = index.tokens, index.created_at, index.counted_by
-    assert counted_by is not None, "only an index the builder made says what made each figure"
-    children = dict(kept or {})
-    for turn in range(first_turn, len(layout)):
-        start, end = layout.span(turn)
-        turn_index = layout.indices[turn]
-        # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
-        turn_name = f"turn_{turn_number(turn_index)}" if turn_index is not None else "inserted"
-        leaves: dict[str, SourceEntry] = {}
-        for position in range(start, end):
-            message = messages[position]
-            leaves[message.message_id] = construct(
-                SourceEntry,
-                source=InstructionSource.CONVERSATION,
-                tokens=tokens[position],
-                gc_policy=index.policies[position],
-                label=f"{turn_name} {_role_label(message)}",
-                children={},
-                metadata={"counted_by": counted_by[position], "role": message.role.value},
-                created_at=created[position],
-                message_ids=[message.message_id],
-            )
-        children[turn_key_of(turn_index, messages[start])] = construct(
-            SourceEntry,
-            source=InstructionSource.CONVERSATION,
-            tokens=sum(tokens[start:end]),
-            gc_policy=GCPolicy.PARTIAL,
-            label=turn_name if turn_index is not None else f"{layout.kinds[turn].value}",
-            children=leaves,
-            metadata={"turn_index": turn_index, "kind": layout.kinds[turn].value},
-            created_at=created[start],
-            message_ids=layout.message_ids[start:end],
-        )
+    """The CONVERSATION entry of an index: one container per turn and one leaf per message,
+    except the runs of turns ``copied`` from another index, whose entries are that index's
+    tree's (``kept``: its turns' keys and entries, in order)."""
+    children: dict[str, SourceEntry] = {}
+    done = 0
+    for first, end, old_first in copied or ():
+        _turn_entries(index, done, first, children)
+        children.update(kept[old_first : old_first + end - first])
+        done = end
+    _turn_entries(index, done, len(index.layout), children)
     return construct(
         SourceEntry,
         source=InstructionSource.CONVERSATION,
@@ -747,6 +855,51 @@ def conversation_tree(
         created_at=created_base,
         message_ids=[],
     )
+
+
+def turn_name(index: int | None, kind: MessageKind) -> str:
+    """A turn's label in the budget tree: JAATO's ``turn_1`` for the turn with stable index 0,
+    the kind (``summary``, ``notice``) for one a collector inserted."""
+    return f"turn_{turn_number(index)}" if index is not None else kind.value
+
+
+def _turn_entries(
+    index: ConversationIndex, first: int, end: int, children: dict[str, SourceEntry]
+) -> None:
+    """Add the entries of turns ``first`` to ``end`` of the index to ``children``."""
+    messages, layout = index.messages, index.layout
+    tokens, created, counted_by = index.tokens, index.created_at, index.counted_by
+    assert counted_by is not None, "only an index the builder made says what made each figure"
+    for turn in range(first, end):
+        start, stop = layout.span(turn)
+        turn_index = layout.indices[turn]
+        # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
+        turn_label = f"turn_{turn_number(turn_index)}" if turn_index is not None else "inserted"
+        leaves: dict[str, SourceEntry] = {}
+        for position in range(start, stop):
+            message = messages[position]
+            leaves[message.message_id] = construct(
+                SourceEntry,
+                source=InstructionSource.CONVERSATION,
+                tokens=tokens[position],
+                gc_policy=index.policies[position],
+                label=f"{turn_label} {_role_label(message)}",
+                children={},
+                metadata={"counted_by": counted_by[position], "role": message.role.value},
+                created_at=created[position],
+                message_ids=[message.message_id],
+            )
+        children[turn_key_of(turn_index, messages[start])] = construct(
+            SourceEntry,
+            source=InstructionSource.CONVERSATION,
+            tokens=sum(tokens[start:stop]),
+            gc_policy=GCPolicy.PARTIAL,
+            label=turn_name(turn_index, layout.kinds[turn]),
+            children=leaves,
+            metadata={"turn_index": turn_index, "kind": layout.kinds[turn].value},
+            created_at=created[start],
+            message_ids=layout.message_ids[start:stop],
+        )
 
 
 def build_budget(
@@ -761,11 +914,12 @@ def build_budget(
     thinking_tokens: int | None = None,
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
+    figure: Figure | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded. ``reuse`` is ``build_conversation``'s.
+    kept as recorded. ``reuse`` and ``figure`` are ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -799,6 +953,7 @@ def build_budget(
             clarifications=recorded_clarifications(recorded_budget),
             created_base=created_base,
             reuse=reuse,
+            figure=figure,
         )
     if thinking_tokens is not None and not _has_thinking(recorded_budget):
         set_fresh(budget.entries[InstructionSource.THINKING], "tokens", thinking_tokens)
@@ -818,13 +973,15 @@ def rebuild_budget(
     counter: TokenCounter | None = None,
     *,
     reuse: InstructionBudget | None = None,
+    figure: Figure | None = None,
 ) -> InstructionBudget:
     """The budget the session's history implies now (after an edit or a collection).
 
     ``reuse`` is a budget this function made, with the same counter and recording, for a
     session with another history (a shorter one, or the one a collection started from): what
     the two histories share is taken from it rather than worked out again (see
-    ``index_conversation``). The result is exactly the budget rebuilt from scratch.
+    ``index_conversation``). ``figure`` gives each message's figure where the caller kept
+    them (``gcengine.stored``). The result is exactly the budget rebuilt from scratch.
     """
     thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
     return build_budget(
@@ -837,6 +994,7 @@ def rebuild_budget(
         thinking_tokens=sum(thinking) if thinking else None,
         created_base=iso_to_epoch(session.created_at) or 0.0,
         reuse=reuse.get_entry(InstructionSource.CONVERSATION) if reuse is not None else None,
+        figure=figure,
     )
 
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
-from gcengine.conversation import ConversationIndex
+from gcengine.conversation import ConversationIndex, index_of
 from gcengine.gc.run import plugin_for, without_entries
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
@@ -100,10 +100,25 @@ class _Figures:
     figures out (serialising tool payloads to count them) was most of it.
     """
 
-    def __init__(self, counter: TokenCounter, recorded: Mapping[str, int]) -> None:
+    def __init__(
+        self, counter: TokenCounter, recorded: Mapping[str, int], budget: InstructionBudget
+    ) -> None:
         self._counter = counter
         self._recorded = recorded
         self._known: dict[str, tuple[Message, tuple[int, str]]] = {}
+        # The session's budget holds every message's figure already, made on the same basis
+        # when its counter is the replay's: a replay in a worker that has counted nothing yet
+        # (a stored session read back) counts nothing again.
+        index = index_of(budget.get_entry(InstructionSource.CONVERSATION))
+        if (
+            index is not None
+            and index.basis is not None
+            and index.basis[:2] == (counter.name, recorded)
+        ):
+            for message, tokens, made_by in zip(
+                index.messages, index.tokens, index.counted_by or (), strict=False
+            ):
+                self._known[message.message_id] = (message, (tokens, made_by))
 
     def __call__(self, message: Message) -> tuple[int, str]:
         known = self._known.get(message.message_id)
@@ -146,7 +161,7 @@ class _Replay:
         # conversation, so what it recorded (figures, clarifications) holds for the whole replay.
         self.recorded = recorded_message_figures(session.recorded_budget)
         self.clarifications = recorded_clarifications(session.recorded_budget)
-        self.figures = _Figures(self.counter, self.recorded)
+        self.figures = _Figures(self.counter, self.recorded, session.budget)
         self.created_base = iso_to_epoch(session.created_at) or 0.0
         self.state = session.model_copy(update={"history": []})
         self.outside = rebuild_budget(self.state, self.counter)

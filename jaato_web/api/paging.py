@@ -7,7 +7,6 @@ from typing import Any
 from django.db.models import QuerySet
 
 from jaato_web.dashboard import presenters, selectors
-from jaato_web.dashboard.models import BudgetNode
 
 
 def paged(items: QuerySet[Any], page: int, per_page: int) -> dict[str, Any]:
@@ -20,13 +19,13 @@ def paged(items: QuerySet[Any], page: int, per_page: int) -> dict[str, Any]:
     }
 
 
-def node_page(nodes: QuerySet[BudgetNode], parent: str, offset: int) -> dict[str, Any]:
-    offset = max(offset, 0)
-    window = list(nodes[offset : offset + selectors.NODES_PER_PAGE])
+def node_page(
+    nodes: list[selectors.TreeNode], total: int, parent: str, offset: int
+) -> dict[str, Any]:
     return {
         "parent_path": parent,
-        "offset": offset,
-        "total": nodes.count(),
+        "offset": max(offset, 0),
+        "total": total,
         "items": [
             {
                 "path": n.path,
@@ -39,6 +38,6 @@ def node_page(nodes: QuerySet[BudgetNode], parent: str, offset: int) -> dict[str
                 "tokens": n.tokens,
                 "child_count": n.child_count,
             }
-            for n in window
+            for n in nodes
         ],
     }

@@ -185,8 +185,10 @@ def run_budget(
     request: HttpRequest, run_id: int, parent: str = "", offset: Index = 0
 ) -> dict[str, object]:
     run = _run(request, run_id)
-    nodes = selectors.budget_children(session=run.session, run=run, parent_path=parent)
-    return node_page(nodes, parent, offset)
+    nodes, total = selectors.budget_children_page(
+        session=run.session, run=run, parent_path=parent, offset=offset
+    )
+    return node_page(nodes, total, parent, offset)
 
 
 @router.get(
@@ -223,14 +225,14 @@ def run_diff(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[st
 )
 def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _run(request, run_id)
-    packed = selectors.run_session_after(run=run)
-    if packed is None:
+    after = services.session_after_of(run)
+    if after is None:
         return HttpResponse(
             storage.pretty_json({"detail": f"run {run.pk} is {run.status}; nothing to export"}),
             status=409,
             content_type="application/json",
         )
-    document = gcengine.dump_session(storage.unpack_session(packed), indent=None)
+    document = gcengine.dump_session(after, indent=None)
     response = HttpResponse(document, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.json"'
     return response

@@ -150,7 +150,10 @@ def session_budget(
 ) -> dict[str, object]:
     """Top-level sources without ``parent``; a node's children with ``parent=<its path>``."""
     session = access_of(request).session(session_id)
-    return node_page(selectors.budget_children(session=session, parent_path=parent), parent, offset)
+    nodes, total = selectors.budget_children_page(
+        session=session, parent_path=parent, offset=offset
+    )
+    return node_page(nodes, total, parent, offset)
 
 
 @router.get(

@@ -72,11 +72,11 @@ class SessionTurnAdmin(ReadOnlyAdmin):
     list_select_related = ("session",)
     list_filter = ("kind", "policy")
     search_fields = ("session__label", "preview")
-    exclude = ("messages",)
+    exclude = ("packed",)
     show_full_result_count = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[SessionTurn]:
-        return super().get_queryset(request).defer("messages")
+        return super().get_queryset(request).defer("packed")
 
 
 class PolicyVersionInline(admin.TabularInline):
@@ -131,10 +131,12 @@ class GCRunAdmin(ReadOnlyAdmin):
     list_filter = ("status", "plugin", "trigger")
     search_fields = ("session__label", "plugin", "error")
     date_hierarchy = "created_at"
-    exclude = ("session_after",)
+    exclude = ("session_after", "after_turns")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[GCRun]:
-        return super().get_queryset(request).defer("session_after", "result", "config")
+        return (
+            super().get_queryset(request).defer("session_after", "after_turns", "result", "config")
+        )
 
 
 @admin.register(Removal)

@@ -3,14 +3,15 @@
 The policy editor previews every edit (debounced) and the compare page runs two policies side
 by side, so what matters is the cost per request:
 
-* unpacking a stored session (zlib JSON into a ``gcengine.Session``) takes 0.1-0.3 s at 1,000
-  turns, so sessions are kept in a small LRU keyed by id and sha256; uploads are immutable,
-  so an entry never goes stale, and the engine never mutates a session it is handed;
+* reopening a stored session (its turn rows read back, nothing counted) costs a few hundredths
+  of a second at 1,000 turns, so sessions are kept in a small LRU keyed by id and sha256,
+  bounded by the messages it holds; uploads are immutable, so an entry never goes stale, and
+  the engine never mutates a session it is handed;
 * ``gcengine.run_gc`` on the whole session gives the ledger (about 0.1 s at 1,000 turns);
 * the replay (``gcengine.simulate``) is the slow part, and its cost depends on the mode:
   threshold mode collects a few times, continuous mode after nearly every turn past the
-  target. Replays are cached by session and gc.json, and drawn without being asked only when
-  the session is short enough for the mode (``QUICK_REPLAY_TURNS``).
+  target. Replays are cached by session and gc.json (bounded by their steps), and drawn
+  without being asked when the session is short enough for the mode (``QUICK_REPLAY_TURNS``).
 
 An LLM summarizer is never called from here: a dry run swaps in the offline extractive one and
 says so in its notes.
@@ -19,24 +20,25 @@ says so in its notes.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import gcengine
 from jaato_web.dashboard import presenters, services, storage
+from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession
 
-SESSION_CACHE_SIZE = 4
-REPLAY_CACHE_SIZE = 64
+# What the caches may hold, by what takes memory: messages of the sessions kept (one
+# 10,000-turn session has about 27,000) and steps of the replays kept (two a turn). The entry
+# used last is always kept, so a process that reads many large sessions holds one at a time.
+SESSION_CACHE_MESSAGES = 30_000
+REPLAY_CACHE_STEPS = 200_000
 # Sessions up to this many turns are replayed as soon as a preview asks (in a second request,
-# after the ledger); longer ones wait for a click. Continuous mode collects after nearly every
-# turn past the target, so it costs more per turn: about 1 s at 1,000 turns against 0.1 s in
-# threshold mode (benchmarks/preview.py).
-QUICK_REPLAY_TURNS = {"threshold": 5000, "continuous": 1000}
+# after the ledger); longer ones wait for a click. A replay is linear in turns: a 10,000-turn
+# session replays in a few seconds in either mode (benchmarks/gc.py --replay).
+QUICK_REPLAY_TURNS = {"threshold": 10_000, "continuous": 10_000}
 PINS_NOTE = "It keeps what is pinned in this session, as every run of the session does."
 LLM_NOTE = (
     "This preview summarizes with the offline extractive summarizer; "
@@ -44,35 +46,12 @@ LLM_NOTE = (
 )
 
 
-class LRU[K, V]:
-    """A small thread-safe least-recently-used map (runserver and WSGI servers use threads)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            return self._items[key]
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-_sessions: LRU[tuple[int, str], gcengine.Session] = LRU(SESSION_CACHE_SIZE)
-_replays: LRU[tuple[int, str, str, int | None], dict[str, Any]] = LRU(REPLAY_CACHE_SIZE)
+_sessions: BoundedLRU[tuple[int, str], gcengine.Session] = BoundedLRU(
+    SESSION_CACHE_MESSAGES, lambda session: len(session.history)
+)
+_replays: BoundedLRU[tuple[int, str, str, int | None], dict[str, Any]] = BoundedLRU(
+    REPLAY_CACHE_STEPS, lambda series: len(series["steps"])
+)
 
 
 def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:

@@ -1,9 +1,9 @@
 """What the dashboard stores: uploads, sessions laid out for paging, policies, GC runs.
 
 Big things are split so pages never load them: the original bytes and the engine's own
-session document live in their own rows (``SessionDocument``), and the history and the budget
-tree are stored as one row per turn and per tree node, so a page of a 10,000-turn session reads
-the same few rows as a page of a 10-turn one.
+session document live in their own rows (``SessionDocument``), the history is stored as one row
+per turn and the budget tree above the turns as one row per node, so a page of a 10,000-turn
+session reads the same few rows as a page of a 10-turn one.
 
 Uploaded originals are immutable: nothing updates a ``SessionDocument`` after it is written,
 and GC runs write their own rows beside the session's.
@@ -11,8 +11,12 @@ and GC runs write their own rows beside the session's.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from django.conf import settings
 from django.db import models
+
+from jaato_web.dashboard.storage import StoredMessage, message_views, unpack_turn
 
 
 class JobStatus(models.TextChoices):
@@ -138,25 +142,43 @@ class SessionDocument(models.Model):
 
 
 class SessionTurn(models.Model):
-    """One turn of a session's history, with its messages as the history view shows them."""
+    """One turn of a session's history: its messages, kept here and nowhere else, with each
+    message's figure; the history view and the budget tree's turns are drawn from these rows."""
 
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="turns")
     position = models.PositiveIntegerField(help_text="0-based place in the history.")
     turn_index = models.IntegerField(null=True, help_text="The stable turn index, if any.")
     kind = models.CharField(max_length=20)
+    budget_key = models.CharField(
+        max_length=200, blank=True, help_text="The turn's key in the budget tree (turn_<index>)."
+    )
+    budget_label = models.CharField(max_length=300, blank=True)
+    budget_policy = models.CharField(
+        max_length=20, blank=True, help_text="The turn's policy in the tree (partial if mixed)."
+    )
+    message_count = models.PositiveIntegerField(default=0)
     tokens = models.PositiveBigIntegerField()
     policy = models.CharField(max_length=20, help_text="The most protective policy inside.")
     tool_calls = models.PositiveIntegerField(default=0)
     preview = models.CharField(max_length=300, blank=True)
-    messages = models.JSONField(help_text="Message rows: id, role, kind, tokens, policy, parts.")
+    packed = models.BinaryField(
+        default=b"",
+        help_text="The turn's messages (gcengine records) and their figures, zlib JSON.",
+    )
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["session", "position"], name="turn_unique_position"),
         ]
+        indexes = [models.Index(fields=["session", "budget_key"])]
 
     def __str__(self) -> str:
         return f"turn {self.turn_index} of {self.session_id}"
+
+    @cached_property
+    def messages(self) -> list[StoredMessage]:
+        """The turn's messages as the history view shows them."""
+        return message_views(*unpack_turn(self.packed))
 
 
 class SessionPin(models.Model):
@@ -317,7 +339,14 @@ class GCRun(BackgroundWork):
     eligible_after = models.PositiveBigIntegerField(null=True)
     result = models.JSONField(null=True, help_text="gcengine.GCResult without its removal list.")
     session_after = models.BinaryField(
-        null=True, help_text="The session after the run, gcengine.Session JSON, zlib-compressed."
+        null=True,
+        help_text="The session after the run: its history as positions in the session's "
+        "(and what the run inserted), zlib JSON.",
+    )
+    after_turns = models.BinaryField(
+        null=True,
+        help_text="The conversation the run left, by turn: positions of session turns it left "
+        "alone, the others written out (storage.after_turns), zlib JSON.",
     )
     stash = models.BinaryField(
         null=True,

@@ -33,12 +33,19 @@ from typing import Any
 
 import gcengine
 from jaato_web.dashboard import dry_runs, services
-from jaato_web.dashboard.dry_runs import LRU
+from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession
 from jaato_web.dashboard.planner_presenters import item_name
 
 ITEMS_CACHE_SIZE = 4
 PLAN_CACHE_SIZE = 16
+
+
+def _one(_: object) -> int:
+    """Each entry weighs one: these caches are bounded by how many they hold."""
+    return 1
+
+
 # User turns planned and committed per page of the step-through.
 STEPS_PER_PAGE = 50
 Ttl = int | gcengine.TTLState | None
@@ -101,7 +108,7 @@ class _TurnFacts:
     names: tuple[str, ...]
 
 
-_turn_facts: LRU[tuple[int, str], _TurnFacts] = LRU(ITEMS_CACHE_SIZE)
+_turn_facts: BoundedLRU[tuple[int, str], _TurnFacts] = BoundedLRU(ITEMS_CACHE_SIZE, _one)
 
 
 def _facts(session: AgentSession, engine: gcengine.Session) -> _TurnFacts:
@@ -181,8 +188,10 @@ def session_pins(session: AgentSession, engine: gcengine.Session, choice: PinCho
 
 # --- One plan ------------------------------------------------------------------------------
 
-_items: LRU[tuple[Any, ...], tuple[gcengine.PlannerItem, ...]] = LRU(ITEMS_CACHE_SIZE)
-_plans: LRU[tuple[Any, ...], gcengine.ContextPlan] = LRU(PLAN_CACHE_SIZE)
+_items: BoundedLRU[tuple[Any, ...], tuple[gcengine.PlannerItem, ...]] = BoundedLRU(
+    ITEMS_CACHE_SIZE, _one
+)
+_plans: BoundedLRU[tuple[Any, ...], gcengine.ContextPlan] = BoundedLRU(PLAN_CACHE_SIZE, _one)
 
 
 def clear_caches() -> None:

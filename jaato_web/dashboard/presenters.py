@@ -47,7 +47,7 @@ class TreeRow:
     tokens: int
     share_percent: float | None
     child_count: int
-    node_id: int = 0
+    node_id: str = ""
 
     @property
     def sent(self) -> bool:
@@ -60,7 +60,7 @@ NOT_SENT = gcengine.InstructionSource.THINKING.value
 
 
 def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
-    """Stored nodes (anything with the ``BudgetNode`` fields) ready for the template."""
+    """Tree nodes (``selectors.TreeNode``) ready for the template."""
     return [
         TreeRow(
             path=node.path,
@@ -72,7 +72,7 @@ def tree_rows(nodes: Sequence[Any], total_tokens: int) -> list[TreeRow]:
             if node.path.split("/", 1)[0] == NOT_SENT
             else (node.tokens / total_tokens * 100 if total_tokens else 0.0),
             child_count=node.child_count,
-            node_id=node.pk,
+            node_id=node.node_id,
         )
         for node in nodes
     ]

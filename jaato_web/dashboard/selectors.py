@@ -23,6 +23,7 @@ from django.utils import timezone
 from django_tasks_db.backend import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
 
+from jaato_web.dashboard import storage
 from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
@@ -139,39 +140,189 @@ def session_turn_page(*, session: AgentSession, number: Any) -> Page[SessionTurn
     return Paginator(_TurnsByPosition(session), TURNS_PER_PAGE).get_page(number)
 
 
-def budget_children(
-    *, session: AgentSession, run: GCRun | None = None, parent_path: str = ""
-) -> QuerySet[BudgetNode]:
-    """One level of a budget tree: the session's own (``run`` None) or a run's after-tree."""
-    return (
-        BudgetNode.objects.filter(session=session, run=run, parent_path=parent_path)
-        .defer("message_ids")
-        .order_by("position")
+@dataclass(frozen=True)
+class TreeNode:
+    """A node of a budget tree as pages and the API draw it: a stored ``BudgetNode`` (a source
+    and what lies under it above the turns), or a turn or message drawn from the turn rows."""
+
+    path: str
+    parent_path: str
+    key: str
+    label: str
+    depth: int
+    policy: str
+    tokens: int
+    child_count: int
+    node_id: str  # unique on a page that shows a session's tree and a run's
+
+
+def _stored_node(node: BudgetNode) -> TreeNode:
+    return TreeNode(
+        path=node.path,
+        parent_path=node.parent_path,
+        key=node.key,
+        label=node.label,
+        depth=node.depth,
+        policy=node.policy,
+        tokens=node.tokens,
+        child_count=node.child_count,
+        node_id=f"n{node.pk}",
     )
+
+
+def budget_children_page(
+    *,
+    session: AgentSession,
+    run: GCRun | None = None,
+    parent_path: str = "",
+    offset: int = 0,
+    limit: int | None = None,
+) -> tuple[list[TreeNode], int]:
+    """``limit`` children of a node (``NODES_PER_PAGE``) from ``offset``, and how many it has:
+    one level of the
+    session's own tree (``run`` None) or a run's after-tree. The conversation's turns and their
+    messages come from the turn rows (and a run's ``after_turns``), the rest from ``BudgetNode``
+    rows."""
+    offset, limit = max(offset, 0), NODES_PER_PAGE if limit is None else limit
+    source, _, below = parent_path.partition("/")
+    if source == storage.CONVERSATION and parent_path:
+        if not below:
+            return _turn_nodes(session, run, offset, limit)
+        if "/" not in below:
+            nodes = _message_nodes(session, run, below)
+            return nodes[offset : offset + limit], len(nodes)
+        return [], 0
+    stored = BudgetNode.objects.filter(session=session, run=run, parent_path=parent_path)
+    # One row past the page tells whether more follow, so a level is one query.
+    page = list(stored.defer("message_ids").order_by("position")[offset : offset + limit + 1])
+    total = offset + len(page) if len(page) <= limit and (page or not offset) else stored.count()
+    return [_stored_node(node) for node in page[:limit]], total
 
 
 def budget_children_slice(
     *, session: AgentSession, run: GCRun | None = None, parent_path: str = "", offset: int = 0
-) -> tuple[list[BudgetNode], bool]:
-    """``NODES_PER_PAGE`` children from ``offset``, and whether more follow, in one query."""
-    nodes = list(
-        budget_children(session=session, run=run, parent_path=parent_path)[
-            offset : offset + NODES_PER_PAGE + 1
-        ]
+) -> tuple[list[TreeNode], bool]:
+    """``NODES_PER_PAGE`` children from ``offset``, and whether more follow."""
+    nodes, total = budget_children_page(
+        session=session, run=run, parent_path=parent_path, offset=offset
     )
-    return nodes[:NODES_PER_PAGE], len(nodes) > NODES_PER_PAGE
+    return nodes, offset + len(nodes) < total
 
 
-def budget_node_find(*, session: AgentSession, run: GCRun | None, path: str) -> BudgetNode | None:
-    return (
+def _turn_node(turn: SessionTurn, node_id: str) -> TreeNode:
+    return TreeNode(
+        path=f"{storage.CONVERSATION}/{turn.budget_key}",
+        parent_path=storage.CONVERSATION,
+        key=turn.budget_key,
+        label=turn.budget_label or turn.budget_key,
+        depth=1,
+        policy=turn.budget_policy or turn.policy,
+        tokens=turn.tokens,
+        child_count=turn.message_count,
+        node_id=node_id,
+    )
+
+
+def _turns_at(session: AgentSession, positions: Collection[int]) -> dict[int, SessionTurn]:
+    return {
+        turn.position: turn
+        for turn in SessionTurn.objects.filter(session=session, position__in=positions).defer(
+            "packed"
+        )
+    }
+
+
+def _after_turns(run: GCRun) -> list[storage.AfterTurn]:
+    packed = GCRun.objects.filter(pk=run.pk).values_list("after_turns", flat=True).first()
+    return storage.unpacked(packed) if packed is not None else []
+
+
+def _turn_nodes(
+    session: AgentSession, run: GCRun | None, offset: int, limit: int
+) -> tuple[list[TreeNode], int]:
+    if run is None:
+        turns = SessionTurn.objects.filter(
+            session=session, position__gte=offset, position__lt=offset + limit
+        ).defer("packed")
+        nodes = [_turn_node(t, f"t{t.pk}") for t in turns.order_by("position")]
+        return nodes, session.turn_count
+    after = _after_turns(run)
+    page = after[offset : offset + limit]
+    kept = _turns_at(session, [item for item in page if isinstance(item, int)])
+    nodes = []
+    for number, item in enumerate(page, offset):
+        if isinstance(item, int):
+            nodes.append(_turn_node(kept[item], f"r{run.pk}-t{kept[item].pk}"))
+            continue
+        key, label, policy, tokens, leaves = item
+        nodes.append(
+            TreeNode(
+                path=f"{storage.CONVERSATION}/{key}",
+                parent_path=storage.CONVERSATION,
+                key=key,
+                label=label,
+                depth=1,
+                policy=policy,
+                tokens=tokens,
+                child_count=len(leaves),
+                node_id=f"r{run.pk}-w{number}",
+            )
+        )
+    return nodes, len(after)
+
+
+def _message_nodes(session: AgentSession, run: GCRun | None, key: str) -> list[TreeNode]:
+    """The messages of the turn ``key`` (of the session, or of what the run left)."""
+    parent = f"{storage.CONVERSATION}/{key}"
+    turn = SessionTurn.objects.filter(session=session, budget_key=key).order_by("position").first()
+    prefix = "" if run is None else f"r{run.pk}-"
+    if run is not None:
+        after = _after_turns(run)
+        written = next(
+            (item for item in after if not isinstance(item, int) and item[0] == key), None
+        )
+        if written is not None:
+            return [
+                TreeNode(
+                    path=f"{parent}/{leaf_key}",
+                    parent_path=parent,
+                    key=leaf_key,
+                    label=label,
+                    depth=2,
+                    policy=policy,
+                    tokens=tokens,
+                    child_count=0,
+                    node_id=f"{prefix}{key}-{number}",
+                )
+                for number, (leaf_key, label, policy, tokens) in enumerate(written[4])
+            ]
+        if turn is None or turn.position not in {i for i in after if isinstance(i, int)}:
+            return []
+    if turn is None:
+        return []
+    return [
+        TreeNode(
+            path=f"{parent}/{message['id']}",
+            parent_path=parent,
+            key=message["id"],
+            label=message["label"] or message["id"],
+            depth=2,
+            policy=message["policy"],
+            tokens=message["tokens"],
+            child_count=0,
+            node_id=f"{prefix}t{turn.pk}-{number}",
+        )
+        for number, message in enumerate(turn.messages)
+    ]
+
+
+def budget_node_find(*, session: AgentSession, run: GCRun | None, path: str) -> TreeNode | None:
+    """A stored node above the turns, by its path (what a run removed outside the
+    conversation)."""
+    node = (
         BudgetNode.objects.filter(session=session, run=run, path=path).defer("message_ids").first()
     )
-
-
-def budget_node(*, session: AgentSession, run: GCRun | None, path: str) -> BudgetNode:
-    return get_object_or_404(
-        BudgetNode.objects.defer("message_ids"), session=session, run=run, path=path
-    )
+    return _stored_node(node) if node is not None else None
 
 
 def run_list(*, session: AgentSession, archived: bool = False) -> QuerySet[GCRun]:
@@ -179,7 +330,7 @@ def run_list(*, session: AgentSession, archived: bool = False) -> QuerySet[GCRun
     return (
         GCRun.objects.filter(session=session, archived_at__isnull=not archived)
         .select_related("policy_version__policy")
-        .defer("session_after", "result", "stash")
+        .defer("session_after", "after_turns", "result", "stash")
         .order_by("-created_at", "-pk")
     )
 
@@ -187,7 +338,7 @@ def run_list(*, session: AgentSession, archived: bool = False) -> QuerySet[GCRun
 def run_get(*, projects: Collection[int], run_id: int) -> GCRun:
     return get_object_or_404(
         GCRun.objects.select_related("session__project", "policy_version__policy").defer(
-            "session_after", "stash"
+            "session_after", "after_turns", "stash"
         ),
         pk=run_id,
         session__project__in=projects,
@@ -243,12 +394,6 @@ def derived_sessions(*, run: GCRun) -> QuerySet[AgentSession]:
 
 def run_summaries(*, run: GCRun) -> QuerySet[Summary]:
     return Summary.objects.filter(run=run).order_by("number", "pk")
-
-
-def run_session_after(*, run: GCRun) -> bytes | None:
-    """The packed post-run session, for exports only."""
-    value = GCRun.objects.filter(pk=run.pk).values_list("session_after", flat=True).first()
-    return bytes(value) if value is not None else None
 
 
 @dataclass(frozen=True)
@@ -411,7 +556,7 @@ def runs_by_ids(*, projects: Collection[int], ids: list[int]) -> list[GCRun]:
     found = (
         GCRun.objects.filter(session__project__in=projects, pk__in=ids)
         .select_related("session", "policy_version__policy")
-        .defer("session_after", "result")
+        .defer("session_after", "after_turns", "result")
         .in_bulk()
     )
     return [found[i] for i in dict.fromkeys(ids) if i in found]

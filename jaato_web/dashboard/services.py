@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
@@ -26,6 +26,7 @@ from django.utils import timezone
 import gcengine
 from jaato_web.dashboard import background, presenters, storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
+from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -470,24 +471,45 @@ def _session_store(
     SessionDocument.objects.create(
         session=session, original=data, engine_session=storage.pack_session(engine)
     )
-    SessionTurn.objects.bulk_create(
+    _rows_insert(
+        SessionTurn,
         (
-            SessionTurn(
-                session=session,
-                position=row.position,
-                turn_index=row.turn_index,
-                kind=row.kind,
-                tokens=row.tokens,
-                policy=row.policy,
-                tool_calls=row.tool_calls,
-                preview=row.preview,
-                messages=row.messages,
+            "session",
+            "position",
+            "turn_index",
+            "kind",
+            "budget_key",
+            "budget_label",
+            "budget_policy",
+            "message_count",
+            "tokens",
+            "policy",
+            "tool_calls",
+            "preview",
+            "packed",
+        ),
+        [
+            (
+                session.pk,
+                row.position,
+                row.turn_index,
+                row.kind,
+                row.budget_key[:200],
+                row.budget_label[:300],
+                row.budget_policy,
+                row.message_count,
+                row.tokens,
+                row.policy,
+                row.tool_calls,
+                row.preview,
+                row.packed,
             )
             for row in turn_rows
-        ),
-        batch_size=BULK_BATCH,
+        ],
     )
     _budget_store(session, None, budget)
+    # What was just read is what a run of it (the default policy, on upload) reads back.
+    _sessions.put(_session_key(session), engine)
     return session
 
 
@@ -645,27 +667,41 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         for message in turn.messages
     }
     removals = [
-        Removal(
-            run=run,
-            seq=seq,
-            source=item.source.value,
-            child_key=(item.child_key or "")[:400],
-            reason=str(item.reason),
-            tokens_freed=item.tokens_freed,
-            message_ids=list(item.message_ids),
-            turn_index=item.turn_index,
-            turn_position=min(
-                (position_of[i] for i in item.message_ids if i in position_of), default=None
-            ),
-            **_verdict_fields(item.verdict),
+        (
+            seq,
+            item.source.value,
+            (item.child_key or "")[:400],
+            str(item.reason),
+            item.tokens_freed,
+            list(item.message_ids),
+            item.turn_index,
+            min((position_of[i] for i in item.message_ids if i in position_of), default=None),
+            *_verdict_fields(item.verdict),
         )
         for seq, item in enumerate(result.removal_list)
     ]
-    Removal.objects.bulk_create(removals, batch_size=BULK_BATCH)
-    Summary.objects.bulk_create(_summaries(run, before, outcome, removals, position_of))
+    _rows_insert(
+        Removal,
+        (
+            "run",
+            "seq",
+            "source",
+            "child_key",
+            "reason",
+            "tokens_freed",
+            "message_ids",
+            "turn_index",
+            "turn_position",
+            *VERDICT_FIELDS,
+        ),
+        [(run.pk, *removal) for removal in removals],
+    )
+    touched = [removal[7] for removal in removals if removal[7] is not None]
+    Summary.objects.bulk_create(_summaries(run, before, outcome, touched, position_of))
     if run.plugin == "gc_reachability":
-        _reachability_store(run, before, outcome, removals)
+        _reachability_store(run, before, outcome)
     _budget_store(run.session, run, outcome.budget_after)
+    after_turns = storage.after_turns(outcome.budget_before, outcome.budget_after)
     background.work_done(  # a run cancelled meanwhile raises, and none of this is kept
         GCRun,
         run.pk,
@@ -678,7 +714,8 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=_result_record(result),
-        session_after=storage.pack_session(outcome.session),
+        session_after=storage.pack_session_after(outcome.session, before),
+        after_turns=storage.packed(after_turns),
     )
 
 
@@ -687,31 +724,28 @@ def _result_record(result: gcengine.GCResult) -> dict[str, Any]:
     return result.model_dump(mode="json", exclude={"removal_list", "stash"})
 
 
-def _verdict_fields(verdict: gcengine.RemovalVerdict | None) -> dict[str, Any]:
-    """A ledger item's reachability figures and sentence, as ``Removal`` stores them."""
+# A ledger item's reachability figures and sentence, as ``Removal`` stores them.
+VERDICT_FIELDS = ("reachable", "score", "explanation", "action")
+
+
+def _verdict_fields(verdict: gcengine.RemovalVerdict | None) -> tuple[Any, ...]:
+    """``VERDICT_FIELDS`` of a ledger item: empty for strategies that give no verdict."""
     if verdict is None:
-        return {}
-    return {
-        "reachable": verdict.reachable,
-        "score": verdict.score,
-        "explanation": verdict.sentence,
-        "action": verdict.action,
-    }
+        return (None, None, "", "")
+    return (verdict.reachable, verdict.score, verdict.sentence, verdict.action)
 
 
-def _reachability_store(
-    run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome, removals: list[Removal]
-) -> None:
+def _reachability_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome) -> None:
     """What a reachability run adds to its ledger: the stash (whole, to restore from, and one
     row a segment, to list and search) and why it kept every other segment."""
     stash = outcome.result.stash
     if stash is not None:
-        by_key = {removal.child_key: removal for removal in removals}
+        removal_of = dict(Removal.objects.filter(run=run).values_list("child_key", "pk"))
         StashedSegment.objects.bulk_create(
             (
                 StashedSegment(
                     run=run,
-                    removal=by_key[segment.segment_id],
+                    removal_id=removal_of[segment.segment_id[:400]],
                     segment_id=segment.segment_id[:400],
                     kind=segment.kind.value,
                     turn_index=segment.turn_index,
@@ -750,20 +784,55 @@ def _reachability_store(
     )
 
 
+def _rows_insert(
+    model: type[models.Model], names: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """Insert plain values as rows of ``model``, one value per name of ``names``.
+
+    A long session is stored as tens of thousands of rows (its turns, a run's ledger), and
+    ``bulk_create`` spent most of their time building a model instance for each and preparing
+    every value through its field; here only values a column cannot take as they are (JSON,
+    bytes) go through their field.
+    """
+    fields = {field.name: field for field in model._meta.concrete_fields}
+    prepared = [
+        number
+        for number, name in enumerate(names)
+        if isinstance(fields[name], models.JSONField | models.BinaryField)
+    ]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)} "
+        f"({', '.join(quote(str(fields[name].column)) for name in names)}) "
+        f"VALUES ({', '.join(['%s'] * len(names))})"
+    )
+
+    def row(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not prepared:
+            return values
+        ready = list(values)
+        for number in prepared:
+            ready[number] = fields[names[number]].get_db_prep_save(ready[number], connection)
+        return tuple(ready)
+
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), BULK_BATCH):
+            cursor.executemany(sql, [row(values) for values in rows[start : start + BULK_BATCH]])
+
+
 def _summaries(
     run: GCRun,
     before: gcengine.Session,
     outcome: gcengine.GCOutcome,
-    removals: list[Removal],
+    touched: list[int],
     position_of: dict[str, int],
 ) -> list[Summary]:
-    """The chain after the run: summaries it kept and the one it wrote, in history order."""
+    """The chain after the run: summaries it kept and the one it wrote, in history order;
+    ``touched`` are the positions of the turns the run took something from."""
     existing = {m.message_id for m in before.history}
     figures = storage.message_figures(outcome.budget_after)
     # A new summary goes in before the first turn anything was taken from.
-    first_touched = min(
-        (r.turn_position for r in removals if r.turn_position is not None), default=None
-    )
+    first_touched = min(touched, default=None)
     rows = []
     for message in outcome.session.history:
         if message.kind is not gcengine.MessageKind.SUMMARY:
@@ -776,7 +845,7 @@ def _summaries(
                 number=number if isinstance(number, int) else None,
                 message_id=message.message_id,
                 text=message.text,
-                tokens=figures.get(message.message_id, (0, "", ""))[0],
+                tokens=figures[message.message_id][0] if message.message_id in figures else 0,
                 covers_turns=list(message.metadata.get("covers_turns") or []),
                 covers_summary=message.metadata.get("covers_summary"),
                 summarizer=str(message.metadata.get("summarizer") or ""),
@@ -789,16 +858,60 @@ def _summaries(
     return rows
 
 
+# Sessions read back are kept in memory, by the messages they hold: one 10,000-turn session
+# has about 27,000. The one read last always stays, so a worker reading many large sessions
+# holds one at a time. Uploads are immutable and the engine never changes a session it is
+# handed, so an entry never goes stale; the key holds the counter the figures were made with.
+SESSION_CACHE_MESSAGES = 30_000
+_sessions: BoundedLRU[tuple[int, str, str], gcengine.Session] = BoundedLRU(
+    SESSION_CACHE_MESSAGES, lambda engine: len(engine.history)
+)
+
+
+def clear_caches() -> None:
+    """Forget the sessions read back (as a worker that has read none)."""
+    _sessions.clear()
+
+
+def _session_key(session: AgentSession) -> tuple[int, str, str]:
+    return (session.pk, session.sha256, session.token_counter)
+
+
 def engine_session_of(
     session: AgentSession, context_limit: int | None = None, compaction_id: str = ""
 ) -> gcengine.Session:
     """The engine's session as uploaded; against ``context_limit`` tokens when one is given;
-    as it stood just before the agent's own compaction ``compaction_id``, when one is named."""
-    document = SessionDocument.objects.only("engine_session").get(session=session)
-    engine = storage.unpack_session(bytes(document.engine_session))
+    as it stood just before the agent's own compaction ``compaction_id``, when one is named.
+    Read from its rows once, then from memory."""
+    engine = _sessions.get(_session_key(session))
+    if engine is None:
+        engine = _stored_engine_session(session)
+        _sessions.put(_session_key(session), engine)
     if compaction_id:
         engine = gcengine.history_before(engine, compaction_id)
     return gcengine.with_context_limit(engine, context_limit) if context_limit else engine
+
+
+def _stored_engine_session(session: AgentSession) -> gcengine.Session:
+    """The session as stored: its document and its turn rows, read back without counting."""
+    document = SessionDocument.objects.values_list("engine_session", flat=True).get(session=session)
+    turns = (
+        storage.unpack_turn(packed)
+        for packed in SessionTurn.objects.filter(session=session)
+        .order_by("position")
+        .values_list("packed", flat=True)
+        .iterator(chunk_size=2000)
+    )
+    return storage.unpack_session(document, turns)
+
+
+def session_after_of(run: GCRun) -> gcengine.Session | None:
+    """The session as the run left it (None before it finished), for exports."""
+    packed = GCRun.objects.filter(pk=run.pk).values_list("session_after", flat=True).first()
+    if packed is None:
+        return None
+    before = engine_session_of(run.session, run.context_limit, run.compaction_id)
+    return storage.unpack_session_after(packed, before)
 
 
 def compaction_checked(session: AgentSession, compaction_id: str) -> str:
@@ -1232,9 +1345,9 @@ def _pin_targets_check(
         raise PinError(f"{session.label} has no {noun} {shown}", "turn_index")
     wanted_ids = set(message_ids)
     if wanted_ids:
-        # JSON containment is not portable (SQLite has none); message pins are rare, so scan.
-        for messages in turns.values_list("messages", flat=True).iterator():
-            wanted_ids -= {m["id"] for m in messages}
+        # Messages are stored packed, turn by turn; message pins are rare, so scan.
+        for packed in turns.values_list("packed", flat=True).iterator():
+            wanted_ids -= {m.message_id for m in storage.unpack_turn(packed)[0]}
             if not wanted_ids:
                 return
         raise PinError(f"{session.label} has no message {sorted(wanted_ids)[0]!r}", "message_id")
@@ -1391,15 +1504,16 @@ def stash_restore(*, run: GCRun, segment_ids: list[str], actor: Actor = None) ->
     wanted = list(dict.fromkeys(i for i in segment_ids if i))
     if not wanted:
         raise RestoreError("choose at least one stashed segment to restore")
-    packed = GCRun.objects.filter(pk=run.pk).values_list("stash", "session_after").first()
-    if packed is None or packed[0] is None or packed[1] is None:
+    packed = GCRun.objects.filter(pk=run.pk).values_list("stash", flat=True).first()
+    after = session_after_of(run)
+    if packed is None or after is None:
         raise RestoreError(f"run {run.pk} stashed nothing to restore")
-    stash = storage.unpack_stash(bytes(packed[0]))
+    stash = storage.unpack_stash(bytes(packed))
     known = {segment.segment_id for segment in stash.segments}
     unknown = [i for i in wanted if i not in known]
     if unknown:
         raise RestoreError(f"run {run.pk} stashed no segment {unknown[0]!r}")
-    restored = gcengine.restore(storage.unpack_session(bytes(packed[1])), stash, wanted)
+    restored = gcengine.restore(after, stash, wanted)
     data = gcengine.dump_session(restored).encode()
     digest = hashlib.sha256(data).hexdigest()
     session = run.session

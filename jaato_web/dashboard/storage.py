@@ -1,17 +1,22 @@
 """Engine values turned into what the dashboard stores, and read back.
 
 A session is stored flat, once, when it is uploaded (and a run's results when it finishes), so
-pages page through rows instead of walking a 26,000-leaf tree per request: the budget tree as
-one ``BudgetNode`` row per node, the history as one ``SessionTurn`` row per turn with its
-messages as JSON in the shape ``StoredMessage`` declares, the engine's session packed, and a
-replay as compact step tuples. Writers (the services) and readers (the presenters) share these
-shapes, so a field renamed on one side is a type error on the other.
+pages page through rows instead of walking a 26,000-leaf tree per request. Its history is kept
+once, turn by turn: one ``SessionTurn`` row per turn holds that turn's messages as the engine's
+records with each message's figure, compressed (``pack_turn``); the history view is made from a
+page of them (``StoredMessage``), and reopening the session reads them all back without counting
+(``gcengine.session_from_record``). The budget tree is stored as ``BudgetNode`` rows only above
+the turns: the conversation's turns and messages are drawn from the turn rows that already hold
+them, and a run's turns from the session's, except the few it changed (``after_turns``). A
+replay is stored as compact step tuples. Writers (the services) and readers (the presenters)
+share these shapes, so a field renamed on one side is a type error on the other.
 """
 
 from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -36,7 +41,7 @@ class StoredPart(TypedDict):
 
 
 class StoredMessage(TypedDict):
-    """One message of a ``SessionTurn.messages`` list."""
+    """One message of a ``SessionTurn.messages`` list, as the history view shows it."""
 
     id: str
     role: str
@@ -44,8 +49,14 @@ class StoredMessage(TypedDict):
     tokens: int
     policy: str
     counted_by: str
+    label: str
     parts: list[StoredPart]
     metadata: dict[str, Any]
+
+
+# Stored turns and documents are JSON compressed at zlib's fastest level: the history's text is
+# most of a session, and level 1 keeps a third of it at the least CPU an upload can spend.
+PACK_LEVEL = 1
 
 
 @dataclass(frozen=True)
@@ -62,12 +73,16 @@ class NodeRow:
     message_ids: list[str]
 
 
+CONVERSATION = gcengine.InstructionSource.CONVERSATION.value
+
+
 def budget_rows(budget: gcengine.InstructionBudget) -> list[NodeRow]:
-    """Every node of the tree, parents before children, figures computed bottom-up once."""
+    """Every node of the tree above the conversation's turns, parents before children, figures
+    computed bottom-up once; the turns and their messages are the turn rows'."""
     rows: list[NodeRow] = []
     for position, (source, entry) in enumerate(budget.entries.items()):
         _flatten(entry, source.value, "", position, 0, rows)
-    return rows
+    return [row for row in rows if row.parent_path.split("/", 1)[0] != CONVERSATION]
 
 
 def _flatten(
@@ -113,17 +128,25 @@ class TurnRow:
     position: int
     turn_index: int | None
     kind: str
+    budget_key: str
+    budget_label: str
+    budget_policy: str
+    message_count: int
     tokens: int
     policy: str
     tool_calls: int
     preview: str
-    messages: list[StoredMessage]
+    packed: bytes
 
 
-def message_figures(budget: gcengine.InstructionBudget) -> dict[str, tuple[int, str, str]]:
-    """Per message: tokens, policy and how the figure was made, read from budget leaves."""
+MessageFigure = tuple[int, str, str, str]
+"""A message's tokens, policy, what made the figure, and its label in the budget tree."""
+
+
+def message_figures(budget: gcengine.InstructionBudget) -> dict[str, MessageFigure]:
+    """Per message: tokens, policy, how the figure was made and its label, from budget leaves."""
     conversation = budget.get_entry(gcengine.InstructionSource.CONVERSATION)
-    figures: dict[str, tuple[int, str, str]] = {}
+    figures: dict[str, MessageFigure] = {}
     if conversation is None:
         return figures
     stack = [conversation]
@@ -133,7 +156,12 @@ def message_figures(budget: gcengine.InstructionBudget) -> dict[str, tuple[int, 
             stack.extend(entry.children.values())
         elif len(entry.message_ids) == 1:
             counted_by = str(entry.metadata.get("counted_by", ""))
-            figures[entry.message_ids[0]] = (entry.tokens, entry.gc_policy.value, counted_by)
+            figures[entry.message_ids[0]] = (
+                entry.tokens,
+                entry.gc_policy.value,
+                counted_by,
+                entry.label or "",
+            )
     return figures
 
 
@@ -171,50 +199,117 @@ def pretty_json(value: Any) -> str:
         return repr(value)
 
 
+def packed(value: Any) -> bytes:
+    """A JSON value as stored: compact JSON, compressed."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return zlib.compress(text.encode(), PACK_LEVEL)
+
+
+def unpacked(data: bytes | memoryview) -> Any:
+    return json.loads(zlib.decompress(data))
+
+
+def turn_figures(session: gcengine.Session) -> list[list[MessageFigure]]:
+    """Each turn's messages' figures, in history order: read from the budget's turn entries
+    when they line up with the turns (as the builder makes them), else by message id."""
+    turns = session.turns()
+    conversation = session.budget.get_entry(gcengine.InstructionSource.CONVERSATION)
+    entries = list(conversation.children.values()) if conversation is not None else []
+    if len(entries) == len(turns) and all(
+        entry.message_ids == turn.message_ids for entry, turn in zip(entries, turns, strict=True)
+    ):
+        return [
+            [
+                (
+                    leaf.tokens,
+                    leaf.gc_policy.value,
+                    str(leaf.metadata.get("counted_by", "")),
+                    leaf.label or "",
+                )
+                for leaf in entry.children.values()
+            ]
+            if len(entry.children) == len(turn.messages)
+            else [_figure_of(session, message) for message in turn.messages]
+            for entry, turn in zip(entries, turns, strict=True)
+        ]
+    by_id = message_figures(session.budget)
+    return [
+        [by_id.get(message.message_id) or _figure_of(session, message) for message in turn.messages]
+        for turn in turns
+    ]
+
+
+def _figure_of(session: gcengine.Session, message: gcengine.Message) -> MessageFigure:
+    """The figure of a message the budget does not name (a bare snapshot's history)."""
+    counter = gcengine.counter_by_name(session.token_counter)
+    return (
+        gcengine.count_message(message, counter),
+        gcengine.GCPolicy.EPHEMERAL.value,
+        counter.name,
+        "",
+    )
+
+
+def pack_turn(messages: list[gcengine.Message], figures: list[MessageFigure]) -> bytes:
+    """A turn as ``SessionTurn.packed`` holds it: the engine's records of its messages and
+    each message's figure."""
+    return packed({"messages": gcengine.message_records(messages), "figures": figures})
+
+
+def unpack_turn(data: bytes | memoryview) -> tuple[list[gcengine.Message], list[MessageFigure]]:
+    stored = unpacked(data)
+    figures = [(int(t), str(p), str(c), str(label)) for t, p, c, label in stored["figures"]]
+    return gcengine.messages_from_records(stored["messages"]), figures
+
+
 def turn_rows(session: gcengine.Session) -> list[TurnRow]:
-    """The history, turn by turn, each message with its tokens and policy from the budget."""
-    figures = message_figures(session.budget)
-    counter: gcengine.TokenCounter | None = None
+    """The history, turn by turn, each message with its figure from the budget, and the turn
+    as the budget tree shows it."""
     rows: list[TurnRow] = []
-    for position, turn in enumerate(session.turns()):
-        messages: list[StoredMessage] = []
-        turn_tokens = 0
-        policies: list[str] = []
-        for message in turn.messages:
-            if message.message_id in figures:
-                tokens, policy, counted_by = figures[message.message_id]
-            else:
-                counter = counter or gcengine.load_counter()
-                tokens = gcengine.count_message(message, counter)
-                policy, counted_by = gcengine.GCPolicy.EPHEMERAL.value, counter.name
-            turn_tokens += tokens
-            policies.append(policy)
-            messages.append(
-                {
-                    "id": message.message_id,
-                    "role": message.role.value,
-                    "kind": message.kind.value,
-                    "tokens": tokens,
-                    "policy": policy,
-                    "counted_by": counted_by,
-                    "parts": [part_row(p) for p in message.parts],
-                    "metadata": message.metadata if message.kind.value != "chat" else {},
-                }
-            )
+    for position, (turn, figures) in enumerate(
+        zip(session.turns(), turn_figures(session), strict=True)
+    ):
         first_text = next((m.text for m in turn.messages if m.text), "")
+        policies = {figure[1] for figure in figures}
         rows.append(
             TurnRow(
                 position=position,
                 turn_index=turn.index,
                 kind=turn.kind.value,
-                tokens=turn_tokens,
-                policy=gcengine.most_protective(policies).value,
+                budget_key=gcengine.turn_key_of(turn.index, turn.messages[0]),
+                budget_label=gcengine.turn_name(turn.index, turn.kind),
+                budget_policy=policies.pop()
+                if len(policies) == 1
+                else gcengine.GCPolicy.PARTIAL.value,
+                message_count=len(turn.messages),
+                tokens=sum(figure[0] for figure in figures),
+                policy=gcengine.most_protective(figure[1] for figure in figures).value,
                 tool_calls=sum(len(m.function_calls) for m in turn.messages),
                 preview=clipped(" ".join(first_text.split()), PREVIEW_CHARS)[0],
-                messages=messages,
+                packed=pack_turn(turn.messages, figures),
             )
         )
     return rows
+
+
+def message_views(
+    messages: list[gcengine.Message], figures: list[MessageFigure]
+) -> list[StoredMessage]:
+    """A turn's messages as the history view shows them."""
+    return [
+        {
+            "id": message.message_id,
+            "role": message.role.value,
+            "kind": message.kind.value,
+            "tokens": tokens,
+            "policy": policy,
+            "counted_by": counted_by,
+            "label": label,
+            "parts": [part_row(p) for p in message.parts],
+            "metadata": message.metadata if message.kind is not gcengine.MessageKind.CHAT else {},
+        }
+        for message, (tokens, policy, counted_by, label) in zip(messages, figures, strict=True)
+    ]
 
 
 def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
@@ -245,14 +340,100 @@ def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
     }
 
 
+DOCUMENT_FORMAT = 2
+
+
 def pack_session(session: gcengine.Session) -> bytes:
-    """How engine sessions are stored: JSON, compressed (a 10,000-turn session: 62 -> 17 MB).
-    Written as bytes at once, not as text to encode: one 62 MB copy fewer."""
-    return zlib.compress(_SESSION_JSON.dump_json(session), 1)
+    """A session's document as stored beside its turn rows: everything but the history, which
+    the turn rows hold."""
+    return packed({"format": DOCUMENT_FORMAT, "session": gcengine.session_record(session)})
 
 
-def unpack_session(packed: bytes) -> gcengine.Session:
-    return gcengine.Session.model_validate_json(zlib.decompress(packed))
+def unpack_session(
+    document: bytes | memoryview,
+    turns: Iterable[tuple[list[gcengine.Message], list[MessageFigure]]],
+) -> gcengine.Session:
+    """The session ``pack_session`` and the turn rows hold (each turn's messages and figures,
+    in order), read back without counting."""
+    stored = unpacked(document)
+    history: list[gcengine.Message] = []
+    figures: list[tuple[int, str]] = []
+    for messages, turn_figures in turns:
+        history += messages
+        figures += [(tokens, counted_by) for tokens, _, counted_by, _ in turn_figures]
+    return gcengine.session_from_record(stored["session"], history, figures)
+
+
+def pack_session_after(after: gcengine.Session, before: gcengine.Session) -> bytes:
+    """A run's collected session as stored: its history as positions in the session before
+    (each message it kept) or records (what it inserted), with every message's figure."""
+    position = {id(message): number for number, message in enumerate(before.history)}
+    history = [
+        position[id(message)] if id(message) in position else gcengine.message_records([message])[0]
+        for message in after.history
+    ]
+    return packed(
+        {
+            "format": DOCUMENT_FORMAT,
+            "session": gcengine.session_record(after),
+            "history": history,
+            "figures": gcengine.budget_figures(after),
+        }
+    )
+
+
+def unpack_session_after(data: bytes | memoryview, before: gcengine.Session) -> gcengine.Session:
+    """The collected session ``pack_session_after`` stored, with the session the run started
+    from (read back the same way the run read it)."""
+    stored = unpacked(data)
+    history = [
+        before.history[item] if isinstance(item, int) else gcengine.messages_from_records([item])[0]
+        for item in stored["history"]
+    ]
+    figures = [(int(tokens), str(counted_by)) for tokens, counted_by in stored["figures"]]
+    return gcengine.session_from_record(stored["session"], history, figures)
+
+
+AfterTurn = int | list[Any]
+"""A turn of a run's collected session: the position of a session turn it kept whole, or the
+turn itself: ``[key, label, policy, tokens, [[message id, label, policy, tokens], ...]]``."""
+
+
+def after_turns(
+    before: gcengine.InstructionBudget, after: gcengine.InstructionBudget
+) -> list[AfterTurn]:
+    """The conversation a run left, turn by turn, as ``GCRun.after_turns`` keeps it: the
+    turns it left alone by their position in the session (they are the budget before's very
+    entries, or equal to them), the rest written out."""
+    old = before.get_entry(gcengine.InstructionSource.CONVERSATION)
+    new = after.get_entry(gcengine.InstructionSource.CONVERSATION)
+    old_children = old.children if old is not None else {}
+    position = {key: number for number, key in enumerate(old_children)}
+    turns: list[AfterTurn] = []
+    for key, entry in (new.children if new is not None else {}).items():
+        kept = old_children.get(key)
+        if kept is not None and (kept is entry or kept == entry):
+            turns.append(position[key])
+            continue
+        leaves = [
+            [
+                leaf_key,
+                leaf.label or leaf_key,
+                leaf.effective_gc_policy().value,
+                leaf.total_tokens(),
+            ]
+            for leaf_key, leaf in entry.children.items()
+        ]
+        turns.append(
+            [
+                key,
+                entry.label or key,
+                entry.effective_gc_policy().value,
+                entry.total_tokens(),
+                leaves,
+            ]
+        )
+    return turns
 
 
 def pack_stash(stash: gcengine.Stash) -> bytes:

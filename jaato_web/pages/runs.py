@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, storage
+from jaato_web.dashboard import presenters, selectors, services, storage
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.http import PageRequest, htmx_target
 from jaato_web.review import presenters as review_presenters
@@ -119,11 +119,11 @@ def run_removal(request: PageRequest, run_id: int, seq: int) -> HttpResponse:
 def run_export_session(request: PageRequest, run_id: int) -> HttpResponse:
     """The session as the run left it, as a JAATO session file."""
     run = request.access.run(run_id)
-    packed = selectors.run_session_after(run=run)
-    if packed is None:
+    after = services.session_after_of(run)
+    if after is None:
         raise Http404("This run has not finished, so there is no collected session.")
     # Compact, as it was most likely uploaded: indented, a 10,000-turn session is 72 MB, not 61.
-    text = gcengine.dump_session(storage.unpack_session(packed), indent=None)
+    text = gcengine.dump_session(after, indent=None)
     return _attachment(text, _export_name(run, "gc.json"), "application/json")
 
 

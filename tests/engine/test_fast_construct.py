@@ -29,6 +29,7 @@ from gcengine import (
     InstructionSource,
     Message,
     MessageKind,
+    OpaquePart,
     Part,
     PartType,
     Role,
@@ -89,6 +90,7 @@ EVERY_FIELD: dict[type[BaseModel], dict[str, Any]] = {
         "extra": {"untrusted": True},
     },
     InlineData: {"mime_type": "image/png", "data": "aGVsbG8=", "extra": {"url": True}},
+    OpaquePart: {"kind": "code_execution", "data": {"code": "print(1)"}},
     Part: {
         "type": PartType.TEXT,
         "text": "hello",

@@ -221,6 +221,44 @@ def test_a_budget_rebuilt_from_one_for_more_messages_is_the_rebuilt_budget(
 
 
 @PROPERTY_SETTINGS
+@given(file=jaato_session_files(), data=st.data())
+def test_a_budget_updated_after_removals_and_insertions_is_the_rebuilt_budget(
+    file: dict[str, Any], data: st.DataObject, counter: TokenCounter
+) -> None:
+    """A collection removes messages and turns and inserts summaries and notices anywhere;
+    the budget updated from the one before is the one built from scratch, and the turns left
+    whole keep their entries (while the original request, which decides a policy, stays)."""
+    session = load_session(file, counter=counter)
+    before = rebuild_budget(session, counter)
+    kept = data.draw(
+        st.lists(st.booleans(), min_size=len(session.history), max_size=len(session.history))
+    )
+    history = [m for m, keep in zip(session.history, kept, strict=True) if keep]
+    for number in range(data.draw(st.integers(0, 3))):
+        kind = data.draw(st.sampled_from([MessageKind.SUMMARY, MessageKind.NOTICE]))
+        text = SUMMARY_TEXT if kind is MessageKind.SUMMARY else "[System: 3 turns removed.]"
+        inserted = Message(
+            role=Role.USER,
+            parts=[Part.from_text(text)],
+            message_id=f"gc-inserted-{number}",
+            kind=kind,
+        )
+        history.insert(data.draw(st.integers(0, len(history))), inserted)
+    after = session.model_copy(update={"history": history})
+
+    updated = rebuild_budget(after, counter, reuse=before)
+
+    assert updated == rebuild_budget(after, counter)
+    if original_request(history) is not original_request(session.history):
+        return
+    old_turns = conversation_of(before).children
+    for key, entry in conversation_of(updated).children.items():
+        old = old_turns.get(key)
+        if old is not None and old == entry and key.startswith("turn_"):
+            assert entry is old, f"{key} is unchanged but was built again"
+
+
+@PROPERTY_SETTINGS
 @given(file=jaato_session_files(), limit=st.integers(0, 3_000))
 def test_utilization_and_available_tokens_follow_the_limit(
     file: dict[str, Any], limit: int, counter: TokenCounter

@@ -514,6 +514,30 @@ def summarizing_scenarios() -> st.SearchStrategy[dict[str, Any]]:
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+@given(scenario=scenarios())
+def test_the_budget_after_a_run_is_updated_from_what_it_changed_and_equals_a_rebuild(
+    name: str, scenario: dict[str, Any], counter: TokenCounter
+) -> None:
+    """A run updates the budget with what it removed and inserted: every turn it left alone
+    keeps the very entry it had before, and the whole is the budget built from scratch."""
+    session = scenario_session(scenario, counter)
+    outcome = run_gc(session, policy(type=name, **scenario["policy"]))
+    assert outcome.budget_after == gcengine.rebuild_budget(outcome.session, counter)
+    before = outcome.budget_before.entries[InstructionSource.CONVERSATION].children
+    after = outcome.budget_after.entries[InstructionSource.CONVERSATION].children
+    changed = {m.message_id for m in session.history} ^ {
+        m.message_id for m in outcome.session.history
+    }
+    for key, entry in after.items():
+        old = before.get(key)
+        if old is not None and key.startswith("turn_") and not changed & set(old.message_ids):
+            assert entry is old, f"{key} was left alone but rebuilt"
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(scenario=summarizing_scenarios())
 def test_a_collection_never_grows_the_context(
     name: str, scenario: dict[str, Any], counter: TokenCounter

@@ -131,7 +131,7 @@ def test_session_page_shows_figures_usage_and_budget(
     assert f"eligible for GC {stored_session.eligible_tokens:,}" in html
     # Top-level sources of the budget, the conversation openable, and the legend.
     assert "Conversation" in html
-    assert re.search(r'aria-expanded="false" aria-controls="tree-children-\d+"', html)
+    assert re.search(r'aria-expanded="false" aria-controls="tree-children-[\w-]+"', html)
     for tier in ("locked", "preservable", "partial", "conditional", "ephemeral"):
         assert f"</svg> {tier}</dt>" in html
     assert "never collected" in html

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services, storage
+from jaato_web.dashboard import presenters, selectors, services
 from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
@@ -49,10 +49,24 @@ def test_upload_stores_original_bytes_turns_and_tree(project):
     )
     assert session.total_tokens == engine.budget.total_tokens()
     assert session.context_limit == 8192
-    top = list(selectors.budget_children(session=session))
+    top, _ = selectors.budget_children_page(session=session)
     assert sum(node.tokens for node in top) == session.total_tokens
     conversation = next(node for node in top if node.key == "conversation")
     assert conversation.child_count == session.turn_count
+    # The turns and messages of the tree are the turn rows': every message once, its figure
+    # the budget's.
+    turns, total = selectors.budget_children_page(session=session, parent_path="conversation")
+    assert total == session.turn_count
+    assert [node.key for node in turns] == list(
+        engine.budget.entries[gcengine.InstructionSource.CONVERSATION].children
+    )[: len(turns)]
+    leaves = [
+        leaf
+        for turn in turns
+        for leaf in selectors.budget_children_page(session=session, parent_path=turn.path)[0]
+    ]
+    assert sum(leaf.tokens for leaf in leaves) == sum(turn.tokens for turn in turns)
+    assert not BudgetNode.objects.filter(session=session, path__startswith="conversation/")
 
 
 def test_second_upload_of_the_same_bytes_points_at_the_first(project):
@@ -145,12 +159,25 @@ def test_run_stores_ledger_figures_and_after_tree(project, django_capture_on_com
     assert len(removals) == run.items_collected > 0
     assert sum(r.tokens_freed for r in removals) == run.tokens_freed
     assert all(r.turn_position is not None for r in removals if r.source == "conversation")
-    after_top = list(selectors.budget_children(session=session, run=run))
+    after_top, _ = selectors.budget_children_page(session=session, run=run)
     assert sum(n.tokens for n in after_top) == run.tokens_after
+    # The after-tree's turns: those the run left alone are the session's rows, the others
+    # written out; together they hold what the run left.
+    turns, total = selectors.budget_children_page(
+        session=session, run=run, parent_path="conversation"
+    )
+    assert total == run.turns_after == len(turns)
+    assert sum(turn.tokens for turn in turns) == next(
+        n.tokens for n in after_top if n.key == "conversation"
+    )
     # The upload is untouched by the run.
     assert bytes(SessionDocument.objects.get(session=session).original) == original
-    after = storage.unpack_session(selectors.run_session_after(run=run))
+    after = services.session_after_of(run)
+    assert after is not None
     assert gcengine.rebuild_budget(after).total_tokens() == run.tokens_after
+    assert after.budget == gcengine.rebuild_budget(
+        after, gcengine.counter_by_name(after.token_counter)
+    )
 
 
 def test_summarizing_run_stores_the_chain_and_where_it_went_in(

@@ -1,0 +1,201 @@
+"""Stored data survives the migrations that change how it is stored.
+
+Each test writes rows the way the version before a migration stored them, with that version's
+models, migrates, and checks what pages, runs and exports read from the rows afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+import gcengine
+from jaato_web.dashboard import selectors, services, storage
+from jaato_web.dashboard.models import AgentSession, BudgetNode, GCRun, SessionTurn
+from tests.web.conftest import SMALL_SHAPE
+
+BEFORE = ("dashboard", "0010_reachability_stash")
+AFTER = ("dashboard", "0011_compact_session_storage")
+POLICY = gcengine.load_gc_config(
+    {"type": "gc_budget", "threshold_percent": 1, "target_percent": 0.5}, env={}
+)
+
+
+@pytest.fixture
+def migrator() -> Iterator[MigrationExecutor]:
+    executor = MigrationExecutor(connection)
+    leaves = executor.loader.graph.leaf_nodes()
+    yield executor
+    executor = MigrationExecutor(connection)
+    executor.migrate(leaves)
+
+
+def apps_at(executor: MigrationExecutor, target: tuple[str, str]) -> Any:
+    executor.loader.build_graph()
+    executor.migrate([target])
+    return MigrationExecutor(connection).loader.project_state([target]).apps
+
+
+def old_tree_rows(budget: gcengine.InstructionBudget) -> list[dict[str, Any]]:
+    """Every node of the tree, as stored before the compact storage (one row per node)."""
+    rows: list[dict[str, Any]] = []
+
+    def walk(entry: gcengine.SourceEntry, key: str, parent: str, position: int) -> None:
+        path = f"{parent}/{key}" if parent else key
+        rows.append(
+            {
+                "path": path,
+                "parent_path": parent,
+                "position": position,
+                "depth": path.count("/"),
+                "key": key,
+                "label": entry.label or key,
+                "policy": entry.effective_gc_policy().value,
+                "tokens": entry.total_tokens(),
+                "child_count": len(entry.children),
+                "message_ids": list(entry.message_ids),
+            }
+        )
+        for number, (child_key, child) in enumerate(entry.children.items()):
+            walk(child, child_key, path, number)
+
+    for number, (source, entry) in enumerate(budget.entries.items()):
+        walk(entry, source.value, "", number)
+    return rows
+
+
+def old_messages(turn: gcengine.Turn, budget: gcengine.InstructionBudget) -> list[dict[str, Any]]:
+    """A turn's messages as stored before the compact storage (the history view's JSON)."""
+    figures = storage.message_figures(budget)
+    return [
+        {
+            "id": m.message_id,
+            "role": m.role.value,
+            "kind": m.kind.value,
+            "tokens": figures[m.message_id][0],
+            "policy": figures[m.message_id][1],
+            "counted_by": figures[m.message_id][2],
+            "parts": [storage.part_row(p) for p in m.parts],
+            "metadata": {},
+        }
+        for m in turn.messages
+    ]
+
+
+def packed_whole(session: gcengine.Session) -> bytes:
+    return zlib.compress(session.model_dump_json().encode(), 1)
+
+
+def store_as_before(apps: Any, engine: gcengine.Session) -> tuple[int, int, gcengine.GCOutcome]:
+    """A session and a finished run of it, as written before the compact storage."""
+    Project = apps.get_model("dashboard", "Project")
+    project, _ = Project.objects.get_or_create(slug="default", defaults={"name": "Default"})
+    budget = engine.budget
+    session = apps.get_model("dashboard", "AgentSession").objects.create(
+        project=project,
+        label="old.json",
+        sha256="0" * 64,
+        size_bytes=1,
+        source_format=engine.source_format.value,
+        context_limit=engine.context_limit,
+        context_limit_origin=engine.context_limit_origin.value,
+        turn_count=len(engine.turns()),
+        message_count=len(engine.history),
+        total_tokens=budget.total_tokens(),
+        locked_tokens=budget.locked_tokens(),
+        preservable_tokens=budget.preservable_tokens(),
+        eligible_tokens=budget.gc_eligible_tokens(),
+        utilization_percent=budget.utilization_percent(),
+        token_counter=engine.token_counter,
+    )
+    apps.get_model("dashboard", "SessionDocument").objects.create(
+        session=session, original=b"{}", engine_session=packed_whole(engine)
+    )
+    for position, turn in enumerate(engine.turns()):
+        apps.get_model("dashboard", "SessionTurn").objects.create(
+            session=session,
+            position=position,
+            turn_index=turn.index,
+            kind=turn.kind.value,
+            tokens=sum(m["tokens"] for m in old_messages(turn, budget)),
+            policy="ephemeral",
+            messages=old_messages(turn, budget),
+        )
+    Node = apps.get_model("dashboard", "BudgetNode")
+    Node.objects.bulk_create(Node(session=session, **row) for row in old_tree_rows(budget))
+    outcome = gcengine.run_gc(engine, POLICY)
+    run = apps.get_model("dashboard", "GCRun").objects.create(
+        session=session,
+        config=gcengine.dump_gc_config(POLICY),
+        plugin="gc_budget",
+        status="done",
+        context_limit=engine.context_limit,
+        tokens_after=outcome.budget_after.total_tokens(),
+        turns_after=len(outcome.session.turns()),
+        session_after=packed_whole(outcome.session),
+    )
+    Node.objects.bulk_create(
+        Node(session=session, run=run, **row) for row in old_tree_rows(outcome.budget_after)
+    )
+    return session.pk, run.pk, outcome
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stored_sessions_and_runs_read_the_same_after_compacting_their_storage(
+    migrator: MigrationExecutor,
+) -> None:
+    engine = gcengine.load_session(
+        json.dumps(gcengine.generate_session_file(SMALL_SHAPE)).encode(),
+        counter=gcengine.load_counter("approx"),
+    )
+    session_id, run_id, outcome = store_as_before(apps_at(migrator, BEFORE), engine)
+
+    apps_at(migrator, AFTER)
+
+    session = AgentSession.objects.get(pk=session_id)
+    run = GCRun.objects.get(pk=run_id)
+    # The session reopens for a run or replay as it was stored, figures and all.
+    assert services.engine_session_of(session) == engine
+    # The history view shows every message with its figure and its label in the tree.
+    turns = list(SessionTurn.objects.filter(session=session).order_by("position"))
+    assert [[m["id"] for m in t.messages] for t in turns] == [t.message_ids for t in engine.turns()]
+    leaves = storage.message_figures(engine.budget)
+    assert all(
+        (m["tokens"], m["policy"], m["label"])
+        == (leaves[m["id"]][0], leaves[m["id"]][1], leaves[m["id"]][3])
+        for t in turns
+        for m in t.messages
+    )
+    # The tree: the turns and their messages come from the turn rows, as they were drawn.
+    old = {row["path"]: row for row in old_tree_rows(engine.budget)}
+    drawn, total = selectors.budget_children_page(session=session, parent_path="conversation")
+    assert total == len(engine.turns())
+    for node in drawn:
+        assert (node.label, node.policy, node.tokens, node.child_count) == (
+            old[node.path]["label"],
+            old[node.path]["policy"],
+            old[node.path]["tokens"],
+            old[node.path]["child_count"],
+        )
+        for leaf in selectors.budget_children_page(session=session, parent_path=node.path)[0]:
+            assert (leaf.label, leaf.tokens) == (old[leaf.path]["label"], old[leaf.path]["tokens"])
+    assert not BudgetNode.objects.filter(path__startswith="conversation/").exists()
+    # The run's after-tree and its export are what the run left.
+    after = {row["path"]: row for row in old_tree_rows(outcome.budget_after)}
+    drawn, total = selectors.budget_children_page(
+        session=session, run=run, parent_path="conversation"
+    )
+    assert total == len(outcome.session.turns())
+    assert [(n.path, n.tokens) for n in drawn] == [
+        (path, row["tokens"]) for path, row in after.items() if row["parent_path"] == "conversation"
+    ][: len(drawn)]
+    exported = services.session_after_of(run)
+    assert exported is not None
+    assert exported.history == outcome.session.history
+    assert exported.budget == outcome.budget_after
