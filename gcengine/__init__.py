@@ -142,6 +142,7 @@ from gcengine.quality.retention import (
     pooled_retention,
     score_collection,
     score_observed_compactions,
+    session_scorer,
 )
 from gcengine.session import (
     ContextLimitOrigin,
@@ -322,6 +323,7 @@ __all__ = [
     "score_collection",
     "score_observed_compactions",
     "session_caps",
+    "session_scorer",
     "simulate",
     "split_into_turns",
     "token_counting",

@@ -51,6 +51,18 @@ class Project(models.Model):
         help_text="Runs on every upload when GC on upload is enabled.",
     )
     run_default_policy_on_upload = models.BooleanField(default=True)
+    retention_gates = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Least anchor retention per class ({'decisions': 0.95}); empty means the "
+        "engine's defaults (gcengine.DEFAULT_RETENTION_GATES).",
+    )
+    prices = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The price table replays are costed with (gcengine.ModelPrice entries); "
+        "empty means the engine's defaults (gcengine.DEFAULT_PRICES).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -267,6 +279,12 @@ class GCRun(BackgroundWork):
     preservable_after = models.PositiveBigIntegerField(null=True)
     eligible_after = models.PositiveBigIntegerField(null=True)
     result = models.JSONField(null=True, help_text="gcengine.GCResult without its removal list.")
+    retention = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="gcengine.AnchorRetention of what the run took out of view; empty for runs "
+        "stored before it was scored.",
+    )
     session_after = models.BinaryField(
         null=True, help_text="The session after the run, gcengine.Session JSON, zlib-compressed."
     )
@@ -417,6 +435,7 @@ class AuditAction(models.TextChoices):
     ARCHIVE = "archive", "Archived"
     UNARCHIVE = "unarchive", "Unarchived"
     DELETE = "delete", "Deleted"
+    QUALITY = "quality", "Quality gates and prices"
 
 
 class AuditEvent(models.Model):

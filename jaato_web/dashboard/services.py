@@ -606,6 +606,9 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=result.model_dump(mode="json", exclude={"removal_list"}),
+        retention=storage.retention_record(
+            gcengine.score_collection(before, outcome.session.history)
+        ),
         session_after=storage.pack_session(outcome.session),
         finished_at=timezone.now(),
     )
@@ -739,18 +742,21 @@ def replay_execute(*, replay_id: int) -> None:
         return
     replay = Replay.objects.select_related("session").get(pk=replay_id)
     try:
-        simulation = gcengine.simulate(
-            engine_session_of(replay.session, replay.context_limit, replay.compaction_id),
-            config_validated(replay.config),
-        )
+        engine = engine_session_of(replay.session, replay.context_limit, replay.compaction_id)
+        series = replay_series_of(engine, config_validated(replay.config))
     except gcengine.GCEngineError as error:
         Replay.objects.filter(pk=replay_id).update(
             status=JobStatus.FAILED, progress="", error=str(error)
         )
         return
-    Replay.objects.filter(pk=replay_id).update(
-        status=JobStatus.DONE, progress="", series=storage.replay_series(simulation)
-    )
+    Replay.objects.filter(pk=replay_id).update(status=JobStatus.DONE, progress="", series=series)
+
+
+def replay_series_of(engine: gcengine.Session, config: gcengine.GCConfig) -> dict[str, Any]:
+    """The stored series of a replay: the policy's, with each collection's anchor retention,
+    and the requests the same session sends without GC, which its cost is weighed against."""
+    simulation = gcengine.simulate(engine, config, score_anchors=True)
+    return storage.replay_series(simulation, gcengine.requests_without_gc(engine))
 
 
 # --- Policies --------------------------------------------------------------------------------

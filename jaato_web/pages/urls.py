@@ -9,6 +9,7 @@ from django.urls import URLPattern, path
 from jaato_web.pages import (
     archive,
     policies,
+    quality,
     replays,
     review,
     runs,
@@ -89,6 +90,11 @@ urlpatterns: list[URLPattern] = [
         policies.policy_export,
         name="policy_export",
     ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>/export/",
+        quality.policy_version_export,
+        name="policy_version_export",
+    ),
     # Review
     path("review/", review.review_queue, name="review_queue"),
     path("runs/<int:run_id>/comments/", review.run_comment, name="run_comment"),
@@ -125,6 +131,12 @@ urlpatterns: list[URLPattern] = [
         "projects/<int:project_id>/members/<int:membership_id>/",
         teams.member_change,
         name="member_change",
+    ),
+    path("projects/<int:project_id>/quality/", quality.project_quality, name="project_quality"),
+    path(
+        "projects/<int:project_id>/quality/save/",
+        quality.project_quality_save,
+        name="project_quality_save",
     ),
     path("audit/", teams.audit_log, name="audit_log"),
 ]
