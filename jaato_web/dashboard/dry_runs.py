@@ -29,6 +29,7 @@ from typing import Any
 import gcengine
 from jaato_web.dashboard import presenters, services, storage
 from jaato_web.dashboard.models import AgentSession
+from jaato_web.errors import InputError
 
 SESSION_CACHE_SIZE = 4
 REPLAY_CACHE_SIZE = 64
@@ -313,6 +314,11 @@ RANK_ORDERS = {
 }
 
 
+class RankError(InputError):
+    """A ranking that cannot be made: an unknown order, or sessions and versions of
+    different projects (whose gates and prices differ)."""
+
+
 @dataclass(frozen=True)
 class PolicyOnSession:
     """One policy replayed on one session: what it sent, what its collections kept of the
@@ -449,6 +455,11 @@ def rank(
     """``versions`` (policy versions) replayed on each of ``sessions``, ranked ``by`` one of
     ``RANK_ORDERS`` (see ``PolicyRank.order``), with the sessions where they differ most: the
     widest spread of anchor retention, then of cost relative to the cheapest."""
+    if by not in RANK_ORDERS:
+        raise RankError(f"no ranking by {by!r} (one of {', '.join(RANK_ORDERS)})", "by")
+    projects = {s.project_id for s in sessions} | {v.policy.project_id for v in versions}
+    if len(projects) > 1:
+        raise RankError("the sessions and versions ranked must be of one project")
     ranks = [
         PolicyRank(
             version=version,

@@ -729,9 +729,18 @@ def replay_request(
                 detail={"session": session.pk, "plugin": canonical.get("type"), "policy": label},
             )
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
-        elif policy_version is not None and replay.policy_version_id != policy_version.pk:
-            replay.policy_version, replay.policy_label = policy_version, label
-            replay.save(update_fields=["policy_version", "policy_label"])
+        else:
+            if policy_version is not None and replay.policy_version_id != policy_version.pk:
+                replay.policy_version, replay.policy_label = policy_version, label
+                replay.save(update_fields=["policy_version", "policy_label"])
+            if replay.status == JobStatus.DONE and "requests" not in (replay.series or {}):
+                # Drawn before replays recorded their requests and scored their collections:
+                # drawn again, so its page can show both.
+                Replay.objects.filter(pk=replay.pk).update(
+                    status=JobStatus.QUEUED, progress="waiting for a worker", series=None
+                )
+                replay.refresh_from_db()
+                transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
     return replay
 
 

@@ -58,6 +58,7 @@ PUBLIC_API = {"health", "openapi-json", "openapi-view", "api-root"}
 # so a write marked "view" by mistake fails here instead of passing the walk.
 POSTS_THAT_ONLY_READ = {
     "api:compare": "a dry run of two policies; stores nothing",
+    "api:rank": "dry runs of policies over sessions; stores nothing",
     "project_switch": "remembers the current project in the browser session",
     "sign_out": "ends the user's own session",
     "project_list": "starts a new project, of which the user becomes admin",
@@ -361,6 +362,8 @@ BODIES: dict[str, Callable[[Ids], dict[str, Any]]] = {
     "api:add_version_comment": lambda i: {"body": "walked"},
     "api:give_run_verdict": lambda i: {"decision": "approve"},
     "api:give_version_verdict": lambda i: {"decision": "approve"},
+    "api:set_project_quality": lambda i: {"gates": {"decisions": 0.9}},
+    "api:rank": lambda i: {"session_ids": [i["session_id"]], "version_ids": [i["version_id"]]},
 }
 
 # Multipart API operations: their file field.
