@@ -452,6 +452,7 @@ def rank(request: HttpRequest, payload: RankIn) -> dict[str, object]:
         quality.project_gates(project),
         quality.project_prices(project),
         by=payload.by,
+        context_limit=payload.context_limit,
     )
     return {
         "by": payload.by,

@@ -461,6 +461,12 @@ class RankIn(ObjectIn):
         description="What ranks first after staying within the window: retention (the "
         "fewest collections under a gate, then the highest anchor retention), cost or tokens",
     )
+    context_limit: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=100_000_000,
+        description="a context window to replay against instead of each session's own",
+    )
 
 
 class RankedOnSession(Schema):

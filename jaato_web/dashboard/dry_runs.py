@@ -417,8 +417,9 @@ def _on_session(
     config: gcengine.GCConfig,
     gates: gcengine.RetentionGates,
     prices: list[gcengine.ModelPrice],
+    context_limit: int | None,
 ) -> PolicyOnSession:
-    series = replay(session, config)
+    series = replay(session, config, context_limit)
     limit = int(series["context_limit"]) or 1
     scored = [
         gcengine.AnchorRetention.model_validate(e["retention"])
@@ -451,8 +452,10 @@ def rank(
     gates: gcengine.RetentionGates,
     prices: list[gcengine.ModelPrice],
     by: str = "retention",
+    context_limit: int | None = None,
 ) -> Ranking:
-    """``versions`` (policy versions) replayed on each of ``sessions``, ranked ``by`` one of
+    """``versions`` (policy versions) replayed on each of ``sessions`` (against
+    ``context_limit`` tokens instead of each one's window, when given), ranked ``by`` one of
     ``RANK_ORDERS`` (see ``PolicyRank.order``), with the sessions where they differ most: the
     widest spread of anchor retention, then of cost relative to the cheapest."""
     if by not in RANK_ORDERS:
@@ -464,7 +467,13 @@ def rank(
         PolicyRank(
             version=version,
             sessions=[
-                _on_session(session, services.config_validated(version.config), gates, prices)
+                _on_session(
+                    session,
+                    services.config_validated(version.config),
+                    gates,
+                    prices,
+                    context_limit,
+                )
                 for session in sessions
             ],
         )

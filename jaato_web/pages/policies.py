@@ -357,7 +357,8 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("give session and version")
     version = _access(request).policy_version(version_id)
     config = services.config_validated(version.config)
-    series = dry_runs.replay(session, config) if session.turn_count else None
+    window = forms.WindowForm(request.GET).chosen()
+    series = dry_runs.replay(session, config, window) if session.turn_count else None
     return render(
         request,
         "policies/compare.html#compare-chart",
@@ -567,12 +568,17 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         "also_ids": also_ids,
         "rank_orders": dry_runs.RANK_ORDERS,
         "by": request.GET.get("by") or "retention",
+        "window_form": forms.WindowForm(request.GET),
     }
     if session is not None and a_id is not None and b_id is not None:
         a = _access(request).policy_version(a_id)
         b = _access(request).policy_version(b_id)
+        window = forms.WindowForm(request.GET).chosen()
         comparison = dry_runs.compare(
-            session, services.config_validated(a.config), services.config_validated(b.config)
+            session,
+            services.config_validated(a.config),
+            services.config_validated(b.config),
+            window,
         )
         gates = quality.project_gates(project)
         context |= {
@@ -586,7 +592,8 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
             "rows": [r for r in presenters.config_table([a.config, b.config]) if r.differs],
             "quick_a": dry_runs.replay_is_quick(session, comparison.a.config),
             "quick_b": dry_runs.replay_is_quick(session, comparison.b.config),
-            **_ranking(request, project, session, [a, b], gates),
+            "window": window,
+            **_ranking(request, project, session, [a, b], gates, window),
         }
     return render(request, "policies/compare.html", context)
 
@@ -597,6 +604,7 @@ def _ranking(
     session: AgentSession,
     compared: list[PolicyVersion],
     gates: dict[gcengine.AnchorClass, float],
+    window: int | None,
 ) -> dict[str, Any]:
     """Every version asked for (A, B and ``also``), each once, replayed on the sessions asked
     for (``session``, repeated; the first at least) and ranked."""
@@ -616,7 +624,9 @@ def _ranking(
     if by not in dry_runs.RANK_ORDERS:
         by = "retention"
     prices = quality.project_prices(project)
-    ranking = dry_runs.rank(ranked, list(versions.values()), gates, prices, by=by)
+    ranking = dry_runs.rank(
+        ranked, list(versions.values()), gates, prices, by=by, context_limit=window
+    )
     classes, rows = presenters.ranking_rows(ranking)
     return {
         "ranking": ranking,
