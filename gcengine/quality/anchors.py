@@ -86,7 +86,8 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         2,
         "amounts with a currency or a unit (47,500 tokens, 300 ms, 12 %), versions (3.12.3), "
         "issue and pull request numbers (#412) and HTTP status codes",
-        "a rounded or invented figure ('about 50,000') reads as true; 47,500 and 47500 match",
+        "a rounded or invented figure ('about 50,000') reads as true; a figure matches with "
+        "or without its thousands separators",
     ),
     AnchorClassInfo(
         AnchorClass.ERRORS,
@@ -173,7 +174,9 @@ class Anchor:
 
 # --- Normalising and matching ---------------------------------------------------------------
 
-_HORIZONTAL_SPACE = re.compile(r"[^\S\n]+")
+# Runs of spaces and any other horizontal whitespace become one space (a lone space is left
+# alone: most text has nothing to change, and a no-op substitution still copies it).
+_HORIZONTAL_SPACE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
@@ -184,7 +187,12 @@ _EDGE_PUNCTUATION = ".,;:!?'\"("
 
 def normalised(text: str) -> str:
     """Lower case, straight quotes, no thousands separators, one space between words."""
-    return _HORIZONTAL_SPACE.sub(" ", _THOUSANDS.sub("", text.translate(_QUOTES).lower()))
+    text = text.lower()
+    if not text.isascii():
+        text = text.translate(_QUOTES)
+    if "," in text:
+        text = _THOUSANDS.sub("", text)
+    return _HORIZONTAL_SPACE.sub(" ", text)
 
 
 def normalised_sentences(text: str) -> list[str]:
@@ -223,7 +231,7 @@ def key_terms(sentence: str) -> frozenset[str]:
 
 
 def sentence_terms(sentence: str) -> frozenset[str]:
-    """Every word of a normalised sentence, which a terms anchor's terms are looked for in."""
+    """Every word of normalised text, which a terms anchor's terms are looked for in."""
     return frozenset(_TERM.findall(sentence.replace("'", "")))
 
 
@@ -289,6 +297,11 @@ _OPEN_WORK = re.compile(
     r"\b(?:todo|fixme|next step|next steps|next:|remaining|still failing|still fails|not yet|"
     r"pending|follow-up|follow up|left to do|blocked)\b"
 )
+# Whether a sentence could be any terms anchor at all: most are not, and this one search
+# spares the four.
+_ANY_TRIGGER = re.compile(
+    "|".join(p.pattern for p in (_ERROR_SENTENCE, _CONSTRAINT, _DECISION, _OPEN_WORK))
+)
 # Case matters for these, so they are found in the text before it is lower-cased.
 _MIXED_CASE = re.compile(
     r"\b(?=[A-Za-z0-9]*[a-z])(?:[A-Z][A-Za-z0-9]*[A-Z]|[a-z][a-z0-9]*[A-Z])[A-Za-z0-9]*\b"
@@ -341,10 +354,12 @@ def _without(sentence: str, pattern: re.Pattern[str]) -> str:
 def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
     """Literal anchors of one sentence: ``raw`` as written (for case-sensitive patterns) and
     ``sentence``, its normalised form (for the rest, and for the check)."""
-    for match in _URL.finditer(sentence):
-        if (anchor := _literal(AnchorClass.URLS, match.group(0), sentence)) is not None:
-            yield anchor
-    plain = _without(sentence, _URL)
+    plain = sentence
+    if "http" in sentence:
+        for match in _URL.finditer(sentence):
+            if (anchor := _literal(AnchorClass.URLS, match.group(0), sentence)) is not None:
+                yield anchor
+        plain = _without(sentence, _URL)
     yield from _path_anchors(plain)
     for pattern in (_BACKTICKS, _CALL):
         for match in pattern.finditer(plain):
@@ -356,7 +371,7 @@ def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
             found = _literal(AnchorClass.IDENTIFIERS, match.group(0).lower(), sentence)
             if found is not None:
                 yield found
-    unpathed = _without(plain, _PATH)
+    unpathed = _without(plain, _PATH) if "/" in plain or "." in plain else plain
     for match in _SNAKE.finditer(unpathed):
         if len(match.group(0)) >= 4:
             found = _literal(AnchorClass.IDENTIFIERS, match.group(0), sentence)
@@ -435,6 +450,8 @@ def _sentence_pairs(text: str) -> Iterator[tuple[str, str]]:
 def _prose_anchors(text: str, *, speaker_is_user: bool) -> Iterator[Anchor]:
     for raw, sentence in _sentence_pairs(text):
         yield from _literal_anchors(raw, sentence)
+        if not _ANY_TRIGGER.search(sentence):
+            continue
         failing = _ERROR_SENTENCE.search(sentence)
         if failing and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor

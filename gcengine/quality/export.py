@@ -231,8 +231,13 @@ def _anthropic_compaction(config: GCConfig, window: int, draft: _Draft) -> Targe
             True,
             ["preserve_recent_turns"],
             exact=False,
-            note=f"the response stops after compacting: append the last "
-            f"{config.preserve_recent_turns} turns again yourself",
+            note="the response stops after compacting: append the last "
+            + (
+                "turn"
+                if config.preserve_recent_turns == 1
+                else f"{config.preserve_recent_turns} turns"
+            )
+            + " again yourself",
         )
     if config.max_summary_tokens is not None:
         edit["instructions"] = (
@@ -588,8 +593,8 @@ def _claude_code(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
             ["threshold_percent"],
             exact=False,
             note="it can only lower the threshold: a value above Claude Code's own (about 83 % "
-            "of a 200,000 window) is capped; set it in the shell, settings.json's env block "
-            "does not reach it (claude-code#31806, #63186)",
+            "of a 200,000 window) is capped; set it in the shell, as users report that "
+            "settings.json's env block does not reach it",
         )
     else:
         lines.append("export DISABLE_AUTO_COMPACT=true")
@@ -598,8 +603,7 @@ def _claude_code(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
             True,
             ["auto_trigger"],
             exact=False,
-            note="users report compactions despite it (claude-code#42817); /compact stays "
-            "available",
+            note="users report compactions despite it; /compact stays available",
         )
     lines.append(f"export CLAUDE_CODE_AUTO_COMPACT_WINDOW={window}")
     draft.set(

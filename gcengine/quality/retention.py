@@ -35,6 +35,7 @@ from gcengine.quality.anchors import (
     literal_anchors_of,
     literal_found,
     message_anchors,
+    normalised,
     normalised_sentences,
     sentence_terms,
     visible_pieces,
@@ -234,20 +235,31 @@ def load_retention_gates(data: Any) -> dict[AnchorClass, float]:
 # --- Scoring -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _View:
-    """What the model reads of one message: its sentences, normalised and joined by line
-    breaks, and each sentence's words (with their union, to skip a message quickly)."""
+    """What the model reads of one message: its pieces normalised, joined by line breaks (a
+    literal anchor never spans a sentence, so it is looked for in the whole text), and every
+    word in it; each sentence's words are read only when a terms anchor could match there."""
 
+    pieces: tuple[str, ...]
     text: str
-    sentences: tuple[frozenset[str], ...]
     words: frozenset[str]
+    _sentences: tuple[frozenset[str], ...] | None = None
+
+    def sentences(self) -> tuple[frozenset[str], ...]:
+        if self._sentences is None:
+            self._sentences = tuple(
+                sentence_terms(sentence)
+                for piece in self.pieces
+                for sentence in normalised_sentences(piece)
+            )
+        return self._sentences
 
 
 def _view(message: Message) -> _View:
-    found = [s for piece in visible_pieces(message) for s in normalised_sentences(piece)]
-    terms = tuple(sentence_terms(s) for s in found)
-    return _View("\n".join(found), terms, frozenset().union(*terms))
+    pieces = tuple(normalised(piece) for piece in visible_pieces(message))
+    text = "\n".join(pieces)
+    return _View(pieces, text, sentence_terms(text))
 
 
 def _carried(message: Message, other: Message | None) -> bool:
@@ -285,8 +297,7 @@ class AnchorScorer:
         if self._vocabulary is None:
             words: set[str] = set()
             for message in self._corpus:
-                for sentence in self._view_of(message).text.split("\n"):
-                    words.update(vocabulary_words(sentence))
+                words.update(vocabulary_words(self._view_of(message).text))
             self._vocabulary = frozenset(words)
         return self._vocabulary
 
@@ -369,7 +380,7 @@ def _retained(anchor: Anchor, haystack: str, views: Sequence[_View]) -> bool:
     for view in views:
         if len(anchor.terms & view.words) < needed:
             continue
-        if any(len(anchor.terms & sentence) >= needed for sentence in view.sentences):
+        if any(len(anchor.terms & sentence) >= needed for sentence in view.sentences()):
             return True
     return False
 
