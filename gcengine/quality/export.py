@@ -294,13 +294,14 @@ def _openai(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
         threshold,
         ["threshold_percent"],
     )
+    summarizes = config.plugin in SUMMARIZING
     draft.set(
         "type",
         "compaction",
         ["type"],
-        exact=config.plugin in SUMMARIZING,
-        note="the server compacts into an encrypted item nobody can read; "
-        f"{config.plugin} is the policy's strategy",
+        exact=summarizes,
+        note="the server summarizes into an encrypted item, so what it keeps cannot be read"
+        + ("" if summarizes else f"; {config.plugin} does not summarize"),
     )
     draft.unmapped(
         "the compaction item is encrypted and its size is the server's",
@@ -338,7 +339,12 @@ def _langchain(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
     fraction = round(config.threshold_percent / 100, 4)
     if config.plugin in SUMMARIZING:
         keep = round(config.target_percent / 100, 4)
-        draft.set("SummarizationMiddleware", "SummarizationMiddleware", ["type"], note="summarizes")
+        draft.set(
+            "middleware",
+            "SummarizationMiddleware",
+            ["type"],
+            note="summarizes what it does not keep",
+        )
         draft.set("trigger", ["fraction", fraction], ["threshold_percent"])
         draft.set(
             "keep",
@@ -371,8 +377,8 @@ def _langchain(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
         clear = _tokens(config.threshold_percent - config.target_percent, window)
         keep_uses = max(config.preserve_recent_turns, 1)
         draft.set(
-            "ClearToolUsesEdit",
-            "ClearToolUsesEdit",
+            "middleware",
+            "ContextEditingMiddleware with ClearToolUsesEdit",
             ["type"],
             exact=False,
             note=f"clears old tool results; {config.plugin} removes whole turns",

@@ -1633,9 +1633,10 @@ def retention_view(
 def _invented_sentence(invented: gcengine.InventedAnchors) -> str:
     if not invented.checked:
         return "No summary came in with anchors to check against the session."
+    verb = "appears" if invented.invented == 1 else "appear"
     return (
         f"{invented.invented:,} of the {counted(invented.checked, 'literal anchor')} in the "
-        f"summaries that came in appear nowhere in the session ({share(invented.rate)})"
+        f"summaries that came in {verb} nowhere in the session ({share(invented.rate)})"
         + (f": {', '.join(invented.examples[:5])}." if invented.examples else ".")
     )
 
@@ -1703,6 +1704,7 @@ class CostView:
 
     model: str
     price: gcengine.ModelPrice | None
+    terms: str
     policy: gcengine.PromptCacheUsage
     without_gc: gcengine.PromptCacheUsage
     dollars: float | None
@@ -1723,6 +1725,23 @@ def _against(value: float, baseline: float, more: str, less: str) -> str:
         return "the same as" if value == baseline else f"{more} than"
     difference = abs(value - baseline) / baseline * 100
     return f"{difference:.1f} % {more if value > baseline else less} than"
+
+
+def per_million(value: float) -> str:
+    """A price per million tokens as a price list writes it: ``$3``, ``$3.75``, ``$0.125``."""
+    return f"${value:,.4f}".rstrip("0").rstrip(".")
+
+
+def price_terms(price: gcengine.ModelPrice) -> str:
+    """``$3 a million input tokens, $3.75 to write to the cache and $0.3 to read from it``."""
+    terms = (
+        f"{per_million(price.input_per_mtok)} a million input tokens, "
+        f"{per_million(price.cache_write_per_mtok)} to write to the cache and "
+        f"{per_million(price.cache_read_per_mtok)} to read from it"
+    )
+    if price.min_cacheable_tokens:
+        terms += f", nothing cached under {counted(price.min_cacheable_tokens, 'token')}"
+    return terms
 
 
 def cost_view(
@@ -1780,6 +1799,7 @@ def cost_view(
     return CostView(
         model=model,
         price=price,
+        terms=price_terms(price) if price is not None else "",
         policy=policy,
         without_gc=without,
         dollars=cost,

@@ -568,7 +568,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         "also_ids": also_ids,
         "rank_orders": dry_runs.RANK_ORDERS,
         "by": request.GET.get("by") or "retention",
-        "window_form": forms.WindowForm(request.GET),
+        "min_window": gcengine.MIN_CONTEXT_LIMIT,
     }
     if session is not None and a_id is not None and b_id is not None:
         a = _access(request).policy_version(a_id)

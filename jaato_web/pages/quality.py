@@ -73,7 +73,7 @@ def _row_error(error: gcengine.PriceTableError, rows: list[int]) -> str:
         entry = int(key[len(_KEY_ROW) : key.index("]")])
         field = key[key.index("]") + 2 :] or "entry"
         labels = dict(PRICE_FIELDS)
-        return f"Row {rows[entry] + 1}, {labels.get(field, field).lower()}: {error.reason}"
+        return f"Row {rows[entry] + 1}, {labels.get(field, field)}: {error.reason}"
     return error.reason
 
 

@@ -167,7 +167,7 @@ def test_gates_and_prices_are_edited_on_their_page(client: Client, project: Proj
     data[f"price-{len(rows)}-input_per_mtok"] = "-1"
     refused = client.post(reverse("project_quality_save", args=[project.pk]), data)
     assert refused.status_code == 400
-    assert f"Row {len(rows) + 1}, input $ / m tokens:" in refused.content.decode()
+    assert f"Row {len(rows) + 1}, Input $ / M tokens:" in refused.content.decode()
 
     client.post(reverse("project_quality_save", args=[project.pk]), {"reset": "defaults"})
     project.refresh_from_db()
