@@ -1,5 +1,5 @@
-"""``python -m gcengine``: inspect a session, run a policy on it, replay it, or plan its next
-request.
+"""``python -m gcengine``: inspect a session, run a policy on it, replay it, plan its next
+request, score what a compaction kept, price a replay, or export a policy to other frameworks.
 
 Exit codes: 0 success, 1 the collection itself failed (a summarizer error, say), 2 bad input
 (a session or gc.json that cannot be read, an unknown plugin), 130 interrupted, 141 the reader
@@ -16,13 +16,26 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gcengine._fast import cyclic_gc_paused
-from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.budget import (
+    DEFAULT_CONTEXT_LIMIT,
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+)
 from gcengine.config import load_gc_config
-from gcengine.errors import GCEngineError, PlannerError
+from gcengine.errors import GCEngineError, PlannerError, PriceTableError
 from gcengine.formats import dump_session, load_session
-from gcengine.gc import run_gc, simulate
+from gcengine.gc import requests_without_gc, run_gc, simulate
 from gcengine.messages import turn_label
 from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_report, session_caps
+from gcengine.quality.export import export_policy
+from gcengine.quality.prompt_cache import DEFAULT_PRICES, CacheCost, cache_cost, price_for_model
+from gcengine.quality.retention import (
+    AnchorRetention,
+    score_collection,
+    score_observed_compactions,
+)
 from gcengine.session import Session, token_drift
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
@@ -61,6 +74,31 @@ def _parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=Path(), help="the folder of session files (default: here)"
     )
     serve.add_argument("--policy", type=Path, help="the gc.json policy (default: ROOT/gc.json)")
+    score = commands.add_parser(
+        "score",
+        help="anchor retention of a policy's run (--config) or of the agent's own compactions",
+    )
+    score.add_argument("session", type=Path)
+    score.add_argument("--config", type=Path, help="score a run of this gc.json policy")
+    score.add_argument("--json", action="store_true", help="the scores as JSON")
+    cost = commands.add_parser(
+        "cost", help="a replay's prompt-cache usage and cost, beside the same replay without GC"
+    )
+    cost.add_argument("session", type=Path)
+    cost.add_argument("--config", type=Path, required=True, help="the gc.json policy")
+    cost.add_argument("--model", help="price as this model (default: the session's)")
+    cost.add_argument("--json", action="store_true", help="both costs as JSON")
+    export = commands.add_parser(
+        "export-policy", help="a gc.json as the nearest settings of other frameworks"
+    )
+    export.add_argument("config", type=Path, help="the gc.json policy")
+    export.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_CONTEXT_LIMIT,
+        help=f"the model's context window in tokens (default {DEFAULT_CONTEXT_LIMIT:,})",
+    )
+    export.add_argument("--json", action="store_true", help="every target as JSON")
     return parser
 
 
@@ -68,7 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "mcp":
         return _mcp(args)
-    commands = {"inspect": _inspect, "run": _run, "plan": _plan, "simulate": _simulate}
+    commands = {
+        "inspect": _inspect,
+        "run": _run,
+        "plan": _plan,
+        "simulate": _simulate,
+        "score": _score,
+        "cost": _cost,
+        "export-policy": _export,
+    }
     try:
         # The command owns this process and does one bulk job: the cycle collector can rest.
         with cyclic_gc_paused():
@@ -252,4 +298,110 @@ def _plan(args: argparse.Namespace) -> int:
     caps = session_caps(session, model=args.model, context_length=args.context_length)
     plan = plan_context(plan_items(session), caps, PlannerConfig())
     print(plan.model_dump_json(indent=2) if args.json else "\n".join(plan_report(plan)))
+    return 0
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _retention_lines(retention: AnchorRetention) -> list[str]:
+    if retention.unscorable is not None:
+        return [f"unscorable: {retention.unscorable}"]
+    lines = [
+        f"anchor retention {_ratio(retention.score)} over {retention.anchors:,} anchors in "
+        f"{retention.removed_messages:,} messages taken out of view "
+        "(keyword survival: a floor on what was lost, not what the agent remembers)",
+        f"  {'class':<12} {'weight':>6} {'anchors':>8} {'kept':>6} {'recall':>7}  first lost",
+    ]
+    for part in retention.classes:
+        lost = "; ".join(part.lost[:2])
+        lines.append(
+            f"  {part.anchor_class.value:<12} {part.weight:>6} {part.anchors:>8,} "
+            f"{part.retained:>6,} {_ratio(part.recall):>7}  {lost}"
+        )
+    invented = retention.invented
+    recency = retention.recency
+    lines += [
+        f"  invented    {invented.invented:,} of {invented.checked:,} literal anchors in new "
+        f"summaries ({_ratio(invented.rate)})",
+        f"  compression {_ratio(retention.compression_ratio)} "
+        f"({retention.replacement_tokens:,} tokens in for {retention.removed_tokens:,} out)",
+        f"  recency     oldest third {_ratio(recency.oldest)}, newest third "
+        f"{_ratio(recency.newest)}",
+    ]
+    return lines
+
+
+def _score(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    if args.config is not None:
+        outcome = run_gc(session, load_gc_config(args.config))
+        if not outcome.result.success:
+            print(f"error: {outcome.result.error}", file=sys.stderr)
+            return EXIT_FAILED
+        scores = {"run": score_collection(session, outcome.session.history)}
+    else:
+        scores = score_observed_compactions(session)
+    if args.json:
+        print(json.dumps({k: v.model_dump(mode="json") for k, v in scores.items()}, indent=2))
+        return 0
+    if not scores:
+        print("the session records no compaction of its own; give --config to score a run")
+    for name, retention in scores.items():
+        print(
+            "\n".join(
+                [name if name == "run" else f"compaction {name}", *_retention_lines(retention)]
+            )
+        )
+    return 0
+
+
+def _cost_line(label: str, cost: CacheCost) -> str:
+    usage = cost.usage
+    return (
+        f"{label:<10} {usage.requests:>6,} requests {usage.tokens_sent:>14,} sent "
+        f"{usage.cache_read_tokens:>14,} read {usage.cache_write_tokens:>12,} written "
+        f"{usage.uncached_tokens:>10,} uncached  ${cost.dollars:,.4f} "
+        f"(${cost.dollars_without_cache:,.4f} without caching)"
+    )
+
+
+def _cost(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    config = load_gc_config(args.config)
+    model = args.model or session.model
+    price = price_for_model(model, DEFAULT_PRICES)
+    if price is None:
+        known = ", ".join(p.model for p in DEFAULT_PRICES)
+        raise PriceTableError(f"no price for model {model!r} (priced: {known}); give --model")
+    policy = cache_cost(simulate(session, config).requests, price)
+    without = cache_cost(requests_without_gc(session), price)
+    if args.json:
+        print(json.dumps({"policy": policy.model_dump(), "without_gc": without.model_dump()}))
+        return 0
+    print(f"priced as {price.label or price.model} ({price.source}, {price.as_of})")
+    print(_cost_line("policy", policy))
+    print(_cost_line("without GC", without))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    exported = export_policy(load_gc_config(args.config), args.window)
+    if args.json:
+        print(exported.model_dump_json(indent=2))
+        return 0
+    for target in exported.targets:
+        print(f"== {target.label} ({target.docs})")
+        if target.refusal:
+            print(f"not exportable: {target.refusal}")
+        else:
+            print(target.snippet)
+        for setting in target.settings:
+            nearest = "" if setting.exact else " (nearest)"
+            note = f": {setting.note}" if setting.note else ""
+            print(f"  {setting.name} = {json.dumps(setting.value)}{nearest}{note}")
+        for unmapped in target.unmapped:
+            print(f"  not mapped: {unmapped.key} = {json.dumps(unmapped.value)}: {unmapped.why}")
+        print()
     return 0

@@ -85,3 +85,21 @@ class ToolRefusal(GCEngineError):
 
 class TurnNotFoundError(GCEngineError):
     """A turn was asked for by a stable index the session does not hold."""
+
+
+class RetentionGateError(GCEngineError):
+    """A project's retention gates are invalid; ``key`` names the anchor class."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        self.key = key
+        self.reason = message
+        super().__init__(f"{key}: {message}" if key else message)
+
+
+class PriceTableError(GCEngineError):
+    """A price table is invalid; ``key`` names the entry and field (``prices[2].model``)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        self.key = key
+        self.reason = message
+        super().__init__(f"{key}: {message}" if key else message)

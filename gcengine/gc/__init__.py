@@ -3,7 +3,13 @@
 from gcengine.errors import PluginError, SummarizerError
 from gcengine.gc.registry import ENTRY_POINT_GROUP, discover_gc_plugins, load_gc_plugin
 from gcengine.gc.run import GCOutcome, plugin_options, run_gc, would_collect
-from gcengine.gc.simulate import Simulation, SimulationEvent, SimulationStep, simulate
+from gcengine.gc.simulate import (
+    Simulation,
+    SimulationEvent,
+    SimulationStep,
+    requests_without_gc,
+    simulate,
+)
 from gcengine.gc.strategies import (
     BudgetStrategy,
     HybridStrategy,
@@ -52,6 +58,7 @@ __all__ = [
     "discover_gc_plugins",
     "load_gc_plugin",
     "plugin_options",
+    "requests_without_gc",
     "run_gc",
     "simulate",
     "would_collect",

@@ -11,6 +11,11 @@ builder uses), and the conversation is laid out (``index_conversation``) only wh
 runs, over the history then in the window, never over the whole session again; the turns laid
 out at the last collection are kept. No budget tree is built for the window (the engine's own
 strategies read the layout), and each message's figure is worked out once per replay.
+
+Along the way it records each request the agent sent (before each model message that follows
+another kind) with the prefix it shares with the request before, for the prompt-cache cost
+model (``gcengine.quality.prompt_cache``), and, when asked, scores each collection's anchor
+retention (``gcengine.quality.retention``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from gcengine.conversation import ConversationIndex, index_of
 from gcengine.gc.run import plugin_for, without_entries
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
-from gcengine.messages import Message, turn_number
+from gcengine.messages import Message, Role, turn_number
+from gcengine.quality.prompt_cache import PromptRequest
+from gcengine.quality.retention import AnchorRetention, AnchorScorer, session_corpus
 from gcengine.session import (
     Session,
     conversation_tree,
@@ -68,6 +75,9 @@ class SimulationEvent(BaseModel):
     point: Point
     reason: GCTriggerReason
     result: GCResult
+    retention: AnchorRetention | None = Field(
+        default=None, description="what the collection kept of the anchors it took out of view"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -84,6 +94,7 @@ class Simulation(BaseModel):
     continuous_mode: bool
     steps: list[SimulationStep] = Field(default_factory=list)
     events: list[SimulationEvent] = Field(default_factory=list)
+    requests: list[PromptRequest] = Field(default_factory=list)
 
     def percent(self, tokens: int) -> float:
         return tokens / self.context_limit * 100 if self.context_limit else 0.0
@@ -129,20 +140,37 @@ class _Figures:
 
 
 def simulate(
-    session: Session, config: GCConfig, plugin: GCPlugin | str | None = None
+    session: Session,
+    config: GCConfig,
+    plugin: GCPlugin | str | None = None,
+    *,
+    score_anchors: bool = False,
 ) -> Simulation:
-    """The per-turn usage series and GC events of ``session`` replayed under ``config``."""
-    return _Replay(session, config, plugin_for(config, plugin)).run()
+    """The per-turn usage series, GC events and requests of ``session`` replayed under
+    ``config``; with ``score_anchors``, each collection's anchor retention too."""
+    return _Replay(session, config, plugin_for(config, plugin), score_anchors).run()
+
+
+def requests_without_gc(session: Session) -> list[PromptRequest]:
+    """The requests of ``session`` replayed with nothing ever collected: each starts with the
+    whole request before it, so the prompt cache reads all of that (the baseline a policy's
+    cost is weighed against)."""
+    return simulate(session, GCConfig(auto_trigger=False)).requests
+
+
+def _outside_entries(budget: InstructionBudget) -> list[tuple[InstructionSource, int]]:
+    """The prompt's entries before the conversation, in the order they are sent."""
+    return [
+        (source, entry.total_tokens())
+        for source, entry in budget.context_entries()
+        if source is not InstructionSource.CONVERSATION
+    ]
 
 
 def _outside_conversation(budget: InstructionBudget) -> int:
     """What is in context besides the conversation: a budget built without history holds the
     conversation the file recorded, which the window stands for in a replay."""
-    return sum(
-        entry.total_tokens()
-        for source, entry in budget.context_entries()
-        if source is not InstructionSource.CONVERSATION
-    )
+    return sum(tokens for _, tokens in _outside_entries(budget))
 
 
 class _Replay:
@@ -154,7 +182,9 @@ class _Replay:
     new window is laid out again from figures already known.
     """
 
-    def __init__(self, session: Session, config: GCConfig, plugin: GCPlugin) -> None:
+    def __init__(
+        self, session: Session, config: GCConfig, plugin: GCPlugin, score_anchors: bool
+    ) -> None:
         self.session, self.config, self.plugin = session, config, plugin
         self.counter = counter_by_name(session.token_counter)
         # Collections never change a message, only which are in the window; nor the recorded
@@ -171,6 +201,14 @@ class _Replay:
         # The index of the window as it was laid out last (at or after the last collection).
         self.index: ConversationIndex | None = None
         self.turns_done = 0
+        # Tokens at the start of the window that the last request sent and the next one will
+        # still start with: all of that request until a collection rewrites part of it.
+        self.shared_prefix = 0
+        self.scorer = (
+            AnchorScorer(session_corpus(session), lambda m: self.figures(m)[0])
+            if score_anchors
+            else None
+        )
         self.simulation = Simulation(
             plugin=plugin.name,
             context_limit=session.context_limit,
@@ -185,11 +223,46 @@ class _Replay:
             if self.config.check_before_send:
                 self.check(turn.index, "pre_message")
             for message in turn.messages:
+                previous = self.window[-1] if self.window else None
+                if message.role is Role.MODEL and (previous is None or previous.role != Role.MODEL):
+                    self.request(turn.index)
                 self.window.append(message)
                 self.window_tokens += self.figures(message)[0]
             self.turns_done += 1
             self.check(turn.index, "post_turn")
         return self.simulation
+
+    def request(self, turn_index: int | None) -> None:
+        """The agent asks the model for its next message with the window as it stands."""
+        tokens = self.base + self.window_tokens
+        self.simulation.requests.append(
+            PromptRequest(
+                turn_index=turn_index,
+                tokens=tokens,
+                shared_prefix_tokens=min(self.shared_prefix, tokens),
+            )
+        )
+        self.shared_prefix = tokens
+
+    def prefix_kept(
+        self, outside_before: list[tuple[InstructionSource, int]], window_before: list[Message]
+    ) -> int:
+        """Tokens at the start of the prompt a collection left as they were: the entries
+        outside the conversation up to the first it changed, then, if it changed none, the
+        messages up to the first it removed or replaced."""
+        outside_after = _outside_entries(self.outside)
+        kept = 0
+        for old, new in zip(outside_before, outside_after, strict=False):
+            if old != new:
+                return kept
+            kept += old[1]
+        if len(outside_before) != len(outside_after):
+            return kept
+        for old_message, new_message in zip(window_before, self.window, strict=False):
+            if old_message is not new_message and old_message != new_message:
+                break
+            kept += self.figures(old_message)[0]
+        return kept
 
     def lay_out(self) -> ConversationIndex:
         """Index the window, copying from the last index the turns it still holds whole: all of
@@ -223,16 +296,23 @@ class _Replay:
         if not wanted or reason is None:
             return
         # The reason is the trigger (threshold, continuous, turn_limit); ``point`` says when.
-        result = self.collect(reason)
+        result, retention = self.collect(reason)
         self.simulation.events.append(
-            SimulationEvent(turn_index=turn_index, point=point, reason=reason, result=result)
+            SimulationEvent(
+                turn_index=turn_index,
+                point=point,
+                reason=reason,
+                result=result,
+                retention=retention,
+            )
         )
         if result.success:
             step.tokens_after = self.base + self.window_tokens
             step.collected = True
 
-    def collect(self, reason: GCTriggerReason) -> GCResult:
-        """What ``run_gc`` does to the window, without building its budget before or after."""
+    def collect(self, reason: GCTriggerReason) -> tuple[GCResult, AnchorRetention | None]:
+        """What ``run_gc`` does to the window, without building its budget before or after,
+        and what it kept of the anchors it took out (when scoring)."""
         index = self.lay_out()
         total = self.base + index.total
         budget = self.outside
@@ -253,7 +333,8 @@ class _Replay:
             budget = budget.model_copy(update={"entries": entries})
             history, result = self.plugin.collect(self.window, usage, self.config, reason, budget)
         if not result.success:
-            return result
+            return result, None
+        window_before, outside_before = self.window, _outside_entries(self.outside)
         recorded = without_entries(self.state.recorded_budget, result.removal_list)
         if recorded is not self.state.recorded_budget:
             self.state = self.state.model_copy(update={"recorded_budget": recorded})
@@ -261,6 +342,11 @@ class _Replay:
         self.base = _outside_conversation(self.outside)
         self.window = list(history)
         self.window_tokens = self.lay_out().total
-        return result.model_copy(
+        self.shared_prefix = min(
+            self.shared_prefix, self.prefix_kept(outside_before, window_before)
+        )
+        retention = self.scorer.score_change(window_before, self.window) if self.scorer else None
+        collected = result.model_copy(
             update={"tokens_before": total, "tokens_after": self.base + self.window_tokens}
         )
+        return collected, retention

@@ -26,6 +26,7 @@ from typing import Protocol
 
 from gcengine.errors import SummarizerError
 from gcengine.messages import MessageKind, PartType, Turn
+from gcengine.text import sentences
 from gcengine.tokens import TokenCounter, compact_json
 
 DEFAULT_MAX_SUMMARY_TOKENS = 600
@@ -72,31 +73,6 @@ _FACT = re.compile(
     r"|\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b",
     re.IGNORECASE,
 )
-# Sentences end at whitespace after ., ! or ?, and at line breaks: what
-# ``re.split(r"(?<=[.!?])\s+|\n+", text)`` gives. That pattern is tried at every character of
-# every summarized message; finding the rare candidate characters first is several times faster.
-_SENTENCE_END = re.compile(r"[.!?\n]\n*")
-_SPACES = re.compile(r"\s+")
-
-
-def sentences(text: str) -> list[str]:
-    """``text`` split into sentences (pieces are not stripped, as ``re.split`` leaves them)."""
-    pieces: list[str] = []
-    taken = 0  # where the text not yet split off begins
-    for candidate in _SENTENCE_END.finditer(text):
-        position = candidate.start()
-        if position < taken:  # a line break inside the whitespace after a sentence
-            continue
-        if text[position] == "\n":
-            end = candidate.end()
-        elif (space := _SPACES.match(text, position + 1)) is not None:
-            position, end = position + 1, space.end()
-        else:
-            continue
-        pieces.append(text[taken:position])
-        taken = end
-    pieces.append(text[taken:])
-    return pieces
 
 
 def _fact_sentences(text: str) -> list[str]:

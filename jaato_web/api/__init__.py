@@ -96,7 +96,9 @@ def engine_error(request: HttpRequest, error: gcengine.GCEngineError) -> HttpRes
     body: dict[str, object] = {"detail": str(error), "reason": getattr(error, "reason", str(error))}
     if isinstance(error, gcengine.SessionFormatError):
         body["json_path"] = error.json_path
-    if isinstance(error, gcengine.ConfigError):
+    if isinstance(
+        error, gcengine.ConfigError | gcengine.RetentionGateError | gcengine.PriceTableError
+    ):
         body["key"] = error.key
     return api.create_response(request, body, status=400)
 

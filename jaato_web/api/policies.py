@@ -35,12 +35,15 @@ from jaato_web.api.schemas import (
     PreviewIn,
     PreviewOut,
     Problem,
+    RankIn,
+    RankOut,
     RestoreIn,
     VersionCompareOut,
 )
 from jaato_web.dashboard import (
     dry_runs,
     presenters,
+    quality,
     selectors,
     services,
     storage,
@@ -227,6 +230,25 @@ def export_version(request: HttpRequest, policy_id: int, number: int) -> HttpRes
 
 
 @router.get(
+    "/{int:policy_id}/versions/{int:number}/export",
+    response={200: gcengine.PolicyExport, 400: Problem},
+    summary="A version as other frameworks' settings",
+    auth=VIEW,
+)
+def export_version_elsewhere(
+    request: HttpRequest,
+    policy_id: int,
+    number: int,
+    context_window: Id = gcengine.DEFAULT_CONTEXT_LIMIT,
+) -> gcengine.PolicyExport:
+    """The nearest settings of Anthropic context editing and compaction, OpenAI compaction,
+    LangChain, Google ADK, Letta and Claude Code for a model with ``context_window`` tokens;
+    each setting names the gc.json keys it comes from, every key that does not map says why."""
+    version = selectors.policy_version_by_number(policy=_policy(request, policy_id), number=number)
+    return gcengine.export_policy(services.config_validated(version.config), context_window)
+
+
+@router.get(
     "/versions/{int:version_id}/gc.json", summary="Export a version (by id) as gc.json", auth=VIEW
 )
 def export_policy(request: HttpRequest, version_id: int) -> HttpResponse:
@@ -361,6 +383,7 @@ def _preview_out(
         "ledger": [presenters.ledger_record(item) for item in preview.items],
         "elapsed_ms": preview.elapsed_ms,
         "replay": figures,
+        "anchor_retention": preview.retention,
     }
 
 
@@ -402,6 +425,65 @@ def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
         "differences": presenters.config_changes(
             gcengine.dump_gc_config(a), gcengine.dump_gc_config(b)
         ),
+    }
+
+
+def _ranked_on(on: dry_runs.PolicyOnSession) -> dict[str, object]:
+    return {
+        "session_id": on.session.pk,
+        "collections": on.collections,
+        "over_window_checks": on.over_window_checks,
+        "tokens_sent": on.tokens_sent,
+        "tokens_without_gc": on.tokens_without_gc,
+        "anchor_retention": on.retention,
+        "collections_under_gate": on.collections_under_gate,
+        "cost": on.cost,
+        "cost_without_gc": on.cost_without_gc,
+    }
+
+
+@router.post(
+    "/rank",
+    response={200: RankOut, 400: Problem, 404: Problem},
+    summary="Rank policy versions over sessions by gates, anchor retention, cost or tokens",
+    auth=VIEW,
+)
+def rank(request: HttpRequest, payload: RankIn) -> dict[str, object]:
+    """Each version replayed turn by turn on each session, as the compare page ranks them;
+    nothing is stored."""
+    access = access_of(request)
+    sessions = [access.session(i) for i in dict.fromkeys(payload.session_ids)]
+    versions = [access.policy_version(i) for i in dict.fromkeys(payload.version_ids)]
+    project = sessions[0].project
+    ranking = dry_runs.rank(
+        [s for s in sessions if s.turn_count],
+        versions,
+        quality.project_gates(project),
+        quality.project_prices(project),
+        by=payload.by,
+        context_limit=payload.context_limit,
+    )
+    return {
+        "by": payload.by,
+        "ranks": [
+            {
+                "rank": r.rank,
+                "policy_version_id": r.version.pk,
+                "policy": presenters.policy_name(r.version),
+                "collections": r.collections,
+                "over_window_checks": r.over_window_checks,
+                "tokens_sent": r.tokens_sent,
+                "tokens_without_gc": r.tokens_without_gc,
+                "anchor_retention": r.retention,
+                "collections_under_gate": r.collections_under_gate,
+                "cost": r.cost,
+                "cost_without_gc": r.cost_without_gc,
+                "sessions": [_ranked_on(on) for on in r.sessions],
+            }
+            for r in ranking.ranks
+        ],
+        "differ_most": [s.session.pk for s in ranking.differ_most],
+        "unpriced_session_ids": [s.pk for s in ranking.unpriced],
     }
 
 

@@ -10,6 +10,8 @@ from ninja import Schema
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 import gcengine
+from jaato_web.dashboard import presenters, quality, storage
+from jaato_web.dashboard.models import GCRun, Replay
 from jaato_web.http import MAX_ID
 
 # Whole numbers a request may carry. The database stores them in 64 bits, so a larger one
@@ -198,8 +200,32 @@ class RunOut(Schema):
     archived_at: datetime | None = None
 
 
+class GateFailureOut(Schema):
+    anchor_class: str
+    recall: float
+    minimum: float
+
+
 class RunDetailOut(RunOut):
     result: dict[str, Any] | None
+    anchor_retention: gcengine.AnchorRetention | None = Field(
+        description="What the run kept of the anchors it took out of view; null for a run "
+        "stored before runs were scored or not finished"
+    )
+    gate_failures: list[GateFailureOut] = Field(
+        description="The classes under the project's retention gates"
+    )
+
+    @staticmethod
+    def resolve_anchor_retention(run: GCRun) -> gcengine.AnchorRetention | None:
+        return storage.retention_read(run.retention)
+
+    @staticmethod
+    def resolve_gate_failures(run: GCRun) -> list[gcengine.GateFailure]:
+        retention = storage.retention_read(run.retention)
+        if retention is None:
+            return []
+        return gcengine.gate_failures(retention, quality.project_gates(run.session.project))
 
 
 class RemovalOut(Schema):
@@ -353,6 +379,15 @@ class ReplayIn(ObjectIn):
     )
 
 
+class PromptCacheOut(Schema):
+    model: str = Field(description="The session's model, as the price table was searched")
+    price: gcengine.ModelPrice | None = Field(description="The entry that matched, if any")
+    policy: gcengine.PromptCacheUsage
+    without_gc: gcengine.PromptCacheUsage
+    dollars: float | None = Field(description="Input cost under the policy, cache counted")
+    dollars_without_gc: float | None
+
+
 class ReplayOut(Schema):
     id: int
     session_id: int
@@ -369,6 +404,37 @@ class ReplayOut(Schema):
     context_limit: int | None
     compaction_id: str
     series: dict[str, Any] | None
+    anchor_retention: gcengine.AnchorRetention | None = Field(
+        description="Every collection of the replay pooled: what they kept of the anchors "
+        "they took out of view"
+    )
+    prompt_cache: PromptCacheOut | None = Field(
+        description="The replay's requests billed with the prompt cache, beside the same "
+        "replay without GC, priced with the project's table"
+    )
+
+    @staticmethod
+    def resolve_anchor_retention(replay: Replay) -> gcengine.AnchorRetention | None:
+        if replay.series is None:
+            return None
+        return presenters.replay_retention(replay.series)
+
+    @staticmethod
+    def resolve_prompt_cache(replay: Replay) -> dict[str, Any] | None:
+        if replay.series is None:
+            return None
+        prices = quality.project_prices(replay.session.project)
+        cost = presenters.cost_view(replay.series, prices, replay.session.model_name)
+        if cost is None:
+            return None
+        return {
+            "model": cost.model,
+            "price": cost.price,
+            "policy": cost.policy,
+            "without_gc": cost.without_gc,
+            "dollars": cost.dollars,
+            "dollars_without_gc": cost.dollars_without_gc,
+        }
 
 
 Kind = Literal["gc", "planner"]
@@ -488,6 +554,58 @@ class PreviewIn(ConfigRef):
     )
 
 
+class RankIn(ObjectIn):
+    """Stored versions ranked over sessions of one project (each replayed, nothing stored)."""
+
+    session_ids: list[Id] = Field(min_length=1, max_length=20)
+    version_ids: list[Id] = Field(min_length=1, max_length=20)
+    by: str = Field(
+        default="retention",
+        description="What ranks first after staying within the window: retention (the "
+        "fewest collections under a gate, then the highest anchor retention), cost or tokens",
+    )
+    context_limit: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=100_000_000,
+        description="a context window to replay against instead of each session's own",
+    )
+
+
+class RankedOnSession(Schema):
+    session_id: int
+    collections: int
+    over_window_checks: int
+    tokens_sent: int
+    tokens_without_gc: int
+    anchor_retention: gcengine.AnchorRetention
+    collections_under_gate: int
+    cost: float | None
+    cost_without_gc: float | None
+
+
+class RankedPolicy(Schema):
+    rank: int
+    policy_version_id: int
+    policy: str
+    collections: int
+    over_window_checks: int
+    tokens_sent: int
+    tokens_without_gc: int
+    anchor_retention: gcengine.AnchorRetention
+    collections_under_gate: int
+    cost: float | None
+    cost_without_gc: float | None
+    sessions: list[RankedOnSession]
+
+
+class RankOut(Schema):
+    by: str
+    ranks: list[RankedPolicy]
+    differ_most: list[int] = Field(description="Sessions where the policies differ most")
+    unpriced_session_ids: list[int]
+
+
 class CompareIn(ObjectIn):
     session_id: Id
     a: ConfigRef
@@ -542,6 +660,7 @@ class PreviewOut(Schema):
     ledger: list[LedgerItemOut]
     elapsed_ms: float
     replay: ReplayFiguresOut | None = None
+    anchor_retention: gcengine.AnchorRetention | None = None
 
 
 class ChangeOut(Schema):

@@ -41,3 +41,8 @@ class BoundedLRU[K, V]:
         with self._lock:
             self._items.clear()
             self._weight = 0
+
+
+def each_weighs_one(_: object) -> int:
+    """The weight of an entry in a cache bounded by how many entries it holds."""
+    return 1

@@ -69,6 +69,18 @@ class Project(models.Model):
         help_text="Runs on every upload when GC on upload is enabled.",
     )
     run_default_policy_on_upload = models.BooleanField(default=True)
+    retention_gates = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Least anchor retention per class ({'decisions': 0.95}); empty means the "
+        "engine's defaults (gcengine.DEFAULT_RETENTION_GATES).",
+    )
+    prices = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The price table replays are costed with (gcengine.ModelPrice entries); "
+        "empty means the engine's defaults (gcengine.DEFAULT_PRICES).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -338,6 +350,12 @@ class GCRun(BackgroundWork):
     preservable_after = models.PositiveBigIntegerField(null=True)
     eligible_after = models.PositiveBigIntegerField(null=True)
     result = models.JSONField(null=True, help_text="gcengine.GCResult without its removal list.")
+    retention = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="gcengine.AnchorRetention of what the run took out of view; empty for runs "
+        "stored before it was scored.",
+    )
     session_after = models.BinaryField(
         null=True,
         help_text="The session after the run: its history as positions in the session's "
@@ -587,6 +605,7 @@ class AuditAction(models.TextChoices):
     UNARCHIVE = "unarchive", "Unarchived"
     DELETE = "delete", "Deleted"
     RESTORE = "restore", "Restored from a stash"
+    QUALITY = "quality", "Quality gates and prices"
 
 
 class AuditEvent(models.Model):

@@ -33,17 +33,12 @@ from typing import Any
 
 import gcengine
 from jaato_web.dashboard import dry_runs, services
-from jaato_web.dashboard.memo import BoundedLRU
+from jaato_web.dashboard.memo import BoundedLRU, each_weighs_one
 from jaato_web.dashboard.models import AgentSession
 from jaato_web.dashboard.planner_presenters import item_name
 
 ITEMS_CACHE_SIZE = 4
 PLAN_CACHE_SIZE = 16
-
-
-def _one(_: object) -> int:
-    """Each entry weighs one: these caches are bounded by how many they hold."""
-    return 1
 
 
 # User turns planned and committed per page of the step-through.
@@ -108,7 +103,7 @@ class _TurnFacts:
     names: tuple[str, ...]
 
 
-_turn_facts: BoundedLRU[tuple[int, str], _TurnFacts] = BoundedLRU(ITEMS_CACHE_SIZE, _one)
+_turn_facts: BoundedLRU[tuple[int, str], _TurnFacts] = BoundedLRU(ITEMS_CACHE_SIZE, each_weighs_one)
 
 
 def _facts(session: AgentSession, engine: gcengine.Session) -> _TurnFacts:
@@ -189,9 +184,11 @@ def session_pins(session: AgentSession, engine: gcengine.Session, choice: PinCho
 # --- One plan ------------------------------------------------------------------------------
 
 _items: BoundedLRU[tuple[Any, ...], tuple[gcengine.PlannerItem, ...]] = BoundedLRU(
-    ITEMS_CACHE_SIZE, _one
+    ITEMS_CACHE_SIZE, each_weighs_one
 )
-_plans: BoundedLRU[tuple[Any, ...], gcengine.ContextPlan] = BoundedLRU(PLAN_CACHE_SIZE, _one)
+_plans: BoundedLRU[tuple[Any, ...], gcengine.ContextPlan] = BoundedLRU(
+    PLAN_CACHE_SIZE, each_weighs_one
+)
 
 
 def clear_caches() -> None:

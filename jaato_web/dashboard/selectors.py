@@ -450,7 +450,7 @@ def ingest_job_get(*, projects: Collection[int], job_id: int) -> IngestJob:
 
 def replay_get(*, projects: Collection[int], replay_id: int) -> Replay:
     return get_object_or_404(
-        Replay.objects.select_related("session", "policy_version__policy"),
+        Replay.objects.select_related("session__project", "policy_version__policy"),
         pk=replay_id,
         session__project__in=projects,
     )

@@ -714,6 +714,9 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=_result_record(result),
+        retention=storage.retention_record(
+            gcengine.score_collection(before, outcome.session.history)
+        ),
         session_after=storage.pack_session_after(outcome.session, before),
         after_turns=storage.packed(after_turns),
     )
@@ -987,9 +990,18 @@ def replay_request(
             transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
         if retried:
             replay.refresh_from_db()
-        elif policy_version is not None and replay.policy_version_id != policy_version.pk:
-            replay.policy_version, replay.policy_label = policy_version, label
-            replay.save(update_fields=["policy_version", "policy_label"])
+        else:
+            if policy_version is not None and replay.policy_version_id != policy_version.pk:
+                replay.policy_version, replay.policy_label = policy_version, label
+                replay.save(update_fields=["policy_version", "policy_label"])
+            if replay.status == JobStatus.DONE and "requests" not in (replay.series or {}):
+                # Drawn before replays recorded their requests and scored their collections:
+                # drawn again, so its page can show both.
+                Replay.objects.filter(pk=replay.pk).update(
+                    status=JobStatus.QUEUED, progress="waiting for a worker", series=None
+                )
+                replay.refresh_from_db()
+                transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
     return replay
 
 
@@ -1001,14 +1013,19 @@ def replay_execute(*, replay_id: int) -> None:
 def _replay_claimed(replay_id: int) -> None:
     replay = Replay.objects.select_related("session").get(pk=replay_id)
     try:
-        simulation = gcengine.simulate(
-            engine_session_of(replay.session, replay.context_limit, replay.compaction_id),
-            config_validated(replay.config),
-        )
+        engine = engine_session_of(replay.session, replay.context_limit, replay.compaction_id)
+        series = replay_series_of(engine, config_validated(replay.config))
     except gcengine.GCEngineError as error:
         background.work_failed(Replay, replay_id, str(error))
         return
-    background.work_done(Replay, replay_id, series=storage.replay_series(simulation))
+    background.work_done(Replay, replay_id, series=series)
+
+
+def replay_series_of(engine: gcengine.Session, config: gcengine.GCConfig) -> dict[str, Any]:
+    """The stored series of a replay: the policy's, with each collection's anchor retention,
+    and the requests the same session sends without GC, which its cost is weighed against."""
+    simulation = gcengine.simulate(engine, config, score_anchors=True)
+    return storage.replay_series(simulation, gcengine.requests_without_gc(engine))
 
 
 # --- Policies --------------------------------------------------------------------------------

@@ -312,8 +312,41 @@ def message_views(
     ]
 
 
-def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
-    """A replay as stored: compact step tuples (a 10,000-turn replay has 20,000 steps)."""
+# In a replay's series each collection keeps its figures, not the anchors it lost.
+_FIGURES_ONLY: Any = {"classes": {"__all__": {"lost"}}, "invented": {"examples"}}
+
+
+def retention_record(retention: gcengine.AnchorRetention) -> dict[str, Any]:
+    """How a run or an agent's compaction stores its score: all of it, with what it lost."""
+    return retention.model_dump(mode="json")
+
+
+def retention_figures(retention: gcengine.AnchorRetention) -> dict[str, Any]:
+    """How a replay stores a collection's score: the figures, without the anchors."""
+    return retention.model_dump(mode="json", exclude=_FIGURES_ONLY)
+
+
+def retention_read(record: dict[str, Any] | None) -> gcengine.AnchorRetention | None:
+    return None if record is None else gcengine.AnchorRetention.model_validate(record)
+
+
+def _requests(requests: list[gcengine.PromptRequest]) -> list[list[int | None]]:
+    return [[r.turn_index, r.tokens, r.shared_prefix_tokens] for r in requests]
+
+
+def requests_read(rows: list[list[Any]]) -> list[gcengine.PromptRequest]:
+    return [
+        gcengine.PromptRequest(turn_index=turn, tokens=tokens, shared_prefix_tokens=shared)
+        for turn, tokens, shared in rows
+    ]
+
+
+def replay_series(
+    simulation: gcengine.Simulation, without_gc: list[gcengine.PromptRequest]
+) -> dict[str, Any]:
+    """A replay as stored: compact step tuples (a 10,000-turn replay has 20,000 steps), each
+    request as [turn index, tokens, tokens shared with the request before], the same replay's
+    requests without GC, and each collection's anchor retention."""
     return {
         "plugin": simulation.plugin,
         "context_limit": simulation.context_limit,
@@ -334,9 +367,12 @@ def replay_series(simulation: gcengine.Simulation) -> dict[str, Any]:
                 "tokens_before": e.result.tokens_before,
                 "tokens_after": e.result.tokens_after,
                 "error": e.result.error,
+                "retention": retention_figures(e.retention) if e.retention else None,
             }
             for e in simulation.events
         ],
+        "requests": _requests(simulation.requests),
+        "requests_without_gc": _requests(without_gc),
     }
 
 
@@ -564,6 +600,7 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
         if response.is_error
     ]
     problems = gcengine.tool_pair_report(engine)
+    scores = gcengine.score_observed_compactions(engine) if engine.compactions else {}
     return {
         "interrupted": None
         if interrupted is None
@@ -621,6 +658,7 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
                 if compaction.before_turn is not None
                 else None,
                 "replaced": compaction.replaced_count,
+                "retention": retention_record(scores[compaction.compaction_id]),
             }
             for compaction in engine.compactions[:STATE_ITEMS_SHOWN]
         ],

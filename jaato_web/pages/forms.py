@@ -603,3 +603,86 @@ class AuditFilterForm(forms.Form):
     actor = forms.CharField(max_length=150, required=False, label="Who")
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+
+
+# --- Compaction quality: gates, prices, export ------------------------------------------------
+
+
+class GatesForm(DashboardForm):
+    """The least anchor retention a project accepts per class, in percent; empty, no gate."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for info in gcengine.ANCHOR_CLASSES:
+            self.fields[f"gate_{info.anchor_class.value}"] = forms.FloatField(
+                label=info.label[0].upper() + info.label[1:],
+                required=False,
+                min_value=0,
+                max_value=100,
+                widget=forms.NumberInput(attrs={"step": "any", "placeholder": "no gate"}),
+                help_text=f"Percent. Weight {info.weight}: {info.finds}.",
+            )
+
+    @staticmethod
+    def initial_for(gates: Mapping[gcengine.AnchorClass, float]) -> dict[str, float]:
+        return {f"gate_{cls.value}": round(minimum * 100, 4) for cls, minimum in gates.items()}
+
+    def gates(self) -> dict[str, float]:
+        """As the engine reads them: class -> least recall from 0 to 1."""
+        return {
+            name.removeprefix("gate_"): value / 100
+            for name, value in self.cleaned_data.items()
+            if value is not None
+        }
+
+
+PRICE_FIELDS = (
+    ("model", "Model name starts with"),
+    ("label", "Label"),
+    ("input_per_mtok", "Input $ / M tokens"),
+    ("cache_write_per_mtok", "Cache write $ / M"),
+    ("cache_read_per_mtok", "Cache read $ / M"),
+    ("min_cacheable_tokens", "Least cacheable prompt"),
+    ("source", "Source"),
+    ("as_of", "Read on"),
+)
+# Blank rows the price table offers for new models.
+NEW_PRICE_ROWS = 2
+
+
+def price_rows(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows the price table form shows: each entry, then blank rows for new models."""
+    blank = {name: "" for name, _ in PRICE_FIELDS}
+    return [{**blank, **dict(entry)} for entry in table] + [dict(blank)] * NEW_PRICE_ROWS
+
+
+def price_table_posted(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The entries a posted price table holds, as the engine reads them (rows without a model
+    name and rows ticked for removal left out), and for each entry its row on the page, so an
+    error the engine names (``prices[1].input_per_mtok``) is shown on the right row."""
+    entries: list[dict[str, Any]] = []
+    rows: list[int] = []
+    count = min(int(data.get("price-count") or 0), 500)
+    for row in range(count):
+        values = {
+            name: str(data.get(f"price-{row}-{name}", "")).strip() for name, _ in PRICE_FIELDS
+        }
+        if not values["model"] or data.get(f"price-{row}-remove"):
+            continue
+        if not values["min_cacheable_tokens"]:
+            values.pop("min_cacheable_tokens")
+        entries.append(values)
+        rows.append(row)
+    return entries, rows
+
+
+class ExportForm(DashboardForm):
+    """The window a policy is exported for: targets that count absolute tokens need it."""
+
+    window = forms.IntegerField(
+        label="Context window",
+        min_value=gcengine.MIN_CONTEXT_LIMIT,
+        max_value=MAX_CONTEXT_LIMIT,
+        widget=forms.NumberInput(attrs={"step": 1000}),
+        help_text="Tokens. Thresholds of the targets that count tokens are worked out from it.",
+    )

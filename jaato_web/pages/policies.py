@@ -24,6 +24,7 @@ from jaato_web.dashboard import (
     dry_runs,
     planner_presenters,
     presenters,
+    quality,
     selectors,
     services,
     storage,
@@ -264,6 +265,15 @@ def policy_preview(request: HttpRequest) -> HttpResponse:
     return render(request, "policies/editor.html#preview", context)
 
 
+def _preview_retention(
+    preview: dry_runs.Preview, project: Project
+) -> presenters.RetentionView | None:
+    """What the preview's collection keeps of the anchors it takes out of view."""
+    return presenters.retention_view(
+        preview.retention, quality.project_gates(project), what="this policy"
+    )
+
+
 def _window(request: HttpRequest) -> int | None:
     """The window the preview tries instead of the session's own (``window``), if any."""
     form = forms.WindowForm(request.POST)
@@ -277,6 +287,7 @@ def _preview_context(
     series = dry_runs.replay_cached(session, config, window)
     return {
         "preview": result,
+        "retention": _preview_retention(result, session.project),
         "ledger": presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
         "replay_quick": dry_runs.replay_is_quick(session, config),
         **_chart_context(session, series, config, _edited_policy(request, config)),
@@ -348,7 +359,8 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("give session and version")
     version = _access(request).policy_version(version_id, PolicyKind.GC)
     config = services.config_validated(version.config)
-    series = dry_runs.replay(session, config) if session.turn_count else None
+    window = forms.WindowForm(request.GET).chosen()
+    series = dry_runs.replay(session, config, window) if session.turn_count else None
     return render(
         request,
         "policies/compare.html#compare-chart",
@@ -535,10 +547,13 @@ def policy_restore(request: HttpRequest, policy_id: int, number: int) -> HttpRes
 @require_GET
 @requires(Action.VIEW)
 def policy_compare(request: HttpRequest) -> HttpResponse:
+    """Two policies side by side on a session, and every policy asked for (A, B and any
+    others) ranked over the sessions chosen (the first one is the one compared in detail)."""
     project = _project(request)
     choices = list(selectors.policy_version_choices(project=project))
     sessions = list(selectors.session_choices(project=project)[:SESSION_CHOICES])
-    session = _session_choice(request, project, request.GET.get("session"))
+    first = next(iter(request.GET.getlist("session")), None)
+    session = _session_choice(request, project, first)
     a_id, b_id = query_id(request.GET.get("a")), query_id(request.GET.get("b"))
     if a_id is None or b_id is None:
         default_id = project.default_policy_id
@@ -548,30 +563,84 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         )
         a_id = a_id or (ordered[0].pk if ordered else None)
         b_id = b_id or (ordered[1].pk if len(ordered) > 1 else a_id)
+    also_ids = [i for i in map(query_id, request.GET.getlist("also")) if i is not None]
     context: dict[str, Any] = {
         "choices": choices,
         "sessions": sessions,
         "session": session,
         "a_id": a_id,
         "b_id": b_id,
+        "also_ids": also_ids,
+        "rank_orders": dry_runs.RANK_ORDERS,
+        "by": request.GET.get("by") or "retention",
+        "min_window": gcengine.MIN_CONTEXT_LIMIT,
     }
     if session is not None and a_id is not None and b_id is not None:
         a = _access(request).policy_version(a_id, PolicyKind.GC)
         b = _access(request).policy_version(b_id, PolicyKind.GC)
+        window = forms.WindowForm(request.GET).chosen()
         comparison = dry_runs.compare(
-            session, services.config_validated(a.config), services.config_validated(b.config)
+            session,
+            services.config_validated(a.config),
+            services.config_validated(b.config),
+            window,
         )
+        gates = quality.project_gates(project)
         context |= {
             "a": a,
             "b": b,
             "comparison": comparison,
+            "retention_a": _preview_retention(comparison.a, project),
+            "retention_b": _preview_retention(comparison.b, project),
             "ledger_a": presenters.ledger_rows(comparison.a.items, PREVIEW_LEDGER_ROWS),
             "ledger_b": presenters.ledger_rows(comparison.b.items, PREVIEW_LEDGER_ROWS),
             "rows": [r for r in presenters.config_table([a.config, b.config]) if r.differs],
             "quick_a": dry_runs.replay_is_quick(session, comparison.a.config),
             "quick_b": dry_runs.replay_is_quick(session, comparison.b.config),
+            "window": window,
+            **_ranking(request, project, session, [a, b], gates, window),
         }
     return render(request, "policies/compare.html", context)
+
+
+def _ranking(
+    request: HttpRequest,
+    project: Project,
+    session: AgentSession,
+    compared: list[PolicyVersion],
+    gates: dict[gcengine.AnchorClass, float],
+    window: int | None,
+) -> dict[str, Any]:
+    """Every version asked for (A, B and ``also``), each once, replayed on the sessions asked
+    for (``session``, repeated; the first at least) and ranked."""
+    ids = [i for i in map(query_id, request.GET.getlist("session")) if i is not None]
+    chosen = selectors.sessions_by_ids(project=project, ids=ids) or [session]
+    if chosen[0].pk != session.pk:
+        chosen = [session, *(s for s in chosen if s.pk != session.pk)]
+    chosen = chosen[: dry_runs.RANK_SESSIONS_MAX]
+    versions = {v.pk: v for v in compared}
+    for version_id in map(query_id, request.GET.getlist("also")):
+        if version_id is not None and version_id not in versions:
+            versions[version_id] = _access(request).policy_version(version_id)
+    ranked = [s for s in chosen if s.turn_count]
+    if not ranked:
+        return {"ranked_sessions": []}
+    by = str(request.GET.get("by") or "retention")
+    if by not in dry_runs.RANK_ORDERS:
+        by = "retention"
+    prices = quality.project_prices(project)
+    ranking = dry_runs.rank(
+        ranked, list(versions.values()), gates, prices, by=by, context_limit=window
+    )
+    classes, rows = presenters.ranking_rows(ranking)
+    return {
+        "ranking": ranking,
+        "ranking_classes": classes,
+        "ranking_rows": rows,
+        "ranked_sessions": ranked,
+        "chosen_ids": [s.pk for s in chosen],
+        "ranked_by": dry_runs.RANK_ORDERS[by],
+    }
 
 
 # --- Apply to sessions ---------------------------------------------------------------------

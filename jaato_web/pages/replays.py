@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from jaato_web.dashboard import presenters, storage
+from jaato_web.dashboard import presenters, quality, storage
 from jaato_web.dashboard.models import JobStatus, Replay
 from jaato_web.http import PageRequest
 from jaato_web.teams.access import requires
@@ -36,11 +36,21 @@ def replay_detail(request: PageRequest, replay_id: int) -> HttpResponse:
     if replay.status == JobStatus.DONE and series is not None and not series["steps"]:
         context["no_turns"] = presenters.no_turns(replay.session)
     elif replay.status == JobStatus.DONE and series is not None:
+        project = replay.session.project
+        gates = quality.project_gates(project)
         context |= {
             "chart": presenters.replay_chart(series),
             "story": presenters.replay_story(series, replay.config),
-            "events": presenters.replay_events(series),
+            "events": presenters.replay_events(series, gates),
             "event_count": len(series["events"]),
+            "retention": presenters.retention_view(
+                presenters.replay_retention(series), gates, what="its collections"
+            ),
+            "collections_under_gate": presenters.replay_gate_failures(series, gates),
+            "cost": presenters.cost_view(
+                series, quality.project_prices(project), replay.session.model_name
+            ),
+            "project": project,
         }
         if replay.compaction_id:
             context |= _beside_the_agent(replay, series, context["title"])

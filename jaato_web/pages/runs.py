@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services, storage
+from jaato_web.dashboard import presenters, quality, selectors, services, storage
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.http import PageRequest, htmx_target
 from jaato_web.review import presenters as review_presenters
@@ -46,9 +46,18 @@ def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
         "config_json": storage.pretty_json(run.config),
         "legend": presenters.policy_legend(),
     }
+    gates = quality.project_gates(session.project)
     if run.compaction_id:
         compactions = session.agent_state.get("compactions") or []
-        context["compaction"] = next((c for c in compactions if c["id"] == run.compaction_id), {})
+        compaction: dict[str, Any] = next(
+            (c for c in compactions if c["id"] == run.compaction_id), {}
+        )
+        context["compaction"] = compaction
+        context["agent_retention"] = presenters.retention_view(
+            storage.retention_read(compaction.get("retention")),
+            gates,
+            what="the agent's compaction",
+        )
     if run.status == JobStatus.DONE:
         before, _ = selectors.budget_children_slice(session=session)
         after, _ = selectors.budget_children_slice(session=session, run=run)
@@ -56,6 +65,7 @@ def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
         context |= {
             "summaries": summaries,
             "story": presenters.run_story(run, summaries),
+            "retention": presenters.run_retention(run, gates),
             "tree_before": {
                 "rows": presenters.tree_rows(before, session.total_tokens),
                 "url": reverse("session_tree", args=[session.pk]),

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard import presenters, quality, selectors, services, storage
 from jaato_web.dashboard.models import AgentSession, PolicyVersion, Project
 from jaato_web.http import (
     PageRequest,
@@ -217,10 +217,22 @@ def _session_page(
             session.agent_state.get("compactions") or [],
             window or session.context_limit,
         ),
+        "compaction_retention": _compaction_retention(session),
         **_history(project, session, request.GET, versions),
         **_runs(session, request.GET),
     }
     return render(request, "sessions/detail.html", context, status=status)
+
+
+def _compaction_retention(session: AgentSession) -> dict[str, presenters.RetentionView | None]:
+    """Each compaction the agent performed, scored as a policy's collection is, by id."""
+    gates = quality.project_gates(session.project)
+    return {
+        c["id"]: presenters.retention_view(
+            storage.retention_read(c.get("retention")), gates, what="the compaction"
+        )
+        for c in session.agent_state.get("compactions") or []
+    }
 
 
 def _history(

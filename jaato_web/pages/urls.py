@@ -11,6 +11,7 @@ from jaato_web.pages import (
     background,
     plans,
     policies,
+    quality,
     replays,
     review,
     runs,
@@ -117,6 +118,11 @@ urlpatterns: list[URLPattern] = [
         plans.planner_config_export,
         name="planner_config_export",
     ),
+    path(
+        "policies/<int:policy_id>/versions/<int:number>/export/",
+        quality.policy_version_export,
+        name="policy_version_export",
+    ),
     # Review
     path("review/", review.review_queue, name="review_queue"),
     path("runs/<int:run_id>/comments/", review.run_comment, name="run_comment"),
@@ -153,6 +159,12 @@ urlpatterns: list[URLPattern] = [
         "projects/<int:project_id>/members/<int:membership_id>/",
         teams.member_change,
         name="member_change",
+    ),
+    path("projects/<int:project_id>/quality/", quality.project_quality, name="project_quality"),
+    path(
+        "projects/<int:project_id>/quality/save/",
+        quality.project_quality_save,
+        name="project_quality_save",
     ),
     path("audit/", teams.audit_log, name="audit_log"),
 ]

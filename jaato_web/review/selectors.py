@@ -223,6 +223,7 @@ def _queue_runs(project: Project) -> QuerySet[GCRun]:
             "trigger",
             "tokens_freed",
             "items_collected",
+            "retention",
             "created_at",
             "finished_at",
             "session__id",

@@ -61,7 +61,9 @@ ACTION_LABELS: Final[dict[Action, str]] = {
         "start GC runs, replays and bulk applies (and cancel them), and restore stashed segments"
     ),
     Action.PIN: "pin and unpin turns and messages, in a session or in a policy",
-    Action.EDIT_POLICY: "create, import, edit, restore and set the default policy",
+    Action.EDIT_POLICY: (
+        "create, import, edit, restore and set the default policy; set the quality gates and prices"
+    ),
     Action.DELETE: "archive, restore from the archive and delete sessions, runs and policies",
     Action.MANAGE_MEMBERS: "add and remove members and change their roles",
 }

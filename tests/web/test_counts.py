@@ -16,7 +16,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from jaato_web.dashboard import dry_runs, services
+import gcengine
+from jaato_web.dashboard import dry_runs, services, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus, Policy, Replay
 from tests.web.uploads import session_file
 
@@ -40,6 +41,10 @@ NOUNS = (
     "summaries",
     "replays",
     "versions",
+    "anchors",
+    "requests",
+    "keys",
+    "literal anchors",
 )
 ONE_WITH_A_PLURAL = re.compile(rf"(?<![\d,.])1 (?:GC )?(?:{'|'.join(NOUNS)})\b")
 # Five digits or more with no separator: a count a reader has to count the digits of (a
@@ -67,6 +72,23 @@ def _fresh_dry_runs() -> None:
     dry_runs.clear_caches()
 
 
+def retention(n: int) -> dict[str, Any]:
+    """A stored score whose every count is ``n``."""
+    classes = [
+        gcengine.ClassRetention(anchor_class=c.anchor_class, weight=c.weight, anchors=n)
+        for c in gcengine.ANCHOR_CLASSES
+    ]
+    return storage.retention_record(
+        gcengine.AnchorRetention(
+            classes=classes,
+            invented=gcengine.InventedAnchors(checked=n, invented=n),
+            removed_messages=n,
+            removed_tokens=n,
+            replacement_tokens=n,
+        )
+    )
+
+
 def with_figures(session: AgentSession, run: GCRun, replay: Replay, n: int) -> None:
     """Set every stored count the pages show to ``n``."""
     AgentSession.objects.filter(pk=session.pk).update(
@@ -87,6 +109,7 @@ def with_figures(session: AgentSession, run: GCRun, replay: Replay, n: int) -> N
         locked_after=n,
         preservable_after=0,
         eligible_after=0,
+        retention=retention(n),
     )
     Replay.objects.filter(pk=replay.pk).update(
         status=JobStatus.DONE,
@@ -103,8 +126,11 @@ def with_figures(session: AgentSession, run: GCRun, replay: Replay, n: int) -> N
                     "tokens_before": 2 * n,
                     "tokens_after": n,
                     "error": None,
+                    "retention": retention(n),
                 }
             ],
+            "requests": [[0, n, 0]],
+            "requests_without_gc": [[0, n, 0]],
         },
     )
 
@@ -136,6 +162,8 @@ def test_pages_count_with_the_right_noun_and_separators(
         "apply progress": f"{reverse('policy_runs')}?ids={finished_run.pk}",
         "review queue": reverse("review_queue"),
         "removed item": reverse("run_removal", args=[finished_run.pk, 0]),
+        "quality settings": reverse("project_quality", args=[stored_session.project_id]),
+        "export": reverse("policy_version_export", args=[budget_policy.pk, version.number]),
     }
     for name, url in pages.items():
         response = client.get(url)

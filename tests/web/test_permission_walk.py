@@ -61,6 +61,7 @@ POSTS_THAT_ONLY_READ = {
     "api:compare": "a dry run of two policies; stores nothing",
     "api:plan_session": "plans a session's next request; stores nothing",
     "api:plan_inline": "plans the items sent; stores nothing",
+    "api:rank": "dry runs of policies over sessions; stores nothing",
     "project_switch": "remembers the current project in the browser session",
     "sign_out": "ends the user's own session",
     "project_list": "starts a new project, of which the user becomes admin",
@@ -382,6 +383,8 @@ BODIES: dict[str, Callable[[Ids], dict[str, Any]]] = {
     "api:give_run_verdict": lambda i: {"decision": "approve"},
     "api:give_version_verdict": lambda i: {"decision": "approve"},
     "api:restore_segments": lambda i: {"segment_ids": ["turn_1"]},
+    "api:set_project_quality": lambda i: {"gates": {"decisions": 0.9}},
+    "api:rank": lambda i: {"session_ids": [i["session_id"]], "version_ids": [i["version_id"]]},
 }
 
 # Multipart API operations: their file field.

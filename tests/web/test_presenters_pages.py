@@ -232,7 +232,7 @@ def test_replay_chart_carries_its_percentages() -> None:
     }
 
     chart = presenters.replay_chart(series)
-    events = presenters.replay_events(series)
+    events = presenters.replay_events(series, gcengine.DEFAULT_RETENTION_GATES)
 
     assert (chart.threshold_percent, chart.target_percent, chart.pressure_percent) == (80, 60, 90)
     assert chart.collections == 1

@@ -6,12 +6,14 @@ that shows a few hundred figures; these filters write the same English figures d
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import template
 
 import gcengine
-from jaato_web.dashboard.presenters import counted, policy_name
+from jaato_web.dashboard.presenters import counted, dollars, policy_name
+from jaato_web.dashboard.presenters import share as share_of
 
 register = template.Library()
 
@@ -75,3 +77,32 @@ def policy_of(item: Any) -> str:
 def get_item(mapping: Any, key: Any) -> Any:
     """``mapping[key]``, or None: a dict's entry by a key the template holds in a variable."""
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def share(value: Any) -> str:
+    """A recall or rate from 0 to 1 as a percentage with one decimal: ``0.949`` ->
+    ``94.9 %``; ``n/a`` when there is none (nothing to count)."""
+    if value is None or value == "":
+        return share_of(None)
+    try:
+        return share_of(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def usd(value: Any) -> str:
+    """Dollars with cents, or four decimals under a dollar: ``$21.22``, ``$0.0063``."""
+    if value is None or value == "":
+        return MISSING
+    try:
+        return dollars(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """A setting's value as it is written in JSON: ``true``, ``{"type": "input_tokens"}``."""
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,109 @@
+"""What scoring anchor retention and recording requests add to a run and a replay.
+
+The session is the demo's coding agent (``gcengine.demo``: paths, errors, decisions and open
+work in every stretch), tried against a window small enough that policies collect. Medians of
+``--repeat`` runs, the cycle collector paused as the CLI and workers run:
+
+* ``run_gc`` and ``score_collection`` of its result (what a stored run adds);
+* ``simulate`` in threshold and continuous mode, without and with ``score_anchors`` (what a
+  stored replay adds), and the replay without GC its cost is weighed against;
+* ``score_observed_compactions`` on a generated Claude Code transcript with compactions.
+
+    python benchmarks/quality.py [--turns 240] [--window 60000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import gcengine  # noqa: E402
+
+THRESHOLD = {
+    "type": "budget",
+    "threshold_percent": 80,
+    "target_percent": 60,
+    "pressure_percent": 90,
+    "preserve_recent_turns": 5,
+}
+CONTINUOUS = {**THRESHOLD, "pressure_percent": 0}
+SUMMARIZE = {"type": "summarize", "threshold_percent": 80, "target_percent": 60}
+
+
+def median_ms(function: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        function()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def claude_code_with_compactions(turns: int) -> bytes:
+    from tests.engine.agent_transcripts import Shape, generated_claude_code_rows
+
+    every = max(turns // 5, 1)
+    rows = generated_claude_code_rows(
+        Shape(turns=turns, compact_after=tuple(range(every, turns, every)))
+    )
+    return "\n".join(json.dumps(row) for row in rows).encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=240)
+    parser.add_argument("--window", type=int, default=60_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    demo = gcengine.generate_demo_session(gcengine.DemoShape(turns=args.turns))
+    session = gcengine.with_context_limit(gcengine.load_session(json.dumps(demo)), args.window)
+    print(
+        f"demo session: {args.turns} turns, {session.budget.total_tokens():,} tokens, "
+        f"window {args.window:,}; medians of {args.repeat}"
+    )
+    with gcengine.cyclic_gc_paused():
+        for name, policy in (("summarize", SUMMARIZE), ("budget", THRESHOLD)):
+            config = gcengine.load_gc_config(policy, env={})
+            outcome = gcengine.run_gc(session, config)
+            run = median_ms(lambda c=config: gcengine.run_gc(session, c), args.repeat)
+            score = median_ms(
+                lambda o=outcome: gcengine.score_collection(session, o.session.history),
+                args.repeat,
+            )
+            removed = sum(len(item.message_ids) for item in outcome.result.removal_list)
+            print(
+                f"run {name:<9} run_gc {run:8.1f} ms; score_collection {score:8.1f} ms "
+                f"({removed:,} messages taken out)"
+            )
+        for name, policy in (("threshold", THRESHOLD), ("continuous", CONTINUOUS)):
+            config = gcengine.load_gc_config(policy, env={})
+            plain = median_ms(lambda c=config: gcengine.simulate(session, c), args.repeat)
+            scored = median_ms(
+                lambda c=config: gcengine.simulate(session, c, score_anchors=True), args.repeat
+            )
+            events = len(gcengine.simulate(session, config).events)
+            print(
+                f"replay {name:<10} simulate {plain:8.1f} ms; with scores {scored:8.1f} ms "
+                f"({events:,} collections)"
+            )
+        baseline = median_ms(lambda: gcengine.requests_without_gc(session), args.repeat)
+        print(f"replay without GC (the cost baseline) {baseline:8.1f} ms")
+        transcript = gcengine.load_session(claude_code_with_compactions(args.turns))
+        observed = median_ms(lambda: gcengine.score_observed_compactions(transcript), args.repeat)
+        print(
+            f"observed compactions: {len(transcript.compactions)} in a {args.turns}-turn "
+            f"Claude Code transcript scored in {observed:8.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()

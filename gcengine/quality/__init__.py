@@ -1,0 +1,2 @@
+"""Compaction quality: anchor retention, prompt-cache cost, and policy export to other
+frameworks. Imported through ``gcengine``, the front door."""

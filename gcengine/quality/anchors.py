@@ -1,0 +1,553 @@
+"""Anchors: the concrete facts an agent needs after a compaction, found without a model.
+
+An anchor is a file path, an identifier, a number with a unit, an error, a URL, a commit
+hash, a decision or constraint, or a piece of open work, found by regular expressions in what
+a compaction removed. Each class has a weight (how much losing one costs the agent) and a
+matching rule:
+
+* ``literal`` anchors (paths, identifiers, numbers, error codes, URLs, commits) are kept when
+  their normalised text appears as a whole word or words inside one sentence of what the
+  model still sees;
+* ``terms`` anchors (error messages, decisions and constraints, open work) are whole sentences
+  that a summary rewords, so one is kept when a single sentence of what the model sees holds
+  at least three quarters of its key terms.
+
+Text is normalised the same way on both sides (lower case, one space between words, no
+thousands separators, straight quotes), and split into sentences with the summarizer's
+splitter, so an anchor never spans two sentences. That is what makes the score's properties
+hold: cutting a word out of the visible text never joins the text around it into a new match.
+
+Keyword survival overstates what a model recalls (on Lost in Compaction's data, keywords
+survived at 82-93 % where recall was 0-7 %), so this is "anchor retention", a floor on what was
+lost, never a measure of what the agent remembers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from gcengine.messages import Message, MessageKind, PartType, Role
+from gcengine.text import sentences
+
+
+class AnchorClass(StrEnum):
+    PATHS = "paths"
+    IDENTIFIERS = "identifiers"
+    NUMBERS = "numbers"
+    ERRORS = "errors"
+    URLS = "urls"
+    COMMITS = "commits"
+    DECISIONS = "decisions"
+    OPEN_WORK = "open_work"
+
+
+class MatchRule(StrEnum):
+    LITERAL = "literal"
+    TERMS = "terms"
+
+
+@dataclass(frozen=True)
+class AnchorClassInfo:
+    """One class of anchors: what is found, its weight, and why it weighs that much."""
+
+    anchor_class: AnchorClass
+    label: str
+    weight: int
+    finds: str
+    why: str
+
+
+ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
+    AnchorClassInfo(
+        AnchorClass.PATHS,
+        "file paths",
+        3,
+        "paths with a slash or a known extension, tool arguments that name a file, and a "
+        "path's line or line range (src/tax.py:38) as an anchor of its own",
+        "every summarizer measured is weakest at tracking which files were read and changed, "
+        "and an agent that loses a path edits the wrong file or reads it again",
+    ),
+    AnchorClassInfo(
+        AnchorClass.IDENTIFIERS,
+        "identifiers",
+        2,
+        "code in backticks, snake_case, camelCase and CamelCase names of four characters or "
+        "more, and calls written as name()",
+        "the names the work is about; a lost one can usually be found again by searching",
+    ),
+    AnchorClassInfo(
+        AnchorClass.NUMBERS,
+        "numbers with units",
+        2,
+        "amounts with a currency or a unit (47,500 tokens, 300 ms, 12 %), versions (3.12.3), "
+        "issue and pull request numbers (#412) and HTTP status codes",
+        "a rounded or invented figure ('about 50,000') reads as true; a figure matches with "
+        "or without its thousands separators",
+    ),
+    AnchorClassInfo(
+        AnchorClass.ERRORS,
+        "errors",
+        3,
+        "error codes (BILL-4012, F401, [arg-type]) and error sentences: the first line of a "
+        "failed tool result, and lines naming an Error, Exception, Traceback or FAILED",
+        "the evidence a fix rests on; an agent without it repeats the failing step",
+    ),
+    AnchorClassInfo(
+        AnchorClass.URLS,
+        "URLs",
+        1,
+        "http and https addresses",
+        "usually reachable again from the files or the user",
+    ),
+    AnchorClassInfo(
+        AnchorClass.COMMITS,
+        "commit hashes",
+        2,
+        "hexadecimal words of 7 to 40 characters holding both a digit and a letter",
+        "the exact state work started from or must return to",
+    ),
+    AnchorClassInfo(
+        AnchorClass.DECISIONS,
+        "decisions and constraints",
+        3,
+        "the user's sentences with must, never, don't, always, only, instead, prefer, avoid, "
+        "keep or make sure, and anyone's with decided, agreed, chose, going with, will use "
+        "or signed off",
+        "an agent that forgets a constraint breaks it; compaction gates ask for at least 0.95",
+    ),
+    AnchorClassInfo(
+        AnchorClass.OPEN_WORK,
+        "open work",
+        2,
+        "sentences with TODO, FIXME, next step, remaining, still failing, not yet, pending, "
+        "follow-up or blocked, and pending or in-progress items of a todo tool's list",
+        "what is left to do; losing it ends the task early or does it twice",
+    ),
+)
+
+CLASS_INFO: dict[AnchorClass, AnchorClassInfo] = {c.anchor_class: c for c in ANCHOR_CLASSES}
+LITERAL_CLASSES = frozenset(
+    {
+        AnchorClass.PATHS,
+        AnchorClass.IDENTIFIERS,
+        AnchorClass.NUMBERS,
+        AnchorClass.URLS,
+        AnchorClass.COMMITS,
+    }
+)
+
+# A terms anchor is kept when one sentence holds this share of its key terms.
+TERMS_SHARE = 0.75
+# Sentences shorter than this many key terms say too little to be an anchor; longer ones
+# count their first terms only, so one run-on sentence cannot become unmatchable.
+MIN_TERMS = 2
+MAX_TERMS = 16
+# A tool result can hold a whole log; its first error lines are the signature.
+ERROR_LINES_PER_RESULT = 5
+ANCHOR_TEXT_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """One anchor. ``key`` is its normalised text, what it is matched and counted by;
+    ``text`` is how it was written, for showing; ``terms`` are a terms anchor's key terms."""
+
+    anchor_class: AnchorClass
+    key: str
+    text: str
+    rule: MatchRule
+    terms: frozenset[str] = frozenset()
+
+    @property
+    def weight(self) -> int:
+        return CLASS_INFO[self.anchor_class].weight
+
+    def needed(self) -> int:
+        """How many of a terms anchor's terms one sentence must hold."""
+        return math.ceil(TERMS_SHARE * len(self.terms))
+
+
+# --- Normalising and matching ---------------------------------------------------------------
+
+# Runs of spaces and any other horizontal whitespace become one space (a lone space is left
+# alone: most text has nothing to change, and a no-op substitution still copies it).
+_HORIZONTAL_SPACE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_TERM = re.compile(r"[a-z0-9_]+")
+_VOCABULARY_WORD = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
+_EDGE_PUNCTUATION = ".,;:!?'\"("
+
+
+def normalised(text: str) -> str:
+    """Lower case, straight quotes, no thousands separators, one space between words."""
+    text = text.lower()
+    if not text.isascii():
+        text = text.translate(_QUOTES)
+    if "," in text:
+        text = _THOUSANDS.sub("", text)
+    return _HORIZONTAL_SPACE.sub(" ", text)
+
+
+def normalised_sentences(text: str) -> list[str]:
+    """The text's sentences, normalised and stripped, empty ones left out."""
+    return [s for piece in sentences(normalised(text)) if (s := piece.strip())]
+
+
+def literal_found(haystack: str, key: str) -> bool:
+    """Whether ``key`` occurs in ``haystack`` as whole words: an end of the key that is a
+    letter, digit or underscore must not continue a longer word there."""
+    start = haystack.find(key)
+    if start < 0 or not key:
+        return False
+    open_start, open_end = key[0] in _WORD_CHARS, key[-1] in _WORD_CHARS
+    while start >= 0:
+        end = start + len(key)
+        before_ok = not open_start or start == 0 or haystack[start - 1] not in _WORD_CHARS
+        after_ok = not open_end or end == len(haystack) or haystack[end] not in _WORD_CHARS
+        if before_ok and after_ok:
+            return True
+        start = haystack.find(key, start + 1)
+    return False
+
+
+def key_terms(sentence: str) -> frozenset[str]:
+    """The words of a normalised sentence that carry its meaning: not stop words, and three
+    characters or more (two for numbers)."""
+    terms: list[str] = []
+    for word in _TERM.findall(sentence.replace("'", "")):
+        if word in _STOP_WORDS or (len(word) < 3 and not word.isdigit()) or word in terms:
+            continue
+        terms.append(word)
+        if len(terms) == MAX_TERMS:
+            break
+    return frozenset(terms)
+
+
+def sentence_terms(sentence: str) -> frozenset[str]:
+    """Every word of normalised text, which a terms anchor's terms are looked for in."""
+    return frozenset(_TERM.findall(sentence.replace("'", "")))
+
+
+def vocabulary_words(text: str) -> list[str]:
+    """Words with their inner dots kept (tax.py, 3.12.3, 47500): what an invented anchor is
+    checked against."""
+    return _VOCABULARY_WORD.findall(text)
+
+
+# --- Finding anchors in one sentence ---------------------------------------------------------
+
+_URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
+_EXTENSIONS = (
+    "py|pyi|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|yaml|yml|cfg|ini|conf|"
+    "sh|bash|zsh|go|rs|java|kt|kts|c|h|cc|cpp|hpp|cs|rb|php|html|htm|css|scss|sass|less|sql|"
+    "lock|xml|csv|tsv|vue|svelte|swift|scala|ex|exs|erl|hs|lua|dart|tf|hcl|proto|graphql|"
+    "gradle|env|log|pdf|png|jpg|jpeg|gif|svg|wasm|dockerfile|mk|make|bat|ps1"
+)
+_PATH = re.compile(
+    r"(?<![\w/.~-])"
+    r"((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.(?:" + _EXTENSIONS + r"))"
+    r"(?::(\d+)(?:-(\d+))?)?"
+    r"(?![\w/-])"
+)
+_PATH_EXTENSION = re.compile(r"\.(?:" + _EXTENSIONS + r")$")
+_BACKTICKS = re.compile(r"`([^`\n]{2,80})`")
+_SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_CALL = re.compile(r"\b([a-z_][a-z0-9_]{2,})\(\)")
+_UNIT_WORDS = (
+    "% ms µs us ns s sec secs second seconds min mins minute minutes h hr hrs hour hours day "
+    "days kb mb gb tb kib mib gib byte bytes token tokens k m px x rpm rps qps usd eur gbp "
+    "lines files tests turns requests"
+)
+_UNITS = sorted(_UNIT_WORDS.split(), key=len, reverse=True)
+_QUANTITY = re.compile(
+    r"(?<![\w.$€£])([$€£] ?)?(\d+(?:\.\d+)?)(?: ?(" + "|".join(map(re.escape, _UNITS)) + r"))?"
+    r"(?![\w%])"
+)
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][0-9a-z.]+)?(?![\w.])")
+_ISSUE = re.compile(r"(?<![\w&])#\d+\b")
+_HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
+# Checkers' codes in brackets ([arg-type]); other error codes need their capitals (BILL-4012).
+_BRACKETED_CODE = re.compile(r"\[[a-z]+(?:-[a-z]+)+\]")
+_COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+_ERROR_SENTENCE = re.compile(
+    r"\w*(?:error|exception)\b|\btraceback\b|\bfailed\b|\bfail:|\bfatal:|\bpanic:"
+)
+# In raw output an error is a line that reports one, not code that names one ("raise
+# InvoiceError(...)" in a file that was read).
+_ERROR_LINE = re.compile(
+    r"(?:^|\s)[\w.]*(?:error|exception|warning)(?:\[[\w-]+\])?:|^traceback\b|\bfailed\b|"
+    r"^(?:fatal|panic|error)\b"
+)
+_CONSTRAINT = re.compile(
+    r"\b(?:must|mustn't|never|don't|do not|always|only|instead|prefer|avoid|keep|make sure|"
+    r"should|shouldn't)\b"
+)
+_DECISION = re.compile(
+    r"\b(?:decided|decide|decision|agreed|chose|choose|going with|will use|we'll use|"
+    r"let's use|signed off|settled on|confirmed)\b"
+)
+_OPEN_WORK = re.compile(
+    r"\b(?:todo|fixme|next step|next steps|next:|remaining|still failing|still fails|not yet|"
+    r"pending|follow-up|follow up|left to do|blocked)\b"
+)
+# Whether a sentence could be any terms anchor at all: most are not, and this one search
+# spares the four.
+_ANY_TRIGGER = re.compile(
+    "|".join(p.pattern for p in (_ERROR_SENTENCE, _CONSTRAINT, _DECISION, _OPEN_WORK))
+)
+# Case matters for these, so they are found in the text before it is lower-cased.
+_MIXED_CASE = re.compile(
+    r"\b(?=[A-Za-z0-9]*[a-z])(?:[A-Z][A-Za-z0-9]*[A-Z]|[a-z][a-z0-9]*[A-Z])[A-Za-z0-9]*\b"
+)
+_ERROR_CODE = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-\d{2,}\b|\b[A-Z]\d{3,4}\b")
+_PATH_KEYS = frozenset({"path", "file_path", "filepath", "filename", "file", "notebook_path"})
+# A search pattern (\bname\b, *.py) is not a fact about the work.
+_PATTERN_KEYS = frozenset({"pattern", "regex", "glob", "include", "exclude"})
+_OPEN_TODO = frozenset({"pending", "in_progress", "in progress", "todo", "open"})
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ANCHOR_TEXT_CHARS else text[: ANCHOR_TEXT_CHARS - 1] + "…"
+
+
+def _literal(anchor_class: AnchorClass, key: str, sentence: str) -> Anchor | None:
+    """A literal anchor for ``key`` if it is one: trimmed of edge punctuation, and found in
+    its own sentence by the rule that matches it (so a text that repeats the sentence keeps
+    it)."""
+    key = key.strip().strip(_EDGE_PUNCTUATION).strip()
+    if len(key) < 2 or not literal_found(sentence, key):
+        return None
+    return Anchor(anchor_class, key, _clip(key), MatchRule.LITERAL)
+
+
+def _path_anchors(sentence: str) -> Iterator[Anchor]:
+    for match in _PATH.finditer(sentence):
+        path = match.group(1).rstrip(".")
+        slashes = path.count("/")
+        is_path = bool(_PATH_EXTENSION.search(path)) or (
+            slashes > 0 and (path.startswith(("/", "~/", "./", "../")) or slashes >= 2)
+        )
+        if not is_path or not any(c.isalpha() for c in path):
+            continue
+        if (anchor := _literal(AnchorClass.PATHS, path, sentence)) is not None:
+            yield anchor
+        if match.group(2):
+            ranged = f"{path}:{match.group(2)}" + (f"-{match.group(3)}" if match.group(3) else "")
+            if (anchor := _literal(AnchorClass.PATHS, ranged, sentence)) is not None:
+                yield anchor
+
+
+def _without(sentence: str, pattern: re.Pattern[str]) -> str:
+    """The sentence with ``pattern``'s matches blanked, so what is inside a URL is not found
+    again as a path or a number."""
+    return pattern.sub(lambda m: " " * len(m.group(0)), sentence)
+
+
+def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
+    """Literal anchors of one sentence: ``raw`` as written (for case-sensitive patterns) and
+    ``sentence``, its normalised form (for the rest, and for the check)."""
+    plain = sentence
+    if "http" in sentence:
+        for match in _URL.finditer(sentence):
+            if (anchor := _literal(AnchorClass.URLS, match.group(0), sentence)) is not None:
+                yield anchor
+        plain = _without(sentence, _URL)
+    yield from _path_anchors(plain)
+    for pattern in (_BACKTICKS, _CALL):
+        for match in pattern.finditer(plain):
+            found = _literal(AnchorClass.IDENTIFIERS, match.group(1), sentence)
+            if found is not None:
+                yield found
+    for match in _MIXED_CASE.finditer(raw):
+        if len(match.group(0)) >= 4:
+            found = _literal(AnchorClass.IDENTIFIERS, match.group(0).lower(), sentence)
+            if found is not None:
+                yield found
+    unpathed = _without(plain, _PATH) if "/" in plain or "." in plain else plain
+    for match in _SNAKE.finditer(unpathed):
+        if len(match.group(0)) >= 4:
+            found = _literal(AnchorClass.IDENTIFIERS, match.group(0), sentence)
+            if found is not None:
+                yield found
+    for match in _QUANTITY.finditer(unpathed):
+        has_unit = match.group(1) or match.group(3)
+        if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence)):
+            yield anchor
+    for pattern in (_VERSION, _ISSUE):
+        for match in pattern.finditer(unpathed):
+            if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence)) is not None:
+                yield anchor
+    for match in _HTTP_STATUS.finditer(unpathed):
+        if (anchor := _literal(AnchorClass.NUMBERS, match.group(1), sentence)) is not None:
+            yield anchor
+    for match in _BRACKETED_CODE.finditer(unpathed):
+        if (anchor := _literal(AnchorClass.ERRORS, match.group(0), sentence)) is not None:
+            yield anchor
+    for match in _ERROR_CODE.finditer(raw):
+        if (anchor := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence)) is not None:
+            yield anchor
+    for match in _COMMIT.finditer(unpathed):
+        if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence)) is not None:
+            yield anchor
+
+
+def _terms_anchor(anchor_class: AnchorClass, raw: str, sentence: str) -> Anchor | None:
+    terms = key_terms(sentence)
+    if len(terms) < MIN_TERMS:
+        return None
+    return Anchor(anchor_class, sentence, _clip(raw), MatchRule.TERMS, terms)
+
+
+# --- Finding anchors in messages -------------------------------------------------------------
+
+
+def _strings(value: Any, *, keys: bool = False) -> Iterator[str]:
+    """Every string inside a tool argument or result, in order (with the names of its fields,
+    when ``keys``: the model reads those too)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if keys:
+                yield str(key)
+            yield from _strings(item, keys=keys)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item, keys=keys)
+
+
+def visible_pieces(message: Message) -> Iterator[str]:
+    """What of a message a model reads: its text, tool calls (name, argument names and
+    values) and tool results (reasoning, media and parts the engine does not interpret are
+    left out)."""
+    for part in message.parts:
+        if part.type is PartType.TEXT and part.text:
+            yield part.text
+        elif part.function_call is not None:
+            yield part.function_call.name
+            yield from _strings(part.function_call.args, keys=True)
+        elif part.function_response is not None:
+            yield part.function_response.name
+            yield from _strings(part.function_response.result, keys=True)
+
+
+def _sentence_pairs(text: str) -> Iterator[tuple[str, str]]:
+    """(as written, normalised) for each sentence of ``text``."""
+    for piece in sentences(text):
+        raw = piece.strip()
+        if raw and (sentence := " ".join(normalised(raw).split())):
+            yield raw, sentence
+
+
+def _prose_anchors(text: str, *, speaker_is_user: bool) -> Iterator[Anchor]:
+    for raw, sentence in _sentence_pairs(text):
+        yield from _literal_anchors(raw, sentence)
+        if not _ANY_TRIGGER.search(sentence):
+            continue
+        failing = _ERROR_SENTENCE.search(sentence)
+        if failing and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
+            yield anchor
+        decided = _DECISION.search(sentence) or (speaker_is_user and _CONSTRAINT.search(sentence))
+        if decided and (anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence)):
+            yield anchor
+        open_work = _OPEN_WORK.search(sentence)
+        if open_work and (anchor := _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence)):
+            yield anchor
+
+
+def _call_anchors(args: dict[str, Any]) -> Iterator[Anchor]:
+    for key, value in args.items():
+        if key.lower() in _PATH_KEYS and isinstance(value, str):
+            for _raw, sentence in _sentence_pairs(value):
+                if (anchor := _literal(AnchorClass.PATHS, sentence, sentence)) is not None:
+                    yield anchor
+        todos = value if key.lower() == "todos" else None
+        for todo in todos if isinstance(todos, list) else ():
+            if not isinstance(todo, dict):
+                continue
+            status = str(todo.get("status", "")).lower()
+            content = todo.get("content") or todo.get("title") or todo.get("text")
+            if status in _OPEN_TODO and isinstance(content, str):
+                for raw, sentence in _sentence_pairs(content):
+                    anchor = _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence)
+                    if anchor is not None:
+                        yield anchor
+    for key, value in args.items():
+        if key.lower() in _PATTERN_KEYS:
+            continue
+        for text in _strings(value):
+            for raw, sentence in _sentence_pairs(text):
+                yield from _literal_anchors(raw, sentence)
+
+
+def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
+    """A tool result's error signature only: raw output is what a summary is meant to drop."""
+    found = 0
+    first = failed
+    for text in _strings(result):
+        for line in text.splitlines():
+            for raw, sentence in _sentence_pairs(line):
+                if found == ERROR_LINES_PER_RESULT:
+                    return
+                reports = first or _ERROR_LINE.search(sentence) is not None
+                first = False
+                if not reports:
+                    continue
+                if (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)) is not None:
+                    found += 1
+                    yield anchor
+                for match in _ERROR_CODE.finditer(raw):
+                    if code := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence):
+                        yield code
+
+
+def message_anchors(message: Message) -> list[Anchor]:
+    """The anchors a message holds for a model that no longer sees it: from its text, its
+    tool calls' arguments, and its tool results' error signatures."""
+    speaker_is_user = message.kind is MessageKind.SUMMARY or (
+        message.role is Role.USER and not message.is_function_response
+    )
+    anchors: list[Anchor] = []
+    for part in message.parts:
+        if part.type is PartType.TEXT and part.text:
+            anchors.extend(_prose_anchors(part.text, speaker_is_user=speaker_is_user))
+        elif part.function_call is not None:
+            anchors.extend(_call_anchors(part.function_call.args))
+        elif part.function_response is not None:
+            response = part.function_response
+            anchors.extend(_result_anchors(response.result, failed=response.is_error))
+    return anchors
+
+
+def literal_anchors_of(message: Message) -> list[Anchor]:
+    """Every literal anchor anywhere in what the model reads of a message (a summary's facts,
+    checked against the session to find invented ones)."""
+    return [
+        anchor
+        for piece in visible_pieces(message)
+        for raw, sentence in _sentence_pairs(piece)
+        for anchor in _literal_anchors(raw, sentence)
+    ]
+
+
+# Common English words that carry no fact of their own. Negations and modal verbs stay terms:
+# "never" and "always" are what a constraint says.
+_STOP_WORDS_TEXT = """
+a about above after again all also am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor now of off on once or other our ours ourselves out
+over own same she so some such than that the their theirs them themselves then there these
+they this those through to too under until up very was we were what when where which while
+who whom why will with would you your yours yourself yourselves let lets please thanks
+thank ok okay yes sure one two get got see seen look looks use used using want like
+"""
+_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())

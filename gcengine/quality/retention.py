@@ -1,0 +1,457 @@
+"""Anchor retention: how many of the anchors a compaction took out of the model's view it can
+still see, weighted by class.
+
+The inputs are what the model saw before and after: the messages that went (or changed) are
+the source span, and what stays in view (messages kept, the summary written) is searched for
+their anchors. It needs no model and gives the same figures every time.
+
+* ``score`` is ``sum(weight * kept) / sum(weight * anchors)`` over every class; None when
+  what went held no anchor (nothing to lose);
+* per class: anchors, how many are kept, and the first ones lost;
+* invented anchors: literal anchors of a new summary that appear nowhere in the session (a
+  word of them the session never used), a hallucination proxy;
+* the compression ratio: tokens of what came in (summaries, notices) over tokens of what went;
+* recency: retention of the anchors last mentioned in the oldest third of what went, against
+  those in the newest third.
+
+Stashed content counts as removed: the model cannot see it, whatever can bring it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, computed_field
+
+from gcengine.errors import RetentionGateError
+from gcengine.messages import Message, MessageKind, PartType
+from gcengine.quality.anchors import (
+    ANCHOR_CLASSES,
+    Anchor,
+    AnchorClass,
+    MatchRule,
+    literal_anchors_of,
+    literal_found,
+    message_anchors,
+    normalised,
+    normalised_sentences,
+    sentence_terms,
+    visible_pieces,
+    vocabulary_words,
+)
+from gcengine.session import ObservedCompaction, Session
+from gcengine.tokens import count_message, counter_by_name
+
+# Each class lists this many of the anchors it lost (the rest are a count).
+LOST_SHOWN = 10
+INVENTED_SHOWN = 10
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+class ClassRetention(BaseModel):
+    """One class's anchors in what went, and how many of them the model can still see."""
+
+    anchor_class: AnchorClass
+    weight: int
+    anchors: int = 0
+    retained: int = 0
+    lost: list[str] = Field(default_factory=list, description="the first anchors lost")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def recall(self) -> float | None:
+        return _share(self.retained, self.anchors)
+
+
+class InventedAnchors(BaseModel):
+    """Literal anchors of the summaries a compaction wrote, and those the session never had."""
+
+    checked: int = 0
+    invented: int = 0
+    examples: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rate(self) -> float | None:
+        return _share(self.invented, self.checked)
+
+
+class RecencyRetention(BaseModel):
+    """Weighted anchors last mentioned in the oldest and in the newest third of what went,
+    and how many of each the model can still see."""
+
+    oldest_weight: int = 0
+    oldest_retained: int = 0
+    newest_weight: int = 0
+    newest_retained: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def oldest(self) -> float | None:
+        return _share(self.oldest_retained, self.oldest_weight)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def newest(self) -> float | None:
+        return _share(self.newest_retained, self.newest_weight)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def bias(self) -> float | None:
+        """Newest minus oldest: above 0, the compaction kept recent facts and lost old ones."""
+        if self.oldest is None or self.newest is None:
+            return None
+        return self.newest - self.oldest
+
+
+def _empty_classes() -> list[ClassRetention]:
+    return [ClassRetention(anchor_class=c.anchor_class, weight=c.weight) for c in ANCHOR_CLASSES]
+
+
+class AnchorRetention(BaseModel):
+    """What one compaction (or several, pooled) kept of the anchors it took out of view.
+
+    ``unscorable`` says why there is no score at all (an encrypted summary); otherwise
+    ``score`` is None only when what went held no anchor.
+    """
+
+    classes: list[ClassRetention] = Field(default_factory=_empty_classes)
+    invented: InventedAnchors = Field(default_factory=InventedAnchors)
+    recency: RecencyRetention = Field(default_factory=RecencyRetention)
+    removed_messages: int = 0
+    removed_tokens: int = 0
+    replacement_tokens: int = 0
+    compactions: int = Field(default=1, description="how many compactions this pools")
+    unscorable: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def anchors(self) -> int:
+        return sum(c.anchors for c in self.classes)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def score(self) -> float | None:
+        weighted = sum(c.weight * c.anchors for c in self.classes)
+        return _share(sum(c.weight * c.retained for c in self.classes), weighted)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def compression_ratio(self) -> float | None:
+        """Tokens that came in over tokens that went: 0 for a truncation."""
+        return _share(self.replacement_tokens, self.removed_tokens)
+
+    def of_class(self, anchor_class: AnchorClass) -> ClassRetention:
+        return next(c for c in self.classes if c.anchor_class is anchor_class)
+
+
+def pooled_retention(items: Iterable[AnchorRetention]) -> AnchorRetention:
+    """Several compactions as one: every anchor of each counts once, as lost or kept. The
+    unscorable ones are left out."""
+    scored = [item for item in items if item.unscorable is None]
+    classes = _empty_classes()
+    for position, total in enumerate(classes):
+        for item in scored:
+            part = item.classes[position]
+            total.anchors += part.anchors
+            total.retained += part.retained
+            total.lost.extend(part.lost[: LOST_SHOWN - len(total.lost)])
+    invented = InventedAnchors()
+    recency = RecencyRetention()
+    for item in scored:
+        invented.checked += item.invented.checked
+        invented.invented += item.invented.invented
+        invented.examples.extend(item.invented.examples[: INVENTED_SHOWN - len(invented.examples)])
+        recency.oldest_weight += item.recency.oldest_weight
+        recency.oldest_retained += item.recency.oldest_retained
+        recency.newest_weight += item.recency.newest_weight
+        recency.newest_retained += item.recency.newest_retained
+    return AnchorRetention(
+        classes=classes,
+        invented=invented,
+        recency=recency,
+        removed_messages=sum(i.removed_messages for i in scored),
+        removed_tokens=sum(i.removed_tokens for i in scored),
+        replacement_tokens=sum(i.replacement_tokens for i in scored),
+        compactions=sum(i.compactions for i in scored),
+    )
+
+
+# --- Gates -------------------------------------------------------------------------------------
+
+RetentionGates = Mapping[AnchorClass, float]
+"""The least recall a project accepts per class (0 to 1)."""
+
+DEFAULT_RETENTION_GATES: dict[AnchorClass, float] = {
+    AnchorClass.DECISIONS: 0.95,
+    AnchorClass.OPEN_WORK: 0.95,
+}
+
+
+class GateFailure(BaseModel):
+    anchor_class: AnchorClass
+    recall: float
+    minimum: float
+
+
+def gate_failures(retention: AnchorRetention, gates: RetentionGates) -> list[GateFailure]:
+    """The classes whose recall is under the project's gate. A class with no anchors has
+    nothing to lose and passes."""
+    if retention.unscorable is not None:
+        return []
+    failures = []
+    for part in retention.classes:
+        minimum = gates.get(part.anchor_class)
+        if minimum is not None and part.recall is not None and part.recall < minimum:
+            failures.append(
+                GateFailure(anchor_class=part.anchor_class, recall=part.recall, minimum=minimum)
+            )
+    return failures
+
+
+def load_retention_gates(data: Any) -> dict[AnchorClass, float]:
+    """Gates from JSON (``{"decisions": 0.95}``), strict: an unknown class or a value that is
+    not a number from 0 to 1 is an error naming the class."""
+    if not isinstance(data, Mapping):
+        raise RetentionGateError("gates must be an object of class: least recall")
+    gates: dict[AnchorClass, float] = {}
+    known = ", ".join(c.value for c in AnchorClass)
+    for key, value in data.items():
+        try:
+            anchor_class = AnchorClass(key)
+        except ValueError:
+            raise RetentionGateError(f"no anchor class {key!r} (known: {known})", key) from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise RetentionGateError(f"must be a number from 0 to 1, not {value!r}", key)
+        gates[anchor_class] = float(value)
+    return gates
+
+
+# --- Scoring -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _View:
+    """What the model reads of one message: its pieces normalised, joined by line breaks (a
+    literal anchor never spans a sentence, so it is looked for in the whole text), and every
+    word in it; each sentence's words are read only when a terms anchor could match there."""
+
+    pieces: tuple[str, ...]
+    text: str
+    words: frozenset[str]
+    _sentences: tuple[frozenset[str], ...] | None = None
+
+    def sentences(self) -> tuple[frozenset[str], ...]:
+        if self._sentences is None:
+            self._sentences = tuple(
+                sentence_terms(sentence)
+                for piece in self.pieces
+                for sentence in normalised_sentences(piece)
+            )
+        return self._sentences
+
+
+def _view(message: Message) -> _View:
+    pieces = tuple(normalised(piece) for piece in visible_pieces(message))
+    text = "\n".join(pieces)
+    return _View(pieces, text, sentence_terms(text))
+
+
+def _carried(message: Message, other: Message | None) -> bool:
+    return other is not None and (other is message or other == message)
+
+
+class AnchorScorer:
+    """Scores compactions of one session, reading each message once however many
+    compactions keep or remove it (a replay collects the same window hundreds of times).
+
+    ``corpus`` is everything the session said (what an invented anchor is checked against);
+    ``tokens`` what a message costs.
+    """
+
+    def __init__(self, corpus: Iterable[Message], tokens: Callable[[Message], int]) -> None:
+        self._corpus = [m for m in corpus if m.kind is MessageKind.CHAT]
+        self._tokens = tokens
+        self._vocabulary: frozenset[str] | None = None
+        self._views: dict[str, tuple[Message, _View]] = {}
+        self._anchors: dict[str, tuple[Message, list[Anchor]]] = {}
+
+    def _view_of(self, message: Message) -> _View:
+        known = self._views.get(message.message_id)
+        if known is None or known[0] is not message:
+            known = self._views[message.message_id] = (message, _view(message))
+        return known[1]
+
+    def _anchors_of(self, message: Message) -> list[Anchor]:
+        known = self._anchors.get(message.message_id)
+        if known is None or known[0] is not message:
+            known = self._anchors[message.message_id] = (message, message_anchors(message))
+        return known[1]
+
+    def _vocabulary_words(self) -> frozenset[str]:
+        if self._vocabulary is None:
+            words: set[str] = set()
+            for message in self._corpus:
+                words.update(vocabulary_words(self._view_of(message).text))
+            self._vocabulary = frozenset(words)
+        return self._vocabulary
+
+    def score_change(self, before: Sequence[Message], after: Sequence[Message]) -> AnchorRetention:
+        """A compaction from the context ``before`` to the context ``after``: the messages of
+        ``before`` that ``after`` no longer holds unchanged went; the messages of ``after``
+        that ``before`` did not hold came in."""
+        kept = {m.message_id: m for m in after}
+        earlier = {m.message_id: m for m in before}
+        removed = [m for m in before if not _carried(m, kept.get(m.message_id))]
+        came_in = [m for m in after if not _carried(m, earlier.get(m.message_id))]
+        return self.score(removed, after, came_in)
+
+    def score(
+        self,
+        removed: Sequence[Message],
+        visible: Sequence[Message],
+        replacement: Sequence[Message] = (),
+    ) -> AnchorRetention:
+        """``removed``: what the model no longer sees, oldest first; ``visible``: everything
+        it still sees; ``replacement``: what came in for it (summaries, notices), part of
+        ``visible`` too."""
+        found: dict[tuple[AnchorClass, str], tuple[Anchor, int]] = {}
+        for position, message in enumerate(removed):
+            for anchor in self._anchors_of(message):
+                found[(anchor.anchor_class, anchor.key)] = (anchor, position)
+        views = [self._view_of(m) for m in visible]
+        haystack = "\n".join(v.text for v in views)
+        classes = _empty_classes()
+        by_class = {c.anchor_class: c for c in classes}
+        recency = RecencyRetention()
+        for anchor, position in found.values():
+            kept = _retained(anchor, haystack, views)
+            part = by_class[anchor.anchor_class]
+            part.anchors += 1
+            if kept:
+                part.retained += 1
+            elif len(part.lost) < LOST_SHOWN:
+                part.lost.append(anchor.text)
+            third = (position + 0.5) / len(removed)
+            if third < 1 / 3:
+                recency.oldest_weight += anchor.weight
+                recency.oldest_retained += anchor.weight if kept else 0
+            elif third > 2 / 3:
+                recency.newest_weight += anchor.weight
+                recency.newest_retained += anchor.weight if kept else 0
+        return AnchorRetention(
+            classes=classes,
+            invented=self._invented(replacement),
+            recency=recency,
+            removed_messages=len(removed),
+            removed_tokens=sum(self._tokens(m) for m in removed),
+            replacement_tokens=sum(self._tokens(m) for m in replacement),
+        )
+
+    def _invented(self, replacement: Sequence[Message]) -> InventedAnchors:
+        """Summaries only: a notice is the collector speaking about itself."""
+        invented = InventedAnchors()
+        keys: set[tuple[AnchorClass, str]] = set()
+        for message in replacement:
+            if message.kind is not MessageKind.SUMMARY:
+                continue
+            for anchor in literal_anchors_of(message):
+                if (anchor.anchor_class, anchor.key) in keys:
+                    continue
+                keys.add((anchor.anchor_class, anchor.key))
+                invented.checked += 1
+                vocabulary = self._vocabulary_words()
+                if any(w not in vocabulary for w in vocabulary_words(anchor.key)):
+                    invented.invented += 1
+                    if len(invented.examples) < INVENTED_SHOWN:
+                        invented.examples.append(anchor.text)
+        return invented
+
+
+def _retained(anchor: Anchor, haystack: str, views: Sequence[_View]) -> bool:
+    if anchor.rule is MatchRule.LITERAL:
+        return literal_found(haystack, anchor.key)
+    needed = anchor.needed()
+    for view in views:
+        if len(anchor.terms & view.words) < needed:
+            continue
+        if any(len(anchor.terms & sentence) >= needed for sentence in view.sentences()):
+            return True
+    return False
+
+
+# --- Runs and observed compactions -------------------------------------------------------------
+
+
+def session_corpus(session: Session) -> list[Message]:
+    """Every message of the session, the ones its own compactions replaced included."""
+    return [
+        *(m for compaction in session.compactions for m in compaction.replaced),
+        *session.history,
+    ]
+
+
+def session_scorer(session: Session) -> AnchorScorer:
+    counter = counter_by_name(session.token_counter)
+    return AnchorScorer(session_corpus(session), lambda m: count_message(m, counter))
+
+
+def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:
+    """What a collection that left ``after`` of ``session``'s history kept of the anchors it
+    took out of view (a run: ``score_collection(session, run_gc(...).session.history)``)."""
+    return session_scorer(session).score_change(session.history, after)
+
+
+def _unreadable(messages: Sequence[Message]) -> bool:
+    return any(part.type is PartType.OPAQUE for m in messages for part in m.parts)
+
+
+def score_observed_compactions(session: Session) -> dict[str, AnchorRetention]:
+    """Every compaction the agent performed, by id, scored as a policy's would be: what it
+    replaced against the context that followed it (what it kept, and its summary).
+
+    A compaction whose summary the file holds only as an opaque or encrypted item (a Codex
+    or OpenAI remote compaction) is unscorable: nobody can read what it kept.
+    """
+    scorer = session_scorer(session)
+    pool = {m.message_id: m for m in session_corpus(session)}
+    contexts = [c.context_before for c in session.compactions]
+    contexts.append([m.message_id for m in session.history])
+    scores: dict[str, AnchorRetention] = {}
+    for number, compaction in enumerate(session.compactions):
+        following = [pool[i] for i in contexts[number + 1] if i in pool]
+        scores[compaction.compaction_id] = _observed(scorer, compaction, pool, following)
+    return scores
+
+
+def _observed(
+    scorer: AnchorScorer,
+    compaction: ObservedCompaction,
+    pool: Mapping[str, Message],
+    following: Sequence[Message],
+) -> AnchorRetention:
+    """The context just after a compaction is what it kept of the one before, then what it
+    put in at the start of the next context: up to its summary, or nothing without one."""
+    replaced = {m.message_id for m in compaction.replaced}
+    before = [pool[i] for i in compaction.context_before if i in pool]
+    kept = [m for m in before if m.message_id not in replaced]
+    inserted: list[Message] = []
+    if compaction.summary_message_id is not None:
+        ids = [m.message_id for m in following]
+        if compaction.summary_message_id in ids:
+            inserted = list(following[: ids.index(compaction.summary_message_id) + 1])
+    earlier = {m.message_id for m in before}
+    inserted = [m for m in inserted if m.message_id not in earlier]
+    if compaction.summary is None and _unreadable(inserted or following[:3]):
+        return AnchorRetention(
+            removed_messages=len(compaction.replaced),
+            unscorable="the agent's summary is stored encrypted or opaque, so what it kept "
+            "cannot be read",
+        )
+    after = [*inserted, *kept]
+    return scorer.score(compaction.replaced, after, inserted)
