@@ -157,6 +157,9 @@ def test_stored_sessions_and_runs_read_the_same_after_compacting_their_storage(
     session_id, run_id, outcome = store_as_before(apps_at(migrator, BEFORE), engine)
 
     apps_at(migrator, AFTER)
+    # What follows reads through today's code, which knows the columns later migrations add.
+    migrator.loader.build_graph()
+    migrator.migrate(migrator.loader.graph.leaf_nodes())
 
     session = AgentSession.objects.get(pk=session_id)
     run = GCRun.objects.get(pk=run_id)

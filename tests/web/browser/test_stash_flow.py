@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
-from jaato_web.dashboard import services, storage
+from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, GCRun
 from jaato_web.teams.management.commands.load_demo import DEMO_FILENAME
 from tests.web.browser.page_log import PageLog
@@ -56,7 +56,8 @@ def test_run_reachability_on_the_demo_restore_two_segments_and_see_them_back(
     # turn with more messages than the run left it.
     segment_id = str(chosen[0])
     turn_index = int(segment_id.split("/")[0].removeprefix("turn_"))
-    after = storage.unpack_session(bytes(GCRun.objects.get(pk=run.pk).session_after or b""))
+    after = services.session_after_of(run)
+    assert after is not None
     left = sum(1 for m in after.history if m.turn_index == turn_index)
     back = services.engine_session_of(restored)
     now = sum(1 for m in back.history if m.turn_index == turn_index)
