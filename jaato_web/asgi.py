@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import cast
 
-from django.conf import settings
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
@@ -36,13 +34,9 @@ def build_application() -> Starlette:
         async with server.session_manager.run():
             yield
 
-    # As runserver does, static files are served from the source folders while DEBUG is on;
-    # a deployment serves the collected ones from its proxy.
+    # Static files are Django's too (WhiteNoise's middleware, see settings).
     # (Django types an ASGI scope as a dict, Starlette as a mapping: the same protocol.)
-    pages = cast(
-        ASGIApp,
-        ASGIStaticFilesHandler(django_application) if settings.DEBUG else django_application,
-    )
+    pages = cast(ASGIApp, django_application)
     return Starlette(
         routes=[Route(MCP_PATH, mcp_endpoint(server)), Mount("/", app=pages)],
         lifespan=lifespan,
