@@ -300,6 +300,7 @@ STORAGES = {
 }
 SERVESTATIC_USE_FINDERS = DEBUG
 SERVESTATIC_AUTOREFRESH = DEBUG
+SERVESTATIC_KEEP_ONLY_HASHED_FILES = True
 
 # --- Security ---------------------------------------------------------------
 
