@@ -183,7 +183,7 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
             status=409,
             content_type="application/json",
         )
-    document = gcengine.dump_session(storage.unpack_session(packed))
+    document = storage.exported_session(packed)
     response = HttpResponse(document, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.json"'
     return response

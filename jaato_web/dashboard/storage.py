@@ -251,6 +251,12 @@ def unpack_session(packed: bytes) -> gcengine.Session:
     return gcengine.Session.model_validate_json(zlib.decompress(packed))
 
 
+def exported_session(packed: bytes) -> str:
+    """A stored session as the JAATO file the run page and the API export: compact, so a
+    session that was uploaded can be uploaded again after GC."""
+    return gcengine.dump_session(unpack_session(packed), indent=None)
+
+
 # The largest differences are what a reader acts on; the rest is a count.
 DRIFT_MESSAGES_SHOWN = 20
 

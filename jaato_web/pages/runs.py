@@ -13,7 +13,6 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-import gcengine
 from jaato_web.dashboard import presenters, selectors, storage
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.http import PageRequest, htmx_target
@@ -122,7 +121,7 @@ def run_export_session(request: PageRequest, run_id: int) -> HttpResponse:
     packed = selectors.run_session_after(run=run)
     if packed is None:
         raise Http404("This run has not finished, so there is no collected session.")
-    text = gcengine.dump_session(storage.unpack_session(packed))
+    text = storage.exported_session(packed)
     return _attachment(text, _export_name(run, "gc.json"), "application/json")
 
 
