@@ -54,7 +54,9 @@ SMOKE_DATABASE = "jaato_production_smoke"
 TASK_SECONDS = 120
 # schemathesis: bounded so the whole smoke stays within a few minutes.
 FUZZ_EXAMPLES = "8"
-FUZZ_SECONDS = "240"
+# Seconds for each run: with a token every operation does its work; without one, each is
+# refused at once and a minute covers them all many times over.
+FUZZ_SECONDS = {True: 150, False: 60}
 SCHEMATHESIS_HOOKS = ROOT / ".ci" / "schemathesis_hooks.py"
 
 
@@ -141,7 +143,7 @@ def fuzz(server: Server, token: str | None, report: Path) -> None:
         "--max-examples",
         FUZZ_EXAMPLES,
         "--max-time",
-        FUZZ_SECONDS,
+        str(FUZZ_SECONDS[token is not None]),
         "--phases",
         "examples,coverage,fuzzing",
         "--seed",
@@ -161,9 +163,6 @@ def fuzz(server: Server, token: str | None, report: Path) -> None:
         "junit",
         "--report-junit-path",
         str(report),
-        # A token that revoked itself would leave the rest of the run unauthenticated.
-        "--exclude-path-regex",
-        r"^/tokens/\{",
         "--continue-on-failure",
         "--no-color",
     ]
