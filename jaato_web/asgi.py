@@ -11,11 +11,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import cast
 
-from django.conf import settings
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from starlette.applications import Starlette
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 from starlette.types import ASGIApp
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jaato_web.settings")
@@ -36,17 +34,14 @@ def build_application() -> Starlette:
         async with server.session_manager.run():
             yield
 
-    # As runserver does, static files are served from the source folders while DEBUG is on;
-    # a deployment serves the collected ones from its proxy.
+    # Static files are Django's too (WhiteNoise's middleware, see settings).
     # (Django types an ASGI scope as a dict, Starlette as a mapping: the same protocol.)
-    pages = cast(
-        ASGIApp,
-        ASGIStaticFilesHandler(django_application) if settings.DEBUG else django_application,
-    )
-    return Starlette(
-        routes=[Route(MCP_PATH, mcp_endpoint(server)), Mount("/", app=pages)],
-        lifespan=lifespan,
-    )
+    pages = cast(ASGIApp, django_application)
+    app = Starlette(routes=[Route(MCP_PATH, mcp_endpoint(server))], lifespan=lifespan)
+    # Everything else is Django's, whatever the path holds: a mount's pattern would not match
+    # a path with a line break in it, and Starlette would answer that itself, in plain text.
+    app.router.default = pages
+    return app
 
 
 application = build_application()

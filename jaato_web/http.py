@@ -10,8 +10,10 @@ checks their role there.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django_htmx.http import HttpResponseClientRedirect
@@ -69,3 +71,40 @@ def query_int(value: object, default: int = 0) -> int:
     """A non-negative whole number from the query string; anything else is the default."""
     number = query_id(value)
     return default if number is None else number
+
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def client_address(request: HttpRequest) -> str | None:
+    """The address a request came from, as the sign-in throttle counts it.
+
+    The connection's own address, unless that is one of ``JAATO_TRUSTED_PROXIES``: then the
+    nearest address in ``X-Forwarded-For`` that is not a trusted proxy. Each proxy appends the
+    address it received the request from, so whatever lies left of the first untrusted entry
+    was written by the client and is not believed.
+    """
+    peer = request.META.get("REMOTE_ADDR") or None
+    proxies = [ipaddress.ip_network(net, strict=False) for net in settings.JAATO_TRUSTED_PROXIES]
+
+    def trusted(address: Address) -> bool:
+        return any(address in network for network in proxies)
+
+    found = _ip(peer or "")
+    if found is None or not trusted(found):
+        return peer
+    for hop in reversed(request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")):
+        forwarded = _ip(hop.strip())
+        if forwarded is None:
+            break
+        found = forwarded
+        if not trusted(found):
+            break
+    return str(found)
+
+
+def _ip(text: str) -> Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None

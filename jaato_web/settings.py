@@ -7,7 +7,9 @@ needs no variables at all; production refuses to start without a real secret.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
@@ -53,6 +55,32 @@ def env_int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
+
+
+def env_networks(name: str) -> list[str]:
+    """Addresses and networks (``10.0.0.0/8``), checked now so a typo stops start-up rather
+    than making the check quietly trust nothing (or everything)."""
+    networks = env_list(name, [])
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: {network!r} is not an IP address or network (such as 10.0.0.0/8)."
+            ) from None
+    return networks
+
+
+def proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """Django's form of the header a TLS proxy sets, from its HTTP name (X-Forwarded-Proto)."""
+    header = os.environ.get(name, "").strip()
+    if not header:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9-]+", header):
+        raise ImproperlyConfigured(
+            f"{name}={header!r} is not a header name; write one such as X-Forwarded-Proto."
+        )
+    return "HTTP_" + header.upper().replace("-", "_"), "https"
 
 
 def _redacted(url: str) -> str:
@@ -160,6 +188,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "servestatic",
     "django_htmx",
     # Before django_tasks_db: its db_worker command replaces the package's own with one that
     # keeps leases on the work it runs (jaato_web/dashboard/management/commands/db_worker.py).
@@ -173,6 +202,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "servestatic.middleware.ServeStaticMiddleware",
+    "jaato_web.api.middleware.ApiErrorsInJsonMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -282,6 +313,22 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# The app serves its own static files (WhiteNoise), so a deployment needs no separate file
+# server. While debugging they come straight from the source folders; otherwise from
+# `manage.py collectstatic`'s output, each under a name carrying its content's hash (cached
+# for a year, as nothing else is ever served under that name) and stored gzip- and
+# Brotli-compressed beside the original.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "servestatic.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+SERVESTATIC_USE_FINDERS = DEBUG
+SERVESTATIC_AUTOREFRESH = DEBUG
+SERVESTATIC_KEEP_ONLY_HASHED_FILES = True
 
 # --- Security ---------------------------------------------------------------
 
@@ -302,6 +349,22 @@ X_FRAME_OPTIONS = "DENY"
 # A TLS-terminating proxy that forwards plain HTTP would loop on this redirect;
 # such deployments switch it off and let the proxy redirect instead.
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", default=not DEBUG)
+
+# --- Behind a TLS proxy ------------------------------------------------------
+
+# The header a TLS-terminating proxy sets on every request it forwards (overwriting any the
+# client sent), whose value "https" says the client came over TLS. Unset: only the
+# connection the app itself received counts, which is plain HTTP behind such a proxy.
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header("DJANGO_SECURE_PROXY_SSL_HEADER")
+# Origins (https://gc.example.com) whose forms and API calls pass the CSRF check although
+# they are not the dashboard's own host as the request names it.
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# The proxies in front of the app, as addresses or networks. A request from one of them is
+# counted for the client its X-Forwarded-For names (the sign-in throttle's address); from
+# anywhere else that header is the client's own to forge, and only the connection counts.
+JAATO_TRUSTED_PROXIES = env_networks("JAATO_TRUSTED_PROXIES")
+# Health probes come over plain HTTP from inside the host or container, never redirected.
+SECURE_REDIRECT_EXEMPT = [r"^api/health$"]
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = True

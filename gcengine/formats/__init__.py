@@ -126,11 +126,16 @@ def load_session(
 def dump_session(session: Session, *, indent: int | None = 2) -> str:
     """The session as a JAATO 2.1 file; ``load_session`` of the result gives an equal session.
 
-    Always valid JSON: a session holding NaN or Infinity (built in code; a load refuses them)
-    is refused, naming where."""
+    ``indent=None`` writes it compact, without a space between tokens: an indented export of a
+    large session is half again its size, too large to upload again under the limit that let
+    the original in. Always valid JSON: a session holding NaN or Infinity (built in code; a load
+    refuses them) is refused, naming where."""
     written = jaato.write_session_file(session)
+    separators = (",", ":") if indent is None else None
     try:
-        return json.dumps(written, indent=indent, ensure_ascii=False, allow_nan=False)
+        return json.dumps(
+            written, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False
+        )
     except ValueError:
         found = find_non_finite(written)
         assert found is not None

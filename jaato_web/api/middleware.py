@@ -1,5 +1,5 @@
 """What the API refuses before any endpoint reads the request: bodies over the size limit, and
-JSON no store could keep.
+JSON no store could keep; and the API's refusals Django itself answers, in JSON.
 
 django-ninja turns every failure to parse a body into one "Cannot parse request body", so the
 checks that deserve their own answer run here first, with the same JSON error shape as the
@@ -99,3 +99,29 @@ class ApiBodyCheckMiddleware:
             {"detail": str(problem), "reason": problem.reason, "json_path": problem.json_path},
             status=400,
         )
+
+
+class ApiErrorsInJsonMiddleware:
+    """Refusals of API requests that Django or django-ninja answer before (or instead of) an
+    endpoint, in the JSON shape of every other refusal: 405 for a method the route does not
+    take (with its ``Allow`` header), 400 for a host ``DJANGO_ALLOWED_HOSTS`` does not name, 403
+    from a CSRF check. Outermost but for security, so each of them passes through here."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            request.path.startswith(API_PREFIX)
+            and response.status_code >= 400
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            detail = f"{response.status_code} {response.reason_phrase}"
+            if response.status_code == 405:
+                detail += f": {request.method} is not one of {response.get('Allow', 'none')}"
+            answer = JsonResponse({"detail": detail}, status=response.status_code)
+            if response.has_header("Allow"):
+                answer["Allow"] = response["Allow"]
+            return answer
+        return response

@@ -50,12 +50,8 @@ def upload_session(
     that you may upload to.
     """
     target = project_of(request, project)
-    services.upload_size_check(file.size or 0)  # before reading a byte of it
-    receipt = services.session_upload(
-        project=target,
-        filename=file.name or "session.json",
-        data=file.read(),
-        actor=access_of(request).user,
+    receipt = services.session_upload_file(
+        project=target, upload=file, actor=access_of(request).user
     )
     status = 200 if receipt.duplicate else (202 if receipt.job is not None else 201)
     return Status(

@@ -239,6 +239,32 @@ def upload_size_check(size: int) -> None:
         raise UploadTooLarge(size, settings.JAATO_UPLOAD_MAX_BYTES)
 
 
+def upload_name_check(filename: str) -> None:
+    if len(filename) > FILENAME_MAX_CHARS:
+        raise UploadNameError(len(filename))
+
+
+def session_upload_file(
+    *, project: Project, upload: UploadedFile[Any], actor: Actor = None
+) -> UploadReceipt:
+    """``session_upload`` of an uploaded file, read whole only when the project lacks it.
+
+    Django writes a large upload to a temporary file as it arrives; its SHA-256 is read from
+    there chunk by chunk, so a file sent again is recognised without holding it in memory.
+    """
+    filename = upload.name or "session.json"
+    upload_name_check(filename)
+    upload_size_check(upload.size or 0)  # before reading a byte of it
+    digest = hashlib.sha256()
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    existing = AgentSession.objects.filter(project=project, sha256=digest.hexdigest()).first()
+    if existing is not None:
+        return UploadReceipt(filename, session=existing, duplicate=True)
+    upload.seek(0)
+    return session_upload(project=project, filename=filename, data=upload.read(), actor=actor)
+
+
 def session_upload(
     *, project: Project, filename: str, data: bytes, actor: Actor = None
 ) -> UploadReceipt:
@@ -247,8 +273,7 @@ def session_upload(
     Small files are read now, so a malformed one raises ``gcengine.SessionFormatError`` with
     nothing stored; large ones become an ``IngestJob`` for the worker.
     """
-    if len(filename) > FILENAME_MAX_CHARS:
-        raise UploadNameError(len(filename))
+    upload_name_check(filename)
     upload_size_check(len(data))
     digest = hashlib.sha256(data).hexdigest()
     existing = AgentSession.objects.filter(project=project, sha256=digest).first()
@@ -337,8 +362,7 @@ def _upload_one(project: Project, upload: UploadedFile[Any], actor: Actor) -> Up
     if size == 0:
         return UploadOutcome(name, UploadState.EMPTY, 400, reason="the file is empty")
     try:
-        upload_size_check(size)  # before reading a byte of it
-        receipt = session_upload(project=project, filename=name, data=upload.read(), actor=actor)
+        receipt = session_upload_file(project=project, upload=upload, actor=actor)
     except Exception as error:
         return _upload_refused(name, error)
     if receipt.job is None:

@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
@@ -42,6 +43,22 @@ def host_allowed(host: str) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
+def origin_allowed(origin: str) -> bool:
+    """An ``Origin`` on an allowed host, or one of ``DJANGO_CSRF_TRUSTED_ORIGINS`` (the origins
+    the pages trust behind a proxy, ``https://*.example.com`` covering subdomains as there)."""
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # such as an unclosed "[" of an IPv6 address
+        return False
+    if host_allowed(parts.netloc) or origin in settings.CSRF_TRUSTED_ORIGINS:
+        return True
+    wildcards = [urlsplit(trusted) for trusted in settings.CSRF_TRUSTED_ORIGINS if "*" in trusted]
+    return any(
+        parts.scheme == trusted.scheme and is_same_domain(parts.netloc, trusted.netloc[1:])
+        for trusted in wildcards
+    )
+
+
 class HostCheck:
     """421 for a Host, 403 for an Origin that ``DJANGO_ALLOWED_HOSTS`` does not allow."""
 
@@ -55,7 +72,7 @@ class HostCheck:
             refusal = None
             if not host_allowed(headers.get("host", "")):
                 refusal = PlainTextResponse("Invalid Host header", status_code=421)
-            elif origin is not None and not host_allowed(urlsplit(origin).netloc):
+            elif origin is not None and not origin_allowed(origin):
                 refusal = PlainTextResponse("Invalid Origin header", status_code=403)
             if refusal is not None:
                 await refusal(scope, receive, send)

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from jaato_web.dashboard import presenters
 from jaato_web.dashboard import selectors as dashboard_selectors
 from jaato_web.dashboard.models import Project
-from jaato_web.http import query_id
+from jaato_web.http import client_address, query_id
 from jaato_web.pages.forms import (
     AuditFilterForm,
     MemberAddForm,
@@ -37,12 +37,6 @@ from jaato_web.teams.permissions import ROLE_ORDER, Action, Role, permission_tab
 def _access(request: HttpRequest) -> Access:
     access: Access = request.access  # type: ignore[attr-defined]
     return access
-
-
-def _client_address(request: HttpRequest) -> str | None:
-    """REMOTE_ADDR only: a forwarded header is the client's to forge, so a deployment behind a
-    proxy sets REMOTE_ADDR from the proxy's trusted header in the proxy itself."""
-    return request.META.get("REMOTE_ADDR") or None
 
 
 # --- Sign-in ---------------------------------------------------------------------------------
@@ -66,7 +60,7 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         username = request.POST.get("username", "")
-        address = _client_address(request)
+        address = client_address(request)
         if services.sign_in_blocked(username=username, ip_address=address):
             services.sign_in_record(username=username, ip_address=address, succeeded=False)
             form = AuthenticationForm(request, initial={"username": username})

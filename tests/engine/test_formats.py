@@ -170,6 +170,17 @@ def test_v2_10_keeps_its_extra_fields_through_a_round_trip(counter: TokenCounter
     assert roundtrip(session, counter) == session
 
 
+def test_a_compact_dump_is_the_same_file_without_whitespace(counter: TokenCounter) -> None:
+    session = gcengine.load_session(EXAMPLES / "jaato_session_v2.10.json", counter=counter)
+    indented = gcengine.dump_session(session)
+    compact = gcengine.dump_session(session, indent=None)
+
+    assert json.loads(compact) == json.loads(indented)
+    assert compact == json.dumps(json.loads(compact), separators=(",", ":"), ensure_ascii=False)
+    assert len(compact) < len(indented) * 0.8
+    assert gcengine.load_session(compact, counter=counter) == session
+
+
 def test_context_limit_comes_from_the_model_table_or_the_default(counter: TokenCounter) -> None:
     v21 = gcengine.load_session(EXAMPLES / "jaato_session_v2.1.json", counter=counter)
     assert (v21.model, v21.context_limit, v21.context_limit_origin) == (

@@ -143,6 +143,7 @@ def test_run_results_ledger_summaries_diff_and_exports(client, run):
     assert {"removed", "kept"} <= {t["state"] for t in diff["items"]}
     after = gcengine.load_session(exported.content)
     assert after.budget.total_tokens() == run["tokens_after"]
+    assert exported.content == gcengine.dump_session(after, indent=None).encode()
     assert any(m.kind is gcengine.MessageKind.SUMMARY for m in after.history)
     rows = list(csv.DictReader(io.StringIO(as_csv.content.decode())))
     assert len(rows) == len(as_json.json()) == run["items_collected"]

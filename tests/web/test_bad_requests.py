@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
+from tests.web.test_mcp_http import over_asgi
 from tests.web.uploads import BUDGET_POLICY, session_file
 
 pytestmark = pytest.mark.django_db
@@ -187,3 +189,35 @@ def test_an_import_the_engine_refuses_is_not_a_200(client: Client, world: dict[s
     assert answer.status_code == 400
     assert "treshold_percent" in answer.content.decode()
     assert GCRun.objects.count() == 1
+
+
+def test_a_method_a_route_does_not_take_is_405_in_json(client: Client) -> None:
+    answer = client.generic("TRACE", "/api/health")
+    deleted = client.delete("/api/sessions")
+
+    assert answer.status_code == deleted.status_code == 405
+    assert answer["Content-Type"] == "application/json"
+    assert answer.json()["detail"] == "405 Method Not Allowed: TRACE is not one of GET"
+    assert answer["Allow"] == "GET"
+    assert "DELETE is not one of" in deleted.json()["detail"]
+
+
+def test_a_host_not_allowed_is_400_in_json_on_the_api(client: Client, settings: Any) -> None:
+    settings.ALLOWED_HOSTS = ["gc.example.com"]
+    answer = _get(client, "/api/health")
+
+    assert answer.status_code == 400
+    assert answer.json() == {"detail": "400 Bad Request"}
+    assert _get(client, "/sessions/")["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_path_with_a_line_break_reaches_the_api_and_is_404_in_json() -> None:
+    async def work(http: httpx2.AsyncClient) -> httpx2.Response:
+        return await http.get("/api/runs/1%0A2")
+
+    answer = over_asgi(work)
+
+    assert answer.status_code == 404
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["detail"] == "Not found: no API route at /api/runs/1\n2."

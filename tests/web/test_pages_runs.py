@@ -358,6 +358,9 @@ def test_export_session_after_gc(client: Client, finished_run: GCRun) -> None:
     collected = gcengine.load_session(response.content)
     assert len(collected.turns()) == finished_run.turns_after
     assert collected.budget.total_tokens() == finished_run.tokens_after
+    # Compact, so the file uploads again under the limit that let the original in.
+    assert response.content == gcengine.dump_session(collected, indent=None).encode()
+    assert b"\n" not in response.content
 
 
 def test_export_ledger_json(client: Client, finished_run: GCRun) -> None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from typing import Any
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.test import Client
 from django.urls import reverse
 
 from gcengine.synthetic import SessionShape, generate_session_file
+from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
 from tests.web.conftest import session_bytes
 
@@ -265,3 +267,34 @@ def test_the_api_answers_the_refusal_when_no_file_was_taken(
 
     assert answer.status_code == 400
     assert answer.json()["results"][0]["state"] == "empty"
+
+
+class CountedReads(io.BytesIO):
+    """An uploaded file's bytes that remember how much each read asked for."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.sizes: list[int | None] = []
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.sizes.append(size)
+        return super().read(size)
+
+
+def test_a_file_sent_again_is_recognised_without_reading_it_whole(
+    client: Client, project: Project, settings: Any
+) -> None:
+    data = session_bytes()
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # what a large upload is: a file on disk
+    assert client.post(URL, {"files": [a_file("first.json", data)]}).status_code == 200
+    counted = CountedReads(data)
+    # As Django hands over a large upload: a file (on disk) read through File.chunks.
+    again = UploadedFile(counted, "again.json", "application/json", len(data))
+    again.DEFAULT_CHUNK_SIZE = 4096
+
+    receipt = services.session_upload_file(project=project, upload=again)
+
+    assert receipt.duplicate
+    assert receipt.session == AgentSession.objects.get()
+    assert counted.sizes
+    assert all(size is not None and 0 < size < len(data) for size in counted.sizes)
