@@ -58,7 +58,7 @@ from live import (  # noqa: E402
     wait_until,
 )
 
-from gcengine.synthetic import SessionShape, generate_session_file  # noqa: E402
+from gcengine import SessionShape, generate_session_file  # noqa: E402
 
 LOAD_DATABASE = "jaato_load_benchmark"
 UPLOAD_LIMIT = 50 * 1024 * 1024  # JAATO_UPLOAD_MAX_BYTES's default, which the server keeps

@@ -188,7 +188,6 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "servestatic",
     "django_htmx",
     # Before django_tasks_db: its db_worker command replaces the package's own with one that
     # keeps leases on the work it runs (jaato_web/dashboard/management/commands/db_worker.py).
@@ -202,7 +201,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "servestatic.middleware.ServeStaticMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "jaato_web.api.middleware.ApiErrorsInJsonMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -323,12 +322,12 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
-        else "servestatic.storage.CompressedManifestStaticFilesStorage"
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
-SERVESTATIC_USE_FINDERS = DEBUG
-SERVESTATIC_AUTOREFRESH = DEBUG
-SERVESTATIC_KEEP_ONLY_HASHED_FILES = True
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 
 # --- Security ---------------------------------------------------------------
 

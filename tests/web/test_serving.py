@@ -155,7 +155,7 @@ def test_serve_refuses_to_run_before_collectstatic(settings: Any, tmp_path: Any)
     settings.STATIC_ROOT = tmp_path
     settings.STORAGES = {
         **settings.STORAGES,
-        "staticfiles": {"BACKEND": "servestatic.storage.CompressedManifestStaticFilesStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
     with pytest.raises(CommandError, match="collectstatic --noinput"):
         call_command("serve", "--no-migrate")
