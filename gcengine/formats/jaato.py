@@ -567,7 +567,14 @@ def write_session_file(session: Session) -> dict[str, Any]:
         "user_inputs": list(session.user_inputs),
         "metadata": {**session.metadata, ENGINE_METADATA_KEY: view},
         "history": [_write_message(message) for message in session.history],
-        "budget_state": conversation.to_dict() if conversation is not None else None,
+        # Only for a session whose file recorded a budget: JAATO rebuilds a missing one at its
+        # next model response, and a tree the engine drew for a file without one would add a
+        # quarter to the export, enough to keep a large session from being uploaded again.
+        "budget_state": (
+            conversation.to_dict()
+            if conversation is not None and session.recorded_budget is not None
+            else None
+        ),
         "interrupted_turn": (
             session.interrupted_turn.model_dump(exclude_unset=True)
             if session.interrupted_turn

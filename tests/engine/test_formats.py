@@ -589,7 +589,27 @@ def test_the_dump_is_a_jaato_file_jaato_can_read() -> None:
     for message in written["history"]:
         assert message["role"] in {"user", "model", "tool"}
         assert all(part["type"] in allowed_parts for part in message["parts"])
+    # An export has no budget JAATO would mistake for one it recorded: it rebuilds its own.
+    assert written["budget_state"] is None
+
+
+def test_a_budget_the_file_recorded_is_written_back_after_gc(counter: TokenCounter) -> None:
+    data = example("jaato_session_v2.1.json")
+    session = gcengine.load_session(data, counter=counter)
+    written = json.loads(gcengine.dump_session(session))
     assert written["budget_state"]["source"] == "conversation"
+    kept = {m.message_id for m in session.history}
+    leaves = [
+        leaf for leaf in written["budget_state"]["children"].values() if "message_ids" in leaf
+    ]
+    assert leaves and all(set(leaf["message_ids"]) <= kept for leaf in leaves)
+
+
+def test_an_export_of_a_file_without_a_budget_is_no_larger_than_its_history_needs() -> None:
+    data = json.dumps(generate_session_file(SessionShape(turns=400, seed=5))).encode()
+    exported = gcengine.dump_session(gcengine.load_session(data), indent=None).encode()
+    # Each message gains its id and turn index, and nothing else of its size.
+    assert len(exported) < len(data) * 1.1
 
 
 def test_a_generated_session_with_every_part_kind_round_trips(counter: TokenCounter) -> None:
