@@ -602,7 +602,8 @@ def test_a_budget_the_file_recorded_is_written_back_after_gc(counter: TokenCount
     leaves = [
         leaf for leaf in written["budget_state"]["children"].values() if "message_ids" in leaf
     ]
-    assert leaves and all(set(leaf["message_ids"]) <= kept for leaf in leaves)
+    assert leaves
+    assert all(set(leaf["message_ids"]) <= kept for leaf in leaves)
 
 
 def test_an_export_of_a_file_without_a_budget_is_no_larger_than_its_history_needs() -> None:
