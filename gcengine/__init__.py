@@ -125,7 +125,9 @@ from gcengine.reachability.dry_run import (
 )
 from gcengine.reachability.graph import AUTO_DELETE_BELOW, HALF_LIFE_TURNS, YOUNG_TURNS
 from gcengine.reachability.kinds import IMPORTANCE, SegmentKind
+from gcengine.reachability.prune import check_pruning, pruning_config
 from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment, StashError, restore
+from gcengine.reachability.strategy import PruneRefused
 from gcengine.session import (
     ContextLimitOrigin,
     InterruptedTurn,
@@ -239,6 +241,7 @@ __all__ = [
     "PolicyThresholds",
     "Priority",
     "PromptBudget",
+    "PruneRefused",
     "ReachabilityRoots",
     "RecordedLeaf",
     "RecordedUsage",
@@ -281,6 +284,7 @@ __all__ = [
     "UsageReport",
     "analyze",
     "build_budget",
+    "check_pruning",
     "commit_plan",
     "compact_json",
     "context_limit_checked",
@@ -314,6 +318,7 @@ __all__ = [
     "plan_report",
     "plugin_options",
     "prompt_budget",
+    "pruning_config",
     "rebuild_budget",
     "restore",
     "run_gc",
