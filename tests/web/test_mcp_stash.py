@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from jaato_web.dashboard import services
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -19,7 +20,6 @@ from jaato_web.dashboard.models import (
     Policy,
     SessionPin,
 )
-from jaato_web.dashboard import services
 
 from .conftest import Caller
 from .test_mcp_tools import OPENAI_MESSAGES, audit, call, calls, data_of, error_of
