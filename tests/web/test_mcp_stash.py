@@ -246,3 +246,17 @@ def test_configure_changes_roots_and_batch_size(editor: Caller, budget_policy: P
     ]
     version = budget_policy.versions.get(number=2)
     assert (version.config["roots"]["recent_turns"], version.config["batch_size"]) == (1, 5)
+
+
+def test_prune_carries_out_its_run_itself_when_no_worker_runs(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy, settings: Any
+) -> None:
+    """With the database backend a run waits for a worker; a prune does not: it claims its
+    run and carries it out, and a worker that comes later finds nothing left to do."""
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    pruned = data_of(call(editor, "context_gc_prune", {"session_id": stored_session.pk}))
+    run = GCRun.objects.get(pk=pruned["run_id"])
+    assert (run.status, run.attempts) == ("done", 1)
+    services.run_execute(run_id=run.pk)  # the queued task, run late by a worker
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.tokens_after) == ("done", 1, pruned["tokens_after"])
