@@ -153,6 +153,11 @@ class Retrieved(BaseModel):
     )
 
 
+def counted(number: int) -> str:
+    """``1 segment``, ``12 segments``."""
+    return f"{number:,} segment" if number == 1 else f"{number:,} segments"
+
+
 def percent(tokens: int, limit: int) -> float:
     return round(tokens / limit * 100, 2) if limit else 0.0
 

@@ -20,7 +20,7 @@ from gcengine.mcp_tools.inputs import (
     sized,
 )
 from gcengine.mcp_tools.results import answer
-from gcengine.mcp_tools.stashes import percent
+from gcengine.mcp_tools.stashes import counted, percent
 from gcengine.mcp_tools.store import ToolStore
 from gcengine.reachability.dry_run import AnalyzedSegment, analyze
 
@@ -173,7 +173,7 @@ def register(server: MCPServer, store: ToolStore) -> None:
             taken = plan["stash"].segments + plan["delete"].segments
             summary = (
                 f"{result.percent_before:g}% used ({result.tokens_before:,} tokens); a run of "
-                f"{policy.label} would take {taken:,} segments "
+                f"{policy.label} would take {counted(taken)} "
                 f"({plan['stash'].segments:,} stashed, {plan['delete'].segments:,} deleted), "
                 f"leaving {result.percent_after:g}% ({result.tokens_after:,} tokens). "
                 f"{result.reachable:,} of {result.segments:,} segments are reachable; "

@@ -24,7 +24,7 @@ from gcengine.mcp_tools.inputs import (
     sized,
 )
 from gcengine.mcp_tools.results import answer
-from gcengine.mcp_tools.stashes import Pruned, PruneRequest, pruned_of
+from gcengine.mcp_tools.stashes import Pruned, PruneRequest, counted, pruned_of
 from gcengine.mcp_tools.store import ToolStore
 from gcengine.reachability.prune import pruning_config
 
@@ -90,7 +90,7 @@ def _summary(pruned: Pruned) -> str:
         else " Nothing stored: the pruned conversation and its stash are in the answer."
     )
     return (
-        f"Took {len(pruned.ledger):,} segments ({pruned.stashed:,} stashed, "
+        f"Took {counted(len(pruned.ledger))} ({pruned.stashed:,} stashed, "
         f"{pruned.deleted:,} deleted): {pruned.tokens_before:,} -> {pruned.tokens_after:,} "
         f"tokens ({pruned.percent_before:g}% -> {pruned.percent_after:g}%).{where}"
     )

@@ -26,6 +26,7 @@ from gcengine.mcp_tools.stashes import (
     StashFound,
     StashQuery,
     StashRef,
+    counted,
     retrieved_content,
     stash_found,
 )
@@ -141,10 +142,10 @@ def register(server: MCPServer, store: ToolStore) -> None:
             if retrieved.into == "content":
                 tokens = sum(s.tokens for s in retrieved.segments)
                 return retrieved, (
-                    f"The text of {len(retrieved.segments):,} stashed segments "
+                    f"The text of {counted(len(retrieved.segments))} "
                     f"({tokens:,} tokens); nothing restored."
                 )
-            done = f"Restored {len(retrieved.restored):,} segments"
+            done = f"Restored {counted(len(retrieved.restored))}"
             if retrieved.new_session_id is None:
                 return retrieved, f"{done}: the conversation is in `session` (nothing stored)."
             return retrieved, f"{done} into new session {retrieved.new_session_id}."
