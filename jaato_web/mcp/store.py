@@ -21,17 +21,13 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 
 import gcengine
 from gcengine.mcp_tools import (
+    PREVIEW_CHARS,
     ConfiguredPolicy,
+    LedgerItem,
     PinRequest,
     PinState,
     PolicyChanges,
     PolicyInUse,
-    changed_config,
-    setting_changes,
-)
-from gcengine.mcp_tools.stashes import (
-    PREVIEW_CHARS,
-    LedgerItem,
     Pruned,
     PruneRequest,
     Retrieved,
@@ -40,7 +36,9 @@ from gcengine.mcp_tools.stashes import (
     StashHit,
     StashQuery,
     StashRef,
+    changed_config,
     percent,
+    setting_changes,
 )
 from jaato_web.dashboard import selectors, services
 from jaato_web.dashboard.models import (
