@@ -171,7 +171,9 @@ from gcengine.reachability.dry_run import (
 )
 from gcengine.reachability.graph import AUTO_DELETE_BELOW, HALF_LIFE_TURNS, YOUNG_TURNS
 from gcengine.reachability.kinds import IMPORTANCE, SegmentKind
+from gcengine.reachability.prune import check_pruning, pruning_config
 from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment, StashError, restore
+from gcengine.reachability.strategy import PruneRefused
 from gcengine.session import (
     ContextLimitOrigin,
     InterruptedTurn,
@@ -312,6 +314,7 @@ __all__ = [
     "PromptBudget",
     "PromptCacheUsage",
     "PromptRequest",
+    "PruneRefused",
     "ReachabilityRoots",
     "RecencyRetention",
     "RecordedLeaf",
@@ -361,6 +364,7 @@ __all__ = [
     "budget_figures",
     "build_budget",
     "cache_cost",
+    "check_pruning",
     "commit_plan",
     "compact_json",
     "context_limit_checked",
@@ -404,6 +408,7 @@ __all__ = [
     "price_for_model",
     "prompt_budget",
     "prompt_cache_usage",
+    "pruning_config",
     "rebuild_budget",
     "requests_without_gc",
     "restore",

@@ -129,7 +129,7 @@ class Strategy:
     ) -> tuple[list[Message], GCResult]:
         """``collect`` on a collection already started (what a dry run has laid out)."""
         config = collection.config
-        if collection.to_free <= 0:
+        if not self.has_work(collection):
             decision = Decision(
                 details={"message": "Already at or below target, nothing to collect"}
             )
@@ -158,6 +158,10 @@ class Strategy:
             notification=notification,
         )
         return new_history, self.completed(collection, decision, new_history, result)
+
+    def has_work(self, collection: Collection) -> bool:
+        """Whether the collection must take anything: usage is above the target."""
+        return collection.to_free > 0
 
     def completed(
         self,

@@ -19,6 +19,19 @@ from gcengine.mcp_tools.inputs import (
 )
 from gcengine.mcp_tools.results import answer, answered, refusal_of, refused
 from gcengine.mcp_tools.server import INSTRUCTIONS, build_server
+from gcengine.mcp_tools.stashes import (
+    PREVIEW_CHARS,
+    LedgerItem,
+    Pruned,
+    PruneRequest,
+    Retrieved,
+    RetrievedSegment,
+    StashFound,
+    StashHit,
+    StashQuery,
+    StashRef,
+    percent,
+)
 from gcengine.mcp_tools.store import (
     ConfiguredPolicy,
     PinRequest,
@@ -29,19 +42,30 @@ from gcengine.mcp_tools.store import (
 
 __all__ = [
     "INSTRUCTIONS",
+    "PREVIEW_CHARS",
     "ConfiguredPolicy",
     "FileStore",
+    "LedgerItem",
     "PinRequest",
     "PinState",
     "PolicyChanges",
     "PolicyInUse",
+    "PruneRequest",
+    "Pruned",
+    "Retrieved",
+    "RetrievedSegment",
     "SessionRef",
     "SettingChange",
+    "StashFound",
+    "StashHit",
+    "StashQuery",
+    "StashRef",
     "ToolStore",
     "answer",
     "answered",
     "build_server",
     "changed_config",
+    "percent",
     "refusal_of",
     "refused",
     "setting_changes",

@@ -1,9 +1,15 @@
 """The local server's store: session files under one folder, one gc.json, pins beside them.
 
 For an agent on one machine with no dashboard (``gcengine mcp``). A session is named by its
-path under the folder the server was started in, and nothing outside that folder is read.
-Pins are kept per session file in ``.gcengine-pins.json`` in that folder; the policy is one
-gc.json file, which ``context_gc_configure`` rewrites (JAATO's defaults until there is one).
+path under the folder the server was started in, and nothing outside that folder is read or
+written. Pins are kept per session file in ``.gcengine-pins.json`` in that folder; the policy
+is one gc.json file, which ``context_gc_configure`` rewrites (JAATO's defaults until there is
+one).
+
+A prune never changes the file it reads: it writes the session after it beside it
+(``session.pruned-1.json``) and what it stashed beside that (``session.pruned-1.stash.json``,
+with the names of both sessions); a restore writes ``session.pruned-1.restored-1.json``.
+``.gcengine-stashes.json`` records which stash file each of those sessions came from.
 """
 
 from __future__ import annotations
@@ -15,14 +21,31 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from gcengine.config import GCConfig, dump_gc_config, load_gc_config
 from gcengine.errors import ToolRefusal
-from gcengine.formats import load_session
+from gcengine.formats import dump_session, load_session
+from gcengine.gc.run import run_gc
 from gcengine.mcp_tools.inputs import PolicyChanges, changed_config, setting_changes
+from gcengine.mcp_tools.stashes import (
+    Pruned,
+    PruneRequest,
+    Retrieved,
+    StashFound,
+    StashQuery,
+    StashRef,
+    pruned_of,
+    retrieved_content,
+    stash_found,
+)
 from gcengine.mcp_tools.store import ConfiguredPolicy, PinRequest, PinState, PolicyInUse
+from gcengine.reachability.prune import pruning_config
+from gcengine.reachability.stash import Stash, restore
 from gcengine.session import Session
 
 PINS_FILE = ".gcengine-pins.json"
+STASHES_FILE = ".gcengine-stashes.json"
 
 
 def _write_atomically(path: Path, data: Any) -> None:
@@ -39,6 +62,7 @@ class FileStore:
         self.root = root.resolve()
         self.policy_path = (policy_path or self.root / "gc.json").resolve()
         self.pins_path = self.root / PINS_FILE
+        self.stashes_path = self.root / STASHES_FILE
 
     @contextmanager
     def calling(self) -> Iterator[None]:
@@ -146,3 +170,109 @@ class FileStore:
         if moved:
             _write_atomically(self.policy_path, after)
         return ConfiguredPolicy(policy=str(self.policy_path), changes=moved, config=after)
+
+    # --- Pruning and stashes --------------------------------------------------------------
+
+    def prune(self, session_id: int | str, request: PruneRequest) -> Pruned:
+        path, key = self._path(session_id)
+        policy = self.policy(session_id, request.policy_id)
+        config = pruning_config(policy.config, request.action, request.segment_ids)
+        outcome = run_gc(load_session(path), config)  # refuses what it may not take
+        if not outcome.result.removal_list:
+            return pruned_of(outcome, policy=policy.label, request=request, session_id=key)
+        pruned = _beside(path, "pruned")
+        pruned.write_text(dump_session(outcome.session), encoding="utf-8")
+        new_key = pruned.relative_to(self.root).as_posix()
+        stash_key = None
+        stash = outcome.result.stash
+        if stash is not None and stash.segments:
+            stash_path = pruned.with_name(_stem(pruned) + ".stash.json")
+            record = {"source": key, "session": new_key, "stash": stash.model_dump(mode="json")}
+            _write_atomically(stash_path, record)
+            stash_key = stash_path.relative_to(self.root).as_posix()
+            self._remember_stash(new_key, stash_key)
+        return pruned_of(
+            outcome,
+            policy=policy.label,
+            request=request,
+            session_id=key,
+            new_session_id=new_key,
+            run_id=stash_key,
+        )
+
+    def stash_search(self, ref: StashRef, query: StashQuery) -> StashFound:
+        stash_key, stash, _ = self._stash(ref)
+        return stash_found(stash, query, stash_key)
+
+    def stash_retrieve(
+        self, ref: StashRef, segment_ids: list[str], into_session: bool
+    ) -> Retrieved:
+        stash_key, stash, left_key = self._stash(ref)
+        if not into_session:
+            return retrieved_content(stash, segment_ids, stash_key)
+        left, _ = self._path(left_key)
+        restored = restore(load_session(left), stash, segment_ids)
+        written = _beside(left, "restored")
+        written.write_text(dump_session(restored), encoding="utf-8")
+        new_key = written.relative_to(self.root).as_posix()
+        self._remember_stash(new_key, stash_key)
+        return Retrieved(
+            run_id=stash_key,
+            into="session",
+            restored=list(dict.fromkeys(segment_ids)),
+            new_session_id=new_key,
+            segments=[],
+        )
+
+    def _stashes(self) -> dict[str, str]:
+        if not self.stashes_path.is_file():
+            return {}
+        data = json.loads(self.stashes_path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+
+    def _remember_stash(self, session_key: str, stash_key: str) -> None:
+        _write_atomically(self.stashes_path, {**self._stashes(), session_key: stash_key})
+
+    def _stash(self, ref: StashRef) -> tuple[str, Stash, str]:
+        """The stash file a reference names, its stash, and the session the prune left."""
+        if ref.run_id is not None:
+            stash_key = self._path(ref.run_id)[1]
+        elif ref.session_id is not None:
+            session_key = self._path(ref.session_id)[1]
+            found = self._stashes().get(session_key)
+            if found is None:
+                raise ToolRefusal(
+                    f"{session_key} was not made by a prune or a restore here, so it has no "
+                    "stash: give the session a prune wrote (new_session_id) or its run_id",
+                    status=404,
+                    code="not_found",
+                )
+            stash_key = found
+        else:
+            raise ToolRefusal("give run_id (a stash file a prune wrote) or session_id")
+        path, _ = self._path(stash_key)
+        try:
+            record = _StashFile.model_validate_json(path.read_bytes())
+        except ValidationError:
+            raise ToolRefusal(f"{stash_key} is not a stash file a prune wrote") from None
+        return stash_key, record.stash, record.session
+
+
+class _StashFile(BaseModel):
+    """A stash file as a prune writes it."""
+
+    source: str
+    session: str
+    stash: Stash
+
+
+def _stem(path: Path) -> str:
+    return path.name.removesuffix(".json")
+
+
+def _beside(path: Path, what: str) -> Path:
+    """The first free ``<name>.<what>-<n>.json`` beside ``path``."""
+    number = 1
+    while (found := path.with_name(f"{_stem(path)}.{what}-{number}.json")).exists():
+        number += 1
+    return found

@@ -13,7 +13,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from gcengine.config import dump_gc_config, load_gc_config
+from gcengine.config import (
+    GC_JSON_FIELDS,
+    GC_JSON_SUBFIELDS,
+    dump_gc_config,
+    load_gc_config,
+)
 from gcengine.errors import ToolRefusal
 from gcengine.formats import load_session
 from gcengine.session import Session
@@ -73,6 +78,46 @@ MessageIds = Annotated[
     Field(description="Messages by their id in the session (a pinned message keeps its turn)."),
 ]
 Percent = Annotated[float | None, Field(gt=0, le=100)]
+SegmentIds = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=400)]] | None,
+    Field(
+        max_length=10_000,
+        description=(
+            "Segments by id, as context_gc_analyze lists them: `turn_12` (what is left of a "
+            "turn: its request and the agent's words; taking it takes the whole turn), "
+            "`turn_12/<message id>` (one tool call with its results, or a notice), "
+            "`gc_summary_1` (a summary)."
+        ),
+    ),
+]
+RunId = Annotated[
+    int | str | None,
+    Field(
+        description=(
+            "The stash to use: the `run_id` context_gc_prune returned (a run's number in the "
+            "dashboard; on a local server, the stash file it wrote). Or give `session_id`."
+        )
+    ),
+]
+StashSessionId = Annotated[
+    int | str | None,
+    Field(
+        description=(
+            "A session a prune made (its `new_session_id`) or one restored from it: its stash "
+            "is used. In the dashboard, any session with a reachability run: its latest stash. "
+            "Give this, `run_id`, or `stash` with `messages`."
+        )
+    ),
+]
+InlineStash = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description=(
+            "The `stash` a prune of inline messages returned, given back as it came: nothing "
+            "of an inline prune is stored."
+        )
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -115,6 +160,25 @@ def sized(session: Session, context_limit: int | None) -> Session:
     return session if context_limit is None else with_context_limit(session, context_limit)
 
 
+class RootsChange(BaseModel):
+    """The reachability roots to change; None leaves a root as it is."""
+
+    current_task: bool | None = Field(
+        default=None, description="Whether the original request and latest user message are roots."
+    )
+    recent_turns: int | None = Field(
+        default=None, ge=0, description="How many of the latest turns are roots, whole."
+    )
+    pinned: bool | None = Field(default=None, description="Whether pinned turns are roots.")
+    locked: bool | None = Field(default=None, description="Whether locked content is a root.")
+    active_file_turns: int | None = Field(
+        default=None,
+        ge=0,
+        description="The latest work on each file these many latest turns read, edit or name "
+        "is a root; 0 means none.",
+    )
+
+
 class PolicyChanges(BaseModel):
     """The settings ``context_gc_configure`` may change; None leaves a setting as it is."""
 
@@ -122,23 +186,32 @@ class PolicyChanges(BaseModel):
     target_percent: float | None = None
     pressure_percent: float | None = None
     preserve_recent_turns: int | None = None
+    roots: RootsChange | None = None
+    incremental: bool | None = None
+    batch_size: int | None = None
 
     def given(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        given = self.model_dump(exclude_none=True)
+        if not given.get("roots", True):
+            del given["roots"]  # roots named, none of them changed
+        return given
+
+
+CHANGEABLE = ", ".join(PolicyChanges.model_fields)
 
 
 def changed_config(current: Mapping[str, Any], changes: PolicyChanges) -> dict[str, Any]:
     """``current`` gc.json with ``changes`` applied, validated as any gc.json is (a target
-    above the threshold, say, raises ``ConfigError`` naming the key)."""
+    above the threshold, say, raises ``ConfigError`` naming the key). Roots not named keep
+    their values."""
     given = changes.given()
     if not given:
-        raise ToolRefusal(
-            "name at least one setting to change: threshold_percent, target_percent, "
-            "pressure_percent or preserve_recent_turns"
-        )
+        raise ToolRefusal(f"name at least one setting to change: {CHANGEABLE}")
     data = dict(current)
     if "pressure_percent" in given:
         data.pop("continuous_mode", None)  # the pressure given decides the mode
+    if "roots" in given:
+        given["roots"] = {**dict(data.get("roots") or {}), **given["roots"]}
     data.update(given)
     return dump_gc_config(load_gc_config(data, env={}))
 
@@ -160,8 +233,25 @@ def _shown(value: object) -> str:
 
 
 def setting_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[SettingChange]:
-    return [
-        SettingChange(key=key, before=before.get(key), after=after.get(key))
-        for key in dict.fromkeys([*before, *after])
-        if before.get(key) != after.get(key)
-    ]
+    """Each key that differs, a key left out holding its default; an object key (``roots``,
+    ``weights``) as each of its options that differs (``roots.recent_turns``)."""
+    changes: list[SettingChange] = []
+    defaults = {
+        field.key: field.default.model_dump()
+        if isinstance(field.default, BaseModel)
+        else field.default
+        for field in GC_JSON_FIELDS
+    }
+    before = {**defaults, **before}
+    after = {**defaults, **after}
+    for key in dict.fromkeys([*before, *after]):
+        if key in GC_JSON_SUBFIELDS:
+            old, new = {**defaults[key], **before[key]}, {**defaults[key], **after[key]}
+            changes.extend(
+                SettingChange(key=f"{key}.{name}", before=old.get(name), after=new.get(name))
+                for name in dict.fromkeys([*old, *new])
+                if old.get(name) != new.get(name)
+            )
+        elif before.get(key) != after.get(key):
+            changes.append(SettingChange(key=key, before=before.get(key), after=after.get(key)))
+    return changes

@@ -20,6 +20,7 @@ from gcengine.errors import (
     ToolRefusal,
 )
 from gcengine.mcp_tools.store import ToolStore
+from gcengine.reachability.strategy import PruneRefused
 
 
 def answered(result: BaseModel, summary: str) -> CallToolResult:
@@ -37,6 +38,10 @@ def refusal_of(error: GCEngineError) -> ToolRefusal:
         return ToolRefusal(f"the session cannot be read: {error}", code="bad_session")
     if isinstance(error, ConfigError):
         return ToolRefusal(f"the policy is not valid: {error}", code="bad_policy")
+    if isinstance(error, PruneRefused):
+        if error.refused:
+            return ToolRefusal(str(error), status=409, code="protected")
+        return ToolRefusal(str(error), status=404, code="not_found")
     return ToolRefusal(str(error))
 
 

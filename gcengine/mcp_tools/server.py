@@ -11,9 +11,11 @@ from gcengine.mcp_tools.tools import CONCERNS
 
 INSTRUCTIONS = """\
 Tools for context garbage collection (GC): see how full a session's context window is, keep \
-what matters from being collected, and tune the policy that decides what goes. These tools act \
-on sessions this server stores (or on messages you pass, for a read-only answer); they cannot \
-remove messages from your own context. Start with context_analyze_usage."""
+what matters from being collected, tune the policy that decides what goes, see what a \
+collection would take and why (context_gc_analyze), prune with a stash (context_gc_prune), and \
+find and get back what was stashed (context_stash_search, context_stash_retrieve). These tools \
+act on sessions this server stores (or on messages you pass, for an answer with nothing \
+stored); they cannot remove messages from your own context. Start with context_analyze_usage."""
 
 
 def build_server(store: ToolStore, name: str = "jaato-gc", **options: Any) -> MCPServer:

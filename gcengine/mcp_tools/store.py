@@ -1,4 +1,4 @@
-"""What a server must provide for the tools to act on: its sessions, policies and pins.
+"""What a server must provide for the tools to act on: its sessions, policies, pins and stashes.
 
 The tools are written once, over this protocol. The local server (``gcengine mcp``) keeps
 sessions as files; the dashboard keeps them in its database behind its permission table. A
@@ -16,6 +16,14 @@ from pydantic import BaseModel, Field
 
 from gcengine.config import GCConfig
 from gcengine.mcp_tools.inputs import PolicyChanges, SettingChange
+from gcengine.mcp_tools.stashes import (
+    Pruned,
+    PruneRequest,
+    Retrieved,
+    StashFound,
+    StashQuery,
+    StashRef,
+)
 from gcengine.session import Session
 
 
@@ -61,7 +69,7 @@ class ConfiguredPolicy(BaseModel):
 
 
 class ToolStore(Protocol):
-    """Sessions, policies and pins, as one server keeps them."""
+    """Sessions, policies, pins and stashes, as one server keeps them."""
 
     def calling(self) -> AbstractContextManager[None]:
         """Wraps every tool call: where a store sets up and tears down what a call needs
@@ -88,4 +96,20 @@ class ToolStore(Protocol):
         message: str,
     ) -> ConfiguredPolicy:
         """Save the policy named (or the session's) with ``changes``, as a new version."""
+        ...
+
+    def prune(self, session_id: int | str, request: PruneRequest) -> Pruned:
+        """Prune a stored session (``PruneRefused`` before anything is stored, for segments no
+        collection may take), keeping the session after it and its stash beside it."""
+        ...
+
+    def stash_search(self, ref: StashRef, query: StashQuery) -> StashFound:
+        """The stashed segments of one stash that match ``query``."""
+        ...
+
+    def stash_retrieve(
+        self, ref: StashRef, segment_ids: list[str], into_session: bool
+    ) -> Retrieved:
+        """Stashed segments put back into a new session derived from the one the prune left
+        (``into_session``), or their content, nothing changed."""
         ...

@@ -162,7 +162,7 @@ def analyze(session: Session, config: GCConfig) -> Analysis:
     strategy = ReachabilityStrategy()
     strategy.initialize(plugin_options(config))
     strategy.explains = False
-    collection = _collection(session, config, strategy)
+    collection = collection_of(session, config, strategy)
     _, result = strategy.collect_from(
         collection, GCTriggerReason.MANUAL, counter_by_name(session.token_counter)
     )
@@ -194,7 +194,7 @@ def analyze(session: Session, config: GCConfig) -> Analysis:
     )
 
 
-def _collection(session: Session, config: GCConfig, strategy: Strategy) -> Collection:
+def collection_of(session: Session, config: GCConfig, strategy: Strategy) -> Collection:
     """The collection ``run_gc`` would start on ``session``."""
     counter = counter_by_name(session.token_counter)
     layout = history_layout(session.history, session.budget)
@@ -263,7 +263,7 @@ def turn_references(
     defaults when None)."""
     config = config or GCConfig(plugin="gc_reachability")
     strategy = ReachabilityStrategy()
-    plan = strategy.plan(_collection(session, config, strategy))
+    plan = strategy.plan(collection_of(session, config, strategy))
     numbers = [s.number for s in plan.segments if s.turn_index == turn_index]
     if not numbers:
         raise TurnNotFoundError(

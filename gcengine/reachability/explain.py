@@ -8,6 +8,7 @@ written in the session.
 
 from __future__ import annotations
 
+from gcengine.budget import GCPolicy
 from gcengine.messages import turn_label
 from gcengine.reachability.anchors import CODE, FILE, NAME, describe
 from gcengine.reachability.graph import REPLY, SUMMARY_OF, Candidate, Plan, Segment
@@ -151,9 +152,18 @@ def taken_sentence(plan: Plan, candidate: Candidate) -> str:
     return f"reachable, taken once nothing unreachable was left: {step}; {score}"
 
 
+def named_sentence(plan: Plan, candidate: Candidate) -> str:
+    """Why a prune took a candidate it was asked for by name."""
+    number = candidate_segment(plan, candidate)
+    score = score_words(plan, number, candidate.score)
+    if not candidate.reachable:
+        return f"named to be pruned; {unreachable_words(plan, number)}; {score}"
+    step = reachable_words(plan, number).removeprefix("kept: ")
+    return f"named to be pruned; reachable: {step}; {score}"
+
+
 def kept_sentence(plan: Plan, number: int, candidate: Candidate | None) -> str:
     """Why a segment stays: a root or reachable, protected, or not needed to reach the target."""
-    collection, segment = plan.collection, plan.segments[number]
     if plan.reachable[number]:
         return reachable_words(plan, number)
     if candidate is not None:
@@ -162,6 +172,26 @@ def kept_sentence(plan: Plan, number: int, candidate: Candidate | None) -> str:
             f"(unreachable); {score_words(plan, number)}; the collection reached its target "
             "first"
         )
+    return _protected_words(plan, number)
+
+
+def untakeable_sentence(plan: Plan, number: int) -> str:
+    """Why no collection may take a segment that is not a candidate: what protects it (a pin,
+    the latest turns, locked content) before what keeps it as a root."""
+    collection, segment = plan.collection, plan.segments[number]
+    protected = (
+        segment.turn in collection.sealed
+        or segment.policy is GCPolicy.LOCKED
+        or (not segment.exchange and segment.turn in collection.figures.locked_turns)
+    )
+    if number in plan.roots and not protected:
+        return reachable_words(plan, number)
+    return _protected_words(plan, number)
+
+
+def _protected_words(plan: Plan, number: int) -> str:
+    """Why a segment that is no candidate and no root stays."""
+    collection, segment = plan.collection, plan.segments[number]
     turn = segment.turn
     if turn in collection.sealed:
         if turn in plan.pinned:

@@ -11,6 +11,11 @@ puts it back), ``delete``, or ``auto`` (delete only unreachable segments scoring
 ``AUTO_DELETE_BELOW``). ``gcengine.analyze`` is the dry run: every segment with its score,
 reason and proposed action, nothing changed.
 
+Named segments (``plugin_config.segment_ids``, see ``gcengine.pruning_config``) make a run a
+*prune*: it takes exactly those, whatever the usage, and refuses (``PruneRefused``, before
+anything changes) any no collection may take (pinned, locked, in the latest turns, a root) or
+the session does not have.
+
 With ``incremental``, a policy also collects a batch of at most ``batch_size`` segments after
 each turn once usage passes the target (``incremental``); the full collection still runs at
 the threshold. A plugin instance remembers how many of its collections each segment survived
@@ -19,9 +24,13 @@ the threshold. A plugin instance remembers how many of its collections each segm
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from gcengine._fast import construct
 from gcengine.budget import InstructionSource
 from gcengine.config import GCConfig
+from gcengine.errors import ConfigError, GCEngineError
 from gcengine.gc.plan import Collection, Decision, Unit
 from gcengine.gc.strategies import Strategy
 from gcengine.gc.types import (
@@ -32,10 +41,50 @@ from gcengine.gc.types import (
     RemovalVerdict,
 )
 from gcengine.messages import Message, MessageKind
-from gcengine.reachability.explain import taken_sentence
+from gcengine.reachability.explain import named_sentence, taken_sentence, untakeable_sentence
 from gcengine.reachability.graph import AUTO_DELETE_BELOW, Candidate, Plan
 from gcengine.reachability.stash import Stash, StashedSegment
 from gcengine.tokens import TokenCounter
+
+SEGMENT_IDS = "segment_ids"
+"""The ``plugin_config`` key naming the segments a prune takes."""
+
+
+class PruneRefused(GCEngineError):
+    """Segments named for pruning that no collection may take (``refused``: each with why) or
+    that the session does not have (``unknown``). Nothing was taken."""
+
+    def __init__(self, refused: dict[str, str], unknown: list[str]) -> None:
+        self.refused, self.unknown = refused, unknown
+        reasons = [f"{segment_id}: {why}" for segment_id, why in refused.items()]
+        if unknown:
+            shown = ", ".join(repr(segment_id) for segment_id in unknown[:5])
+            more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
+            reasons.append(f"the session has no segment {shown}{more}")
+        super().__init__("nothing pruned: " + "; ".join(reasons))
+
+
+def named_segments(options: Mapping[str, Any]) -> list[str]:
+    """The segments a prune is asked to take, from a plugin's options (none: a normal run)."""
+    named = options.get(SEGMENT_IDS)
+    if named is None:
+        return []
+    if not isinstance(named, list) or not all(isinstance(i, str) and i for i in named):
+        raise ConfigError("must be a list of segment ids", f"plugin_config.{SEGMENT_IDS}")
+    return list(dict.fromkeys(named))
+
+
+def check_named(plan: Plan, named: list[str]) -> None:
+    """Refuse (``PruneRefused``) named segments that are no candidate of ``plan``."""
+    takeable = {plan.segments[candidate.segment].segment_id for candidate in plan.candidates}
+    unknown = [segment_id for segment_id in named if segment_id not in plan.by_id]
+    refused = {
+        segment_id: untakeable_sentence(plan, plan.by_id[segment_id].number).removeprefix("kept: ")
+        for segment_id in named
+        if segment_id in plan.by_id and segment_id not in takeable
+    }
+    if unknown or refused:
+        raise PruneRefused(refused, unknown)
 
 
 class ReachabilityStrategy(Strategy):
@@ -66,6 +115,10 @@ class ReachabilityStrategy(Strategy):
             if percent > config.target_percent and below_threshold:
                 return True, GCTriggerReason.INCREMENTAL
         return super().should_collect(context_usage, config)
+
+    def has_work(self, collection: Collection) -> bool:
+        """A prune takes what it names whatever the usage."""
+        return bool(named_segments(self._options)) or super().has_work(collection)
 
     def collect_from(
         self, collection: Collection, reason: GCTriggerReason, counter: TokenCounter
@@ -98,18 +151,22 @@ class ReachabilityStrategy(Strategy):
         decision = Decision()
         taken = decision.removed_positions
         action = collection.config.action
+        named = named_segments(self._options)
+        check_named(plan, named)
+        chosen = set(named)
         for candidate in plan.candidates:
-            if not collection.still_short(decision):
-                break
-            if self._limit is not None and len(decision.removed) >= self._limit:
+            if chosen and plan.segments[candidate.segment].segment_id not in chosen:
+                continue
+            if not chosen and (not collection.still_short(decision) or self._batch_full(decision)):
                 break
             unit = _unit(collection, plan, candidate, taken)
             if unit is None:
                 continue
+            sentence = named_sentence if chosen else taken_sentence
             unit.verdict = RemovalVerdict(
                 candidate.reachable,
                 candidate.score,
-                taken_sentence(plan, candidate) if self.explains else "",
+                sentence(plan, candidate) if self.explains else "",
                 "deleted" if _deletes(action, candidate) else "stashed",
             )
             reason = (
@@ -135,6 +192,9 @@ class ReachabilityStrategy(Strategy):
             }
         )
         return decision
+
+    def _batch_full(self, decision: Decision) -> bool:
+        return self._limit is not None and len(decision.removed) >= self._limit
 
     def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
         fields = super().notification_fields(collection, decision)

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Substr
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.tasks import task_backends
@@ -29,6 +30,7 @@ from jaato_web.dashboard.models import (
     BudgetNode,
     GCRun,
     IngestJob,
+    JobStatus,
     KeptSegment,
     Policy,
     PolicyKind,
@@ -370,6 +372,27 @@ def run_stashed(*, run: GCRun, text: str = "", anchor: str = "") -> QuerySet[Sta
 
 def run_stash_size(*, run: GCRun) -> int:
     return StashedSegment.objects.filter(run=run).count()
+
+
+def run_stashed_of(*, run: GCRun, segment_ids: Collection[str]) -> QuerySet[StashedSegment]:
+    """The segments a run stashed among ``segment_ids``, with their text."""
+    return StashedSegment.objects.filter(run=run, segment_id__in=list(segment_ids))
+
+
+def stashed_previews(found: QuerySet[StashedSegment], *, chars: int) -> QuerySet[StashedSegment]:
+    """``found`` with the start of what each segment says as ``preview``, without its text."""
+    return found.annotate(preview=Substr("text", 1, chars))
+
+
+def latest_stash_run_id(*, session: AgentSession) -> int | None:
+    """The session's latest done run that stashed something."""
+    run_id: int | None = (
+        StashedSegment.objects.filter(run__session=session, run__status=JobStatus.DONE)
+        .order_by("-run__created_at", "-run__pk")
+        .values_list("run_id", flat=True)
+        .first()
+    )
+    return run_id
 
 
 def run_kept(*, run: GCRun, turn_index: int | None = None, text: str = "") -> QuerySet[KeptSegment]:

@@ -601,7 +601,9 @@ def run_start(
     compaction_id: str = "",
     actor: Actor = None,
 ) -> GCRun:
-    """Queue a run of a stored policy version, or of a gc.json given as is.
+    """Queue a run of a stored policy version, or of a gc.json given as is, or of both: a
+    version's ``config`` changed for this run (an agent's prune: its action, the segments it
+    names), recorded as run under that version.
 
     The gc.json is validated here (``gcengine.ConfigError`` names the key), so a run that is
     queued can only fail for reasons the engine finds while collecting. ``context_limit``
@@ -614,7 +616,7 @@ def run_start(
     compaction_checked(session, compaction_id)
     if policy_version is not None:
         gc_policy_checked(policy_version.policy, "policy_version")
-        config = policy_version.config
+        config = policy_version.config if config is None else config
     if config is None:
         raise gcengine.ConfigError("a run needs a policy version or a gc.json")
     validated = config_with_session_pins(config_validated(config), session)
@@ -970,7 +972,7 @@ def replay_request(
     with the same gc.json draws the same chart)."""
     if policy_version is not None:
         gc_policy_checked(policy_version.policy, "policy_version")
-        config = policy_version.config
+        config = policy_version.config if config is None else config
     if config is None:
         raise gcengine.ConfigError("a replay needs a policy version or a gc.json")
     if context_limit is not None:
@@ -1555,27 +1557,49 @@ def stash_restore(*, run: GCRun, segment_ids: list[str], actor: Actor = None) ->
     if unknown:
         raise RestoreError(f"run {run.pk} stashed no segment {unknown[0]!r}")
     restored = gcengine.restore(after, stash, wanted)
-    data = gcengine.dump_session(restored).encode()
-    digest = hashlib.sha256(data).hexdigest()
     session = run.session
-    project = session.project
-    existing = AgentSession.objects.filter(project=project, sha256=digest).first()
-    if existing is not None:
-        return existing
     noun = "segment" if len(wanted) == 1 else "segments"
     label = f"{session.label} (run {run.pk}, {len(wanted):,} {noun} restored)"
     with transaction.atomic():
-        derived = _session_store(project, label[:300], data, digest, restored)
-        AgentSession.objects.filter(pk=derived.pk).update(
-            derived_from_run=run, restored_segments=wanted
-        )
-        derived.derived_from_run, derived.restored_segments = run, wanted
-        audit_record(
-            project=project,
-            actor=actor,
-            action=AuditAction.RESTORE,
-            target=f"{len(wanted):,} {noun} from run {run.pk} of {session.label}",
-            target_url=reverse("session_detail", args=[derived.pk]),
-            detail={"run": run.pk, "session": derived.pk, "segments": wanted},
-        )
+        derived, made = _derived_store(run, restored, label, wanted)
+        if made:
+            audit_record(
+                project=session.project,
+                actor=actor,
+                action=AuditAction.RESTORE,
+                target=f"{len(wanted):,} {noun} from run {run.pk} of {session.label}",
+                target_url=reverse("session_detail", args=[derived.pk]),
+                detail={"run": run.pk, "session": derived.pk, "segments": wanted},
+            )
     return derived
+
+
+def run_result_session(*, run: GCRun) -> AgentSession | None:
+    """The session a done run left, stored as a session of its own (derived from the run, as a
+    restore's is) so it can be read, pinned, collected and restored into like an upload; the
+    same one each time. None while the run is not done. The run's own audit event covers it."""
+    after = session_after_of(run)
+    if after is None:
+        return None
+    label = f"{run.session.label} (after run {run.pk})"
+    with transaction.atomic():
+        return _derived_store(run, after, label, [])[0]
+
+
+def _derived_store(
+    run: GCRun, engine: gcengine.Session, label: str, restored: list[str]
+) -> tuple[AgentSession, bool]:
+    """``engine`` stored as a session derived from ``run``, with the segments ``restored`` into
+    it; the project's session of the same content when there is one (and False)."""
+    data = gcengine.dump_session(engine).encode()
+    digest = hashlib.sha256(data).hexdigest()
+    project = run.session.project
+    existing = AgentSession.objects.filter(project=project, sha256=digest).first()
+    if existing is not None:
+        return existing, False
+    derived = _session_store(project, label[:300], data, digest, engine)
+    AgentSession.objects.filter(pk=derived.pk).update(
+        derived_from_run=run, restored_segments=restored
+    )
+    derived.derived_from_run, derived.restored_segments = run, restored
+    return derived, True

@@ -19,7 +19,17 @@ from gcengine.synthetic import SessionShape
 from tests.event_loops import run_async
 
 SHAPE = SessionShape(turns=6, user_chars=200, model_chars=300, tool_result_chars=600, seed=3)
-TOOLS = {"context_analyze_usage", "context_gc_pin", "context_gc_unpin", "context_gc_configure"}
+TOOLS = {
+    "context_analyze_usage",
+    "context_gc_pin",
+    "context_gc_unpin",
+    "context_gc_configure",
+    "context_gc_analyze",
+    "context_gc_prune",
+    "context_stash_search",
+    "context_stash_retrieve",
+}
+STASH_TOOLS = {"context_stash_search", "context_stash_retrieve"}
 OPENAI_MESSAGES = [
     {"role": "system", "content": "You fix failing tests."},
     {"role": "user", "content": "The billing tests fail since this morning."},
@@ -82,11 +92,15 @@ def test_every_tool_is_listed_with_schemas_written_for_a_model(folder: Path) -> 
         assert tool.output_schema is not None
         properties = tool.input_schema["properties"]
         assert "session_id" in properties
-        assert "messages" in properties
+        # A stash named inline is the stash an inline prune returned.
+        assert ("stash" if tool.name in STASH_TOOLS else "messages") in properties
         assert all(p.get("description") for k, p in properties.items() if k != "message")
     assert tools["context_analyze_usage"].annotations.read_only_hint is True  # type: ignore[union-attr]
     assert tools["context_gc_pin"].annotations.idempotent_hint is True  # type: ignore[union-attr]
     assert tools["context_gc_configure"].annotations.read_only_hint is False  # type: ignore[union-attr]
+    assert tools["context_gc_analyze"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert tools["context_gc_prune"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    assert "confirm" in tools["context_gc_prune"].input_schema["properties"]
     pressure = tools["context_gc_configure"].input_schema["properties"]["pressure_percent"]
     assert "continuous" in pressure["description"]
 
@@ -248,6 +262,141 @@ def test_configure_refusals_leave_the_policy_alone(
     assert not (folder / "gc.json").exists()
 
 
+# --- context_gc_analyze, context_gc_prune, context_stash_search / retrieve --------------------
+
+LONG = SessionShape(
+    turns=12, user_chars=200, model_chars=300, tool_result_chars=900, tool_every=2, seed=3
+)
+TIGHT = '{"threshold_percent": 1, "target_percent": 0.5, "preserve_recent_turns": 2}'
+
+
+@pytest.fixture
+def long_folder(tmp_path: Path) -> Path:
+    """Twelve turns, a tool call every other one, under a policy with work to do."""
+    (tmp_path / "agent").mkdir()
+    data = generate_session_file(LONG)
+    (tmp_path / "agent" / "long.json").write_text(json.dumps(data), encoding="utf-8")
+    (tmp_path / "gc.json").write_text(TIGHT)
+    return tmp_path
+
+
+def test_analyze_proposes_what_a_prune_takes_and_writes_nothing(long_folder: Path) -> None:
+    before = sorted(p.name for p in long_folder.rglob("*"))
+    result = call(long_folder, "context_gc_analyze", {"session_id": "agent/long.json", "limit": 2})
+    found = data_of(result)
+    assert found["plan"]["stash"]["segments"] == found["candidates_total"] > 2
+    assert [c["proposed"] for c in found["candidates"]] == ["stash", "stash"]
+    assert found["candidates"][0]["reason"].startswith("unreachable: ")
+    assert found["tokens_after"] < found["tokens_before"]
+    assert sorted(p.name for p in long_folder.rglob("*")) == before
+
+
+def test_prune_search_and_retrieve_on_session_files(long_folder: Path) -> None:
+    original = (long_folder / "agent" / "long.json").read_text()
+    pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
+    assert pruned["new_session_id"] == "agent/long.pruned-1.json"
+    assert pruned["run_id"] == "agent/long.pruned-1.stash.json"
+    assert pruned["tokens_after"] < pruned["tokens_before"]
+    assert (long_folder / "agent" / "long.json").read_text() == original  # never changed
+    after = load_session(long_folder / pruned["new_session_id"])
+    assert after.budget.total_tokens() == pruned["tokens_after"]
+    first = pruned["ledger"][0]
+    found, by_run, restored, content = calls(
+        long_folder,
+        (
+            "context_stash_search",
+            {"session_id": pruned["new_session_id"], "turn_index": first["turn_index"]},
+        ),
+        ("context_stash_search", {"run_id": pruned["run_id"], "kind": "decision"}),
+        (
+            "context_stash_retrieve",
+            {"session_id": pruned["new_session_id"], "segment_ids": [first["segment_id"]]},
+        ),
+        (
+            "context_stash_retrieve",
+            {"run_id": pruned["run_id"], "segment_ids": [first["segment_id"]], "into": "content"},
+        ),
+    )
+    assert first["segment_id"] in [hit["segment_id"] for hit in data_of(found)["segments"]]
+    assert all(hit["kind"] == "decision" for hit in data_of(by_run)["segments"])
+    back = data_of(restored)
+    assert back["new_session_id"] == "agent/long.pruned-1.restored-1.json"
+    assert len(load_session(long_folder / back["new_session_id"]).history) > len(after.history)
+    assert data_of(content)["segments"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "code"),
+    [
+        ({"session_id": "agent/long.json", "segment_ids": ["turn_11"]}, 409, "protected"),
+        ({"session_id": "agent/long.json", "segment_ids": ["turn_99"]}, 404, "not_found"),
+        ({"session_id": "agent/long.json", "action": "auto"}, 400, "confirm_needed"),
+        ({"session_id": "agent/gone.json"}, 404, "not_found"),
+        ({}, 400, "bad_input"),
+    ],
+)
+def test_prune_refusals_write_nothing(
+    long_folder: Path, arguments: dict[str, Any], status: int, code: str
+) -> None:
+    before = sorted(p.name for p in long_folder.rglob("*"))
+    error = error_of(call(long_folder, "context_gc_prune", arguments))
+    assert (error["status"], error["code"]) == (status, code)
+    assert sorted(p.name for p in long_folder.rglob("*")) == before
+
+
+def test_an_inline_prune_hands_back_its_stash_to_search_and_restore(long_folder: Path) -> None:
+    before = sorted(p.name for p in long_folder.rglob("*"))
+    conversation = json.loads((long_folder / "agent" / "long.json").read_text())
+    pruned = data_of(call(long_folder, "context_gc_prune", {"messages": conversation}))
+    assert (pruned["new_session_id"], pruned["run_id"]) == (None, None)
+    ids = [item["segment_id"] for item in pruned["ledger"]]
+    found, restored = calls(
+        long_folder,
+        ("context_stash_search", {"stash": pruned["stash"]}),
+        (
+            "context_stash_retrieve",
+            {"stash": pruned["stash"], "messages": pruned["session"], "segment_ids": ids},
+        ),
+    )
+    assert data_of(found)["found"] == len(ids)
+    history = data_of(restored)["session"]["history"]
+    assert len(history) == len(load_session(long_folder / "agent" / "long.json").history)
+    assert sorted(p.name for p in long_folder.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"session_id": "agent/long.json"}, "was not made by a prune"),
+        ({"run_id": "gc.json"}, "is not a stash file a prune wrote"),
+        ({"stash": {"segments": "nope"}}, "stash is not a stash a prune returned"),
+        ({"run_id": "a", "stash": {}}, "name one stash"),
+    ],
+)
+def test_stash_refusals_say_what_to_give(
+    long_folder: Path, arguments: dict[str, Any], words: str
+) -> None:
+    assert words in error_of(call(long_folder, "context_stash_search", arguments))["message"]
+
+
+def test_configure_changes_roots_and_batches(long_folder: Path) -> None:
+    saved = data_of(
+        call(
+            long_folder,
+            "context_gc_configure",
+            {"roots": {"active_file_turns": 0}, "incremental": True, "batch_size": 5},
+        )
+    )
+    assert [c["key"] for c in saved["changes"]] == [
+        "roots.active_file_turns",
+        "incremental",
+        "batch_size",
+    ]
+    config = load_gc_config(long_folder / "gc.json", env={})
+    assert (config.roots.active_file_turns, config.incremental, config.batch_size) == (0, True, 5)
+    assert config.roots.recent_turns == 3  # the roots not named stay
+
+
 def gcengine_command() -> str:
     """The ``gcengine`` console script of the interpreter running the tests."""
     script = Path(sys.executable).with_name("gcengine")
@@ -273,7 +422,7 @@ def test_the_stdio_server_lists_and_calls_its_tools(folder: Path) -> None:
             return names, usage, pin
 
     names, usage, pin = run_async(run)
-    assert names == TOOLS
+    assert names == TOOLS  # the pruning and stash tools too
     assert data_of(usage)["turns"] == SHAPE.turns
     assert data_of(pin)["pinned_turn_indices"] == [0]
     assert (folder / ".gcengine-pins.json").exists()

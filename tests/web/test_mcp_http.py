@@ -23,7 +23,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from jaato_web.asgi import build_application
-from jaato_web.dashboard.models import AgentSession, AuditAction, AuditEvent, Policy, SessionPin
+from jaato_web.dashboard.models import (
+    AgentSession,
+    AuditAction,
+    AuditEvent,
+    GCRun,
+    Policy,
+    SessionPin,
+)
 from tests.event_loops import run_async
 
 from .conftest import Caller
@@ -154,6 +161,62 @@ def test_changes_over_http_are_audited_with_the_tokens_owner(
     assert events.filter(actor=None).count() == 1  # the fixture's own policy, by "system"
 
 
+def test_prune_over_http_is_refused_to_a_viewer_and_another_projects_session_is_not_found(
+    viewer: Caller, editor: Caller, stored_session: AgentSession, foreign_session: AgentSession
+) -> None:
+    forbidden, not_found = over_asgi(
+        lambda http: tool_calls(
+            "http://localhost/mcp",
+            viewer.secret,
+            [
+                ("context_gc_prune", {"session_id": stored_session.pk}),
+                ("context_gc_prune", {"session_id": foreign_session.pk}),
+            ],
+            http,
+        )()
+    )
+    assert forbidden.structured_content is not None
+    assert forbidden.structured_content["error"]["status"] == 403
+    assert not_found.structured_content is not None
+    assert not_found.structured_content["error"]["status"] == 404
+    assert not GCRun.objects.exists()
+
+
+def test_prune_and_restore_over_http_are_audited_with_the_tokens_owner(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    async def work(http: httpx2.AsyncClient) -> tuple[CallToolResult, CallToolResult]:
+        (pruned,) = await tool_calls(
+            "http://localhost/mcp",
+            editor.secret,
+            [("context_gc_prune", {"session_id": stored_session.pk})],
+            http,
+        )()
+        assert pruned.structured_content is not None
+        first = pruned.structured_content["ledger"][0]["segment_id"]
+        (restored,) = await tool_calls(
+            "http://localhost/mcp",
+            editor.secret,
+            [
+                (
+                    "context_stash_retrieve",
+                    {"run_id": pruned.structured_content["run_id"], "segment_ids": [first]},
+                )
+            ],
+            http,
+        )()
+        return pruned, restored
+
+    pruned, restored = over_asgi(work)
+    assert pruned.is_error is False
+    assert restored.is_error is False
+    events = AuditEvent.objects.filter(action__in=[AuditAction.RUN, AuditAction.RESTORE])
+    assert sorted(events.values_list("action", "actor__username")) == [
+        ("restore", "edda"),
+        ("run", "edda"),
+    ]
+
+
 def test_the_served_app_end_to_end(
     editor: Caller, stored_session: AgentSession, default_policy: Policy
 ) -> None:
@@ -193,10 +256,30 @@ def test_the_served_app_end_to_end(
                             {"session_id": stored_session.pk, "preserve_recent_turns": 2},
                         ),
                     ]
+                    # An agent's round: what would go, prune with a stash, find it, get it back.
+                    analysis = await c.call_tool(
+                        "context_gc_analyze", {"session_id": stored_session.pk}
+                    )
+                    prune = await c.call_tool(
+                        "context_gc_prune", {"session_id": stored_session.pk, "action": "stash"}
+                    )
+                    assert prune.structured_content is not None, prune.content
+                    pruned = prune.structured_content
+                    search = await c.call_tool(
+                        "context_stash_search",
+                        {"session_id": pruned["new_session_id"], "limit": 1},
+                    )
+                    assert search.structured_content is not None, search.content
+                    found = search.structured_content["segments"][0]["segment_id"]
+                    retrieve = await c.call_tool(
+                        "context_stash_retrieve",
+                        {"run_id": pruned["run_id"], "segment_ids": [found]},
+                    )
+                    results += [analysis, prune, search, retrieve]
                 health = (await http.get(f"{base}/api/health")).status_code
             return names, results, health
 
-        names, (usage, pin, configure), health = run_async(drive)
+        names, (usage, pin, configure, analysis, prune, search, retrieve), health = run_async(drive)
     finally:
         server.should_exit = True
         thread.join(timeout=SERVER_START_SECONDS)
@@ -205,6 +288,10 @@ def test_the_served_app_end_to_end(
         "context_gc_pin",
         "context_gc_unpin",
         "context_gc_configure",
+        "context_gc_analyze",
+        "context_gc_prune",
+        "context_stash_search",
+        "context_stash_retrieve",
     ]
     assert usage.structured_content is not None
     assert usage.structured_content["total_tokens"] == stored_session.total_tokens
@@ -214,3 +301,16 @@ def test_the_served_app_end_to_end(
     assert configure.structured_content["review_status"] == "pending"
     assert default_policy.versions.latest("number").config["preserve_recent_turns"] == 2
     assert health == 200
+    assert analysis.structured_content is not None
+    proposed = analysis.structured_content["plan"]["stash"]["segments"]
+    assert proposed > 0
+    pruned = prune.structured_content
+    assert pruned is not None
+    run = GCRun.objects.get(pk=pruned["run_id"])
+    assert (run.status, run.stashed_segments.count()) == ("done", pruned["stashed"])
+    assert search.structured_content is not None
+    assert search.structured_content["stashed"] == pruned["stashed"]
+    assert retrieve.structured_content is not None
+    restored = AgentSession.objects.get(pk=retrieve.structured_content["new_session_id"])
+    assert restored.derived_from_run == run
+    assert restored.total_tokens > pruned["tokens_after"]

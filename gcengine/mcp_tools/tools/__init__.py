@@ -3,6 +3,6 @@ to a server over a store; ``build_server`` registers every module listed in ``CO
 
 from __future__ import annotations
 
-from gcengine.mcp_tools.tools import pins, policy, usage
+from gcengine.mcp_tools.tools import analyze, pins, policy, prune, stash, usage
 
-CONCERNS = (usage, pins, policy)
+CONCERNS = (usage, pins, policy, analyze, prune, stash)

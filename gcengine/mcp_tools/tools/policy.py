@@ -8,11 +8,13 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from gcengine.config import BATCH_SIZE_RANGE
 from gcengine.mcp_tools.inputs import (
     Messages,
     Percent,
     PolicyChanges,
     PolicyId,
+    RootsChange,
     SessionId,
     SessionRef,
 )
@@ -33,6 +35,13 @@ Settings you leave out stay as they are:
 - pressure_percent: usage above which preservable content may go too; 0 switches to \
 continuous mode (collect after every turn above the target, never touch preservable content).
 - preserve_recent_turns: how many of the latest turns are never collected.
+For reachability collection (what context_gc_prune and context_gc_analyze run):
+- roots: what is always kept and followed for references, each optional: current_task, \
+recent_turns, pinned, locked, active_file_turns (roots you leave out stay as they are). \
+Lower recent_turns or active_file_turns to let context_gc_prune take older reads it refuses \
+as roots.
+- incremental and batch_size: also collect a batch of at most batch_size segments (5 to 20) \
+after each turn once usage passes the target.
 Returns the settings changed, before and after, and the whole gc.json saved."""
 
 Message = Annotated[
@@ -61,6 +70,22 @@ def register(server: MCPServer, store: ToolStore) -> None:
         preserve_recent_turns: Annotated[
             int | None, Field(ge=0, description="Latest turns never collected.")
         ] = None,
+        roots: Annotated[
+            RootsChange | None,
+            Field(description="Reachability roots to change; those left out stay as they are."),
+        ] = None,
+        incremental: Annotated[
+            bool | None,
+            Field(description="Also collect a batch after each turn above the target."),
+        ] = None,
+        batch_size: Annotated[
+            int | None,
+            Field(
+                ge=BATCH_SIZE_RANGE[0],
+                le=BATCH_SIZE_RANGE[1],
+                description="The most segments an incremental batch takes.",
+            ),
+        ] = None,
         message: Message = "",
         messages: Messages = None,
     ) -> Annotated[CallToolResult, ConfiguredPolicy]:
@@ -72,6 +97,9 @@ def register(server: MCPServer, store: ToolStore) -> None:
                 target_percent=target_percent,
                 pressure_percent=pressure_percent,
                 preserve_recent_turns=preserve_recent_turns,
+                roots=roots,
+                incremental=incremental,
+                batch_size=batch_size,
             )
             saved = store.configure(session_id, policy_id, changes, message.strip())
             moved = ", ".join(change.described() for change in saved.changes)
