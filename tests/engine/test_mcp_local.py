@@ -325,6 +325,17 @@ def test_prune_search_and_retrieve_on_session_files(long_folder: Path) -> None:
     assert data_of(content)["segments"][0]["text"]
 
 
+def test_a_search_says_how_many_it_did_not_list(long_folder: Path) -> None:
+    pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
+    result = call(long_folder, "context_stash_search", {"run_id": pruned["run_id"], "limit": 2})
+    found = data_of(result)
+    assert found["found"] > 2
+    listed = [hit["segment_id"] for hit in found["segments"]]
+    assert len(listed) == 2
+    summary = result.content[0].text
+    assert summary.endswith(f"{', '.join(listed)} and {found['found'] - 2:,} more.")
+
+
 @pytest.mark.parametrize(
     ("arguments", "status", "code"),
     [

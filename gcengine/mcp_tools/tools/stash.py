@@ -106,8 +106,10 @@ def register(server: MCPServer, store: ToolStore) -> None:
                 found = stash_found(_inline_stash(stash), query, None)
             else:
                 found = store.stash_search(ref, query)
-            shown = ", ".join(hit.segment_id for hit in found.segments[:5])
-            more = f" and {found.found - 5:,} more" if found.found > 5 else ""
+            named = [hit.segment_id for hit in found.segments[:5]]
+            rest = found.found - len(named)
+            shown = ", ".join(named)
+            more = f" and {rest:,} more" if rest > 0 else ""
             summary = f"{found.found:,} of {found.stashed:,} stashed segments match" + (
                 f": {shown}{more}." if found.found else "."
             )
