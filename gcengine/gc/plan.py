@@ -541,7 +541,7 @@ def oldest_first(
     return heapq.merge(sorted(entries, key=key), turn_units, key=key)
 
 
-def _touched_turns(collection: Collection, decision: Decision) -> set[int]:
+def touched_turns(collection: Collection, decision: Decision) -> set[int]:
     """The turns a decision takes messages from: a conversation unit's own, and those of the
     messages an entry outside the conversation names."""
     touched: set[int] = set()
@@ -633,7 +633,7 @@ def apply(
     # never split a turn that keeps some of its messages. Turns before it and after the last
     # one touched are kept as they are, by slicing. A notice that nothing could be taken goes
     # first, where JAATO puts it.
-    touched = sorted(_touched_turns(collection, decision))
+    touched = sorted(touched_turns(collection, decision))
     if touched:
         first = touched[0]
         start, end = layout.starts[first], layout.span(touched[-1])[1]

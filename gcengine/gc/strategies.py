@@ -26,6 +26,7 @@ from gcengine.gc.plan import (
     preserve_count,
     start_collection,
     take_until_target,
+    touched_turns,
 )
 from gcengine.gc.summarizers import (
     DEFAULT_MAX_SUMMARY_TOKENS,
@@ -288,9 +289,10 @@ def render_template(template: str, fields: Mapping[str, int]) -> str:
 
 
 def _recent_turns_kept(collection: Collection, decision: Decision) -> int:
-    """The recent conversation turns a decision kept: not summaries or notices, and not the
-    turn holding the original request (locked, kept because it may never go)."""
-    gone = {unit.turn_position for unit, _ in decision.removed if unit.whole_turn}
+    """The recent conversation turns a decision kept whole: not summaries or notices, not a
+    turn it took anything from (a tool exchange, say), and not the turn holding the original
+    request (locked, kept because it may never go)."""
+    gone = touched_turns(collection, decision)
     locked = collection.figures.locked_turns
     return sum(
         1

@@ -577,7 +577,10 @@ def summary_views(summaries: Iterable[Any]) -> list[SummaryView]:
             SummaryView(
                 number=s.number,
                 message_id=s.message_id,
-                covers=turn_ranges(s.covers_turns),
+                # Stable turn indices, named in JAATO's numbering as every page names turns.
+                covers=turn_ranges(
+                    gcengine.turn_number(i) for i in s.covers_turns if i is not None
+                ),
                 covers_count=len(s.covers_turns),
                 covers_summary=earlier_text,
                 summarizer=s.summarizer,

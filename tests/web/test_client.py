@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from pytest_django.live_server_helper import LiveServer
 
 from jaato_web import client as jaato_gc
@@ -17,7 +20,8 @@ from jaato_web.dashboard import services as dashboard_services
 from jaato_web.dashboard.models import AuditEvent, Project
 from jaato_web.teams import services as team_services
 from jaato_web.teams.permissions import Role
-from tests.web.conftest import make_member
+from tests.web.conftest import make_member, signed_in_client
+from tests.web.policy_data import JAATO_REPO_FILE, JAATO_TUI_EXAMPLE_FILE
 from tests.web.uploads import BUDGET_POLICY, session_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -190,3 +194,48 @@ def test_output_to_a_closed_pipe_ends_quietly(live_server, project, tmp_path):
 
     assert done.returncode == jaato_gc.EXIT_CLOSED_PIPE
     assert done.stderr == b""
+
+
+@pytest.mark.parametrize(
+    ("path", "target"), [(JAATO_REPO_FILE, 60), (JAATO_TUI_EXAMPLE_FILE, 40)], ids=["repo", "tui"]
+)
+def test_jaatos_own_gc_json_files_import_as_policies_and_run(
+    cli, tmp_path, capsys, project, path, target
+):
+    """JAATO's shipped files as they are: imported through the API as a policy, listed, run by
+    version and as a --config file, each run with a ledger, and no refusal anywhere."""
+    session_path = tmp_path / "agent.json"
+    session_path.write_bytes(session_file(20))  # gpt-4's window, about 63 % full
+    cli(["upload", str(session_path)])
+    session_id = int(capsys.readouterr().out.split("session ")[-1])
+    editor = signed_in_client(User.objects.get(username="ed"))
+    imported = editor.post(
+        "/api/policies/import", {"file": SimpleUploadedFile(path.name, path.read_bytes())}
+    )
+    assert imported.status_code == 201, imported.content
+    policy, version = imported.json(), imported.json()["latest"]
+
+    assert cli(["policies"]) == jaato_gc.EXIT_OK
+    listed = capsys.readouterr().out.strip().split("\t")
+    by_version = cli(["--json", "run", str(session_id), "--policy-version", str(version["id"])])
+    run = json.loads(capsys.readouterr().out)
+    assert cli(["show-run", str(run["id"])]) == jaato_gc.EXIT_OK
+    run = json.loads(capsys.readouterr().out)
+    assert cli(["ledger", str(run["id"])]) == jaato_gc.EXIT_OK
+    ledger = capsys.readouterr().out.splitlines()
+    by_file = cli(["--json", "run", str(session_id), "--config", str(path), "--wait"])
+    from_file = json.loads(capsys.readouterr().out)
+    errors = capsys.readouterr().err
+
+    assert listed == [str(policy["id"]), path.stem, f"version 1 (id {version['id']})", "budget"]
+    assert by_version == by_file == jaato_gc.EXIT_OK
+    assert run["status"] == from_file["status"] == "done"
+    assert run["tokens_before"] > 8_192 * target / 100 >= run["tokens_after"]
+    assert len(ledger) == run["items_collected"] > 0
+    assert all(
+        re.fullmatch(r"\d+\tephemeral\tconversation\tturn \d+\t[\d,]+ tokens\t.*", line)
+        for line in ledger
+    ), ledger
+    assert from_file["items_collected"] == run["items_collected"]
+    assert from_file["tokens_after"] == run["tokens_after"]
+    assert errors == ""

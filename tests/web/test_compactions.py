@@ -8,10 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.template.defaultfilters import linebreaksbr
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import selectors, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Replay
 from tests.engine.agent_transcripts import Shape, generated_claude_code_rows
 from tests.web.uploads import BUDGET_POLICY
@@ -122,3 +124,52 @@ def test_the_api_gives_the_state_and_tries_policies_before_a_compaction(
     assert unknown.status_code == 400
     assert "has no compaction 'no-such-compaction'" in unknown.json()["detail"]
     assert not GCRun.objects.exists()
+
+
+def test_a_summarizing_run_before_a_compaction_sets_its_summary_beside_the_agents(
+    client: Client,
+    compacted: AgentSession,
+    project: Project,
+    run_finished: Callable[..., GCRun],
+) -> None:
+    """Run on the history just before the agent's second compaction (a 1,000-token window,
+    so the policy has work to do): the page shows the agent's own summary of that compaction,
+    whole and open, beside the policy's figures, and the policy's summary in the chain, which
+    folds in the summary the agent wrote at its first compaction."""
+    summarize = services.policy_create(
+        project=project,
+        name="Summarize",
+        config={
+            "type": "gc_summarize",
+            "threshold_percent": 80,
+            "target_percent": 40,
+            "preserve_recent_turns": 2,
+        },
+    )
+    first, second = compacted.agent_state["compactions"]
+
+    run = run_finished(
+        compacted,
+        policy_version=summarize.versions.get(),
+        compaction_id=second["id"],
+        context_limit=1_000,
+    )
+
+    page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    beside = page[page.index('id="beside-the-agent"') : page.index('id="summaries"')]
+    chain = page[page.index('id="summaries"') : page.index('id="diff-heading"')]
+    (written,) = selectors.run_summaries(run=run).filter(written_by_run=True)
+    assert run.tokens_after < run.tokens_before
+    assert (
+        f"This policy went from {run.tokens_before:,} tokens to {run.tokens_after:,} tokens "
+        f"(counted here), removing {run.items_collected:,} items."
+    ) in beside
+    assert (
+        "<details open>\n    <summary>The agent's summary</summary>\n"
+        f'    <div class="part__text">{linebreaksbr(second["summary"])}</div>'
+    ) in beside
+    assert linebreaksbr(first["summary"]) not in beside
+    assert "Summary 1" in chain
+    assert "written by this run" in chain
+    assert escape(written.text) in chain
+    assert first["summary"] in written.text

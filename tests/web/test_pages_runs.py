@@ -207,13 +207,27 @@ def test_removed_budget_entry_outside_the_conversation_is_named(
     assert "The budget entry <strong>enrichment</strong>" in html.decode()
 
 
+def removed_turns(html: str) -> list[int]:
+    """The turns a run page's history diff marks removed, by the numbers it shows."""
+    found = re.findall(
+        r"<strong>Turn (\d+)</strong>\s*<span class=\"num\">[^<]*</span>\s*"
+        r"<span class=\"badge badge--removed\">removed</span>",
+        html,
+    )
+    return [int(number) for number in found]
+
+
 def test_summary_chain_of_a_summarizing_run(client: Client, summarize_run: GCRun) -> None:
     html = client.get(run_url(summarize_run)).content.decode()
 
     summary = selectors.run_summaries(run=summarize_run).get()
+    removed = removed_turns(html)
     assert "Summary 1" in html
     assert "written by this run" in html
-    assert "Stands for turns 1–" in html
+    # The turns it stands for, numbered as the diff below numbers the turns it removed.
+    assert removed == list(range(removed[0], removed[-1] + 1))
+    assert f"Stands for turns {removed[0]}–{removed[-1]}." in html
+    assert f"standing for turns {removed[0]}–{removed[-1]} (" in html
     assert "<code>extractive</code> summarizer" in html
     assert f"{summary.tokens:,} tokens" in html
     assert "[Context Summary" in html  # its text
@@ -239,9 +253,10 @@ def test_summary_chain_folds_in_an_earlier_summary(
     html = client.get(run_url(again)).content.decode()
 
     # Summary 1 went into summary 2, which stands for it and for the turn it summarized.
+    (removed,) = removed_turns(html)
     assert "Summary 2" in html
     assert "written by this run" in html
-    assert "Stands for turn 6, and folds in summary 1." in html
+    assert f"Stands for turn {removed}, and folds in summary 1." in html
 
 
 def test_run_without_summaries_says_so(client: Client, finished_run: GCRun) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from gcengine.synthetic import SessionShape, generate_session_file
 
@@ -38,3 +39,44 @@ HYBRID_POLICY = {
     "preserve_recent_turns": 2,
     "summarize_middle_turns": 4,
 }
+
+
+def jaato_file_with_state() -> dict[str, Any]:
+    """A JAATO 2.1 file saved mid-turn: two tool calls waiting, one failed tool result in the
+    history, a sub-agent and two plugins' states, as JAATO writes them."""
+    document = generate_session_file(
+        SessionShape(turns=3, user_chars=80, model_chars=80, tool_result_chars=80, seed=6)
+    )
+    failing = next(
+        part
+        for message in document["history"]
+        for part in message["parts"]
+        if part["type"] == "function_response"
+    )
+    failing["result"] = {"error": "pytest: 3 failed, 12 passed"}
+    failing["is_error"] = True
+    document["interrupted_turn"] = {
+        "agent_id": "main",
+        "pending_tool_calls": [
+            {"id": "call_9", "name": "run_tests", "args": {"k": "slow"}},
+            {"id": "call_10", "name": "grep_content", "args": {"pattern": "TODO"}},
+        ],
+        "user_prompt": "Run the slow tests and list the TODOs",
+        "started_at": "2026-03-01T10:16:00+00:00",
+    }
+    document["metadata"] = {
+        "subagents": {
+            "version": "1.0",
+            "agents": [
+                {
+                    "agent_id": "sub1",
+                    "profile_name": "explorer",
+                    "status": "idle",
+                    "turn_count": 4,
+                    "max_turns": 20,
+                }
+            ],
+        },
+        "plugin_states": {"todo": {"items": 3}, "memory": {"notes": ["uses uv"]}},
+    }
+    return document

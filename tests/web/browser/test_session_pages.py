@@ -3,6 +3,7 @@ and the replay chart."""
 
 from __future__ import annotations
 
+import json
 import re
 from io import StringIO
 
@@ -15,7 +16,7 @@ from jaato_web.dashboard.models import AgentSession, Replay
 from jaato_web.teams.management.commands.load_demo import DEMO_FILENAME
 from tests.web.browser.page_log import PageLog
 from tests.web.browser.steps import assert_quiet, expect_same_document, mark_document
-from tests.web.uploads import session_file
+from tests.web.uploads import jaato_file_with_state, session_file
 
 pytestmark = pytest.mark.browser
 
@@ -199,4 +200,27 @@ def test_sessions_list_searches_and_sorts_without_loading_the_page(
     page.get_by_role("searchbox", name="Search").fill("")
     expect_names.to_have_text(["beta-agent.json", "gamma-tools.json", "alpha-agent.json"])
     expect_same_document(page)
+    assert_quiet(page_log)
+
+
+def test_the_state_jaato_saved_unfolds_on_the_session_page(page: Page, page_log: PageLog) -> None:
+    """A session saved mid-turn: its waiting calls are listed, each call's arguments fold
+    open, and the failed tool result says what it returned."""
+    session = stored("saved-mid-turn.json", json.dumps(jaato_file_with_state()).encode())
+    page.goto(f"/sessions/{session.pk}/")
+
+    state = page.locator("section[aria-labelledby='agent-state']")
+    interrupted = state.locator(".notice--warning")
+    expect(interrupted).to_contain_text("Interrupted turn")
+    expect(interrupted).to_contain_text("2 tool calls had no answer")
+    calls = interrupted.locator("li")
+    expect(calls).to_have_count(2)
+    first = calls.first.locator("details")
+    expect(first.locator("pre")).to_be_hidden()
+    first.locator("summary").click()
+    expect(first.locator("pre")).to_be_visible()
+    expect(first.locator("pre")).to_contain_text('"k": "slow"')
+    expect(state.get_by_role("heading", name="Failed tool results (1)")).to_be_visible()
+    expect(state.get_by_role("heading", name="Sub-agents (1)")).to_be_visible()
+    expect(state.get_by_role("heading", name="Plugin states")).to_be_visible()
     assert_quiet(page_log)
