@@ -235,6 +235,12 @@ def sentence_terms(sentence: str) -> frozenset[str]:
     return frozenset(_TERM.findall(sentence.replace("'", "")))
 
 
+def literal_words(text: str) -> frozenset[str]:
+    """Every run of letters, digits and underscores in normalised text, as written: a literal
+    anchor found as whole words is made of such runs, each a whole one there."""
+    return frozenset(_TERM.findall(text))
+
+
 def vocabulary_words(text: str) -> list[str]:
     """Words with their inner dots kept (tax.py, 3.12.3, 47500): what an invented anchor is
     checked against."""

@@ -34,6 +34,7 @@ from gcengine.quality.anchors import (
     MatchRule,
     literal_anchors_of,
     literal_found,
+    literal_words,
     message_anchors,
     normalised,
     normalised_sentences,
@@ -244,6 +245,7 @@ class _View:
     pieces: tuple[str, ...]
     text: str
     words: frozenset[str]
+    literal_words: frozenset[str]
     _sentences: tuple[frozenset[str], ...] | None = None
 
     def sentences(self) -> tuple[frozenset[str], ...]:
@@ -259,7 +261,7 @@ class _View:
 def _view(message: Message) -> _View:
     pieces = tuple(normalised(piece) for piece in visible_pieces(message))
     text = "\n".join(pieces)
-    return _View(pieces, text, sentence_terms(text))
+    return _View(pieces, text, sentence_terms(text), literal_words(text))
 
 
 def _carried(message: Message, other: Message | None) -> bool:
@@ -326,11 +328,15 @@ class AnchorScorer:
                 found[(anchor.anchor_class, anchor.key)] = (anchor, position)
         views = [self._view_of(m) for m in visible]
         haystack = "\n".join(v.text for v in views)
+        # Every word in view, as written: a literal anchor is looked for in the whole text only
+        # when each of its words is there (most are not, and the text can be tens of MB).
+        words = frozenset().union(*(v.literal_words for v in views))
+        terms = frozenset().union(*(v.words for v in views))
         classes = _empty_classes()
         by_class = {c.anchor_class: c for c in classes}
         recency = RecencyRetention()
         for anchor, position in found.values():
-            kept = _retained(anchor, haystack, views)
+            kept = _retained(anchor, haystack, views, words, terms)
             part = by_class[anchor.anchor_class]
             part.anchors += 1
             if kept:
@@ -373,10 +379,23 @@ class AnchorScorer:
         return invented
 
 
-def _retained(anchor: Anchor, haystack: str, views: Sequence[_View]) -> bool:
+def _retained(
+    anchor: Anchor,
+    haystack: str,
+    views: Sequence[_View],
+    words: frozenset[str],
+    terms: frozenset[str],
+) -> bool:
     if anchor.rule is MatchRule.LITERAL:
-        return literal_found(haystack, anchor.key)
+        # Each word of a key found as whole words is a whole word where it is found; a key that
+        # is one word is found exactly when it is one of the words in view.
+        own = literal_words(anchor.key)
+        if len(own) == 1 and next(iter(own)) == anchor.key:
+            return anchor.key in words
+        return own <= words and literal_found(haystack, anchor.key)
     needed = anchor.needed()
+    if len(anchor.terms & terms) < needed:  # not even in view as a whole
+        return False
     for view in views:
         if len(anchor.terms & view.words) < needed:
             continue
