@@ -19,6 +19,8 @@ Stashed content counts as removed: the model cannot see it, whatever can bring i
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -282,6 +284,12 @@ class AnchorScorer:
         self._vocabulary: frozenset[str] | None = None
         self._views: dict[str, tuple[Message, _View]] = {}
         self._anchors: dict[str, tuple[Message, list[Anchor]]] = {}
+        # The words of the last context scored, kept up to date from one score to the next (a
+        # replay's contexts differ by a few turns): how many views in it hold each word.
+        self._shown: dict[str, _View] = {}
+        self._words_shown: Counter[str] = Counter()
+        # A scorer is shared by the requests previewing one session; its word count is not.
+        self._lock = threading.Lock()
 
     def _view_of(self, message: Message) -> _View:
         known = self._views.get(message.message_id)
@@ -328,15 +336,16 @@ class AnchorScorer:
                 found[(anchor.anchor_class, anchor.key)] = (anchor, position)
         views = [self._view_of(m) for m in visible]
         haystack = "\n".join(v.text for v in views)
-        # Every word in view, as written: a literal anchor is looked for in the whole text only
-        # when each of its words is there (most are not, and the text can be tens of MB).
-        words = frozenset().union(*(v.literal_words for v in views))
-        terms = frozenset().union(*(v.words for v in views))
+        with self._lock:
+            words = self._words_in_view(visible, views)
+            retained = {
+                key: _retained(anchor, haystack, views, words) for key, (anchor, _) in found.items()
+            }
         classes = _empty_classes()
         by_class = {c.anchor_class: c for c in classes}
         recency = RecencyRetention()
-        for anchor, position in found.values():
-            kept = _retained(anchor, haystack, views, words, terms)
+        for key, (anchor, position) in found.items():
+            kept = retained[key]
             part = by_class[anchor.anchor_class]
             part.anchors += 1
             if kept:
@@ -359,6 +368,19 @@ class AnchorScorer:
             replacement_tokens=sum(self._tokens(m) for m in replacement),
         )
 
+    def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> Counter[str]:
+        """``_words_shown`` for ``visible``: the views that left the context taken out, the ones
+        that came in added."""
+        now = {m.message_id: v for m, v in zip(visible, views, strict=True)}
+        for message_id, view in self._shown.items():
+            if now.get(message_id) is not view:
+                self._words_shown.subtract(view.literal_words)
+        for message_id, view in now.items():
+            if self._shown.get(message_id) is not view:
+                self._words_shown.update(view.literal_words)
+        self._shown = now
+        return self._words_shown
+
     def _invented(self, replacement: Sequence[Message]) -> InventedAnchors:
         """Summaries only: a notice is the collector speaking about itself."""
         invented = InventedAnchors()
@@ -379,23 +401,18 @@ class AnchorScorer:
         return invented
 
 
-def _retained(
-    anchor: Anchor,
-    haystack: str,
-    views: Sequence[_View],
-    words: frozenset[str],
-    terms: frozenset[str],
-) -> bool:
+def _retained(anchor: Anchor, haystack: str, views: Sequence[_View], words: Counter[str]) -> bool:
     if anchor.rule is MatchRule.LITERAL:
-        # Each word of a key found as whole words is a whole word where it is found; a key that
-        # is one word is found exactly when it is one of the words in view.
+        # Each word of a key found as whole words is a whole word where it is found, so a key
+        # with a word nowhere in view is not looked for in the text (which can be tens of MB);
+        # a key that is one word is found exactly when that word is in view.
         own = literal_words(anchor.key)
-        if len(own) == 1 and next(iter(own)) == anchor.key:
-            return anchor.key in words
-        return own <= words and literal_found(haystack, anchor.key)
+        if any(words[word] <= 0 for word in own):
+            return False
+        if len(own) == 1 and anchor.key in own:
+            return True
+        return literal_found(haystack, anchor.key)
     needed = anchor.needed()
-    if len(anchor.terms & terms) < needed:  # not even in view as a whole
-        return False
     for view in views:
         if len(anchor.terms & view.words) < needed:
             continue
