@@ -680,12 +680,21 @@ def _run_execute_claimed(run_id: int) -> None:
             result=result.model_dump(mode="json", exclude={"removal_list", "stash"}),
         )
         return
+    # Outside the transaction that stores the run, so its page can say what takes the time:
+    # scoring reads every message the run took out of view.
+    background.work_progress(GCRun, run_id, "scoring anchor retention")
+    retention = gcengine.score_collection(before, outcome.session.history)
     background.work_progress(GCRun, run_id, "storing the ledger")
-    _run_store(run, before, outcome)
+    _run_store(run, before, outcome, retention)
 
 
 @transaction.atomic
-def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome) -> None:
+def _run_store(
+    run: GCRun,
+    before: gcengine.Session,
+    outcome: gcengine.GCOutcome,
+    retention: gcengine.AnchorRetention,
+) -> None:
     result = outcome.result
     position_of = {
         message.message_id: position
@@ -740,9 +749,7 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=_result_record(result),
-        retention=storage.retention_record(
-            gcengine.score_collection(before, outcome.session.history)
-        ),
+        retention=storage.retention_record(retention),
         session_after=storage.pack_session_after(outcome.session, before),
         after_turns=storage.packed(after_turns),
     )
