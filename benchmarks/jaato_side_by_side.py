@@ -9,7 +9,7 @@ name its interpreter::
 
 (or set ``JAATO_PYTHON``). Each shape of ``benchmarks/gc.py`` (reference shape at 85 % usage,
 and the pair-heavy one) is generated once with ``gcengine.synthetic`` and written as a JAATO
-session file (``dump_session``, with the budget as ``budget_state``) next to a ``gc.json``
+session file (``dump_session`` plus the budget as ``budget_state``) next to a ``gc.json``
 (``dump_gc_config``: gc_budget, threshold 80, target 60, pressure 90, preserve 5).
 ``benchmarks/jaato_timing.py`` then runs under JAATO's interpreter, loads them with JAATO's own
 serializer and ``load_gc_from_file``, and times JAATO's ``collect`` on two budgets (see that
@@ -156,6 +156,16 @@ def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> d
     }
 
 
+def jaato_file(session: gcengine.Session) -> str:
+    """The session as a JAATO file with its budget as ``budget_state``, as a running JAATO
+    saves one (``dump_session`` writes a budget only when the file it read recorded one)."""
+    written = json.loads(gcengine.dump_session(session, indent=None))
+    conversation = session.budget.get_entry(gcengine.InstructionSource.CONVERSATION)
+    assert conversation is not None
+    written["budget_state"] = conversation.to_dict()
+    return json.dumps(written, separators=(",", ":"), ensure_ascii=False)
+
+
 def jaato_python(argument: str | None) -> str:
     chosen = argument or os.environ.get("JAATO_PYTHON")
     if not chosen:
@@ -265,7 +275,7 @@ def main() -> None:
             for index, (name, shape) in enumerate(shapes):
                 session = session_at(shape, USAGE_PERCENT)
                 path = directory / f"session_{index}.json"
-                path.write_text(gcengine.dump_session(session, indent=None), encoding="utf-8")
+                path.write_text(jaato_file(session), encoding="utf-8")
                 sessions.append((name, session))
                 manifest_shapes.append(
                     {
