@@ -146,7 +146,7 @@ class SessionDocument(models.Model):
     session = models.OneToOneField(
         AgentSession, on_delete=models.CASCADE, primary_key=True, related_name="document"
     )
-    original = models.BinaryField()
+    original = models.BinaryField(help_text="The bytes as uploaded, zlib-compressed.")
     engine_session = models.BinaryField(help_text="gcengine.Session as JSON, zlib-compressed.")
 
     def __str__(self) -> str:

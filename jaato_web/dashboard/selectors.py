@@ -93,7 +93,8 @@ def session_get(*, projects: Collection[int], session_id: int) -> AgentSession:
 
 def session_original(*, session: AgentSession) -> bytes:
     """The uploaded bytes, for download only."""
-    return bytes(SessionDocument.objects.values_list("original", flat=True).get(session=session))
+    stored = SessionDocument.objects.values_list("original", flat=True).get(session=session)
+    return storage.unpack_original(stored)
 
 
 def session_turns(*, session: AgentSession) -> QuerySet[SessionTurn]:

@@ -493,7 +493,9 @@ def _session_store(
         agent_state=storage.agent_state_record(engine),
     )
     SessionDocument.objects.create(
-        session=session, original=data, engine_session=storage.pack_session(engine)
+        session=session,
+        original=storage.pack_original(data),
+        engine_session=storage.pack_session(engine),
     )
     _rows_insert(
         SessionTurn,

@@ -209,6 +209,16 @@ def unpacked(data: bytes | memoryview) -> Any:
     return json.loads(zlib.decompress(data))
 
 
+def pack_original(data: bytes) -> bytes:
+    """The bytes as uploaded, as stored: compressed (a 10,000-turn session: 45.5 MB -> about
+    12 MB), and given back exactly by ``unpack_original``."""
+    return zlib.compress(data, PACK_LEVEL)
+
+
+def unpack_original(stored: bytes | memoryview) -> bytes:
+    return zlib.decompress(stored)
+
+
 def turn_figures(session: gcengine.Session) -> list[list[MessageFigure]]:
     """Each turn's messages' figures, in history order: read from the budget's turn entries
     when they line up with the turns (as the builder makes them), else by message id."""

@@ -17,11 +17,19 @@ from django.db.migrations.executor import MigrationExecutor
 
 import gcengine
 from jaato_web.dashboard import selectors, services, storage
-from jaato_web.dashboard.models import AgentSession, BudgetNode, GCRun, SessionTurn
+from jaato_web.dashboard.models import (
+    AgentSession,
+    BudgetNode,
+    GCRun,
+    SessionDocument,
+    SessionTurn,
+)
 from tests.web.conftest import SMALL_SHAPE
 
 BEFORE = ("dashboard", "0010_reachability_stash")
 AFTER = ("dashboard", "0011_compact_session_storage")
+ORIGINALS_WHOLE = ("dashboard", "0012_quality_gates_prices_retention")
+ORIGINALS_COMPRESSED = ("dashboard", "0013_compress_originals")
 POLICY = gcengine.load_gc_config(
     {"type": "gc_budget", "threshold_percent": 1, "target_percent": 0.5}, env={}
 )
@@ -202,3 +210,23 @@ def test_stored_sessions_and_runs_read_the_same_after_compacting_their_storage(
     assert exported is not None
     assert exported.history == outcome.session.history
     assert exported.budget == outcome.budget_after
+
+
+@pytest.mark.django_db(transaction=True)
+def test_originals_stored_whole_are_compressed_and_come_back_byte_for_byte(
+    migrator: MigrationExecutor,
+) -> None:
+    data = json.dumps(gcengine.generate_session_file(SMALL_SHAPE)).encode()
+    engine = gcengine.load_session(data, counter=gcengine.load_counter("approx"))
+    session_id, _, _ = store_as_before(apps_at(migrator, BEFORE), engine)
+    documents = apps_at(migrator, ORIGINALS_WHOLE).get_model("dashboard", "SessionDocument")
+    documents.objects.filter(session_id=session_id).update(original=data)
+
+    apps_at(migrator, ORIGINALS_COMPRESSED)
+    stored = bytes(SessionDocument.objects.values_list("original", flat=True).get())
+    assert len(stored) < len(data) / 2
+    assert selectors.session_original(session=AgentSession.objects.get(pk=session_id)) == data
+
+    # Migrating back gives the bytes as they were stored before.
+    documents = apps_at(migrator, ORIGINALS_WHOLE).get_model("dashboard", "SessionDocument")
+    assert bytes(documents.objects.values_list("original", flat=True).get()) == data

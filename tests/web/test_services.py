@@ -17,7 +17,6 @@ from jaato_web.dashboard.models import (
     IngestUpload,
     JobStatus,
     Removal,
-    SessionDocument,
     SessionTurn,
     Summary,
 )
@@ -40,7 +39,7 @@ def test_upload_stores_original_bytes_turns_and_tree(project):
     assert session is not None
     assert not receipt.duplicate
     assert session.sha256 == hashlib.sha256(data).hexdigest()
-    assert bytes(SessionDocument.objects.get(session=session).original) == data
+    assert selectors.session_original(session=session) == data
     engine = gcengine.load_session(data)
     assert (
         session.turn_count
@@ -150,7 +149,7 @@ def finished_run(project, config, django_capture_on_commit_callbacks, turns=20):
 
 def test_run_stores_ledger_figures_and_after_tree(project, django_capture_on_commit_callbacks):
     session, run = finished_run(project, BUDGET_POLICY, django_capture_on_commit_callbacks)
-    original = bytes(SessionDocument.objects.get(session=session).original)
+    original = selectors.session_original(session=session)
 
     assert run.status == JobStatus.DONE, run.error
     assert run.tokens_before == session.total_tokens
@@ -171,7 +170,7 @@ def test_run_stores_ledger_figures_and_after_tree(project, django_capture_on_com
         n.tokens for n in after_top if n.key == "conversation"
     )
     # The upload is untouched by the run.
-    assert bytes(SessionDocument.objects.get(session=session).original) == original
+    assert selectors.session_original(session=session) == original
     after = services.session_after_of(run)
     assert after is not None
     assert gcengine.rebuild_budget(after).total_tokens() == run.tokens_after
