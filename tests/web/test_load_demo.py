@@ -17,6 +17,7 @@ from jaato_web.dashboard.models import (
     PolicyVersion,
     Removal,
     Replay,
+    StashedSegment,
     Summary,
 )
 from jaato_web.teams.management.commands.load_demo import DEMO_FILENAME, DEMO_USER
@@ -52,7 +53,7 @@ def test_a_fresh_dashboard_gets_the_session_a_budget_run_and_a_summary_chain() -
         run.policy_version.policy.name: run
         for run in GCRun.objects.filter(session=session).select_related("policy_version__policy")
     }
-    assert set(runs) == {"Budget 80/60", "Summarize old turns"}
+    assert set(runs) == {"Budget 80/60", "Summarize old turns", "Reachability stash"}
     assert all(run.status == JobStatus.DONE for run in runs.values())
     budget, summarize = runs["Budget 80/60"], runs["Summarize old turns"]
     assert (budget.tokens_freed or 0) > 0
@@ -62,6 +63,8 @@ def test_a_fresh_dashboard_gets_the_session_a_budget_run_and_a_summary_chain() -
     assert written.covers_turns
     assert "src/billing/" in written.text
     assert written.summarizer == "extractive"
+    stashed = runs["Reachability stash"]
+    assert StashedSegment.objects.filter(run=stashed).count() == stashed.items_collected > 0
 
     replays = Replay.objects.filter(session=session)
     assert replays.count() == 2
@@ -94,4 +97,4 @@ def test_loading_the_demo_again_duplicates_nothing() -> None:
     assert "already loaded" in load_demo()
     assert {model.__name__: model.objects.count() for model in models} == counts
     assert counts["AgentSession"] == 1
-    assert counts["GCRun"] == 2
+    assert counts["GCRun"] == 3

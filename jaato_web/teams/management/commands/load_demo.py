@@ -31,8 +31,9 @@ DEMO_USER = "demo"
 # something to do, and quick to load.
 DEMO_SHAPE = gcengine.DemoShape(seed=7)
 DEFAULT_POLICY = "Budget 80/60"
-# Collected on load: the default policy, and one that writes a summary.
-RUN_POLICIES = (DEFAULT_POLICY, "Summarize old turns")
+# Collected on load: the default policy, one that writes a summary, and one that stashes what
+# it takes (so the stash, its search and restore are there on day one).
+RUN_POLICIES = (DEFAULT_POLICY, "Summarize old turns", "Reachability stash")
 REPLAY_POLICIES = (DEFAULT_POLICY, "Continuous budget")
 STARTER_POLICIES: dict[str, dict[str, Any]] = {
     "Budget 80/60": {
