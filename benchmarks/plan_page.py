@@ -4,7 +4,7 @@ Stores each session through the services in a temporary SQLite database (1 % of 
 pinned in the session), then requests with Django's test client:
 
 * ``first plan``: the first plan of the session in this process: the stored session is
-  unpacked (``dry_runs.engine_session``), read into planner items, planned and rendered;
+  unpacked (``services.engine_session_of``), read into planner items, planned and rendered;
 * ``another model``: the tab after changing the model (a window not planned before): the
   items are kept, the plan is new, as when a user picks another model;
 * ``another pin TTL``: the tab after changing the TTL of the session's pins (the items are

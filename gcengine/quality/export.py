@@ -189,14 +189,19 @@ def _anthropic_editing(config: GCConfig, window: int, draft: _Draft) -> TargetEx
         "noop_notification_template",
     )
     draft.unmapped(_AGENT_NAME, "agent_name")
-    snippet = "# header: anthropic-beta: context-management-2025-06-27\n" + json.dumps(
-        {"context_management": {"edits": [edit]}}, indent=2
-    )
+    snippet = _anthropic_request("context-management-2025-06-27", edit)
     return draft.finish(
         "anthropic_context_editing",
         "Anthropic context editing",
         "https://platform.claude.com/docs/en/build-with-claude/context-editing",
         snippet,
+    )
+
+
+def _anthropic_request(beta: str, edit: dict[str, Any]) -> str:
+    """The request part an Anthropic context-management edit goes in, with its beta header."""
+    return f"# header: anthropic-beta: {beta}\n" + json.dumps(
+        {"context_management": {"edits": [edit]}}, indent=2
     )
 
 
@@ -276,9 +281,7 @@ def _anthropic_compaction(config: GCConfig, window: int, draft: _Draft) -> Targe
         "noop_notification_template",
     )
     draft.unmapped(_AGENT_NAME, "agent_name")
-    snippet = "# header: anthropic-beta: compact-2026-01-12\n" + json.dumps(
-        {"context_management": {"edits": [edit]}}, indent=2
-    )
+    snippet = _anthropic_request("compact-2026-01-12", edit)
     return draft.finish(
         "anthropic_compaction",
         "Anthropic compaction",

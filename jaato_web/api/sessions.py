@@ -28,7 +28,7 @@ from jaato_web.api.schemas import (
     UploadOut,
     UploadResultOut,
 )
-from jaato_web.dashboard import dry_runs, selectors, services
+from jaato_web.dashboard import selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob
 
 router = Router(tags=["sessions"])
@@ -172,7 +172,7 @@ def session_references(
     """What the segments of turn ``turn`` (from 1, as JAATO numbers turns) refer to, and what
     refers to them: what a reachability policy follows."""
     session = access_of(request).session(session_id)
-    return gcengine.turn_references(dry_runs.engine_session(session), turn - 1)
+    return gcengine.turn_references(services.engine_session_of(session), turn - 1)
 
 
 @router.get("/{int:session_id}/original", summary="The uploaded file, byte for byte", auth=VIEW)

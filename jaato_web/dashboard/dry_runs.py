@@ -4,9 +4,9 @@ The policy editor previews every edit (debounced) and the compare page runs two 
 by side, so what matters is the cost per request:
 
 * reopening a stored session (its turn rows read back, nothing counted) costs a few hundredths
-  of a second at 1,000 turns, so sessions are kept in a small LRU keyed by id and sha256,
-  bounded by the messages it holds; uploads are immutable, so an entry never goes stale, and
-  the engine never mutates a session it is handed;
+  of a second at 1,000 turns, so ``services.engine_session_of`` keeps the sessions read last
+  in memory, bounded by the messages they hold; uploads are immutable, so an entry never goes
+  stale, and the engine never mutates a session it is handed;
 * ``gcengine.run_gc`` on the whole session gives the ledger (about 0.1 s at 1,000 turns);
 * the replay (``gcengine.simulate``) is the slow part, and its cost depends on the mode:
   threshold mode collects a few times, continuous mode after nearly every turn past the
@@ -31,10 +31,8 @@ from jaato_web.dashboard.memo import BoundedLRU, each_weighs_one
 from jaato_web.dashboard.models import AgentSession
 from jaato_web.errors import InputError
 
-# What the caches may hold, by what takes memory: messages of the sessions kept (one
-# 10,000-turn session has about 27,000) and steps of the replays kept (two a turn). The entry
-# used last is always kept, so a process that reads many large sessions holds one at a time.
-SESSION_CACHE_MESSAGES = 30_000
+# What the replay cache may hold, by what takes memory: steps of the replays kept (two a turn).
+# The entry used last is always kept. Sessions are kept by ``services.engine_session_of``.
 REPLAY_CACHE_STEPS = 200_000
 # Anchor scorers kept, one a session: the sessions previewed last.
 SCORER_CACHE_SIZE = 4
@@ -49,9 +47,6 @@ LLM_NOTE = (
 )
 
 
-_sessions: BoundedLRU[tuple[int, str], gcengine.Session] = BoundedLRU(
-    SESSION_CACHE_MESSAGES, lambda session: len(session.history)
-)
 _replays: BoundedLRU[tuple[int, str, str, int | None], dict[str, Any]] = BoundedLRU(
     REPLAY_CACHE_STEPS, lambda series: len(series["steps"])
 )
@@ -64,21 +59,10 @@ _scorers: BoundedLRU[tuple[int, str], gcengine.AnchorScorer] = BoundedLRU(
 
 def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:
     if sessions:
-        _sessions.clear()
+        services.clear_caches()
         _scorers.clear()
     if replays:
         _replays.clear()
-
-
-def engine_session(session: AgentSession, context_limit: int | None = None) -> gcengine.Session:
-    """The engine's session for a stored one, unpacked once and then served from memory;
-    against ``context_limit`` tokens instead of its own window when one is given."""
-    key = (session.pk, session.sha256)
-    cached = _sessions.get(key)
-    if cached is None:
-        cached = services.engine_session_of(session)
-        _sessions.put(key, cached)
-    return gcengine.with_context_limit(cached, context_limit) if context_limit else cached
 
 
 def _scorer(session: AgentSession, engine: gcengine.Session) -> gcengine.AnchorScorer:
@@ -175,7 +159,7 @@ def preview(
     trigger would have fired on its own at the session's current usage (against
     ``context_limit`` tokens instead of the session's window, when given)."""
     started = time.perf_counter()
-    engine = engine_session(session, context_limit)
+    engine = services.engine_session_of(session, context_limit)
     used, notes = dry_run_config(session, config)
     outcome = gcengine.run_gc(engine, used)
     wanted, reason = gcengine.would_collect(engine, used)
@@ -237,7 +221,7 @@ def replay(
     key = _replay_key(session, used, context_limit)
     series = _replays.get(key)
     if series is None:
-        series = services.replay_series_of(engine_session(session, context_limit), used)
+        series = services.replay_series_of(services.engine_session_of(session, context_limit), used)
         _replays.put(key, series)
     return series
 

@@ -2,9 +2,9 @@
 process, never stored.
 
 A plan is pure (the same items, caps and settings give the same plan), so plans are cached
-by their inputs, and so are a session's planner items (``gcengine.plan_items`` counts a stored
-session's messages again: about 1.7 s at 10,000 turns). Unpacking the stored session goes
-through ``dry_runs.engine_session``, which keeps the last few in memory.
+by their inputs, and so are a session's planner items (``gcengine.plan_items`` over 27,000
+messages at 10,000 turns). Unpacking the stored session goes
+through ``services.engine_session_of``, which keeps the last few in memory.
 
 Planning a session plans it as it stands: its last user message is the one being answered.
 The step-through plans it as the agent lived it: at each user turn the items are the session
@@ -32,7 +32,7 @@ from itertools import accumulate
 from typing import Any
 
 import gcengine
-from jaato_web.dashboard import dry_runs, services
+from jaato_web.dashboard import services
 from jaato_web.dashboard.memo import BoundedLRU, each_weighs_one
 from jaato_web.dashboard.models import AgentSession
 from jaato_web.dashboard.planner_presenters import item_name
@@ -125,7 +125,7 @@ def _facts(session: AgentSession, engine: gcengine.Session) -> _TurnFacts:
 def turn_names(session: AgentSession) -> tuple[str, ...]:
     """Each turn's name as pages say it (``turn 1`` for stable index 0), by its place in the
     session, which is what a planner item's ``turn`` holds."""
-    return _facts(session, dry_runs.engine_session(session)).names
+    return _facts(session, services.engine_session_of(session)).names
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,7 @@ def plan_session(
     """Plan the session's next request as it stands, for the model and settings asked for,
     with the session's own pins."""
     started = time.perf_counter()
-    engine = dry_runs.engine_session(session)
+    engine = services.engine_session_of(session)
     settings = config or gcengine.PlannerConfig()
     model_caps = session_caps(engine, caps)
     chosen = session_pins(session, engine, pins)
@@ -448,7 +448,7 @@ def plan_steps(
     the last page), as if each were the one being answered. With ``repin``, every pin whose
     TTL ran out under the Ask policy is re-pinned when the review is asked for."""
     started = time.perf_counter()
-    engine = dry_runs.engine_session(session)
+    engine = services.engine_session_of(session)
     settings = config or gcengine.PlannerConfig()
     model_caps = session_caps(engine, caps)
     chosen = session_pins(session, engine, pins)

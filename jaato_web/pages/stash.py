@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import dry_runs, presenters, selectors, services
+from jaato_web.dashboard import presenters, selectors, services
 from jaato_web.dashboard.models import GCRun
 from jaato_web.http import PageRequest, htmx_target, query_id, redirect_after_post
 from jaato_web.pages import forms
@@ -99,7 +99,7 @@ def session_references(request: PageRequest, session_id: int) -> HttpResponse:
     number = query_id(request.GET.get("turn"))
     context: dict[str, Any] = {"session": session, "turn": number}
     if number:
-        engine = dry_runs.engine_session(session)
+        engine = services.engine_session_of(session)
         try:
             graph = gcengine.turn_references(engine, number - 1)
         except gcengine.TurnNotFoundError:

@@ -97,9 +97,12 @@ def test_the_llm_summarizer_is_swapped_for_the_offline_one(agent_session, monkey
 
 
 def test_sessions_are_unpacked_once(agent_session, monkeypatch):
+    services.clear_caches()  # a process that has not read it yet
     calls = []
-    original = services.engine_session_of
-    monkeypatch.setattr(services, "engine_session_of", lambda s: calls.append(s.pk) or original(s))
+    original = services._stored_engine_session
+    monkeypatch.setattr(
+        services, "_stored_engine_session", lambda s: calls.append(s.pk) or original(s)
+    )
 
     dry_runs.preview(agent_session, config())
     dry_runs.preview(agent_session, config(target_percent=30))

@@ -48,7 +48,7 @@ def test_a_session_is_planned_with_its_own_pins(project: Project) -> None:
 
 def test_a_pinned_tool_result_is_left_aside_with_a_note(project: Project) -> None:
     session = stored(project, tool_every=1)
-    engine = dry_runs.engine_session(session)
+    engine = services.engine_session_of(session)
     result = next(m for m in engine.history if m.function_responses)
     services.session_pin(session=session, message_id=result.message_id)
 
@@ -184,7 +184,7 @@ def test_another_pin_priority_or_ttl_gives_the_items_the_engine_would(project: P
     session = stored(project, turns=10, tool_every=2)
     for turn in (1, 4):
         services.session_pin(session=session, turn_index=turn)
-    engine = dry_runs.engine_session(session)
+    engine = services.engine_session_of(session)
     choice = planning.PinChoice(priority=gcengine.Priority.LOW, ttl=gcengine.TTLState.UNLIMITED)
 
     planning.session_items(session, engine, planning.session_pins(session, engine, choice))
