@@ -209,8 +209,12 @@ class GateFailureOut(Schema):
 class RunDetailOut(RunOut):
     result: dict[str, Any] | None
     anchor_retention: gcengine.AnchorRetention | None = Field(
-        description="What the run kept of the anchors it took out of view; null for a run "
-        "stored before runs were scored or not finished"
+        description="What the run kept of the anchors it took out of view; null while "
+        "``retention_pending``, for a run not finished, or stored before runs were scored"
+    )
+    retention_pending: bool = Field(
+        description="The run is done and its ledger complete; its anchor retention is being "
+        "scored (poll until false)"
     )
     gate_failures: list[GateFailureOut] = Field(
         description="The classes under the project's retention gates"

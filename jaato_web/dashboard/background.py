@@ -15,6 +15,9 @@ leave its work "running" for good. The work rows therefore carry a lease of thei
    gone) is queued again once, then failed with a reason the page shows.
 5. Any error while working ends the work failed with a message (the traceback goes to the
    log), never "running" forever.
+6. A run is done, its ledger readable, before its anchor retention is scored: the worker
+   keeps the lease while it scores, so a worker that stops then is swept too, and the run
+   says it was not scored instead of "being scored" for good.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
-from jaato_web.dashboard import tasks
+import gcengine
+from jaato_web.dashboard import storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import (
     AuditAction,
@@ -143,6 +147,21 @@ def work_done(model: WorkModel, pk: int, **fields: Any) -> None:
         raise WorkLost
 
 
+def work_done_scoring(pk: int, **fields: Any) -> None:
+    """End a run as done with ``fields`` while this worker keeps its lease to score the run's
+    anchor retention; ``WorkLost`` if the run is no longer ours."""
+    held = {"claimed_by": process_name(), "lease_until": timezone.now() + lease_length()}
+    work_done(GCRun, pk, **fields, **held, retention_pending=True)
+
+
+def work_scored(pk: int, retention: dict[str, Any]) -> None:
+    """Store a done run's anchor retention and let go of its lease (a sweep that found the
+    worker gone meanwhile has already said it was not scored: that stands)."""
+    GCRun.objects.filter(pk=pk, retention_pending=True, claimed_by=process_name()).update(
+        retention=retention, retention_pending=False, claimed_by="", lease_until=None
+    )
+
+
 def work_failed(model: WorkModel, pk: int, error: str, **fields: Any) -> None:
     """End the work as failed with ``error`` (and ``fields``); a lost claim changes nothing."""
     _end(_held(model, pk), model, pk, **fields, status=JobStatus.FAILED, error=error)
@@ -181,10 +200,10 @@ def worker_beat(*, name: str, started_at: datetime) -> None:
         defaults={"seen_at": now},
         create_defaults={"started_at": started_at, "seen_at": now},
     )
-    for model in WORK_MODELS:
-        model.objects.filter(
-            lease_until__isnull=False, status=JobStatus.RUNNING, claimed_by=name
-        ).update(lease_until=now + lease_length())
+    for model in WORK_MODELS:  # running work, and done runs being scored
+        model.objects.filter(lease_until__isnull=False, claimed_by=name).update(
+            lease_until=now + lease_length()
+        )
     Worker.objects.filter(seen_at__lt=now - FORGET_WORKERS_AFTER).delete()
 
 
@@ -229,6 +248,35 @@ def work_sweep() -> int:
             if moved:
                 logger.warning("%s %s: worker %s stopped; swept", model.__name__, pk, worker)
                 swept += moved
+    return swept + _scoring_sweep(now)
+
+
+# What a run whose worker stopped while scoring it says about its anchor retention.
+SCORING_STOPPED = (
+    "the worker stopped while scoring this run, so it was not scored; run the policy again to "
+    "see its anchor retention"
+)
+
+
+def _scoring_sweep(now: datetime) -> int:
+    """Done runs whose worker stopped while scoring them: not scored, said so (scoring is
+    not tried again: the ledger stands without it, and a session that stops a worker while
+    it is scored would stop the next one too)."""
+    swept = 0
+    scoring = GCRun.objects.filter(retention_pending=True, lease_until__isnull=False)
+    for pk, worker, lease in scoring.values_list("pk", "claimed_by", "lease_until"):
+        if lease is not None and lease >= now and not _gone_from_here(worker):
+            continue
+        swept += GCRun.objects.filter(
+            pk=pk, retention_pending=True, claimed_by=worker, lease_until=lease
+        ).update(
+            retention=storage.retention_record(
+                gcengine.AnchorRetention(unscorable=SCORING_STOPPED)
+            ),
+            retention_pending=False,
+            claimed_by="",
+            lease_until=None,
+        )
     return swept
 
 

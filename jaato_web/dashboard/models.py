@@ -356,6 +356,11 @@ class GCRun(BackgroundWork):
         help_text="gcengine.AnchorRetention of what the run took out of view; empty for runs "
         "stored before it was scored.",
     )
+    retention_pending = models.BooleanField(
+        default=False,
+        help_text="The run is stored and its worker is scoring its anchor retention (under "
+        "the run's lease, so a worker that stops is noticed).",
+    )
     session_after = models.BinaryField(
         null=True,
         help_text="The session after the run: its history as positions in the session's "

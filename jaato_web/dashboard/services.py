@@ -682,21 +682,28 @@ def _run_execute_claimed(run_id: int) -> None:
             result=result.model_dump(mode="json", exclude={"removal_list", "stash"}),
         )
         return
-    # Outside the transaction that stores the run, so its page can say what takes the time:
-    # scoring reads every message the run took out of view.
-    background.work_progress(GCRun, run_id, "scoring anchor retention")
-    retention = gcengine.score_collection(before, outcome.session.history)
     background.work_progress(GCRun, run_id, "storing the ledger")
-    _run_store(run, before, outcome, retention)
+    _run_store(run, before, outcome)
+    # After the run is stored and done, its ledger readable: scoring reads every message the
+    # run took out of view, seconds on a long session.
+    background.work_scored(run_id, storage.retention_record(_retention_of(before, outcome)))
+
+
+def _retention_of(
+    before: gcengine.Session, outcome: gcengine.GCOutcome
+) -> gcengine.AnchorRetention:
+    """The run's anchor retention; a scorer that fails says so on the run, which stands."""
+    try:
+        return gcengine.score_collection(before, outcome.session.history)
+    except Exception as error:
+        logger.exception("scoring the anchor retention of a run failed")
+        return gcengine.AnchorRetention(
+            unscorable=f"scoring it failed ({type(error).__name__}); the server log says why"
+        )
 
 
 @transaction.atomic
-def _run_store(
-    run: GCRun,
-    before: gcengine.Session,
-    outcome: gcengine.GCOutcome,
-    retention: gcengine.AnchorRetention,
-) -> None:
+def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome) -> None:
     result = outcome.result
     position_of = {
         message.message_id: position
@@ -739,8 +746,7 @@ def _run_store(
         _reachability_store(run, before, outcome)
     _budget_store(run.session, run, outcome.budget_after)
     after_turns = storage.after_turns(outcome.budget_before, outcome.budget_after)
-    background.work_done(  # a run cancelled meanwhile raises, and none of this is kept
-        GCRun,
+    background.work_done_scoring(  # a run cancelled meanwhile raises, and none of this is kept
         run.pk,
         tokens_before=outcome.budget_before.total_tokens(),
         tokens_after=outcome.budget_after.total_tokens(),
@@ -751,7 +757,6 @@ def _run_store(
         items_collected=result.items_collected,
         turns_after=len(outcome.session.turns()),
         result=_result_record(result),
-        retention=storage.retention_record(retention),
         session_after=storage.pack_session_after(outcome.session, before),
         after_turns=storage.packed(after_turns),
     )

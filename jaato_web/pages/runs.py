@@ -92,6 +92,21 @@ def run_status(request: PageRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
+@requires(Action.VIEW)
+def run_retention(request: PageRequest, run_id: int) -> HttpResponse:
+    """What the run page polls while the run's anchor retention is scored; once scored, the
+    section and the gate flag above the figures."""
+    run = request.access.run(run_id)
+    gates = quality.project_gates(run.session.project)
+    context = {
+        "run": run,
+        "retention": presenters.run_retention(run, gates),
+        "swap_gate_flag": not run.retention_pending,
+    }
+    return render(request, "runs/detail.html#run-retention", context)
+
+
+@require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @requires(Action.VIEW)
 def run_removal(request: PageRequest, run_id: int, seq: int) -> HttpResponse:

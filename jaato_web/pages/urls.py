@@ -57,6 +57,7 @@ urlpatterns: list[URLPattern] = [
     # Runs
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/status/", runs.run_status, name="run_status"),
+    path("runs/<int:run_id>/retention/", runs.run_retention, name="run_retention"),
     path("runs/<int:run_id>/cancel/", background.run_cancel, name="run_cancel"),
     path("runs/<int:run_id>/tree/", trees.run_tree, name="run_tree"),
     path("runs/<int:run_id>/removals/<int:seq>/", runs.run_removal, name="run_removal"),

@@ -224,6 +224,7 @@ def _queue_runs(project: Project) -> QuerySet[GCRun]:
             "tokens_freed",
             "items_collected",
             "retention",
+            "retention_pending",
             "created_at",
             "finished_at",
             "session__id",

@@ -210,6 +210,46 @@ def test_a_worker_renews_its_own_leases_and_says_it_is_alive(
     assert worker.started_at == started
 
 
+def scoring(run: GCRun, *, by: str = ELSEWHERE, lapsed: bool = True) -> None:
+    """Make ``run`` look done, its anchor retention being scored by worker ``by``."""
+    lease = timezone.now() + timedelta(seconds=-1 if lapsed else 60)
+    GCRun.objects.filter(pk=run.pk).update(
+        status=JobStatus.DONE, retention_pending=True, claimed_by=by, lease_until=lease
+    )
+
+
+def test_a_run_whose_worker_stopped_while_scoring_says_it_was_not_scored(
+    stored_session: AgentSession,
+) -> None:
+    stopped, elsewhere, alive = (queued_run(stored_session) for _ in range(3))
+    scoring(stopped, by=gone_process(), lapsed=False)  # gone from this machine: at once
+    scoring(elsewhere)  # its lease lapsed
+    scoring(alive, lapsed=False)
+
+    assert background.work_sweep() == 2
+
+    for run in (stopped, elsewhere):
+        run.refresh_from_db()
+        retention = storage.retention_read(run.retention)
+        assert retention is not None
+        assert retention.unscorable == background.SCORING_STOPPED
+        assert (run.status, run.retention_pending, run.claimed_by) == (JobStatus.DONE, False, "")
+    alive.refresh_from_db()
+    assert alive.retention_pending
+    assert alive.retention is None
+
+
+def test_a_worker_renews_the_lease_of_a_run_it_scores(stored_session: AgentSession) -> None:
+    run = queued_run(stored_session)
+    scoring(run, by=background.process_name(), lapsed=False)
+    before = GCRun.objects.get(pk=run.pk).lease_until
+
+    background.worker_beat(name=background.process_name(), started_at=timezone.now())
+
+    assert GCRun.objects.get(pk=run.pk).lease_until > before  # type: ignore[operator]
+    assert background.work_sweep() == 0
+
+
 @pytest.mark.parametrize("what_happens", ["cancelled", "taken over"])
 def test_a_run_lost_while_it_collects_stores_nothing(
     stored_session: AgentSession,

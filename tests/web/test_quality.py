@@ -121,6 +121,76 @@ def test_the_review_queue_flags_a_run_under_a_gate_and_not_one_above(
     assert "n/a" in rows[untouched.pk]  # it took nothing out: nothing to score
 
 
+def test_a_run_is_done_with_its_ledger_before_its_retention_is_scored(
+    client: Client,
+    project: Project,
+    demo: AgentSession,
+    truncate: Policy,
+    run_finished: Callable[..., GCRun],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scoring a long session takes seconds: the run page shows the ledger meanwhile, says the
+    score is coming and follows it, and the API says so too."""
+    score = gcengine.score_collection
+    seen: dict[str, Any] = {}
+
+    def score_while_looking(*args: Any, **kwargs: Any) -> gcengine.AnchorRetention:
+        run = GCRun.objects.get(session=demo)
+        seen["run"] = (run.status, run.retention_pending, run.retention, run.removals.count())
+        seen["page"] = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+        seen["poll"] = client.get(reverse("run_retention", args=[run.pk])).content.decode()
+        seen["api"] = client.get(f"/api/runs/{run.pk}").json()
+        return score(*args, **kwargs)
+
+    monkeypatch.setattr(gcengine, "score_collection", score_while_looking)
+    run = run_finished(demo, policy_version=truncate.versions.get(), context_limit=WINDOW)
+
+    status, pending, retention, removals = seen["run"]
+    assert (status, pending, retention) == ("done", True, None)
+    assert removals == run.removals.count() > 0
+    assert "data-scoring" in seen["page"]
+    assert f'hx-get="{reverse("run_retention", args=[run.pk])}"' in seen["page"]
+    assert 'id="ledger-heading"' in seen["page"]
+    assert "data-scoring" in seen["poll"]
+    assert "hx-trigger" in seen["poll"]
+    assert seen["api"]["retention_pending"] is True
+    assert seen["api"]["anchor_retention"] is None
+
+    assert (run.retention_pending, run.claimed_by, run.lease_until) == (False, "", None)
+    retention = storage.retention_read(run.retention)
+    assert retention is not None
+    poll = client.get(reverse("run_retention", args=[run.pk])).content.decode()
+    assert "data-scoring" not in poll
+    assert "hx-trigger" not in poll
+    assert f"Anchor retention {presenters.share(retention.score)}: " in poll
+    # The gate flag above the figures arrives with the score.
+    assert 'id="run-gate-flag" hx-swap-oob="true"' in poll
+    assert "Under the project's retention gates:" in poll
+    assert client.get(f"/api/runs/{run.pk}").json()["retention_pending"] is False
+
+
+def test_a_scorer_that_fails_leaves_the_run_done_and_says_so(
+    client: Client,
+    demo: AgentSession,
+    truncate: Policy,
+    run_finished: Callable[..., GCRun],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> gcengine.AnchorRetention:
+        raise ValueError("boom from a bug")
+
+    monkeypatch.setattr(gcengine, "score_collection", fail)
+    run = run_finished(demo, policy_version=truncate.versions.get(), context_limit=WINDOW)
+
+    retention = storage.retention_read(run.retention)
+    assert retention is not None
+    assert not run.retention_pending
+    assert retention.unscorable == "scoring it failed (ValueError); the server log says why"
+    html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "No anchor retention for the run: scoring it failed (ValueError)" in html
+    assert run.removals.exists()
+
+
 def test_a_project_without_gates_flags_nothing(
     client: Client, project: Project, truncated: GCRun
 ) -> None:
