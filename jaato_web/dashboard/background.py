@@ -12,7 +12,8 @@ leave its work "running" for good. The work rows therefore carry a lease of thei
    worker after the lease lapsed, is no longer its own: the write changes nothing and the
    worker drops the work (``WorkLost``), so nothing is stored twice or over a cancel.
 4. Each keeper sweeps: work whose lease lapsed (or whose worker ran on this machine and is
-   gone) is queued again once, then failed with a reason the page shows.
+   gone) is queued again once, then failed with a reason the page shows; queued work whose
+   task a worker took and never started gets a task again.
 5. Any error while working ends the work failed with a message (the traceback goes to the
    log), never "running" forever.
 6. A run is done, its ledger readable, before its anchor retention is scored: the worker
@@ -32,9 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
+from django.tasks import TaskResultStatus, task_backends
 from django.urls import reverse
 from django.utils import timezone
+from django_tasks_db.backend import DatabaseBackend
+from django_tasks_db.models import DBTaskResult
 
 import gcengine
 from jaato_web.dashboard import storage, tasks
@@ -248,7 +252,35 @@ def work_sweep() -> int:
             if moved:
                 logger.warning("%s %s: worker %s stopped; swept", model.__name__, pk, worker)
                 swept += moved
-    return swept + _scoring_sweep(now)
+    return swept + _scoring_sweep(now) + _unstarted_sweep(now)
+
+
+def _unstarted_sweep(now: datetime) -> int:
+    """Queued work no task will start: the worker that took its task stopped before it
+    claimed the work (django-tasks-db hands a task to one worker, marks it running, and never
+    hands it again). Such work gets a task again; a second task for work another worker
+    claimed meanwhile finds it taken and does nothing, so an extra one costs nothing."""
+    if not isinstance(task_backends["default"], DatabaseBackend):
+        return 0
+    swept = 0
+    for model in WORK_MODELS:
+        unstarted = set(model.objects.filter(status=JobStatus.QUEUED).values_list("pk", flat=True))
+        if not unstarted:
+            continue
+        task = _task_of(model)
+        coming = DBTaskResult.objects.filter(task_path=task.module_path).filter(
+            Q(status=TaskResultStatus.READY)
+            | Q(status=TaskResultStatus.RUNNING, started_at__gte=now - lease_length())
+        )
+        for args_kwargs in coming.values_list("args_kwargs", flat=True):
+            unstarted.difference_update(args_kwargs["args"][:1])
+        for pk in sorted(unstarted):
+            logger.warning(
+                "%s %s: queued, and no task will start it; queued again", model.__name__, pk
+            )
+            task.enqueue(pk)
+        swept += len(unstarted)
+    return swept
 
 
 # What a run whose worker stopped while scoring it says about its anchor retention.

@@ -20,9 +20,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import OperationalError
+from django.tasks import TaskResultStatus
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
@@ -189,6 +191,29 @@ def test_work_of_a_process_gone_from_this_machine_is_taken_up_at_once(
     run.refresh_from_db()
     assert run.status == JobStatus.QUEUED
     assert "the worker stopped while collecting this session" in run.progress
+
+
+def test_queued_work_whose_task_a_stopped_worker_took_gets_a_task_again(
+    stored_session: AgentSession, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A worker killed after django-tasks-db handed it the task, before it claimed the run:
+    the task row says running for good and the run says queued for good, unless swept."""
+    settings.TASKS = DATABASE_TASKS
+    with django_capture_on_commit_callbacks(execute=True):
+        lost, waiting, just_taken = (queued_run(stored_session) for _ in range(3))
+    task_of = {row.args_kwargs["args"][0]: row.pk for row in DBTaskResult.objects.all()}
+    DBTaskResult.objects.filter(pk=task_of[lost.pk]).update(
+        status=TaskResultStatus.RUNNING, started_at=timezone.now() - timedelta(minutes=5)
+    )
+    DBTaskResult.objects.filter(pk=task_of[just_taken.pk]).update(
+        status=TaskResultStatus.RUNNING, started_at=timezone.now()
+    )
+
+    assert background.work_sweep() == 1
+
+    ready = sorted(row.args_kwargs["args"][0] for row in DBTaskResult.objects.ready())
+    assert ready == sorted([lost.pk, waiting.pk])
+    assert background.work_sweep() == 0  # its new task is on its way
 
 
 def test_a_worker_renews_its_own_leases_and_says_it_is_alive(
