@@ -291,6 +291,11 @@ class AnchorScorer:
         # A scorer is shared by the requests previewing one session; its word count is not.
         self._lock = threading.Lock()
 
+    @property
+    def corpus_messages(self) -> int:
+        """How many messages it may come to remember: what bounds its memory."""
+        return len(self._corpus)
+
     def _view_of(self, message: Message) -> _View:
         known = self._views.get(message.message_id)
         if known is None or known[0] is not message:

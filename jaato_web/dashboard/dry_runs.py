@@ -27,15 +27,20 @@ from typing import Any
 
 import gcengine
 from jaato_web.dashboard import presenters, services, storage
-from jaato_web.dashboard.memo import BoundedLRU, each_weighs_one
+from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession
 from jaato_web.errors import InputError
 
-# What the replay cache may hold, by what takes memory: steps of the replays kept (two a turn).
+# What the replay cache may hold, by what takes memory: steps of the replays kept (two a
+# turn), and their collections, each of which carries its anchor retention and weighs about as
+# much as COLLECTION_STEPS steps (measured: ~0.5 KB a step, ~3.5 KB a collection). About 30 MB;
+# a 10,000-turn replay in continuous mode (20,000 steps, ~9,700 collections) is kept alone.
 # The entry used last is always kept. Sessions are kept by ``services.engine_session_of``.
-REPLAY_CACHE_STEPS = 200_000
-# Anchor scorers kept, one a session: the sessions previewed last.
-SCORER_CACHE_SIZE = 4
+REPLAY_CACHE_STEPS = 60_000
+COLLECTION_STEPS = 7
+# Anchor scorers kept, one a session previewed, bounded like the session cache: by the
+# messages they may come to remember (each holds what it read of every message it scored).
+SCORER_CACHE_MESSAGES = services.SESSION_CACHE_MESSAGES
 # Sessions up to this many turns are replayed as soon as a preview asks (in a second request,
 # after the ledger); longer ones wait for a click. A replay is linear in turns: a 10,000-turn
 # session replays in a few seconds in either mode (benchmarks/gc.py --replay).
@@ -48,12 +53,13 @@ LLM_NOTE = (
 
 
 _replays: BoundedLRU[tuple[int, str, str, int | None], dict[str, Any]] = BoundedLRU(
-    REPLAY_CACHE_STEPS, lambda series: len(series["steps"])
+    REPLAY_CACHE_STEPS,
+    lambda series: len(series["steps"]) + COLLECTION_STEPS * len(series["events"]),
 )
 # Each cached session's anchor scorer, which remembers what it read of each message: the
 # editor previews the same session at every edit.
 _scorers: BoundedLRU[tuple[int, str], gcengine.AnchorScorer] = BoundedLRU(
-    SCORER_CACHE_SIZE, each_weighs_one
+    SCORER_CACHE_MESSAGES, lambda scorer: scorer.corpus_messages
 )
 
 

@@ -124,6 +124,23 @@ def test_replays_are_cached_per_gc_json(agent_session):
     assert figures.events == len(series["events"])
 
 
+def test_a_replay_heavy_with_collections_weighs_what_it_holds_in_the_cache(
+    agent_session, monkeypatch
+):
+    """Each collection carries its anchor retention: a continuous replay weighs more than its
+    steps, so a cache that would fit its steps and another replay's pushes it out."""
+    continuous = dry_runs.replay(agent_session, config(pressure_percent=0))
+    assert continuous["events"]
+    steps = len(continuous["steps"])  # two a turn, whatever the mode
+    weight = steps + dry_runs.COLLECTION_STEPS * len(continuous["events"])
+    monkeypatch.setattr(dry_runs._replays, "limit", weight + steps - 1)
+
+    dry_runs.replay(agent_session, config())
+
+    assert dry_runs.replay_cached(agent_session, config()) is not None
+    assert dry_runs.replay_cached(agent_session, config(pressure_percent=0)) is None
+
+
 def test_long_continuous_replays_wait_for_a_click(agent_session, monkeypatch):
     continuous = config(pressure_percent=0)
     assert dry_runs.replay_is_quick(agent_session, continuous)
