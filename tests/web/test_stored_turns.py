@@ -55,3 +55,19 @@ def test_a_stored_session_reopens_in_a_worker_that_never_read_it(project: Projec
     reopened = services.engine_session_of(AgentSession.objects.get(pk=receipt.session.pk))
 
     assert reopened == gcengine.load_session(data)
+
+
+@pytest.mark.parametrize("changed", [False, True], ids=["history-only", "record-changed-too"])
+def test_a_runs_collected_session_reads_back_as_the_run_left_it(changed: bool) -> None:
+    before = gcengine.load_session(session_bytes(), counter=APPROX)
+    config = gcengine.load_gc_config(
+        {"type": "gc_budget", "threshold_percent": 1, "target_percent": 0.5}, env={}
+    )
+    after = gcengine.run_gc(before, config).session
+    if changed:
+        after = after.model_copy(update={"warnings": [*after.warnings, "changed by the run"]})
+
+    again = storage.unpack_session_after(storage.pack_session_after(after, before), before)
+
+    assert again == after
+    assert again.warnings == after.warnings
