@@ -23,7 +23,10 @@ token counter's cache. Targets are printed beside the figures.
   engine alone on the same session; below it, the run's phases as its progress names them
   (from one progress message to the next), and the run without its anchor-retention scoring;
 * ``reopen``: ``engine_session_of``, the stored session read back for a run or replay, in a
-  worker that has not read it before (target: under 0.2 s);
+  worker that has not read it before, with the cycle collector paused as the worker runs its
+  tasks (target: under 0.2 s); and the same in a web process (the editor's preview, the stash
+  pages), where the collector runs: reading allocates about 500,000 objects, and the full
+  collections they set off walk every object of the process;
 * ``web replay``: a queued replay's task, continuous mode (pressure 0), to the stored series;
 * ``--scaling 1000 10000 30000``: the web upload at each size, and its time per 1,000 turns
   (target: linear);
@@ -215,6 +218,7 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
     json_times, raw_times, load_times, upload_times = [], [], [], []
     run_times, engine_run_times, reopen_times, replay_times = [], [], [], []
     run_phases: dict[str, list[float]] = {}
+    web_reopen_times: list[float] = []
     stored: list[int] = []
     tables_before = bytes_by_table()
     tables_after: dict[str, int] = {}
@@ -245,7 +249,10 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
         gc.collect()
 
         reset_worker_caches()
-        reopen_times.append(timed(services.engine_session_of, session)[1])
+        with gcengine.cyclic_gc_paused():
+            reopen_times.append(timed(services.engine_session_of, session)[1])
+        reset_worker_caches()
+        web_reopen_times.append(timed(services.engine_session_of, session)[1])
         reset_worker_caches()
         engine = services.engine_session_of(session)
         with gcengine.cyclic_gc_paused():
@@ -319,7 +326,11 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
         + ", ".join(f"{phase} {seconds:.3f} s" for phase, seconds in phases.items())
     )
     reopen = median(reopen_times)
-    print(f"  reopen       {reopen:.3f} s (target < 0.2 s: {verdict(reopen, 0.2)})")
+    web_reopen = median(web_reopen_times)
+    print(
+        f"  reopen       {reopen:.3f} s in a worker (target < 0.2 s: {verdict(reopen, 0.2)}); "
+        f"{web_reopen:.3f} s in a web process (target < 0.2 s: {verdict(web_reopen, 0.2)})"
+    )
     print(f"  web replay   {median(replay_times):.3f} s (continuous mode, the session's window)")
 
 
