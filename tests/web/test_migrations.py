@@ -251,14 +251,29 @@ def test_turns_stored_as_records_read_the_same_after_rewriting_them(
     )
     assert receipt.session is not None
     session_id = receipt.session.pk
-    shown = {t.pk: t.messages for t in SessionTurn.objects.filter(session_id=session_id)}
+    rows = list(SessionTurn.objects.filter(session_id=session_id).order_by("position"))
+    shown = {row.pk: row.messages for row in rows}
     turns = apps_at(migrator, ORIGINALS_COMPRESSED).get_model("dashboard", "SessionTurn")
-    rows = list(turns.objects.filter(session_id=session_id).order_by("position"))
-    for row in rows[1:]:  # the first as written today: the migration leaves it as it is
-        turns.objects.filter(pk=row.pk).update(packed=turn_as_records(bytes(row.packed)))
+    for number, row in enumerate(rows):
+        # The first as written today: the migration leaves it as it is.
+        packed = bytes(row.packed) if number == 0 else turn_as_records(bytes(row.packed))
+        turns.objects.filter(pk=row.pk).update(packed=packed)
 
     apps_at(migrator, TURNS_AS_JSON)
     services.clear_caches()
 
     assert services.engine_session_of(AgentSession.objects.get(pk=session_id)) == engine
     assert {t.pk: t.messages for t in SessionTurn.objects.filter(session_id=session_id)} == shown
+
+    # Migrating back gives every row as records again, which read as the messages they were.
+    turns = apps_at(migrator, ORIGINALS_COMPRESSED).get_model("dashboard", "SessionTurn")
+    stored = [
+        json.loads(zlib.decompress(packed))
+        for packed in turns.objects.filter(session_id=session_id)
+        .order_by("position")
+        .values_list("packed", flat=True)
+    ]
+    assert [gcengine.messages_from_records(s["messages"]) for s in stored] == [
+        t.messages for t in engine.turns()
+    ]
+    assert [[tuple(f) for f in s["figures"]] for s in stored] == storage.turn_figures(engine)

@@ -29,17 +29,10 @@ def _renamed(record: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     return {names.get(key, key): value for key, value in record.items()}
 
 
-def _message(record: dict[str, Any]) -> dict[str, Any]:
-    message = _renamed(record, MESSAGE_FIELDS)
-    message["parts"] = [_renamed(part, PART_FIELDS) for part in record["parts"]]
+def _message(record: dict[str, Any], names: dict[str, str], part_names: dict[str, str]) -> Any:
+    message = _renamed(record, names)
+    message["parts"] = [_renamed(part, part_names) for part in record["parts"]]
     return message
-
-
-def _turn(stored: Any) -> Any:
-    """A turn as stored now, from one stored either way."""
-    if not isinstance(stored, dict):
-        return stored  # already ``[figures, messages]`` (written by this code's storage)
-    return [stored["figures"], [_message(record) for record in stored["messages"]]]
 
 
 def _pack(value: Any) -> bytes:
@@ -47,18 +40,48 @@ def _pack(value: Any) -> bytes:
     return zlib.compress(text.encode(), LEVEL)
 
 
-def rewrite_turns(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+def _rewrite(apps: StateApps, change: Any) -> None:
+    """Every turn row through ``change`` (stored value in, stored value out, or None to leave
+    the row as it is), a batch of rows at a time."""
     SessionTurn = apps.get_model("dashboard", "SessionTurn")
     pks = list(SessionTurn.objects.values_list("pk", flat=True))
     for start in range(0, len(pks), BATCH):
-        rows = SessionTurn.objects.filter(pk__in=pks[start : start + BATCH]).only("packed")
         changed = []
-        for row in rows:
-            stored = json.loads(zlib.decompress(row.packed))
-            if isinstance(stored, dict):
-                row.packed = _pack(_turn(stored))
+        for row in SessionTurn.objects.filter(pk__in=pks[start : start + BATCH]).only("packed"):
+            value = change(json.loads(zlib.decompress(row.packed)))
+            if value is not None:
+                row.packed = _pack(value)
                 changed.append(row)
         SessionTurn.objects.bulk_update(changed, ["packed"], batch_size=BATCH)
+
+
+def _as_json(stored: Any) -> Any:
+    """A turn stored as records, as ``[figures, messages]``; None for one stored so already
+    (written by the storage code of this version, in an earlier migration)."""
+    if not isinstance(stored, dict):
+        return None
+    messages = [_message(m, MESSAGE_FIELDS, PART_FIELDS) for m in stored["messages"]]
+    return [stored["figures"], messages]
+
+
+def _as_records(stored: Any) -> Any:
+    if isinstance(stored, dict):
+        return None
+    figures, messages = stored
+    back, part_back = _reversed(MESSAGE_FIELDS), _reversed(PART_FIELDS)
+    return {"messages": [_message(m, back, part_back) for m in messages], "figures": figures}
+
+
+def _reversed(names: dict[str, str]) -> dict[str, str]:
+    return {new: old for old, new in names.items()}
+
+
+def rewrite_turns(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    _rewrite(apps, _as_json)
+
+
+def restore_records(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    _rewrite(apps, _as_records)
 
 
 class Migration(migrations.Migration):
@@ -75,5 +98,5 @@ class Migration(migrations.Migration):
                 help_text="The turn's figures and messages (pydantic's JSON), zlib-compressed.",
             ),
         ),
-        migrations.RunPython(rewrite_turns, migrations.RunPython.noop),
+        migrations.RunPython(rewrite_turns, restore_records),
     ]
