@@ -175,7 +175,7 @@ class SessionTurn(models.Model):
     preview = models.CharField(max_length=300, blank=True)
     packed = models.BinaryField(
         default=b"",
-        help_text="The turn's messages (gcengine records) and their figures, zlib JSON.",
+        help_text="The turn's figures and messages (pydantic's JSON), zlib-compressed.",
     )
 
     class Meta:

@@ -2,14 +2,15 @@
 
 A session is stored flat, once, when it is uploaded (and a run's results when it finishes), so
 pages page through rows instead of walking a 26,000-leaf tree per request. Its history is kept
-once, turn by turn: one ``SessionTurn`` row per turn holds that turn's messages as the engine's
-records with each message's figure, compressed (``pack_turn``); the history view is made from a
-page of them (``StoredMessage``), and reopening the session reads them all back without counting
-(``gcengine.session_from_record``). The budget tree is stored as ``BudgetNode`` rows only above
-the turns: the conversation's turns and messages are drawn from the turn rows that already hold
-them, and a run's turns from the session's, except the few it changed (``after_turns``). A
-replay is stored as compact step tuples. Writers (the services) and readers (the presenters)
-share these shapes, so a field renamed on one side is a type error on the other.
+once, turn by turn: one ``SessionTurn`` row per turn holds each of that turn's messages' figure
+and the messages as pydantic writes them, compressed (``pack_turn``); the history view is made
+from a page of them (``StoredMessage``), and reopening the session validates them straight from
+their bytes and counts nothing again (``gcengine.session_from_record``). The budget tree is
+stored as ``BudgetNode`` rows only above the turns: the conversation's turns and messages are
+drawn from the turn rows that already hold them, and a run's turns from the session's, except
+the few it changed (``after_turns``). A replay is stored as compact step tuples. Writers (the
+services) and readers (the presenters) share these shapes, so a field renamed on one side is a
+type error on the other.
 """
 
 from __future__ import annotations
@@ -260,16 +261,20 @@ def _figure_of(session: gcengine.Session, message: gcengine.Message) -> MessageF
     )
 
 
+# A turn as stored: its figures and its messages as pydantic writes them, so reading validates
+# straight from the bytes (pydantic-core builds the models, far faster than Python can).
+_TURN = TypeAdapter(tuple[list[MessageFigure], list[gcengine.Message]])
+
+
 def pack_turn(messages: list[gcengine.Message], figures: list[MessageFigure]) -> bytes:
-    """A turn as ``SessionTurn.packed`` holds it: the engine's records of its messages and
-    each message's figure."""
-    return packed({"messages": gcengine.message_records(messages), "figures": figures})
+    """A turn as ``SessionTurn.packed`` holds it: ``[figures, messages]`` as JSON (defaults
+    left out), compressed."""
+    return zlib.compress(_TURN.dump_json((figures, messages), exclude_defaults=True), PACK_LEVEL)
 
 
 def unpack_turn(data: bytes | memoryview) -> tuple[list[gcengine.Message], list[MessageFigure]]:
-    stored = unpacked(data)
-    figures = [(int(t), str(p), str(c), str(label)) for t, p, c, label in stored["figures"]]
-    return gcengine.messages_from_records(stored["messages"]), figures
+    figures, messages = _TURN.validate_json(zlib.decompress(data))
+    return messages, figures
 
 
 def turn_rows(session: gcengine.Session) -> list[TurnRow]:
@@ -412,20 +417,23 @@ def unpack_session(
 
 def pack_session_after(after: gcengine.Session, before: gcengine.Session) -> bytes:
     """A run's collected session as stored: its history as positions in the session before
-    (each message it kept) or records (what it inserted), with every message's figure."""
+    (each message it kept) or records (what it inserted), with every message's figure; the
+    rest of the session only where the run changed it (a run changes the history alone, and
+    the rest of a long session is megabytes: the agent's inputs and accounting)."""
     position = {id(message): number for number, message in enumerate(before.history)}
     history = [
         position[id(message)] if id(message) in position else gcengine.message_records([message])[0]
         for message in after.history
     ]
-    return packed(
-        {
-            "format": DOCUMENT_FORMAT,
-            "session": gcengine.session_record(after),
-            "history": history,
-            "figures": gcengine.budget_figures(after),
-        }
-    )
+    stored: dict[str, Any] = {
+        "format": DOCUMENT_FORMAT,
+        "history": history,
+        "figures": gcengine.budget_figures(after),
+    }
+    record = gcengine.session_record(after)
+    if record != gcengine.session_record(before):
+        stored["session"] = record
+    return packed(stored)
 
 
 def unpack_session_after(data: bytes | memoryview, before: gcengine.Session) -> gcengine.Session:
@@ -437,7 +445,8 @@ def unpack_session_after(data: bytes | memoryview, before: gcengine.Session) -> 
         for item in stored["history"]
     ]
     figures = [(int(tokens), str(counted_by)) for tokens, counted_by in stored["figures"]]
-    return gcengine.session_from_record(stored["session"], history, figures)
+    record = stored.get("session") or gcengine.session_record(before)
+    return gcengine.session_from_record(record, history, figures)
 
 
 AfterTurn = int | list[Any]

@@ -30,6 +30,7 @@ BEFORE = ("dashboard", "0010_reachability_stash")
 AFTER = ("dashboard", "0011_compact_session_storage")
 ORIGINALS_WHOLE = ("dashboard", "0012_quality_gates_prices_retention")
 ORIGINALS_COMPRESSED = ("dashboard", "0013_compress_originals")
+TURNS_AS_JSON = ("dashboard", "0015_turns_validate_from_json")
 POLICY = gcengine.load_gc_config(
     {"type": "gc_budget", "threshold_percent": 1, "target_percent": 0.5}, env={}
 )
@@ -230,3 +231,49 @@ def test_originals_stored_whole_are_compressed_and_come_back_byte_for_byte(
     # Migrating back gives the bytes as they were stored before.
     documents = apps_at(migrator, ORIGINALS_WHOLE).get_model("dashboard", "SessionDocument")
     assert bytes(documents.objects.values_list("original", flat=True).get()) == data
+
+
+def turn_as_records(packed: bytes) -> bytes:
+    """A turn row's bytes as stored before turns were pydantic's JSON: the engine's records."""
+    messages, figures = storage.unpack_turn(packed)
+    records = {"messages": gcengine.message_records(messages), "figures": figures}
+    return zlib.compress(json.dumps(records, ensure_ascii=False).encode(), 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_turns_stored_as_records_read_the_same_after_rewriting_them(
+    migrator: MigrationExecutor,
+) -> None:
+    data = json.dumps(gcengine.generate_session_file(SMALL_SHAPE)).encode()
+    engine = gcengine.load_session(data)
+    receipt = services.session_upload(
+        project=services.project_default(), filename="small.json", data=data
+    )
+    assert receipt.session is not None
+    session_id = receipt.session.pk
+    rows = list(SessionTurn.objects.filter(session_id=session_id).order_by("position"))
+    shown = {row.pk: row.messages for row in rows}
+    turns = apps_at(migrator, ORIGINALS_COMPRESSED).get_model("dashboard", "SessionTurn")
+    for number, row in enumerate(rows):
+        # The first as written today: the migration leaves it as it is.
+        packed = bytes(row.packed) if number == 0 else turn_as_records(bytes(row.packed))
+        turns.objects.filter(pk=row.pk).update(packed=packed)
+
+    apps_at(migrator, TURNS_AS_JSON)
+    services.clear_caches()
+
+    assert services.engine_session_of(AgentSession.objects.get(pk=session_id)) == engine
+    assert {t.pk: t.messages for t in SessionTurn.objects.filter(session_id=session_id)} == shown
+
+    # Migrating back gives every row as records again, which read as the messages they were.
+    turns = apps_at(migrator, ORIGINALS_COMPRESSED).get_model("dashboard", "SessionTurn")
+    stored = [
+        json.loads(zlib.decompress(packed))
+        for packed in turns.objects.filter(session_id=session_id)
+        .order_by("position")
+        .values_list("packed", flat=True)
+    ]
+    assert [gcengine.messages_from_records(s["messages"]) for s in stored] == [
+        t.messages for t in engine.turns()
+    ]
+    assert [[tuple(f) for f in s["figures"]] for s in stored] == storage.turn_figures(engine)

@@ -1,0 +1,73 @@
+"""A stored session reads back as the session that was loaded: its turns as the history view
+and a run read them, and the whole session as runs, replays and exports reopen it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import gcengine
+from jaato_web.dashboard import services, storage
+from jaato_web.dashboard.models import AgentSession, Project
+from tests.engine.conftest import example
+from tests.engine.strategies import jaato_session_files
+from tests.web.conftest import session_bytes
+
+APPROX = gcengine.load_counter("approx")
+
+
+def read_back(engine: gcengine.Session) -> gcengine.Session:
+    """The session as the dashboard stores it (document and turn rows) and reads it back."""
+    turns = [storage.unpack_turn(row.packed) for row in storage.turn_rows(engine)]
+    return storage.unpack_session(storage.pack_session(engine), turns)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jaato_session_files(max_turns=4))
+def test_every_turn_and_the_session_read_back_as_loaded(file: dict[str, Any]) -> None:
+    engine = gcengine.load_session(json.dumps(file).encode(), counter=APPROX)
+
+    for row, turn, figures in zip(
+        storage.turn_rows(engine), engine.turns(), storage.turn_figures(engine), strict=True
+    ):
+        assert storage.unpack_turn(row.packed) == (turn.messages, figures)
+    again = read_back(engine)
+    assert again == engine
+    assert again.model_dump(mode="json") == engine.model_dump(mode="json")
+
+
+@pytest.mark.parametrize("name", ["jaato_session_v2.1.json", "jaato_session_v2.10.json"])
+def test_jaatos_own_files_read_back_as_loaded(name: str) -> None:
+    engine = gcengine.load_session(json.dumps(example(name)).encode())
+
+    assert read_back(engine) == engine
+
+
+def test_a_stored_session_reopens_in_a_worker_that_never_read_it(project: Project) -> None:
+    data = session_bytes()
+    receipt = services.session_upload(project=project, filename="small.json", data=data)
+    assert receipt.session is not None
+    services.clear_caches()
+
+    reopened = services.engine_session_of(AgentSession.objects.get(pk=receipt.session.pk))
+
+    assert reopened == gcengine.load_session(data)
+
+
+@pytest.mark.parametrize("changed", [False, True], ids=["history-only", "record-changed-too"])
+def test_a_runs_collected_session_reads_back_as_the_run_left_it(changed: bool) -> None:
+    before = gcengine.load_session(session_bytes(), counter=APPROX)
+    config = gcengine.load_gc_config(
+        {"type": "gc_budget", "threshold_percent": 1, "target_percent": 0.5}, env={}
+    )
+    after = gcengine.run_gc(before, config).session
+    if changed:
+        after = after.model_copy(update={"warnings": [*after.warnings, "changed by the run"]})
+
+    again = storage.unpack_session_after(storage.pack_session_after(after, before), before)
+
+    assert again == after
+    assert again.warnings == after.warnings
