@@ -82,7 +82,7 @@ def budget_rows(budget: gcengine.InstructionBudget) -> list[NodeRow]:
     rows: list[NodeRow] = []
     for position, (source, entry) in enumerate(budget.entries.items()):
         _flatten(entry, source.value, "", position, 0, rows)
-    return [row for row in rows if row.parent_path.split("/", 1)[0] != CONVERSATION]
+    return rows
 
 
 def _flatten(
@@ -91,35 +91,41 @@ def _flatten(
     parent_path: str,
     position: int,
     depth: int,
-    rows: list[NodeRow],
+    rows: list[NodeRow] | None,
 ) -> tuple[int, str]:
+    """Add the rows of ``entry`` and its descendants to ``rows`` (the conversation's children
+    are only added up: ``rows`` is None below it); its tokens and policy."""
     path = f"{parent_path}/{key}" if parent_path else key
-    slot = len(rows)
-    rows.append(NodeRow(path, parent_path, position, depth, key, "", "", 0, 0, []))
+    slot = -1
+    if rows is not None:
+        slot = len(rows)
+        rows.append(NodeRow(path, parent_path, position, depth, key, "", "", 0, 0, []))
     if entry.children:
+        below = None if path == CONVERSATION else rows
         tokens = 0
         policies: set[str] = set()
         for child_position, (child_key, child) in enumerate(entry.children.items()):
             child_tokens, child_policy = _flatten(
-                child, child_key, path, child_position, depth + 1, rows
+                child, child_key, path, child_position, depth + 1, below
             )
             tokens += child_tokens
             policies.add(child_policy)
         policy = policies.pop() if len(policies) == 1 else gcengine.GCPolicy.PARTIAL.value
     else:
         tokens, policy = entry.tokens, entry.gc_policy.value
-    rows[slot] = NodeRow(
-        path=path,
-        parent_path=parent_path,
-        position=position,
-        depth=depth,
-        key=key,
-        label=entry.label or key,
-        policy=policy,
-        tokens=tokens,
-        child_count=len(entry.children),
-        message_ids=list(entry.message_ids),
-    )
+    if rows is not None:
+        rows[slot] = NodeRow(
+            path=path,
+            parent_path=parent_path,
+            position=position,
+            depth=depth,
+            key=key,
+            label=entry.label or key,
+            policy=policy,
+            tokens=tokens,
+            child_count=len(entry.children),
+            message_ids=list(entry.message_ids),
+        )
     return tokens, policy
 
 
@@ -209,10 +215,33 @@ def unpacked(data: bytes | memoryview) -> Any:
     return json.loads(zlib.decompress(data))
 
 
+# The original is compressed a slice at a time: ``zlib.compress`` of the whole reserves an
+# output as large as the input.
+_ORIGINAL_SLICE = 1 << 20
+
+
 def pack_original(data: bytes) -> bytes:
     """The bytes as uploaded, as stored: compressed (a 10,000-turn session: 45.5 MB -> about
-    12 MB), and given back exactly by ``unpack_original``."""
-    return zlib.compress(data, PACK_LEVEL)
+    15 MB), and given back exactly by ``unpack_original``."""
+    packer = zlib.compressobj(PACK_LEVEL)
+    view = memoryview(data)
+    packed = [
+        packer.compress(view[i : i + _ORIGINAL_SLICE]) for i in range(0, len(view), _ORIGINAL_SLICE)
+    ]
+    packed.append(packer.flush())
+    return b"".join(packed)
+
+
+@dataclass(frozen=True)
+class Original:
+    """An uploaded file as its session keeps it: its size, and its bytes packed."""
+
+    size: int
+    packed: bytes
+
+
+def original_of(data: bytes) -> Original:
+    return Original(len(data), pack_original(data))
 
 
 def unpack_original(stored: bytes | memoryview) -> bytes:
