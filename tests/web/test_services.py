@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 
 import pytest
 
@@ -70,9 +71,14 @@ def test_upload_stores_original_bytes_turns_and_tree(project):
 
 def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
     # Over two slices of varied bytes, ending mid-slice, as a large upload is packed.
-    data = bytes((n * 7919 + n // 1000) % 256 for n in range(2 * storage._ORIGINAL_SLICE + 12_345))
+    data = bytes((n * 7919 + n // 1000) % 256 for n in range(2 * storage._COMPRESS_SLICE + 12_345))
 
     assert storage.unpack_original(storage.pack_original(data)) == data
+    # The very bytes one call to zlib makes: stored values do not depend on how they were packed.
+    assert storage.pack_original(data) == zlib.compress(data, storage.PACK_LEVEL)
+    assert storage.packed({"text": data.hex()}) == zlib.compress(
+        json.dumps({"text": data.hex()}, separators=(",", ":")).encode(), storage.PACK_LEVEL
+    )
     assert storage.original_of(data) == storage.Original(len(data), storage.pack_original(data))
 
 
