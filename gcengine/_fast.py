@@ -43,7 +43,7 @@ def _defaults(
 def _all_fields(model: type[BaseModel]) -> set[str]:
     """Every field name of ``model``: the fields-set of each instance built with all of them.
 
-    One set is shared by all those instances (a set per model cost a third of a loaded
+    One set is shared by all those instances (a set per model was a quarter of a loaded
     session's memory). Sharing is safe because a set already holding every field never
     changes: marking a field as set (an assignment, ``set_fresh``) adds a name it holds, and
     pydantic copies the set for a copy."""
