@@ -35,6 +35,10 @@ token counter's cache. Targets are printed beside the figures.
   sessions, and the editor's preview of each: Python memory after the first and after the
   last (target: no more after the last than after the first).
 
+Measured with ``--repeat 1`` on the shared 2-vCPU machine (load about 3): engine load 2.73 s
+= 1.18x raw tiktoken (2.32 s), web upload 4.64 s = 1.70x the load, peak 198 MB = 4.35x the
+file; timings move with the machine's load (the load's counting threads need a free core).
+
     python benchmarks/heavy.py [--turns 10000] [--repeat 3] [--scaling 1000 10000 30000]
                                [--memory-sessions 20] [--skip-main]
 """

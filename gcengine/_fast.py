@@ -40,23 +40,32 @@ def _defaults(
 
 
 @functools.cache
-def _field_count(model: type[BaseModel]) -> int:
-    return len(model.model_fields)
+def _all_fields(model: type[BaseModel]) -> set[str]:
+    """Every field name of ``model``: the fields-set of each instance built with all of them.
+
+    One set is shared by all those instances (a set per model was a quarter of a loaded
+    session's memory). Sharing is safe because a set already holding every field never
+    changes: marking a field as set (an assignment, ``set_fresh``) adds a name it holds, and
+    pydantic copies the set for a copy."""
+    return set(model.model_fields)
 
 
 def construct[M: BaseModel](model: type[M], **values: Any) -> M:
     """Like ``model.model_construct(**values)``: no validation, defaults filled in."""
-    if len(values) == _field_count(model):
+    every = _all_fields(model)
+    if len(values) == len(every):
         data = values  # every field given: the common case on hot paths
+        given = every
     else:
         static, factories = _defaults(model)
         data = {**static, **values}
         for name, factory in factories:
             if name not in data:
                 data[name] = factory()
+        given = set(values)
     instance = model.__new__(model)
     _set(instance, "__dict__", data)
-    _set(instance, "__pydantic_fields_set__", set(values))
+    _set(instance, "__pydantic_fields_set__", given)
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance

@@ -239,14 +239,21 @@ def storable_check(data: Any, *, enclosing: int = 0, strings: bool = True) -> No
 
 
 def _deeper_than(data: Any, allowed: int) -> bool:
-    """Whether any object or list sits more than ``allowed`` levels deep (the top is 1)."""
-    stack = [(data, 1)] if isinstance(data, dict | list) else []
-    while stack:
-        value, level = stack.pop()
-        if level > allowed:
+    """Whether any object or list sits more than ``allowed`` levels deep (the top is 1).
+
+    Walked a level at a time: every value of a large session is looked at, and a level's
+    containers gathered in one list cost less than a (value, level) pair for each."""
+    level: list[Any] = [data] if isinstance(data, dict | list) else []
+    depth = 1
+    while level:
+        if depth > allowed:
             return True
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+        below: list[Any] = []
+        for value in level:
+            children = value.values() if isinstance(value, dict) else value
+            below += [child for child in children if isinstance(child, dict | list)]
+        level = below
+        depth += 1
     return False
 
 

@@ -113,29 +113,51 @@ class Part(Tracked):
 
     @classmethod
     def from_text(cls, text: str) -> Part:
-        return construct(cls, type=PartType.TEXT, text=text, extra={})
+        return _part(PartType.TEXT, text=text)
 
     @classmethod
     def from_thought(cls, text: str, extra: dict[str, Any] | None = None) -> Part:
-        return construct(cls, type=PartType.THOUGHT, text=text, extra=extra or {})
+        return _part(PartType.THOUGHT, text=text, extra=extra or {})
 
     @classmethod
     def from_function_call(cls, call: FunctionCall) -> Part:
-        return construct(cls, type=PartType.FUNCTION_CALL, function_call=call, extra={})
+        return _part(PartType.FUNCTION_CALL, function_call=call)
 
     @classmethod
     def from_function_response(cls, response: FunctionResponse) -> Part:
-        return construct(cls, type=PartType.FUNCTION_RESPONSE, function_response=response, extra={})
+        return _part(PartType.FUNCTION_RESPONSE, function_response=response)
 
     @classmethod
     def from_inline_data(cls, data: InlineData) -> Part:
-        return construct(cls, type=PartType.INLINE_DATA, inline_data=data, extra={})
+        return _part(PartType.INLINE_DATA, inline_data=data)
 
     @classmethod
     def from_opaque(cls, kind: str, data: dict[str, Any]) -> Part:
-        return construct(
-            cls, type=PartType.OPAQUE, opaque=OpaquePart(kind=kind, data=data), extra={}
-        )
+        return _part(PartType.OPAQUE, opaque=OpaquePart(kind=kind, data=data))
+
+
+def _part(
+    type: PartType,
+    *,
+    text: str | None = None,
+    function_call: FunctionCall | None = None,
+    function_response: FunctionResponse | None = None,
+    inline_data: InlineData | None = None,
+    opaque: OpaquePart | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Part:
+    """A part with every field given, so it is built on ``construct``'s fast path and shares
+    its fields-set (a long session holds tens of thousands of parts)."""
+    return construct(
+        Part,
+        type=type,
+        text=text,
+        function_call=function_call,
+        function_response=function_response,
+        inline_data=inline_data,
+        opaque=opaque,
+        extra={} if extra is None else extra,
+    )
 
 
 class Message(Tracked):

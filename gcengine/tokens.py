@@ -33,6 +33,8 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, get_args, runtime_checkable
@@ -98,6 +100,50 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
+@runtime_checkable
+class BatchCounter(Protocol):
+    """A counter that counts many texts at once faster than one by one (``count_texts``)."""
+
+    def count_many(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def count_texts(counter: TokenCounter, texts: Sequence[str]) -> list[int]:
+    """``[counter.count(text) for text in texts]``, in one batch when the counter takes one."""
+    if isinstance(counter, BatchCounter):
+        return counter.count_many(texts)
+    return [counter.count(text) for text in texts]
+
+
+# A batch is split among threads only when it is this large: a thread costs more than
+# counting a few pages of text.
+_THREADED_BATCH_CHARS = 200_000
+# Each thread takes several slices of a batch in turn, so one slice of long texts does not
+# leave the other threads idle at the end.
+_SLICES_PER_THREAD = 4
+
+
+def counting_threads() -> int:
+    """How many threads a large batch is counted on: the cores this process may use (at most
+    four, where the gain ends for the sizes counted here)."""
+    cores: int | None = getattr(os, "process_cpu_count", os.cpu_count)()  # 3.13 on
+    return max(1, min(4, cores or 1))
+
+
+def _slices(texts: Sequence[str], parts: int) -> list[Sequence[str]]:
+    """``texts`` cut, in order, into about ``parts`` runs of about equal length in characters."""
+    share = sum(map(len, texts)) / parts
+    runs: list[Sequence[str]] = []
+    start = taken = 0
+    for end, text in enumerate(texts, 1):
+        taken += len(text)
+        if taken >= share * (len(runs) + 1):
+            runs.append(texts[start:end])
+            start = end
+    if start < len(texts):
+        runs.append(texts[start:])
+    return runs
+
+
 class ApproxCounter:
     """Characters divided by four, the estimate JAATO falls back to; never fails."""
 
@@ -133,6 +179,20 @@ class TiktokenCounter:
 
     def count(self, text: str) -> int:
         return len(self._encode(text)) if text else 0
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """The texts' counts, a large batch counted on several threads at once: tiktoken's
+        encoder releases the GIL while it encodes, so the threads run on as many cores."""
+        threads = counting_threads()
+        if threads == 1 or sum(map(len, texts)) < _THREADED_BATCH_CHARS:
+            return self._count_run(texts)
+        with ThreadPoolExecutor(threads, thread_name_prefix="gcengine-count") as pool:
+            counted = pool.map(self._count_run, _slices(texts, threads * _SLICES_PER_THREAD))
+            return [tokens for run in counted for tokens in run]
+
+    def _count_run(self, texts: Sequence[str]) -> list[int]:
+        encode = self._encode
+        return [len(encode(text)) if text else 0 for text in texts]
 
 
 class CachingCounter:
@@ -199,12 +259,37 @@ class CachingCounter:
         if len(text) <= self.max_chars:
             with self._lock:
                 if text not in counts:
-                    counts[text] = counted
-                    self._chars += len(text)
-                    while len(counts) > self.max_texts or self._chars > self.max_chars:
-                        oldest, _ = counts.popitem(last=False)
-                        self._chars -= len(oldest)
+                    self._remember(text, counted)
         return counted
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """``[self.count(text) for text in texts]``: the texts not known yet are counted in one
+        batch by the inner counter (on several threads, for tiktoken), each once, and the cache
+        is left as counting them one by one leaves it."""
+        counts = self._counts
+        with self._lock:
+            found = [counts.get(text) for text in texts]
+        pairs = list(zip(texts, found, strict=True))
+        new = list(dict.fromkeys(text for text, known in pairs if known is None))
+        counted = dict(zip(new, count_texts(self.inner, new), strict=True))
+        result = [counted[text] if known is None else known for text, known in pairs]
+        with self._lock:
+            for text, tokens in zip(texts, result, strict=True):
+                self._remember(text, tokens)
+        return result
+
+    def _remember(self, text: str, tokens: int) -> None:
+        """Make ``text`` the most recently counted, evicting the least recent beyond the
+        bounds (under the lock)."""
+        counts = self._counts
+        if text in counts:
+            counts.move_to_end(text)
+        elif len(text) <= self.max_chars:
+            counts[text] = tokens
+            self._chars += len(text)
+            while len(counts) > self.max_texts or self._chars > self.max_chars:
+                oldest, _ = counts.popitem(last=False)
+                self._chars -= len(oldest)
 
 
 def _tiktoken_cache_dir() -> Path | None:
@@ -408,27 +493,33 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def count_part(part: Part, counter: TokenCounter) -> int:
+def counted_texts(part: Part) -> tuple[str, ...]:
+    """The texts a part is counted by (``count_part``); none for media, priced by formula, and
+    for reasoning, which counts zero."""
     match part.type:
         case PartType.TEXT:
-            return counter.count(part.text or "")
+            return (part.text or "",)
         case PartType.FUNCTION_CALL:
             call = part.function_call
             assert call is not None
-            return counter.count(call.name) + counter.count(compact_json(call.args))
+            return call.name, compact_json(call.args)
         case PartType.FUNCTION_RESPONSE:
             response = part.function_response
             assert response is not None
-            return counter.count(response.name) + counter.count(compact_json(response.result))
-        case PartType.INLINE_DATA:
-            assert part.inline_data is not None
-            return media_cost(part.inline_data, media_of(counter)).tokens
-        case PartType.THOUGHT:
-            return 0
+            return response.name, compact_json(response.result)
         case PartType.OPAQUE:
             opaque = part.opaque
             assert opaque is not None
-            return counter.count(compact_json(opaque.data)) if opaque.data else 0
+            return (compact_json(opaque.data),) if opaque.data else ()
+        case PartType.INLINE_DATA | PartType.THOUGHT:
+            return ()
+
+
+def count_part(part: Part, counter: TokenCounter) -> int:
+    if part.type is PartType.INLINE_DATA:
+        assert part.inline_data is not None
+        return media_cost(part.inline_data, media_of(counter)).tokens
+    return sum(counter.count(text) for text in counted_texts(part))
 
 
 def media_of(counter: TokenCounter) -> MediaProvider:
@@ -440,3 +531,37 @@ def media_of(counter: TokenCounter) -> MediaProvider:
 def count_message(message: Message, counter: TokenCounter) -> int:
     """Tokens this message costs in a prompt."""
     return MESSAGE_OVERHEAD_TOKENS + sum(count_part(part, counter) for part in message.parts)
+
+
+# Messages are counted in batches of this many texts: a batch keeps the threads of a batch
+# counter busy, and holds only its own arguments and results serialised for counting.
+_MESSAGE_BATCH_TEXTS = 8192
+
+
+def count_messages(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
+    """``[count_message(message, counter) for message in messages]``, the texts of many
+    messages counted in batches (``count_texts``), so a batch counter counts them on several
+    threads."""
+    counted: list[int] = []
+    texts: list[str] = []
+    owners: list[int] = []  # per text, the position in ``counted`` of its message
+    for message in messages:
+        tokens = MESSAGE_OVERHEAD_TOKENS
+        for part in message.parts:
+            if part.type is PartType.INLINE_DATA:
+                tokens += count_part(part, counter)
+            else:
+                for text in counted_texts(part):
+                    texts.append(text)
+                    owners.append(len(counted))
+        counted.append(tokens)
+        if len(texts) >= _MESSAGE_BATCH_TEXTS:
+            _add_counts(counted, owners, count_texts(counter, texts))
+            texts, owners = [], []
+    _add_counts(counted, owners, count_texts(counter, texts))
+    return counted
+
+
+def _add_counts(counted: list[int], owners: list[int], counts: list[int]) -> None:
+    for owner, tokens in zip(owners, counts, strict=True):
+        counted[owner] += tokens

@@ -115,6 +115,8 @@ def load_session(
     """
     data = decode_source(source, limits)
     parsed = detect_and_parse(data)
+    # The decoded JSON's objects and lists go now; the session keeps the strings it holds.
+    del data
     if len(parsed.history) > limits.max_messages:
         raise SessionFormatError(
             f"the session has {len(parsed.history):,} messages; "

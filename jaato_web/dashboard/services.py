@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache, partial
@@ -295,7 +296,9 @@ def session_upload(
     engine_session = gcengine.load_session(data)
     try:
         with transaction.atomic():
-            session = _session_store(project, filename, data, digest, engine_session)
+            session = _session_store(
+                project, filename, storage.original_of(data), digest, engine_session
+            )
             _upload_audit(project, actor, filename, len(data), session=session)
     except IntegrityError:
         # The same file arrived twice at once; the other request stored it.
@@ -438,12 +441,19 @@ def _ingest_claimed(job_id: int) -> None:
         raise background.WorkLost  # cancelled before the bytes were read
     data = bytes(stored)
     del stored
-    try:
-        engine_session = gcengine.load_session(data)
-    except gcengine.SessionFormatError as error:
-        # A path deep in a file can be longer than the field; its start says where to look.
-        background.work_failed(IngestJob, job_id, str(error), error_path=error.json_path[:400])
-        return
+    # The original is packed on another thread while the file is read (zlib lets go of the
+    # GIL), and its bytes are let go of once both are done.
+    with ThreadPoolExecutor(1, thread_name_prefix="pack-original") as packer:
+        packing = packer.submit(storage.original_of, data)
+        try:
+            engine_session = gcengine.load_session(data)
+        except gcengine.SessionFormatError as error:
+            packing.cancel()
+            # A path deep in a file can be longer than the field; its start says where to look.
+            background.work_failed(IngestJob, job_id, str(error), error_path=error.json_path[:400])
+            return
+        original = packing.result()
+    del data
     background.work_progress(IngestJob, job_id, f"storing {len(engine_session.history):,} messages")
     with transaction.atomic():
         background.work_done(IngestJob, job_id)  # first: a cancel meanwhile stores nothing
@@ -453,7 +463,7 @@ def _ingest_claimed(job_id: int) -> None:
         if session is None:
             try:
                 session = _session_store(
-                    job.project, job.filename, data, job.sha256, engine_session
+                    job.project, job.filename, original, job.sha256, engine_session
                 )
             except IntegrityError:  # the same file, uploaded twice at once, stored by the other
                 session, created = same.get(), False
@@ -464,7 +474,11 @@ def _ingest_claimed(job_id: int) -> None:
 
 @transaction.atomic
 def _session_store(
-    project: Project, filename: str, data: bytes, digest: str, engine: gcengine.Session
+    project: Project,
+    filename: str,
+    original: storage.Original,
+    digest: str,
+    engine: gcengine.Session,
 ) -> AgentSession:
     budget = engine.budget
     total = budget.total_tokens()
@@ -473,7 +487,7 @@ def _session_store(
         project=project,
         label=filename[:300],
         sha256=digest,
-        size_bytes=len(data),
+        size_bytes=original.size,
         source_format=engine.source_format.value,
         format_version=engine.format_version or "",
         model_name=engine.model or "",
@@ -494,7 +508,7 @@ def _session_store(
     )
     SessionDocument.objects.create(
         session=session,
-        original=storage.pack_original(data),
+        original=original.packed,
         engine_session=storage.pack_session(engine),
     )
     _rows_insert(
@@ -1611,7 +1625,7 @@ def _derived_store(
     existing = AgentSession.objects.filter(project=project, sha256=digest).first()
     if existing is not None:
         return existing, False
-    derived = _session_store(project, label[:300], data, digest, engine)
+    derived = _session_store(project, label[:300], storage.original_of(data), digest, engine)
     AgentSession.objects.filter(pk=derived.pk).update(
         derived_from_run=run, restored_segments=restored
     )

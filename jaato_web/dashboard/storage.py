@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 from pydantic import TypeAdapter
@@ -83,7 +84,7 @@ def budget_rows(budget: gcengine.InstructionBudget) -> list[NodeRow]:
     rows: list[NodeRow] = []
     for position, (source, entry) in enumerate(budget.entries.items()):
         _flatten(entry, source.value, "", position, 0, rows)
-    return [row for row in rows if row.parent_path.split("/", 1)[0] != CONVERSATION]
+    return rows
 
 
 def _flatten(
@@ -92,35 +93,41 @@ def _flatten(
     parent_path: str,
     position: int,
     depth: int,
-    rows: list[NodeRow],
+    rows: list[NodeRow] | None,
 ) -> tuple[int, str]:
+    """Add the rows of ``entry`` and its descendants to ``rows`` (the conversation's children
+    are only added up: ``rows`` is None below it); its tokens and policy."""
     path = f"{parent_path}/{key}" if parent_path else key
-    slot = len(rows)
-    rows.append(NodeRow(path, parent_path, position, depth, key, "", "", 0, 0, []))
+    slot = -1
+    if rows is not None:
+        slot = len(rows)
+        rows.append(NodeRow(path, parent_path, position, depth, key, "", "", 0, 0, []))
     if entry.children:
+        below = None if path == CONVERSATION else rows
         tokens = 0
         policies: set[str] = set()
         for child_position, (child_key, child) in enumerate(entry.children.items()):
             child_tokens, child_policy = _flatten(
-                child, child_key, path, child_position, depth + 1, rows
+                child, child_key, path, child_position, depth + 1, below
             )
             tokens += child_tokens
             policies.add(child_policy)
         policy = policies.pop() if len(policies) == 1 else gcengine.GCPolicy.PARTIAL.value
     else:
         tokens, policy = entry.tokens, entry.gc_policy.value
-    rows[slot] = NodeRow(
-        path=path,
-        parent_path=parent_path,
-        position=position,
-        depth=depth,
-        key=key,
-        label=entry.label or key,
-        policy=policy,
-        tokens=tokens,
-        child_count=len(entry.children),
-        message_ids=list(entry.message_ids),
-    )
+    if rows is not None:
+        rows[slot] = NodeRow(
+            path=path,
+            parent_path=parent_path,
+            position=position,
+            depth=depth,
+            key=key,
+            label=entry.label or key,
+            policy=policy,
+            tokens=tokens,
+            child_count=len(entry.children),
+            message_ids=list(entry.message_ids),
+        )
     return tokens, policy
 
 
@@ -202,8 +209,41 @@ def pretty_json(value: Any) -> str:
 
 def packed(value: Any) -> bytes:
     """A JSON value as stored: compact JSON, compressed."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return zlib.compress(text.encode(), PACK_LEVEL)
+    return _compress(_json_bytes(value))
+
+
+# Large data is compressed a slice at a time: ``zlib.compress`` of the whole reserves an output
+# as large as the input. The bytes are the same either way.
+_COMPRESS_SLICE = 1 << 20
+
+
+def _compress(data: bytes) -> bytes:
+    if len(data) <= _COMPRESS_SLICE:
+        return zlib.compress(data, PACK_LEVEL)
+    packer = zlib.compressobj(PACK_LEVEL)
+    view = memoryview(data)
+    slices = range(0, len(view), _COMPRESS_SLICE)
+    return b"".join(
+        [*(packer.compress(view[i : i + _COMPRESS_SLICE]) for i in slices), packer.flush()]
+    )
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _compressed_all(texts: list[bytes]) -> list[bytes]:
+    """``zlib.compress`` of each text, half of them on another thread: zlib lets go of the GIL
+    while it compresses, and this thread compresses the other half meanwhile."""
+    half = len(texts) // 2
+    with ThreadPoolExecutor(1, thread_name_prefix="pack-turns") as helper:
+        first = helper.submit(_compressed, texts[:half])
+        second = _compressed(texts[half:])
+        return first.result() + second
+
+
+def _compressed(texts: list[bytes]) -> list[bytes]:
+    return [_compress(text) for text in texts]
 
 
 def unpacked(data: bytes | memoryview) -> Any:
@@ -212,12 +252,24 @@ def unpacked(data: bytes | memoryview) -> Any:
 
 def pack_original(data: bytes) -> bytes:
     """The bytes as uploaded, as stored: compressed (a 10,000-turn session: 45.5 MB -> about
-    12 MB), and given back exactly by ``unpack_original``."""
-    return zlib.compress(data, PACK_LEVEL)
+    15 MB), and given back exactly by ``unpack_original``."""
+    return _compress(data)
 
 
 def unpack_original(stored: bytes | memoryview) -> bytes:
     return zlib.decompress(stored)
+
+
+@dataclass(frozen=True)
+class Original:
+    """An uploaded file as its session keeps it: its size, and its bytes packed."""
+
+    size: int
+    packed: bytes
+
+
+def original_of(data: bytes) -> Original:
+    return Original(len(data), pack_original(data))
 
 
 def turn_figures(session: gcengine.Session) -> list[list[MessageFigure]]:
@@ -269,7 +321,16 @@ _TURN = TypeAdapter(tuple[list[MessageFigure], list[gcengine.Message]])
 def pack_turn(messages: list[gcengine.Message], figures: list[MessageFigure]) -> bytes:
     """A turn as ``SessionTurn.packed`` holds it: ``[figures, messages]`` as JSON (defaults
     left out), compressed."""
-    return zlib.compress(_TURN.dump_json((figures, messages), exclude_defaults=True), PACK_LEVEL)
+    return _compress(_turn_json(messages, figures))
+
+
+def _turn_json(messages: list[gcengine.Message], figures: list[MessageFigure]) -> bytes:
+    return _TURN.dump_json((figures, messages), exclude_defaults=True)
+
+
+# Turns are packed this many at a time (``turn_rows``): their JSON is written, then compressed
+# on two threads at once, holding only this many turns' JSON.
+_TURNS_PACKED_TOGETHER = 500
 
 
 def unpack_turn(data: bytes | memoryview) -> tuple[list[gcengine.Message], list[MessageFigure]]:
@@ -279,8 +340,10 @@ def unpack_turn(data: bytes | memoryview) -> tuple[list[gcengine.Message], list[
 
 def turn_rows(session: gcengine.Session) -> list[TurnRow]:
     """The history, turn by turn, each message with its figure from the budget, and the turn
-    as the budget tree shows it."""
+    as the budget tree shows it. Each turn is packed as ``pack_turn`` packs it, several turns'
+    JSON compressed at once (``_compressed_all``)."""
     rows: list[TurnRow] = []
+    texts: list[bytes] = []
     for position, (turn, figures) in enumerate(
         zip(session.turns(), turn_figures(session), strict=True)
     ):
@@ -301,10 +364,22 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
                 policy=gcengine.most_protective(figure[1] for figure in figures).value,
                 tool_calls=sum(len(m.function_calls) for m in turn.messages),
                 preview=clipped(" ".join(first_text.split()), PREVIEW_CHARS)[0],
-                packed=pack_turn(turn.messages, figures),
+                packed=b"",
             )
         )
+        texts.append(_turn_json(turn.messages, figures))
+        if len(texts) == _TURNS_PACKED_TOGETHER:
+            _fill_packed(rows, texts)
+            texts = []
+    _fill_packed(rows, texts)
     return rows
+
+
+def _fill_packed(rows: list[TurnRow], texts: list[bytes]) -> None:
+    """Give the last ``len(texts)`` rows their packed turns, from each turn's JSON."""
+    first = len(rows) - len(texts)
+    for position, data in enumerate(_compressed_all(texts), first):
+        rows[position] = replace(rows[position], packed=data)
 
 
 def message_views(

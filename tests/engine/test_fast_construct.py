@@ -36,7 +36,7 @@ from gcengine import (
     SourceEntry,
     Turn,
 )
-from gcengine._fast import construct
+from gcengine._fast import construct, set_fresh
 from gcengine.planner.model import ItemRole, PlannerItem, Priority, Source
 from gcengine.reachability.kinds import SegmentKind
 from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment
@@ -215,3 +215,18 @@ def test_defaults_made_by_a_factory_are_never_shared(model: type[BaseModel]) -> 
     for name, field in model.model_fields.items():
         if field.default_factory is not None:
             assert getattr(first, name) is not getattr(second, name), name
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda model: model.__name__)
+def test_marking_a_field_set_on_one_instance_leaves_the_others_as_built(
+    model: type[BaseModel],
+) -> None:
+    # Instances built with every field share one fields-set: it must never change under them.
+    values = EVERY_FIELD[model]
+    required = {k: v for k, v in values.items() if model.model_fields[k].is_required()}
+    full, partial, other = (construct(model, **values) for values in (values, required, required))
+    for name in model.model_fields:
+        set_fresh(partial, name, getattr(full, name))
+    assert construct(model, **values).model_fields_set == set(model.model_fields)
+    assert other.model_fields_set == set(required)
+    assert full.model_fields_set == set(model.model_fields)

@@ -16,8 +16,11 @@ from gcengine import tokens as token_module
 from gcengine.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     CachingCounter,
+    TiktokenCounter,
     TokenCounter,
     count_message,
+    count_messages,
+    count_texts,
     encoding_for_model,
     load_counter,
 )
@@ -349,3 +352,69 @@ def test_the_cache_answers_what_its_counter_would_and_stays_within_its_bounds(
         assert cached.count(text) == len(text)
         assert cached.cached_texts <= max_texts
         assert cached.cached_chars <= max_chars
+
+
+def test_many_texts_at_once_are_each_counted_as_alone(counter: TokenCounter) -> None:
+    # Enough text that the batch is split among threads, in runs of unequal lengths.
+    texts = [f"line {n}: " + "def f(x): return x * 2\n" * (n % 97) for n in range(3_000)]
+    texts += ["", "<|endoftext|> is ordinary text here", "ünïcödé ✓"]
+    assert sum(map(len, texts)) > token_module._THREADED_BATCH_CHARS
+    tiktoken_counter = counter.inner if isinstance(counter, CachingCounter) else counter
+    assert isinstance(tiktoken_counter, TiktokenCounter)
+    assert tiktoken_counter.count_many(texts) == [tiktoken_counter.count(t) for t in texts]
+    assert count_texts(counter, texts) == [counter.count(t) for t in texts]
+
+
+@given(st.lists(st.text(max_size=40), max_size=60), st.integers(1, 8))
+def test_text_runs_for_threads_keep_every_text_in_order(texts: list[str], parts: int) -> None:
+    runs = token_module._slices(texts, parts)
+    assert [text for run in runs for text in run] == texts
+    assert all(runs)
+
+
+@given(
+    st.lists(st.sampled_from(["", "a", "bb", "ccc", "dddd", "e" * 9, "f" * 31]), max_size=80),
+    st.integers(min_value=1, max_value=6),
+    st.integers(min_value=0, max_value=40),
+)
+def test_a_batch_through_the_cache_counts_as_one_by_one_and_each_new_text_once(
+    texts: list[str], max_texts: int, max_chars: int
+) -> None:
+    spy = SpyCounter()
+    cached = CachingCounter(spy, max_texts=max_texts, max_chars=max_chars)
+    cached.count("bb")
+    spy.calls.clear()
+    assert cached.count_many(texts) == [len(text) for text in texts]
+    assert spy.calls == list(dict.fromkeys(t for t in texts if t != "bb" or max_chars < 2))
+    assert cached.cached_texts <= max_texts
+    assert cached.cached_chars <= max_chars
+    spy.calls.clear()
+    assert [cached.count(text) for text in texts] == [len(text) for text in texts]
+
+
+def test_a_batch_is_remembered_as_counting_one_by_one_would() -> None:
+    spy = SpyCounter()
+    cached = CachingCounter(spy, max_chars=30)
+    cached.count_many(["a" * 10, "b" * 10, "c" * 10, "a" * 10, "d" * 10])
+    spy.calls.clear()
+    assert [cached.count(t * 10) for t in "cdb"] == [10, 10, 10]
+    assert spy.calls == ["b" * 10]
+
+
+@settings(max_examples=30)
+@given(st.lists(st.sampled_from(["text", "call", "result", "thought", "image", "opaque"])))
+def test_messages_counted_together_count_as_each_alone(kinds: list[str]) -> None:
+    image = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 64).decode()
+    parts = {
+        "text": Part.from_text("plain words, and more words"),
+        "call": Part.from_function_call(FunctionCall(name="grep", args={"q": "x", "n": 3})),
+        "result": Part.from_function_response(
+            FunctionResponse(name="grep", result={"lines": ["a", "b"], "ok": True})
+        ),
+        "thought": Part.from_thought("thinking"),
+        "image": Part.from_inline_data(InlineData(mime_type="image/png", data=image)),
+        "opaque": Part.from_opaque("code_execution", {"code": "print(1)"}),
+    }
+    messages = [message(*(parts[k] for k in kinds[:n])) for n in range(len(kinds) + 1)]
+    for counter in (load_counter(), ApproxCounter(), SpyCounter()):
+        assert count_messages(messages, counter) == [count_message(m, counter) for m in messages]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 
 import pytest
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services
+from jaato_web.dashboard import presenters, selectors, services, storage
 from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
@@ -66,6 +67,19 @@ def test_upload_stores_original_bytes_turns_and_tree(project):
     ]
     assert sum(leaf.tokens for leaf in leaves) == sum(turn.tokens for turn in turns)
     assert not BudgetNode.objects.filter(session=session, path__startswith="conversation/")
+
+
+def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
+    # Over two slices of varied bytes, ending mid-slice, as a large upload is packed.
+    data = bytes((n * 7919 + n // 1000) % 256 for n in range(2 * storage._COMPRESS_SLICE + 12_345))
+
+    assert storage.unpack_original(storage.pack_original(data)) == data
+    # The very bytes one call to zlib makes: stored values do not depend on how they were packed.
+    assert storage.pack_original(data) == zlib.compress(data, storage.PACK_LEVEL)
+    assert storage.packed({"text": data.hex()}) == zlib.compress(
+        json.dumps({"text": data.hex()}, separators=(",", ":")).encode(), storage.PACK_LEVEL
+    )
+    assert storage.original_of(data) == storage.Original(len(data), storage.pack_original(data))
 
 
 def test_second_upload_of_the_same_bytes_points_at_the_first(project):
