@@ -31,9 +31,11 @@ from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
 from gcengine.quality.anchors import (
     ANCHOR_CLASSES,
+    CLASS_INFO,
     Anchor,
     AnchorClass,
     MatchRule,
+    is_literal_word,
     literal_anchors_of,
     literal_found,
     literal_words,
@@ -44,8 +46,8 @@ from gcengine.quality.anchors import (
     visible_pieces,
     vocabulary_words,
 )
-from gcengine.session import ObservedCompaction, Session
-from gcengine.tokens import count_message, counter_by_name
+from gcengine.session import ObservedCompaction, Session, message_counts
+from gcengine.tokens import counter_by_name
 
 # Each class lists this many of the anchors it lost (the rest are a count).
 LOST_SHOWN = 10
@@ -338,27 +340,34 @@ class AnchorScorer:
         haystack = "\n".join(v.text for v in views)
         with self._lock:
             words = self._words_in_view(visible, views)
-            retained = {
-                key: _retained(anchor, haystack, views, words) for key, (anchor, _) in found.items()
-            }
+            retained = [_retained(anchor, haystack, views, words) for anchor, _ in found.values()]
+        # A collection can take hundreds of thousands of anchors out of view: they are counted
+        # by class, third and fate in one pass, and the models built from the counts.
+        thirds = [_third(position, len(removed)) for position in range(len(removed))]
+        counts = Counter(
+            (anchor.anchor_class, thirds[position], kept)
+            for (anchor, position), kept in zip(found.values(), retained, strict=True)
+        )
+        lost: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+        for (anchor, _), kept in zip(found.values(), retained, strict=True):
+            if not kept and len(shown := lost[anchor.anchor_class]) < LOST_SHOWN:
+                shown.append(anchor.text)
         classes = _empty_classes()
-        by_class = {c.anchor_class: c for c in classes}
+        for part in classes:
+            part.anchors = sum(n for (c, _, _), n in counts.items() if c is part.anchor_class)
+            part.retained = sum(
+                n for (c, _, kept), n in counts.items() if c is part.anchor_class and kept
+            )
+            part.lost = lost[part.anchor_class]
         recency = RecencyRetention()
-        for key, (anchor, position) in found.items():
-            kept = retained[key]
-            part = by_class[anchor.anchor_class]
-            part.anchors += 1
-            if kept:
-                part.retained += 1
-            elif len(part.lost) < LOST_SHOWN:
-                part.lost.append(anchor.text)
-            third = (position + 0.5) / len(removed)
-            if third < 1 / 3:
-                recency.oldest_weight += anchor.weight
-                recency.oldest_retained += anchor.weight if kept else 0
-            elif third > 2 / 3:
-                recency.newest_weight += anchor.weight
-                recency.newest_retained += anchor.weight if kept else 0
+        for (anchor_class, third, kept), number in counts.items():
+            weight = CLASS_INFO[anchor_class].weight * number
+            if third < 0:
+                recency.oldest_weight += weight
+                recency.oldest_retained += weight if kept else 0
+            elif third > 0:
+                recency.newest_weight += weight
+                recency.newest_retained += weight if kept else 0
         return AnchorRetention(
             classes=classes,
             invented=self._invented(replacement),
@@ -401,16 +410,22 @@ class AnchorScorer:
         return invented
 
 
+def _third(position: int, removed: int) -> int:
+    """-1 for a message in the oldest third of ``removed`` messages, 1 in the newest, else 0."""
+    share = (position + 0.5) / removed
+    return -1 if share < 1 / 3 else 1 if share > 2 / 3 else 0
+
+
 def _retained(anchor: Anchor, haystack: str, views: Sequence[_View], words: Counter[str]) -> bool:
     if anchor.rule is MatchRule.LITERAL:
-        # Each word of a key found as whole words is a whole word where it is found, so a key
-        # with a word nowhere in view is not looked for in the text (which can be tens of MB);
-        # a key that is one word is found exactly when that word is in view.
-        own = literal_words(anchor.key)
-        if any(words[word] <= 0 for word in own):
+        # A key that is one word is found exactly when that word is in view (most are). Each
+        # word of a longer key found as whole words is a whole word where it is found, so a
+        # key with a word nowhere in view is not looked for in the text (which can be tens of
+        # MB).
+        if is_literal_word(anchor.key):
+            return words.get(anchor.key, 0) > 0
+        if any(words[word] <= 0 for word in literal_words(anchor.key)):
             return False
-        if len(own) == 1 and anchor.key in own:
-            return True
         return literal_found(haystack, anchor.key)
     needed = anchor.needed()
     for view in views:
@@ -434,7 +449,7 @@ def session_corpus(session: Session) -> list[Message]:
 
 def session_scorer(session: Session) -> AnchorScorer:
     counter = counter_by_name(session.token_counter)
-    return AnchorScorer(session_corpus(session), lambda m: count_message(m, counter))
+    return AnchorScorer(session_corpus(session), message_counts(session, counter))
 
 
 def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:
