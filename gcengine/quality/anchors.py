@@ -229,7 +229,9 @@ def key_terms(sentence: str) -> frozenset[str]:
     """The words of a normalised sentence that carry its meaning: not stop words, and three
     characters or more (two for numbers)."""
     terms: list[str] = []
-    for word in _TERM.findall(sentence.replace("'", "")):
+    # Read word by word: a long sentence's first terms are all it needs.
+    for match in _TERM.finditer(sentence.replace("'", "")):
+        word = match.group()
         if word in _STOP_WORDS or (len(word) < 3 and not word.isdigit()) or word in terms:
             continue
         terms.append(word)
@@ -304,6 +306,10 @@ _HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
 # Checkers' codes in brackets ([arg-type]); other error codes need their capitals (BILL-4012).
 _BRACKETED_CODE = re.compile(r"\[[a-z]+(?:-[a-z]+)+\]")
 _COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+# A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
+# looks for the run far faster than the pattern is tried at every character.
+_HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
+_HEX_RUN = "\x01" * 7
 # Only ever searched for: a word ending in error or exception (ValueError) is found at that
 # ending, where looking for its start too (``\w*`` in front) backtracked through every word.
 _ERROR_SENTENCE = re.compile(
@@ -442,7 +448,8 @@ def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
     for match in _ERROR_CODE.finditer(raw) if capitals else ():
         if (anchor := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence)) is not None:
             yield anchor
-    for match in _COMMIT.finditer(unpathed) if digits else ():
+    commits = digits and _HEX_RUN in unpathed.translate(_HEX_MARKS)
+    for match in _COMMIT.finditer(unpathed) if commits else ():
         if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence)) is not None:
             yield anchor
 

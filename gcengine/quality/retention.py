@@ -23,6 +23,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -265,7 +266,9 @@ class _View:
 def _view(message: Message) -> _View:
     pieces = tuple(normalised(piece) for piece in visible_pieces(message))
     text = "\n".join(pieces)
-    return _View(pieces, text, sentence_terms(text), literal_words(text))
+    literal = literal_words(text)
+    # A text's terms are its literal words with apostrophes dropped: the same without any.
+    return _View(pieces, text, literal if "'" not in text else sentence_terms(text), literal)
 
 
 def _carried(message: Message, other: Message | None) -> bool:
@@ -337,10 +340,9 @@ class AnchorScorer:
             for anchor in self._anchors_of(message):
                 found[(anchor.anchor_class, anchor.key)] = (anchor, position)
         views = [self._view_of(m) for m in visible]
-        haystack = "\n".join(v.text for v in views)
         with self._lock:
-            words = self._words_in_view(visible, views)
-            retained = [_retained(anchor, haystack, views, words) for anchor, _ in found.values()]
+            in_view = _InView(views, self._words_in_view(visible, views))
+            retained = [_retained(anchor, in_view) for anchor, _ in found.values()]
         # A collection can take hundreds of thousands of anchors out of view: they are counted
         # by class, third and fate in one pass, and the models built from the counts.
         thirds = [_third(position, len(removed)) for position in range(len(removed))]
@@ -416,19 +418,35 @@ def _third(position: int, removed: int) -> int:
     return -1 if share < 1 / 3 else 1 if share > 2 / 3 else 0
 
 
-def _retained(anchor: Anchor, haystack: str, views: Sequence[_View], words: Counter[str]) -> bool:
+@dataclass
+class _InView:
+    """What a model sees after a compaction: the views of its messages, and how many of them
+    hold each literal word."""
+
+    views: Sequence[_View]
+    words: Counter[str]
+
+    @cached_property
+    def text(self) -> str:
+        """Every view's text, joined only when an anchor has to be looked for in it: most are
+        decided by the words in view, and a long context's text is megabytes (a replay scores
+        thousands of contexts)."""
+        return "\n".join(view.text for view in self.views)
+
+
+def _retained(anchor: Anchor, in_view: _InView) -> bool:
     if anchor.rule is MatchRule.LITERAL:
         # A key that is one word is found exactly when that word is in view (most are). Each
         # word of a longer key found as whole words is a whole word where it is found, so a
-        # key with a word nowhere in view is not looked for in the text (which can be tens of
-        # MB).
+        # key with a word nowhere in view is not looked for in the text.
+        words = in_view.words
         if is_literal_word(anchor.key):
             return words.get(anchor.key, 0) > 0
         if any(words[word] <= 0 for word in literal_words(anchor.key)):
             return False
-        return literal_found(haystack, anchor.key)
+        return literal_found(in_view.text, anchor.key)
     needed = anchor.needed()
-    for view in views:
+    for view in in_view.views:
         if len(anchor.terms & view.words) < needed:
             continue
         if any(len(anchor.terms & sentence) >= needed for sentence in view.sentences()):
