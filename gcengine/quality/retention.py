@@ -22,8 +22,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -241,11 +242,14 @@ def load_retention_gates(data: Any) -> dict[AnchorClass, float]:
 # --- Scoring -----------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _View:
     """What the model reads of one message: its pieces normalised, joined by line breaks (a
     literal anchor never spans a sentence, so it is looked for in the whole text), and every
-    word in it; each sentence's words are read only when a terms anchor could match there."""
+    word in it; each sentence's words are read only when a terms anchor could match there.
+
+    A view is the same as another only if it is that view (a scorer makes one a message).
+    """
 
     pieces: tuple[str, ...]
     text: str
@@ -271,8 +275,14 @@ def _view(message: Message) -> _View:
     return _View(pieces, text, literal if "'" not in text else sentence_terms(text), literal)
 
 
-def _carried(message: Message, other: Message | None) -> bool:
-    return other is not None and (other is message or other == message)
+_MESSAGE_ID = attrgetter("message_id")
+
+
+def _not_carried(message: Message, other: Message | None) -> bool:
+    """Whether ``message`` is not carried into a context where ``other`` has its id, when
+    ``other`` is not that very message (which callers check first, without a call: a replay
+    asks this of hundreds of messages at each collection, and most are)."""
+    return other is None or other != message
 
 
 class AnchorScorer:
@@ -291,8 +301,8 @@ class AnchorScorer:
         self._anchors: dict[str, tuple[Message, list[Anchor]]] = {}
         # The words of the last context scored, kept up to date from one score to the next (a
         # replay's contexts differ by a few turns): how many views in it hold each word.
-        self._shown: dict[str, _View] = {}
-        self._words_shown: Counter[str] = Counter()
+        self._shown: set[_View] = set()
+        self._words_shown = _WordCount()
         # A scorer is shared by the requests previewing one session; its word count is not.
         self._lock = threading.Lock()
 
@@ -320,10 +330,14 @@ class AnchorScorer:
         """A compaction from the context ``before`` to the context ``after``: the messages of
         ``before`` that ``after`` no longer holds unchanged went; the messages of ``after``
         that ``before`` did not hold came in."""
-        kept = {m.message_id: m for m in after}
-        earlier = {m.message_id: m for m in before}
-        removed = [m for m in before if not _carried(m, kept.get(m.message_id))]
-        came_in = [m for m in after if not _carried(m, earlier.get(m.message_id))]
+        kept = dict(zip(map(_MESSAGE_ID, after), after, strict=True))
+        earlier = dict(zip(map(_MESSAGE_ID, before), before, strict=True))
+        removed = [
+            m for m in before if (o := kept.get(m.message_id)) is not m and _not_carried(m, o)
+        ]
+        came_in = [
+            m for m in after if (o := earlier.get(m.message_id)) is not m and _not_carried(m, o)
+        ]
         return self.score(removed, after, came_in)
 
     def score(
@@ -339,7 +353,7 @@ class AnchorScorer:
         for position, message in enumerate(removed):
             for anchor in self._anchors_of(message):
                 found[(anchor.anchor_class, anchor.key)] = (anchor, position)
-        views = [self._view_of(m) for m in visible]
+        views = list(map(self._view_of, visible))
         with self._lock:
             in_view = _InView(views, self._words_in_view(visible, views))
             retained = [_retained(anchor, in_view) for anchor, _ in found.values()]
@@ -379,16 +393,15 @@ class AnchorScorer:
             replacement_tokens=sum(self._tokens(m) for m in replacement),
         )
 
-    def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> Counter[str]:
+    def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> _WordCount:
         """``_words_shown`` for ``visible``: the views that left the context taken out, the ones
         that came in added."""
-        now = {m.message_id: v for m, v in zip(visible, views, strict=True)}
-        for message_id, view in self._shown.items():
-            if now.get(message_id) is not view:
-                self._words_shown.subtract(view.literal_words)
-        for message_id, view in now.items():
-            if self._shown.get(message_id) is not view:
-                self._words_shown.update(view.literal_words)
+        # A view belongs to one message id, so the views of two contexts compare as sets.
+        now = set(dict(zip(map(_MESSAGE_ID, visible), views, strict=True)).values())
+        for view in self._shown - now:
+            self._words_shown.left.update(view.literal_words)
+        for view in now - self._shown:
+            self._words_shown.came.update(view.literal_words)
         self._shown = now
         return self._words_shown
 
@@ -419,12 +432,26 @@ def _third(position: int, removed: int) -> int:
 
 
 @dataclass
+class _WordCount:
+    """How many views of a context hold each word, as how many times views holding it came
+    into the context and left it: both are counted by ``Counter.update``, in C, where
+    ``Counter.subtract`` is a Python loop over every word of every view that leaves (a replay
+    takes views out at each of its collections)."""
+
+    came: Counter[str] = field(default_factory=Counter)
+    left: Counter[str] = field(default_factory=Counter)
+
+    def holds(self, word: str) -> bool:
+        return self.came.get(word, 0) > self.left.get(word, 0)
+
+
+@dataclass
 class _InView:
     """What a model sees after a compaction: the views of its messages, and how many of them
     hold each literal word."""
 
     views: Sequence[_View]
-    words: Counter[str]
+    words: _WordCount
 
     @cached_property
     def text(self) -> str:
@@ -439,10 +466,10 @@ def _retained(anchor: Anchor, in_view: _InView) -> bool:
         # A key that is one word is found exactly when that word is in view (most are). Each
         # word of a longer key found as whole words is a whole word where it is found, so a
         # key with a word nowhere in view is not looked for in the text.
-        words = in_view.words
+        holds = in_view.words.holds
         if is_literal_word(anchor.key):
-            return words.get(anchor.key, 0) > 0
-        if any(words[word] <= 0 for word in literal_words(anchor.key)):
+            return holds(anchor.key)
+        if not all(map(holds, literal_words(anchor.key))):
             return False
         return literal_found(in_view.text, anchor.key)
     needed = anchor.needed()
