@@ -310,20 +310,22 @@ _COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
 # looks for the run far faster than the pattern is tried at every character.
 _HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
 _HEX_RUN = "\x01" * 7
-# Only ever searched for: a word ending in error or exception (ValueError) is found at that
-# ending, where looking for its start too (``\w*`` in front) backtracked through every word.
-_ERROR_SENTENCE = re.compile(
-    r"(?:error|exception)\b|\b(?:traceback|failed)\b|\b(?:fail|fatal|panic):"
-)
+# What makes a sentence an error sentence (``_names_error``). Only ever searched for: a word
+# ending in error or exception (ValueError) is found at that ending, where looking for its
+# start too (``\w*`` in front) backtracked through every word; and led by those words, the
+# search skips the text between them.
+_ERROR_WORD = re.compile(r"(?:error|exception)\b")
+_ERROR_MARK = re.compile(r"\b(?:traceback|failed)\b|\b(?:fail|fatal|panic):")
 # In raw output an error is a line that reports one, not code that names one ("raise
 # InvoiceError(...)" in a file that was read).
 _ERROR_LINE = re.compile(
     r"(?:^|\s)[\w.]*(?:error|exception|warning)(?:\[[\w-]+\])?:|^traceback\b|\bfailed\b|"
     r"^(?:fatal|panic|error)\b"
 )
-# Every match of the two patterns above holds one of these: a sentence without any is not
-# searched (``in`` costs a fraction of a search, which tries the pattern at every character).
-_ERROR_SENTENCE_CUES = ("error", "exception", "traceback", "fail", "fatal:", "panic:")
+# Every match of ``_ERROR_MARK`` and ``_ERROR_LINE`` holds one of these: text without any is
+# not searched (``in`` costs a fraction of a search, which tries the pattern at every
+# character).
+_ERROR_MARK_CUES = ("traceback", "fail", "fatal:", "panic:")
 _ERROR_LINE_CUES = ("error", "exception", "warning", "traceback", "failed", "fatal", "panic")
 _ERROR_LINE_STARTS = ("traceback", "fatal", "panic", "error")
 # Alternatives of whole words, the words as they are written.
@@ -342,9 +344,31 @@ _OPEN_WORK_WORDS = (
 _CONSTRAINT = re.compile(rf"\b(?:{_CONSTRAINT_WORDS})\b")
 _DECISION = re.compile(rf"\b(?:{_DECISION_WORDS})\b")
 _OPEN_WORK = re.compile(rf"\b(?:{_OPEN_WORK_WORDS})\b")
+
+
+def _shared_beginnings(words: Iterable[str]) -> str:
+    """An alternation of ``words`` in which words that begin alike share that beginning
+    (``cho(?:ose|se)``), so a search tries each beginning once at a character, not once a
+    word. It matches what the plain alternation matches; a search finds the same sentences."""
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        branches.setdefault(word[:1], []).append(word[1:])
+    alternatives = [
+        re.escape(first) + _shared_beginnings(rests) if first else ""
+        for first, rests in sorted(branches.items())
+    ]
+    if len(alternatives) == 1:
+        return alternatives[0]
+    return "(?:" + "|".join(alternatives) + ")"
+
+
 # Whether a sentence holds any of those words: most do not, and this one search (a word
 # boundary checked once a character, not once a word) spares the three.
-_ANY_TRIGGER_WORD = re.compile(rf"\b(?:{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS})\b")
+_ANY_TRIGGER_WORD = re.compile(
+    r"\b"
+    + _shared_beginnings(f"{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS}".split("|"))
+    + r"\b"
+)
 # Case matters for these, so they are found in the text before it is lower-cased.
 _MIXED_CASE = re.compile(
     r"\b(?=[A-Za-z0-9]*[a-z])(?:[A-Z][A-Za-z0-9]*[A-Z]|[a-z][a-z0-9]*[A-Z])[A-Za-z0-9]*\b"
@@ -506,11 +530,18 @@ def _mentions(sentence: str, cues: Iterable[str]) -> bool:
     return any(cue in sentence for cue in cues)
 
 
+def _names_error(sentence: str) -> bool:
+    """Whether a normalised sentence names an error: a word ending in error or exception,
+    traceback, failed, or fail:, fatal: or panic:."""
+    if ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence):
+        return True
+    return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
+
+
 def _prose_anchors(text: str, *, speaker_is_user: bool) -> Iterator[Anchor]:
     for raw, sentence in _sentence_pairs(text):
         yield from _literal_anchors(raw, sentence)
-        failing = _mentions(sentence, _ERROR_SENTENCE_CUES) and _ERROR_SENTENCE.search(sentence)
-        if failing and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
+        if _names_error(sentence) and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor
         if not _ANY_TRIGGER_WORD.search(sentence):
             continue
