@@ -7,9 +7,12 @@ work in every stretch), tried against a window small enough that policies collec
 * ``run_gc`` and ``score_collection`` of its result (what a stored run adds);
 * ``simulate`` in threshold and continuous mode, without and with ``score_anchors`` (what a
   stored replay adds), and the replay without GC its cost is weighed against;
-* ``score_observed_compactions`` on a generated Claude Code transcript with compactions.
+* ``score_observed_compactions`` on a generated Claude Code transcript with compactions;
+* with ``--synthetic 10000``: a generated session of that many turns (JAATO's benchmark
+  shape, ``gcengine.synthetic``), ``score_collection`` of a gc_budget run of it, and a
+  continuous replay of it without and with scores (one run each: a replay takes seconds).
 
-    python benchmarks/quality.py [--turns 240] [--window 60000] [--repeat 3]
+    python benchmarks/quality.py [--turns 240] [--window 60000] [--repeat 3] [--synthetic 10000]
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=240)
     parser.add_argument("--window", type=int, default=60_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--synthetic", type=int, default=0, metavar="TURNS")
     args = parser.parse_args()
 
     demo = gcengine.generate_demo_session(gcengine.DemoShape(turns=args.turns))
@@ -103,6 +107,29 @@ def main() -> None:
             f"observed compactions: {len(transcript.compactions)} in a {args.turns}-turn "
             f"Claude Code transcript scored in {observed:8.1f} ms"
         )
+        if args.synthetic:
+            synthetic(args.synthetic, args.repeat)
+
+
+def synthetic(turns: int, repeat: int) -> None:
+    shape = gcengine.SessionShape(turns=turns, seed=1)
+    session = gcengine.load_session(json.dumps(gcengine.generate_session_file(shape)).encode())
+    config = gcengine.load_gc_config(THRESHOLD, env={})
+    outcome = gcengine.run_gc(session, config)
+    score = median_ms(lambda: gcengine.score_collection(session, outcome.session.history), repeat)
+    removed = sum(len(item.message_ids) for item in outcome.result.removal_list)
+    print(
+        f"generated session: {turns:,} turns, {session.budget.total_tokens():,} tokens; "
+        f"score_collection of a gc_budget run {score / 1000:6.2f} s ({removed:,} messages "
+        "taken out)"
+    )
+    config = gcengine.load_gc_config(CONTINUOUS, env={})
+    plain = median_ms(lambda: gcengine.simulate(session, config), 1)
+    scored = median_ms(lambda: gcengine.simulate(session, config, score_anchors=True), 1)
+    print(
+        f"continuous replay of it: simulate {plain / 1000:6.2f} s; with scores "
+        f"{scored / 1000:6.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ Each leaf says which in ``metadata["counted_by"]``.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from itertools import compress, count, repeat
@@ -1055,24 +1055,34 @@ class TokenDrift(BaseModel):
         return self.difference / self.recorded_total * 100
 
 
-def _fresh_counts(session: Session, counter: TokenCounter) -> list[int]:
-    """``count_message(m, counter)`` for every message of the history, taken from the budget
-    where its builder counted the message with a counter of the same name.
+def message_counts(session: Session, counter: TokenCounter) -> Callable[[Message], int]:
+    """``count_message(m, counter)``, taken from the budget for the history messages its
+    builder counted with a counter of the same name, counted for any other message.
 
     A drift check follows a load, and the loader's counts used to be found again in the
     counter's content cache; that cache is bounded now, and a long session outgrows it, so
-    only the messages whose figure the file recorded are counted again.
+    only the messages whose figure the file recorded are counted again. Scoring what a
+    collection removed asks for tens of thousands of messages' figures the budget holds.
     """
     index = index_of(session.budget.get_entry(InstructionSource.CONVERSATION))
-    if index is None or index.counted_by is None or not index.describes(session.history):
-        return [count_message(message, counter) for message in session.history]
-    name = counter.name
-    return [
-        tokens if counted_by == name else count_message(message, counter)
-        for message, tokens, counted_by in zip(
-            session.history, index.tokens, index.counted_by, strict=True
-        )
-    ]
+    known: dict[int, tuple[Message, int]] = {}
+    if index is not None and index.counted_by is not None and index.describes(session.history):
+        name = counter.name
+        known = {
+            id(message): (message, tokens)
+            for message, tokens, counted_by in zip(
+                index.messages, index.tokens, index.counted_by, strict=True
+            )
+            if counted_by == name
+        }
+
+    def count(message: Message) -> int:
+        figure = known.get(id(message))
+        if figure is not None and figure[0] is message:
+            return figure[1]
+        return count_message(message, counter)
+
+    return count
 
 
 def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenDrift:
@@ -1085,7 +1095,7 @@ def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenD
         for _, entry in (conversation.walk() if conversation else iter(()))
         if not entry.children and entry.message_ids
     }
-    counts = _fresh_counts(session, counter)
+    counts = list(map(message_counts(session, counter), session.history))
     drifts = [
         MessageDrift(
             message_id=message.message_id,

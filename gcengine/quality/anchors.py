@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -175,8 +175,10 @@ class Anchor:
 # --- Normalising and matching ---------------------------------------------------------------
 
 # Runs of spaces and any other horizontal whitespace become one space (a lone space is left
-# alone: most text has nothing to change, and a no-op substitution still copies it).
-_HORIZONTAL_SPACE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
+# alone: most text has nothing to change, and a no-op substitution still copies it). The
+# pattern starts with the whitespace it replaces, so the search skips every other character
+# without trying a match there: ``[^\S\n]{2,}|[^\S\n ]`` found the same runs at twice the cost.
+_HORIZONTAL_SPACE = re.compile(r"[^\S\n](?:(?<! )|[^\S\n])[^\S\n]*")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
@@ -187,12 +189,18 @@ _EDGE_PUNCTUATION = ".,;:!?'\"("
 
 def normalised(text: str) -> str:
     """Lower case, straight quotes, no thousands separators, one space between words."""
+    return _HORIZONTAL_SPACE.sub(" ", _folded(text))
+
+
+def _folded(text: str) -> str:
+    """``normalised`` but for the spaces: what a caller that splits the text into words anyway
+    (and so collapses every run of whitespace itself) needs."""
     text = text.lower()
     if not text.isascii():
         text = text.translate(_QUOTES)
     if "," in text:
         text = _THOUSANDS.sub("", text)
-    return _HORIZONTAL_SPACE.sub(" ", text)
+    return text
 
 
 def normalised_sentences(text: str) -> list[str]:
@@ -221,7 +229,9 @@ def key_terms(sentence: str) -> frozenset[str]:
     """The words of a normalised sentence that carry its meaning: not stop words, and three
     characters or more (two for numbers)."""
     terms: list[str] = []
-    for word in _TERM.findall(sentence.replace("'", "")):
+    # Read word by word: a long sentence's first terms are all it needs.
+    for match in _TERM.finditer(sentence.replace("'", "")):
+        word = match.group()
         if word in _STOP_WORDS or (len(word) < 3 and not word.isdigit()) or word in terms:
             continue
         terms.append(word)
@@ -241,6 +251,11 @@ def literal_words(text: str) -> frozenset[str]:
     return frozenset(_TERM.findall(text))
 
 
+def is_literal_word(text: str) -> bool:
+    """Whether normalised text is a single one of ``literal_words``."""
+    return _TERM.fullmatch(text) is not None
+
+
 def vocabulary_words(text: str) -> list[str]:
     """Words with their inner dots kept (tax.py, 3.12.3, 47500): what an invented anchor is
     checked against."""
@@ -256,15 +271,19 @@ _EXTENSIONS = (
     "lock|xml|csv|tsv|vue|svelte|swift|scala|ex|exs|erl|hs|lua|dart|tf|hcl|proto|graphql|"
     "gradle|env|log|pdf|png|jpg|jpeg|gif|svg|wasm|dockerfile|mk|make|bat|ps1"
 )
+# Possessive (``++``) where giving characters back can never lead to a match (the next
+# character could not be the "/" or "." that follows): the same matches, without trying.
 _PATH = re.compile(
     r"(?<![\w/.~-])"
-    r"((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+|[\w-]+(?:\.[\w-]+)*\.(?:" + _EXTENSIONS + r"))"
+    r"((?:~|\.{1,2})?/?(?:[\w.-]++/)+[\w.-]+|[\w-]++(?:\.[\w-]++)*\.(?:" + _EXTENSIONS + r"))"
     r"(?::(\d+)(?:-(\d+))?)?"
     r"(?![\w/-])"
 )
 _PATH_EXTENSION = re.compile(r"\.(?:" + _EXTENSIONS + r")$")
+# A path without a slash holds one of these.
+_DOTTED_EXTENSION = re.compile(r"\.(?:" + _EXTENSIONS + r")")
 _BACKTICKS = re.compile(r"`([^`\n]{2,80})`")
-_SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_SNAKE = re.compile(r"\b[a-z][a-z0-9]*+(?:_[a-z0-9]++)+\b")
 _CALL = re.compile(r"\b([a-z_][a-z0-9_]{2,})\(\)")
 _UNIT_WORDS = (
     "% ms µs us ns s sec secs second seconds min mins minute minutes h hr hrs hour hours day "
@@ -276,37 +295,79 @@ _QUANTITY = re.compile(
     r"(?<![\w.$€£])([$€£] ?)?(\d+(?:\.\d+)?)(?: ?(" + "|".join(map(re.escape, _UNITS)) + r"))?"
     r"(?![\w%])"
 )
+# Where a quantity can start: a currency sign, or a digit that does not continue a word or a
+# number. Led by the characters it looks for, this search skips the rest of the text; the
+# quantity's own pattern is tried at every character.
+_QUANTITY_START = re.compile(r"[$€£\d](?<![\w.$€£]\d)")
+_DIGIT = re.compile(r"\d")
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][0-9a-z.]+)?(?![\w.])")
 _ISSUE = re.compile(r"(?<![\w&])#\d+\b")
 _HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
 # Checkers' codes in brackets ([arg-type]); other error codes need their capitals (BILL-4012).
 _BRACKETED_CODE = re.compile(r"\[[a-z]+(?:-[a-z]+)+\]")
 _COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
-_ERROR_SENTENCE = re.compile(
-    r"\w*(?:error|exception)\b|\btraceback\b|\bfailed\b|\bfail:|\bfatal:|\bpanic:"
-)
+# A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
+# looks for the run far faster than the pattern is tried at every character.
+_HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
+_HEX_RUN = "\x01" * 7
+# What makes a sentence an error sentence (``_names_error``). Only ever searched for: a word
+# ending in error or exception (ValueError) is found at that ending, where looking for its
+# start too (``\w*`` in front) backtracked through every word; and led by those words, the
+# search skips the text between them.
+_ERROR_WORD = re.compile(r"(?:error|exception)\b")
+_ERROR_MARK = re.compile(r"\b(?:traceback|failed)\b|\b(?:fail|fatal|panic):")
 # In raw output an error is a line that reports one, not code that names one ("raise
 # InvoiceError(...)" in a file that was read).
 _ERROR_LINE = re.compile(
     r"(?:^|\s)[\w.]*(?:error|exception|warning)(?:\[[\w-]+\])?:|^traceback\b|\bfailed\b|"
     r"^(?:fatal|panic|error)\b"
 )
-_CONSTRAINT = re.compile(
-    r"\b(?:must|mustn't|never|don't|do not|always|only|instead|prefer|avoid|keep|make sure|"
-    r"should|shouldn't)\b"
+# Every match of ``_ERROR_MARK`` and ``_ERROR_LINE`` holds one of these: text without any is
+# not searched (``in`` costs a fraction of a search, which tries the pattern at every
+# character).
+_ERROR_MARK_CUES = ("traceback", "fail", "fatal:", "panic:")
+_ERROR_LINE_CUES = ("error", "exception", "warning", "traceback", "failed", "fatal", "panic")
+_ERROR_LINE_STARTS = ("traceback", "fatal", "panic", "error")
+# Alternatives of whole words, the words as they are written.
+_CONSTRAINT_WORDS = (
+    r"must|mustn't|never|don't|do not|always|only|instead|prefer|avoid|keep|make sure|should|"
+    r"shouldn't"
 )
-_DECISION = re.compile(
-    r"\b(?:decided|decide|decision|agreed|chose|choose|going with|will use|we'll use|"
-    r"let's use|signed off|settled on|confirmed)\b"
+_DECISION_WORDS = (
+    r"decided|decide|decision|agreed|chose|choose|going with|will use|we'll use|let's use|"
+    r"signed off|settled on|confirmed"
 )
-_OPEN_WORK = re.compile(
-    r"\b(?:todo|fixme|next step|next steps|next:|remaining|still failing|still fails|not yet|"
-    r"pending|follow-up|follow up|left to do|blocked)\b"
+_OPEN_WORK_WORDS = (
+    r"todo|fixme|next step|next steps|next:|remaining|still failing|still fails|not yet|pending|"
+    r"follow-up|follow up|left to do|blocked"
 )
-# Whether a sentence could be any terms anchor at all: most are not, and this one search
-# spares the four.
-_ANY_TRIGGER = re.compile(
-    "|".join(p.pattern for p in (_ERROR_SENTENCE, _CONSTRAINT, _DECISION, _OPEN_WORK))
+_CONSTRAINT = re.compile(rf"\b(?:{_CONSTRAINT_WORDS})\b")
+_DECISION = re.compile(rf"\b(?:{_DECISION_WORDS})\b")
+_OPEN_WORK = re.compile(rf"\b(?:{_OPEN_WORK_WORDS})\b")
+
+
+def _shared_beginnings(words: Iterable[str]) -> str:
+    """An alternation of ``words`` in which words that begin alike share that beginning
+    (``cho(?:ose|se)``), so a search tries each beginning once at a character, not once a
+    word. It matches what the plain alternation matches; a search finds the same sentences."""
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        branches.setdefault(word[:1], []).append(word[1:])
+    alternatives = [
+        re.escape(first) + _shared_beginnings(rests) if first else ""
+        for first, rests in sorted(branches.items())
+    ]
+    if len(alternatives) == 1:
+        return alternatives[0]
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+# Whether a sentence holds any of those words: most do not, and this one search (a word
+# boundary checked once a character, not once a word) spares the three.
+_ANY_TRIGGER_WORD = re.compile(
+    r"\b"
+    + _shared_beginnings(f"{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS}".split("|"))
+    + r"\b"
 )
 # Case matters for these, so they are found in the text before it is lower-cased.
 _MIXED_CASE = re.compile(
@@ -331,7 +392,9 @@ def _literal(anchor_class: AnchorClass, key: str, sentence: str) -> Anchor | Non
     key = key.strip().strip(_EDGE_PUNCTUATION).strip()
     if len(key) < 2 or not literal_found(sentence, key):
         return None
-    return Anchor(anchor_class, key, _clip(key), MatchRule.LITERAL)
+    # Found in the normalised sentence, the key has one space between its words already.
+    text = key if len(key) <= ANCHOR_TEXT_CHARS else _clip(key)
+    return Anchor(anchor_class, key, text, MatchRule.LITERAL)
 
 
 def _path_anchors(sentence: str) -> Iterator[Anchor]:
@@ -359,48 +422,58 @@ def _without(sentence: str, pattern: re.Pattern[str]) -> str:
 
 def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
     """Literal anchors of one sentence: ``raw`` as written (for case-sensitive patterns) and
-    ``sentence``, its normalised form (for the rest, and for the check)."""
+    ``sentence``, its normalised form (for the rest, and for the check).
+
+    A pattern is tried only on a sentence holding what every match of it holds (a slash, a
+    digit, a capital letter, ...): a pattern is tried at every character, and most sentences
+    are ruled out for a fraction of that.
+    """
     plain = sentence
     if "http" in sentence:
         for match in _URL.finditer(sentence):
             if (anchor := _literal(AnchorClass.URLS, match.group(0), sentence)) is not None:
                 yield anchor
         plain = _without(sentence, _URL)
-    yield from _path_anchors(plain)
-    for pattern in (_BACKTICKS, _CALL):
-        for match in pattern.finditer(plain):
+    unpathed = plain
+    if "/" in plain or _DOTTED_EXTENSION.search(plain):
+        yield from _path_anchors(plain)
+        unpathed = _without(plain, _PATH)
+    for pattern, cue in ((_BACKTICKS, "`"), (_CALL, "()")):
+        for match in pattern.finditer(plain) if cue in plain else ():
             found = _literal(AnchorClass.IDENTIFIERS, match.group(1), sentence)
             if found is not None:
                 yield found
-    for match in _MIXED_CASE.finditer(raw):
+    # Lower-casing changes nothing in a text without capitals.
+    capitals = raw.lower() != raw
+    for match in _MIXED_CASE.finditer(raw) if capitals else ():
         if len(match.group(0)) >= 4:
             found = _literal(AnchorClass.IDENTIFIERS, match.group(0).lower(), sentence)
             if found is not None:
                 yield found
-    unpathed = _without(plain, _PATH) if "/" in plain or "." in plain else plain
-    for match in _SNAKE.finditer(unpathed):
-        if len(match.group(0)) >= 4:
-            found = _literal(AnchorClass.IDENTIFIERS, match.group(0), sentence)
-            if found is not None:
-                yield found
-    for match in _QUANTITY.finditer(unpathed):
+    for key in _SNAKE.findall(unpathed) if "_" in unpathed else ():
+        if len(key) >= 4 and (found := _literal(AnchorClass.IDENTIFIERS, key, sentence)):
+            yield found
+    for match in _QUANTITY.finditer(unpathed) if _QUANTITY_START.search(unpathed) else ():
         has_unit = match.group(1) or match.group(3)
         if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence)):
             yield anchor
-    for pattern in (_VERSION, _ISSUE):
-        for match in pattern.finditer(unpathed):
+    digits = _DIGIT.search(unpathed) is not None
+    for pattern, cued in ((_VERSION, digits and "." in unpathed), (_ISSUE, "#" in unpathed)):
+        for match in pattern.finditer(unpathed) if cued else ():
             if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence)) is not None:
                 yield anchor
-    for match in _HTTP_STATUS.finditer(unpathed):
+    status = "http" in unpathed or "status" in unpathed
+    for match in _HTTP_STATUS.finditer(unpathed) if status else ():
         if (anchor := _literal(AnchorClass.NUMBERS, match.group(1), sentence)) is not None:
             yield anchor
-    for match in _BRACKETED_CODE.finditer(unpathed):
+    for match in _BRACKETED_CODE.finditer(unpathed) if "[" in unpathed else ():
         if (anchor := _literal(AnchorClass.ERRORS, match.group(0), sentence)) is not None:
             yield anchor
-    for match in _ERROR_CODE.finditer(raw):
+    for match in _ERROR_CODE.finditer(raw) if capitals else ():
         if (anchor := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence)) is not None:
             yield anchor
-    for match in _COMMIT.finditer(unpathed):
+    commits = digits and _HEX_RUN in unpathed.translate(_HEX_MARKS)
+    for match in _COMMIT.finditer(unpathed) if commits else ():
         if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence)) is not None:
             yield anchor
 
@@ -449,18 +522,29 @@ def _sentence_pairs(text: str) -> Iterator[tuple[str, str]]:
     """(as written, normalised) for each sentence of ``text``."""
     for piece in sentences(text):
         raw = piece.strip()
-        if raw and (sentence := " ".join(normalised(raw).split())):
+        if raw and (sentence := " ".join(_folded(raw).split())):
             yield raw, sentence
+
+
+def _mentions(sentence: str, cues: Iterable[str]) -> bool:
+    return any(cue in sentence for cue in cues)
+
+
+def _names_error(sentence: str) -> bool:
+    """Whether a normalised sentence names an error: a word ending in error or exception,
+    traceback, failed, or fail:, fatal: or panic:."""
+    if ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence):
+        return True
+    return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
 
 
 def _prose_anchors(text: str, *, speaker_is_user: bool) -> Iterator[Anchor]:
     for raw, sentence in _sentence_pairs(text):
         yield from _literal_anchors(raw, sentence)
-        if not _ANY_TRIGGER.search(sentence):
-            continue
-        failing = _ERROR_SENTENCE.search(sentence)
-        if failing and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
+        if _names_error(sentence) and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor
+        if not _ANY_TRIGGER_WORD.search(sentence):
+            continue
         decided = _DECISION.search(sentence) or (speaker_is_user and _CONSTRAINT.search(sentence))
         if decided and (anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence)):
             yield anchor
@@ -494,16 +578,36 @@ def _call_anchors(args: dict[str, Any]) -> Iterator[Anchor]:
                 yield from _literal_anchors(raw, sentence)
 
 
+def _reports_error(sentence: str) -> bool:
+    """Whether a normalised sentence of output reports an error (``_ERROR_LINE``), searched
+    for only when it holds what a match needs: "failed", one of the words a line starts
+    with, or a colon and an error, exception or warning."""
+    if not (
+        "failed" in sentence
+        or sentence.startswith(_ERROR_LINE_STARTS)
+        or (":" in sentence and _mentions(sentence, ("error", "exception", "warning")))
+    ):
+        return False
+    return _ERROR_LINE.search(sentence) is not None
+
+
 def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
-    """A tool result's error signature only: raw output is what a summary is meant to drop."""
+    """A tool result's error signature only: raw output is what a summary is meant to drop.
+
+    Output is most of what a session holds, and most of its lines report nothing: a line
+    without a word that could report an error is not split into sentences at all (but a
+    failed result's first line, which is its error whatever it says).
+    """
     found = 0
     first = failed
     for text in _strings(result):
         for line in text.splitlines():
+            if not first and not _mentions(line.lower(), _ERROR_LINE_CUES):
+                continue
             for raw, sentence in _sentence_pairs(line):
                 if found == ERROR_LINES_PER_RESULT:
                     return
-                reports = first or _ERROR_LINE.search(sentence) is not None
+                reports = first or _reports_error(sentence)
                 first = False
                 if not reports:
                     continue

@@ -22,7 +22,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -31,9 +33,11 @@ from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
 from gcengine.quality.anchors import (
     ANCHOR_CLASSES,
+    CLASS_INFO,
     Anchor,
     AnchorClass,
     MatchRule,
+    is_literal_word,
     literal_anchors_of,
     literal_found,
     literal_words,
@@ -44,8 +48,8 @@ from gcengine.quality.anchors import (
     visible_pieces,
     vocabulary_words,
 )
-from gcengine.session import ObservedCompaction, Session
-from gcengine.tokens import count_message, counter_by_name
+from gcengine.session import ObservedCompaction, Session, message_counts
+from gcengine.tokens import counter_by_name
 
 # Each class lists this many of the anchors it lost (the rest are a count).
 LOST_SHOWN = 10
@@ -238,11 +242,14 @@ def load_retention_gates(data: Any) -> dict[AnchorClass, float]:
 # --- Scoring -----------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _View:
     """What the model reads of one message: its pieces normalised, joined by line breaks (a
     literal anchor never spans a sentence, so it is looked for in the whole text), and every
-    word in it; each sentence's words are read only when a terms anchor could match there."""
+    word in it; each sentence's words are read only when a terms anchor could match there.
+
+    A view is the same as another only if it is that view (a scorer makes one a message).
+    """
 
     pieces: tuple[str, ...]
     text: str
@@ -263,11 +270,19 @@ class _View:
 def _view(message: Message) -> _View:
     pieces = tuple(normalised(piece) for piece in visible_pieces(message))
     text = "\n".join(pieces)
-    return _View(pieces, text, sentence_terms(text), literal_words(text))
+    literal = literal_words(text)
+    # A text's terms are its literal words with apostrophes dropped: the same without any.
+    return _View(pieces, text, literal if "'" not in text else sentence_terms(text), literal)
 
 
-def _carried(message: Message, other: Message | None) -> bool:
-    return other is not None and (other is message or other == message)
+_MESSAGE_ID = attrgetter("message_id")
+
+
+def _not_carried(message: Message, other: Message | None) -> bool:
+    """Whether ``message`` is not carried into a context where ``other`` has its id, when
+    ``other`` is not that very message (which callers check first, without a call: a replay
+    asks this of hundreds of messages at each collection, and most are)."""
+    return other is None or other != message
 
 
 class AnchorScorer:
@@ -286,8 +301,8 @@ class AnchorScorer:
         self._anchors: dict[str, tuple[Message, list[Anchor]]] = {}
         # The words of the last context scored, kept up to date from one score to the next (a
         # replay's contexts differ by a few turns): how many views in it hold each word.
-        self._shown: dict[str, _View] = {}
-        self._words_shown: Counter[str] = Counter()
+        self._shown: set[_View] = set()
+        self._words_shown = _WordCount()
         # A scorer is shared by the requests previewing one session; its word count is not.
         self._lock = threading.Lock()
 
@@ -320,10 +335,14 @@ class AnchorScorer:
         """A compaction from the context ``before`` to the context ``after``: the messages of
         ``before`` that ``after`` no longer holds unchanged went; the messages of ``after``
         that ``before`` did not hold came in."""
-        kept = {m.message_id: m for m in after}
-        earlier = {m.message_id: m for m in before}
-        removed = [m for m in before if not _carried(m, kept.get(m.message_id))]
-        came_in = [m for m in after if not _carried(m, earlier.get(m.message_id))]
+        kept = dict(zip(map(_MESSAGE_ID, after), after, strict=True))
+        earlier = dict(zip(map(_MESSAGE_ID, before), before, strict=True))
+        removed = [
+            m for m in before if (o := kept.get(m.message_id)) is not m and _not_carried(m, o)
+        ]
+        came_in = [
+            m for m in after if (o := earlier.get(m.message_id)) is not m and _not_carried(m, o)
+        ]
         return self.score(removed, after, came_in)
 
     def score(
@@ -339,31 +358,37 @@ class AnchorScorer:
         for position, message in enumerate(removed):
             for anchor in self._anchors_of(message):
                 found[(anchor.anchor_class, anchor.key)] = (anchor, position)
-        views = [self._view_of(m) for m in visible]
-        haystack = "\n".join(v.text for v in views)
+        views = list(map(self._view_of, visible))
         with self._lock:
-            words = self._words_in_view(visible, views)
-            retained = {
-                key: _retained(anchor, haystack, views, words) for key, (anchor, _) in found.items()
-            }
+            in_view = _InView(views, self._words_in_view(visible, views))
+            retained = [_retained(anchor, in_view) for anchor, _ in found.values()]
+        # A collection can take hundreds of thousands of anchors out of view: they are counted
+        # by class, third and fate in one pass, and the models built from the counts.
+        thirds = [_third(position, len(removed)) for position in range(len(removed))]
+        counts = Counter(
+            (anchor.anchor_class, thirds[position], kept)
+            for (anchor, position), kept in zip(found.values(), retained, strict=True)
+        )
+        lost: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+        for (anchor, _), kept in zip(found.values(), retained, strict=True):
+            if not kept and len(shown := lost[anchor.anchor_class]) < LOST_SHOWN:
+                shown.append(anchor.text)
         classes = _empty_classes()
-        by_class = {c.anchor_class: c for c in classes}
+        for part in classes:
+            part.anchors = sum(n for (c, _, _), n in counts.items() if c is part.anchor_class)
+            part.retained = sum(
+                n for (c, _, kept), n in counts.items() if c is part.anchor_class and kept
+            )
+            part.lost = lost[part.anchor_class]
         recency = RecencyRetention()
-        for key, (anchor, position) in found.items():
-            kept = retained[key]
-            part = by_class[anchor.anchor_class]
-            part.anchors += 1
-            if kept:
-                part.retained += 1
-            elif len(part.lost) < LOST_SHOWN:
-                part.lost.append(anchor.text)
-            third = (position + 0.5) / len(removed)
-            if third < 1 / 3:
-                recency.oldest_weight += anchor.weight
-                recency.oldest_retained += anchor.weight if kept else 0
-            elif third > 2 / 3:
-                recency.newest_weight += anchor.weight
-                recency.newest_retained += anchor.weight if kept else 0
+        for (anchor_class, third, kept), number in counts.items():
+            weight = CLASS_INFO[anchor_class].weight * number
+            if third < 0:
+                recency.oldest_weight += weight
+                recency.oldest_retained += weight if kept else 0
+            elif third > 0:
+                recency.newest_weight += weight
+                recency.newest_retained += weight if kept else 0
         return AnchorRetention(
             classes=classes,
             invented=self._invented(replacement),
@@ -373,16 +398,15 @@ class AnchorScorer:
             replacement_tokens=sum(self._tokens(m) for m in replacement),
         )
 
-    def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> Counter[str]:
+    def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> _WordCount:
         """``_words_shown`` for ``visible``: the views that left the context taken out, the ones
         that came in added."""
-        now = {m.message_id: v for m, v in zip(visible, views, strict=True)}
-        for message_id, view in self._shown.items():
-            if now.get(message_id) is not view:
-                self._words_shown.subtract(view.literal_words)
-        for message_id, view in now.items():
-            if self._shown.get(message_id) is not view:
-                self._words_shown.update(view.literal_words)
+        # A view belongs to one message id, so the views of two contexts compare as sets.
+        now = set(dict(zip(map(_MESSAGE_ID, visible), views, strict=True)).values())
+        for view in self._shown - now:
+            self._words_shown.left.update(view.literal_words)
+        for view in now - self._shown:
+            self._words_shown.came.update(view.literal_words)
         self._shown = now
         return self._words_shown
 
@@ -406,19 +430,55 @@ class AnchorScorer:
         return invented
 
 
-def _retained(anchor: Anchor, haystack: str, views: Sequence[_View], words: Counter[str]) -> bool:
+def _third(position: int, removed: int) -> int:
+    """-1 for a message in the oldest third of ``removed`` messages, 1 in the newest, else 0."""
+    share = (position + 0.5) / removed
+    return -1 if share < 1 / 3 else 1 if share > 2 / 3 else 0
+
+
+@dataclass
+class _WordCount:
+    """How many views of a context hold each word, as how many times views holding it came
+    into the context and left it: both are counted by ``Counter.update``, in C, where
+    ``Counter.subtract`` is a Python loop over every word of every view that leaves (a replay
+    takes views out at each of its collections)."""
+
+    came: Counter[str] = field(default_factory=Counter)
+    left: Counter[str] = field(default_factory=Counter)
+
+    def holds(self, word: str) -> bool:
+        return self.came.get(word, 0) > self.left.get(word, 0)
+
+
+@dataclass
+class _InView:
+    """What a model sees after a compaction: the views of its messages, and how many of them
+    hold each literal word."""
+
+    views: Sequence[_View]
+    words: _WordCount
+
+    @cached_property
+    def text(self) -> str:
+        """Every view's text, joined only when an anchor has to be looked for in it: most are
+        decided by the words in view, and a long context's text is megabytes (a replay scores
+        thousands of contexts)."""
+        return "\n".join(view.text for view in self.views)
+
+
+def _retained(anchor: Anchor, in_view: _InView) -> bool:
     if anchor.rule is MatchRule.LITERAL:
-        # Each word of a key found as whole words is a whole word where it is found, so a key
-        # with a word nowhere in view is not looked for in the text (which can be tens of MB);
-        # a key that is one word is found exactly when that word is in view.
-        own = literal_words(anchor.key)
-        if any(words[word] <= 0 for word in own):
+        # A key that is one word is found exactly when that word is in view (most are). Each
+        # word of a longer key found as whole words is a whole word where it is found, so a
+        # key with a word nowhere in view is not looked for in the text.
+        holds = in_view.words.holds
+        if is_literal_word(anchor.key):
+            return holds(anchor.key)
+        if not all(map(holds, literal_words(anchor.key))):
             return False
-        if len(own) == 1 and anchor.key in own:
-            return True
-        return literal_found(haystack, anchor.key)
+        return literal_found(in_view.text, anchor.key)
     needed = anchor.needed()
-    for view in views:
+    for view in in_view.views:
         if len(anchor.terms & view.words) < needed:
             continue
         if any(len(anchor.terms & sentence) >= needed for sentence in view.sentences()):
@@ -439,7 +499,7 @@ def session_corpus(session: Session) -> list[Message]:
 
 def session_scorer(session: Session) -> AnchorScorer:
     counter = counter_by_name(session.token_counter)
-    return AnchorScorer(session_corpus(session), lambda m: count_message(m, counter))
+    return AnchorScorer(session_corpus(session), message_counts(session, counter))
 
 
 def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:

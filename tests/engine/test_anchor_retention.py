@@ -3,6 +3,7 @@ agent's own compactions, and the score's three properties."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -516,3 +517,21 @@ def test_the_order_of_kept_sentences_does_not_change_the_score(
     before, after = score(removed, visible), score(removed, shuffled)
     assert after.score == before.score
     assert recalls(after) == recalls(before)
+
+
+@PROPERTY
+@given(
+    st.lists(TEXTS, min_size=2, max_size=6),
+    st.lists(st.sets(st.integers(0, 5)), min_size=2, max_size=6),
+)
+def test_a_scorer_kept_from_one_context_to_the_next_scores_each_as_a_new_one(
+    texts: list[str], contexts: list[set[int]]
+) -> None:
+    """A replay scores all its collections with one scorer, which keeps the words in view up
+    to date from one context to the next instead of reading each context again."""
+    pool = [model(text, f"m{n}") for n, text in enumerate(texts)]
+    windows = [[pool[i] for i in sorted(chosen) if i < len(pool)] for chosen in contexts]
+    kept = AnchorScorer(pool, lambda m: 1)
+    for before, after in itertools.pairwise(windows):
+        fresh = AnchorScorer(pool, lambda m: 1).score_change(before, after)
+        assert kept.score_change(before, after) == fresh
