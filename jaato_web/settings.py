@@ -245,6 +245,20 @@ DATABASES = {
         os.environ.get("DATABASE_URL", "").strip() or "sqlite:///db.sqlite3"
     )
 }
+# On PostgreSQL each process keeps its connections open in a pool rather than opening one per
+# request (a new server process each time): the pool hands a request a connection already
+# signed in and gets it back when the request ends. Django's own persistent connections
+# (CONN_MAX_AGE) are per thread, and the ASGI server runs each request on a thread of its own,
+# so they would pile up instead. On by default when DEBUG is off; JAATO_DB_POOL_SIZE bounds the
+# connections a process holds (a request waits for one when all are busy).
+if env_bool("JAATO_DB_POOL", default=not DEBUG) and DATABASES["default"]["ENGINE"].endswith(
+    "postgresql"
+):
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": env_int("JAATO_DB_POOL_SIZE", 8),
+        "timeout": 30,
+    }
 
 # --- Background tasks -------------------------------------------------------
 

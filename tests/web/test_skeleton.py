@@ -195,6 +195,35 @@ def test_ssl_redirect_can_be_left_to_a_proxy(monkeypatch: pytest.MonkeyPatch) ->
     assert runpy.run_path(str(SETTINGS_FILE))["SECURE_SSL_REDIRECT"] is False
 
 
+def test_production_on_postgresql_keeps_its_connections_in_a_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DJANGO_DEBUG", "false")
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "x" * 50)
+    monkeypatch.setenv("DATABASE_URL", "postgres://gc@db.example.com/jaato")
+    monkeypatch.setenv("JAATO_DB_POOL_SIZE", "12")
+
+    pooled = runpy.run_path(str(SETTINGS_FILE))["DATABASES"]["default"]
+    monkeypatch.setenv("JAATO_DB_POOL", "false")
+    unpooled = runpy.run_path(str(SETTINGS_FILE))["DATABASES"]["default"]
+    monkeypatch.setenv("DJANGO_DEBUG", "true")
+    monkeypatch.delenv("JAATO_DB_POOL")
+    debugging = runpy.run_path(str(SETTINGS_FILE))["DATABASES"]["default"]
+
+    assert pooled["OPTIONS"]["pool"]["max_size"] == 12
+    assert pooled.get("CONN_MAX_AGE", 0) == 0  # Django refuses a pool with persistent ones
+    assert "pool" not in unpooled["OPTIONS"]
+    assert "pool" not in debugging["OPTIONS"]
+
+
+def test_sqlite_is_never_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DJANGO_DEBUG", "false")
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "x" * 50)
+    monkeypatch.setenv("DATABASE_URL", "sqlite:///gc.sqlite3")
+
+    assert "pool" not in runpy.run_path(str(SETTINGS_FILE))["DATABASES"]["default"]["OPTIONS"]
+
+
 def test_misspelt_boolean_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DJANGO_DEBUG", "flase")
 
