@@ -110,7 +110,8 @@ class _TurnsByPosition(Sequence[SessionTurn]):
 
     Positions run from 0 to ``turn_count - 1`` without gaps, so a page is a range of the
     unique (session, position) index and the count is already on the session: page 400 of a
-    10,000-turn session costs what page 1 costs, with no COUNT and no OFFSET scan.
+    10,000-turn session costs what page 1 costs, with no COUNT and no OFFSET scan. A page's
+    turns are read when first looked at, so a page drawn from memory reads none.
     """
 
     def __init__(self, session: AgentSession) -> None:
@@ -123,9 +124,7 @@ class _TurnsByPosition(Sequence[SessionTurn]):
         if not isinstance(index, slice):
             raise TypeError("turns are read a page at a time")
         start, stop, _ = index.indices(len(self))
-        return list(
-            session_turns(session=self.session).filter(position__gte=start, position__lt=stop)
-        )
+        return session_turns(session=self.session).filter(position__gte=start, position__lt=stop)
 
 
 def turn_page_number(*, session: AgentSession, turn_index: int) -> int | None:

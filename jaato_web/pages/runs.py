@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.template.loader import get_template
 from django.urls import reverse
 from django.utils.http import content_disposition_header
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -17,6 +20,7 @@ import gcengine
 from jaato_web.dashboard import presenters, quality, selectors, services, storage
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.http import PageRequest, htmx_target
+from jaato_web.pages.fragments import finished_run_fragment
 from jaato_web.review import presenters as review_presenters
 from jaato_web.review import selectors as review_selectors
 from jaato_web.review.targets import Target
@@ -175,20 +179,33 @@ def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
     page = selectors.page_of(removals, query.get("ledger"), selectors.LEDGER_PER_PAGE)
     # Each row links its removed content; one reverse() for the page instead of one per row.
     removals_url = reverse("run_removal", args=[run.pk, 0]).removesuffix("0/")
+
+    def draw() -> SafeString:
+        context = {"ledger_page": page, "removals_url": removals_url, "run": run}
+        return mark_safe(get_template("runs/detail.html#ledger-rows").render(context))
+
+    # A finished run's rows change only in their comment counts, read without the rows.
+    rows = cast("QuerySet[Any]", page.object_list)  # a slice of ``removals``, not yet read
+    counts = tuple(rows.values_list("comment_count", flat=True))
     return {
         # What an empty ledger says depends on the run's figures only, not on its summaries.
         "nothing": presenters.run_story(run, []).nothing,
         "ledger_page": page,
         "ledger_pager": presenters.pager(page, "ledger"),
-        "removals_url": removals_url,
+        "ledger_rows": finished_run_fragment(run, "ledger", (page.number, counts), draw),
     }
 
 
 def _diff(run: GCRun, query: QueryDict) -> dict[str, Any]:
     page = selectors.session_turn_page(session=run.session, number=query.get("diff"))
+
+    def draw() -> SafeString:
+        turns = presenters.diff_views(selectors.run_diff(run=run, turns=list(page)))
+        return mark_safe(get_template("runs/detail.html#diff-list").render({"diff_turns": turns}))
+
     return {
         "diff_pager": presenters.pager(page, "diff"),
-        "diff_turns": presenters.diff_views(selectors.run_diff(run=run, turns=list(page))),
+        "diff_list": finished_run_fragment(run, "diff", page.number, draw),
     }
 
 

@@ -7,8 +7,10 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.template.loader import get_template
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -21,7 +23,7 @@ from jaato_web.http import (
     query_id,
     redirect_after_post,
 )
-from jaato_web.pages import forms
+from jaato_web.pages import forms, fragments
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
 
@@ -77,7 +79,7 @@ def session_detail(request: PageRequest, session_id: int) -> HttpResponse:
         return _jump_to_turn(request, session)
     target = htmx_target(request)
     if target == "history":
-        context = {"session": session, **_history(project, session, request.GET)}
+        context = {"session": session, **_history(request, project, session)}
         return render(request, "sessions/detail.html#history", context)
     if target == "runs":
         context = {"session": session, **_runs(session, request.GET)}
@@ -218,7 +220,7 @@ def _session_page(
             window or session.context_limit,
         ),
         "compaction_retention": _compaction_retention(session),
-        **_history(project, session, request.GET, versions),
+        **_history(request, project, session, versions),
         **_runs(session, request.GET),
     }
     return render(request, "sessions/detail.html", context, status=status)
@@ -236,31 +238,64 @@ def _compaction_retention(session: AgentSession) -> dict[str, presenters.Retenti
 
 
 def _history(
+    request: PageRequest,
     project: Project,
     session: AgentSession,
-    query: QueryDict,
     versions: list[PolicyVersion] | None = None,
 ) -> dict[str, Any]:
     """The history's page of turns, with what pins them. ``versions`` are the project's
     policies when the caller has them already (for the "pin in a policy" choice)."""
-    page = selectors.session_turn_page(session=session, number=query.get("turns"))
+    page = selectors.session_turn_page(session=session, number=request.GET.get("turns"))
     here = services.session_pins(session=session)
     default_policy = selectors.pin_policy(project=project)
     by_policy = selectors.policy_pins(policy=default_policy)
+    # Where the agent compacted, by the turn it compacted before (JAATO's numbering).
+    compacted_before = {c["before_turn"]: c for c in session.agent_state.get("compactions") or []}
+    can_pin = request.access.allows(session.project_id, Action.PIN)
+    path = request.get_full_path()
+
+    def draw() -> SafeString:
+        context = {
+            "session": session,
+            "turns": presenters.turn_views(page, session_pins=here, policy_pins=by_policy),
+            "compacted_before": compacted_before,
+            "default_policy": default_policy,
+            "can": {"pin": can_pin},
+            "request": request,
+            "csrf_token": fragments.CSRF_PLACEHOLDER,
+        }
+        return mark_safe(get_template("sessions/detail.html#turn-list").render(context))
+
+    # A stored session's turns never change: the page is drawn again only for other pins, a
+    # renamed default policy, another role or another address (its forms come back to it).
+    key = (
+        "turns",
+        session.pk,
+        session.sha256,
+        session.token_counter,
+        page.number,
+        _frozen_pins(here),
+        _frozen_pins(by_policy),
+        (default_policy.pk, default_policy.name) if default_policy else None,
+        can_pin,
+        path,
+    )
+    turn_list = fragments.fragment(key, draw)
     return {
         "turn_pager": presenters.pager(page, "turns"),
-        "turns": presenters.turn_views(page, session_pins=here, policy_pins=by_policy),
+        "turn_list": fragments.with_csrf_token(turn_list, request),
         "session_pins": presenters.pin_summary(*here),
-        # Where the agent compacted, by the turn it compacted before (JAATO's numbering).
-        "compacted_before": {
-            c["before_turn"]: c for c in session.agent_state.get("compactions") or []
-        },
         "default_policy": default_policy,
         "default_policy_pins": presenters.pin_summary(*by_policy),
         "pin_policy_choices": (
             selectors.policy_latest_versions(project=project) if versions is None else versions
         ),
     }
+
+
+def _frozen_pins(pins: presenters.Pins) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    turns, ids = pins
+    return tuple(sorted(turns)), tuple(sorted(ids))
 
 
 @require_POST

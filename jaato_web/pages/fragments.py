@@ -1,0 +1,64 @@
+"""Parts of pages drawn once per process, then copied: the large parts drawn from content that
+never changes once stored (a page of a session's turns, a finished run's diff).
+
+Drawing them is most of a page's time, and every request for the same page draws the same
+HTML again. Each entry's key names everything its HTML is drawn from, so the cache can only
+answer with what drawing would give: a finished run's parts are keyed on the run (its id and
+when it was created and finished, so an id used again after a delete is another key) and the
+page; fragments drawn from values alone are keyed on the values themselves. Permissions are
+checked before a part is looked up, and no part holds anything of the user's own: what a
+part depends on of the request (the role's permission, the address its forms come back to) is
+in its key, and a form's CSRF token is put in for each request (``with_csrf_token``), so a
+part is the same for everyone who may see it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Hashable
+
+from django.http import HttpRequest
+from django.middleware.csrf import get_token
+from django.utils.safestring import SafeString, mark_safe
+
+from jaato_web.dashboard.memo import BoundedLRU
+from jaato_web.dashboard.models import GCRun, JobStatus
+
+# Characters of HTML kept per process (each a few bytes at most, and keys of drawn values hold
+# about as many characters again): a thousand pages of turns or diffs of a large session.
+FRAGMENT_CHARACTERS = 32 * 2**20
+
+_fragments: BoundedLRU[Hashable, SafeString] = BoundedLRU(FRAGMENT_CHARACTERS, len)
+
+# What a part's forms carry in place of the CSRF token, which is the user's own: each request
+# puts its own token there (with_csrf_token). Random per process and never sent, so no stored
+# content can hold it.
+CSRF_PLACEHOLDER = f"csrf-{secrets.token_hex(16)}"
+
+
+def fragment(key: Hashable, draw: Callable[[], SafeString]) -> SafeString:
+    """The HTML drawn for ``key``: drawn now the first time, then from memory."""
+    html = _fragments.get(key)
+    if html is None:
+        html = draw()
+        _fragments.put(key, html)
+    return html
+
+
+def finished_run_fragment(
+    run: GCRun, part: str, page: Hashable, draw: Callable[[], SafeString]
+) -> SafeString:
+    """``part`` of a run's page, for ``page`` (its page number, and anything else it shows that
+    may change): kept once the run is done (a finished run and its session never change),
+    drawn every time before."""
+    if run.status != JobStatus.DONE:
+        return draw()
+    return fragment((part, run.pk, run.created_at, run.finished_at, page), draw)
+
+
+def with_csrf_token(html: SafeString, request: HttpRequest) -> SafeString:
+    """A part drawn with ``CSRF_PLACEHOLDER`` for the token, with this request's token (the
+    token its own ``{% csrf_token %}`` would give)."""
+    if CSRF_PLACEHOLDER not in html:
+        return html
+    return mark_safe(html.replace(CSRF_PLACEHOLDER, get_token(request)))
