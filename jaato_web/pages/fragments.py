@@ -1,5 +1,6 @@
 """Parts of pages drawn once per process, then copied: the large parts drawn from content that
-never changes once stored (a page of a session's turns, a finished run's diff).
+never changes once stored (a page of a session's turns, the top of its budget tree, a finished
+run's diff, ledger rows and after-tree).
 
 Drawing them is most of a page's time, and every request for the same page draws the same
 HTML again. Each entry's key names everything its HTML is drawn from, so the cache can only
@@ -19,10 +20,12 @@ from collections.abc import Callable, Hashable
 
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
+from django.template.loader import get_template
 from django.utils.safestring import SafeString, mark_safe
 
+from jaato_web.dashboard import presenters, selectors
 from jaato_web.dashboard.memo import BoundedLRU
-from jaato_web.dashboard.models import GCRun, JobStatus
+from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus
 
 # Characters of HTML kept per process (each a few bytes at most, and keys of drawn values hold
 # about as many characters again): a thousand pages of turns or diffs of a large session.
@@ -53,7 +56,30 @@ def finished_run_fragment(
     drawn every time before."""
     if run.status != JobStatus.DONE:
         return draw()
-    return fragment((part, run.pk, run.created_at, run.finished_at, page), draw)
+    return fragment((part, *_finished(run), page), draw)
+
+
+def budget_tree(
+    session: AgentSession, *, label: str, url: str, run: GCRun | None = None
+) -> SafeString:
+    """The top level of a session's budget tree as uploaded (``run`` None) or as a finished run
+    left it, as ``components/tree.html#tree`` draws it."""
+
+    def draw() -> SafeString:
+        nodes, _ = selectors.budget_children_slice(session=session, run=run)
+        tree = {"rows": presenters.tree_rows(nodes, session.total_tokens), "url": url}
+        template = get_template("components/tree.html#tree")
+        return mark_safe(template.render({"tree": tree, "label": label}))
+
+    if run is not None and run.status != JobStatus.DONE:
+        return draw()
+    drawn_from = (session.pk, session.sha256, session.token_counter)
+    return fragment(("tree", *drawn_from, run and _finished(run), label, url), draw)
+
+
+def _finished(run: GCRun) -> tuple[Hashable, ...]:
+    """A finished run, told apart from any other that had its id before a delete."""
+    return run.pk, run.created_at, run.finished_at
 
 
 def with_csrf_token(html: SafeString, request: HttpRequest) -> SafeString:

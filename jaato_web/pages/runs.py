@@ -20,7 +20,7 @@ import gcengine
 from jaato_web.dashboard import presenters, quality, selectors, services, storage
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.http import PageRequest, htmx_target
-from jaato_web.pages.fragments import finished_run_fragment
+from jaato_web.pages import fragments
 from jaato_web.review import presenters as review_presenters
 from jaato_web.review import selectors as review_selectors
 from jaato_web.review.targets import Target
@@ -63,21 +63,22 @@ def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
             what="the agent's compaction",
         )
     if run.status == JobStatus.DONE:
-        before, _ = selectors.budget_children_slice(session=session)
-        after, _ = selectors.budget_children_slice(session=session, run=run)
         summaries = presenters.summary_views(selectors.run_summaries(run=run))
         context |= {
             "summaries": summaries,
             "story": presenters.run_story(run, summaries),
             "retention": presenters.run_retention(run, gates),
-            "tree_before": {
-                "rows": presenters.tree_rows(before, session.total_tokens),
-                "url": reverse("session_tree", args=[session.pk]),
-            },
-            "tree_after": {
-                "rows": presenters.tree_rows(after, session.total_tokens),
-                "url": reverse("run_tree", args=[run.pk]),
-            },
+            "tree_before": fragments.budget_tree(
+                session,
+                label="Budget before the run",
+                url=reverse("session_tree", args=[session.pk]),
+            ),
+            "tree_after": fragments.budget_tree(
+                session,
+                label="Budget after the run",
+                url=reverse("run_tree", args=[run.pk]),
+                run=run,
+            ),
             **_ledger(run, request.GET),
             **_diff(run, request.GET),
         }
@@ -192,7 +193,7 @@ def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
         "nothing": presenters.run_story(run, []).nothing,
         "ledger_page": page,
         "ledger_pager": presenters.pager(page, "ledger"),
-        "ledger_rows": finished_run_fragment(run, "ledger", (page.number, counts), draw),
+        "ledger_rows": fragments.finished_run_fragment(run, "ledger", (page.number, counts), draw),
     }
 
 
@@ -205,7 +206,7 @@ def _diff(run: GCRun, query: QueryDict) -> dict[str, Any]:
 
     return {
         "diff_pager": presenters.pager(page, "diff"),
-        "diff_list": finished_run_fragment(run, "diff", page.number, draw),
+        "diff_list": fragments.finished_run_fragment(run, "diff", page.number, draw),
     }
 
 

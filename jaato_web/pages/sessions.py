@@ -186,7 +186,6 @@ def _session_page(
         ),
         "window": window,
     }
-    nodes, _ = selectors.budget_children_slice(session=session)
     replay = selectors.replay_shown(session=session, replay_id=query_id(request.GET.get("replay")))
     # The replay's select starts on the version that drew the chart beside it, when offered.
     replay_initial = initial
@@ -203,10 +202,11 @@ def _session_page(
             preservable=session.preservable_tokens,
             eligible=session.eligible_tokens,
         ),
-        "tree": {
-            "rows": presenters.tree_rows(nodes, session.total_tokens),
-            "url": reverse("session_tree", args=[session.pk]),
-        },
+        "tree": fragments.budget_tree(
+            session,
+            label="Budget of the session",
+            url=reverse("session_tree", args=[session.pk]),
+        ),
         "legend": presenters.policy_legend(),
         "drift": presenters.drift_view(session.drift, session.token_counter),
         "run_form": run_form

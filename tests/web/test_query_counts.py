@@ -26,15 +26,15 @@ pytestmark = pytest.mark.django_db
 # Signing in costs three on every page: the browser session, the user, the user's roles; the
 # header's project switcher one more.
 ACCESS_QUERIES = 4
-# Session page: session with its project, policy versions, top of the tree, replay, the
-# session's own pins, the default policy and its pins, runs count and page. Its page of turns
-# is read once per process, then drawn from memory (jaato_web.pages.fragments).
-SESSION_PAGE_QUERIES = ACCESS_QUERIES + 9
-# Run page: run with session and policy, both tree tops, summaries, ledger count and the
-# comment counts of its page; the review panel's verdicts and comment count (its threads and
-# replies add two more once there are comments). The ledger's rows and the page of turns with
-# its removals and inserted summaries are read once per process, then drawn from memory.
-RUN_PAGE_QUERIES = ACCESS_QUERIES + 8
+# Session page: session with its project, policy versions, replay, the session's own pins,
+# the default policy and its pins, runs count and page. The top of its budget tree and its
+# page of turns are read once per process, then drawn from memory (jaato_web.pages.fragments).
+SESSION_PAGE_QUERIES = ACCESS_QUERIES + 8
+# Run page: run with session and policy, summaries, ledger count and the comment counts of its
+# page; the review panel's verdicts and comment count (its threads and replies add two more
+# once there are comments). Both tree tops, the ledger's rows and the page of turns with its
+# removals and inserted summaries are read once per process, then drawn from memory.
+RUN_PAGE_QUERIES = ACCESS_QUERIES + 6
 
 
 def sized_session(project: Project, shape: SessionShape) -> AgentSession:
