@@ -4,13 +4,14 @@ run's diff, ledger rows and after-tree).
 
 Drawing them is most of a page's time, and every request for the same page draws the same
 HTML again. Each entry's key names everything its HTML is drawn from, so the cache can only
-answer with what drawing would give: a finished run's parts are keyed on the run (its id and
-when it was created and finished, so an id used again after a delete is another key) and the
-page; fragments drawn from values alone are keyed on the values themselves. Permissions are
-checked before a part is looked up, and no part holds anything of the user's own: what a
-part depends on of the request (the role's permission, the address its forms come back to) is
-in its key, and a form's CSRF token is put in for each request (``with_csrf_token``), so a
-part is the same for everyone who may see it.
+answer with what drawing would give: a session's parts are keyed on the session (its id, the
+SHA-256 of its upload and the token counter of its figures), a finished run's on the run (its
+id and when it was created and finished, so an id used again after a delete is another key),
+and both on whatever else the part shows that may change (pins, comment counts, the page).
+Permissions are checked before a part is looked up, and no part holds anything of the user's
+own: what a part depends on of the request (the role's permission, the address its forms come
+back to) is in its key, and a form's CSRF token is put in for each request
+(``with_csrf_token``), so a part is the same for everyone who may see it.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from jaato_web.dashboard import presenters, selectors
 from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus
 
-# Characters of HTML kept per process (each a few bytes at most, and keys of drawn values hold
-# about as many characters again): a thousand pages of turns or diffs of a large session.
+# Characters of HTML kept per process, about as many bytes: some 200 pages of turns of a large
+# session (about 170,000 characters each), or many more of the smaller parts.
 FRAGMENT_CHARACTERS = 32 * 2**20
 
 _fragments: BoundedLRU[Hashable, SafeString] = BoundedLRU(FRAGMENT_CHARACTERS, len)
