@@ -259,6 +259,9 @@ if env_bool("JAATO_DB_POOL", default=not DEBUG) and DATABASES["default"]["ENGINE
         "max_size": env_int("JAATO_DB_POOL_SIZE", 8),
         "timeout": 30,
     }
+    # A connection is checked (one empty round trip) before a request gets it, so a database
+    # server restarted under the pool costs a reconnection, not an error.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 # --- Background tasks -------------------------------------------------------
 

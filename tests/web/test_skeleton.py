@@ -212,6 +212,7 @@ def test_production_on_postgresql_keeps_its_connections_in_a_pool(
 
     assert pooled["OPTIONS"]["pool"]["max_size"] == 12
     assert pooled.get("CONN_MAX_AGE", 0) == 0  # Django refuses a pool with persistent ones
+    assert pooled["CONN_HEALTH_CHECKS"] is True  # each connection checked as it is handed out
     assert "pool" not in unpooled["OPTIONS"]
     assert "pool" not in debugging["OPTIONS"]
 
