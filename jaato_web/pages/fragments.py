@@ -52,8 +52,8 @@ def fragment(key: Hashable, draw: Callable[[], SafeString]) -> SafeString:
 def finished_run_fragment(
     run: GCRun, part: str, page: Hashable, draw: Callable[[], SafeString]
 ) -> SafeString:
-    """``part`` of a run's page, for ``page`` (its page number, and anything else it shows that
-    may change): kept once the run is done (a finished run and its session never change),
+    """``part`` of a run's page, for ``page`` (its page number and size, and anything else it
+    shows that may change): kept once the run is done (a finished run and its session never change),
     drawn every time before."""
     if run.status != JobStatus.DONE:
         return draw()
@@ -75,7 +75,8 @@ def budget_tree(
     if run is not None and run.status != JobStatus.DONE:
         return draw()
     drawn_from = (session.pk, session.sha256, session.token_counter)
-    return fragment(("tree", *drawn_from, run and _finished(run), label, url), draw)
+    shown = (label, url, selectors.NODES_PER_PAGE)
+    return fragment(("tree", *drawn_from, run and _finished(run), *shown), draw)
 
 
 def _finished(run: GCRun) -> tuple[Hashable, ...]:

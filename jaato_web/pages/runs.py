@@ -193,7 +193,9 @@ def _ledger(run: GCRun, query: QueryDict) -> dict[str, Any]:
         "nothing": presenters.run_story(run, []).nothing,
         "ledger_page": page,
         "ledger_pager": presenters.pager(page, "ledger"),
-        "ledger_rows": fragments.finished_run_fragment(run, "ledger", (page.number, counts), draw),
+        "ledger_rows": fragments.finished_run_fragment(
+            run, "ledger", (page.number, page.paginator.per_page, counts), draw
+        ),
     }
 
 
@@ -206,7 +208,9 @@ def _diff(run: GCRun, query: QueryDict) -> dict[str, Any]:
 
     return {
         "diff_pager": presenters.pager(page, "diff"),
-        "diff_list": fragments.finished_run_fragment(run, "diff", page.number, draw),
+        "diff_list": fragments.finished_run_fragment(
+            run, "diff", (page.number, page.paginator.per_page), draw
+        ),
     }
 
 

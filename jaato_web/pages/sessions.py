@@ -274,6 +274,7 @@ def _history(
         session.sha256,
         session.token_counter,
         page.number,
+        page.paginator.per_page,
         _frozen_pins(here),
         _frozen_pins(by_policy),
         (default_policy.pk, default_policy.name) if default_policy else None,
