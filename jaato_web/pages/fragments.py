@@ -74,9 +74,17 @@ def budget_tree(
 
     if run is not None and run.status != JobStatus.DONE:
         return draw()
-    drawn_from = (session.pk, session.sha256, session.token_counter)
-    shown = (label, url, selectors.NODES_PER_PAGE)
-    return fragment(("tree", *drawn_from, run and _finished(run), *shown), draw)
+    shown = (run and _finished(run), label, url, selectors.NODES_PER_PAGE)
+    return stored_session_fragment(session, "tree", shown, draw)
+
+
+def stored_session_fragment(
+    session: AgentSession, part: str, shown: Hashable, draw: Callable[[], SafeString]
+) -> SafeString:
+    """``part`` of a page drawn from a stored session, which never changes, and ``shown``:
+    everything else it shows that may change."""
+    stored = (session.pk, session.sha256, session.token_counter)
+    return fragment((part, *stored, shown), draw)
 
 
 def _finished(run: GCRun) -> tuple[Hashable, ...]:

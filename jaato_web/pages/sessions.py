@@ -268,11 +268,7 @@ def _history(
 
     # A stored session's turns never change: the page is drawn again only for other pins, a
     # renamed default policy, another role or another address (its forms come back to it).
-    key = (
-        "turns",
-        session.pk,
-        session.sha256,
-        session.token_counter,
+    shown = (
         page.number,
         page.paginator.per_page,
         _frozen_pins(here),
@@ -281,7 +277,7 @@ def _history(
         can_pin,
         path,
     )
-    turn_list = fragments.fragment(key, draw)
+    turn_list = fragments.stored_session_fragment(session, "turns", shown, draw)
     return {
         "turn_pager": presenters.pager(page, "turns"),
         "turn_list": fragments.with_csrf_token(turn_list, request),
