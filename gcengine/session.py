@@ -612,7 +612,7 @@ def index_conversation(
             old_turn = mapped[turn] if mapped else None
             known = _old_figures(old, old_turn) if old_turn is not None else {}
             for offset, message in enumerate(turn_messages):
-                was = known.get(id(message))
+                was = known.get(id(message)) if known else None
                 message_tokens, made_by = was[1] if was and was[0] is message else figure(message)
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
@@ -622,11 +622,15 @@ def index_conversation(
                 if made is not None:
                     traffic.append((start + offset, *made))
             if traffic:
-                found = [(turn, positions) for positions in turn_exchanges(traffic)]
+                found = turn_exchanges(traffic)
                 if exchange_figures:
-                    exchanges.extend(_figured(found, messages, layout, tokens, policies, created))
+                    exchanges.extend(
+                        turn_exchange_figures(
+                            turn, found, messages, layout, tokens, policies, created
+                        )
+                    )
                 else:
-                    groups.extend(found)
+                    groups.extend([(turn, positions) for positions in found])
 
     done = 0
     for first, end, old_first in copied:
@@ -806,20 +810,6 @@ def _first_unequal(
     return size
 
 
-def _figured(
-    found: Sequence[ExchangeGroup],
-    messages: Sequence[Message],
-    layout: TurnLayout,
-    tokens: Sequence[int],
-    policies: Sequence[GCPolicy],
-    created: Sequence[float],
-) -> Iterator[Exchange]:
-    for turn, positions in found:
-        yield from turn_exchange_figures(
-            turn, [positions], messages, layout, tokens, policies, created
-        )
-
-
 def build_conversation(
     history: Sequence[Message],
     counter: TokenCounter,
@@ -915,9 +905,10 @@ def _turn_entries(
     for turn in range(first, end):
         start = starts[turn]
         stop = starts[turn + 1] if turn + 1 < turns else size
-        turn_index = indices[turn]
+        turn_index, kind = indices[turn], kinds[turn]
+        name = turn_name(turn_index, kind)
         # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
-        turn_label = f"turn_{turn_number(turn_index)}" if turn_index is not None else "inserted"
+        turn_label = name if turn_index is not None else "inserted"
         leaves: dict[str, SourceEntry] = {}
         for position in range(start, stop):
             message = messages[position]
@@ -937,13 +928,12 @@ def _turn_entries(
                     "message_ids": [message_id],
                 }
             )
-        kind = kinds[turn]
         children[turn_key_of(turn_index, messages[start])] = entry(
             {
                 "source": conversation,
                 "tokens": sum(tokens[start:stop]),
                 "gc_policy": GCPolicy.PARTIAL,
-                "label": turn_name(turn_index, kind),
+                "label": name,
                 "children": leaves,
                 "metadata": {"turn_index": turn_index, "kind": _KIND_VALUES[kind]},
                 "created_at": created[start],
