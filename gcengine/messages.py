@@ -182,9 +182,9 @@ class Message(Tracked):
     @property
     def is_function_response(self) -> bool:
         """JAATO's rule: a tool message, or a user message that carries a tool result."""
-        return self.role is Role.TOOL or any(
-            p.type is PartType.FUNCTION_RESPONSE for p in self.parts
-        )
+        # A list of the part types, not ``any`` over a generator: this is asked of every
+        # message when a budget is built, and most messages have one part.
+        return self.role is Role.TOOL or PartType.FUNCTION_RESPONSE in [p.type for p in self.parts]
 
     @property
     def text(self) -> str:
@@ -193,7 +193,8 @@ class Message(Tracked):
 
     @property
     def is_text_only(self) -> bool:
-        return bool(self.parts) and all(p.type is PartType.TEXT for p in self.parts)
+        types = [p.type for p in self.parts]  # as in ``is_function_response``
+        return bool(types) and types.count(PartType.TEXT) == len(types)
 
 
 def turn_number(index: int) -> int:

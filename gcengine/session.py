@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from gcengine._fast import construct, remember, set_fresh
+from gcengine._fast import construct, entry_maker, remember, set_fresh
 from gcengine.budget import (
     DEFAULT_SOURCE_POLICIES,
     GCPolicy,
@@ -435,34 +435,34 @@ def counted_figures(
 
 
 def _role_label(message: Message) -> str:
-    if message.kind is MessageKind.SUMMARY:
+    if message.kind is MessageKind.CHAT:
+        if message.role is Role.MODEL:  # the commonest message: answered without its parts
+            return "output (model)"
+    elif message.kind is MessageKind.SUMMARY:
         return "summary"
-    if message.kind is MessageKind.NOTICE:
+    else:
         return "notice"
-    if message.role is Role.MODEL:
-        return "output (model)"
     if message.is_function_response:
         names = sorted({r.name for r in message.function_responses if r.name})
         return f"input (tool = {', '.join(names)})" if names else "input (tool)"
     return "input (external)"
 
 
-def _closing_answer_ids(turn: Sequence[Message]) -> set[str]:
+def _closing_answer_ids(turn: Sequence[Message]) -> frozenset[str]:
     """The answer that closes a turn which took several model messages and used tools."""
-    model_messages = 0
+    answers = [message for message in turn if message.role is Role.MODEL]
+    if len(answers) < 2:  # most turns: one answer, which closes nothing
+        return frozenset()
     used_tools = False
     closing: Message | None = None
-    for message in turn:
-        if message.role is not Role.MODEL:
-            continue
-        model_messages += 1
+    for message in answers:
         if message.is_text_only:
             closing = message
         elif any(part.type is PartType.FUNCTION_CALL for part in message.parts):
             used_tools = True
-    if model_messages < 2 or not used_tools or closing is None:
-        return set()
-    return {closing.message_id}
+    if not used_tools or closing is None:
+        return frozenset()
+    return frozenset((closing.message_id,))
 
 
 def original_request(history: Sequence[Message]) -> int | None:
@@ -479,7 +479,10 @@ def original_request(history: Sequence[Message]) -> int | None:
 
 
 def _message_policy(
-    message: Message, original: str | None, closing: set[str], clarifications: frozenset[str]
+    message: Message,
+    original: str | None,
+    closing: frozenset[str],
+    clarifications: frozenset[str],
 ) -> GCPolicy:
     if message.message_id == original:
         return GCPolicy.LOCKED
@@ -609,7 +612,7 @@ def index_conversation(
             old_turn = mapped[turn] if mapped else None
             known = _old_figures(old, old_turn) if old_turn is not None else {}
             for offset, message in enumerate(turn_messages):
-                was = known.get(id(message))
+                was = known.get(id(message)) if known else None
                 message_tokens, made_by = was[1] if was and was[0] is message else figure(message)
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
@@ -619,11 +622,15 @@ def index_conversation(
                 if made is not None:
                     traffic.append((start + offset, *made))
             if traffic:
-                found = [(turn, positions) for positions in turn_exchanges(traffic)]
+                found = turn_exchanges(traffic)
                 if exchange_figures:
-                    exchanges.extend(_figured(found, messages, layout, tokens, policies, created))
+                    exchanges.extend(
+                        turn_exchange_figures(
+                            turn, found, messages, layout, tokens, policies, created
+                        )
+                    )
                 else:
-                    groups.extend(found)
+                    groups.extend([(turn, positions) for positions in found])
 
     done = 0
     for first, end, old_first in copied:
@@ -803,20 +810,6 @@ def _first_unequal(
     return size
 
 
-def _figured(
-    found: Sequence[ExchangeGroup],
-    messages: Sequence[Message],
-    layout: TurnLayout,
-    tokens: Sequence[int],
-    policies: Sequence[GCPolicy],
-    created: Sequence[float],
-) -> Iterator[Exchange]:
-    for turn, positions in found:
-        yield from turn_exchange_figures(
-            turn, [positions], messages, layout, tokens, policies, created
-        )
-
-
 def build_conversation(
     history: Sequence[Message],
     counter: TokenCounter,
@@ -891,40 +884,67 @@ def turn_name(index: int | None, kind: MessageKind) -> str:
 def _turn_entries(
     index: ConversationIndex, first: int, end: int, children: dict[str, SourceEntry]
 ) -> None:
-    """Add the entries of turns ``first`` to ``end`` of the index to ``children``."""
+    """Add the entries of turns ``first`` to ``end`` of the index to ``children``.
+
+    A conversation has an entry per message, so this is the budget builder's inner loop: it
+    reads the index's flat lists by position and builds each entry straight from its fields
+    (``entry_maker``), with nothing worked out twice (labels, keys, spans).
+    """
     messages, layout = index.messages, index.layout
-    tokens, created, counted_by = index.tokens, index.created_at, index.counted_by
+    tokens, policies, created, counted_by = (
+        index.tokens,
+        index.policies,
+        index.created_at,
+        index.counted_by,
+    )
     assert counted_by is not None, "only an index the builder made says what made each figure"
+    ids, starts, indices, kinds = layout.message_ids, layout.starts, layout.indices, layout.kinds
+    size, turns = len(messages), len(starts)
+    entry = entry_maker(SourceEntry)
+    conversation = InstructionSource.CONVERSATION
     for turn in range(first, end):
-        start, stop = layout.span(turn)
-        turn_index = layout.indices[turn]
+        start = starts[turn]
+        stop = starts[turn + 1] if turn + 1 < turns else size
+        turn_index, kind = indices[turn], kinds[turn]
+        name = turn_name(turn_index, kind)
         # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
-        turn_label = f"turn_{turn_number(turn_index)}" if turn_index is not None else "inserted"
+        turn_label = name if turn_index is not None else "inserted"
         leaves: dict[str, SourceEntry] = {}
         for position in range(start, stop):
             message = messages[position]
-            leaves[message.message_id] = construct(
-                SourceEntry,
-                source=InstructionSource.CONVERSATION,
-                tokens=tokens[position],
-                gc_policy=index.policies[position],
-                label=f"{turn_label} {_role_label(message)}",
-                children={},
-                metadata={"counted_by": counted_by[position], "role": message.role.value},
-                created_at=created[position],
-                message_ids=[message.message_id],
+            message_id = ids[position]
+            leaves[message_id] = entry(
+                {
+                    "source": conversation,
+                    "tokens": tokens[position],
+                    "gc_policy": policies[position],
+                    "label": f"{turn_label} {_role_label(message)}",
+                    "children": {},
+                    "metadata": {
+                        "counted_by": counted_by[position],
+                        "role": _ROLE_VALUES[message.role],
+                    },
+                    "created_at": created[position],
+                    "message_ids": [message_id],
+                }
             )
-        children[turn_key_of(turn_index, messages[start])] = construct(
-            SourceEntry,
-            source=InstructionSource.CONVERSATION,
-            tokens=sum(tokens[start:stop]),
-            gc_policy=GCPolicy.PARTIAL,
-            label=turn_name(turn_index, layout.kinds[turn]),
-            children=leaves,
-            metadata={"turn_index": turn_index, "kind": layout.kinds[turn].value},
-            created_at=created[start],
-            message_ids=layout.message_ids[start:stop],
+        children[turn_key_of(turn_index, messages[start])] = entry(
+            {
+                "source": conversation,
+                "tokens": sum(tokens[start:stop]),
+                "gc_policy": GCPolicy.PARTIAL,
+                "label": name,
+                "children": leaves,
+                "metadata": {"turn_index": turn_index, "kind": _KIND_VALUES[kind]},
+                "created_at": created[start],
+                "message_ids": ids[start:stop],
+            }
         )
+
+
+_ROLE_VALUES = {role: role.value for role in Role}
+_KIND_VALUES = {kind: kind.value for kind in MessageKind}
+"""Enum values by member: a dict read costs a fraction of ``.value`` on an inner loop."""
 
 
 def build_budget(

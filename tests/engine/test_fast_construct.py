@@ -36,7 +36,7 @@ from gcengine import (
     SourceEntry,
     Turn,
 )
-from gcengine._fast import construct, set_fresh
+from gcengine._fast import construct, entry_maker, set_fresh
 from gcengine.planner.model import ItemRole, PlannerItem, Priority, Source
 from gcengine.reachability.kinds import SegmentKind
 from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment
@@ -230,3 +230,16 @@ def test_marking_a_field_set_on_one_instance_leaves_the_others_as_built(
     assert construct(model, **values).model_fields_set == set(model.model_fields)
     assert other.model_fields_set == set(required)
     assert full.model_fields_set == set(model.model_fields)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda model: model.__name__)
+def test_entry_maker_builds_what_model_construct_builds(model: type[BaseModel]) -> None:
+    make = entry_maker(model)
+    first, second = make(dict(EVERY_FIELD[model])), make(dict(EVERY_FIELD[model]))
+    assert type(first) is model
+    assert state(first) == state(model.model_construct(**EVERY_FIELD[model]))
+    # Marking a field set on one instance (they share one fields-set) leaves the other as built.
+    set_fresh(
+        first, next(iter(model.model_fields)), getattr(second, next(iter(model.model_fields)))
+    )
+    assert second.model_fields_set == set(model.model_fields)
