@@ -35,8 +35,13 @@ def discover_gc_plugins() -> dict[str, Callable[[], Any]]:
 
 
 def load_gc_plugin(name: str, config: Mapping[str, Any] | None = None) -> GCPlugin:
-    """An initialised plugin. ``truncate`` and ``gc_truncate`` are the same name."""
-    factories = discover_gc_plugins()
+    """An initialised plugin. ``truncate`` and ``gc_truncate`` are the same name.
+
+    The engine's own names win over any installed plugin of the same name, so they are found
+    without reading every installed package's entry points (milliseconds a run)."""
+    factories: Mapping[str, Callable[[], Any]] = ENGINE_STRATEGIES
+    if name not in factories and f"gc_{name}" not in factories:
+        factories = discover_gc_plugins()
     key = name if name in factories else f"gc_{name}"
     if key not in factories:
         known = ", ".join(sorted(factories))

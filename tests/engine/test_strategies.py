@@ -18,6 +18,7 @@ from gcengine.gc import (
     RemovalReason,
     discover_gc_plugins,
     load_gc_plugin,
+    registry,
     run_gc,
 )
 from gcengine.gc.summarizers import sentences
@@ -45,6 +46,26 @@ def test_all_five_strategies_are_discoverable_and_load_by_either_name() -> None:
     assert load_gc_plugin("truncate").name == "gc_truncate"
     assert load_gc_plugin("gc_budget", {"preserve_recent_turns": 2}).name == "gc_budget"
     with pytest.raises(PluginError, match="no GC plugin named 'fifo'"):
+        load_gc_plugin("fifo")
+
+
+def test_the_engines_strategies_load_without_reading_installed_packages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ours win over any installed plugin of the same name: a run need not read every
+    package's entry points to find them, and a package whose metadata is broken cannot stop
+    them. Any other name is looked up among the installed plugins."""
+
+    def unreadable(**_: object) -> list[object]:
+        raise OSError("broken package metadata")
+
+    monkeypatch.setattr(registry, "entry_points", unreadable)
+
+    assert [load_gc_plugin(name).name for name in ("budget", "gc_truncate")] == [
+        "gc_budget",
+        "gc_truncate",
+    ]
+    with pytest.raises(OSError, match="broken package metadata"):
         load_gc_plugin("fifo")
 
 
