@@ -8,6 +8,7 @@ TLS proxy on the same machine, and loads the demo (user ``demo``, with a passwor
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import os
@@ -48,6 +49,24 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def add_postgres_option(parser: argparse.ArgumentParser) -> None:
+    """``--database-url``: the PostgreSQL server a benchmark makes its own database on."""
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("JAATO_TEST_POSTGRES_URL", ""),
+        help="a PostgreSQL server's URL whose role may create databases "
+        "(default: $JAATO_TEST_POSTGRES_URL)",
+    )
+
+
+def postgres_url(parser: argparse.ArgumentParser, options: argparse.Namespace) -> str:
+    """The ``--database-url`` given, or the command line's usage error without one."""
+    url: str = options.database_url
+    if not url.startswith(("postgres://", "postgresql://")):
+        parser.error("give --database-url postgresql://... (or set JAATO_TEST_POSTGRES_URL)")
+    return url
 
 
 def with_database(url: str, name: str) -> str:

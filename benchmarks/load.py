@@ -45,12 +45,14 @@ from live import (  # noqa: E402
     Browser,
     LiveFailure,
     Server,
+    add_postgres_option,
     check,
     drop_database,
     end_server,
     fresh_database,
     make_token,
     multipart,
+    postgres_url,
     sign_in,
     start_server,
     step,
@@ -355,12 +357,7 @@ def concurrent_writes(api: Api, count: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--database-url",
-        default=os.environ.get("JAATO_TEST_POSTGRES_URL", ""),
-        help="a PostgreSQL server's URL whose role may create databases "
-        "(default: $JAATO_TEST_POSTGRES_URL)",
-    )
+    add_postgres_option(parser)
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30)
@@ -371,13 +368,12 @@ def main() -> int:
         "--no-reupload", action="store_true", help="skip exporting and uploading again"
     )
     options = parser.parse_args()
-    if not options.database_url.startswith(("postgres://", "postgresql://")):
-        parser.error("give --database-url postgresql://... (or set JAATO_TEST_POSTGRES_URL)")
+    database_url = postgres_url(parser, options)
     workdir = Path(tempfile.mkdtemp(prefix="jaato-load-"))
     server: Server | None = None
     try:
         server = start_server(
-            fresh_database(options.database_url, LOAD_DATABASE),
+            fresh_database(database_url, LOAD_DATABASE),
             workdir / "server.log",
             workers=options.workers,
             task_workers=options.task_workers,
@@ -395,7 +391,7 @@ def main() -> int:
     finally:
         if server is not None:
             end_server(server)
-        drop_database(options.database_url, LOAD_DATABASE)
+        drop_database(database_url, LOAD_DATABASE)
     return 0
 
 

@@ -160,21 +160,17 @@ def measured(
 
 
 def main() -> None:
+    from live import add_postgres_option, postgres_url
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--database-url",
-        default=os.environ.get("JAATO_TEST_POSTGRES_URL", ""),
-        help="a PostgreSQL server's URL whose role may create databases "
-        "(default: $JAATO_TEST_POSTGRES_URL)",
-    )
+    add_postgres_option(parser)
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20, help="timed requests per address")
     parser.add_argument("--fresh", action="store_true", help="build the database again")
     parser.add_argument("--profile", action="store_true", help="print where the time goes")
     options = parser.parse_args()
-    if not options.database_url.startswith(("postgres://", "postgresql://")):
-        parser.error("give --database-url postgresql://... (or set JAATO_TEST_POSTGRES_URL)")
-    configure(kept_database(options.database_url, options.fresh))
+    database_url = postgres_url(parser, options)
+    configure(kept_database(database_url, options.fresh))
 
     from django.core.management import call_command
 
