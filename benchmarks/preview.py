@@ -6,7 +6,7 @@ is ``--usage`` percent, and stored through the upload service in a throwaway SQL
 Policy: budget, threshold 80, target 60, preserve 5; pressure 90 (threshold mode) or 0
 (continuous mode). Medians of ``--repeat`` runs:
 
-* ``unpack``: reading the stored session (zlib JSON into a gcengine.Session), which the
+* ``unpack``: reading the stored session (compressed JSON into a gcengine.Session), which the
   editor's in-process cache saves on every preview after the first;
 * ``preview, cold``: the first preview of the session (unpack + collection);
 * ``preview``: a preview once the session is cached (what each edit costs), each with a

@@ -146,8 +146,8 @@ class SessionDocument(models.Model):
     session = models.OneToOneField(
         AgentSession, on_delete=models.CASCADE, primary_key=True, related_name="document"
     )
-    original = models.BinaryField(help_text="The bytes as uploaded, zlib-compressed.")
-    engine_session = models.BinaryField(help_text="gcengine.Session as JSON, zlib-compressed.")
+    original = models.BinaryField(help_text="The bytes as uploaded, zstd-compressed.")
+    engine_session = models.BinaryField(help_text="gcengine.Session as JSON, zstd-compressed.")
 
     def __str__(self) -> str:
         return f"document of session {self.session_id}"
@@ -175,7 +175,7 @@ class SessionTurn(models.Model):
     preview = models.CharField(max_length=300, blank=True)
     packed = models.BinaryField(
         default=b"",
-        help_text="The turn's figures and messages (pydantic's JSON), zlib-compressed.",
+        help_text="The turn's figures and messages (pydantic's JSON), zstd-compressed.",
     )
 
     class Meta:
@@ -364,17 +364,17 @@ class GCRun(BackgroundWork):
     session_after = models.BinaryField(
         null=True,
         help_text="The session after the run: its history as positions in the session's "
-        "(and what the run inserted), zlib JSON.",
+        "(and what the run inserted), zstd JSON.",
     )
     after_turns = models.BinaryField(
         null=True,
         help_text="The conversation the run left, by turn: positions of session turns it left "
-        "alone, the others written out (storage.after_turns), zlib JSON.",
+        "alone, the others written out (storage.after_turns), zstd JSON.",
     )
     stash = models.BinaryField(
         null=True,
         blank=True,
-        help_text="What a reachability run stashed, gcengine.Stash JSON, zlib-compressed.",
+        help_text="What a reachability run stashed, gcengine.Stash JSON, zstd-compressed.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True)

@@ -16,12 +16,13 @@ type error on the other.
 from __future__ import annotations
 
 import json
-import zlib
+import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
+import zstandard
 from pydantic import TypeAdapter
 
 import gcengine
@@ -56,9 +57,23 @@ class StoredMessage(TypedDict):
     metadata: dict[str, Any]
 
 
-# Stored turns and documents are JSON compressed at zlib's fastest level: the history's text is
-# most of a session, and level 1 keeps a third of it at the least CPU an upload can spend.
-PACK_LEVEL = 1
+# Stored turns and documents are JSON compressed with Zstandard at its default level. The
+# history's text is most of a session, and every run and replay reads it back: zstd keeps a
+# third of it, like zlib's fastest level did, but packs it twice as fast and reads it back
+# nearly three times as fast (a 10,000-turn session's 39 MB of turns: 0.05 s instead of 0.14 s).
+PACK_LEVEL = 3
+
+
+class _Codecs(threading.local):
+    """A compressor and a decompressor per thread: a zstd context is not safe to share
+    between threads, and making one per value cost as much as the packing itself."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=PACK_LEVEL)
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+_codecs = _Codecs()
 
 
 @dataclass(frozen=True)
@@ -212,15 +227,18 @@ def packed(value: Any) -> bytes:
     return _compress(_json_bytes(value))
 
 
-# Large data is compressed a slice at a time: ``zlib.compress`` of the whole reserves an output
-# as large as the input. The bytes are the same either way.
+# Large data is compressed a slice at a time: compressing the whole at once reserves an output
+# as large as the input.
 _COMPRESS_SLICE = 1 << 20
 
 
 def _compress(data: bytes) -> bytes:
+    """``data`` compressed, with its size in the frame (so reading it back reserves exactly
+    the room it needs)."""
+    compressor = _codecs.compressor
     if len(data) <= _COMPRESS_SLICE:
-        return zlib.compress(data, PACK_LEVEL)
-    packer = zlib.compressobj(PACK_LEVEL)
+        return compressor.compress(data)
+    packer = compressor.compressobj(size=len(data))
     view = memoryview(data)
     slices = range(0, len(view), _COMPRESS_SLICE)
     return b"".join(
@@ -233,7 +251,7 @@ def _json_bytes(value: Any) -> bytes:
 
 
 def _compressed_all(texts: list[bytes]) -> list[bytes]:
-    """``zlib.compress`` of each text, half of them on another thread: zlib lets go of the GIL
+    """``_compress`` of each text, half of them on another thread: zstd lets go of the GIL
     while it compresses, and this thread compresses the other half meanwhile."""
     half = len(texts) // 2
     with ThreadPoolExecutor(1, thread_name_prefix="pack-turns") as helper:
@@ -246,18 +264,23 @@ def _compressed(texts: list[bytes]) -> list[bytes]:
     return [_compress(text) for text in texts]
 
 
+def decompressed(data: bytes | memoryview) -> bytes:
+    """The bytes a stored value packs (whatever it holds: JSON, or an original as uploaded)."""
+    return _codecs.decompressor.decompress(data)
+
+
 def unpacked(data: bytes | memoryview) -> Any:
-    return json.loads(zlib.decompress(data))
+    return json.loads(decompressed(data))
 
 
 def pack_original(data: bytes) -> bytes:
     """The bytes as uploaded, as stored: compressed (a 10,000-turn session: 45.5 MB -> about
-    15 MB), and given back exactly by ``unpack_original``."""
+    12.5 MB), and given back exactly by ``unpack_original``."""
     return _compress(data)
 
 
 def unpack_original(stored: bytes | memoryview) -> bytes:
-    return zlib.decompress(stored)
+    return decompressed(stored)
 
 
 @dataclass(frozen=True)
@@ -334,7 +357,7 @@ _TURNS_PACKED_TOGETHER = 500
 
 
 def unpack_turn(data: bytes | memoryview) -> tuple[list[gcengine.Message], list[MessageFigure]]:
-    figures, messages = _TURN.validate_json(zlib.decompress(data))
+    figures, messages = _TURN.validate_json(decompressed(data))
     return messages, figures
 
 
@@ -568,11 +591,11 @@ def after_turns(
 
 def pack_stash(stash: gcengine.Stash) -> bytes:
     """A run's stash as stored: JSON, compressed, like the session it came from."""
-    return zlib.compress(stash.model_dump_json().encode(), 1)
+    return _compress(stash.model_dump_json().encode())
 
 
 def unpack_stash(packed: bytes) -> gcengine.Stash:
-    return gcengine.Stash.model_validate_json(zlib.decompress(packed))
+    return gcengine.Stash.model_validate_json(decompressed(packed))
 
 
 # The largest differences are what a reader acts on; the rest is a count.

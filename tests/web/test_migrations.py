@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import zstandard
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -31,6 +32,7 @@ AFTER = ("dashboard", "0011_compact_session_storage")
 ORIGINALS_WHOLE = ("dashboard", "0012_quality_gates_prices_retention")
 ORIGINALS_COMPRESSED = ("dashboard", "0013_compress_originals")
 TURNS_AS_JSON = ("dashboard", "0015_turns_validate_from_json")
+ZSTD = ("dashboard", "0016_zstd_storage")
 POLICY = gcengine.load_gc_config(
     {"type": "gc_budget", "threshold_percent": 1, "target_percent": 0.5}, env={}
 )
@@ -226,11 +228,19 @@ def test_originals_stored_whole_are_compressed_and_come_back_byte_for_byte(
     apps_at(migrator, ORIGINALS_COMPRESSED)
     stored = bytes(SessionDocument.objects.values_list("original", flat=True).get())
     assert len(stored) < len(data) / 2
+    assert zlib.decompress(stored) == data
+    # Read through today's code, which reads what later migrations write.
+    apps_at(migrator, ZSTD)
     assert selectors.session_original(session=AgentSession.objects.get(pk=session_id)) == data
 
     # Migrating back gives the bytes as they were stored before.
     documents = apps_at(migrator, ORIGINALS_WHOLE).get_model("dashboard", "SessionDocument")
     assert bytes(documents.objects.values_list("original", flat=True).get()) == data
+
+
+def as_zlib(packed: bytes) -> bytes:
+    """Bytes stored today, as stored before values were compressed with zstd."""
+    return zlib.compress(zstandard.ZstdDecompressor().decompress(packed), 1)
 
 
 def turn_as_records(packed: bytes) -> bytes:
@@ -255,11 +265,13 @@ def test_turns_stored_as_records_read_the_same_after_rewriting_them(
     shown = {row.pk: row.messages for row in rows}
     turns = apps_at(migrator, ORIGINALS_COMPRESSED).get_model("dashboard", "SessionTurn")
     for number, row in enumerate(rows):
-        # The first as written today: the migration leaves it as it is.
-        packed = bytes(row.packed) if number == 0 else turn_as_records(bytes(row.packed))
+        # The first as pydantic's JSON already: the migration leaves it as it is.
+        packed = as_zlib(row.packed) if number == 0 else turn_as_records(bytes(row.packed))
         turns.objects.filter(pk=row.pk).update(packed=packed)
 
     apps_at(migrator, TURNS_AS_JSON)
+    # What follows reads through today's code, which reads what later migrations write.
+    apps_at(migrator, ZSTD)
     services.clear_caches()
 
     assert services.engine_session_of(AgentSession.objects.get(pk=session_id)) == engine
@@ -277,3 +289,59 @@ def test_turns_stored_as_records_read_the_same_after_rewriting_them(
         t.messages for t in engine.turns()
     ]
     assert [[tuple(f) for f in s["figures"]] for s in stored] == storage.turn_figures(engine)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sessions_and_runs_compressed_with_zlib_read_the_same_after_recompressing_them(
+    migrator: MigrationExecutor, run_finished: Callable[..., GCRun]
+) -> None:
+    data = json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40, seed=5)))
+    receipt = services.session_upload(
+        project=services.project_default(), filename="demo.json", data=data.encode()
+    )
+    assert receipt.session is not None
+    session = receipt.session
+    run = run_finished(
+        session,
+        config={"type": "gc_reachability", "threshold_percent": 30, "target_percent": 20},
+    )
+    engine = services.engine_session_of(session)
+    after = services.session_after_of(run)
+    assert after is not None
+    columns = {
+        SessionDocument: ("original", "engine_session"),
+        SessionTurn: ("packed",),
+        GCRun: ("session_after", "after_turns", "stash"),
+    }
+    today = {
+        model: [tuple(map(bytes, row)) for row in model.objects.order_by("pk").values_list(*names)]
+        for model, names in columns.items()
+    }
+    assert all(value for rows in today.values() for row in rows for value in row)
+
+    # Migrating back stores every value as zlib did, holding the very same bytes.
+    apps = apps_at(migrator, TURNS_AS_JSON)
+    for model, names in columns.items():
+        old = apps.get_model("dashboard", model.__name__).objects.order_by("pk")
+        assert [
+            tuple(zlib.decompress(value) for value in row) for row in old.values_list(*names)
+        ] == [
+            tuple(zstandard.ZstdDecompressor().decompress(value) for value in row)
+            for row in today[model]
+        ]
+
+    apps_at(migrator, ZSTD)
+    services.clear_caches()
+    session = AgentSession.objects.get(pk=session.pk)
+    run = GCRun.objects.get(pk=run.pk)
+    assert selectors.session_original(session=session) == data.encode()
+    assert services.engine_session_of(session) == engine
+    assert services.session_after_of(run) == after
+    stash = GCRun.objects.values_list("stash", flat=True).get(pk=run.pk)
+    assert stash is not None
+    assert storage.unpack_stash(bytes(stash)).segments
+    drawn, total = selectors.budget_children_page(
+        session=session, run=run, parent_path="conversation"
+    )
+    assert total == len(after.turns())
+    assert drawn

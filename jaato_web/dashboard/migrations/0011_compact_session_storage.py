@@ -18,6 +18,13 @@ import gcengine
 from jaato_web.dashboard import storage
 
 CONVERSATION = "conversation/"
+# Values are packed by the storage code of today, then stored as zlib packed them when this was
+# written: the migrations after this one read zlib (and a later one compresses them anew).
+ZLIB_LEVEL = 1
+
+
+def _as_zlib(packed: bytes) -> bytes:
+    return zlib.compress(storage.decompressed(packed), ZLIB_LEVEL)
 
 
 def compact_stored_sessions(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
@@ -37,7 +44,7 @@ def compact_stored_sessions(apps: StateApps, schema_editor: BaseDatabaseSchemaEd
             turn = turns.get(row.position)
             if turn is None:
                 continue
-            turn.packed = row.packed
+            turn.packed = _as_zlib(row.packed)
             turn.budget_key = row.budget_key[:200]
             turn.budget_label = row.budget_label[:300]
             turn.budget_policy = row.budget_policy
@@ -48,7 +55,7 @@ def compact_stored_sessions(apps: StateApps, schema_editor: BaseDatabaseSchemaEd
             ["packed", "budget_key", "budget_label", "budget_policy", "message_count"],
             batch_size=500,
         )
-        document.engine_session = storage.pack_session(engine)
+        document.engine_session = _as_zlib(storage.pack_session(engine))
         document.save(update_fields=["engine_session"])
         BudgetNode.objects.filter(
             session_id=session_id, run=None, path__startswith=CONVERSATION
@@ -72,15 +79,17 @@ def _compact_run(run: Any, engine: gcengine.Session, BudgetNode: Any) -> None:
                 [node.key, node.label, node.policy, node.tokens]
             )
     if turns:
-        run.after_turns = storage.packed(
-            [
-                [turn.key, turn.label, turn.policy, turn.tokens, leaves.get(turn.path, [])]
-                for turn in turns
-            ]
+        run.after_turns = _as_zlib(
+            storage.packed(
+                [
+                    [turn.key, turn.label, turn.policy, turn.tokens, leaves.get(turn.path, [])]
+                    for turn in turns
+                ]
+            )
         )
     if run.session_after is not None:
         after = gcengine.Session.model_validate_json(zlib.decompress(run.session_after))
-        run.session_after = storage.pack_session_after(after, engine)
+        run.session_after = _as_zlib(storage.pack_session_after(after, engine))
     run.save(update_fields=["after_turns", "session_after"])
     nodes.delete()
 
