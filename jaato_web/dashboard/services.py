@@ -441,7 +441,7 @@ def _ingest_claimed(job_id: int) -> None:
         raise background.WorkLost  # cancelled before the bytes were read
     data = bytes(stored)
     del stored
-    # The original is packed on another thread while the file is read (zlib lets go of the
+    # The original is packed on another thread while the file is read (zstd lets go of the
     # GIL), and its bytes are let go of once both are done.
     with ThreadPoolExecutor(1, thread_name_prefix="pack-original") as packer:
         packing = packer.submit(storage.original_of, data)

@@ -4,14 +4,17 @@ and a run read them, and the whole session as runs, replays and exports reopen i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 
 import gcengine
 from jaato_web.dashboard import services, storage
-from jaato_web.dashboard.models import AgentSession, Project
+from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from tests.engine.conftest import example
 from tests.engine.strategies import jaato_session_files
 from tests.web.conftest import session_bytes
@@ -55,6 +58,40 @@ def test_a_stored_session_reopens_in_a_worker_that_never_read_it(project: Projec
     reopened = services.engine_session_of(AgentSession.objects.get(pk=receipt.session.pk))
 
     assert reopened == gcengine.load_session(data)
+
+
+def test_the_run_on_upload_reads_the_session_the_upload_read_and_removes_the_same(
+    project: Project,
+    default_policy: Policy,
+    run_finished: Callable[..., GCRun],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with (
+        CaptureQueriesContext(connection) as queries,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        receipt = services.session_upload(
+            project=project, filename="small.json", data=session_bytes()
+        )
+    assert receipt.session is not None
+    on_upload = GCRun.objects.get(session=receipt.session, trigger="upload")
+    assert on_upload.status == "done"
+    # Not a turn row was read back: the run started from the session the upload had read.
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
+    assert reads
+    assert not [sql for sql in reads if '"dashboard_sessionturn"' in sql]
+
+    services.clear_caches()
+    reopened = run_finished(receipt.session, policy_version=default_policy.versions.get())
+
+    def ledger(run: GCRun) -> list[tuple[Any, ...]]:
+        return list(
+            run.removals.order_by("seq").values_list("child_key", "tokens_freed", "message_ids")
+        )
+
+    assert ledger(on_upload) == ledger(reopened)
+    assert ledger(on_upload)
+    assert on_upload.tokens_after == reopened.tokens_after
 
 
 @pytest.mark.parametrize("changed", [False, True], ids=["history-only", "record-changed-too"])
