@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tracemalloc
 
 import pytest
 import zstandard
@@ -80,6 +81,20 @@ def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
     assert zstandard.frame_content_size(packed) == len(data)
     assert storage.unpacked(storage.packed({"text": data.hex()})) == {"text": data.hex()}
     assert storage.original_of(data) == storage.Original(len(data), packed)
+
+
+def test_packed_values_hold_no_more_memory_than_their_bytes():
+    texts = [json.dumps({"turn": n, "text": "words of a turn " * 200}).encode() for n in range(500)]
+
+    tracemalloc.start()
+    try:
+        packed = [storage.packed(text.decode()) for text in texts]
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+    assert held < 2 * sum(map(len, packed)) + 100_000
+    assert sum(map(len, packed)) < sum(map(len, texts)) / 4
 
 
 def test_second_upload_of_the_same_bytes_points_at_the_first(project):
