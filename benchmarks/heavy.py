@@ -26,8 +26,9 @@ token counter's cache. Targets are printed beside the figures.
 * ``reopen``: ``engine_session_of``, the stored session read back for a run or replay, in a
   worker that has not read it before, with the cycle collector paused as the worker runs its
   tasks (target: under 0.2 s); and the same in a web process (the editor's preview, the stash
-  pages), where the collector runs: reading allocates about 500,000 objects, and the full
-  collections they set off walk every object of the process;
+  pages), where the collector runs but for the reading itself, which pauses it: reading
+  allocates about 500,000 objects, and the full collections they set off would walk every
+  object of the process;
 * ``web replay``: a queued replay's task, continuous mode (pressure 0), to the stored series;
 * ``--scaling 1000 10000 30000``: the web upload at each size, and its time per 1,000 turns
   (target: linear);

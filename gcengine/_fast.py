@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -89,10 +90,18 @@ def entry_maker[M: BaseModel](model: type[M]) -> Callable[[dict[str, Any]], M]:
     return make
 
 
+class _Pauses:
+    """The pauses of the cycle collector in progress, process-wide: the first to begin
+    switches it off, the last to end switches it back on if it was on before the first."""
+
+    lock = threading.Lock()
+    count = 0
+    resume = False
+
+
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector for bulk work on large sessions: an opt-in for
-    single-threaded bulk callers (the CLI and background workers), never inside a web request.
+    """Pause Python's cycle collector for bulk work on large sessions.
 
     Loading or collecting allocates hundreds of thousands of containers, and every few
     thousand allocations the collector walks the young heap, which here holds the whole
@@ -100,17 +109,24 @@ def cyclic_gc_paused() -> Iterator[None]:
     collection. Nothing the engine builds forms a reference cycle (JSON and the models are
     trees), so reference counting frees it all and pausing the collector loses nothing.
 
-    The switch is process-wide: while paused, no thread of the process collects cycles. So the
-    engine never pauses it itself; a caller that owns the process chooses to. The collector is
-    left as it was found (still off, if it was off).
+    The switch is process-wide: while paused, no thread of the process collects cycles, and
+    what other threads leave in cycles meanwhile is collected once the pause ends. Pauses on
+    several threads at once overlap: the collector stays off until the last of them ends (a
+    pause that ended early used to switch it back on under the others), and is then left as
+    the first found it (still off, if it was off).
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
+    with _Pauses.lock:
+        if _Pauses.count == 0:
+            _Pauses.resume = gc.isenabled()
+            gc.disable()
+        _Pauses.count += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _Pauses.lock:
+            _Pauses.count -= 1
+            if _Pauses.count == 0 and _Pauses.resume:
+                gc.enable()
 
 
 class _Edits:

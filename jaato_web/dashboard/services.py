@@ -950,7 +950,13 @@ def engine_session_of(
 
 
 def _stored_engine_session(session: AgentSession) -> gcengine.Session:
-    """The session as stored: its document and its turn rows, read back without counting."""
+    """The session as stored: its document and its turn rows, read back without counting.
+
+    With the cycle collector paused, in a web process too: reading a 10,000-turn session
+    back makes about 500,000 objects, none of them in a cycle, and the collections they set
+    off walked every object of the process, which nearly doubled the reading (0.36 s paused,
+    0.66 s not). Other requests go on meanwhile; cycles they leave are collected after it.
+    """
     document = SessionDocument.objects.values_list("engine_session", flat=True).get(session=session)
     turns = (
         storage.unpack_turn(packed)
@@ -959,7 +965,8 @@ def _stored_engine_session(session: AgentSession) -> gcengine.Session:
         .values_list("packed", flat=True)
         .iterator(chunk_size=2000)
     )
-    return storage.unpack_session(document, turns)
+    with gcengine.cyclic_gc_paused():
+        return storage.unpack_session(document, turns)
 
 
 def session_after_of(run: GCRun) -> gcengine.Session | None:

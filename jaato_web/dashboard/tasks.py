@@ -4,8 +4,9 @@ worker on another machine reads the same rows.
 A worker (``manage.py db_worker``) runs one task at a time in a process of its own, so there
 the cycle collector is paused while a task builds and drops hundreds of thousands of engine
 values (a 10,000-turn run takes a third of the time). A task run inside a web request (the
-immediate backend, for tests and small setups) never pauses it: that would stop the collector
-for every other request the process is serving.
+immediate backend, for tests and small setups) does not pause it for the whole task: that
+would stop the collector for every other request the process is serving for seconds (only
+reading a stored session back pauses it, for a fraction of a second).
 
 ``services`` imports this module too; each uses the other only at call time.
 """

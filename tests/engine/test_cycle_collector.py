@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,31 @@ def test_pausing_is_an_opt_in_that_restores_the_callers_state(collector: bool) -
             pass
         assert not gc.isenabled()
     assert counter.seen == {False}
+    assert gc.isenabled() is collector
+
+
+def test_pauses_on_two_threads_keep_the_collector_off_until_the_last_ends(
+    collector: bool,
+) -> None:
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with cyclic_gc_paused():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    first_in.wait(5)
+    with cyclic_gc_paused():
+        second_in.set()
+        first_out.wait(5)
+        seen.append(gc.isenabled())  # the first pause has ended; this one has not
+    thread.join(5)
+
+    assert seen == [False]
     assert gc.isenabled() is collector
 
 
