@@ -198,6 +198,7 @@ from gcengine.stored import (
     messages_from_records,
     session_from_record,
     session_record,
+    session_record_json,
 )
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import (
@@ -418,6 +419,7 @@ __all__ = [
     "session_caps",
     "session_from_record",
     "session_record",
+    "session_record_json",
     "session_scorer",
     "simulate",
     "split_into_turns",

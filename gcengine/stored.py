@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from gcengine._fast import construct
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.conversation import index_of
@@ -138,10 +140,24 @@ def budget_figures(session: Session) -> list[Figure]:
     return [message_figure(message, counter, recorded) for message in session.history]
 
 
+# What a record leaves out: the history is kept apart, the budget follows from the rest.
+_NOT_RECORDED = frozenset({"history", "budget"})
+
+
 def session_record(session: Session) -> dict[str, Any]:
     """Everything of the session but its history and its budget (which follows from the
     rest), as JSON values."""
-    return session.model_dump(mode="json", exclude={"history", "budget"})
+    return session.model_dump(mode="json", exclude=set(_NOT_RECORDED))
+
+
+def session_record_json(session: Session) -> bytes:
+    """``session_record`` as JSON text, written straight from the session: a long session's
+    record is megabytes (the agent's inputs, its accounting), and building its values first,
+    then their text, held both."""
+    return _SESSION_JSON.dump_json(session, exclude=set(_NOT_RECORDED))
+
+
+_SESSION_JSON = TypeAdapter(Session)  # bytes straight from pydantic-core, with no text between
 
 
 def session_from_record(

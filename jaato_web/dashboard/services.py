@@ -439,21 +439,21 @@ def _ingest_claimed(job_id: int) -> None:
     stored = IngestUpload.objects.filter(job_id=job_id).values_list("data", flat=True).first()
     if stored is None:
         raise background.WorkLost  # cancelled before the bytes were read
-    data = bytes(stored)
+    upload = [bytes(stored)]
     del stored
     # The original is packed on another thread while the file is read (zstd lets go of the
-    # GIL), and its bytes are let go of once both are done.
+    # GIL). The bytes are handed over to both and held by nothing else, so they go as soon as
+    # the first is packed and the second parsed, not at the end of the load.
     with ThreadPoolExecutor(1, thread_name_prefix="pack-original") as packer:
-        packing = packer.submit(storage.original_of, data)
+        packing = packer.submit(storage.original_of, upload[0])
         try:
-            engine_session = gcengine.load_session(data)
+            engine_session = gcengine.load_session(upload.pop())
         except gcengine.SessionFormatError as error:
             packing.cancel()
             # A path deep in a file can be longer than the field; its start says where to look.
             background.work_failed(IngestJob, job_id, str(error), error_path=error.json_path[:400])
             return
         original = packing.result()
-    del data
     background.work_progress(IngestJob, job_id, f"storing {len(engine_session.history):,} messages")
     with transaction.atomic():
         background.work_done(IngestJob, job_id)  # first: a cancel meanwhile stores nothing
@@ -482,7 +482,6 @@ def _session_store(
 ) -> AgentSession:
     budget = engine.budget
     total = budget.total_tokens()
-    turn_rows = storage.turn_rows(engine)
     session = AgentSession.objects.create(
         project=project,
         label=filename[:300],
@@ -494,7 +493,7 @@ def _session_store(
         engine_session_id=engine.session_id[:200],
         context_limit=budget.context_limit,
         context_limit_origin=engine.context_limit_origin.value,
-        turn_count=len(turn_rows),
+        turn_count=0,  # counted as its turns are written, below
         message_count=len(engine.history),
         total_tokens=total,
         locked_tokens=budget.locked_tokens(),
@@ -506,51 +505,58 @@ def _session_store(
         warnings=list(engine.warnings),
         agent_state=storage.agent_state_record(engine),
     )
+    # The turns are written a batch at a time, each before the next is packed, and before the
+    # document is: a long session's packed turns and its document are never held together.
+    turn_count = 0
+    for batch in storage.turn_row_batches(engine):
+        _rows_insert(SessionTurn, TURN_COLUMNS, [(session.pk, *_turn_values(r)) for r in batch])
+        turn_count += len(batch)
+    session.turn_count = turn_count
+    AgentSession.objects.filter(pk=session.pk).update(turn_count=turn_count)
     SessionDocument.objects.create(
         session=session,
         original=original.packed,
         engine_session=storage.pack_session(engine),
     )
-    _rows_insert(
-        SessionTurn,
-        (
-            "session",
-            "position",
-            "turn_index",
-            "kind",
-            "budget_key",
-            "budget_label",
-            "budget_policy",
-            "message_count",
-            "tokens",
-            "policy",
-            "tool_calls",
-            "preview",
-            "packed",
-        ),
-        [
-            (
-                session.pk,
-                row.position,
-                row.turn_index,
-                row.kind,
-                row.budget_key[:200],
-                row.budget_label[:300],
-                row.budget_policy,
-                row.message_count,
-                row.tokens,
-                row.policy,
-                row.tool_calls,
-                row.preview,
-                row.packed,
-            )
-            for row in turn_rows
-        ],
-    )
     _budget_store(session, None, budget)
     # What was just read is what a run of it (the default policy, on upload) reads back.
     _sessions.put(_session_key(session), engine)
     return session
+
+
+# A ``SessionTurn`` row's columns, as ``_turn_values`` gives them after the session's.
+TURN_COLUMNS = (
+    "session",
+    "position",
+    "turn_index",
+    "kind",
+    "budget_key",
+    "budget_label",
+    "budget_policy",
+    "message_count",
+    "tokens",
+    "policy",
+    "tool_calls",
+    "preview",
+    "packed",
+)
+
+
+def _turn_values(row: storage.TurnRow) -> tuple[Any, ...]:
+    return (
+        row.position,
+        row.turn_index,
+        row.kind,
+        row.budget_key[:200],
+        row.budget_label[:300],
+        row.budget_policy,
+        row.message_count,
+        row.tokens,
+        row.policy,
+        row.tool_calls,
+        row.preview,
+        row.packed,
+    )
 
 
 def _budget_store(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
@@ -232,21 +232,26 @@ def packed(value: Any) -> bytes:
 _COMPRESS_SLICE = 1 << 20
 
 
-def _compress(data: bytes) -> bytes:
-    """``data`` compressed, with its size in the frame (so reading it back reserves exactly
-    the room it needs)."""
+def _compress(*parts: bytes) -> bytes:
+    """The parts, joined, compressed, with the size in the frame (so reading it back reserves
+    exactly the room it needs); never joined uncompressed."""
     compressor = _codecs.compressor
-    if len(data) <= _COMPRESS_SLICE:
+    size = sum(map(len, parts))
+    if len(parts) == 1 and size <= _COMPRESS_SLICE:
         # zstd's result keeps the room of the worst case (more than the input) after it is
         # written; a copy holds only what was written, so a 10,000-turn session's packed turns
         # take 16 MB while it is stored, not 40.
-        return bytes(memoryview(compressor.compress(data)))
-    packer = compressor.compressobj(size=len(data))
-    view = memoryview(data)
-    slices = range(0, len(view), _COMPRESS_SLICE)
-    return b"".join(
-        [*(packer.compress(view[i : i + _COMPRESS_SLICE]) for i in slices), packer.flush()]
-    )
+        return bytes(memoryview(compressor.compress(parts[0])))
+    packer = compressor.compressobj(size=size)
+    written: list[bytes] = []
+    for part in parts:
+        view = memoryview(part)
+        written += [
+            packer.compress(view[i : i + _COMPRESS_SLICE])
+            for i in range(0, len(view), _COMPRESS_SLICE)
+        ]
+    written.append(packer.flush())
+    return b"".join(written)
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -354,8 +359,8 @@ def _turn_json(messages: list[gcengine.Message], figures: list[MessageFigure]) -
     return _TURN.dump_json((figures, messages), exclude_defaults=True)
 
 
-# Turns are packed this many at a time (``turn_rows``): their JSON is written, then compressed
-# on two threads at once, holding only this many turns' JSON.
+# Turns are packed this many at a time (``turn_row_batches``): their JSON is written, then
+# compressed on two threads at once, holding only this many turns' JSON.
 _TURNS_PACKED_TOGETHER = 500
 
 
@@ -365,9 +370,16 @@ def unpack_turn(data: bytes | memoryview) -> tuple[list[gcengine.Message], list[
 
 
 def turn_rows(session: gcengine.Session) -> list[TurnRow]:
+    """Every row of ``turn_row_batches``, in order."""
+    return [row for batch in turn_row_batches(session) for row in batch]
+
+
+def turn_row_batches(session: gcengine.Session) -> Iterator[list[TurnRow]]:
     """The history, turn by turn, each message with its figure from the budget, and the turn
-    as the budget tree shows it. Each turn is packed as ``pack_turn`` packs it, several turns'
-    JSON compressed at once (``_compressed_all``)."""
+    as the budget tree shows it, a batch of turns at a time. Each turn is packed as
+    ``pack_turn`` packs it, a batch's JSON compressed at once (``_compressed_all``). A store
+    that writes each batch before asking for the next never holds a long session's packed
+    turns all at once (16 MB for 10,000 turns, beside the session itself)."""
     rows: list[TurnRow] = []
     texts: list[bytes] = []
     for position, (turn, figures) in enumerate(
@@ -395,17 +407,17 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
         )
         texts.append(_turn_json(turn.messages, figures))
         if len(texts) == _TURNS_PACKED_TOGETHER:
-            _fill_packed(rows, texts)
-            texts = []
-    _fill_packed(rows, texts)
-    return rows
+            yield _packed_rows(rows, texts)
+            rows, texts = [], []
+    if rows:
+        yield _packed_rows(rows, texts)
 
 
-def _fill_packed(rows: list[TurnRow], texts: list[bytes]) -> None:
-    """Give the last ``len(texts)`` rows their packed turns, from each turn's JSON."""
-    first = len(rows) - len(texts)
-    for position, data in enumerate(_compressed_all(texts), first):
-        rows[position] = replace(rows[position], packed=data)
+def _packed_rows(rows: list[TurnRow], texts: list[bytes]) -> list[TurnRow]:
+    """The rows with their packed turns, from each turn's JSON."""
+    return [
+        replace(row, packed=data) for row, data in zip(rows, _compressed_all(texts), strict=True)
+    ]
 
 
 def message_views(
@@ -498,7 +510,10 @@ DOCUMENT_FORMAT = 2
 def pack_session(session: gcengine.Session) -> bytes:
     """A session's document as stored beside its turn rows: everything but the history, which
     the turn rows hold."""
-    return packed({"format": DOCUMENT_FORMAT, "session": gcengine.session_record(session)})
+    # ``{"format": ..., "session": record}``, the record written as JSON by pydantic-core and
+    # compressed without being joined: a 10,000-turn session's record is 10 MB of JSON.
+    head = b'{"format":%d,"session":' % DOCUMENT_FORMAT
+    return _compress(head, gcengine.session_record_json(session), b"}")
 
 
 def unpack_session(

@@ -324,7 +324,7 @@ def test_an_upload_whose_storing_fails_ends_failed_and_drops_its_bytes(
     caplog: pytest.LogCaptureFixture,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
-    failing(monkeypatch, storage, "turn_rows")
+    failing(monkeypatch, storage, "turn_row_batches")
 
     with caplog.at_level(logging.ERROR):
         job = large_upload(project, session_bytes(), settings, django_capture_on_commit_callbacks)

@@ -40,6 +40,7 @@ def test_every_turn_and_the_session_read_back_as_loaded(file: dict[str, Any]) ->
     again = read_back(engine)
     assert again == engine
     assert again.model_dump(mode="json") == engine.model_dump(mode="json")
+    assert json.loads(gcengine.session_record_json(engine)) == gcengine.session_record(engine)
 
 
 @pytest.mark.parametrize("name", ["jaato_session_v2.1.json", "jaato_session_v2.10.json"])
