@@ -37,7 +37,7 @@ token counter's cache. Targets are printed beside the figures.
   last (target: no more after the last than after the first).
 
 Measured with ``--repeat 1`` on the shared 2-vCPU machine (load about 1): engine load 1.57 s
-= 0.98x raw tiktoken (1.60 s), web upload 3.03 s = 1.93x the load, peak 198 MB = 4.35x the
+= 0.98x raw tiktoken (1.60 s), web upload 3.03 s = 1.93x the load, peak 170 MB = 3.73x the
 file, stored 42.8 MB = 0.94x; web GC run 0.63 s to done; reopen 0.35 s in a worker, 0.49 s in
 a web process; timings move with the machine's load (the load's counting threads need a free
 core).

@@ -10,8 +10,8 @@ Shapes: ``turns`` (the reference shape: requests, answers and a tool result ever
 10,000 turns is about 45 MB) and ``single-text`` (one request of ``--megabytes`` of words, as
 a pasted log would be). Target: the upload's share of the peak under 4x the file.
 
-Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB), 333 MB peak RSS
-against an idle worker's 78 MB, a share of 255 MB = 5.6x the file; ``single-text`` (49 MB),
+Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB), 314 MB peak RSS
+against an idle worker's 78 MB, a share of 235 MB = 5.2x the file; ``single-text`` (49 MB),
 664 MB, a share of 586 MB = 12.0x (counting one text makes a list of its token ids).
 
     python benchmarks/worker_memory.py [--shape turns --turns 10000] [--shape single-text

@@ -33,7 +33,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,12 +162,42 @@ class ApproxCounter:
         return int(len(text) / self.chars_per_token) if text else 0
 
 
+# A text longer than this is counted a piece at a time: tiktoken hands back a list of every
+# token of what it encodes, an int object and a pointer a token (a 49 MB pasted log made a
+# list of 12 million, over 400 MB, to be counted and dropped).
+_PIECE_CHARS = 1 << 20
+
+
+def text_pieces(text: str, size: int = _PIECE_CHARS) -> Iterator[str]:
+    """``text`` in pieces of at least ``size`` characters (the last may be shorter), each cut
+    just before a space that follows a letter: the encodings' pre-tokenizer always splits
+    there (no piece of its pattern holds a letter, then a space) and reads on as from a
+    start, and tokens are merged only within what it split, so the pieces' counts add up to
+    the text's. A text with no such place is one piece."""
+    start = 0
+    while len(text) - start > size:
+        cut = text.find(" ", start + size)
+        while cut != -1 and not text[cut - 1].isalpha():
+            cut = text.find(" ", cut + 1)
+        if cut == -1:
+            break
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
 class TiktokenCounter:
     """A tiktoken encoding. Special-token text in messages is counted as ordinary text."""
 
     def __init__(self, encoding: Any, label: str) -> None:
+        self.encoding = encoding  # the tiktoken ``Encoding``
         self._encode = encoding.encode_ordinary
         self._label = label
+
+    def _tokens(self, text: str) -> int:
+        if len(text) <= _PIECE_CHARS:
+            return len(self._encode(text))
+        return sum(len(self._encode(piece)) for piece in text_pieces(text))
 
     @property
     def name(self) -> str:
@@ -178,7 +208,7 @@ class TiktokenCounter:
         return True
 
     def count(self, text: str) -> int:
-        return len(self._encode(text)) if text else 0
+        return self._tokens(text) if text else 0
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """The texts' counts, a large batch counted on several threads at once: tiktoken's
@@ -191,8 +221,8 @@ class TiktokenCounter:
             return [tokens for run in counted for tokens in run]
 
     def _count_run(self, texts: Sequence[str]) -> list[int]:
-        encode = self._encode
-        return [len(encode(text)) if text else 0 for text in texts]
+        tokens = self._tokens
+        return [tokens(text) if text else 0 for text in texts]
 
 
 class CachingCounter:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -418,3 +419,80 @@ def test_messages_counted_together_count_as_each_alone(kinds: list[str]) -> None
     messages = [message(*(parts[k] for k in kinds[:n])) for n in range(len(kinds) + 1)]
     for counter in (load_counter(), ApproxCounter(), SpyCounter()):
         assert count_messages(messages, counter) == [count_message(m, counter) for m in messages]
+
+
+# Letters (with and without case, and marks that join them), digits, runs of spaces and line
+# breaks, apostrophes of contractions, punctuation: the pieces of text the encodings' patterns
+# tell apart, so a cut in the wrong place changes a count.
+TEXT_FRAGMENTS = [
+    "a",
+    "Word",
+    "éte",
+    "STRASSE",
+    "ßtraße",
+    "Ωмега",
+    "中文",
+    "e\u0301",
+    "'s",
+    "'LL",
+    "’re",
+    " ",
+    "  ",
+    "   ",
+    "\t",
+    "\n",
+    "\n\n",
+    " \n",
+    "\r\n",
+    "0",
+    "12",
+    "3456",
+    ".",
+    ",",
+    "--",
+    "/",
+    "_",
+    "(x)",
+    "🙂",
+]
+texts = st.lists(st.sampled_from(TEXT_FRAGMENTS), max_size=80).map("".join)
+
+
+@pytest.mark.parametrize("encoding_name", ["cl100k_base", "o200k_base"])
+@settings(max_examples=300, deadline=None)
+@given(text=texts, size=st.integers(1, 30))
+def test_a_long_text_counted_a_piece_at_a_time_counts_as_a_whole(
+    encoding_name: str, text: str, size: int
+) -> None:
+    encode = tiktoken_encoding(encoding_name).encode_ordinary
+
+    pieces = list(token_module.text_pieces(text, size))
+
+    assert "".join(pieces) == text
+    assert sum(len(encode(piece)) for piece in pieces) == len(encode(text))
+    assert all(len(piece) >= size for piece in pieces[:-1])
+
+
+def test_a_pasted_log_is_counted_without_a_list_of_its_every_token() -> None:
+    counter = load_counter("cl100k_base")
+    words = " ".join(f"word{n % 97} value={n} path/to/file_{n}.py" for n in range(60_000))
+    text = f"{words}\n{words}"  # 4.6 MB: several pieces
+
+    tracemalloc.start()
+    try:
+        counted = counter.count(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert counted == len(tiktoken_encoding("cl100k_base").encode_ordinary(text))
+    # Its 1.7 million tokens as a list would take 60 MB; a piece's take a few.
+    assert peak < 30_000_000
+
+
+def tiktoken_encoding(name: str) -> Any:
+    counter = load_counter(name)
+    assert isinstance(counter, CachingCounter)
+    inner = counter.inner
+    assert isinstance(inner, TiktokenCounter)
+    return inner.encoding
