@@ -440,7 +440,7 @@ def _message_preview(parts: list[PartView]) -> str:
     """One line for the diff: the first text, else what the first folded part is."""
     for part in parts:
         if not part.folded and part.text:
-            return storage.clipped(" ".join(part.text.split()), storage.PREVIEW_CHARS)[0]
+            return storage.preview_of(part.text)
     return "; ".join(p.heading for p in parts if p.heading)
 
 

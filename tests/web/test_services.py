@@ -8,6 +8,8 @@ import tracemalloc
 
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gcengine
 from jaato_web.dashboard import presenters, selectors, services, storage
@@ -95,6 +97,18 @@ def test_packed_values_hold_no_more_memory_than_their_bytes():
 
     assert held < 2 * sum(map(len, packed)) + 100_000
     assert sum(map(len, packed)) < sum(map(len, texts)) / 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from(["word", "é", " ", "   ", "\n", "\t\n ", " " * 90, "x" * 40, "中"]),
+        max_size=60,
+    ).map("".join),
+    limit=st.integers(1, 50),
+)
+def test_a_preview_is_the_start_of_the_text_on_one_line(text: str, limit: int) -> None:
+    assert storage.preview_of(text, limit) == " ".join(text.split())[:limit]
 
 
 def test_second_upload_of_the_same_bytes_points_at_the_first(project):
