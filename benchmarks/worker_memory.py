@@ -12,7 +12,9 @@ a pasted log would be). Target: the upload's share of the peak under 4x the file
 
 Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB), 314 MB peak RSS
 against an idle worker's 78 MB, a share of 235 MB = 5.2x the file; ``single-text`` (49 MB),
-664 MB, a share of 586 MB = 12.0x (counting one text makes a list of its token ids).
+286 MB, a share of 207 MB = 4.2x, read in 3.5 s (664 MB, 12.0x, before a long text was counted
+a piece at a time and its preview read only its start: the list of its 12 million token ids
+and of its 8 million words).
 
     python benchmarks/worker_memory.py [--shape turns --turns 10000] [--shape single-text
         --megabytes 49] [--gc-on-upload]
