@@ -203,6 +203,17 @@ class SourceEntry(Tracked):
         note_edit()
         return self.children.pop(key, None) is not None
 
+    def leaves(self) -> Iterator[SourceEntry]:
+        """Every node below and including this one that has no children, in ``walk``'s
+        order, without the key paths ``walk`` builds: a conversation has a leaf a message."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(reversed(node.children.values()))
+            else:
+                yield node
+
     def walk(self, key: str = "") -> Iterator[tuple[str, SourceEntry]]:
         """Every node below and including this one, depth first, with a ``/``-joined key path."""
         yield key, self

@@ -1110,10 +1110,10 @@ def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenD
     counter = counter or counter_by_name(session.token_counter)
     figures = recorded_message_figures(session.recorded_budget)
     conversation = session.budget.get_entry(InstructionSource.CONVERSATION)
-    labels = {
+    labels = {  # of the messages compared: those the file recorded a figure for
         entry.message_ids[0]: entry.label or ""
-        for _, entry in (conversation.walk() if conversation else iter(()))
-        if not entry.children and entry.message_ids
+        for entry in (conversation.leaves() if conversation and figures else ())
+        if entry.message_ids
     }
     counts = list(map(message_counts(session, counter), session.history))
     drifts = [

@@ -671,8 +671,8 @@ def figure_sources(engine: gcengine.Session) -> dict[str, Any]:
         if source is gcengine.InstructionSource.THINKING:
             continue
         is_message = source is gcengine.InstructionSource.CONVERSATION
-        for _, leaf in entry.walk():
-            if leaf.children or (not leaf.tokens and not is_message):
+        for leaf in entry.leaves():
+            if not leaf.tokens and not is_message:
                 continue
             made_by = leaf.metadata.get("counted_by")
             if made_by is None or made_by == "recorded":

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gcengine
@@ -15,6 +18,7 @@ from gcengine import (
     most_protective,
 )
 from tests.engine.conftest import EXAMPLES, example
+from tests.engine.strategies import jaato_session_files
 
 CONV = InstructionSource.CONVERSATION
 
@@ -132,6 +136,16 @@ def test_walk_visits_every_node_with_its_path() -> None:
     budget = budget_with_children()
     paths = [path for path, _ in budget.entries[CONV].walk()]
     assert paths == ["", "request", "working", "summary"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jaato_session_files(max_turns=4))
+def test_leaves_are_the_nodes_without_children_in_walk_order(file: dict[str, Any]) -> None:
+    budget = gcengine.load_session(json.dumps(file), counter=gcengine.load_counter("approx")).budget
+
+    for entry in budget.entries.values():
+        walked = [node for _, node in entry.walk() if not node.children]
+        assert list(map(id, entry.leaves())) == list(map(id, walked))
 
 
 def test_policy_order_ranks_every_policy_once_most_protective_first() -> None:
