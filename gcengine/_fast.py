@@ -111,9 +111,9 @@ def cyclic_gc_paused() -> Iterator[None]:
 
     The switch is process-wide: while paused, no thread of the process collects cycles, and
     what other threads leave in cycles meanwhile is collected once the pause ends. Pauses on
-    several threads at once overlap: the collector stays off until the last of them ends (a
-    pause that ended early used to switch it back on under the others), and is then left as
-    the first found it (still off, if it was off).
+    several threads at once overlap: the collector stays off until the last of them ends (one
+    that ends early never switches it back on under the others), and is then left as the
+    first found it (still off, if it was off).
     """
     with _Pauses.lock:
         if _Pauses.count == 0:
