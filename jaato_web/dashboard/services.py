@@ -509,7 +509,7 @@ def _session_store(
     # document is: a long session's packed turns and its document are never held together.
     turn_count = 0
     for batch in storage.turn_row_batches(engine):
-        _rows_insert(SessionTurn, TURN_COLUMNS, [(session.pk, *_turn_values(r)) for r in batch])
+        _rows_insert(SessionTurn, _TURN_COLUMNS, [(session.pk, *_turn_values(r)) for r in batch])
         turn_count += len(batch)
     session.turn_count = turn_count
     AgentSession.objects.filter(pk=session.pk).update(turn_count=turn_count)
@@ -525,7 +525,7 @@ def _session_store(
 
 
 # A ``SessionTurn`` row's columns, as ``_turn_values`` gives them after the session's.
-TURN_COLUMNS = (
+_TURN_COLUMNS = (
     "session",
     "position",
     "turn_index",
