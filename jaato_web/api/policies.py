@@ -362,7 +362,7 @@ def _preview_out(
 ) -> dict[str, object]:
     figures: dict[str, Any] | None = None
     if replay:
-        series = dry_runs.replay(session, preview.config, window)
+        series = dry_runs.replay(session, preview.config, window, scored=True)
         figures = {**vars(presenters.replay_figures(series)), "series": series}
     return {
         "session_id": session.pk,

@@ -410,7 +410,16 @@ class ReplayOut(Schema):
     series: dict[str, Any] | None
     anchor_retention: gcengine.AnchorRetention | None = Field(
         description="Every collection of the replay pooled: what they kept of the anchors "
-        "they took out of view"
+        "they took out of view; null while ``retention_pending``, when ``unscored_because`` "
+        "says why, or for a replay drawn before replays were scored"
+    )
+    retention_pending: bool = Field(
+        description="The replay is done and its series complete but for each collection's "
+        "anchor retention, which is being scored (poll until false)"
+    )
+    unscored_because: str = Field(
+        description="Why its collections were not scored (its worker stopped, or scoring "
+        "failed); empty otherwise. Asking for the replay again replays and scores it."
     )
     prompt_cache: PromptCacheOut | None = Field(
         description="The replay's requests billed with the prompt cache, beside the same "

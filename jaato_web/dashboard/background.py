@@ -16,9 +16,10 @@ leave its work "running" for good. The work rows therefore carry a lease of thei
    task a worker took and never started gets a task again.
 5. Any error while working ends the work failed with a message (the traceback goes to the
    log), never "running" forever.
-6. A run is done, its ledger readable, before its anchor retention is scored: the worker
-   keeps the lease while it scores, so a worker that stops then is swept too, and the run
-   says it was not scored instead of "being scored" for good.
+6. A run is done, its ledger readable, and a replay done, its chart drawn, before their
+   anchor retention is scored: the worker keeps the lease while it scores, so a worker that
+   stops then is swept too, and the work says it was not scored instead of "being scored"
+   for good.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ logger = logging.getLogger(__name__)
 
 Work = IngestJob | GCRun | Replay
 WorkModel = type[IngestJob] | type[GCRun] | type[Replay]
+# The work that is done before its anchor retention is scored.
+ScoredModel = type[GCRun] | type[Replay]
 WORK_MODELS: tuple[WorkModel, ...] = (IngestJob, GCRun, Replay)
 # A worker that stops twice on the same work is not sent to it a third time.
 MAX_ATTEMPTS = 2
@@ -151,18 +154,19 @@ def work_done(model: WorkModel, pk: int, **fields: Any) -> None:
         raise WorkLost
 
 
-def work_done_scoring(pk: int, **fields: Any) -> None:
-    """End a run as done with ``fields`` while this worker keeps its lease to score the run's
-    anchor retention; ``WorkLost`` if the run is no longer ours."""
+def work_done_scoring(model: ScoredModel, pk: int, **fields: Any) -> None:
+    """End a run or replay as done with ``fields`` while this worker keeps its lease to score
+    its anchor retention; ``WorkLost`` if the work is no longer ours."""
     held = {"claimed_by": process_name(), "lease_until": timezone.now() + lease_length()}
-    work_done(GCRun, pk, **fields, **held, retention_pending=True)
+    work_done(model, pk, **fields, **held, retention_pending=True)
 
 
-def work_scored(pk: int, retention: dict[str, Any]) -> None:
-    """Store a done run's anchor retention and let go of its lease (a sweep that found the
-    worker gone meanwhile has already said it was not scored: that stands)."""
-    GCRun.objects.filter(pk=pk, retention_pending=True, claimed_by=process_name()).update(
-        retention=retention, retention_pending=False, claimed_by="", lease_until=None
+def work_scored(model: ScoredModel, pk: int, **scores: Any) -> None:
+    """Store the anchor retention of done work (``scores``: a run's ``retention``, a
+    replay's scored ``series``) and let go of its lease (a sweep that found the worker gone
+    meanwhile has already said it was not scored: that stands)."""
+    model.objects.filter(pk=pk, retention_pending=True, claimed_by=process_name()).update(
+        **scores, retention_pending=False, claimed_by="", lease_until=None
     )
 
 
@@ -283,32 +287,38 @@ def _unstarted_sweep(now: datetime) -> int:
     return swept
 
 
-# What a run whose worker stopped while scoring it says about its anchor retention.
-SCORING_STOPPED = (
-    "the worker stopped while scoring this run, so it was not scored; run the policy again to "
-    "see its anchor retention"
-)
+# What a run or replay whose worker stopped while scoring it says about its anchor retention.
+SCORING_STOPPED: dict[ScoredModel, str] = {
+    GCRun: "the worker stopped while scoring this run, so it was not scored; run the policy "
+    "again to see its anchor retention",
+    Replay: "the worker stopped while scoring this replay, so it was not scored; replay it "
+    "again to see its anchor retention",
+}
+
+
+def _scoring_stopped(model: ScoredModel) -> dict[str, Any]:
+    """What a sweep stores on work of ``model`` whose worker stopped while scoring it."""
+    said = SCORING_STOPPED[model]
+    if model is GCRun:
+        return {"retention": storage.retention_record(gcengine.AnchorRetention(unscorable=said))}
+    return {"unscored_because": said}
 
 
 def _scoring_sweep(now: datetime) -> int:
-    """Done runs whose worker stopped while scoring them: not scored, said so (scoring is
-    not tried again: the ledger stands without it, and a session that stops a worker while
-    it is scored would stop the next one too)."""
+    """Done runs and replays whose worker stopped while scoring them: not scored, said so
+    (scoring is not tried on its own again: the ledger or chart stands without it, and a
+    session that stops a worker while it is scored would stop the next one too)."""
     swept = 0
-    scoring = GCRun.objects.filter(retention_pending=True, lease_until__isnull=False)
-    for pk, worker, lease in scoring.values_list("pk", "claimed_by", "lease_until"):
-        if lease is not None and lease >= now and not _gone_from_here(worker):
-            continue
-        swept += GCRun.objects.filter(
-            pk=pk, retention_pending=True, claimed_by=worker, lease_until=lease
-        ).update(
-            retention=storage.retention_record(
-                gcengine.AnchorRetention(unscorable=SCORING_STOPPED)
-            ),
-            retention_pending=False,
-            claimed_by="",
-            lease_until=None,
-        )
+    for model in (GCRun, Replay):
+        scoring = model.objects.filter(retention_pending=True, lease_until__isnull=False)
+        for pk, worker, lease in scoring.values_list("pk", "claimed_by", "lease_until"):
+            if lease is not None and lease >= now and not _gone_from_here(worker):
+                continue
+            swept += model.objects.filter(
+                pk=pk, retention_pending=True, claimed_by=worker, lease_until=lease
+            ).update(
+                **_scoring_stopped(model), retention_pending=False, claimed_by="", lease_until=None
+            )
     return swept
 
 

@@ -32,9 +32,10 @@ from jaato_web.dashboard.models import AgentSession
 from jaato_web.errors import InputError
 
 # What the replay cache may hold, by what takes memory: steps of the replays kept (two a
-# turn), and their collections, each of which carries its anchor retention and weighs about as
-# much as COLLECTION_STEPS steps (measured: ~0.5 KB a step, ~3.5 KB a collection). About 30 MB;
-# a 10,000-turn replay in continuous mode (20,000 steps, ~9,700 collections) is kept alone.
+# turn), and their collections, each of which weighs about as much as a step, or when scored
+# (with its anchor retention) COLLECTION_STEPS steps (measured: ~0.5 KB a step, ~3.5 KB a
+# scored collection). About 30 MB; a 10,000-turn replay in continuous mode (20,000 steps,
+# ~9,700 collections) is kept alone when scored.
 # The entry used last is always kept. Sessions are kept by ``services.engine_session_of``.
 REPLAY_CACHE_STEPS = 60_000
 COLLECTION_STEPS = 7
@@ -52,9 +53,14 @@ LLM_NOTE = (
 )
 
 
-_replays: BoundedLRU[tuple[int, str, str, int | None], dict[str, Any]] = BoundedLRU(
-    REPLAY_CACHE_STEPS,
-    lambda series: len(series["steps"]) + COLLECTION_STEPS * len(series["events"]),
+def replay_weight(series: dict[str, Any]) -> int:
+    """What a replay weighs in the cache, in steps."""
+    collections = sum(COLLECTION_STEPS if "retention" in e else 1 for e in series["events"])
+    return len(series["steps"]) + collections
+
+
+_replays: BoundedLRU[tuple[int, str, str, int | None, bool], dict[str, Any]] = BoundedLRU(
+    REPLAY_CACHE_STEPS, replay_weight
 )
 # Each cached session's anchor scorer, which remembers what it read of each message: the
 # editor previews the same session at every edit.
@@ -200,10 +206,10 @@ def preview(
 
 
 def _replay_key(
-    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None
-) -> tuple[int, str, str, int | None]:
+    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None, scored: bool
+) -> tuple[int, str, str, int | None, bool]:
     canonical = json.dumps(gcengine.dump_gc_config(config), sort_keys=True)
-    return (session.pk, session.sha256, canonical, context_limit)
+    return (session.pk, session.sha256, canonical, context_limit, scored)
 
 
 def replay_is_quick(session: AgentSession, config: gcengine.GCConfig) -> bool:
@@ -212,23 +218,39 @@ def replay_is_quick(session: AgentSession, config: gcengine.GCConfig) -> bool:
 
 
 def replay_cached(
-    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None = None
+    session: AgentSession,
+    config: gcengine.GCConfig,
+    context_limit: int | None = None,
+    *,
+    scored: bool = False,
 ) -> dict[str, Any] | None:
+    """The series ``replay`` would give, if it is at hand (a scored one serves a chart too)."""
     used, _ = dry_run_config(session, config)
-    return _replays.get(_replay_key(session, used, context_limit))
+    series = _replays.get(_replay_key(session, used, context_limit, True))
+    if series is None and not scored:
+        series = _replays.get(_replay_key(session, used, context_limit, False))
+    return series
 
 
 def replay(
-    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None = None
+    session: AgentSession,
+    config: gcengine.GCConfig,
+    context_limit: int | None = None,
+    *,
+    scored: bool = False,
 ) -> dict[str, Any]:
     """The turn-by-turn replay series (``storage.replay_series``), computed once per
-    session, gc.json and window."""
-    used, _ = dry_run_config(session, config)
-    key = _replay_key(session, used, context_limit)
-    series = _replays.get(key)
+    session, gc.json and window; ``scored``, with each collection's anchor retention.
+
+    A chart needs no scores, and scoring is most of a long replay (a 10,000-turn session in
+    continuous mode: about 2.5 s replayed, 9 s more scored), so only what pools the scores
+    (a ranking, the API's preview) asks for them."""
+    series = replay_cached(session, config, context_limit, scored=scored)
     if series is None:
-        series = services.replay_series_of(services.engine_session_of(session, context_limit), used)
-        _replays.put(key, series)
+        used, _ = dry_run_config(session, config)
+        engine = services.engine_session_of(session, context_limit)
+        series = services.replay_series_of(engine, used, scored=scored)
+        _replays.put(_replay_key(session, used, context_limit, scored), series)
     return series
 
 
@@ -392,7 +414,7 @@ def _on_session(
     prices: list[gcengine.ModelPrice],
     context_limit: int | None,
 ) -> PolicyOnSession:
-    series = replay(session, config, context_limit)
+    series = replay(session, config, context_limit, scored=True)
     limit = int(series["context_limit"]) or 1
     scored = [
         gcengine.AnchorRetention.model_validate(e["retention"])

@@ -530,6 +530,17 @@ class Replay(BackgroundWork):
         help_text="Replayed on the history just before this compaction the agent performed.",
     )
     series = models.JSONField(null=True, help_text="Steps and events, as the chart draws them.")
+    retention_pending = models.BooleanField(
+        default=False,
+        help_text="The replay is drawn and its worker is scoring each collection's anchor "
+        "retention (under the replay's lease, so a worker that stops is noticed).",
+    )
+    unscored_because = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Why its collections have no anchor retention, when scoring them did not "
+        "finish; empty otherwise.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -706,7 +706,9 @@ def _run_execute_claimed(run_id: int) -> None:
     _run_store(run, before, outcome)
     # After the run is stored and done, its ledger readable: scoring reads every message the
     # run took out of view, seconds on a long session.
-    background.work_scored(run_id, storage.retention_record(_retention_of(before, outcome)))
+    background.work_scored(
+        GCRun, run_id, retention=storage.retention_record(_retention_of(before, outcome))
+    )
 
 
 def _retention_of(
@@ -767,6 +769,7 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
     _budget_store(run.session, run, outcome.budget_after)
     after_turns = storage.after_turns(outcome.budget_before, outcome.budget_after)
     background.work_done_scoring(  # a run cancelled meanwhile raises, and none of this is kept
+        GCRun,
         run.pk,
         tokens_before=outcome.budget_before.total_tokens(),
         tokens_after=outcome.budget_after.total_tokens(),
@@ -1061,11 +1064,16 @@ def replay_request(
             if policy_version is not None and replay.policy_version_id != policy_version.pk:
                 replay.policy_version, replay.policy_label = policy_version, label
                 replay.save(update_fields=["policy_version", "policy_label"])
-            if replay.status == JobStatus.DONE and "requests" not in (replay.series or {}):
-                # Drawn before replays recorded their requests and scored their collections:
-                # drawn again, so its page can show both.
+            if replay.status == JobStatus.DONE and (
+                "requests" not in (replay.series or {}) or replay.unscored_because
+            ):
+                # Drawn before replays recorded their requests and scored their collections,
+                # or its scoring did not finish: drawn again, so its page can show both.
                 Replay.objects.filter(pk=replay.pk).update(
-                    status=JobStatus.QUEUED, progress="waiting for a worker", series=None
+                    status=JobStatus.QUEUED,
+                    progress="waiting for a worker",
+                    series=None,
+                    unscored_because="",
                 )
                 replay.refresh_from_db()
                 transaction.on_commit(partial(tasks.execute_replay.enqueue, replay.pk))
@@ -1078,21 +1086,59 @@ def replay_execute(*, replay_id: int) -> None:
 
 
 def _replay_claimed(replay_id: int) -> None:
+    """Replay, store the chart, then score each collection's anchor retention and store the
+    series again with the scores.
+
+    Scoring is most of a long replay (a 10,000-turn session in continuous mode: about 2.5 s
+    replayed, 9 s more scored), so the chart and its cost are shown first, as a run's ledger
+    is before its score. Scoring replays the session again: keeping every collection's
+    context until then would hold the session hundreds of times over. A replay is
+    deterministic, so the second pass draws the same chart; but with the LLM summarizer each
+    collection calls the endpoint, whose summaries may differ, and calling it twice costs
+    twice: such a replay is scored as it is drawn, in one pass."""
     replay = Replay.objects.select_related("session").get(pk=replay_id)
     try:
         engine = engine_session_of(replay.session, replay.context_limit, replay.compaction_id)
-        series = replay_series_of(engine, config_validated(replay.config))
+        config = config_validated(replay.config)
+        scored_at_once = config.plugin_config.get("summarizer") == "llm"
+        series = replay_series_of(engine, config, scored=scored_at_once)
     except gcengine.GCEngineError as error:
         background.work_failed(Replay, replay_id, str(error))
         return
-    background.work_done(Replay, replay_id, series=series)
+    if scored_at_once:
+        background.work_done(Replay, replay_id, series=series, unscored_because="")
+        return
+    background.work_done_scoring(Replay, replay_id, series=series, unscored_because="")
+    background.work_scored(Replay, replay_id, **_replay_scores(engine, config))
 
 
-def replay_series_of(engine: gcengine.Session, config: gcengine.GCConfig) -> dict[str, Any]:
-    """The stored series of a replay: the policy's, with each collection's anchor retention,
-    and the requests the same session sends without GC, which its cost is weighed against."""
-    simulation = gcengine.simulate(engine, config, score_anchors=True)
-    return storage.replay_series(simulation, gcengine.requests_without_gc(engine))
+def _replay_scores(engine: gcengine.Session, config: gcengine.GCConfig) -> dict[str, Any]:
+    """A replay's series scored; a scorer that fails says so on the replay, whose chart
+    stands."""
+    try:
+        return {"series": replay_series_of(engine, config, scored=True)}
+    except Exception as error:
+        logger.exception("scoring the anchor retention of a replay failed")
+        return {
+            "unscored_because": f"scoring it failed ({type(error).__name__}); "
+            "the server log says why"
+        }
+
+
+def replay_series_of(
+    engine: gcengine.Session, config: gcengine.GCConfig, *, scored: bool
+) -> dict[str, Any]:
+    """The stored series of a replay: the policy's (``scored``: with each collection's anchor
+    retention), and the requests the same session sends without GC, which its cost is
+    weighed against.
+
+    With the cycle collector paused in a web process too (the editor's chart): a replay
+    makes millions of short-lived objects, none in a cycle, and the collections they set off
+    walked the whole process (a 10,000-turn continuous replay: 2.4 s paused, 2.75 s not)."""
+    with gcengine.cyclic_gc_paused():
+        simulation = gcengine.simulate(engine, config, score_anchors=scored)
+        without_gc = gcengine.requests_without_gc(engine)
+    return storage.replay_series(simulation, without_gc, scored=scored)
 
 
 # --- Policies --------------------------------------------------------------------------------

@@ -483,11 +483,12 @@ def requests_read(rows: list[list[Any]]) -> list[gcengine.PromptRequest]:
 
 
 def replay_series(
-    simulation: gcengine.Simulation, without_gc: list[gcengine.PromptRequest]
+    simulation: gcengine.Simulation, without_gc: list[gcengine.PromptRequest], *, scored: bool
 ) -> dict[str, Any]:
     """A replay as stored: compact step tuples (a 10,000-turn replay has 20,000 steps), each
     request as [turn index, tokens, tokens shared with the request before], the same replay's
-    requests without GC, and each collection's anchor retention."""
+    requests without GC, and when ``scored`` each collection's anchor retention (None for a
+    collection that failed). A series not scored has no ``retention`` in its events."""
     return {
         "plugin": simulation.plugin,
         "context_limit": simulation.context_limit,
@@ -508,7 +509,11 @@ def replay_series(
                 "tokens_before": e.result.tokens_before,
                 "tokens_after": e.result.tokens_after,
                 "error": e.result.error,
-                "retention": retention_figures(e.retention) if e.retention else None,
+                **(
+                    {"retention": retention_figures(e.retention) if e.retention else None}
+                    if scored
+                    else {}
+                ),
             }
             for e in simulation.events
         ],

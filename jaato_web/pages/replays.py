@@ -26,6 +26,24 @@ def replay_detail(request: PageRequest, replay_id: int) -> HttpResponse:
     never read to draw the rest of the session page.
     """
     replay = request.access.replay(replay_id)
+    context = _replay_context(replay)
+    template = "replays/detail.html#replay-chart" if request.htmx else "replays/detail.html"
+    return render(request, template, context)
+
+
+@require_GET
+@requires(Action.VIEW)
+def replay_retention(request: PageRequest, replay_id: int) -> HttpResponse:
+    """What the replay page polls while its collections are scored; once scored, the section
+    and the events with their scores."""
+    replay = request.access.replay(replay_id)
+    if replay.retention_pending:  # the section as it is: the chart is not drawn for it
+        return render(request, "replays/detail.html#replay-retention", {"replay": replay})
+    context = {**_replay_context(replay), "swap_events": True}
+    return render(request, "replays/detail.html#replay-retention", context)
+
+
+def _replay_context(replay: Replay) -> dict[str, Any]:
     context: dict[str, Any] = {
         "replay": replay,
         "session": replay.session,
@@ -54,8 +72,7 @@ def replay_detail(request: PageRequest, replay_id: int) -> HttpResponse:
         }
         if replay.compaction_id:
             context |= _beside_the_agent(replay, series, context["title"])
-    template = "replays/detail.html#replay-chart" if request.htmx else "replays/detail.html"
-    return render(request, template, context)
+    return context
 
 
 def _beside_the_agent(replay: Replay, series: dict[str, Any], title: str) -> dict[str, Any]:

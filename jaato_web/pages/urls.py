@@ -53,6 +53,7 @@ urlpatterns: list[URLPattern] = [
     path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
     path("uploads/<int:job_id>/cancel/", background.ingest_job_cancel, name="ingest_job_cancel"),
     path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
+    path("replays/<int:replay_id>/retention/", replays.replay_retention, name="replay_retention"),
     path("replays/<int:replay_id>/cancel/", background.replay_cancel, name="replay_cancel"),
     # Runs
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),

@@ -7,11 +7,8 @@ import os
 import re
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -21,6 +18,7 @@ from gcengine.cli import main
 from gcengine.gc import LLMSummarizer, SummarizerError, load_gc_plugin, run_gc, simulate
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import TokenCounter
+from tests.chat_server import FakeChatServer
 from tests.engine.conftest import EXAMPLES
 
 
@@ -292,47 +290,6 @@ def test_cli_bad_session_names_the_json_path(
     code, _, err = run_cli("inspect", str(path), capsys=capsys)
     assert code == 2
     assert "history[2].parts[0].is_error" in err
-
-
-class FakeChatServer(BaseHTTPRequestHandler):
-    """An OpenAI-compatible /chat/completions endpoint on loopback."""
-
-    requests: ClassVar[list[dict[str, Any]]] = []
-    status = 200
-    reply: ClassVar[Any] = {
-        "choices": [
-            {"message": {"role": "assistant", "content": "Decided: fix parser.py (3 bugs)."}}
-        ]
-    }
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(
-            {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
-        )
-        payload = json.dumps(type(self).reply).encode()
-        self.send_response(type(self).status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-@pytest.fixture
-def chat_server() -> Iterator[str]:
-    FakeChatServer.requests = []
-    FakeChatServer.status = 200
-    server = HTTPServer(("127.0.0.1", 0), FakeChatServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_llm_summarizer_uses_the_configured_endpoint(

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 import gcengine
-from jaato_web.dashboard.models import AgentSession
+from jaato_web.dashboard.models import AgentSession, Replay
 from tests.web.uploads import BUDGET_POLICY, HYBRID_POLICY, session_file
 
 pytestmark = pytest.mark.django_db
@@ -177,6 +177,32 @@ def test_replay_series_through_the_api(client, session_id, django_capture_on_com
 
     assert replay["status"] == "done"
     assert replay["series"]["events"], "usage passes 50 % in this session, so GC must run"
+    # Scored after it was drawn, by the same task.
+    assert (replay["retention_pending"], replay["unscored_because"]) == (False, "")
+    assert replay["anchor_retention"]["compactions"] == len(replay["series"]["events"])
+    assert all("retention" in event for event in replay["series"]["events"])
+
+
+def test_a_replay_being_scored_says_so_through_the_api(
+    client, session_id, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        started = client.post(
+            f"/api/sessions/{session_id}/replays",
+            {"config": {**BUDGET_POLICY, "threshold_percent": 50, "target_percent": 40}},
+            content_type="application/json",
+        )
+    replay_id = started.json()["id"]
+    Replay.objects.filter(pk=replay_id).update(
+        status="done",
+        retention_pending=True,
+        series={"steps": [[0, "post_turn", 10, 10]], "events": [], "context_limit": 100},
+    )
+
+    replay = client.get(f"/api/replays/{replay_id}").json()
+
+    assert (replay["status"], replay["retention_pending"]) == ("done", True)
+    assert replay["anchor_retention"] is None
 
 
 def test_policy_versions_and_conflicting_save(client):

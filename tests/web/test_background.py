@@ -235,10 +235,10 @@ def test_a_worker_renews_its_own_leases_and_says_it_is_alive(
     assert worker.started_at == started
 
 
-def scoring(run: GCRun, *, by: str = ELSEWHERE, lapsed: bool = True) -> None:
-    """Make ``run`` look done, its anchor retention being scored by worker ``by``."""
+def scoring(work: GCRun | Replay, *, by: str = ELSEWHERE, lapsed: bool = True) -> None:
+    """Make a run or replay look done, its anchor retention being scored by worker ``by``."""
     lease = timezone.now() + timedelta(seconds=-1 if lapsed else 60)
-    GCRun.objects.filter(pk=run.pk).update(
+    type(work).objects.filter(pk=work.pk).update(
         status=JobStatus.DONE, retention_pending=True, claimed_by=by, lease_until=lease
     )
 
@@ -257,11 +257,39 @@ def test_a_run_whose_worker_stopped_while_scoring_says_it_was_not_scored(
         run.refresh_from_db()
         retention = storage.retention_read(run.retention)
         assert retention is not None
-        assert retention.unscorable == background.SCORING_STOPPED
+        assert retention.unscorable == background.SCORING_STOPPED[GCRun]
         assert (run.status, run.retention_pending, run.claimed_by) == (JobStatus.DONE, False, "")
     alive.refresh_from_db()
     assert alive.retention_pending
     assert alive.retention is None
+
+
+def test_a_replay_whose_worker_stopped_while_scoring_says_so_and_is_replayed_when_asked_again(
+    stored_session: AgentSession,
+) -> None:
+    stopped = services.replay_request(session=stored_session, config=TIGHT_BUDGET)
+    alive = services.replay_request(
+        session=stored_session, config={**TIGHT_BUDGET, "target_percent": 0.25}
+    )
+    scoring(stopped, by=gone_process(), lapsed=False)
+    scoring(alive, lapsed=False)
+
+    assert background.work_sweep() == 1
+
+    stopped.refresh_from_db()
+    assert stopped.unscored_because == background.SCORING_STOPPED[Replay]
+    assert (stopped.status, stopped.retention_pending, stopped.claimed_by) == (
+        JobStatus.DONE,
+        False,
+        "",
+    )
+    alive.refresh_from_db()
+    assert alive.retention_pending
+    assert not alive.unscored_because
+
+    again = services.replay_request(session=stored_session, config=TIGHT_BUDGET)
+    assert again.pk == stopped.pk
+    assert (again.status, again.unscored_because) == (JobStatus.QUEUED, "")
 
 
 def test_a_worker_renews_the_lease_of_a_run_it_scores(stored_session: AgentSession) -> None:

@@ -127,18 +127,52 @@ def test_replays_are_cached_per_gc_json(agent_session):
 def test_a_replay_heavy_with_collections_weighs_what_it_holds_in_the_cache(
     agent_session, monkeypatch
 ):
-    """Each collection carries its anchor retention: a continuous replay weighs more than its
-    steps, so a cache that would fit its steps and another replay's pushes it out."""
-    continuous = dry_runs.replay(agent_session, config(pressure_percent=0))
+    """Each scored collection carries its anchor retention: a scored continuous replay weighs
+    more than its steps, so a cache that would fit its steps and another replay's pushes it
+    out."""
+    continuous = dry_runs.replay(agent_session, config(pressure_percent=0), scored=True)
     assert continuous["events"]
     steps = len(continuous["steps"])  # two a turn, whatever the mode
     weight = steps + dry_runs.COLLECTION_STEPS * len(continuous["events"])
+    assert dry_runs.replay_weight(continuous) == weight
     monkeypatch.setattr(dry_runs._replays, "limit", weight + steps - 1)
 
     dry_runs.replay(agent_session, config())
 
     assert dry_runs.replay_cached(agent_session, config()) is not None
     assert dry_runs.replay_cached(agent_session, config(pressure_percent=0)) is None
+
+
+def test_a_chart_is_replayed_without_scores_and_a_scored_replay_serves_it_too(
+    agent_session, monkeypatch
+):
+    """Scoring is most of a long replay and a chart shows no score; what pools the scores
+    (a ranking, the API's preview) asks for them, and a chart asked for later reuses that."""
+    replayed = []
+    series_of = services.replay_series_of
+    monkeypatch.setattr(
+        services,
+        "replay_series_of",
+        lambda *args, scored: replayed.append(scored) or series_of(*args, scored=scored),
+    )
+    continuous = config(pressure_percent=0)
+
+    chart = dry_runs.replay(agent_session, continuous)
+    scored = dry_runs.replay(agent_session, continuous, scored=True)
+    other = config(target_percent=30)
+    scored_first = dry_runs.replay(agent_session, other, scored=True)
+
+    assert replayed == [False, True, True]
+    assert chart["events"]
+    assert all("retention" not in e for e in chart["events"])
+    assert all("retention" in e for e in scored["events"])
+    assert [e["tokens_after"] for e in chart["events"]] == [
+        e["tokens_after"] for e in scored["events"]
+    ]
+    assert chart["steps"] == scored["steps"]
+    assert dry_runs.replay(agent_session, continuous) is scored
+    assert dry_runs.replay(agent_session, other) is scored_first
+    assert dry_runs.replay_weight(chart) == len(chart["steps"]) + len(chart["events"])
 
 
 def test_long_continuous_replays_wait_for_a_click(agent_session, monkeypatch):

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, Project, Replay
+from tests.chat_server import FakeChatServer
 from tests.web.conftest import TIGHT_BUDGET
 
 pytestmark = pytest.mark.django_db
@@ -150,3 +151,105 @@ def test_session_page_without_policies_offers_no_replay(
     html = client.get(reverse("session_detail", args=[stored_session.pk])).content
 
     assert "There is no stored policy to replay with yet." in html.decode()
+
+
+def test_a_replay_is_drawn_before_its_collections_are_scored(
+    client: Client,
+    stored_session: AgentSession,
+    budget_policy: Policy,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chart and its cost are stored, the replay done, while the worker still scores each
+    collection; the page says so, polls only the scores, and lists them once they come."""
+    seen: dict[str, Any] = {}
+    scores = services._replay_scores
+
+    def scored_after_a_look(*args: Any) -> dict[str, Any]:
+        replay = Replay.objects.get()
+        seen["state"] = (replay.status, replay.retention_pending)
+        seen["series"] = replay.series
+        seen["chart"] = client.get(reverse("replay_detail", args=[replay.pk])).content.decode()
+        url = reverse("replay_retention", args=[replay.pk])
+        seen["poll"] = client.get(url, headers=HTMX).content.decode()
+        return scores(*args)
+
+    monkeypatch.setattr(services, "_replay_scores", scored_after_a_look)
+    replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
+    replay = Replay.objects.get()
+
+    assert seen["state"] == (JobStatus.DONE, True)
+    assert all("retention" not in event for event in seen["series"]["events"])
+    drawn = seen["chart"]
+    assert "<svg" in drawn
+    assert "Scoring the anchors each collection took out of view" in drawn
+    assert f'hx-get="{reverse("replay_retention", args=[replay.pk])}"' in drawn
+    assert '<span class="muted" data-scoring>scoring</span>' in drawn
+    assert "Scoring the anchors" in seen["poll"]
+    assert "<svg" not in seen["poll"]  # the chart is not drawn again for the poll
+    # Scored, the series is the one drawn, each collection with its score.
+    assert (replay.retention_pending, replay.claimed_by, replay.lease_until) == (False, "", None)
+    assert replay.series is not None
+    assert replay.series["steps"] == seen["series"]["steps"]
+    assert [e["retention"] is not None for e in replay.series["events"]] == [
+        e["success"] for e in replay.series["events"]
+    ]
+    done = client.get(reverse("replay_retention", args=[replay.pk]), headers=HTMX)
+    html = done.content.decode()
+    assert "hx-trigger" not in html
+    assert "data-retention-sentence" in html
+    assert f'<div id="replay-events-{replay.pk}" hx-swap-oob="true">' in html
+    assert "data-scoring" not in html
+
+
+def test_a_replay_whose_scoring_fails_keeps_its_chart_and_says_why(
+    client: Client,
+    stored_session: AgentSession,
+    budget_policy: Policy,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    drawn = services.replay_series_of
+
+    def scoring_breaks(*args: Any, scored: bool) -> dict[str, Any]:
+        if scored:
+            raise RuntimeError("scorer broke")
+        return drawn(*args, scored=scored)
+
+    monkeypatch.setattr(services, "replay_series_of", scoring_breaks)
+    replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
+    replay = Replay.objects.get()
+
+    assert (replay.status, replay.retention_pending) == (JobStatus.DONE, False)
+    assert replay.unscored_because == "scoring it failed (RuntimeError); the server log says why"
+    assert "scoring the anchor retention of a replay failed" in caplog.text
+    html = client.get(reverse("replay_detail", args=[replay.pk])).content.decode()
+    assert "<svg" in html
+    assert "Scoring it failed (RuntimeError); the server log says why." in html
+    assert "every 2s" not in html
+
+
+def test_a_replay_with_the_llm_summarizer_calls_it_once_per_collection_and_is_scored_at_once(
+    stored_session: AgentSession,
+    chat_server: str,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scoring after the chart replays the session again; with the LLM summarizer that would
+    call the endpoint twice per collection and could draw another chart."""
+    monkeypatch.setenv("JAATO_GC_LLM_BASE_URL", chat_server)
+    monkeypatch.setenv("JAATO_GC_LLM_MODEL", "summarizer")
+    monkeypatch.setattr(services, "_replay_scores", lambda *args: pytest.fail("scored again"))
+    config = {**TIGHT_BUDGET, "type": "gc_summarize", "plugin_config": {"summarizer": "llm"}}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.replay_request(session=stored_session, config=config)
+
+    replay = Replay.objects.get()
+    assert (replay.status, replay.retention_pending) == (JobStatus.DONE, False), replay.error
+    assert replay.series is not None
+    collections = [e for e in replay.series["events"] if e["success"]]
+    assert collections
+    assert len(FakeChatServer.requests) == len(collections)
+    assert all(e["retention"] is not None for e in collections)
