@@ -199,6 +199,9 @@ def replay_chart(
         values.append(before / limit * 100)
         if after != before:
             values.append(after / limit * 100)
+    # The figures beside the chart are the series' own, not the drawn points': thinning a long
+    # series keeps each stretch's highest point, which need not be where it ended.
+    peak, final = max(values, default=0.0), values[-1] if values else 0.0
     values = _thinned(values, CHART_MAX_POINTS)
     top = max([100.0, *values])
 
@@ -242,8 +245,8 @@ def replay_chart(
         else [],
         mode="continuous" if series["continuous_mode"] else "threshold",
         collections=sum(1 for e in series["events"] if e["success"]),
-        peak_percent=round(max(values, default=0.0), 1),
-        final_percent=round(values[-1], 1) if values else 0.0,
+        peak_percent=round(peak, 1),
+        final_percent=round(final, 1),
         steps=len(steps),
         plugin=str(series.get("plugin") or ""),
         threshold_percent=None if series["continuous_mode"] else series["threshold_percent"],
@@ -253,7 +256,8 @@ def replay_chart(
 
 
 def _thinned(values: list[float], limit: int) -> list[float]:
-    """Keep each bucket's minimum and maximum, in order, so no spike or dip disappears."""
+    """Keep each bucket's minimum and maximum, in order, so no spike or dip disappears, and
+    the last value, so the line ends where usage did."""
     if len(values) <= limit:
         return values
     bucket = -(-len(values) // (limit // 2))
@@ -261,7 +265,8 @@ def _thinned(values: list[float], limit: int) -> list[float]:
     for start in range(0, len(values), bucket):
         chunk = values[start : start + bucket]
         low, high = chunk.index(min(chunk)), chunk.index(max(chunk))
-        kept.extend(chunk[i] for i in sorted({low, high}))
+        last = len(chunk) - 1 if start + bucket >= len(values) else high
+        kept.extend(chunk[i] for i in sorted({low, high, last}))
     return kept
 
 

@@ -239,3 +239,30 @@ def test_replay_chart_carries_its_percentages() -> None:
     assert chart.peak_percent == 85.0
     assert events[0].reason == "threshold"
     assert events[0].point == "post turn"
+
+
+def test_a_long_replay_says_where_usage_ended_and_its_line_ends_there() -> None:
+    """A long series is thinned to keep each stretch's lowest and highest points; the figures
+    beside the chart, and the line's last point, are still where usage ended."""
+    turns = presenters.CHART_MAX_POINTS * 3
+    # A ripple: each turn rises to 61 % and a collection brings it back to 60 %; near the end
+    # one collection goes down to 55 %, and the last turn peaks at 62 % and ends at 59.5 %.
+    steps = [[turn, "post_turn", 61, 60] for turn in range(turns - 2)]
+    steps += [[turns - 2, "post_turn", 61, 55], [turns - 1, "post_turn", 62, 59.5]]
+    series = {
+        "plugin": "gc_budget",
+        "context_limit": 100,
+        "threshold_percent": 80.0,
+        "target_percent": 60.0,
+        "pressure_percent": 0,
+        "continuous_mode": True,
+        "steps": steps,
+        "events": [],
+    }
+
+    chart = presenters.replay_chart(series)
+
+    assert (chart.peak_percent, chart.final_percent) == (62.0, 59.5)
+    assert len(chart.points.split()) <= presenters.CHART_MAX_POINTS + 1
+    last_y = float(chart.points.split()[-1].split(",")[1])
+    assert last_y == round(chart.height - 59.5 / 100 * chart.height, 1)
