@@ -40,11 +40,11 @@ token counter's cache. Targets are printed beside the figures.
   sessions, and the editor's preview of each: Python memory after the first and after the
   last (target: no more after the last than after the first).
 
-Measured with ``--repeat 1`` on the shared 2-vCPU machine (load about 1): engine load 1.57 s
-= 0.98x raw tiktoken (1.60 s), web upload 3.03 s = 1.93x the load, peak 170 MB = 3.73x the
-file, stored 42.8 MB = 0.94x; web GC run 0.63 s to done; reopen 0.35 s in a worker, 0.49 s in
-a web process; timings move with the machine's load (the load's counting threads need a free
-core).
+Measured with ``--repeat 1`` on the shared 2-vCPU machine (load about 1): engine load 1.68 s
+= 1.01x raw tiktoken (1.67 s), web upload 3.16 s = 1.88x the load, peak 169 MB = 3.71x the
+file, stored 42.8 MB = 0.94x; web GC run 0.70 s to done; reopen 0.39 s in a worker, 0.56 s in
+a web process; web replay 3.1 s to its chart, 16.5 s to its scores; editor chart 3.7 s;
+timings move with the machine's load (the load's counting threads need a free core).
 
     python benchmarks/heavy.py [--turns 10000] [--repeat 3] [--scaling 1000 10000 30000]
                                [--memory-sessions 20] [--skip-main]
