@@ -1109,20 +1109,38 @@ def _replay_claimed(replay_id: int) -> None:
         background.work_done(Replay, replay_id, series=series, unscored_because="")
         return
     background.work_done_scoring(Replay, replay_id, series=series, unscored_because="")
-    background.work_scored(Replay, replay_id, **_replay_scores(engine, config))
+    background.work_scored(Replay, replay_id, **_replay_scores(engine, config, series))
 
 
-def _replay_scores(engine: gcengine.Session, config: gcengine.GCConfig) -> dict[str, Any]:
-    """A replay's series scored; a scorer that fails says so on the replay, whose chart
-    stands."""
+# What a replay says when replaying it again to score it collected differently.
+REPLAYED_DIFFERENTLY = (
+    "replayed again to be scored, the policy collected differently (its plugin does not "
+    "collect the same way twice), so the chart stands without scores"
+)
+
+
+def _replay_scores(
+    engine: gcengine.Session, config: gcengine.GCConfig, drawn: dict[str, Any]
+) -> dict[str, Any]:
+    """The series ``drawn`` with each collection scored, from a second replay that scores
+    them; a scorer that fails, or a second replay that differs from the chart (a plugin that
+    does not collect the same way twice), says so on the replay, whose chart stands."""
     try:
-        return {"series": replay_series_of(engine, config, scored=True)}
+        scored = replay_series_of(engine, config, scored=True)
     except Exception as error:
         logger.exception("scoring the anchor retention of a replay failed")
         return {
             "unscored_because": f"scoring it failed ({type(error).__name__}); "
             "the server log says why"
         }
+    if _without_scores(scored) != drawn:
+        return {"unscored_because": REPLAYED_DIFFERENTLY}
+    return {"series": scored}
+
+
+def _without_scores(series: dict[str, Any]) -> dict[str, Any]:
+    events = [{k: v for k, v in e.items() if k != "retention"} for e in series["events"]]
+    return {**series, "events": events}
 
 
 def replay_series_of(

@@ -253,3 +253,34 @@ def test_a_replay_with_the_llm_summarizer_calls_it_once_per_collection_and_is_sc
     assert collections
     assert len(FakeChatServer.requests) == len(collections)
     assert all(e["retention"] is not None for e in collections)
+
+
+def test_a_replay_that_collects_differently_when_scored_keeps_the_chart_it_showed(
+    client: Client,
+    stored_session: AgentSession,
+    budget_policy: Policy,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plugin that does not collect the same way twice would change the chart under the
+    reader when the scores come: the chart stands, and the replay says why it has none."""
+    drawn_first = services.replay_series_of
+    charts: list[dict[str, Any]] = []
+
+    def another_collection_the_second_time(*args: Any, scored: bool) -> dict[str, Any]:
+        series = drawn_first(*args, scored=scored)
+        if scored:
+            series["events"][0]["tokens_after"] -= 1
+        else:
+            charts.append(series)
+        return series
+
+    monkeypatch.setattr(services, "replay_series_of", another_collection_the_second_time)
+    replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
+    replay = Replay.objects.get()
+
+    assert (replay.status, replay.retention_pending) == (JobStatus.DONE, False)
+    assert replay.unscored_because == services.REPLAYED_DIFFERENTLY
+    assert replay.series == charts[0]
+    html = client.get(reverse("replay_detail", args=[replay.pk])).content.decode()
+    assert "the chart stands without scores." in html
