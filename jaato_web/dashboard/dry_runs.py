@@ -33,11 +33,12 @@ from jaato_web.errors import InputError
 
 # What the replay cache may hold, by what takes memory: steps of the replays kept (two a
 # turn), and their collections, each of which weighs about as much as a step, or when scored
-# (with its anchor retention) COLLECTION_STEPS steps (measured: ~0.5 KB a step, ~3.5 KB a
-# scored collection). About 30 MB; a 10,000-turn replay in continuous mode (20,000 steps,
-# ~9,700 collections) is kept alone when scored.
+# (with its anchor retention) COLLECTION_STEPS steps. Measured on a 10,000-turn replay in
+# continuous mode (20,000 steps, ~9,600 collections): 7 MB unscored, 33 MB scored. Such a
+# replay is kept alone either way, so a process that draws the charts of one long session
+# after another holds one of them, not two; a 1,000-turn one is kept with nine others.
 # The entry used last is always kept. Sessions are kept by ``services.engine_session_of``.
-REPLAY_CACHE_STEPS = 60_000
+REPLAY_CACHE_STEPS = 30_000
 COLLECTION_STEPS = 7
 # Anchor scorers kept, one a session previewed, bounded like the session cache: by the
 # messages they may come to remember (each holds what it read of every message it scored).

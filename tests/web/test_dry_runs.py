@@ -211,3 +211,14 @@ def test_compare_of_two_strategies(agent_session):
     assert set(comparison.both_turns) <= comparison.a.removed_turns
     assert set(comparison.only_a_turns).isdisjoint(comparison.b.removed_turns)
     assert set(comparison.only_b_turns).isdisjoint(comparison.a.removed_turns)
+
+
+def test_the_charts_of_long_sessions_are_kept_one_at_a_time():
+    """A 10,000-turn continuous replay (20,000 steps, ~9,600 collections) is 7 MB unscored:
+    the cache keeps it alone, so drawing one long session's chart after another holds one."""
+    steps = [[turn // 2, "post_turn", 61, 60] for turn in range(20_000)]
+    long_chart = {"steps": steps, "events": [{"success": True}] * 9_600}
+
+    weight = dry_runs.replay_weight(long_chart)
+
+    assert weight <= dry_runs.REPLAY_CACHE_STEPS < 2 * weight
