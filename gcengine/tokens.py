@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 import tempfile
 import threading
 from collections import OrderedDict
@@ -229,33 +230,35 @@ class CachingCounter:
     """Remembers counts by content, so a text repeated across messages is encoded once.
 
     The counters ``load_counter`` returns live as long as the process (a web worker's), so the
-    memory is bounded: at most ``max_texts`` texts and ``max_chars`` characters in all (a text
-    held costs its length), the least recently counted going first. A text longer than
-    ``max_chars`` is counted every time. The defaults hold every text of a 5,000-turn session
-    (about 17 million characters) with room to spare, and cost at most about 50 MB for ASCII
-    text (a character takes one byte, up to four outside ASCII and Latin-1).
+    memory is bounded: at most ``max_texts`` texts and ``max_bytes`` bytes of text in all (a
+    text held costs what Python holds it in: one byte a character for ASCII and Latin-1, two
+    or four beyond, and a header), the least recently counted going first. A text larger than
+    ``max_bytes`` is counted every time. Bounding characters instead let the same bound hold
+    up to four times the memory, and a worker's held memory move with the scripts its last
+    session was written in. The defaults hold every text of a 5,000-turn session (about 17
+    million characters of English) with room to spare.
 
     Safe to share between threads: counting happens outside the lock, so two threads may count
     the same new text once each.
     """
 
     MAX_TEXTS = 100_000
-    MAX_CHARS = 32_000_000
+    MAX_BYTES = 32_000_000
 
     def __init__(
         self,
         inner: TokenCounter,
         *,
         max_texts: int = MAX_TEXTS,
-        max_chars: int = MAX_CHARS,
+        max_bytes: int = MAX_BYTES,
         media: MediaProvider = DEFAULT_MEDIA_PROVIDER,
     ) -> None:
         self.inner = inner
         self.media = media
         self.max_texts = max_texts
-        self.max_chars = max_chars
+        self.max_bytes = max_bytes
         self._counts: OrderedDict[str, int] = OrderedDict()
-        self._chars = 0
+        self._bytes = 0
         self._lock = threading.Lock()
 
     @property
@@ -275,8 +278,8 @@ class CachingCounter:
         return len(self._counts)
 
     @property
-    def cached_chars(self) -> int:
-        return self._chars
+    def cached_bytes(self) -> int:
+        return self._bytes
 
     def count(self, text: str) -> int:
         counts = self._counts
@@ -286,7 +289,7 @@ class CachingCounter:
                 counts.move_to_end(text)
                 return known
         counted = self.inner.count(text)  # outside the lock: the slow part, for any thread
-        if len(text) <= self.max_chars:
+        if sys.getsizeof(text) <= self.max_bytes:
             with self._lock:
                 if text not in counts:
                     self._remember(text, counted)
@@ -314,12 +317,12 @@ class CachingCounter:
         counts = self._counts
         if text in counts:
             counts.move_to_end(text)
-        elif len(text) <= self.max_chars:
+        elif (size := sys.getsizeof(text)) <= self.max_bytes:
             counts[text] = tokens
-            self._chars += len(text)
-            while len(counts) > self.max_texts or self._chars > self.max_chars:
+            self._bytes += size
+            while len(counts) > self.max_texts or self._bytes > self.max_bytes:
                 oldest, _ = counts.popitem(last=False)
-                self._chars -= len(oldest)
+                self._bytes -= sys.getsizeof(oldest)
 
 
 def _tiktoken_cache_dir() -> Path | None:
