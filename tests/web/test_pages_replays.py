@@ -198,6 +198,9 @@ def test_a_replay_is_drawn_before_its_collections_are_scored(
     html = done.content.decode()
     assert "hx-trigger" not in html
     assert "data-retention-sentence" in html
+    # Its collections' figures are kept, not the anchors they lost: no column of them.
+    assert "First lost" not in html
+    assert "a run of the policy lists them" in html
     assert f'<div id="replay-events-{replay.pk}" hx-swap-oob="true">' in html
     assert "data-scoring" not in html
 

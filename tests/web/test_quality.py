@@ -95,6 +95,9 @@ def test_the_run_page_says_what_was_kept_and_flags_the_gates(
     assert "decisions and constraints 0.0 %, under the gate of 95.0 %" in html
     assert 'data-under-gate="decisions"' in html
     assert "It is not what the agent remembers" in html
+    # A run keeps the anchors it lost, and lists the first of each class.
+    assert "First lost" in html
+    assert '<td class="lost"><code>' in html
 
 
 def test_the_review_queue_flags_a_run_under_a_gate_and_not_one_above(
