@@ -227,6 +227,14 @@ def replay_cached(
 ) -> dict[str, Any] | None:
     """The series ``replay`` would give, if it is at hand (a scored one serves a chart too)."""
     used, _ = dry_run_config(session, config)
+    return _cached_series(session, used, context_limit, scored)
+
+
+def _cached_series(
+    session: AgentSession, used: gcengine.GCConfig, context_limit: int | None, scored: bool
+) -> dict[str, Any] | None:
+    """``replay_cached`` for the config a dry run uses (``dry_run_config``, which reads the
+    session's pins from the database)."""
     series = _replays.get(_replay_key(session, used, context_limit, True))
     if series is None and not scored:
         series = _replays.get(_replay_key(session, used, context_limit, False))
@@ -246,9 +254,9 @@ def replay(
     A chart needs no scores, and scoring is most of a long replay (a 10,000-turn session in
     continuous mode: about 2.5 s replayed, 9 s more scored), so only what pools the scores
     (a ranking, the API's preview) asks for them."""
-    series = replay_cached(session, config, context_limit, scored=scored)
+    used, _ = dry_run_config(session, config)
+    series = _cached_series(session, used, context_limit, scored)
     if series is None:
-        used, _ = dry_run_config(session, config)
         engine = services.engine_session_of(session, context_limit)
         series = services.replay_series_of(engine, used, scored=scored)
         _replays.put(_replay_key(session, used, context_limit, scored), series)
