@@ -19,10 +19,12 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gcengine._fast import set_fresh
 from gcengine._json import (
+    NOT_TAKEN,
     UnreadableValue,
     describe_syntax_error,
     find_non_finite,
     json_type,
+    loads_fast,
     loads_strict,
     show,
     storable_check,
@@ -119,7 +121,7 @@ def decode_source(source: SessionSource, limits: LoadLimits) -> Any:
         _check_size(len(source), limits, lambda: len(source))
         if bytes(source[:4]) in _ZIP_MAGIC:
             return _read_archive(bytes(source), limits)
-        return _parse_json_text(_utf8(bytes(source), None), limits)
+        return _parse_json_bytes(bytes(source), limits)
     raise SessionFormatError(f"cannot read a session from {type(source).__name__}")
 
 
@@ -180,7 +182,7 @@ def _read_archive(data: bytes, limits: LoadLimits) -> Archive:
                 raise SessionFormatError(
                     f"the archive unpacks to more than {limits.max_bytes:,} bytes", (name,)
                 )
-            members[name] = _parse_json_text(_utf8(content, name), limits, name)
+            members[name] = _parse_json_bytes(content, limits, name)
     return Archive(members)
 
 
@@ -227,6 +229,16 @@ def _read_path(path: Path, limits: LoadLimits) -> bytes:
     except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         raise SessionFormatError(f"cannot read {str(path)!r}: {reason}") from None
+
+
+def _parse_json_bytes(data: bytes, limits: LoadLimits, where: str | None = None) -> Any:
+    """A file's JSON, read from its bytes when it is plain UTF-8 JSON: never decoded to one
+    string as large as the file first. Anything else (a byte-order mark, another encoding,
+    JSON Lines, a mistake to report) is decoded and read as text."""
+    value = loads_fast(data)
+    if value is not NOT_TAKEN:
+        return value
+    return _parse_json_text(_utf8(data, where), limits, where)
 
 
 def _parse_json_text(text: str, limits: LoadLimits, where: str | None = None) -> Any:

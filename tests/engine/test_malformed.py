@@ -823,6 +823,14 @@ NUMBER_CASES = [
         "1e400 is too large for a JSON number",
     ),
     Case(
+        "number-minus-1e400-in-a-file-read-as-bytes",
+        as_text(
+            changed(V21, (H, 2, "parts", 0, "result", "matches", 0, "line"), 1.25), "-1e400"
+        ).encode(),
+        "history[2].parts[0].result.matches[0].line",
+        "-1e400 is too large for a JSON number",
+    ),
+    Case(
         "number-nan-in-a-decoded-object",
         changed(V21, (H, 1, "parts", 1, "args", "pattern"), float("nan")),
         "history[1].parts[1].args.pattern",

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import gcengine
 from gcengine import SessionFormatError
-from gcengine._json import MAX_NESTING
+from gcengine._json import MAX_NESTING, NOT_TAKEN, loads_fast, loads_strict
 from tests.engine.conftest import example
 from tests.engine.test_malformed import ANTHROPIC, CHAT
 
@@ -64,6 +64,58 @@ def stored_and_read_back(session: gcengine.Session) -> None:
     again = gcengine.Session.model_validate_json(session.model_dump_json())
     assert again.history == session.history
     assert gcengine.load_session(gcengine.dump_session(session, indent=None)).history
+
+
+# --- The fast reader -------------------------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(exclude_categories=["Cs"])),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=40,
+)
+
+
+@given(JSON_VALUES, st.booleans())
+def test_the_fast_reader_reads_a_file_as_the_standard_reader_does(
+    value: Any, ascii_only: bool
+) -> None:
+    """Files are read from their bytes by pydantic-core's reader first: what it gives must be
+    what Python's reader gives, value for value and type for type."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    expected = json.loads(text)
+    read = loads_fast(text.encode())
+    assert read == expected
+    assert json.dumps(read) == json.dumps(expected)  # 1 stays an int and 1.0 a float
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a": [1, 2, 1e999]}',
+        b"[-1e400]",
+        b"1e999",
+        b'["\\ud800"]',
+        b"[NaN]",
+        b"[" + b"9" * 4301 + b"]",
+        b"[" * (MAX_NESTING + 1) + b"]" * (MAX_NESTING + 1),
+        b"\xef\xbb\xbf[1]",
+        b'{"a": 1} {"b": 2}',
+    ],
+)
+def test_what_the_fast_reader_cannot_take_is_left_to_the_reader_that_says_why(
+    text: bytes,
+) -> None:
+    assert loads_fast(text) is NOT_TAKEN
+
+
+def test_a_number_too_large_is_refused_at_its_path_in_a_file_read_as_bytes() -> None:
+    with pytest.raises(ValueError, match="1e999 is too large") as refused:
+        loads_strict(b'{"a": [1, 2, 1e999]}')
+    assert refused.value.path == ("a", 2)  # type: ignore[attr-defined]
 
 
 # --- Nesting -------------------------------------------------------------------------------
