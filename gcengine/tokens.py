@@ -30,7 +30,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import sys
 import tempfile
 import threading
 from collections import OrderedDict
@@ -229,36 +228,32 @@ class TiktokenCounter:
 class CachingCounter:
     """Remembers counts by content, so a text repeated across messages is encoded once.
 
-    The counters ``load_counter`` returns live as long as the process (a web worker's), so the
-    memory is bounded: at most ``max_texts`` texts and ``max_bytes`` bytes of text in all (a
-    text held costs what Python holds it in: one byte a character for ASCII and Latin-1, two
-    or four beyond, and a header), the least recently counted going first. A text larger than
-    ``max_bytes`` is counted every time. Bounding characters instead let the same bound hold
-    up to four times the memory, and a worker's held memory move with the scripts its last
-    session was written in. The defaults hold every text of a 5,000-turn session (about 17
-    million characters of English) with room to spare.
+    Each count is kept under its text's fingerprint (``_fingerprint``), never the text: the
+    cache keeps no text alive after its session is gone, and the texts made only to be counted
+    (a 10,000-turn session's tool arguments and results written as JSON: 12 MB) are let go as
+    soon as they are counted. An entry costs the same whatever its text's length or script, so
+    the count of entries bounds the memory: the counters ``load_counter`` returns live as long
+    as the process (a web worker's), holding at most ``max_texts`` counts (about 15 MB at the
+    default, which holds every text of a 10,000-turn session), the least recently counted
+    going first.
 
     Safe to share between threads: counting happens outside the lock, so two threads may count
     the same new text once each.
     """
 
     MAX_TEXTS = 100_000
-    MAX_BYTES = 32_000_000
 
     def __init__(
         self,
         inner: TokenCounter,
         *,
         max_texts: int = MAX_TEXTS,
-        max_bytes: int = MAX_BYTES,
         media: MediaProvider = DEFAULT_MEDIA_PROVIDER,
     ) -> None:
         self.inner = inner
         self.media = media
         self.max_texts = max_texts
-        self.max_bytes = max_bytes
-        self._counts: OrderedDict[str, int] = OrderedDict()
-        self._bytes = 0
+        self._counts: OrderedDict[int, int] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -277,52 +272,64 @@ class CachingCounter:
     def cached_texts(self) -> int:
         return len(self._counts)
 
-    @property
-    def cached_bytes(self) -> int:
-        return self._bytes
-
     def count(self, text: str) -> int:
+        key = _fingerprint(text)
         counts = self._counts
         with self._lock:
-            known = counts.get(text)
+            known = counts.get(key)
             if known is not None:
-                counts.move_to_end(text)
+                counts.move_to_end(key)
                 return known
         counted = self.inner.count(text)  # outside the lock: the slow part, for any thread
-        if sys.getsizeof(text) <= self.max_bytes:
-            with self._lock:
-                if text not in counts:
-                    self._remember(text, counted)
+        with self._lock:
+            self._remember(key, counted)
         return counted
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """``[self.count(text) for text in texts]``: the texts not known yet are counted in one
         batch by the inner counter (on several threads, for tiktoken), each once, and the cache
         is left as counting them one by one leaves it."""
+        keys = list(map(_fingerprint, texts))
         counts = self._counts
         with self._lock:
-            found = [counts.get(text) for text in texts]
-        pairs = list(zip(texts, found, strict=True))
-        new = list(dict.fromkeys(text for text, known in pairs if known is None))
-        counted = dict(zip(new, count_texts(self.inner, new), strict=True))
-        result = [counted[text] if known is None else known for text, known in pairs]
+            found = list(map(counts.get, keys))
+        new = {
+            key: text for key, text, known in zip(keys, texts, found, strict=True) if known is None
+        }
+        counted = dict(zip(new, count_texts(self.inner, list(new.values())), strict=True))
+        result = [
+            counted[key] if known is None else known for key, known in zip(keys, found, strict=True)
+        ]
         with self._lock:
-            for text, tokens in zip(texts, result, strict=True):
-                self._remember(text, tokens)
+            for key, tokens in zip(keys, result, strict=True):
+                self._remember(key, tokens)
         return result
 
-    def _remember(self, text: str, tokens: int) -> None:
-        """Make ``text`` the most recently counted, evicting the least recent beyond the
-        bounds (under the lock)."""
+    def _remember(self, key: int, tokens: int) -> None:
+        """Make ``key`` the most recently counted, evicting the least recent beyond the bound
+        (under the lock)."""
         counts = self._counts
-        if text in counts:
-            counts.move_to_end(text)
-        elif (size := sys.getsizeof(text)) <= self.max_bytes:
-            counts[text] = tokens
-            self._bytes += size
-            while len(counts) > self.max_texts or self._bytes > self.max_bytes:
-                oldest, _ = counts.popitem(last=False)
-                self._bytes -= sys.getsizeof(oldest)
+        if key in counts:
+            counts.move_to_end(key)
+            return
+        counts[key] = tokens
+        if len(counts) > self.max_texts:
+            counts.popitem(last=False)
+
+
+_HASH_BITS = (1 << 64) - 1
+
+
+def _fingerprint(text: str) -> int:
+    """A text's 64-bit hash and its length, as one number.
+
+    Python's string hash is SipHash, keyed afresh in each process (unless ``PYTHONHASHSEED``
+    fixes the key), so no file can be written to make two texts collide. Two different texts
+    share a fingerprint only by a chance of one in 2**64 for each pair of the same length: for
+    a full cache of 100,000 texts, under one in a billion. It costs nothing extra to compute: a
+    string keeps its hash once computed, and looking the text itself up computed it too.
+    """
+    return (hash(text) & _HASH_BITS) | len(text) << 64
 
 
 def _tiktoken_cache_dir() -> Path | None:

@@ -302,73 +302,69 @@ def test_the_process_wide_counter_keeps_its_cache_within_the_documented_bound() 
     # A web worker counts distinct texts for as long as it lives: the cache must stop growing.
     shared = load_counter("approx")
     assert isinstance(shared, CachingCounter)
-    large = 1_000_000
-    for n in range(CachingCounter.MAX_BYTES // large + 8):
-        text = f"{n:08d}" + "x" * (large - 8)
-        assert shared.count(text) == large // 4
-        assert shared.cached_bytes <= CachingCounter.MAX_BYTES
-    assert shared.cached_texts <= CachingCounter.MAX_TEXTS
+    for n in range(CachingCounter.MAX_TEXTS + 50):
+        shared.count(f"text {n}")
+    assert shared.cached_texts == CachingCounter.MAX_TEXTS
+
+
+def test_the_cache_keeps_no_text_alive() -> None:
+    """Texts made only to be counted (tool arguments written as JSON) and the texts of a session
+    no longer open go as soon as nothing else holds them: the cache keeps counts, not texts."""
+    cached = CachingCounter(ApproxCounter())
+    texts = ["".join(["made to be counted ", str(n)]) for n in range(3)]
+    before = [sys.getrefcount(text) for text in texts]
+    assert cached.count_many(texts) == [5, 5, 5]
+    assert cached.count(texts[0]) == 5
+    assert cached.cached_texts == 3
+    assert [sys.getrefcount(text) for text in texts] == before
 
 
 def test_the_cache_holds_at_most_its_number_of_texts() -> None:
-    cached = CachingCounter(SpyCounter(), max_texts=100)
+    spy = SpyCounter()
+    cached = CachingCounter(spy, max_texts=100)
     for n in range(1_000):
         cached.count(f"text {n}")
     assert cached.cached_texts == 100
-    assert cached.cached_bytes == sum(sys.getsizeof(f"text {n}") for n in range(900, 1_000))
+    spy.calls.clear()
+    assert cached.count("text 999") == len("text 999")
+    assert cached.count("text 899") == len("text 899")
+    assert spy.calls == ["text 899"]  # the newest hundred are kept, the older ones counted anew
 
 
 def test_the_least_recently_counted_text_goes_first_and_counts_stay_right() -> None:
     spy = SpyCounter()
-    three = 3 * sys.getsizeof("a" * 10)
-    cached = CachingCounter(spy, max_bytes=three)
+    cached = CachingCounter(spy, max_texts=3)
     for text in ("a" * 10, "b" * 10, "c" * 10):
         cached.count(text)
     assert cached.count("a" * 10) == 10  # a hit: "a" is now the most recent
-    cached.count("d" * 10)  # over three texts' bytes: the least recent, "b", goes
+    cached.count("d" * 10)  # a fourth text: the least recent, "b", goes
     spy.calls.clear()
     assert [cached.count(t * 10) for t in "acdb"] == [10, 10, 10, 10]
     assert spy.calls == ["b" * 10]
-    assert cached.cached_bytes <= three
+    assert cached.cached_texts == 3
 
 
-def test_a_text_longer_than_the_whole_cache_is_counted_but_not_kept() -> None:
+def test_texts_of_one_length_or_one_prefix_keep_their_own_counts() -> None:
     spy = SpyCounter()
-    cached = CachingCounter(spy, max_bytes=sys.getsizeof("y" * 30))
-    cached.count("kept")
-    assert cached.count("y" * 31) == 31
-    assert cached.count("y" * 31) == 31
-    assert spy.calls == ["kept", "y" * 31, "y" * 31]
-    assert cached.cached_texts == 1
-
-
-def test_the_cache_is_bounded_by_the_memory_its_texts_take_whatever_their_script() -> None:
-    """A character outside Latin-1 takes two or four bytes: a bound on characters would let
-    the same cache hold four times the memory."""
-    latin, emoji = "a" * 1_000, "\N{GRINNING FACE}" * 1_000
-    cached = CachingCounter(SpyCounter(), max_bytes=10 * sys.getsizeof(latin))
-    for n in range(10):
-        cached.count(f"{n}" + latin[1:])
-    assert cached.cached_texts == 10
-    for n in range(10):
-        cached.count(f"{n}" + emoji[1:])
-    assert cached.cached_bytes <= 10 * sys.getsizeof(latin)
-    assert cached.cached_texts == 2  # each takes about four times a Latin-1 text's bytes
+    cached = CachingCounter(spy)
+    texts = [f"{n:04d}" for n in range(2_000)] + ["", "a", "a" * 2, "\N{GRINNING FACE}"]
+    assert cached.count_many(texts) == [len(text) for text in texts]
+    spy.calls.clear()
+    assert [cached.count(text) for text in texts] == [len(text) for text in texts]
+    assert spy.calls == []
 
 
 @given(
     st.lists(st.text(max_size=12), max_size=200),
     st.integers(min_value=1, max_value=20),
-    st.integers(min_value=0, max_value=600),
 )
-def test_the_cache_answers_what_its_counter_would_and_stays_within_its_bounds(
-    texts: list[str], max_texts: int, max_bytes: int
+def test_the_cache_answers_what_its_counter_would_and_stays_within_its_bound(
+    texts: list[str], max_texts: int
 ) -> None:
-    cached = CachingCounter(SpyCounter(), max_texts=max_texts, max_bytes=max_bytes)
+    cached = CachingCounter(SpyCounter(), max_texts=max_texts)
     for text in texts:
         assert cached.count(text) == len(text)
         assert cached.cached_texts <= max_texts
-        assert cached.cached_bytes <= max_bytes
 
 
 def test_many_texts_at_once_are_each_counted_as_alone(counter: TokenCounter) -> None:
@@ -392,27 +388,24 @@ def test_text_runs_for_threads_keep_every_text_in_order(texts: list[str], parts:
 @given(
     st.lists(st.sampled_from(["", "a", "bb", "ccc", "dddd", "e" * 9, "f" * 31]), max_size=80),
     st.integers(min_value=1, max_value=6),
-    st.integers(min_value=0, max_value=300),
 )
 def test_a_batch_through_the_cache_counts_as_one_by_one_and_each_new_text_once(
-    texts: list[str], max_texts: int, max_bytes: int
+    texts: list[str], max_texts: int
 ) -> None:
     spy = SpyCounter()
-    cached = CachingCounter(spy, max_texts=max_texts, max_bytes=max_bytes)
+    cached = CachingCounter(spy, max_texts=max_texts)
     cached.count("bb")
     spy.calls.clear()
     assert cached.count_many(texts) == [len(text) for text in texts]
-    kept = sys.getsizeof("bb") <= max_bytes
-    assert spy.calls == list(dict.fromkeys(t for t in texts if t != "bb" or not kept))
+    assert spy.calls == list(dict.fromkeys(t for t in texts if t != "bb"))
     assert cached.cached_texts <= max_texts
-    assert cached.cached_bytes <= max_bytes
     spy.calls.clear()
     assert [cached.count(text) for text in texts] == [len(text) for text in texts]
 
 
 def test_a_batch_is_remembered_as_counting_one_by_one_would() -> None:
     spy = SpyCounter()
-    cached = CachingCounter(spy, max_bytes=3 * sys.getsizeof("a" * 10))
+    cached = CachingCounter(spy, max_texts=3)
     cached.count_many(["a" * 10, "b" * 10, "c" * 10, "a" * 10, "d" * 10])
     spy.calls.clear()
     assert [cached.count(t * 10) for t in "cdb"] == [10, 10, 10]
