@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import Count
+from django.db.models import Count, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
@@ -436,27 +436,35 @@ def ingest_job_execute(*, job_id: int) -> None:
 def _ingest_claimed(job_id: int) -> None:
     job = IngestJob.objects.get(pk=job_id)
     # The bytes once, as bytes: PostgreSQL hands a memoryview, which a model would keep too.
-    stored = IngestUpload.objects.filter(job_id=job_id).values_list("data", flat=True).first()
+    stored = IngestUpload.objects.filter(job_id=job_id).values_list("data", "packed").first()
     if stored is None:
         raise background.WorkLost  # cancelled before the bytes were read
-    upload = [bytes(stored)]
-    del stored
+    data, packed = stored
+    upload = [storage.unpack_original(data) if packed else bytes(data)]
+    del stored, data
     # The original is packed on another thread while the file is read (zstd lets go of the
-    # GIL). The bytes are handed over to both and held by nothing else, so they go as soon as
-    # the first is packed and the second parsed, not at the end of the load.
+    # GIL), unless a worker that stopped afterwards packed it already. The bytes are handed
+    # over to both and held by nothing else, so they go as soon as the first is packed and the
+    # second parsed, not at the end of the load.
     with ThreadPoolExecutor(1, thread_name_prefix="pack-original") as packer:
-        packing = packer.submit(storage.original_of, upload[0])
+        packing = None if packed else packer.submit(storage.pack_original, upload[0])
         try:
             engine_session = gcengine.load_session(upload.pop())
         except gcengine.SessionFormatError as error:
-            packing.cancel()
+            if packing is not None:
+                packing.cancel()
             # A path deep in a file can be longer than the field; its start says where to look.
             background.work_failed(IngestJob, job_id, str(error), error_path=error.json_path[:400])
             return
-        original = packing.result()
+        if packing is not None:
+            _upload_packed(job_id, packing.result())
     background.work_progress(IngestJob, job_id, f"storing {len(engine_session.history):,} messages")
+    # Copied in the database from the upload's row, which ending the job deletes: so the job
+    # ends last, and a cancel meanwhile rolls the stored session back.
+    original = storage.Original(
+        job.size_bytes, Subquery(IngestUpload.objects.filter(job_id=job_id).values("data"))
+    )
     with transaction.atomic():
-        background.work_done(IngestJob, job_id)  # first: a cancel meanwhile stores nothing
         same = AgentSession.objects.filter(project_id=job.project_id, sha256=job.sha256)
         session = same.first()
         created = session is None
@@ -467,9 +475,17 @@ def _ingest_claimed(job_id: int) -> None:
                 )
             except IntegrityError:  # the same file, uploaded twice at once, stored by the other
                 session, created = same.get(), False
-        IngestJob.objects.filter(pk=job_id).update(session=session)
+        background.work_done(IngestJob, job_id, session=session)
     if created:
         _run_on_upload(session)
+
+
+def _upload_packed(job_id: int, packed: bytes) -> None:
+    """Keep the original packed in the upload's row in place of the bytes as uploaded: the
+    session's document copies it from there, and this process need not hold it (a 10,000-turn
+    session's: 12.5 MB) while it writes the session."""
+    if not IngestUpload.objects.filter(job_id=job_id).update(data=packed, packed=True):
+        raise background.WorkLost  # cancelled meanwhile
 
 
 @transaction.atomic

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 import zstandard
+from django.db.models import Subquery
 from pydantic import TypeAdapter
 
 import gcengine
@@ -306,10 +307,11 @@ def unpack_original(stored: bytes | memoryview) -> bytes:
 
 @dataclass(frozen=True)
 class Original:
-    """An uploaded file as its session keeps it: its size, and its bytes packed."""
+    """An uploaded file as its session keeps it: its size, and its bytes packed (or the query
+    of the database that gives them, to copy them there)."""
 
     size: int
-    packed: bytes
+    packed: bytes | Subquery
 
 
 def original_of(data: bytes) -> Original:

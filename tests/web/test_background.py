@@ -28,7 +28,7 @@ from django_tasks_db.models import DBTaskResult
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import background, services, storage, tasks
+from jaato_web.dashboard import background, selectors, services, storage, tasks
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -363,6 +363,65 @@ def test_an_upload_whose_storing_fails_ends_failed_and_drops_its_bytes(
     assert job.lease_until is None
     assert not AgentSession.objects.exists()
     assert "boom from a bug" in caplog.text  # the traceback is in the log
+
+
+def test_a_queued_upload_keeps_its_original_exactly_and_its_bytes_row_goes(
+    project: Project, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    data = session_bytes(SessionShape(turns=6, tool_every=2, seed=17))
+
+    job = large_upload(project, data, settings, django_capture_on_commit_callbacks)
+
+    assert job.status == JobStatus.DONE
+    assert job.session is not None
+    assert selectors.session_original(session=job.session) == data
+    assert job.session.size_bytes == len(data)
+    assert not IngestUpload.objects.filter(job=job).exists()
+
+
+def test_an_upload_whose_worker_stopped_after_packing_it_is_read_from_the_packed_bytes(
+    project: Project, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The worker keeps the packed original in the upload's row once it has read the file; a
+    worker taking the upload over after it stopped reads that."""
+    settings.JAATO_INLINE_INGEST_BYTES = 10
+    data = session_bytes(SessionShape(turns=6, tool_every=2, seed=18))
+    job = services.session_upload(project=project, filename="big.json", data=data).job
+    assert job is not None
+    IngestUpload.objects.filter(job=job).update(data=storage.pack_original(data), packed=True)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.ingest_upload.call(job.pk)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE
+    assert job.session is not None
+    assert selectors.session_original(session=job.session) == data
+    assert job.session.message_count == len(gcengine.load_session(data).history)
+
+
+def test_an_upload_cancelled_while_its_file_is_read_stores_nothing(
+    project: Project,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    load = gcengine.load_session
+
+    def cancelled_meanwhile(data: bytes) -> gcengine.Session:
+        loaded = load(data)
+        background.work_cancel(work=IngestJob.objects.get())
+        return loaded
+
+    monkeypatch.setattr(gcengine, "load_session", cancelled_meanwhile)
+
+    job = large_upload(project, session_bytes(), settings, django_capture_on_commit_callbacks)
+
+    assert job.status == JobStatus.FAILED
+    assert job.error == "cancelled by system"
+    assert job.session is None
+    assert not AgentSession.objects.exists()
+    assert not IngestUpload.objects.filter(job=job).exists()
 
 
 def test_a_run_and_a_replay_that_fail_end_failed_with_a_message(
