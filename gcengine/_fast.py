@@ -17,7 +17,7 @@ import functools
 import gc
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -70,6 +70,20 @@ def construct[M: BaseModel](model: type[M], **values: Any) -> M:
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
+
+
+def fields_sets_shared(models: Iterable[BaseModel]) -> None:
+    """Make instances of a frozen model that were given the same fields share one fields-set.
+
+    Pydantic gives each validated instance a set of its own: 728 bytes for seven fields, 7 MB
+    for the accounting of a 10,000-turn session's turns. Only for frozen models: assigning a
+    field of one is refused before its set is touched, and pydantic copies the set for a copy,
+    so a shared set never changes."""
+    shared: dict[frozenset[str], set[str]] = {}
+    for model in models:
+        assert model.model_config.get("frozen"), "a shared fields-set must never change"
+        given = model.__pydantic_fields_set__
+        _set(model, "__pydantic_fields_set__", shared.setdefault(frozenset(given), given))
 
 
 def entry_maker[M: BaseModel](model: type[M]) -> Callable[[dict[str, Any]], M]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from gcengine._fast import construct
+from gcengine._fast import construct, fields_sets_shared
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.conversation import index_of
 from gcengine.messages import (
@@ -33,7 +33,13 @@ from gcengine.messages import (
     PartType,
     Role,
 )
-from gcengine.session import Session, message_figure, rebuild_budget, recorded_message_figures
+from gcengine.session import (
+    Session,
+    message_figure,
+    rebuild_budget,
+    recorded_message_figures,
+    user_inputs_shared,
+)
 from gcengine.tokens import TokenCounter, counter_by_name
 
 Figure = tuple[int, str]
@@ -172,7 +178,9 @@ def session_from_record(
     if len(figures) != len(history):
         raise ValueError(f"{len(figures)} figures for {len(history)} messages")
     session = Session.model_validate({**record, "budget": InstructionBudget()})
-    session = session.model_copy(update={"history": history})
+    fields_sets_shared(session.turn_accounting)
+    user_inputs = user_inputs_shared(session.user_inputs, history)
+    session = session.model_copy(update={"history": history, "user_inputs": user_inputs})
     known = {id(message): figure for message, figure in zip(history, figures, strict=True)}
     session.budget = rebuild_budget(
         session,

@@ -45,6 +45,7 @@ from gcengine.session import (
     SystemInstruction,
     TurnAccounting,
     rebuild_budget,
+    user_inputs_shared,
 )
 from gcengine.tokens import TokenCounter, counter_for_model
 
@@ -473,7 +474,7 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
         recorded_budget=parsed.recorded_budget,
         recorded_prompt_tokens=parsed.recorded_prompt_tokens,
         turn_accounting=parsed.turn_accounting,
-        user_inputs=parsed.user_inputs,
+        user_inputs=user_inputs_shared(parsed.user_inputs, history),
         interrupted_turn=parsed.interrupted_turn,
         recorded_usage=parsed.recorded_usage,
         compactions=parsed.compactions,

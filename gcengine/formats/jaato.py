@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from gcengine._fast import construct, set_fresh
+from gcengine._fast import construct, fields_sets_shared, set_fresh
 from gcengine._json import (
     default_if_null,
     expect_list,
@@ -141,11 +141,7 @@ def read_session_file(data: Mapping[str, Any]) -> ParsedSession:
         description=expect_str(data.get("description"), ("description",), optional=True),
         created_at=created_at,
         updated_at=updated_at,
-        turn_accounting=validate_models(
-            TurnAccounting,
-            expect_list(default_if_null(data.get("turn_accounting"), []), ("turn_accounting",)),
-            ("turn_accounting",),
-        ),
+        turn_accounting=_turn_accounting(data),
         user_inputs=_read_strings(default_if_null(data.get("user_inputs"), []), ("user_inputs",)),
         interrupted_turn=(
             validate_model(InterruptedTurn, data["interrupted_turn"], ("interrupted_turn",))
@@ -198,6 +194,13 @@ def _model_name(data: Mapping[str, Any], history: list[Message]) -> str | None:
         if isinstance(model, str) and model:
             return model
     return None
+
+
+def _turn_accounting(data: Mapping[str, Any]) -> list[TurnAccounting]:
+    raw = expect_list(default_if_null(data.get("turn_accounting"), []), ("turn_accounting",))
+    accounting = validate_models(TurnAccounting, raw, ("turn_accounting",))
+    fields_sets_shared(accounting)
+    return accounting
 
 
 def _read_message(raw: Any, path: JsonPath, position: int) -> Message:
