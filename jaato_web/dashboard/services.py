@@ -458,6 +458,7 @@ def _ingest_claimed(job_id: int) -> None:
             return
         if packing is not None:
             _upload_packed(job_id, packing.result())
+            del packing  # and its result with it
     background.work_progress(IngestJob, job_id, f"storing {len(engine_session.history):,} messages")
     # Copied in the database from the upload's row, which ending the job deletes: so the job
     # ends last, and a cancel meanwhile rolls the stored session back.
@@ -529,11 +530,17 @@ def _session_store(
         turn_count += len(batch)
     session.turn_count = turn_count
     AgentSession.objects.filter(pk=session.pk).update(turn_count=turn_count)
+    # By the session's id: a document set on the session would stay cached on it, its bytes
+    # and all. An original copied in the database is set by an update: an insert would give
+    # the copy back (Django reads an expression's value back after an insert).
+    copied = isinstance(original.packed, Subquery)
     SessionDocument.objects.create(
-        session=session,
-        original=original.packed,
+        session_id=session.pk,
+        original=b"" if copied else original.packed,
         engine_session=storage.pack_session(engine),
     )
+    if copied:
+        SessionDocument.objects.filter(session_id=session.pk).update(original=original.packed)
     _budget_store(session, None, budget)
     # What was just read is what a run of it (the default policy, on upload) reads back.
     _sessions.put(_session_key(session), engine)
