@@ -241,9 +241,11 @@ def packed(value: Any) -> bytes:
     return _compress(_json_bytes(value))
 
 
-# Large data is compressed a slice at a time: compressing the whole at once reserves an output
-# as large as the input.
+# Large data is compressed into chunks of this size (compressing the whole at once reserves an
+# output as large as the input), read in pieces eight times as large: each piece is a hand-over
+# of the GIL, and beside a thread busy in Python each hand-over waits.
 _COMPRESS_SLICE = 1 << 20
+_COMPRESS_PIECE = 8 * _COMPRESS_SLICE
 
 
 def _compress(*parts: bytes) -> bytes:
@@ -256,15 +258,16 @@ def _compress(*parts: bytes) -> bytes:
         # written; a copy holds only what was written, so a 10,000-turn session's packed turns
         # take 16 MB while it is stored, not 40.
         return bytes(memoryview(compressor.compress(parts[0])))
-    packer = compressor.compressobj(size=size)
+    # A chunker, not ``compressobj``: beside a thread busy in Python (the upload's original is
+    # packed while its file is read, and the file's bytes are held until it is done),
+    # ``compressobj`` took 0.8 s for a 45 MB file, the chunker 0.36 s; 0.15 s alone.
+    packer = compressor.chunker(size=size, chunk_size=_COMPRESS_SLICE)
     written: list[bytes] = []
     for part in parts:
         view = memoryview(part)
-        written += [
-            packer.compress(view[i : i + _COMPRESS_SLICE])
-            for i in range(0, len(view), _COMPRESS_SLICE)
-        ]
-    written.append(packer.flush())
+        for i in range(0, len(view), _COMPRESS_PIECE):
+            written += packer.compress(view[i : i + _COMPRESS_PIECE])
+    written += packer.finish()
     return b"".join(written)
 
 

@@ -73,8 +73,13 @@ def test_upload_stores_original_bytes_turns_and_tree(project):
 
 
 def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
-    # Over two slices of varied bytes, ending mid-slice, as a large upload is packed.
-    data = bytes((n * 7919 + n // 1000) % 256 for n in range(2 * storage._COMPRESS_SLICE + 12_345))
+    # Over several slices and pieces of varied bytes, ending mid-slice, as a large upload is
+    # packed.
+    varied = bytes(
+        (n * 7919 + n // 1000) % 256 for n in range(2 * storage._COMPRESS_SLICE + 12_345)
+    )
+    data = varied * (storage._COMPRESS_PIECE // len(varied) + 2)
+    assert len(data) > storage._COMPRESS_PIECE
 
     packed = storage.pack_original(data)
     assert storage.unpack_original(packed) == data
@@ -83,6 +88,8 @@ def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
     assert zstandard.frame_content_size(packed) == len(data)
     assert storage.unpacked(storage.packed({"text": data.hex()})) == {"text": data.hex()}
     assert storage.original_of(data) == storage.Original(len(data), packed)
+    parts = (b"{", data, b"}", varied)
+    assert storage.decompressed(storage._compress(*parts)) == b"".join(parts)
 
 
 def test_packed_values_hold_no_more_memory_than_their_bytes():
