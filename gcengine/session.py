@@ -37,7 +37,7 @@ from itertools import compress, count, repeat
 from operator import is_, itemgetter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, field_serializer
 
 from gcengine._fast import construct, entry_maker, remember, set_fresh
 from gcengine.budget import (
@@ -135,6 +135,9 @@ class TurnAccounting(BaseModel):
     cache_read: int | None = None
     cache_creation: int | None = None
     thinking: int | None = None
+
+
+_ACCOUNTING = TypeAdapter(list[TurnAccounting])
 
 
 class InterruptedTurn(BaseModel):
@@ -295,6 +298,13 @@ class Session(BaseModel):
     )
     token_counter: str = Field(description="the counter that made the budget's counted figures")
     warnings: list[str] = Field(default_factory=list)
+
+    @field_serializer("turn_accounting")
+    def _accounting_as_recorded(self, accounting: list[TurnAccounting]) -> list[dict[str, Any]]:
+        """Each turn's accounting with the fields its file gave and no defaults: a session
+        stored, read back and written out says no more than its file did (not ``"output": 0``
+        for a turn whose file gave no output)."""
+        return _ACCOUNTING.dump_python(accounting, mode="json", exclude_unset=True)
 
     def turns(self) -> list[Turn]:
         return split_into_turns(self.history)
