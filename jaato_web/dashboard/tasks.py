@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.db import reset_queries
 from django.tasks import task, task_backends
 from django.tasks.backends.immediate import ImmediateBackend
 
@@ -27,15 +26,8 @@ def _in_worker(work: Callable[[], None]) -> None:
     if isinstance(task_backends["default"], ImmediateBackend):
         work()
         return
-    # In debug mode (``./dev``) every query is logged with its parameters written out, and a
-    # worker has no request whose start clears the log: one 10,000-turn upload's blobs stayed
-    # in it, 77 MB, until 9,000 more queries had pushed them out.
-    reset_queries()
-    try:
-        with gcengine.cyclic_gc_paused():
-            work()
-    finally:
-        reset_queries()
+    with gcengine.cyclic_gc_paused():
+        work()
 
 
 @task

@@ -158,28 +158,3 @@ def test_a_worker_pauses_the_cycle_collector_during_engine_work_only(
 
     assert seen == [False]
     assert gc.isenabled()
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("database_tasks")
-def test_a_worker_in_debug_mode_keeps_no_task_s_queries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Debug mode logs every query with its parameters written out (an upload's blobs, tens
-    of megabytes); a worker has no request whose start clears the log."""
-    logged: list[int] = []
-
-    def query_a_blob(**_: object) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT %s", [b"\0" * 100_000])
-        logged.append(len(connection.queries))
-
-    monkeypatch.setattr("jaato_web.dashboard.services.replay_execute", query_a_blob)
-
-    tasks.execute_replay.enqueue(0)
-    connection.force_debug_cursor = True  # what debug mode turns on
-    try:
-        run_worker_batch()
-    finally:
-        connection.force_debug_cursor = False
-
-    assert logged == [1]  # logged while the task ran, as debug mode does
-    assert not any("SELECT X'00" in query["sql"] for query in connection.queries)
