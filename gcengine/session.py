@@ -304,7 +304,10 @@ class Session(BaseModel):
         """Each turn's accounting with the fields its file gave and no defaults: a session
         stored, read back and written out says no more than its file did (not ``"output": 0``
         for a turn whose file gave no output)."""
-        return _ACCOUNTING.dump_python(accounting, mode="json", exclude_unset=True)
+        written: list[dict[str, Any]] = _ACCOUNTING.dump_python(
+            accounting, mode="json", exclude_unset=True
+        )
+        return written
 
     def turns(self) -> list[Turn]:
         return split_into_turns(self.history)
