@@ -40,6 +40,11 @@ _fragments: BoundedLRU[Hashable, SafeString] = BoundedLRU(FRAGMENT_CHARACTERS, l
 CSRF_PLACEHOLDER = f"csrf-{secrets.token_hex(16)}"
 
 
+def clear_caches() -> None:
+    """Forget every part drawn (as a process that has drawn none)."""
+    _fragments.clear()
+
+
 def fragment(key: Hashable, draw: Callable[[], SafeString]) -> SafeString:
     """The HTML drawn for ``key``: drawn now the first time, then from memory."""
     html = _fragments.get(key)

@@ -17,8 +17,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import services
+from jaato_web.dashboard import dry_runs, planning, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
+from jaato_web.pages import fragments
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
 from jaato_web.teams.services import token_create
@@ -75,6 +76,18 @@ TIGHT_SUMMARIZE = {
 def session_bytes(shape: SessionShape = SMALL_SHAPE) -> bytes:
     """A generated JAATO session file."""
     return json.dumps(generate_session_file(shape)).encode()
+
+
+@pytest.fixture(autouse=True)
+def _caches_start_empty() -> None:
+    """Each test starts as a fresh process would. The caches trust that a stored session
+    never changes and that an id is never used again; tests roll back (so the next test's
+    session may get the same id, from the same file) and some edit stored rows to show a
+    figure (a turn count of 1,234,567)."""
+    services.clear_caches()
+    dry_runs.clear_caches()
+    planning.clear_caches()
+    fragments.clear_caches()
 
 
 @pytest.fixture(autouse=True)
