@@ -233,15 +233,16 @@ class CachingCounter:
     (a 10,000-turn session's tool arguments and results written as JSON: 12 MB) are let go as
     soon as they are counted. An entry costs the same whatever its text's length or script, so
     the count of entries bounds the memory: the counters ``load_counter`` returns live as long
-    as the process (a web worker's), holding at most ``max_texts`` counts (about 15 MB at the
-    default, which holds every text of a 10,000-turn session), the least recently counted
-    going first.
+    as the process (a web worker's), holding at most ``max_texts`` counts, the least recently
+    counted going first. The default, about 4 MB, holds every text of a 10,000-turn session
+    (29,500 of them), so a worker that reads one large session after another holds no more
+    after the second than after the first.
 
     Safe to share between threads: counting happens outside the lock, so two threads may count
     the same new text once each.
     """
 
-    MAX_TEXTS = 100_000
+    MAX_TEXTS = 30_000
 
     def __init__(
         self,
@@ -326,7 +327,7 @@ def _fingerprint(text: str) -> int:
     Python's string hash is SipHash, keyed afresh in each process (unless ``PYTHONHASHSEED``
     fixes the key), so no file can be written to make two texts collide. Two different texts
     share a fingerprint only by a chance of one in 2**64 for each pair of the same length: for
-    a full cache of 100,000 texts, under one in a billion. It costs nothing extra to compute: a
+    a full cache of 30,000 texts, under one in ten billion. It costs nothing extra to compute: a
     string keeps its hash once computed, and looking the text itself up computed it too.
     """
     return (hash(text) & _HASH_BITS) | len(text) << 64
