@@ -10,11 +10,12 @@ Shapes: ``turns`` (the reference shape: requests, answers and a tool result ever
 10,000 turns is about 45 MB) and ``single-text`` (one request of ``--megabytes`` of words, as
 a pasted log would be). Target: the upload's share of the peak under 4x the file.
 
-Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB), 314 MB peak RSS
-against an idle worker's 78 MB, a share of 235 MB = 5.2x the file; ``single-text`` (49 MB),
-286 MB, a share of 207 MB = 4.2x, read in 3.5 s (664 MB, 12.0x, before a long text was counted
-a piece at a time and its preview read only its start: the list of its 12 million token ids
-and of its 8 million words).
+Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB), 307 MB peak RSS
+against an idle worker's 79 MB, a share of 228 MB = 5.0x the file, of which tiktoken's encoding
+(loaded by a worker's first upload) is 43 MB and the session itself about 105 MB of Python
+memory; ``single-text`` (49 MB), 282 MB, a share of 204 MB = 4.2x, read in 3.1 s (664 MB,
+12.0x, before a long text was counted a piece at a time and its preview read only its start:
+the list of its 12 million token ids and of its 8 million words).
 
     python benchmarks/worker_memory.py [--shape turns --turns 10000] [--shape single-text
         --megabytes 49] [--gc-on-upload]
