@@ -217,22 +217,9 @@ def loads_fast(text: str | bytes, *, enclosing: int = 0) -> Any:
         value = from_json(text, allow_inf_nan=False)
     except (ValueError, TypeError):  # TypeError: a string holding a lone surrogate
         return NOT_TAKEN
-    level: list[Any] = [value] if isinstance(value, dict | list) else []
-    if not level and isinstance(value, float) and math.isinf(value):
+    if isinstance(value, float) and math.isinf(value):
         return NOT_TAKEN
-    depth = 1
-    while level:
-        if depth > allowed:
-            return NOT_TAKEN
-        below: list[Any] = []
-        for container in level:
-            children = container.values() if isinstance(container, dict) else container
-            if math.inf in children or -math.inf in children:
-                return NOT_TAKEN
-            below += [child for child in children if isinstance(child, dict | list)]
-        level = below
-        depth += 1
-    return value
+    return NOT_TAKEN if _deeper_than(value, allowed, or_infinite=True) else value
 
 
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
@@ -280,8 +267,9 @@ def storable_check(data: Any, *, enclosing: int = 0, strings: bool = True) -> No
             raise UnreadableValue(LONE_SURROGATE, path)
 
 
-def _deeper_than(data: Any, allowed: int) -> bool:
-    """Whether any object or list sits more than ``allowed`` levels deep (the top is 1).
+def _deeper_than(data: Any, allowed: int, *, or_infinite: bool = False) -> bool:
+    """Whether any object or list sits more than ``allowed`` levels deep (the top is 1), or,
+    with ``or_infinite``, holds an infinite number.
 
     Walked a level at a time: every value of a large session is looked at, and a level's
     containers gathered in one list cost less than a (value, level) pair for each."""
@@ -293,6 +281,8 @@ def _deeper_than(data: Any, allowed: int) -> bool:
         below: list[Any] = []
         for value in level:
             children = value.values() if isinstance(value, dict) else value
+            if or_infinite and (math.inf in children or -math.inf in children):
+                return True
             below += [child for child in children if isinstance(child, dict | list)]
         level = below
         depth += 1
