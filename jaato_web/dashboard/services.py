@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import Count, Subquery
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
 import gcengine
-from jaato_web.dashboard import background, presenters, storage, tasks
+from jaato_web.dashboard import background, blobs, presenters, storage, tasks
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import (
@@ -462,9 +462,7 @@ def _ingest_claimed(job_id: int) -> None:
     background.work_progress(IngestJob, job_id, f"storing {len(engine_session.history):,} messages")
     # Copied in the database from the upload's row, which ending the job deletes: so the job
     # ends last, and a cancel meanwhile rolls the stored session back.
-    original = storage.Original(
-        job.size_bytes, Subquery(IngestUpload.objects.filter(job_id=job_id).values("data"))
-    )
+    original = storage.Original(job.size_bytes, blobs.StoredBlob(IngestUpload, job_id, "data"))
     with transaction.atomic():
         same = AgentSession.objects.filter(project_id=job.project_id, sha256=job.sha256)
         session = same.first()
@@ -485,7 +483,7 @@ def _upload_packed(job_id: int, packed: bytes) -> None:
     """Keep the original packed in the upload's row in place of the bytes as uploaded: the
     session's document copies it from there, and this process need not hold it (a 10,000-turn
     session's: 12.5 MB) while it writes the session."""
-    if not IngestUpload.objects.filter(job_id=job_id).update(data=packed, packed=True):
+    if not blobs.blobs_set(IngestUpload, job_id, {"data": packed}, packed=True):
         raise background.WorkLost  # cancelled meanwhile
 
 
@@ -531,16 +529,12 @@ def _session_store(
     session.turn_count = turn_count
     AgentSession.objects.filter(pk=session.pk).update(turn_count=turn_count)
     # By the session's id: a document set on the session would stay cached on it, its bytes
-    # and all. An original copied in the database is set by an update: an insert would give
-    # the copy back (Django reads an expression's value back after an insert).
-    copied = isinstance(original.packed, Subquery)
-    SessionDocument.objects.create(
-        session_id=session.pk,
-        original=b"" if copied else original.packed,
-        engine_session=storage.pack_session(engine),
-    )
-    if copied:
-        SessionDocument.objects.filter(session_id=session.pk).update(original=original.packed)
+    # and all. Its values are written into the row after it (``blobs``), the original copied
+    # there in the database when the upload's row holds it.
+    SessionDocument.objects.create(session_id=session.pk, original=b"", engine_session=b"")
+    values = {"original": original.packed, "engine_session": storage.pack_session(engine)}
+    if not blobs.blobs_set(SessionDocument, session.pk, values):
+        raise background.WorkLost  # the upload was cancelled: its bytes are gone
     _budget_store(session, None, budget)
     # What was just read is what a run of it (the default policy, on upload) reads back.
     _sessions.put(_session_key(session), engine)

@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 import zstandard
-from django.db.models import Subquery
 from pydantic import TypeAdapter
 from pydantic_core import from_json
 
 import gcengine
+from jaato_web.dashboard.blobs import StoredBlob
 
 _SESSION_JSON = TypeAdapter(gcengine.Session)
 PREVIEW_CHARS = 200
@@ -313,11 +313,11 @@ def unpack_original(stored: bytes | memoryview) -> bytes:
 
 @dataclass(frozen=True)
 class Original:
-    """An uploaded file as its session keeps it: its size, and its bytes packed (or the query
-    of the database that gives them, to copy them there)."""
+    """An uploaded file as its session keeps it: its size, and its bytes packed (or where the
+    database holds them packed, to copy them there)."""
 
     size: int
-    packed: bytes | Subquery
+    packed: bytes | StoredBlob
 
 
 def original_of(data: bytes) -> Original:
