@@ -37,6 +37,15 @@ class BoundedLRU[K, V]:
             while self._weight > self.limit and len(self._items) > 1:
                 self._weight -= self._items.popitem(last=False)[1][1]
 
+    def make_room(self, weight: int) -> None:
+        """Drop the least recently used entries until a value of ``weight`` fits beside the
+        rest (all of them, for a value as heavy as the bound). Called before a heavy value is
+        built, so the entries it would push out are not held while it is: otherwise a process
+        holding one 10,000-turn session peaks with two when it reads the next."""
+        with self._lock:
+            while self._items and self._weight + weight > self.limit:
+                self._weight -= self._items.popitem(last=False)[1][1]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

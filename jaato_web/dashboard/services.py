@@ -435,6 +435,7 @@ def ingest_job_execute(*, job_id: int) -> None:
 
 def _ingest_claimed(job_id: int) -> None:
     job = IngestJob.objects.get(pk=job_id)
+    _sessions.make_room(job.size_bytes // FILE_BYTES_PER_MESSAGE)
     # The bytes once, as bytes: PostgreSQL hands a memoryview, which a model would keep too.
     stored = IngestUpload.objects.filter(job_id=job_id).values_list("data", "packed").first()
     if stored is None:
@@ -942,10 +943,16 @@ def _summaries(
 
 
 # Sessions read back are kept in memory, by the messages they hold: one 10,000-turn session
-# has about 27,000. The one read last always stays, so a worker reading many large sessions
-# holds one at a time. Uploads are immutable and the engine never changes a session it is
-# handed, so an entry never goes stale; the key holds the counter the figures were made with.
+# has about 27,000. The one read last always stays, and room is made before a session is read
+# (the stored one by its message count, an upload by its size), so a worker reading many large
+# sessions holds one at a time, not the last beside the next. Uploads are immutable and the
+# engine never changes a session it is handed, so an entry never goes stale; the key holds the
+# counter the figures were made with.
 SESSION_CACHE_MESSAGES = 30_000
+# What a message takes of a file, at least most often (1.7 KB in JAATO's files, several KB in
+# Claude Code's): a file's size over this is how many messages reading it may build. Smaller
+# messages only leave a session cached a while longer than they would.
+FILE_BYTES_PER_MESSAGE = 1000
 _sessions: BoundedLRU[tuple[int, str, str], gcengine.Session] = BoundedLRU(
     SESSION_CACHE_MESSAGES, lambda engine: len(engine.history)
 )
@@ -968,6 +975,7 @@ def engine_session_of(
     Read from its rows once, then from memory."""
     engine = _sessions.get(_session_key(session))
     if engine is None:
+        _sessions.make_room(session.message_count)
         engine = _stored_engine_session(session)
         _sessions.put(_session_key(session), engine)
     if compaction_id:
