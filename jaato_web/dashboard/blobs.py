@@ -1,4 +1,4 @@
-"""Large binary values written into a row, or copied from another row, a piece at a time.
+"""Large binary values written into a row, copied from another row, or read, a piece at a time.
 
 SQLite makes a whole row in memory to write it: setting a 12.5 MB packed original took 25-45
 MB of the worker's memory at its peak, beside the session it was storing (SQLite copies the
@@ -9,6 +9,7 @@ values are all set in one update, each to a zero-filled value of its size, which
 without building it, and the bytes are then written into them through SQLite's incremental
 blob I/O, a megabyte at a time, in the same transaction. Other databases do this work in their
 own server process: there the values are set, or copied by a subquery, in one statement.
+Reading one back on SQLite goes through the same blob I/O, straight into the bytes returned.
 """
 
 from __future__ import annotations
@@ -44,16 +45,34 @@ class _ZeroBlob(Func):
 
 
 def _blob(model: type[Model], field: str, pk: Any, *, readonly: bool) -> Any:
-    """SQLite's handle on one row's value. SQLite opens it by the row's ``rowid``, which is not
-    the primary key Django declares (a ``bigint`` key is a column of its own)."""
+    """SQLite's handle on one row's value, or None when there is no such row. SQLite opens it
+    by the row's ``rowid``, which is not the primary key Django declares (a ``bigint`` key is a
+    column of its own)."""
     table, key, quote = model._meta.db_table, model._meta.pk, connection.ops.quote_name
     assert key is not None
     assert key.column is not None
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT rowid FROM {quote(table)} WHERE {quote(key.column)} = %s", [pk])
-        (rowid,) = cursor.fetchone()
+        row = cursor.fetchone()
+    if row is None:
+        return None
     column = model._meta.get_field(field).column  # type: ignore[union-attr]
-    return connection.connection.blobopen(table, column, rowid, readonly=readonly)
+    return connection.connection.blobopen(table, column, row[0], readonly=readonly)
+
+
+def blob_of(model: type[Model], pk: Any, field: str) -> bytes | None:
+    """The value of ``field`` in the row ``pk`` (None when there is no such row). SQLite reads
+    it from its pages straight into the bytes returned: a query's result is built whole by
+    SQLite first, then copied (a 45 MB upload took 90 MB to read)."""
+    if connection.vendor != "sqlite":
+        value = model._default_manager.filter(pk=pk).values_list(field, flat=True).first()
+        return None if value is None else bytes(value)
+    source = _blob(model, field, pk, readonly=True)
+    if source is None:
+        return None
+    with source:
+        data: bytes = source.read()
+    return data
 
 
 @transaction.atomic

@@ -1,5 +1,5 @@
-"""Large values written into a row, or copied from another, come back byte for byte, on
-SQLite (written a piece at a time) and on PostgreSQL (in one statement) alike."""
+"""Large values written into a row, copied from another, or read back come out byte for byte,
+on SQLite (a piece at a time) and on PostgreSQL (in one statement) alike."""
 
 from __future__ import annotations
 
@@ -104,3 +104,12 @@ def test_nothing_changes_when_a_row_is_gone(project: Project, stored_session: Ag
     assert not copied
     assert not missing_row
     assert document(stored_session) == before
+
+
+def test_a_value_is_read_back_byte_for_byte_and_a_missing_row_reads_as_none(
+    project: Project,
+) -> None:
+    job = waiting_upload(project, LARGE)
+
+    assert blobs.blob_of(IngestUpload, job.pk, "data") == LARGE
+    assert blobs.blob_of(IngestUpload, job.pk + 1, "data") is None
