@@ -8,14 +8,20 @@ the upload itself costs can be told from Django's and tiktoken's own footprint.
 
 Shapes: ``turns`` (the reference shape: requests, answers and a tool result every third turn;
 10,000 turns is about 45 MB) and ``single-text`` (one request of ``--megabytes`` of words, as
-a pasted log would be). Target: the upload's share of the peak under 4x the file.
+a pasted log would be). Each is read by a fresh worker, then two more files of the shape by
+another, whose second upload is read by a worker that holds what reading one left behind.
+Target: the upload's share of the peak under 4x the file. A worker loads its token
+vocabulary as it starts (``manage.py db_worker``), so the idle worker's figure holds it.
 
-Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB), 307 MB peak RSS
-against an idle worker's 79 MB, a share of 228 MB = 5.0x the file, of which tiktoken's encoding
-(loaded by a worker's first upload) is 43 MB and the session itself about 105 MB of Python
-memory; ``single-text`` (49 MB), 282 MB, a share of 204 MB = 4.2x, read in 3.1 s (664 MB,
-12.0x, before a long text was counted a piece at a time and its preview read only its start:
-the list of its 12 million token ids and of its 8 million words).
+Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB): idle worker 118
+MB; a fresh worker 263 MB, a share of 145 MB = 3.2x the file; the next upload 269-279 MB,
+151-161 MB = 3.3-3.5x (306 MB against an idle worker without its vocabulary, 79 MB, and 401
+MB for the next upload, before SQLite's large values were read and written a piece at a time,
+the original was packed before the file is read and a worker let the session it held go
+before reading the next). The session itself is about 105 MB of Python memory. ``single-text``
+(49 MB): 271 MB, a share of 153 MB = 3.1x (664 MB, 12.0x, before a long text was counted a
+piece at a time and its preview read only its start: the list of its 12 million token ids and
+of its 8 million words).
 
     python benchmarks/worker_memory.py [--shape turns --turns 10000] [--shape single-text
         --megabytes 49] [--gc-on-upload]
@@ -36,15 +42,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def session_file(shape: str, turns: int, megabytes: float) -> bytes:
+def session_file(shape: str, turns: int, megabytes: float, seed: int) -> bytes:
     from gcengine import SessionShape, generate_session_file
 
     if shape == "turns":
-        return json.dumps(generate_session_file(SessionShape(turns=turns, seed=7))).encode()
+        return json.dumps(generate_session_file(SessionShape(turns=turns, seed=seed))).encode()
     # One request of that many characters and a short answer; the file's list of the user's
     # inputs would hold the request a second time.
     chars = int(megabytes * 1e6)
-    one = SessionShape(turns=1, user_chars=chars, model_chars=20, tool_every=0, seed=7)
+    one = SessionShape(turns=1, user_chars=chars, model_chars=20, tool_every=0, seed=seed)
     return json.dumps({**generate_session_file(one), "user_inputs": []}).encode()
 
 
@@ -59,8 +65,9 @@ def environment(database: Path, gc_on_upload: bool) -> dict[str, str]:
 
 
 def prepare(step: str, args: argparse.Namespace) -> None:
-    """Migrate the database, or upload the session: in a process of its own, so the one that
-    starts the workers stays small (a forked child's peak RSS counts its parent's pages)."""
+    """Migrate the database, or upload a session (seeded by ``--seed``): in a process of its
+    own, so the one that starts the workers stays small (a forked child's peak RSS counts its
+    parent's pages)."""
     import django
 
     django.setup()
@@ -71,7 +78,7 @@ def prepare(step: str, args: argparse.Namespace) -> None:
     if step == "migrate":
         call_command("migrate", verbosity=0)
         return
-    data = session_file(args.shape, args.turns, args.megabytes)
+    data = session_file(args.shape, args.turns, args.megabytes, args.seed)
     receipt = services.session_upload(
         project=services.project_default(), filename="bench.json", data=data
     )
@@ -99,6 +106,7 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=49)
     parser.add_argument("--gc-on-upload", action="store_true", help="also run a default policy")
     parser.add_argument("--prepare", choices=["migrate", "upload"], help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.prepare:
         prepare(args.prepare, args)
@@ -114,20 +122,27 @@ def main() -> None:
         run([*this, "--prepare", "migrate"], env)
         idle_rss, _, _ = run(worker, env)
         _, _, size = run([*this, "--prepare", "upload"], env)
-        peak_rss, elapsed, _ = run(worker, env)
-        check = "from jaato_web.dashboard.models import IngestJob; j = IngestJob.objects.get(); "
-        check += "print(j.status, j.error)"
-        _, _, state = run([sys.executable, "manage.py", "shell", "-v", "0", "-c", check], env)
-        assert state.startswith("done"), state
+        first_rss, elapsed, _ = run(worker, env)
+        # Two more files of the same shape, read by one worker: the second is read by a worker
+        # that holds what reading the first left (its caches, its allocator's free memory).
+        for seed in (8, 9):
+            run([*this, "--prepare", "upload", "--seed", str(seed)], env)
+        next_rss, _, _ = run(worker, env)
+        check = "from jaato_web.dashboard.models import IngestJob as J; "
+        check += "print([(j.status, j.error) for j in J.objects.exclude(status='done')])"
+        _, _, failed = run([sys.executable, "manage.py", "shell", "-v", "0", "-c", check], env)
+        assert failed.strip() == "[]", failed
 
     megabytes = int(size) / 1e6
-    upload_share = peak_rss - idle_rss
-    ratio = upload_share / megabytes
     print(f"upload       : {args.shape}, {megabytes:.1f} MB")
     print(f"read in      : {elapsed:.1f} s (worker start included)")
     print(f"idle worker  : {idle_rss:.0f} MB peak RSS")
-    print(f"reading it   : {peak_rss:.0f} MB peak RSS, {peak_rss / megabytes:.1f}x the file")
-    print(f"its share    : {upload_share:.0f} MB, {ratio:.1f}x the file (target < 4x)")
+    for name, peak_rss in (("a fresh worker", first_rss), ("the next one", next_rss)):
+        share = peak_rss - idle_rss
+        print(
+            f"{name:15}: {peak_rss:.0f} MB peak RSS; the upload's share {share:.0f} MB, "
+            f"{share / megabytes:.1f}x the file (target < 4x)"
+        )
 
 
 if __name__ == "__main__":
