@@ -78,9 +78,9 @@ class Command(db_worker.Command):
             # child, running this command again, starts its own keeper.
             super().handle(*args, **options)
             return
-        # Every upload a worker reads is counted with the default vocabulary (cl100k_base, 43 MB
-        # in memory): it is loaded as the worker starts, once, rather than within the first
-        # upload, which it made slower and whose memory it swelled.
+        # Every upload a worker reads is counted with the default vocabulary (cl100k_base, about
+        # 40 MB in memory): it is loaded as the worker starts, once, rather than within the
+        # first upload, which it made slower.
         gcengine.load_counter()
         keeper = LeaseKeeper()
         keeper.start()
