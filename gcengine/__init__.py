@@ -193,6 +193,7 @@ from gcengine.session import (
     turn_name,
 )
 from gcengine.stored import (
+    UserInputRecord,
     budget_figures,
     message_records,
     messages_from_records,
@@ -361,6 +362,7 @@ __all__ = [
     "TurnReferences",
     "UnmappedSetting",
     "UsageReport",
+    "UserInputRecord",
     "analyze",
     "budget_figures",
     "build_budget",

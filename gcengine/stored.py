@@ -149,21 +149,44 @@ def budget_figures(session: Session) -> list[Figure]:
 # What a record leaves out: the history is kept apart, the budget follows from the rest.
 _NOT_RECORDED = frozenset({"history", "budget"})
 
+UserInputRecord = str | list[int]
+"""A user input as a record holds it: ``[position, part]`` of the history's user message part
+whose text it is (JAATO keeps every prompt twice, in the history and in ``user_inputs``: 8.5
+MB of a 10,000-turn session's 10 MB record), or the text itself when no such part holds it."""
+
+
+def user_input_records(session: Session) -> list[UserInputRecord]:
+    """The session's user inputs as a record holds them."""
+    where = {
+        part.text: [position, number]
+        for position, message in enumerate(session.history)
+        if message.role is Role.USER
+        for number, part in enumerate(message.parts)
+        if part.text
+    }
+    return [where.get(text, text) for text in session.user_inputs]
+
 
 def session_record(session: Session) -> dict[str, Any]:
     """Everything of the session but its history and its budget (which follows from the
-    rest), as JSON values."""
-    return session.model_dump(mode="json", exclude=set(_NOT_RECORDED))
+    rest), as JSON values; the user inputs the history holds as places in it
+    (``UserInputRecord``)."""
+    record = session.model_dump(mode="json", exclude={*_NOT_RECORDED, "user_inputs"})
+    return {**record, "user_inputs": user_input_records(session)}
 
 
 def session_record_json(session: Session) -> bytes:
     """``session_record`` as JSON text, written straight from the session: a long session's
-    record is megabytes (the agent's inputs, its accounting), and building its values first,
-    then their text, held both."""
-    return _SESSION_JSON.dump_json(session, exclude=set(_NOT_RECORDED))
+    record is megabytes (its accounting), and building its values first, then their text,
+    held both."""
+    written = _SESSION_JSON.dump_json(session, exclude={*_NOT_RECORDED, "user_inputs"})
+    inputs = _USER_INPUTS_JSON.dump_json(user_input_records(session))
+    # The dump is one object with fields (a session always has its id): one more goes last.
+    return b'%s,"user_inputs":%s}' % (written.removesuffix(b"}"), inputs)
 
 
 _SESSION_JSON = TypeAdapter(Session)  # bytes straight from pydantic-core, with no text between
+_USER_INPUTS_JSON = TypeAdapter(list[UserInputRecord])
 
 
 def session_from_record(
@@ -177,9 +200,10 @@ def session_from_record(
     but what lies outside the conversation (system instructions)."""
     if len(figures) != len(history):
         raise ValueError(f"{len(figures)} figures for {len(history)} messages")
-    session = Session.model_validate({**record, "budget": InstructionBudget()})
+    recorded = record.get("user_inputs") or []
+    session = Session.model_validate({**record, "user_inputs": [], "budget": InstructionBudget()})
     fields_sets_shared(session.turn_accounting)
-    user_inputs = user_inputs_shared(session.user_inputs, history)
+    user_inputs = _user_inputs_of(recorded, history)
     session = session.model_copy(update={"history": history, "user_inputs": user_inputs})
     known = {id(message): figure for message, figure in zip(history, figures, strict=True)}
     session.budget = rebuild_budget(
@@ -188,3 +212,16 @@ def session_from_record(
         figure=lambda message: known[id(message)],
     )
     return session
+
+
+def _user_inputs_of(recorded: list[UserInputRecord], history: list[Message]) -> list[str]:
+    """The user inputs a record holds, each the very string of the history part it names; a
+    record written with every input as text (before inputs were recorded as places) is matched
+    to the history by text."""
+    texts = [item for item in recorded if isinstance(item, str)]
+    if len(texts) == len(recorded):
+        return user_inputs_shared(texts, history)
+    return [
+        item if isinstance(item, str) else (history[item[0]].parts[item[1]].text or "")
+        for item in recorded
+    ]

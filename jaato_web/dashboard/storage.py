@@ -529,7 +529,9 @@ def replay_series(
     }
 
 
-DOCUMENT_FORMAT = 2
+# 3: the user inputs the history holds are recorded as their places in it
+# (``gcengine.UserInputRecord``); documents of format 2 hold them as text, and read alike.
+DOCUMENT_FORMAT = 3
 
 
 def pack_session(session: gcengine.Session) -> bytes:
@@ -572,9 +574,17 @@ def pack_session_after(after: gcengine.Session, before: gcengine.Session) -> byt
         "figures": gcengine.budget_figures(after),
     }
     record = gcengine.session_record(after)
-    if record != gcengine.session_record(before):
+    # The record holds the user inputs as places in the history, which a run moves: they are
+    # compared as texts.
+    if after.user_inputs != before.user_inputs or _but_inputs(record) != _but_inputs(
+        gcengine.session_record(before)
+    ):
         stored["session"] = record
     return packed(stored)
+
+
+def _but_inputs(record: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in record.items() if name != "user_inputs"}
 
 
 def unpack_session_after(data: bytes | memoryview, before: gcengine.Session) -> gcengine.Session:
@@ -586,7 +596,12 @@ def unpack_session_after(data: bytes | memoryview, before: gcengine.Session) -> 
         for item in stored["history"]
     ]
     figures = [(int(tokens), str(counted_by)) for tokens, counted_by in stored["figures"]]
-    record = stored.get("session") or gcengine.session_record(before)
+    # A record of its own was written from the collected session (its user inputs are places
+    # in that history); the session before's inputs are its very strings.
+    record = stored.get("session") or {
+        **gcengine.session_record(before),
+        "user_inputs": before.user_inputs,
+    }
     return gcengine.session_from_record(record, history, figures)
 
 

@@ -52,6 +52,34 @@ def test_each_prompt_the_history_holds_is_held_once() -> None:
         assert id(read.user_inputs[-1]) not in said
 
 
+def test_a_record_holds_each_prompt_the_history_holds_as_its_place_there() -> None:
+    document = generate_session_file(SessionShape(turns=12, seed=4))
+    document["user_inputs"].append("typed but never sent")
+    session = gcengine.load_session(json.dumps(document).encode())
+
+    recorded = gcengine.session_record(session)["user_inputs"]
+
+    assert recorded[-1] == "typed but never sent"
+    for (position, part), text in zip(recorded[:-1], session.user_inputs, strict=False):
+        assert session.history[position].parts[part].text == text
+    assert len(json.dumps(recorded)) < len(json.dumps(session.user_inputs)) / 10
+
+
+def test_a_record_holding_the_prompts_as_text_reads_back_alike() -> None:
+    """As stores wrote records before prompts were recorded by their place."""
+    document = generate_session_file(SessionShape(turns=12, seed=5))
+    session = gcengine.load_session(json.dumps(document).encode())
+    record = {**gcengine.session_record(session), "user_inputs": document["user_inputs"]}
+
+    again = gcengine.session_from_record(
+        json.loads(json.dumps(record)), session.history, gcengine.budget_figures(session)
+    )
+
+    assert again == session
+    said = {id(text) for text in user_texts(again)}
+    assert all(id(text) in said for text in again.user_inputs)
+
+
 def test_turn_accounting_is_read_only_and_written_back_with_each_turns_own_fields() -> None:
     document: dict[str, Any] = copy.deepcopy(V21)
     first = {"prompt": 10, "output": 2, "total": 12}

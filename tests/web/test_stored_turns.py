@@ -105,7 +105,12 @@ def test_a_runs_collected_session_reads_back_as_the_run_left_it(changed: bool) -
     if changed:
         after = after.model_copy(update={"warnings": [*after.warnings, "changed by the run"]})
 
-    again = storage.unpack_session_after(storage.pack_session_after(after, before), before)
+    packed = storage.pack_session_after(after, before)
+    again = storage.unpack_session_after(packed, before)
 
     assert again == after
     assert again.warnings == after.warnings
+    assert again.user_inputs == before.user_inputs
+    # The rest of the session is stored only when the run changed it: the history it took
+    # turns from moved the places its user inputs are recorded at, not the inputs.
+    assert ("session" in storage.unpacked(packed)) == changed
