@@ -162,3 +162,69 @@ def test_the_command_line_pauses_the_collector_for_its_work_and_restores_it(
     assert gcengine.cli.main(["inspect", str(path)]) == 0
     assert seen == {False}
     assert gc.isenabled() is collector
+
+
+def generation_of(value: object) -> int | None:
+    return next(
+        (
+            generation
+            for generation in range(3)
+            if any(tracked is value for tracked in gc.get_objects(generation=generation))
+        ),
+        None,
+    )
+
+
+@pytest.fixture
+def on_with_nothing_frozen() -> Iterator[None]:
+    was_enabled, frozen = gc.isenabled(), gc.get_freeze_count()
+    gc.unfreeze()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if frozen:
+            gc.freeze()
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+def test_what_outlives_a_pause_goes_to_the_oldest_generation(on_with_nothing_frozen: None) -> None:
+    """So the next collections do not walk a session read back as young objects."""
+    with cyclic_gc_paused():
+        kept = [{"message": number} for number in range(3)]
+
+    assert generation_of(kept) == 2
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_the_caller_froze_stay_frozen_and_nothing_is_moved(
+    on_with_nothing_frozen: None,
+) -> None:
+    made_before = [{"frozen": True}]
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        with cyclic_gc_paused():
+            kept = [{"message": 1}]
+        gc.disable()  # a young collection now would move it on, if only one step
+
+        assert gc.get_freeze_count() == frozen
+        assert generation_of(made_before) is None  # still frozen, in no generation
+        assert generation_of(kept) in (0, 1)
+    finally:
+        gc.unfreeze()
+
+
+def test_nothing_is_moved_when_the_caller_left_the_collector_off() -> None:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            kept = [{"message": 1}]
+        assert generation_of(kept) in (0, 1)
+    finally:
+        if was_enabled:
+            gc.enable()
