@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache, partial
@@ -863,6 +863,16 @@ def _reachability_store(run: GCRun, before: gcengine.Session, outcome: gcengine.
     )
 
 
+def _preparer(field: models.Field[Any, Any]) -> Callable[[Any], Any]:
+    """A column's value as the database takes it. A JSON value goes straight to the database's
+    JSON adapter (what ``JSONField.get_db_prep_save`` comes to for a plain value, at half its
+    cost: a run's ledger has a list of message ids on each of its 13,000 rows)."""
+    if isinstance(field, models.JSONField):
+        adapt, encoder = connection.ops.adapt_json_value, field.encoder
+        return lambda value: None if value is None else adapt(value, encoder)
+    return lambda value: field.get_db_prep_save(value, connection)
+
+
 def _rows_insert(
     model: type[models.Model], names: tuple[str, ...], rows: list[tuple[Any, ...]]
 ) -> None:
@@ -875,7 +885,7 @@ def _rows_insert(
     """
     fields = {field.name: field for field in model._meta.concrete_fields}
     prepared = [
-        number
+        (number, _preparer(fields[name]))
         for number, name in enumerate(names)
         if isinstance(fields[name], models.JSONField | models.BinaryField)
     ]
@@ -890,8 +900,8 @@ def _rows_insert(
         if not prepared:
             return values
         ready = list(values)
-        for number in prepared:
-            ready[number] = fields[names[number]].get_db_prep_save(ready[number], connection)
+        for number, prepare in prepared:
+            ready[number] = prepare(ready[number])
         return tuple(ready)
 
     with connection.cursor() as cursor:
