@@ -70,17 +70,27 @@ def is_held(session: AgentSession) -> bool:
     return services._sessions.get(services._session_key(session)) is not None
 
 
+def held_at_each_call(
+    monkeypatch: pytest.MonkeyPatch, owner: object, name: str, session: AgentSession
+) -> list[bool]:
+    """Whether ``session`` is held each time ``owner.name`` (a reader) is called."""
+    held: list[bool] = []
+    reader = getattr(owner, name)
+
+    def reading(*args: Any) -> Any:
+        held.append(is_held(session))
+        return reader(*args)
+
+    monkeypatch.setattr(owner, name, reading)
+    return held
+
+
 def test_a_stored_session_is_read_back_once_the_one_held_is_let_go(
     second: AgentSession, first_held: AgentSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held_while_reading: list[bool] = []
-    read = services._stored_engine_session
-
-    def reading(session: AgentSession) -> gcengine.Session:
-        held_while_reading.append(is_held(first_held))
-        return read(session)
-
-    monkeypatch.setattr(services, "_stored_engine_session", reading)
+    held_while_reading = held_at_each_call(
+        monkeypatch, services, "_stored_engine_session", first_held
+    )
 
     services.engine_session_of(second)
 
@@ -100,14 +110,7 @@ def test_an_upload_is_read_once_the_session_held_is_let_go(
     # A file's size over FILE_BYTES_PER_MESSAGE is what reading it may build: this one's
     # estimate fills the cache.
     monkeypatch.setattr(services, "FILE_BYTES_PER_MESSAGE", len(data) // first_held.message_count)
-    held_while_reading: list[bool] = []
-    load = gcengine.load_session
-
-    def loading(source: bytes) -> gcengine.Session:
-        held_while_reading.append(is_held(first_held))
-        return load(source)
-
-    monkeypatch.setattr(gcengine, "load_session", loading)
+    held_while_reading = held_at_each_call(monkeypatch, gcengine, "load_session", first_held)
 
     with django_capture_on_commit_callbacks(execute=True):
         job = services.session_upload(project=project, filename="third.json", data=data).job
