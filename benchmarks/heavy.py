@@ -40,15 +40,17 @@ token counter's cache. Targets are printed beside the figures.
   sessions, and the editor's preview of each: Python memory after the first and after the
   last (target: no more after the last than after the first).
 
-Measured with ``--repeat 1`` on the shared 2-vCPU machine (load about 1): engine load 1.49 s
-= 0.93x raw tiktoken (1.61 s), web upload 3.02 s = 2.02x the load (the load got faster, the
-upload less: 3.16 s = 1.88x before the file was read from its bytes), peak 134 MB = 2.94x the
-file, stored 42.8 MB = 0.94x; web GC run 0.68 s to done; reopen 0.38 s in a worker, 0.52 s in
-a web process; web replay 3.0 s to its chart, 15.8 s to its scores; editor chart 3.4 s;
-``--memory-sessions 6``: 229.6 MB held after the first session, 232.6 MB after the sixth
-(+1.9, +0.4, +0.6, -0.1, +0.2: bounded caches filling, among them pydantic-core's cache of
-short strings); timings move with the machine's load (the load's counting threads need a free
-core).
+Measured with ``--repeat 1`` on the shared 2-vCPU machine (load about 1): engine load 1.66 s
+= 0.98x raw tiktoken (1.70 s), web upload 3.32 s = 2.00x the load (the original is packed
+before the file is read, for the worker's memory: 0.2 s), peak 118 MB = 2.60x the file (134
+MB before the record held the user inputs as places in the history), stored 40.4 MB = 0.89x;
+web GC run 0.73 s to done (loading 0.39, collecting 0.09, storing 0.25); reopen 0.39 s in a
+worker, 0.40 s in a web process (0.52 s before what outlives a paused collector went straight
+to its oldest generation); web replay 3.2 s to its chart, 15.3 s to its scores; editor chart
+3.0 s; ``--memory-sessions 4``: 215.6 MB held after the first session, 216.0 MB after the
+fourth (-0.1, +0.3, +0.2: pydantic-core's bounded cache of short strings filling; +2.9 MB, from
+229.6, before the token cache kept its counts in two generations); timings move with the
+machine's load (the load's counting threads need a free core).
 
     python benchmarks/heavy.py [--turns 10000] [--repeat 3] [--scaling 1000 10000 30000]
                                [--memory-sessions 20] [--skip-main]
