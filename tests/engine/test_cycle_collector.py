@@ -205,14 +205,14 @@ def test_objects_the_caller_froze_stay_frozen_and_nothing_is_moved(
 ) -> None:
     made_before = [{"frozen": True}]
     gc.freeze()
-    frozen = gc.get_freeze_count()
     try:
         with cyclic_gc_paused():
             kept = [{"message": 1}]
         gc.disable()  # a young collection now would move it on, if only one step
 
-        assert gc.get_freeze_count() == frozen
-        assert generation_of(made_before) is None  # still frozen, in no generation
+        # Still frozen, in no generation (the count of frozen objects is no test: a frozen
+        # object that dies leaves it).
+        assert generation_of(made_before) is None
         assert generation_of(kept) in (0, 1)
     finally:
         gc.unfreeze()
