@@ -148,6 +148,7 @@ def budget_figures(session: Session) -> list[Figure]:
 
 # What a record leaves out: the history is kept apart, the budget follows from the rest.
 _NOT_RECORDED = frozenset({"history", "budget"})
+_RECORDED_FIELDS = tuple(name for name in Session.model_fields if name not in _NOT_RECORDED)
 
 UserInputRecord = str | list[int]
 """A user input as a record holds it: ``[position, part]`` of the history's user message part
@@ -173,6 +174,13 @@ def session_record(session: Session) -> dict[str, Any]:
     (``UserInputRecord``)."""
     record = session.model_dump(mode="json", exclude={*_NOT_RECORDED, "user_inputs"})
     return {**record, "user_inputs": user_input_records(session)}
+
+
+def same_record(one: Session, other: Session) -> bool:
+    """Whether two sessions' records hold the same (the user inputs compared as texts, as their
+    places move with the history). A collected session shares every value its collection left
+    alone with the session it came from, so this compares references, not megabytes of JSON."""
+    return all(getattr(one, name) == getattr(other, name) for name in _RECORDED_FIELDS)
 
 
 def session_record_json(session: Session) -> bytes:

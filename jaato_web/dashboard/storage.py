@@ -573,18 +573,9 @@ def pack_session_after(after: gcengine.Session, before: gcengine.Session) -> byt
         "history": history,
         "figures": gcengine.budget_figures(after),
     }
-    record = gcengine.session_record(after)
-    # The record holds the user inputs as places in the history, which a run moves: they are
-    # compared as texts.
-    if after.user_inputs != before.user_inputs or _but_inputs(record) != _but_inputs(
-        gcengine.session_record(before)
-    ):
-        stored["session"] = record
+    if not gcengine.same_record(after, before):
+        stored["session"] = gcengine.session_record(after)
     return packed(stored)
-
-
-def _but_inputs(record: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in record.items() if name != "user_inputs"}
 
 
 def unpack_session_after(data: bytes | memoryview, before: gcengine.Session) -> gcengine.Session:
