@@ -201,6 +201,7 @@ from gcengine.stored import (
     session_from_record,
     session_record,
     session_record_json,
+    session_with_history,
 )
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import (
@@ -425,6 +426,7 @@ __all__ = [
     "session_record",
     "session_record_json",
     "session_scorer",
+    "session_with_history",
     "simulate",
     "split_into_turns",
     "token_counting",

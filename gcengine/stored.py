@@ -206,13 +206,25 @@ def session_from_record(
     """The session ``session_record`` wrote, with its history and each message's figure (as
     ``budget_figures`` gave them): its budget is built from those figures, counting nothing
     but what lies outside the conversation (system instructions)."""
-    if len(figures) != len(history):
-        raise ValueError(f"{len(figures)} figures for {len(history)} messages")
     recorded = record.get("user_inputs") or []
     session = Session.model_validate({**record, "user_inputs": [], "budget": InstructionBudget()})
     fields_sets_shared(session.turn_accounting)
-    user_inputs = _user_inputs_of(recorded, history)
-    session = session.model_copy(update={"history": history, "user_inputs": user_inputs})
+    session = session.model_copy(update={"user_inputs": _user_inputs_of(recorded, history)})
+    return session_with_history(session, history, figures, counter)
+
+
+def session_with_history(
+    session: Session,
+    history: list[Message],
+    figures: Sequence[Figure],
+    counter: TokenCounter | None = None,
+) -> Session:
+    """``session`` with another history (a collection's, whose record is the session's), each
+    message's figure given: its budget is built from those figures, as ``session_from_record``
+    builds it."""
+    if len(figures) != len(history):
+        raise ValueError(f"{len(figures)} figures for {len(history)} messages")
+    session = session.model_copy(update={"history": history})
     known = {id(message): figure for message, figure in zip(history, figures, strict=True)}
     session.budget = rebuild_budget(
         session,

@@ -587,13 +587,9 @@ def unpack_session_after(data: bytes | memoryview, before: gcengine.Session) -> 
         for item in stored["history"]
     ]
     figures = [(int(tokens), str(counted_by)) for tokens, counted_by in stored["figures"]]
-    # A record of its own was written from the collected session (its user inputs are places
-    # in that history); the session before's inputs are its very strings.
-    record = stored.get("session") or {
-        **gcengine.session_record(before),
-        "user_inputs": before.user_inputs,
-    }
-    return gcengine.session_from_record(record, history, figures)
+    if "session" in stored:  # the run changed more than the history
+        return gcengine.session_from_record(stored["session"], history, figures)
+    return gcengine.session_with_history(before, history, figures)
 
 
 AfterTurn = int | list[Any]
