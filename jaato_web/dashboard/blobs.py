@@ -76,12 +76,10 @@ def blob_of(model: type[Model], pk: Any, field: str) -> bytes | None:
 
 
 @transaction.atomic
-def blobs_set(
-    model: type[Model], pk: Any, values: Mapping[str, bytes | StoredBlob], **also: Any
-) -> bool:
+def blobs_set(model: type[Model], pk: Any, values: Mapping[str, bytes | StoredBlob]) -> bool:
     """Set the binary fields of the row ``pk`` to ``values`` (bytes, or a value to copy from
-    another row) and the fields ``also`` names to theirs, all at once. False, with nothing
-    changed, when the row or a row to copy from is gone."""
+    another row), all at once. False, with nothing changed, when the row or a row to copy from
+    is gone."""
     copied = [value for value in values.values() if isinstance(value, StoredBlob)]
     if any(not value.rows().exists() for value in copied):
         return False
@@ -94,12 +92,11 @@ def blobs_set(
                     if isinstance(value, StoredBlob)
                     else value
                     for field, value in values.items()
-                },
-                **also,
+                }
             )
         )
     sizes = {field: _size(value) for field, value in values.items()}
-    if not rows.update(**{field: _ZeroBlob(size) for field, size in sizes.items()}, **also):
+    if not rows.update(**{field: _ZeroBlob(size) for field, size in sizes.items()}):
         return False
     for field, value in values.items():
         with _blob(model, field, pk, readonly=False) as target:

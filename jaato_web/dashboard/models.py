@@ -591,17 +591,14 @@ class IngestUpload(models.Model):
     every few seconds while a worker reads it (progress, its lease), and SQLite writes a row
     anew on every update, a 45 MB upload and all. Deleted when the job ends.
 
-    Once the worker has read the file, the bytes here are replaced by the original packed as
-    its session keeps it, and the session's document copies them from here in the database:
-    the worker never holds the packed original beside the session it is storing."""
+    The bytes are the original packed as its session keeps it (``storage.pack_original``):
+    the session's document copies them from here in the database, so the worker never holds
+    the packed original beside the session it is storing."""
 
     job = models.OneToOneField(
         IngestJob, on_delete=models.CASCADE, primary_key=True, related_name="upload"
     )
     data = models.BinaryField()
-    packed = models.BooleanField(
-        default=False, help_text="whether data holds the upload packed as a session keeps it"
-    )
 
     def __str__(self) -> str:
         return f"bytes of upload {self.job_id}"

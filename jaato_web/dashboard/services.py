@@ -288,7 +288,10 @@ def session_upload(
                 size_bytes=len(data),
                 progress="waiting for a worker",
             )
-            IngestUpload.objects.create(job=job, data=data)
+            # Packed as the session will keep it: the worker reads it back and the session's
+            # document copies it from here, so the 45 MB of a 10,000-turn session are written
+            # once, as 12.5 MB, instead of as uploaded and then again packed.
+            IngestUpload.objects.create(job=job, data=storage.pack_original(data))
             _upload_audit(project, actor, filename, len(data), job=job)
             transaction.on_commit(partial(tasks.ingest_upload.enqueue, job.pk))
         return UploadReceipt(filename, job=job)
@@ -435,19 +438,11 @@ def ingest_job_execute(*, job_id: int) -> None:
 def _ingest_claimed(job_id: int) -> None:
     job = IngestJob.objects.get(pk=job_id)
     _sessions.make_room(job.size_bytes // FILE_BYTES_PER_MESSAGE)
-    packed = IngestUpload.objects.filter(job_id=job_id).values_list("packed", flat=True).first()
-    stored = blobs.blob_of(IngestUpload, job_id, "data")
-    if packed is None or stored is None:
+    packed = blobs.blob_of(IngestUpload, job_id, "data")
+    if packed is None:
         raise background.WorkLost  # cancelled before the bytes were read
-    if packed:  # by a worker that stopped afterwards
-        upload = [storage.unpack_original(stored)]
-    else:
-        # Packed and put in the upload's row before the file is read, and let go: packed on
-        # another thread while the file was read, the original and its packing took 15-30 MB
-        # more at the worker's peak, for 0.2 s saved.
-        upload = [stored]
-        _upload_packed(job_id, storage.pack_original(stored))
-    del stored
+    upload = [storage.unpack_original(packed)]
+    del packed
     try:
         # The bytes are handed over, held by nothing else: they go once parsed.
         engine_session = gcengine.load_session(upload.pop())
@@ -473,14 +468,6 @@ def _ingest_claimed(job_id: int) -> None:
         background.work_done(IngestJob, job_id, session=session)
     if created:
         _run_on_upload(session)
-
-
-def _upload_packed(job_id: int, packed: bytes) -> None:
-    """Keep the original packed in the upload's row in place of the bytes as uploaded: the
-    session's document copies it from there, and this process need not hold it (a 10,000-turn
-    session's: 12.5 MB) while it reads the file and writes the session."""
-    if not blobs.blobs_set(IngestUpload, job_id, {"data": packed}, packed=True):
-        raise background.WorkLost  # cancelled meanwhile
 
 
 @transaction.atomic

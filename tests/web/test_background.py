@@ -379,16 +379,18 @@ def test_a_queued_upload_keeps_its_original_exactly_and_its_bytes_row_goes(
     assert not IngestUpload.objects.filter(job=job).exists()
 
 
-def test_an_upload_whose_worker_stopped_after_packing_it_is_read_from_the_packed_bytes(
+def test_an_upload_waits_packed_as_its_session_keeps_it(
     project: Project, settings: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """The worker keeps the packed original in the upload's row once it has read the file; a
-    worker taking the upload over after it stopped reads that."""
+    """The request packs the file: the worker reads it back whole, and the session keeps the
+    same bytes as its original."""
     settings.JAATO_INLINE_INGEST_BYTES = 10
     data = session_bytes(SessionShape(turns=6, tool_every=2, seed=18))
     job = services.session_upload(project=project, filename="big.json", data=data).job
     assert job is not None
-    IngestUpload.objects.filter(job=job).update(data=storage.pack_original(data), packed=True)
+    waiting = bytes(IngestUpload.objects.values_list("data", flat=True).get(job=job))
+    assert len(waiting) < len(data) / 2
+    assert storage.unpack_original(waiting) == data
 
     with django_capture_on_commit_callbacks(execute=True):
         tasks.ingest_upload.call(job.pk)

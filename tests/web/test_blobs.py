@@ -42,15 +42,6 @@ def test_values_of_several_pieces_are_written_byte_for_byte(
     assert document(stored_session) == (LARGE, b"{}")
 
 
-def test_other_fields_are_set_with_the_values(project: Project) -> None:
-    job = waiting_upload(project, b"as uploaded")
-
-    assert blobs.blobs_set(IngestUpload, job.pk, {"data": LARGE}, packed=True)
-
-    upload = IngestUpload.objects.get(job=job)
-    assert (bytes(upload.data), upload.packed) == (LARGE, True)
-
-
 def test_the_row_written_is_the_one_named_whatever_order_rows_were_made_in(
     project: Project,
 ) -> None:

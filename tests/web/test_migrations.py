@@ -22,6 +22,8 @@ from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
     GCRun,
+    IngestJob,
+    IngestUpload,
     SessionDocument,
     SessionTurn,
 )
@@ -345,3 +347,52 @@ def test_sessions_and_runs_compressed_with_zlib_read_the_same_after_recompressin
     )
     assert total == len(after.turns())
     assert drawn
+
+
+UPLOADS_FLAGGED = ("dashboard", "0018_upload_packed_original")
+UPLOADS_PACKED = ("dashboard", "0019_upload_always_packed")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_uploads_waiting_as_uploaded_are_packed_and_read_by_a_worker(
+    migrator: MigrationExecutor, settings: Any
+) -> None:
+    """A queue of uploads from before every upload was packed: one waiting as uploaded, one a
+    worker had packed before it stopped. Both are stored from their bytes afterwards."""
+    project = services.project_default()
+    files = [
+        json.dumps(
+            gcengine.generate_session_file(gcengine.SessionShape(turns=4, seed=seed))
+        ).encode()
+        for seed in (3, 4)
+    ]
+    apps = apps_at(migrator, UPLOADS_FLAGGED)
+    jobs, uploads = (apps.get_model("dashboard", name) for name in ("IngestJob", "IngestUpload"))
+    waiting = []
+    for number, (data, packed) in enumerate(zip(files, (False, True), strict=True)):
+        job = jobs.objects.create(
+            project_id=project.pk,
+            filename=f"{number}.json",
+            sha256=str(number),
+            size_bytes=len(data),
+        )
+        stored = storage.pack_original(data) if packed else data
+        uploads.objects.create(job=job, data=stored, packed=packed)
+        waiting.append(job.pk)
+
+    apps_at(migrator, UPLOADS_PACKED)
+    settings.JAATO_INLINE_INGEST_BYTES = 10
+    for job_id, data in zip(waiting, files, strict=True):
+        services.ingest_job_execute(job_id=job_id)
+        job = IngestJob.objects.get(pk=job_id)
+        assert job.session is not None, job.error
+        assert selectors.session_original(session=job.session) == data
+
+    # Migrating back flags what waits as packed, which it is.
+    late = IngestJob.objects.create(project=project, filename="late.json", sha256="x", size_bytes=1)
+    IngestUpload.objects.create(job=late, data=storage.pack_original(files[0]))
+    apps = apps_at(migrator, UPLOADS_FLAGGED)
+    flagged = apps.get_model("dashboard", "IngestUpload").objects.values_list("data", "packed")
+    assert [(storage.unpack_original(bytes(data)), packed) for data, packed in flagged] == [
+        (files[0], True)
+    ]
