@@ -33,7 +33,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from itertools import compress, count, repeat
+from itertools import chain, compress, count, repeat
 from operator import is_, itemgetter
 from typing import Any
 
@@ -54,6 +54,7 @@ from gcengine.conversation import (
     Figure,
     FigureBasis,
     TrafficMember,
+    history_layout,
     index_of,
     turn_exchange_figures,
     turn_exchanges,
@@ -311,6 +312,19 @@ class Session(BaseModel):
 
     def turns(self) -> list[Turn]:
         return split_into_turns(self.history)
+
+    def turn_count(self) -> int:
+        """``len(self.turns())``, read from the budget's index when it describes the history:
+        a run's figures need the count of a 10,000-turn history, not its turns built."""
+        return len(history_layout(self.history, self.budget))
+
+    def message_turns(self) -> dict[str, int]:
+        """Each history message's turn (its position in ``turns()``) by message id, without
+        building the turns: a run's ledger places each item it took by its turn."""
+        layout = history_layout(self.history, self.budget)
+        sizes = [end - start for start, end in map(layout.span, range(len(layout)))]
+        turns = chain.from_iterable(map(repeat, count(), sizes))
+        return dict(zip(layout.message_ids, turns, strict=True))
 
     @property
     def pending_tool_calls(self) -> list[FunctionCall]:

@@ -727,11 +727,7 @@ def _retention_of(
 @transaction.atomic
 def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome) -> None:
     result = outcome.result
-    position_of = {
-        message.message_id: position
-        for position, turn in enumerate(before.turns())
-        for message in turn.messages
-    }
+    position_of = before.message_turns()
     removals = [
         (
             seq,
@@ -778,7 +774,7 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         preservable_after=outcome.budget_after.preservable_tokens(),
         eligible_after=outcome.budget_after.gc_eligible_tokens(),
         items_collected=result.items_collected,
-        turns_after=len(outcome.session.turns()),
+        turns_after=outcome.session.turn_count(),
         result=_result_record(result),
         session_after=storage.pack_session_after(outcome.session, before),
         after_turns=storage.packed(after_turns),

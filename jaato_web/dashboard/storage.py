@@ -19,7 +19,7 @@ import json
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import zstandard
@@ -323,10 +323,12 @@ def original_of(data: bytes) -> Original:
     return Original(len(data), pack_original(data))
 
 
-def turn_figures(session: gcengine.Session) -> list[list[MessageFigure]]:
-    """Each turn's messages' figures, in history order: read from the budget's turn entries
-    when they line up with the turns (as the builder makes them), else by message id."""
-    turns = session.turns()
+def turn_figures(
+    session: gcengine.Session, turns: list[gcengine.Turn]
+) -> list[list[MessageFigure]]:
+    """Each turn's messages' figures (``turns`` are the session's), in history order: read
+    from the budget's turn entries when they line up with the turns (as the builder makes
+    them), else by message id."""
     conversation = session.budget.get_entry(gcengine.InstructionSource.CONVERSATION)
     entries = list(conversation.children.values()) if conversation is not None else []
     if len(entries) == len(turns) and all(
@@ -400,43 +402,43 @@ def turn_row_batches(session: gcengine.Session) -> Iterator[list[TurnRow]]:
     ``pack_turn`` packs it, a batch's JSON compressed at once (``_compressed_all``). A store
     that writes each batch before asking for the next never holds a long session's packed
     turns all at once (16 MB for 10,000 turns, beside the session itself)."""
-    rows: list[TurnRow] = []
+    turns = session.turns()
+    batch: list[tuple[Any, ...]] = []
     texts: list[bytes] = []
     for position, (turn, figures) in enumerate(
-        zip(session.turns(), turn_figures(session), strict=True)
+        zip(turns, turn_figures(session, turns), strict=True)
     ):
         first_text = next((m.text for m in turn.messages if m.text), "")
         policies = {figure[1] for figure in figures}
-        rows.append(
-            TurnRow(
-                position=position,
-                turn_index=turn.index,
-                kind=turn.kind.value,
-                budget_key=gcengine.turn_key_of(turn.index, turn.messages[0]),
-                budget_label=gcengine.turn_name(turn.index, turn.kind),
-                budget_policy=policies.pop()
-                if len(policies) == 1
-                else gcengine.GCPolicy.PARTIAL.value,
-                message_count=len(turn.messages),
-                tokens=sum(figure[0] for figure in figures),
-                policy=gcengine.most_protective(figure[1] for figure in figures).value,
-                tool_calls=sum(len(m.function_calls) for m in turn.messages),
-                preview=preview_of(first_text),
-                packed=b"",
+        batch.append(
+            (
+                position,
+                turn.index,
+                turn.kind.value,
+                gcengine.turn_key_of(turn.index, turn.messages[0]),
+                gcengine.turn_name(turn.index, turn.kind),
+                policies.pop() if len(policies) == 1 else gcengine.GCPolicy.PARTIAL.value,
+                len(turn.messages),
+                sum(figure[0] for figure in figures),
+                gcengine.most_protective(figure[1] for figure in figures).value,
+                sum(len(m.function_calls) for m in turn.messages),
+                preview_of(first_text),
             )
         )
         texts.append(_turn_json(turn.messages, figures))
         if len(texts) == _TURNS_PACKED_TOGETHER:
-            yield _packed_rows(rows, texts)
-            rows, texts = [], []
-    if rows:
-        yield _packed_rows(rows, texts)
+            yield _packed_rows(batch, texts)
+            batch, texts = [], []
+    if batch:
+        yield _packed_rows(batch, texts)
 
 
-def _packed_rows(rows: list[TurnRow], texts: list[bytes]) -> list[TurnRow]:
-    """The rows with their packed turns, from each turn's JSON."""
+def _packed_rows(batch: list[tuple[Any, ...]], texts: list[bytes]) -> list[TurnRow]:
+    """The rows (``TurnRow``'s fields but the last) with their packed turns, from each turn's
+    JSON."""
     return [
-        replace(row, packed=data) for row, data in zip(rows, _compressed_all(texts), strict=True)
+        TurnRow(*fields, packed=data)
+        for fields, data in zip(batch, _compressed_all(texts), strict=True)
     ]
 
 

@@ -249,6 +249,14 @@ def test_a_budget_updated_after_removals_and_insertions_is_the_rebuilt_budget(
     updated = rebuild_budget(after, counter, reuse=before)
 
     assert updated == rebuild_budget(after, counter)
+    counted = after.model_copy(update={"budget": updated})
+    turns = counted.turns()
+    assert counted.turn_count() == len(turns)
+    assert counted.message_turns() == {
+        message.message_id: position
+        for position, turn in enumerate(turns)
+        for message in turn.messages
+    }
     if original_request(history) is not original_request(session.history):
         return
     old_turns = conversation_of(before).children

@@ -290,7 +290,9 @@ def test_turns_stored_as_records_read_the_same_after_rewriting_them(
     assert [gcengine.messages_from_records(s["messages"]) for s in stored] == [
         t.messages for t in engine.turns()
     ]
-    assert [[tuple(f) for f in s["figures"]] for s in stored] == storage.turn_figures(engine)
+    assert [[tuple(f) for f in s["figures"]] for s in stored] == storage.turn_figures(
+        engine, engine.turns()
+    )
 
 
 @pytest.mark.django_db(transaction=True)

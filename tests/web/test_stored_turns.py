@@ -34,7 +34,10 @@ def test_every_turn_and_the_session_read_back_as_loaded(file: dict[str, Any]) ->
     engine = gcengine.load_session(json.dumps(file).encode(), counter=APPROX)
 
     for row, turn, figures in zip(
-        storage.turn_rows(engine), engine.turns(), storage.turn_figures(engine), strict=True
+        storage.turn_rows(engine),
+        engine.turns(),
+        storage.turn_figures(engine, engine.turns()),
+        strict=True,
     ):
         assert storage.unpack_turn(row.packed) == (turn.messages, figures)
     again = read_back(engine)
