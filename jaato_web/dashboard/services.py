@@ -982,9 +982,8 @@ def _stored_engine_session(session: AgentSession) -> gcengine.Session:
     (``cyclic_gc_paused``): walked as young objects, it cost a web request 0.12 s more.
     """
     document = SessionDocument.objects.values_list("engine_session", flat=True).get(session=session)
-    turns = (
-        storage.unpack_turn(packed)
-        for packed in SessionTurn.objects.filter(session=session)
+    turns = storage.unpack_turns(
+        SessionTurn.objects.filter(session=session)
         .order_by("position")
         .values_list("packed", flat=True)
         .iterator(chunk_size=2000)

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import batched
 from typing import Any, TypedDict
 
 import zstandard
@@ -164,6 +165,9 @@ class TurnRow:
     packed: bytes
 
 
+TurnFields = tuple[int, int | None, str, str, str, str, int, int, str, int, str]
+"""A ``TurnRow``'s fields but ``packed``, in order."""
+
 MessageFigure = tuple[int, str, str, str]
 """A message's tokens, policy, what made the figure, and its label in the budget tree."""
 
@@ -275,18 +279,18 @@ def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _compressed_all(texts: list[bytes]) -> list[bytes]:
-    """``_compress`` of each text, half of them on another thread: zstd lets go of the GIL
-    while it compresses, and this thread compresses the other half meanwhile."""
-    half = len(texts) // 2
-    with ThreadPoolExecutor(1, thread_name_prefix="pack-turns") as helper:
-        first = helper.submit(_compressed, texts[:half])
-        second = _compressed(texts[half:])
-        return first.result() + second
-
-
 def _compressed(texts: list[bytes]) -> list[bytes]:
-    return [_compress(text) for text in texts]
+    """``_compress`` of each text; those up to a megabyte in one call to zstd, which lets go
+    of the GIL until all of them are done (a call each took the GIL back after each text,
+    and beside a thread busy in Python each hand-over waits)."""
+    small: list[bytes | bytearray | memoryview] = [t for t in texts if len(t) <= _COMPRESS_SLICE]
+    written: list[bytes] = []
+    if small:
+        buffers = _codecs.compressor.multi_compress_to_buffer(small)
+        # Copied out of zstd's shared buffer, which holds room for the worst case.
+        written = [buffers[number].tobytes() for number in range(len(buffers))]
+    ready = iter(written)
+    return [_compress(text) if len(text) > _COMPRESS_SLICE else next(ready) for text in texts]
 
 
 def decompressed(data: bytes | memoryview) -> bytes:
@@ -382,13 +386,45 @@ def _turn_json(messages: list[gcengine.Message], figures: list[MessageFigure]) -
 
 
 # Turns are packed this many at a time (``turn_row_batches``): their JSON is written, then
-# compressed on two threads at once, holding only this many turns' JSON.
+# compressed on another thread while the next batch's is written.
 _TURNS_PACKED_TOGETHER = 500
 
 
 def unpack_turn(data: bytes | memoryview) -> tuple[list[gcengine.Message], list[MessageFigure]]:
-    figures, messages = _TURN.validate_json(decompressed(data))
+    return _turn_read(decompressed(data))
+
+
+def _turn_read(text: bytes) -> tuple[list[gcengine.Message], list[MessageFigure]]:
+    figures, messages = _TURN.validate_json(text)
     return messages, figures
+
+
+# Stored turns are read back this many at a time (``unpack_turns``).
+_TURNS_UNPACKED_TOGETHER = 1000
+
+
+def unpack_turns(
+    packed: Iterable[bytes | memoryview],
+) -> Iterator[tuple[list[gcengine.Message], list[MessageFigure]]]:
+    """``unpack_turn`` of each value, in order, read as they come (a database's rows): a
+    batch is decompressed on another thread, in one call to zstd that lets go of the GIL,
+    while the one before is validated here (reopening a 10,000-turn session: 39 MB)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="unpack-turns") as unpacker:
+        pending: Future[list[bytes]] | None = None
+        for batch in batched(packed, _TURNS_UNPACKED_TOGETHER):
+            unpacking = unpacker.submit(_decompressed_all, batch)
+            if pending is not None:
+                yield from map(_turn_read, pending.result())
+            pending = unpacking
+        if pending is not None:
+            yield from map(_turn_read, pending.result())
+
+
+def _decompressed_all(packed: tuple[bytes | memoryview, ...]) -> list[bytes]:
+    """``decompressed`` of each value, in one call to zstd (values ``_compress`` wrote carry
+    their size, which that call needs)."""
+    buffers = _codecs.decompressor.multi_decompress_to_buffer(list(packed))
+    return [buffers[number].tobytes() for number in range(len(buffers))]
 
 
 def turn_rows(session: gcengine.Session) -> list[TurnRow]:
@@ -399,11 +435,27 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
 def turn_row_batches(session: gcengine.Session) -> Iterator[list[TurnRow]]:
     """The history, turn by turn, each message with its figure from the budget, and the turn
     as the budget tree shows it, a batch of turns at a time. Each turn is packed as
-    ``pack_turn`` packs it, a batch's JSON compressed at once (``_compressed_all``). A store
-    that writes each batch before asking for the next never holds a long session's packed
-    turns all at once (16 MB for 10,000 turns, beside the session itself)."""
+    ``pack_turn`` packs it; a batch is compressed on another thread while the next one is
+    made (zstd lets go of the GIL), and given once that one is made, so a store writes it
+    meanwhile too. A store that writes each batch before asking for the next never holds a
+    long session's packed turns all at once (16 MB for 10,000 turns, beside the session)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="pack-turns") as packer:
+        pending: tuple[list[TurnFields], Future[list[bytes]]] | None = None
+        for batch, texts in _turn_batches(session):
+            packing = packer.submit(_compressed, texts)
+            if pending is not None:
+                yield _packed_rows(*pending)
+            pending = batch, packing
+        if pending is not None:
+            yield _packed_rows(*pending)
+
+
+def _turn_batches(
+    session: gcengine.Session,
+) -> Iterator[tuple[list[TurnFields], list[bytes]]]:
+    """Each turn's ``TurnFields`` and JSON, ``_TURNS_PACKED_TOGETHER`` turns at a time."""
     turns = session.turns()
-    batch: list[tuple[Any, ...]] = []
+    batch: list[TurnFields] = []
     texts: list[bytes] = []
     for position, (turn, figures) in enumerate(
         zip(turns, turn_figures(session, turns), strict=True)
@@ -427,18 +479,16 @@ def turn_row_batches(session: gcengine.Session) -> Iterator[list[TurnRow]]:
         )
         texts.append(_turn_json(turn.messages, figures))
         if len(texts) == _TURNS_PACKED_TOGETHER:
-            yield _packed_rows(batch, texts)
+            yield batch, texts
             batch, texts = [], []
     if batch:
-        yield _packed_rows(batch, texts)
+        yield batch, texts
 
 
-def _packed_rows(batch: list[tuple[Any, ...]], texts: list[bytes]) -> list[TurnRow]:
-    """The rows (``TurnRow``'s fields but the last) with their packed turns, from each turn's
-    JSON."""
+def _packed_rows(batch: list[TurnFields], packing: Future[list[bytes]]) -> list[TurnRow]:
+    """The rows with their packed turns."""
     return [
-        TurnRow(*fields, packed=data)
-        for fields, data in zip(batch, _compressed_all(texts), strict=True)
+        TurnRow(*fields, packed=data) for fields, data in zip(batch, packing.result(), strict=True)
     ]
 
 

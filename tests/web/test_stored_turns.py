@@ -117,3 +117,19 @@ def test_a_runs_collected_session_reads_back_as_the_run_left_it(changed: bool) -
     # The rest of the session is stored only when the run changed it: the history it took
     # turns from moved the places its user inputs are recorded at, not the inputs.
     assert ("session" in storage.unpacked(packed)) == changed
+
+
+def test_turns_of_many_batches_and_of_megabytes_read_back_in_order() -> None:
+    """Turns are packed a batch at a time on another thread, a turn of over a megabyte on its
+    own: every row still holds its own turn, in order."""
+    file = gcengine.generate_session_file(gcengine.SessionShape(turns=1_100, seed=8))
+    large = next(m for m in file["history"][600:] if m["role"] == "user")
+    large["parts"][0]["text"] = "a pasted log line\n" * 120_000  # 2.2 MB
+    engine = gcengine.load_session(json.dumps(file).encode(), counter=APPROX)
+
+    rows = storage.turn_rows(engine)
+
+    turns = engine.turns()
+    assert [row.position for row in rows] == list(range(len(turns)))
+    assert max(len(storage.decompressed(row.packed)) for row in rows) > 2_000_000
+    assert [storage.unpack_turn(row.packed)[0] for row in rows] == [t.messages for t in turns]
