@@ -388,6 +388,7 @@ def test_an_upload_waits_packed_as_its_session_keeps_it(
     data = session_bytes(SessionShape(turns=6, tool_every=2, seed=18))
     job = services.session_upload(project=project, filename="big.json", data=data).job
     assert job is not None
+    assert not IngestJob.upload.is_cached(job), "the job handed back holds no bytes"
     waiting = bytes(IngestUpload.objects.values_list("data", flat=True).get(job=job))
     assert len(waiting) < len(data) / 2
     assert storage.unpack_original(waiting) == data
