@@ -153,16 +153,27 @@ class SourceEntry(Tracked):
             return 0
         if self.gc_policy is GCPolicy.EPHEMERAL:
             return self.total_tokens()
+        if (index := recall(self)) is not None:
+            eligible: int = index.tier_tokens[GCPolicy.EPHEMERAL]
+            return eligible
         return sum(child.gc_eligible_tokens() for child in self.children.values())
 
     def locked_tokens(self) -> int:
+        """Tokens of locked content; a built conversation's from its index (as ``total_tokens``),
+        not from a walk of a leaf per message."""
         if self.gc_policy is GCPolicy.LOCKED:
             return self.total_tokens()
+        if (index := recall(self)) is not None:
+            locked: int = index.tier_tokens[GCPolicy.LOCKED]
+            return locked
         return sum(child.locked_tokens() for child in self.children.values())
 
     def preservable_tokens(self) -> int:
         if self.gc_policy is GCPolicy.PRESERVABLE:
             return self.total_tokens()
+        if (index := recall(self)) is not None:
+            preservable: int = index.tier_tokens[GCPolicy.PRESERVABLE]
+            return preservable
         return sum(child.preservable_tokens() for child in self.children.values())
 
     def effective_gc_policy(self) -> GCPolicy:

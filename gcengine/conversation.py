@@ -166,6 +166,16 @@ class ConversationIndex:
         return sum(self.tokens)
 
     @cached_property
+    def tier_tokens(self) -> dict[GCPolicy, int]:
+        """The tokens of the messages of each policy: a built conversation and its turns are
+        PARTIAL containers, so these are its locked, preservable and eligible (ephemeral)
+        tokens, which walking its tree adds up from a leaf per message."""
+        totals = dict.fromkeys(GCPolicy, 0)
+        for tokens, policy in zip(self.tokens, self.policies, strict=True):
+            totals[policy] += tokens
+        return totals
+
+    @cached_property
     def ids(self) -> set[str]:
         return set(self.layout.message_ids)
 

@@ -27,6 +27,7 @@ from gcengine import (
     rebuild_budget,
     split_into_turns,
 )
+from gcengine.conversation import budget_index
 from gcengine.session import build_budget, iso_to_epoch
 from tests.engine.strategies import (
     SUMMARY_TEXT,
@@ -169,6 +170,13 @@ def assert_budget_adds_up(session: Session, counter: TokenCounter) -> None:
     assert thinking == sum(recorded_thinking)
     assert (
         budget.locked_tokens() + budget.preservable_tokens() + budget.gc_eligible_tokens() == total
+    )
+    walked = budget.model_copy(deep=True)  # a copy has no index: its tree is walked
+    assert budget_index(walked) is None
+    assert (walked.locked_tokens(), walked.preservable_tokens(), walked.gc_eligible_tokens()) == (
+        budget.locked_tokens(),
+        budget.preservable_tokens(),
+        budget.gc_eligible_tokens(),
     )
 
 
