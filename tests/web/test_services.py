@@ -229,6 +229,33 @@ def test_run_stores_ledger_figures_and_after_tree(project, django_capture_on_com
     )
 
 
+def test_a_ledger_keeps_message_ids_as_the_file_wrote_them(
+    project, django_capture_on_commit_callbacks
+):
+    """Message ids come from the file: quotes, backslashes and any script are stored in the
+    ledger's JSON and read back as they were."""
+    file = json.loads(session_file())
+    for number, message in enumerate(file["history"]):
+        message["message_id"] = f'm{number} "quoted" \\ path\\to · 消息 \u2028'
+    session = services.session_upload(
+        project=project, filename="ids.json", data=json.dumps(file).encode()
+    ).session
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_start(session=session, config=BUDGET_POLICY)
+    run.refresh_from_db()
+
+    assert run.status == JobStatus.DONE, run.error
+    stored = list(Removal.objects.filter(run=run).order_by("seq").values_list("message_ids"))
+    expected = [
+        item.message_ids
+        for item in gcengine.run_gc(
+            services.engine_session_of(session), services.config_validated(BUDGET_POLICY)
+        ).result.removal_list
+    ]
+    assert [ids for (ids,) in stored] == expected
+    assert any("消息" in ids[0] for ids in expected)
+
+
 def test_summarizing_run_stores_the_chain_and_where_it_went_in(
     project, django_capture_on_commit_callbacks
 ):
