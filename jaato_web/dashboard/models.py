@@ -397,7 +397,11 @@ class GCRun(BackgroundWork):
 class Removal(models.Model):
     """One item of a run's removal ledger."""
 
-    run = models.ForeignKey(GCRun, on_delete=models.CASCADE, related_name="removals")
+    # Indexed by the unique (run, seq) below, which begins with it: an index of its own cost
+    # every insert of a 13,000-row ledger and served no query the other does not.
+    run = models.ForeignKey(
+        GCRun, on_delete=models.CASCADE, related_name="removals", db_index=False
+    )
     seq = models.PositiveIntegerField()
     source = models.CharField(max_length=40)
     child_key = models.CharField(max_length=400, blank=True)
