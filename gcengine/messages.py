@@ -85,6 +85,17 @@ class OpaquePart(Tracked):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+_PAYLOAD_FIELDS = {
+    PartType.TEXT: "text",
+    PartType.THOUGHT: "text",
+    PartType.FUNCTION_CALL: "function_call",
+    PartType.FUNCTION_RESPONSE: "function_response",
+    PartType.INLINE_DATA: "inline_data",
+    PartType.OPAQUE: "opaque",
+}
+"""The field holding a part's payload, by its type."""
+
+
 class Part(Tracked):
     """One piece of a message; exactly the field matching ``type`` is set."""
 
@@ -99,15 +110,9 @@ class Part(Tracked):
 
     @model_validator(mode="after")
     def _payload_matches_type(self) -> Part:
-        payloads = {
-            PartType.TEXT: self.text,
-            PartType.THOUGHT: self.text,
-            PartType.FUNCTION_CALL: self.function_call,
-            PartType.FUNCTION_RESPONSE: self.function_response,
-            PartType.INLINE_DATA: self.inline_data,
-            PartType.OPAQUE: self.opaque,
-        }
-        if payloads[self.type] is None:
+        # Run for every part read back (30,000 for a long session): one lookup, not a dict
+        # of every payload made per part.
+        if getattr(self, _PAYLOAD_FIELDS[self.type]) is None:
             raise ValueError(f"a {self.type.value} part needs its payload")
         return self
 

@@ -73,6 +73,12 @@ def test_a_part_needs_the_payload_its_type_names() -> None:
     assert Part(type=PartType.TEXT, text="fine").text == "fine"
 
 
+@pytest.mark.parametrize("kind", list(PartType))
+def test_a_part_of_any_type_without_its_payload_is_refused(kind: PartType) -> None:
+    with pytest.raises(ValueError, match=f"a {kind.value} part needs its payload"):
+        Part(type=kind)
+
+
 def test_message_helpers() -> None:
     message = model("look", "m", "a", "b")
     assert [c.id for c in message.function_calls] == ["a", "b"]
