@@ -153,28 +153,33 @@ class SourceEntry(Tracked):
             return 0
         if self.gc_policy is GCPolicy.EPHEMERAL:
             return self.total_tokens()
-        if (index := recall(self)) is not None:
-            eligible: int = index.tier_tokens[GCPolicy.EPHEMERAL]
+        if (eligible := self._indexed_tokens(GCPolicy.EPHEMERAL)) is not None:
             return eligible
         return sum(child.gc_eligible_tokens() for child in self.children.values())
 
     def locked_tokens(self) -> int:
-        """Tokens of locked content; a built conversation's from its index (as ``total_tokens``),
-        not from a walk of a leaf per message."""
         if self.gc_policy is GCPolicy.LOCKED:
             return self.total_tokens()
-        if (index := recall(self)) is not None:
-            locked: int = index.tier_tokens[GCPolicy.LOCKED]
+        if (locked := self._indexed_tokens(GCPolicy.LOCKED)) is not None:
             return locked
         return sum(child.locked_tokens() for child in self.children.values())
 
     def preservable_tokens(self) -> int:
         if self.gc_policy is GCPolicy.PRESERVABLE:
             return self.total_tokens()
-        if (index := recall(self)) is not None:
-            preservable: int = index.tier_tokens[GCPolicy.PRESERVABLE]
+        if (preservable := self._indexed_tokens(GCPolicy.PRESERVABLE)) is not None:
             return preservable
         return sum(child.preservable_tokens() for child in self.children.values())
+
+    def _indexed_tokens(self, policy: GCPolicy) -> int | None:
+        """A built conversation's tokens of messages of ``policy``, from its index (None for
+        any other entry): its turns are PARTIAL containers, so a tier's tokens are its
+        leaves', which a walk would add up one message at a time."""
+        index = recall(self)
+        if index is None:
+            return None
+        tokens: int = index.tier_tokens[policy]
+        return tokens
 
     def effective_gc_policy(self) -> GCPolicy:
         """A container's policy is its children's when they agree, PARTIAL when they do not."""
