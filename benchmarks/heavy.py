@@ -5,7 +5,8 @@ worker holds after reading many sessions.
 Sessions are generated (``gcengine.synthetic``: 200-token requests, 300-token answers, a
 1,000-token tool result every third turn; 10,000 turns is a 45 MB file) and stored through the
 services in a throwaway SQLite database, the way a background worker stores them: the upload
-request queues the file (hash, job row) and the worker's task reads and stores it, with the
+request queues the file (hash, job row, the file packed) and the worker's task reads and
+stores it, with the
 cycle collector paused as ``manage.py db_worker`` runs tasks. Each figure is the median of
 ``--repeat`` runs, every run on a file of its own (another seed), so no text is already in the
 token counter's cache. Targets are printed beside the figures.
@@ -40,17 +41,21 @@ token counter's cache. Targets are printed beside the figures.
   sessions, and the editor's preview of each: Python memory after the first and after the
   last (target: no more after the last than after the first).
 
-Measured with ``--repeat 1`` on the shared 2-vCPU machine (load about 1): engine load 1.66 s
-= 0.98x raw tiktoken (1.70 s), web upload 3.32 s = 2.00x the load (the original is packed
-before the file is read, for the worker's memory: 0.2 s), peak 118 MB = 2.60x the file (134
-MB before the record held the user inputs as places in the history), stored 40.4 MB = 0.89x;
-web GC run 0.73 s to done (loading 0.39, collecting 0.09, storing 0.25); reopen 0.39 s in a
-worker, 0.40 s in a web process (0.52 s before what outlives a paused collector went straight
-to its oldest generation); web replay 3.2 s to its chart, 15.3 s to its scores; editor chart
-3.0 s; ``--memory-sessions 4``: 215.6 MB held after the first session, 216.0 MB after the
-fourth (-0.1, +0.3, +0.2: pydantic-core's bounded cache of short strings filling; +2.9 MB, from
-229.6, before the token cache kept its counts in two generations); timings move with the
-machine's load (the load's counting threads need a free core).
+Measured with the default ``--repeat 3`` on the shared 2-vCPU machine (load about 1): engine
+load 1.60 s = 0.96x raw tiktoken (1.66 s), web upload 2.53 s = 1.59x the load (2.48 s = 1.56x
+in another run; 3.32 s = 2.00x before the request packed the original once and turns were
+compressed on another thread while the next batch was made), peak 120 MB = 2.64x the file,
+stored 40.4 MB = 0.89x; web GC run 0.505 s to done (loading 0.317, collecting 0.081, storing
+0.107; 0.73 s before, storing 0.25); reopen 0.32 s in a worker, 0.33 s in a web process (0.39
+s and 0.40 s before turns were decompressed on another thread while the ones before were
+validated); web replay 3.0 s to its chart, 15.0 s to its scores; editor chart 2.9 s;
+``--scaling 1000 10000 30000``: 0.253 / 0.267 / 0.263 s per 1,000 turns (1.04x);
+``--memory-sessions 20``: 228.0 MB held after the first session, between 227.6 and 228.9 MB
+after each of the others, 228.7 MB after the twentieth (pydantic-core's bounded cache of short
+strings, whose entries new files' ids replace; +2.9 MB over 6 sessions before the token cache
+kept its counts in two generations). Timings move with the machine's load (the load's counting
+threads need a free core), and the first upload into a new database is slower than the next
+(SQLite grows its files: 2.84 s with ``--repeat 1``).
 
     python benchmarks/heavy.py [--turns 10000] [--repeat 3] [--scaling 1000 10000 30000]
                                [--memory-sessions 20] [--skip-main]

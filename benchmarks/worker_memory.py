@@ -14,14 +14,15 @@ Target: the upload's share of the peak under 4x the file. A worker loads its tok
 vocabulary as it starts (``manage.py db_worker``), so the idle worker's figure holds it.
 
 Measured on the shared 2-vCPU machine: ``turns``, 10,000 of them (45.5 MB): idle worker 117
-MB; a fresh worker 249 MB, a share of 132 MB = 2.9x the file; the next upload 260 MB, 143 MB =
+MB; a fresh worker 246 MB, a share of 129 MB = 2.8x the file; the next upload 259 MB, 142 MB =
 3.1x (306 MB against an idle worker without its vocabulary, 79 MB, and 401 MB for the next
 upload, before SQLite's large values were read and written a piece at a time, the original was
 packed before the file is read, a worker let the session it held go before reading the next
-and the record held the user inputs as places in the history). The session itself is about 105
-MB of Python memory. ``single-text`` (49 MB): 271 MB, a share of 154 MB = 3.1x (664 MB, 12.0x,
-before a long text was counted a piece at a time and its preview read only its start: the list
-of its 12 million token ids and of its 8 million words).
+and the record held the user inputs as places in the history; the upload request packs the
+original now, and the worker only reads it back). The session itself is about 105 MB of Python
+memory. ``single-text`` (49 MB): 272 MB, a share of 155 MB = 3.2x, and 278 MB for the next
+(664 MB, 12.0x, before a long text was counted a piece at a time and its preview read only its
+start: the list of its 12 million token ids and of its 8 million words).
 
     python benchmarks/worker_memory.py [--shape turns --turns 10000] [--shape single-text
         --megabytes 49] [--gc-on-upload]
