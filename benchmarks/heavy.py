@@ -50,10 +50,11 @@ stored 40.4 MB = 0.89x; web GC run 0.505 s to done (loading 0.317, collecting 0.
 s and 0.40 s before turns were decompressed on another thread while the ones before were
 validated); web replay 3.0 s to its chart, 15.0 s to its scores; editor chart 2.9 s;
 ``--scaling 1000 10000 30000``: 0.253 / 0.267 / 0.263 s per 1,000 turns (1.04x);
-``--memory-sessions 20``: 228.0 MB held after the first session, between 227.6 and 228.9 MB
-after each of the others, 228.7 MB after the twentieth (pydantic-core's bounded cache of short
-strings, whose entries new files' ids replace; +2.9 MB over 6 sessions before the token cache
-kept its counts in two generations). Timings move with the machine's load (the load's counting
+``--memory-sessions 20`` (with ``--skip-main``): 228.0 MB held after the first session,
+between 227.6 and 228.9 MB after each of the others, 228.7 MB after the twentieth, and
+``--memory-sessions 5`` after the other sections: 215.2, then 215.1, 215.4, 215.9, 215.7 MB
+(pydantic-core's bounded cache of short strings, whose entries new files' ids replace; +2.9 MB
+over 6 sessions before the token cache kept its counts in two generations). Timings move with the machine's load (the load's counting
 threads need a free core), and the first upload into a new database is slower than the next
 (SQLite grows its files: 2.84 s with ``--repeat 1``).
 
