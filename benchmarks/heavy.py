@@ -54,9 +54,9 @@ validated); web replay 3.0 s to its chart, 15.0 s to its scores; editor chart 2.
 between 227.6 and 228.9 MB after each of the others, 228.7 MB after the twentieth, and
 ``--memory-sessions 5`` after the other sections: 215.2, then 215.1, 215.4, 215.9, 215.7 MB
 (pydantic-core's bounded cache of short strings, whose entries new files' ids replace; +2.9 MB
-over 6 sessions before the token cache kept its counts in two generations). Timings move with the machine's load (the load's counting
-threads need a free core), and the first upload into a new database is slower than the next
-(SQLite grows its files: 2.84 s with ``--repeat 1``).
+over 6 sessions before the token cache kept its counts in two generations). Timings move with
+the machine's load (the load's counting threads need a free core), and the first upload into a
+new database is slower than the next (SQLite grows its files: 2.84 s with ``--repeat 1``).
 
     python benchmarks/heavy.py [--turns 10000] [--repeat 3] [--scaling 1000 10000 30000]
                                [--memory-sessions 20] [--skip-main]
