@@ -3,9 +3,9 @@
 A session is stored flat, once, when it is uploaded (and a run's results when it finishes), so
 pages page through rows instead of walking a 26,000-leaf tree per request. Its history is kept
 once, turn by turn: one ``SessionTurn`` row per turn holds each of that turn's messages' figure
-and the messages as pydantic writes them, compressed (``pack_turn``); the history view is made
-from a page of them (``StoredMessage``), and reopening the session validates them straight from
-their bytes and counts nothing again (``gcengine.session_from_record``). The budget tree is
+and the messages as pydantic writes them, compressed (``turn_row_batches``); the history view is
+made from a page of them (``StoredMessage``), and reopening the session validates them straight
+from their bytes and counts nothing again (``gcengine.session_from_record``). The budget tree is
 stored as ``BudgetNode`` rows only above the turns: the conversation's turns and messages are
 drawn from the turn rows that already hold them, and a run's turns from the session's, except
 the few it changed (``after_turns``). A replay is stored as compact step tuples. Writers (the
@@ -375,13 +375,9 @@ def _figure_of(session: gcengine.Session, message: gcengine.Message) -> MessageF
 _TURN = TypeAdapter(tuple[list[MessageFigure], list[gcengine.Message]])
 
 
-def pack_turn(messages: list[gcengine.Message], figures: list[MessageFigure]) -> bytes:
-    """A turn as ``SessionTurn.packed`` holds it: ``[figures, messages]`` as JSON (defaults
-    left out), compressed."""
-    return _compress(_turn_json(messages, figures))
-
-
 def _turn_json(messages: list[gcengine.Message], figures: list[MessageFigure]) -> bytes:
+    """A turn as ``SessionTurn.packed`` holds it, before it is compressed: ``[figures,
+    messages]`` as JSON, defaults left out."""
     return _TURN.dump_json((figures, messages), exclude_defaults=True)
 
 
@@ -434,8 +430,8 @@ def turn_rows(session: gcengine.Session) -> list[TurnRow]:
 
 def turn_row_batches(session: gcengine.Session) -> Iterator[list[TurnRow]]:
     """The history, turn by turn, each message with its figure from the budget, and the turn
-    as the budget tree shows it, a batch of turns at a time. Each turn is packed as
-    ``pack_turn`` packs it; a batch is compressed on another thread while the next one is
+    as the budget tree shows it, a batch of turns at a time. Each turn's JSON (``_turn_json``)
+    is compressed on its own; a batch is compressed on another thread while the next one is
     made (zstd lets go of the GIL), and given once that one is made, so a store writes it
     meanwhile too. A store that writes each batch before asking for the next never holds a
     long session's packed turns all at once (16 MB for 10,000 turns, beside the session)."""
