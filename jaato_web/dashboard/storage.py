@@ -208,6 +208,13 @@ def preview_of(text: str, limit: int = PREVIEW_CHARS) -> str:
     whitespace is one space. Only as much of the text is read as that takes (splitting a
     49 MB pasted log into its words made a list of 8 million, 480 MB): the start of a text,
     its whitespace made single, is the start of the whole text's."""
+    start = text[:limit]
+    # Most texts begin with words between single spaces: then the start is already on one
+    # line. A printable string holds no whitespace but the plain space, and a start that
+    # neither begins nor ends with one, nor holds two together, is what joining its words
+    # gives (a tenth of the time, which every turn of an upload pays).
+    if start.isprintable() and start[:1] != " " and start[-1:] != " " and "  " not in start:
+        return start
     head = 2 * limit
     while True:
         words = " ".join(text[:head].split())

@@ -8,7 +8,7 @@ import tracemalloc
 
 import pytest
 import zstandard
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import gcengine
@@ -109,11 +109,26 @@ def test_packed_values_hold_no_more_memory_than_their_bytes():
 @settings(max_examples=300, deadline=None)
 @given(
     text=st.lists(
-        st.sampled_from(["word", "é", " ", "   ", "\n", "\t\n ", " " * 90, "x" * 40, "中"]),
+        st.sampled_from(
+            [
+                *["word", "é", " ", "   ", "\n", "\t\n ", " " * 90, "x" * 40, "中"],
+                # Whitespace that is not a plain space, and characters that are not printable.
+                *["\u00a0", "\u2028", "\u3000", "\x1c", "\r", "\x0b", "\x0c", "\x85", "\x00"],
+            ]
+        ),
         max_size=60,
     ).map("".join),
     limit=st.integers(1, 50),
 )
+# Starts on one line but for one thing: a run of spaces, a space first or last, other
+# whitespace (a line break, a no-break space, a line separator).
+@example(text="word   word", limit=50)
+@example(text=" word", limit=50)
+@example(text="word ", limit=50)
+@example(text="word \n", limit=5)
+@example(text="word\u00a0word", limit=50)
+@example(text="word\u2028word", limit=50)
+@example(text="word\nword", limit=50)
 def test_a_preview_is_the_start_of_the_text_on_one_line(text: str, limit: int) -> None:
     assert storage.preview_of(text, limit) == " ".join(text.split())[:limit]
 
