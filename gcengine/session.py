@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from itertools import chain, compress, count, repeat
-from operator import is_, itemgetter
+from operator import is_, is_not, itemgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, field_serializer
@@ -777,7 +777,7 @@ def _copied_runs(
         start, old_start = starts[first], old_starts[old_first]
         span, old_end = stop(end - 1) - start, old_stop(old_first + end - first - 1)
         return old_end - old_start == span and (
-            messages[start : start + span] == old_messages[old_start:old_end]
+            _first_unequal(messages, start, old_messages, old_start, span) == span
         )
 
     def first_different(first: int, end: int, old_first: int) -> int | None:
@@ -824,17 +824,24 @@ def _first_unequal(
 ) -> int:
     """How many messages from ``new_start`` and ``old_start`` are equal (most often the very
     same objects), compared in chunks that double: what it costs follows the answer, not the
-    length of the histories."""
+    length of the histories. Messages are compared by identity first, then by id: comparing
+    two models field by field (pydantic's ``==``) cost more than the rest of the search, and
+    messages with different ids are never equal."""
     done, chunk = 0, 8
     while done < size:
         end = min(size, done + chunk)
-        if new[new_start + done : new_start + end] != old[old_start + done : old_start + end]:
-            return next(
-                offset
-                for offset in range(done, end)
-                if new[new_start + offset] is not old[old_start + offset]
-                and new[new_start + offset] != old[old_start + offset]
-            )
+        others = compress(
+            count(done),
+            map(
+                is_not,
+                new[new_start + done : new_start + end],
+                old[old_start + done : old_start + end],
+            ),
+        )
+        for offset in others:
+            one, other = new[new_start + offset], old[old_start + offset]
+            if one.message_id != other.message_id or one != other:
+                return offset
         done, chunk = end, chunk * 2
     return size
 

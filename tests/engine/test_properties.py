@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from gcengine import (
@@ -272,6 +272,30 @@ def test_a_budget_updated_after_removals_and_insertions_is_the_rebuilt_budget(
         old = old_turns.get(key)
         if old is not None and old == entry and key.startswith("turn_"):
             assert entry is old, f"{key} is unchanged but was built again"
+
+
+@PROPERTY_SETTINGS
+@given(file=jaato_session_files(), data=st.data())
+def test_a_budget_updated_after_messages_were_edited_under_their_ids_is_the_rebuilt_budget(
+    file: dict[str, Any], data: st.DataObject, counter: TokenCounter
+) -> None:
+    """A message given other content under the same id (a tool result cut short, say) is not
+    the message it replaced: its turn is read again, not copied from the budget before."""
+    session = load_session(file, counter=counter)
+    assume(session.history)
+    before = rebuild_budget(session, counter)
+    history = list(session.history)
+    edited = data.draw(
+        st.lists(st.integers(0, len(history) - 1), min_size=1, max_size=3, unique=True)
+    )
+    for position in edited:
+        text = data.draw(st.sampled_from(["cut short", "a longer text " * 40, ""]))
+        history[position] = history[position].model_copy(
+            update={"parts": [Part.from_text(text)] if text else []}
+        )
+    after = session.model_copy(update={"history": history})
+
+    assert rebuild_budget(after, counter, reuse=before) == rebuild_budget(after, counter)
 
 
 @PROPERTY_SETTINGS
