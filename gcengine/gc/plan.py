@@ -263,9 +263,29 @@ class Collection:
         first = self.history[self.layout.starts[position]]
         return turn_key_of(self.layout.indices[position], first)
 
-    def turn_unit(self, position: int) -> Unit:
+    def turn_unit(self, position: int, left: list[int] | None = None) -> Unit:
+        """Turn ``position`` as one unit; with ``left`` (the positions earlier phases did not
+        take of it), only those messages, its policy and time still the whole turn's. A turn's
+        messages are a run of the history: its figures are read as slices."""
         start, end = self.layout.span(position)
-        return self._unit(position, self.turn_key(position), range(start, end), whole_turn=True)
+        figures = self.figures
+        if left is None:
+            ids, tokens, positions = self.ids[start:end], figures.tokens[start:end], None
+        else:
+            ids = [self.ids[p] for p in left]
+            tokens, positions = [figures.tokens[p] for p in left], left
+        return Unit(
+            InstructionSource.CONVERSATION,
+            self.turn_key(position),
+            ids,
+            sum(tokens),
+            most_protective(figures.policies[start:end]),
+            min(figures.created_at[start:end]),
+            self.layout.indices[position],
+            position,
+            True,
+            list(range(start, end)) if positions is None else positions,
+        )
 
     def open_positions(self, message_ids: Iterable[str]) -> list[int]:
         """Where the messages with these ids are, outside sealed turns and locked messages:
@@ -325,8 +345,9 @@ class Collection:
             if turn in self.sealed:
                 continue
             start, end = layout.span(turn)
-            wholly = turn not in self.protected and all(
-                policies[p] is GCPolicy.EPHEMERAL for p in range(start, end)
+            wholly = (
+                turn not in self.protected
+                and policies[start:end].count(GCPolicy.EPHEMERAL) == end - start
             )
             if wholly:
                 yield self.turn_unit(turn)
@@ -334,24 +355,6 @@ class Collection:
                 if not wholly and pending.policy is GCPolicy.EPHEMERAL:
                     yield pending
                 pending = next(exchanges, None)
-
-    def _unit(
-        self, turn: int, key: str, positions: Sequence[int], *, whole_turn: bool = False
-    ) -> Unit:
-        figures, ids = self.figures, self.ids
-        tokens, policies, created = figures.tokens, figures.policies, figures.created_at
-        return Unit(
-            InstructionSource.CONVERSATION,
-            key,
-            [ids[p] for p in positions],
-            sum([tokens[p] for p in positions]),
-            most_protective([policies[p] for p in positions]),
-            min([created[p] for p in positions]),
-            self.layout.indices[turn],
-            turn,
-            whole_turn,
-            list(positions),
-        )
 
 
 def pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:

@@ -625,20 +625,16 @@ class BudgetStrategy(Strategy):
         """Whole removable turns, minus what earlier phases already took from them, oldest
         first; what was taken is read when the first is asked for, before this phase takes any."""
         taken = set(decision.removed_positions)
-        ids, figures = collection.ids, collection.figures
+        policies = collection.figures.policies
         for position in collection.removable_turns():
             start, end = collection.layout.span(position)
             left = [p for p in range(start, end) if p not in taken]
             if not left:
                 continue
-            holds_preservable = any(figures.policies[p] is GCPolicy.PRESERVABLE for p in left)
+            holds_preservable = any(policies[p] is GCPolicy.PRESERVABLE for p in left)
             if holds_preservable and not allow_preservable:
                 continue
-            unit = collection.turn_unit(position)
-            unit.message_ids = [ids[p] for p in left]
-            unit.positions = left
-            unit.tokens = sum(figures.tokens[p] for p in left)
-            yield unit
+            yield collection.turn_unit(position, left)
 
 
 class _FallbackTruncate(TruncateStrategy):
