@@ -625,8 +625,13 @@ class BudgetStrategy(Strategy):
         """Whole removable turns, minus what earlier phases already took from them, oldest
         first; what was taken is read when the first is asked for, before this phase takes any."""
         taken = set(decision.removed_positions)
+        # A whole-turn unit takes every message its turn had left: such turns are passed over
+        # without looking at their messages (most turns, once the ephemeral phase is done).
+        gone = {unit.turn_position for unit, _ in decision.removed if unit.whole_turn}
         policies = collection.figures.policies
         for position in collection.removable_turns():
+            if position in gone:
+                continue
             start, end = collection.layout.span(position)
             left = [p for p in range(start, end) if p not in taken]
             if not left:
