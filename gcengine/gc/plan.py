@@ -484,6 +484,10 @@ class Decision:
         self.freed += unit.tokens
         self.removed_positions.update(unit.positions)
 
+    def turns_taken_whole(self) -> set[int]:
+        """The positions of the turns a whole-turn unit took: every message they had left."""
+        return {unit.turn_position for unit, _ in self.removed if unit.whole_turn}
+
     @property
     def inserted_tokens(self) -> int:
         return int(self.details.get("summary_tokens") or 0) if self.inserted is not None else 0
@@ -562,9 +566,11 @@ def _turns_after(
     touched: list[int],
     inserts: Sequence[Message],
     removed: set[int],
+    taken_whole: set[int],
 ) -> int:
     """How many turns the new history has, without splitting it again; ``inserts`` go before
-    turn ``first``, the first of those ``touched``, if any.
+    turn ``first``, the first of those ``touched``, if any; ``taken_whole`` are the turns
+    none of whose messages is left.
 
     Splitting depends only on each turn's first message. So while the new history ends a turn
     where the old one did, a turn that keeps its first message stays one turn; only turns that
@@ -596,7 +602,8 @@ def _turns_after(
             turn += 1
         if turn == len(layout):
             break
-        turns, opener = _split_rest(collection, turn, removed, turns, opener)
+        if turn not in taken_whole:  # a turn with nothing left has nothing to split
+            turns, opener = _split_rest(collection, turn, removed, turns, opener)
         in_step = opener is history[layout.starts[turn]]
         turn += 1
     return turns
@@ -682,7 +689,9 @@ def apply(
             "target_tokens": collection.target_tokens,
             "tokens_to_free": max(0, collection.to_free),
             "turns_before": len(layout),
-            "turns_after": _turns_after(collection, first, touched, inserts, removed),
+            "turns_after": _turns_after(
+                collection, first, touched, inserts, removed, decision.turns_taken_whole()
+            ),
             "protected_turns": sorted(
                 index for p in collection.protected if (index := layout.indices[p]) is not None
             ),

@@ -627,7 +627,7 @@ class BudgetStrategy(Strategy):
         taken = set(decision.removed_positions)
         # A whole-turn unit takes every message its turn had left: such turns are passed over
         # without looking at their messages (most turns, once the ephemeral phase is done).
-        gone = {unit.turn_position for unit, _ in decision.removed if unit.whole_turn}
+        gone = decision.turns_taken_whole()
         policies = collection.figures.policies
         for position in collection.removable_turns():
             if position in gone:

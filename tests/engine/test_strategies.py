@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gcengine
-from gcengine import GCPolicy, InstructionSource, MessageKind
+from gcengine import GCPolicy, InstructionSource, MessageKind, Role, split_into_turns
 from gcengine.gc import (
     GCTriggerReason,
     PluginError,
@@ -24,7 +24,7 @@ from gcengine.gc import (
 from gcengine.gc.summarizers import sentences
 from gcengine.synthetic import SessionShape
 from gcengine.tokens import TokenCounter, count_message
-from tests.engine.strategies import leaves, model, policy, session_at, user
+from tests.engine.strategies import leaves, model, policy, result, session_at, user
 
 STRATEGIES = ["truncate", "summarize", "hybrid", "budget", "reachability"]
 
@@ -291,6 +291,35 @@ def test_budget_takes_a_wholly_ephemeral_turn_before_older_partial_turns(
     )
     _, result = plugin.collect(history, usage, config, GCTriggerReason.MANUAL, budget)
     assert [(i.turn_index, i.reason) for i in result.removal_list] == [(3, RemovalReason.EPHEMERAL)]
+
+
+def test_a_turn_that_loses_its_first_message_and_keeps_the_rest_is_counted_after(
+    counter: TokenCounter,
+) -> None:
+    """A history that begins mid-task with the model's call: gc_budget takes that exchange,
+    and the first turn keeps only the model's closing answer, which begins the new history's
+    first turn. The run's count of turns after is the new history's."""
+    history = [
+        model("", "m0", "c0"),
+        result(Role.TOOL, "t0", "c0"),
+        model("Done with the setup.", "m0b"),
+        user("Now the task.", "u1"),
+    ]
+    for turn in range(2, 6):
+        history += [user(f"Question {turn}.", f"u{turn}"), model(f"Answer {turn}.", f"m{turn}")]
+    budget = gcengine.build_budget(history, counter, context_limit=200)
+    plugin = load_gc_plugin("budget", {"preserve_recent_turns": 4})
+    config = policy(type="budget", target_percent=1, threshold_percent=2, pressure_percent=None)
+
+    new_history, result_ = plugin.collect(
+        history, {"percent_used": 100.0}, config, GCTriggerReason.MANUAL, budget
+    )
+
+    taken = [i.message_ids for i in result_.removal_list]
+    assert taken == [["m0", "t0"]], "the exchange, and nothing else of the first turn"
+    assert [m.message_id for m in new_history][:2] == ["m0b", "u1"]
+    assert result_.details["turns_before"] == len(split_into_turns(history)) == 6
+    assert result_.details["turns_after"] == len(split_into_turns(new_history)) == 6
 
 
 def conversation_turn_tokens(budget: gcengine.InstructionBudget, first_id: str) -> int:
