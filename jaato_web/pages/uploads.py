@@ -67,6 +67,15 @@ def ingest_job(request: PageRequest, job_id: int) -> HttpResponse:
     return render(request, template, {"job": job})
 
 
+@require_GET
+@requires(Action.VIEW)
+def ingest_job_outcome(request: PageRequest, job_id: int) -> HttpResponse:
+    """A file being read in the background as the upload page's results list it: the line
+    polls until the read ends, then says what became of the file."""
+    job = request.access.ingest_job(job_id)
+    return render(request, "uploads/upload.html#job-outcome", {"job": job})
+
+
 def upload_projects(access: Access) -> QuerySet[Project]:
     """The projects this user may upload to, for the form's project choice."""
     allowed = [pk for pk in access.project_ids if access.allows(pk, Action.UPLOAD)]

@@ -51,6 +51,7 @@ urlpatterns: list[URLPattern] = [
         name="session_references",
     ),
     path("uploads/<int:job_id>/", uploads.ingest_job, name="ingest_job"),
+    path("uploads/<int:job_id>/outcome/", uploads.ingest_job_outcome, name="ingest_job_outcome"),
     path("uploads/<int:job_id>/cancel/", background.ingest_job_cancel, name="ingest_job_cancel"),
     path("replays/<int:replay_id>/", replays.replay_detail, name="replay_detail"),
     path("replays/<int:replay_id>/retention/", replays.replay_retention, name="replay_retention"),

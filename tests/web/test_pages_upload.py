@@ -179,12 +179,23 @@ def test_large_file_is_read_in_the_background(
     assert "being read in the background" in html
     assert f'href="{reverse("ingest_job", args=[job.pk])}"' in html
 
-    # The task ran once the upload committed; the job page now links the session.
+    # The results line follows the read by itself.
+    following = reverse("ingest_job_outcome", args=[job.pk])
+    assert f'hx-get="{following}" hx-trigger="every 2s"' in html
+
+    # The task ran once the upload committed; the job page now links the session, and so
+    # does the results line, which stops following.
     page = client.get(reverse("ingest_job", args=[job.pk])).content.decode()
     session = AgentSession.objects.get()
     assert "The file was read and stored" in page
     assert f'href="{reverse("session_detail", args=[session.pk])}"' in page
     assert "every 2s" not in page
+    line = client.get(following, headers=HTMX).content.decode()
+    assert "<html" not in line
+    assert 'class="outcome outcome--stored"' in line
+    assert f'href="{reverse("session_detail", args=[session.pk])}"' in line
+    assert f"({session.turn_count} turns," in line
+    assert "every 2s" not in line
 
 
 def test_pending_job_polls_until_done(client: Client, project: Project, settings: Any) -> None:
@@ -199,6 +210,11 @@ def test_pending_job_polls_until_done(client: Client, project: Project, settings
     assert 'hx-trigger="every 2s"' in html
     assert f'hx-get="{reverse("ingest_job", args=[job.pk])}"' in html
     assert "waiting for a worker" in html
+    line = client.get(reverse("ingest_job_outcome", args=[job.pk]), headers=HTMX).content.decode()
+    assert 'class="outcome outcome--queued"' in line
+    assert "being read in the background" in line
+    assert "waiting for a worker" in line
+    assert f'hx-get="{reverse("ingest_job_outcome", args=[job.pk])}"' in line
 
 
 def test_failed_background_job_shows_the_error_and_path(client: Client, project: Project) -> None:
@@ -213,11 +229,19 @@ def test_failed_background_job_shows_the_error_and_path(client: Client, project:
     )
 
     html = client.get(reverse("ingest_job", args=[job.pk])).content.decode()
+    line = client.get(reverse("ingest_job_outcome", args=[job.pk]), headers=HTMX)
 
     assert "history[2].role: bad role" in html
     assert "<code>history[2].role</code>" in html
     assert "nothing was stored" in html
     assert "every 2s" not in html
+    # The upload page's results line says the same, and stops following.
+    text = line.content.decode()
+    assert 'class="outcome outcome--failed"' in text
+    assert "history[2].role: bad role" in text
+    assert "<code>history[2].role</code>" in text
+    assert "Nothing was stored." in text
+    assert "every 2s" not in text
 
 
 def test_an_empty_file_is_refused_alone_and_the_others_are_stored(

@@ -5,18 +5,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 from pytest_django.live_server_helper import LiveServer
 
-from jaato_web.dashboard import services
-from jaato_web.dashboard.models import AgentSession, GCRun
+from jaato_web.dashboard import services, tasks
+from jaato_web.dashboard.models import AgentSession, GCRun, IngestJob
 from tests.web.browser.page_log import PageLog
 from tests.web.browser.steps import (
     UPLOAD_URL,
     assert_quiet,
+    expect_same_document,
     malformed_session,
+    mark_document,
     outcome,
     submit_upload,
     upload,
@@ -140,6 +143,31 @@ def test_a_malformed_upload_says_why_next_to_the_file_and_stores_nothing(
     expect(page.get_by_role("heading", name="No sessions yet")).to_be_visible()
     assert not AgentSession.objects.exists()
     assert_quiet(page_log, bad_responses=[f"400 {live_server.url}{UPLOAD_URL}"])
+
+
+def test_a_file_read_in_the_background_shows_stored_on_the_upload_page_by_itself(
+    page: Page, page_log: PageLog, tmp_path: Path, settings: Any
+) -> None:
+    """The results line of a large file follows the worker's read: it turns from "being read
+    in the background" into the stored session's line without reloading the page."""
+    settings.JAATO_INLINE_INGEST_BYTES = 1000
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
+    results = upload(page, [write_session(tmp_path, "large.json", session_file(6))])
+    line = outcome(results, "large.json")
+    expect(line.locator(".badge")).to_have_text("being read in the background")
+    expect(line).to_contain_text("waiting for a worker")
+    mark_document(page)
+
+    tasks.ingest_upload.call(IngestJob.objects.get().pk)  # what a worker does
+
+    expect(line.locator(".badge")).to_have_text("stored", timeout=10_000)
+    expect(line).to_contain_text("6 turns")
+    session = AgentSession.objects.get()
+    expect(line.get_by_role("link", name="Open the session")).to_have_attribute(
+        "href", f"/sessions/{session.pk}/"
+    )
+    expect_same_document(page)
+    assert_quiet(page_log)
 
 
 def test_several_files_each_get_their_outcome_next_to_their_name(
