@@ -486,7 +486,11 @@ class Decision:
 
     def turns_taken_whole(self) -> set[int]:
         """The positions of the turns a whole-turn unit took: every message they had left."""
-        return {unit.turn_position for unit, _ in self.removed if unit.whole_turn}
+        return {
+            unit.turn_position
+            for unit, _ in self.removed
+            if unit.whole_turn and unit.turn_position is not None
+        }
 
     @property
     def inserted_tokens(self) -> int:
