@@ -57,6 +57,10 @@ between 227.6 and 228.9 MB after each of the others, 228.7 MB after the twentiet
 over 6 sessions before the token cache kept its counts in two generations). Timings move with
 the machine's load (the load's counting threads need a free core), and the first upload into a
 new database is slower than the next (SQLite grows its files: 2.84 s with ``--repeat 1``).
+Later, on a slower day (engine load 1.77-1.79 s), the same code then and after previews were
+taken from a text's start as it is and gc_budget made its units from slices: web upload 2.84 s
+= 1.59x -> 2.78 s = 1.57x, web GC run 0.627 s -> 0.552 s (collecting 0.104 -> 0.082 s); the
+reopen, unchanged, took 0.35-0.39 s on that day.
 
     python benchmarks/heavy.py [--turns 10000] [--repeat 3] [--scaling 1000 10000 30000]
                                [--memory-sessions 20] [--skip-main]
