@@ -761,7 +761,7 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
         [(run.pk, *removal) for removal in removals],
     )
     touched = [removal[7] for removal in removals if removal[7] is not None]
-    Summary.objects.bulk_create(_summaries(run, before, outcome, touched, position_of))
+    Summary.objects.bulk_create(_summaries(run, outcome, touched, position_of))
     if run.plugin == "gc_reachability":
         _reachability_store(run, before, outcome)
     _budget_store(run.session, run, outcome.budget_after)
@@ -897,14 +897,13 @@ def _rows_insert(
 
 def _summaries(
     run: GCRun,
-    before: gcengine.Session,
     outcome: gcengine.GCOutcome,
     touched: list[int],
     position_of: dict[str, int],
 ) -> list[Summary]:
     """The chain after the run: summaries it kept and the one it wrote, in history order;
-    ``touched`` are the positions of the turns the run took something from."""
-    existing = {m.message_id for m in before.history}
+    ``touched`` are the positions of the turns the run took something from; ``position_of``
+    places each message of the session before by its turn (one the run wrote is not there)."""
     figures = storage.message_figures(outcome.budget_after)
     # A new summary goes in before the first turn anything was taken from.
     first_touched = min(touched, default=None)
@@ -912,7 +911,7 @@ def _summaries(
     for message in outcome.session.history:
         if message.kind is not gcengine.MessageKind.SUMMARY:
             continue
-        written = message.message_id not in existing
+        written = message.message_id not in position_of
         number = message.metadata.get("summary_number")
         rows.append(
             Summary(

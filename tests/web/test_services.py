@@ -291,6 +291,33 @@ def test_summarizing_run_stores_the_chain_and_where_it_went_in(
     assert any(row.summaries_before for row in diff)
 
 
+def test_a_run_on_a_session_holding_a_summary_keeps_it_in_the_chain_as_not_its_own(
+    project, django_capture_on_commit_callbacks
+):
+    """A session an agent's GC already summarized: its summary is in the run's chain where it
+    stood, not written by the run (a budget run, which keeps what is preservable)."""
+    # Eight recent turns kept beside the summary: what the next run can take.
+    agents_policy = {**HYBRID_POLICY, "preserve_recent_turns": 8}
+    collected = gcengine.run_gc(
+        gcengine.load_session(session_file(20)), services.config_validated(agents_policy)
+    ).session
+    data = gcengine.dump_session(collected).encode()
+    session = services.session_upload(project=project, filename="summarized.json", data=data)
+    engine = services.engine_session_of(session.session)
+    (earlier,) = [m for m in engine.history if m.kind is gcengine.MessageKind.SUMMARY]
+    tight = {**BUDGET_POLICY, "threshold_percent": 4, "target_percent": 2, "pressure_percent": None}
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_start(session=session.session, config=tight)
+    run.refresh_from_db()
+
+    assert run.status == JobStatus.DONE, run.error
+    assert run.items_collected
+    (kept,) = Summary.objects.filter(run=run)
+    assert kept.message_id == earlier.message_id
+    assert not kept.written_by_run
+    assert kept.inserted_before_position == engine.message_turns()[earlier.message_id]
+
+
 def test_invalid_policy_names_the_key_and_queues_nothing(project):
     session = services.session_upload(
         project=project, filename="s.json", data=session_file(4)
