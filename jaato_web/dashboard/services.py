@@ -730,19 +730,24 @@ def _retention_of(
 def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome) -> None:
     result = outcome.result
     position_of = before.message_turns()
+    # Thirteen thousand rows for a long session's run: most items name one message, whose
+    # turn is looked up alone; the others' is the first turn they take from.
     removals = [
         (
             seq,
-            item.source.value,
+            _SOURCE_VALUES[item.source],
             (item.child_key or "")[:400],
             str(item.reason),
             item.tokens_freed,
-            list(item.message_ids),
+            ids,
             item.turn_index,
-            min((position_of[i] for i in item.message_ids if i in position_of), default=None),
+            position_of.get(ids[0])
+            if len(ids) == 1
+            else min((position_of[i] for i in ids if i in position_of), default=None),
             *_verdict_fields(item.verdict),
         )
         for seq, item in enumerate(result.removal_list)
+        for ids in (item.message_ids,)
     ]
     _rows_insert(
         Removal,
@@ -790,6 +795,9 @@ def _result_record(result: gcengine.GCResult) -> dict[str, Any]:
 
 # A ledger item's reachability figures and sentence, as ``Removal`` stores them.
 VERDICT_FIELDS = ("reachable", "score", "explanation", "action")
+
+
+_SOURCE_VALUES = {source: source.value for source in gcengine.InstructionSource}
 
 
 def _verdict_fields(verdict: gcengine.RemovalVerdict | None) -> tuple[Any, ...]:
