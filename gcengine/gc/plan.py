@@ -270,10 +270,10 @@ class Collection:
         start, end = self.layout.span(position)
         figures = self.figures
         if left is None:
-            ids, tokens, positions = self.ids[start:end], figures.tokens[start:end], None
+            left = list(range(start, end))
+            ids, tokens = self.ids[start:end], figures.tokens[start:end]
         else:
-            ids = [self.ids[p] for p in left]
-            tokens, positions = [figures.tokens[p] for p in left], left
+            ids, tokens = [self.ids[p] for p in left], [figures.tokens[p] for p in left]
         return Unit(
             InstructionSource.CONVERSATION,
             self.turn_key(position),
@@ -284,7 +284,7 @@ class Collection:
             self.layout.indices[position],
             position,
             True,
-            list(range(start, end)) if positions is None else positions,
+            left,
         )
 
     def open_positions(self, message_ids: Iterable[str]) -> list[int]:

@@ -730,8 +730,6 @@ def _retention_of(
 def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome) -> None:
     result = outcome.result
     position_of = before.message_turns()
-    # Thirteen thousand rows for a long session's run: most items name one message, whose
-    # turn is looked up alone; the others' is the first turn they take from.
     removals = [
         (
             seq,
@@ -739,15 +737,12 @@ def _run_store(run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
             (item.child_key or "")[:400],
             str(item.reason),
             item.tokens_freed,
-            ids,
+            item.message_ids,
             item.turn_index,
-            position_of.get(ids[0])
-            if len(ids) == 1
-            else min((position_of[i] for i in ids if i in position_of), default=None),
+            _first_turn(item.message_ids, position_of),
             *_verdict_fields(item.verdict),
         )
         for seq, item in enumerate(result.removal_list)
-        for ids in (item.message_ids,)
     ]
     _rows_insert(
         Removal,
@@ -798,6 +793,15 @@ VERDICT_FIELDS = ("reachable", "score", "explanation", "action")
 
 
 _SOURCE_VALUES = {source: source.value for source in gcengine.InstructionSource}
+
+
+def _first_turn(message_ids: list[str], position_of: dict[str, int]) -> int | None:
+    """The first turn a ledger item takes from. A long session's run has thirteen thousand
+    items, most naming one message, whose turn is looked up alone (a generator and ``min``
+    for each cost twice as much)."""
+    if len(message_ids) == 1:
+        return position_of.get(message_ids[0])
+    return min((position_of[i] for i in message_ids if i in position_of), default=None)
 
 
 def _verdict_fields(verdict: gcengine.RemovalVerdict | None) -> tuple[Any, ...]:
