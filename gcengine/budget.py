@@ -230,6 +230,16 @@ class SourceEntry(Tracked):
             else:
                 yield node
 
+    def leaf_figures(self) -> Iterable[tuple[int, str | None]]:
+        """Each leaf's tokens and what made them (its ``counted_by``), in ``leaves``' order. A
+        built conversation's are its messages' (none for no message, where ``leaves`` gives
+        the empty entry itself), read from its index: an upload asks where its figures came
+        from, and walking a long session's tree for that took 0.03 s."""
+        index = recall(self)
+        if index is not None and index.counted_by is not None:
+            return zip(index.tokens, index.counted_by, strict=True)
+        return ((leaf.tokens, leaf.metadata.get("counted_by")) for leaf in self.leaves())
+
     def walk(self, key: str = "") -> Iterator[tuple[str, SourceEntry]]:
         """Every node below and including this one, depth first, with a ``/``-joined key path."""
         yield key, self

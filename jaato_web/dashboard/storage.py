@@ -743,17 +743,16 @@ def figure_sources(engine: gcengine.Session) -> dict[str, Any]:
         if source is gcengine.InstructionSource.THINKING:
             continue
         is_message = source is gcengine.InstructionSource.CONVERSATION
-        for leaf in entry.leaves():
-            if not leaf.tokens and not is_message:
+        for tokens, made_by in entry.leaf_figures():
+            if not tokens and not is_message:
                 continue
-            made_by = leaf.metadata.get("counted_by")
             if made_by is None or made_by == "recorded":
-                recorded_tokens += leaf.tokens
+                recorded_tokens += tokens
                 recorded, recorded_other = (
                     (recorded + 1, recorded_other) if is_message else (recorded, recorded_other + 1)
                 )
             else:
-                counted_tokens += leaf.tokens
+                counted_tokens += tokens
                 counted, counted_other = (
                     (counted + 1, counted_other) if is_message else (counted, counted_other + 1)
                 )

@@ -178,6 +178,10 @@ def assert_budget_adds_up(session: Session, counter: TokenCounter) -> None:
         budget.preservable_tokens(),
         budget.gc_eligible_tokens(),
     )
+    # Each message's figure and what made it, read from the index as from the tree.
+    figures = [(leaf.tokens, leaf.metadata.get("counted_by")) for leaf in leaves(conversation)]
+    assert list(conversation_of(walked).leaf_figures()) == figures
+    assert list(conversation.leaf_figures()) == (figures if session.history else [])
 
 
 @PROPERTY_SETTINGS

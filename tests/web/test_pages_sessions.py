@@ -399,6 +399,9 @@ def test_recorded_and_counted_figures_add_up_to_the_session_total(data: bytes) -
     figures = storage.figure_sources(engine)
 
     assert figures["recorded_tokens"] + figures["counted_tokens"] == engine.budget.total_tokens()
+    # A copied budget has no index: its tree is walked, and tells the same.
+    walked = engine.model_copy(update={"budget": engine.budget.model_copy(deep=True)})
+    assert storage.figure_sources(walked) == figures
 
 
 def test_each_message_says_whether_its_figure_was_recorded_or_counted(
