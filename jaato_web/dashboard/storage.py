@@ -808,12 +808,7 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
     performed, and tool calls and results that lost their other half."""
     interrupted = engine.interrupted_turn
     failed = [
-        {
-            "turn": _turn_of(message),
-            "message_id": message.message_id,
-            "tool": response.name,
-            "text": clipped(pretty_json(response.result), STATE_TEXT_CHARS)[0],
-        }
+        (message, response)
         for message in engine.history
         for response in message.function_responses
         if response.is_error
@@ -863,7 +858,16 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
             {"plugin": name, "state": clipped(pretty_json(state), STATE_TEXT_CHARS)[0]}
             for name, state in list(engine.plugin_states.items())[:STATE_ITEMS_SHOWN]
         ],
-        "failed_tool_results": failed[:STATE_ITEMS_SHOWN],
+        # Only those shown are written out: a long session can fail thousands of calls.
+        "failed_tool_results": [
+            {
+                "turn": _turn_of(message),
+                "message_id": message.message_id,
+                "tool": response.name,
+                "text": clipped(pretty_json(response.result), STATE_TEXT_CHARS)[0],
+            }
+            for message, response in failed[:STATE_ITEMS_SHOWN]
+        ],
         "failed_tool_result_count": len(failed),
         "compactions": [
             {

@@ -16,6 +16,7 @@ from django.urls import reverse
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
+from jaato_web.dashboard import storage
 from jaato_web.dashboard.models import AgentSession, Project
 from tests.web.uploads import jaato_file_with_state
 
@@ -242,3 +243,41 @@ def test_an_export_without_usage_claims_no_provider_figure(
     assert "The file records no figure for a single message" in drift
     assert "The provider reported" not in drift
     assert "matches the count" not in drift
+
+
+def test_failed_tool_results_beyond_those_shown_are_counted_not_written_out() -> None:
+    """A long session can fail thousands of tool calls: the page lists the first ones, in
+    history order, and says how many there are in all."""
+    shown = storage.STATE_ITEMS_SHOWN
+    failures = [
+        gcengine.Message(
+            role=gcengine.Role.USER,
+            message_id=f"failed-{number}",
+            turn_index=number,
+            parts=[
+                gcengine.Part.from_function_response(
+                    gcengine.FunctionResponse(
+                        call_id=f"call-{number}",
+                        name="run_tests",
+                        result={"error": f"failure {number}"},
+                        is_error=True,
+                    )
+                )
+            ],
+        )
+        for number in range(shown + 5)
+    ]
+    session = gcengine.load_session(generate_session_file(SessionShape(turns=2, seed=1)))
+
+    record = storage.agent_state_record(session.model_copy(update={"history": failures}))
+
+    assert record["failed_tool_result_count"] == shown + 5
+    assert [item["message_id"] for item in record["failed_tool_results"]] == [
+        f"failed-{number}" for number in range(shown)
+    ]
+    assert record["failed_tool_results"][0] == {
+        "turn": 1,
+        "message_id": "failed-0",
+        "tool": "run_tests",
+        "text": '{\n "error": "failure 0"\n}',
+    }
