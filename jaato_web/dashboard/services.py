@@ -291,7 +291,7 @@ def session_upload(
             )
             # Packed as the session will keep it: the worker reads it back and the session's
             # document copies it from here, so the 45 MB of a 10,000-turn session are written
-            # once, as 12.5 MB, instead of as uploaded and then again packed. By the job's id:
+            # once, as 13.7 MB, instead of as uploaded and then again packed. By the job's id:
             # made with the job, the row would stay cached on it, its bytes and all.
             IngestUpload.objects.create(job_id=job.pk, data=storage.pack_original(data))
             _upload_audit(project, actor, filename, len(data), job=job)

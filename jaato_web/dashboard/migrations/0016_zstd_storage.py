@@ -14,7 +14,7 @@ from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
 
-# zlib's level as ``storage.PACK_LEVEL`` was before, zstd's as it is now.
+# zlib's level as ``storage.PACK_LEVEL`` was before, zstd's as it was when this was written.
 ZLIB_LEVEL = 1
 ZSTD_LEVEL = 3
 # The compressed columns, and how many rows are read at once (an original can be tens of MB).
