@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -311,6 +312,7 @@ def test_a_file_sent_again_is_recognised_without_reading_it_whole(
     data = session_bytes()
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # what a large upload is: a file on disk
     assert client.post(URL, {"files": [a_file("first.json", data)]}).status_code == 200
+    assert AgentSession.objects.get().sha256 == hashlib.sha256(data).hexdigest()
     counted = CountedReads(data)
     # As Django hands over a large upload: a file (on disk) read through File.chunks.
     again = UploadedFile(counted, "again.json", "application/json", len(data))
