@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
+import hypothesis
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gcengine
 from gcengine import SessionFormatError
-from gcengine._json import MAX_NESTING, NOT_TAKEN, loads_fast, loads_strict
+from gcengine._json import MAX_NESTING, NOT_TAKEN, _deeper_than, loads_fast, loads_strict
 from tests.engine.conftest import example
 from tests.engine.test_malformed import ANTHROPIC, CHAT
 
@@ -119,6 +121,34 @@ def test_a_number_too_large_is_refused_at_its_path_in_a_file_read_as_bytes() -> 
 
 
 # --- Nesting -------------------------------------------------------------------------------
+
+JSON_WITH_INFINITIES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=30,
+)
+
+
+def holds_infinity(value: Any) -> bool:
+    """Whether an object or list holds an infinite number, at any depth."""
+    children = value.values() if isinstance(value, dict) else value
+    if not isinstance(value, dict | list):
+        return False
+    return any(child in (math.inf, -math.inf) or holds_infinity(child) for child in children)
+
+
+@settings(max_examples=300)
+@given(JSON_WITH_INFINITIES, st.integers(0, 6), st.booleans())
+@hypothesis.example({"a": [1, {"b": -math.inf}]}, 6, True)
+@hypothesis.example([[], {"a": [math.inf]}], 6, True)
+@hypothesis.example([[[]], {"a": {"b": {}}}], 3, False)
+def test_the_nesting_check_finds_what_a_recursive_walk_finds(
+    value: Any, allowed: int, or_infinite: bool
+) -> None:
+    """Every file read is checked for nesting (and, read fast, for numbers too large, read as
+    infinity) by a walk a level at a time; it must say what walking every value says."""
+    expected = depth(value) > allowed or (or_infinite and holds_infinity(value))
+    assert _deeper_than(value, allowed, or_infinite=or_infinite) is expected
 
 
 def test_the_deepest_document_the_loader_takes_is_stored_and_read_back() -> None:
