@@ -60,7 +60,12 @@ new database is slower than the next (SQLite grows its files: 2.84 s with ``--re
 Later, on a slower day (engine load 1.77-1.79 s), the same code then and after previews were
 taken from a text's start as it is and gc_budget made its units from slices: web upload 2.84 s
 = 1.59x -> 2.78 s = 1.57x, web GC run 0.627 s -> 0.552 s (collecting 0.104 -> 0.082 s); the
-reopen, unchanged, took 0.35-0.39 s on that day.
+reopen, unchanged, took 0.35-0.39 s on that day. Later again, five runs each beside the code
+before on one day (engine load 1.69-1.79 s), with everything packed at zstd's fastest level:
+web upload 2.77-2.89 s = 1.57-1.64x -> 2.68-2.80 s = 1.50-1.61x, stored 40.4 -> 41.5 MB = 0.91x;
+the run and the reopen, which this left as they were (turns packed at level 1 read back as
+fast), 0.53-0.61 s and 0.35-0.39 s that day;
+``--scaling``: 0.232 / 0.232 / 0.242 s per 1,000 turns.
 
     python benchmarks/heavy.py [--turns 10000] [--repeat 3] [--scaling 1000 10000 30000]
                                [--memory-sessions 20] [--skip-main]
