@@ -471,7 +471,7 @@ def _turn_batches(
     ):
         first_text = next((text for m in turn.messages if (text := m.text)), "")
         policies = {figure[1] for figure in figures}
-        alike = next(iter(policies)) if len(policies) == 1 else None  # most turns: ephemeral
+        shared = next(iter(policies)) if len(policies) == 1 else None  # most turns: ephemeral
         kind = turn.kind
         batch.append(
             (
@@ -480,10 +480,10 @@ def _turn_batches(
                 _KIND_VALUES[kind],
                 gcengine.turn_key_of(turn.index, turn.messages[0]),
                 gcengine.turn_name(turn.index, kind),
-                alike or _PARTIAL,
+                shared or _PARTIAL,
                 len(turn.messages),
                 sum([figure[0] for figure in figures]),
-                alike or _POLICY_VALUES[gcengine.most_protective(policies)],
+                shared or _POLICY_VALUES[gcengine.most_protective(policies)],
                 sum([len(m.function_calls) for m in turn.messages]),
                 preview_of(first_text),
             )
