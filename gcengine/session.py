@@ -1125,25 +1125,30 @@ class TokenDrift(BaseModel):
         return self.difference / self.recorded_total * 100
 
 
-def message_counts(session: Session, counter: TokenCounter) -> Callable[[Message], int]:
+def message_counts(
+    session: Session, counter: TokenCounter, *, recorded: bool = False
+) -> Callable[[Message], int]:
     """``count_message(m, counter)``, taken from the budget for the history messages its
-    builder counted with a counter of the same name, counted for any other message.
+    builder counted with a counter of the same name, counted for any other message; with
+    ``recorded``, the figures the file recorded are taken from the budget too: what the
+    session says each message costs, as its runs and replays count it.
 
     A drift check follows a load, and the loader's counts used to be found again in the
     counter's content cache; that cache is bounded now, and a long session outgrows it, so
-    only the messages whose figure the file recorded are counted again. Scoring what a
-    collection removed asks for tens of thousands of messages' figures the budget holds.
+    only the messages whose figure the file recorded are counted again (drift compares the
+    two). Scoring what a run removed asks for tens of thousands of messages' figures the
+    budget holds, recorded ones included, so that the tokens it says went are the run's.
     """
     index = index_of(session.budget.get_entry(InstructionSource.CONVERSATION))
     known: dict[int, tuple[Message, int]] = {}
     if index is not None and index.counted_by is not None and index.describes(session.history):
-        name = counter.name
+        taken = {counter.name, "recorded"} if recorded else {counter.name}
         known = {
             id(message): (message, tokens)
             for message, tokens, counted_by in zip(
                 index.messages, index.tokens, index.counted_by, strict=True
             )
-            if counted_by == name
+            if counted_by in taken
         }
 
     def count(message: Message) -> int:

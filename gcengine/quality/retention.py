@@ -499,7 +499,7 @@ def session_corpus(session: Session) -> list[Message]:
 
 def session_scorer(session: Session) -> AnchorScorer:
     counter = counter_by_name(session.token_counter)
-    return AnchorScorer(session_corpus(session), message_counts(session, counter))
+    return AnchorScorer(session_corpus(session), message_counts(session, counter, recorded=True))
 
 
 def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:

@@ -1864,13 +1864,18 @@ def _invented_sentence(invented: gcengine.InventedAnchors) -> str:
 
 
 def _compression_sentence(retention: gcengine.AnchorRetention) -> str:
-    out = counted(retention.removed_tokens, "token")
+    """Messages only: beside a run's figures, which count what else it freed (tool schemas,
+    plugin instructions), the sentence says what it is about."""
     if not retention.removed_tokens:
         return ""
+    out = (
+        f"the {counted(retention.removed_messages, 'message')} "
+        f"({counted(retention.removed_tokens, 'token')}) that went"
+    )
     if not retention.replacement_tokens:
-        return f"Nothing came in for the {out} that went."
+        return f"Nothing came in for {out}."
     return (
-        f"{counted(retention.replacement_tokens, 'token')} came in for the {out} that went "
+        f"{counted(retention.replacement_tokens, 'token')} came in for {out} "
         f"(a ratio of {retention.compression_ratio:.3f})."
     )
 

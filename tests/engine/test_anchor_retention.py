@@ -24,6 +24,7 @@ from gcengine import (
     Role,
 )
 from tests.engine.agent_transcripts import Shape, generated_codex_lines
+from tests.engine.conftest import example
 from tests.engine.strategies import model, user
 
 # --- What an anchor is ------------------------------------------------------------------------
@@ -187,6 +188,22 @@ def test_a_truncation_that_keeps_none_of_them_scores_zero() -> None:
     ]
     assert retention.invented.checked == 0
     assert retention.invented.rate is None
+
+
+def test_the_tokens_that_went_are_what_the_session_says_they_cost() -> None:
+    """A run frees what the budget says each message costs: the figure the agent recorded,
+    where the file has one. Its anchor retention says the same tokens went, as a replay's
+    does, not the messages counted again."""
+    session = gcengine.load_session(example("jaato_session_v2.1.json"))
+    after = session.history[:1]
+    figures = gcengine.budget_figures(session)[1:]
+    assert "recorded" in {made_by for _, made_by in figures}
+    counter = gcengine.counter_by_name(session.token_counter)
+    recounted = sum(gcengine.count_message(m, counter) for m in session.history[1:])
+
+    retention = gcengine.score_collection(session, after)
+
+    assert retention.removed_tokens == sum(tokens for tokens, _ in figures) != recounted
 
 
 def test_a_summary_is_credited_with_what_it_states_and_rewords_closely() -> None:

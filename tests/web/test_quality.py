@@ -14,7 +14,7 @@ from django.urls import reverse
 
 import gcengine
 from jaato_web.dashboard import presenters, quality, services, storage
-from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Replay
+from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Removal, Replay
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member, signed_in_client
 from tests.web.policy_data import form_data
@@ -95,6 +95,10 @@ def test_the_run_page_says_what_was_kept_and_flags_the_gates(
     assert "decisions and constraints 0.0 %, under the gate of 95.0 %" in html
     assert 'data-under-gate="decisions"' in html
     assert "It is not what the agent remembers" in html
+    # What went is what the run's ledger freed, the figures the agent recorded included.
+    freed = sum(Removal.objects.filter(run=truncated).values_list("tokens_freed", flat=True))
+    assert retention.removed_tokens == freed
+    assert (f"for the {retention.removed_messages:,} messages ({freed:,} tokens) that went") in html
     # A run keeps the anchors it lost, and lists the first of each class.
     assert "First lost" in html
     assert '<td class="lost"><code>' in html
