@@ -431,13 +431,17 @@ def _recording_is_complete(message: Message) -> bool:
     return not any(part.type in _PARTS_JAATO_DOES_NOT_COUNT for part in message.parts)
 
 
+RECORDED = "recorded"
+"""What made a message's figure when the file recorded it (else the counter's name)."""
+
+
 def message_figure(
     message: Message, counter: TokenCounter, recorded_figures: Mapping[str, int]
 ) -> tuple[int, str]:
     """A message's tokens in the budget, and what made the figure (``recorded`` or a counter)."""
     recorded = recorded_figures.get(message.message_id)
     if recorded is not None and _recording_is_complete(message):
-        return recorded, "recorded"
+        return recorded, RECORDED
     return count_message(message, counter), counter.name
 
 
@@ -1142,7 +1146,7 @@ def message_counts(
     index = index_of(session.budget.get_entry(InstructionSource.CONVERSATION))
     known: dict[int, tuple[Message, int]] = {}
     if index is not None and index.counted_by is not None and index.describes(session.history):
-        taken = {counter.name, "recorded"} if recorded else {counter.name}
+        taken = {counter.name, RECORDED} if recorded else {counter.name}
         known = {
             id(message): (message, tokens)
             for message, tokens, counted_by in zip(
