@@ -24,6 +24,9 @@ from gcengine.messages import Message, PartType
 
 FILE, NAME, CODE, URL, TAG = "file", "name", "code", "url", "tag"
 ANCHOR_KINDS = (FILE, NAME, CODE, URL, TAG)
+# The kinds a sentence names first: what people search for.
+SHOWN_FIRST = (FILE, CODE, NAME)
+_RANK = {kind: rank for rank, kind in enumerate((*SHOWN_FIRST, URL, TAG))}
 
 # Punctuation that never belongs to an anchor: read as a space, so splitting finds the words.
 _SEPARATORS = bytes.maketrans(b"()[]{}<>,;=\"'`|*!?&^%$~\\", b" " * 24)
@@ -87,9 +90,15 @@ class MessageAnchors:
     """What one message carries: every anchor in it, the short names its files also go by
     (``file:invoice.py``, see ``basename_key``), the lines it names in files
     (``src/billing/tax.py:38``), the files its tool calls act on, and whether its own words
-    state a decision or a constraint."""
+    state a decision or a constraint.
 
-    anchors: frozenset[str]
+    Its anchors are in ``shown_order``: a message naming a segment through several of them
+    refers to it by the first, which the sentence saying why a segment went then shows in
+    every process alike (a set of strings is walked in an order that changes with the
+    process's hash seed, so a run and its replay in another worker named different files).
+    """
+
+    anchors: tuple[str, ...]
     short_names: tuple[str, ...]
     lines: tuple[tuple[str, int], ...]
     acted_on: tuple[FileSpan, ...]
@@ -101,6 +110,11 @@ def describe(anchor: str) -> str:
     backticks."""
     kind, _, value = anchor.partition(":")
     return f"`{value}`" if kind == NAME else value
+
+
+def shown_order(anchor: str) -> tuple[int, str]:
+    """Files first, then error codes, names, URLs and tags; alphabetically within a kind."""
+    return _RANK.get(anchor.partition(":")[0], len(_RANK)), anchor
 
 
 def basename_key(anchor: str) -> str | None:
@@ -153,7 +167,11 @@ def _read(message: Message) -> MessageAnchors:
     decides = bool(prose) and not _DECISION_WORDS.isdisjoint(_words("\n".join(prose)))
     short_names = tuple(short for anchor in anchors if (short := basename_key(anchor)) is not None)
     return MessageAnchors(
-        frozenset(anchors), short_names, tuple(sorted(lines)), tuple(acted_on), decides
+        tuple(sorted(anchors, key=shown_order)),
+        short_names,
+        tuple(sorted(lines)),
+        tuple(acted_on),
+        decides,
     )
 
 

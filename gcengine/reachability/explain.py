@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from gcengine.budget import GCPolicy
 from gcengine.messages import turn_label
-from gcengine.reachability.anchors import CODE, FILE, NAME, describe
+from gcengine.reachability.anchors import SHOWN_FIRST, describe, shown_order
 from gcengine.reachability.graph import REPLY, SUMMARY_OF, Candidate, Plan, Segment
 from gcengine.reachability.kinds import SegmentKind
-
-# The anchors a sentence names first: what people search for.
-_SHOWN_FIRST = (FILE, CODE, NAME)
 
 
 def label(plan: Plan, number: int) -> str:
@@ -93,9 +90,8 @@ def _referrers(plan: Plan, number: int) -> list[tuple[int, str]]:
 
 def _shown_anchors(segment: Segment) -> list[str]:
     """Up to two anchors a segment holds, the files it worked on first."""
-    ordered = [span.key for span in segment.acted_on]
-    for kind in _SHOWN_FIRST:
-        ordered.extend(sorted(a for a in segment.holds if a.startswith(kind + ":")))
+    shown = [a for a in segment.holds if a.partition(":")[0] in SHOWN_FIRST]
+    ordered = [span.key for span in segment.acted_on] + sorted(shown, key=shown_order)
     return list(dict.fromkeys(ordered))[:2]
 
 

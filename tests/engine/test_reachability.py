@@ -9,7 +9,11 @@ target, the ledger's figures) are checked for this one with the others in
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -523,6 +527,46 @@ def test_analyze_changes_nothing_and_proposes_what_a_run_does(coding: Session) -
     taken = set(analysis.taken)
     assert all(s.proposed == "keep" for s in analysis.segments if s.segment_id not in taken)
     assert [s.segment_id for s in analysis.candidates][: len(taken)] == analysis.taken
+
+
+# --- The same in every process ------------------------------------------------------------
+
+# A reachability run of the demo session in a window a fifth of its size, printing why each
+# item went and why each segment stayed.
+_EXPLAINED_RUN = """
+import json
+import gcengine
+session = gcengine.load_session(json.dumps(gcengine.generate_demo_session()).encode())
+small = gcengine.with_context_limit(session, 30_000)
+config = gcengine.GCConfig(plugin="gc_reachability", threshold_percent=70, target_percent=50)
+analysis = gcengine.analyze(small, config)
+print(json.dumps([
+    [item.verdict.sentence for item in gcengine.run_gc(small, config).result.removal_list],
+    [segment.reason for segment in analysis.segments],
+]))
+"""
+
+
+def test_a_run_gives_the_same_reasons_in_every_process() -> None:
+    """A stored run, its replay in another worker and an agent's analysis must explain a
+    segment alike; a segment named through several files (or names) once showed whichever
+    the process's string hashing walked first."""
+    explained = []
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", _EXPLAINED_RUN],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        explained.append(json.loads(done.stdout))
+    removed, kept = explained[0]
+    assert any(" name " in reason or " names " in reason for reason in removed), removed
+    assert kept
+    assert explained[0] == explained[1]
 
 
 # --- Properties -----------------------------------------------------------------------------
