@@ -385,19 +385,31 @@ def _clip(text: str) -> str:
     return text if len(text) <= ANCHOR_TEXT_CHARS else text[: ANCHOR_TEXT_CHARS - 1] + "…"
 
 
-def _literal(anchor_class: AnchorClass, key: str, sentence: str) -> Anchor | None:
+def _literal(anchor_class: AnchorClass, key: str, sentence: str, raw: str) -> Anchor | None:
     """A literal anchor for ``key`` if it is one: trimmed of edge punctuation, and found in
     its own sentence by the rule that matches it (so a text that repeats the sentence keeps
-    it)."""
+    it); shown as ``raw``, the sentence as written, has it."""
     key = key.strip().strip(_EDGE_PUNCTUATION).strip()
     if len(key) < 2 or not literal_found(sentence, key):
         return None
-    # Found in the normalised sentence, the key has one space between its words already.
-    text = key if len(key) <= ANCHOR_TEXT_CHARS else _clip(key)
-    return Anchor(anchor_class, key, text, MatchRule.LITERAL)
+    return Anchor(anchor_class, key, _clip(_as_written(key, raw)), MatchRule.LITERAL)
 
 
-def _path_anchors(sentence: str) -> Iterator[Anchor]:
+def _as_written(key: str, raw: str) -> str:
+    """``key`` with the capitals ``raw`` wrote it with: matched lower-cased, an anchor is read
+    (and searched for in the code) as written, ``InvoiceError``. The key itself where ``raw``
+    spells it otherwise (spacing, quotes, thousands separators: the key has one space between
+    its words already) or lower-casing changes the text's length."""
+    if key in raw:
+        return key
+    lowered = raw.lower()
+    start = lowered.find(key)
+    if start < 0 or len(lowered) != len(raw):
+        return key
+    return raw[start : start + len(key)]
+
+
+def _path_anchors(sentence: str, raw: str) -> Iterator[Anchor]:
     for match in _PATH.finditer(sentence):
         path = match.group(1).rstrip(".")
         slashes = path.count("/")
@@ -406,11 +418,11 @@ def _path_anchors(sentence: str) -> Iterator[Anchor]:
         )
         if not is_path or not any(c.isalpha() for c in path):
             continue
-        if (anchor := _literal(AnchorClass.PATHS, path, sentence)) is not None:
+        if (anchor := _literal(AnchorClass.PATHS, path, sentence, raw)) is not None:
             yield anchor
         if match.group(2):
             ranged = f"{path}:{match.group(2)}" + (f"-{match.group(3)}" if match.group(3) else "")
-            if (anchor := _literal(AnchorClass.PATHS, ranged, sentence)) is not None:
+            if (anchor := _literal(AnchorClass.PATHS, ranged, sentence, raw)) is not None:
                 yield anchor
 
 
@@ -421,8 +433,9 @@ def _without(sentence: str, pattern: re.Pattern[str]) -> str:
 
 
 def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
-    """Literal anchors of one sentence: ``raw`` as written (for case-sensitive patterns) and
-    ``sentence``, its normalised form (for the rest, and for the check).
+    """Literal anchors of one sentence: ``raw`` as written (for case-sensitive patterns, and
+    to show each anchor as written) and ``sentence``, its normalised form (for the rest, and
+    for the check).
 
     A pattern is tried only on a sentence holding what every match of it holds (a slash, a
     digit, a capital letter, ...): a pattern is tried at every character, and most sentences
@@ -431,50 +444,52 @@ def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
     plain = sentence
     if "http" in sentence:
         for match in _URL.finditer(sentence):
-            if (anchor := _literal(AnchorClass.URLS, match.group(0), sentence)) is not None:
+            if (anchor := _literal(AnchorClass.URLS, match.group(0), sentence, raw)) is not None:
                 yield anchor
         plain = _without(sentence, _URL)
     unpathed = plain
     if "/" in plain or _DOTTED_EXTENSION.search(plain):
-        yield from _path_anchors(plain)
+        yield from _path_anchors(plain, raw)
         unpathed = _without(plain, _PATH)
     for pattern, cue in ((_BACKTICKS, "`"), (_CALL, "()")):
         for match in pattern.finditer(plain) if cue in plain else ():
-            found = _literal(AnchorClass.IDENTIFIERS, match.group(1), sentence)
+            found = _literal(AnchorClass.IDENTIFIERS, match.group(1), sentence, raw)
             if found is not None:
                 yield found
     # Lower-casing changes nothing in a text without capitals.
     capitals = raw.lower() != raw
     for match in _MIXED_CASE.finditer(raw) if capitals else ():
         if len(match.group(0)) >= 4:
-            found = _literal(AnchorClass.IDENTIFIERS, match.group(0).lower(), sentence)
+            found = _literal(AnchorClass.IDENTIFIERS, match.group(0).lower(), sentence, raw)
             if found is not None:
                 yield found
     for key in _SNAKE.findall(unpathed) if "_" in unpathed else ():
-        if len(key) >= 4 and (found := _literal(AnchorClass.IDENTIFIERS, key, sentence)):
+        if len(key) >= 4 and (found := _literal(AnchorClass.IDENTIFIERS, key, sentence, raw)):
             yield found
     for match in _QUANTITY.finditer(unpathed) if _QUANTITY_START.search(unpathed) else ():
         has_unit = match.group(1) or match.group(3)
-        if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence)):
+        if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)):
             yield anchor
     digits = _DIGIT.search(unpathed) is not None
     for pattern, cued in ((_VERSION, digits and "." in unpathed), (_ISSUE, "#" in unpathed)):
         for match in pattern.finditer(unpathed) if cued else ():
-            if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence)) is not None:
+            if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)) is not None:
                 yield anchor
     status = "http" in unpathed or "status" in unpathed
     for match in _HTTP_STATUS.finditer(unpathed) if status else ():
-        if (anchor := _literal(AnchorClass.NUMBERS, match.group(1), sentence)) is not None:
+        if (anchor := _literal(AnchorClass.NUMBERS, match.group(1), sentence, raw)) is not None:
             yield anchor
     for match in _BRACKETED_CODE.finditer(unpathed) if "[" in unpathed else ():
-        if (anchor := _literal(AnchorClass.ERRORS, match.group(0), sentence)) is not None:
+        if (anchor := _literal(AnchorClass.ERRORS, match.group(0), sentence, raw)) is not None:
             yield anchor
     for match in _ERROR_CODE.finditer(raw) if capitals else ():
-        if (anchor := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence)) is not None:
+        if (
+            anchor := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence, raw)
+        ) is not None:
             yield anchor
     commits = digits and _HEX_RUN in unpathed.translate(_HEX_MARKS)
     for match in _COMMIT.finditer(unpathed) if commits else ():
-        if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence)) is not None:
+        if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence, raw)) is not None:
             yield anchor
 
 
@@ -556,8 +571,8 @@ def _prose_anchors(text: str, *, speaker_is_user: bool) -> Iterator[Anchor]:
 def _call_anchors(args: dict[str, Any]) -> Iterator[Anchor]:
     for key, value in args.items():
         if key.lower() in _PATH_KEYS and isinstance(value, str):
-            for _raw, sentence in _sentence_pairs(value):
-                if (anchor := _literal(AnchorClass.PATHS, sentence, sentence)) is not None:
+            for raw, sentence in _sentence_pairs(value):
+                if (anchor := _literal(AnchorClass.PATHS, sentence, sentence, raw)) is not None:
                     yield anchor
         todos = value if key.lower() == "todos" else None
         for todo in todos if isinstance(todos, list) else ():
@@ -615,7 +630,8 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
                     found += 1
                     yield anchor
                 for match in _ERROR_CODE.finditer(raw):
-                    if code := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence):
+                    code = _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence, raw)
+                    if code:
                         yield code
 
 

@@ -274,6 +274,28 @@ def test_recency_compares_the_oldest_third_with_the_newest() -> None:
     }
 
 
+def test_what_was_lost_is_shown_as_written() -> None:
+    """Anchors are matched lower-cased, but a user reads (and searches the code for) the
+    name as the agent wrote it."""
+    before = [
+        user("The nightly job fails with `billing.errors.InvoiceError: [BILL-4011]`.", "u1"),
+        model("InvoiceError comes from parse_Amount in src/Billing/Tax.py, status 422.", "m1"),
+        model("Done.", "m2"),
+    ]
+    retention = AnchorScorer(before, lambda m: 10).score_change(before, before[2:])
+    lost = {c.anchor_class.value: c.lost for c in retention.classes if c.lost}
+    assert lost == {
+        "paths": ["src/Billing/Tax.py"],
+        "identifiers": ["billing.errors.InvoiceError: [BILL-4011]", "InvoiceError", "parse_Amount"],
+        "numbers": ["422"],
+        "errors": [
+            "BILL-4011",
+            "The nightly job fails with `billing.errors.InvoiceError: [BILL-4011]`.",
+            "InvoiceError comes from parse_Amount in src/Billing/Tax.py, status 422.",
+        ],
+    }
+
+
 def test_content_replaced_in_place_counts_as_removed() -> None:
     """A stash that leaves a placeholder under the same message id: the model no longer sees
     what was there."""
