@@ -102,6 +102,9 @@ def test_the_run_page_says_what_was_kept_and_flags_the_gates(
     # A run keeps the anchors it lost, and lists the first of each class.
     assert "First lost" in html
     assert '<td class="lost"><code>' in html
+    # One anchor a line: an anchor can hold commas of its own ("1 failed, 18 passed").
+    assert "</code>, <code>" not in html
+    assert "</code><code>" in html
 
 
 def test_the_review_queue_flags_a_run_under_a_gate_and_not_one_above(
