@@ -388,7 +388,7 @@ def _clip(text: str) -> str:
 def _literal(anchor_class: AnchorClass, key: str, sentence: str, raw: str) -> Anchor | None:
     """A literal anchor for ``key`` if it is one: trimmed of edge punctuation, and found in
     its own sentence by the rule that matches it (so a text that repeats the sentence keeps
-    it); shown as ``raw``, the sentence as written, has it."""
+    it); its text spelled as in ``raw``, the sentence as written (``_as_written``)."""
     key = key.strip().strip(_EDGE_PUNCTUATION).strip()
     if len(key) < 2 or not literal_found(sentence, key):
         return None
