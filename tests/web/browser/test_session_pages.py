@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
+from pytest_django.live_server_helper import LiveServer
 
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, Replay
 from jaato_web.teams.management.commands.load_demo import DEMO_FILENAME
+from tests.web.browser.conftest import sign_in
 from tests.web.browser.page_log import PageLog
 from tests.web.browser.steps import assert_quiet, expect_same_document, mark_document
 from tests.web.uploads import jaato_file_with_state, session_file
@@ -201,6 +205,36 @@ def test_sessions_list_searches_and_sorts_without_loading_the_page(
     expect_names.to_have_text(["beta-agent.json", "gamma-tools.json", "alpha-agent.json"])
     expect_same_document(page)
     assert_quiet(page_log)
+
+
+def test_times_are_shown_in_the_readers_zone_and_name_it(
+    chromium: Browser, live_server: LiveServer, member: User
+) -> None:
+    """The server renders a time in its own zone and names it; the browser shows it in the
+    reader's zone (India: UTC+5:30, no daylight saving), keeping the server's as its title,
+    and so does a table htmx swaps in."""
+    uploaded = datetime(2026, 11, 26, 15, 11, tzinfo=UTC)
+    for seed, name in enumerate(("alpha-agent.json", "beta-tools.json")):
+        session = stored(name, session_file(3, seed=seed))
+        AgentSession.objects.filter(pk=session.pk).update(created_at=uploaded)
+    context = chromium.new_context(
+        base_url=live_server.url, timezone_id="Asia/Kolkata", locale="en-US"
+    )
+    try:
+        page = sign_in(context.new_page(), member, live_server)
+        page.goto("/sessions/")
+        when = page.locator("#session-table .session-table__when time")
+        expect(when).to_have_text(["2026-11-26 20:41 GMT+5:30"] * 2)
+        expect(when.first).to_have_attribute("title", "2026-11-26 15:11 UTC")
+
+        page.get_by_role("searchbox", name="Search").fill("agent")
+        expect(page.locator("#session-table")).to_contain_text("1 session matching")
+        expect(when).to_have_text(["2026-11-26 20:41 GMT+5:30"])
+
+        page.goto(f"/sessions/{AgentSession.objects.get(label='beta-tools.json').pk}/")
+        expect(page.get_by_text("Uploaded 2026-11-26 20:41 GMT+5:30")).to_be_visible()
+    finally:
+        context.close()
 
 
 def test_the_state_jaato_saved_unfolds_on_the_session_page(page: Page, page_log: PageLog) -> None:
