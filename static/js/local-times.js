@@ -12,9 +12,10 @@
     return String(number).padStart(2, "0");
   }
 
+  var ZONE = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
+
   function zoneName(date) {
-    var parts = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(date);
-    var zone = parts.find(function (part) {
+    var zone = ZONE.formatToParts(date).find(function (part) {
       return part.type === "timeZoneName";
     });
     return zone ? zone.value : "";
