@@ -35,7 +35,7 @@ import gcengine
 from jaato_web.dashboard import services
 from jaato_web.dashboard.memo import BoundedLRU, each_weighs_one
 from jaato_web.dashboard.models import AgentSession
-from jaato_web.dashboard.planner_presenters import item_name
+from jaato_web.dashboard.presenters import item_name
 
 ITEMS_CACHE_SIZE = 4
 PLAN_CACHE_SIZE = 16

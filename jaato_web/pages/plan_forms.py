@@ -15,7 +15,7 @@ from django import forms
 import gcengine
 from jaato_web.dashboard import planning
 from jaato_web.dashboard.models import PolicyVersion
-from jaato_web.dashboard.planner_presenters import PLANNER_LABELS
+from jaato_web.dashboard.presenters import PLANNER_LABELS
 from jaato_web.pages.forms import MAX_CONTEXT_LIMIT, DashboardForm
 
 TTL_WORDS = {"unlimited": gcengine.TTLState.UNLIMITED}

@@ -24,7 +24,6 @@ from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from jaato_web.dashboard import (
-    planner_presenters,
     planning,
     presenters,
     selectors,
@@ -85,7 +84,7 @@ def _plan_context(
     plan = planned.plan
     choice = planned.caps_choice
     session = planned.session
-    origin = planner_presenters.caps_origin(
+    origin = presenters.caps_origin(
         planned.caps,
         typed_window=choice.context_length is not None,
         typed_output=choice.max_completion_tokens is not None,
@@ -94,22 +93,22 @@ def _plan_context(
         and session.context_limit_origin == gcengine.ContextLimitOrigin.FILE,
     )
     names = planning.turn_names(session)
-    included = Paginator(planner_presenters.included_units(plan, names), UNITS_PER_PAGE)
-    excluded = Paginator(planner_presenters.excluded_units(plan, names), UNITS_PER_PAGE)
+    included = Paginator(presenters.included_units(plan, names), UNITS_PER_PAGE)
+    excluded = Paginator(presenters.excluded_units(plan, names), UNITS_PER_PAGE)
     sent_page = included.get_page(request.GET.get("sent"))
     left_page = excluded.get_page(request.GET.get("left"))
     return {
         "planned": planned,
         "plan": plan,
-        "budget_rows": planner_presenters.budget_rows(plan, origin, form.config_label()),
-        "sections": planner_presenters.section_bars(plan),
+        "budget_rows": presenters.budget_rows(plan, origin, form.config_label()),
+        "sections": presenters.section_bars(plan),
         "sent_page": sent_page,
         "sent_pager": presenters.pager(sent_page, "sent"),
         "left_page": left_page,
         "left_pager": presenters.pager(left_page, "left"),
-        "included_codes": planner_presenters.code_counts(plan.telemetry.included_by_reason),
-        "excluded_codes": planner_presenters.code_counts(plan.telemetry.excluded_by_reason),
-        "telemetry": planner_presenters.telemetry_json(plan),
+        "included_codes": presenters.code_counts(plan.telemetry.included_by_reason),
+        "excluded_codes": presenters.code_counts(plan.telemetry.excluded_by_reason),
+        "telemetry": presenters.telemetry_json(plan),
     }
 
 
@@ -160,7 +159,7 @@ def _steps_context(request: PageRequest, session: AgentSession, form: PlanForm) 
     return {
         "per_page": planning.STEPS_PER_PAGE,
         "steps": page,
-        "chart": planner_presenters.step_chart(page.steps, page.prompt_budget),
+        "chart": presenters.step_chart(page.steps, page.prompt_budget),
     }
 
 
@@ -189,7 +188,7 @@ def planner_config_list(request: PageRequest) -> HttpResponse:
     versions = selectors.policy_latest_versions(
         project=project, archived=archived, kind=PolicyKind.PLANNER
     )
-    rows = [(v, planner_presenters.planner_summary(v.config)) for v in versions]
+    rows = [(v, presenters.planner_summary(v.config)) for v in versions]
     return render(
         request,
         "plans/configs.html",
@@ -271,14 +270,14 @@ def _editor(request: PageRequest, project_id: int, config: Policy | None) -> Htt
 
 
 def _conflict(conflict: services.PolicyConflict, form: PlannerConfigForm) -> dict[str, Any]:
-    flat = planner_presenters.planner_flat
+    flat = presenters.planner_flat
     return {
         "conflict": conflict,
         "conflict_rows": presenters.conflict_rows(
             flat(conflict.base_config or {}),
             flat(conflict.current.config),
             flat(form.config()),
-            planner_presenters.PLANNER_LABELS,
+            presenters.PLANNER_LABELS,
         ),
     }
 

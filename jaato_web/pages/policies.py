@@ -22,7 +22,6 @@ from django.views.decorators.vary import vary_on_headers
 import gcengine
 from jaato_web.dashboard import (
     dry_runs,
-    planner_presenters,
     presenters,
     quality,
     selectors,
@@ -498,9 +497,7 @@ def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpRespons
     b_number = query_id(request.GET.get("b")) or latest.number
     a = selectors.policy_version_by_number(policy=policy, number=a_number)
     b = selectors.policy_version_by_number(policy=policy, number=b_number)
-    table = (
-        planner_presenters.planner_config_table if policy.is_planner else presenters.config_table
-    )
+    table = presenters.planner_config_table if policy.is_planner else presenters.config_table
     rows = table([a.config, b.config])
     return render(
         request,

@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 import gcengine
 from jaato_web.dashboard import storage
-from jaato_web.dashboard.presenters import CHART_HEIGHT, CHART_WIDTH, FieldRow, shown
+from jaato_web.dashboard.presenters.layout import CHART_HEIGHT, CHART_WIDTH
+from jaato_web.dashboard.presenters.policies import FieldRow, shown
 
 # --- The budget ------------------------------------------------------------------------------
 
