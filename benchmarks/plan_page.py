@@ -62,7 +62,7 @@ from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from gcengine import SessionShape, generate_session_file  # noqa: E402
-from jaato_web.dashboard import dry_runs, planning, services  # noqa: E402
+from jaato_web.dashboard import previews, services  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
 
 
@@ -108,8 +108,8 @@ def measure(client: Client, session: AgentSession, repeat: int) -> dict[str, flo
     api_url = f"/api/sessions/{session.pk}/plan"
     fresh = windows()
     ttls = iter(range(1, 1_000))
-    dry_runs.clear_caches()
-    planning.clear_caches()
+    previews.policies.clear_caches()
+    previews.planner.clear_caches()
     return {
         "first plan": ms(lambda: client.get(plan_url)),
         "another model": median(

@@ -1,6 +1,6 @@
 """The Plan tab of a session, its step-through, and the planner configs' own pages.
 
-The tab plans the session's next request with the context planner (``dashboard.planning``):
+The tab plans the session's next request with the context planner (``dashboard.previews``):
 for the model picked (or caps typed), a planner config and the session's pins. Its form is a
 GET, so a plan has an address; htmx swaps the plan (``#plan``), a page of what is sent or
 left out (``#included``, ``#excluded``) and the step-through (``#steps``), each a
@@ -24,8 +24,8 @@ from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from jaato_web.dashboard import (
-    planning,
     presenters,
+    previews,
     selectors,
     services,
     storage,
@@ -64,13 +64,13 @@ def _config(request: PageRequest, form: PlanForm) -> gcengine.PlannerConfig | No
 
 def _planned(
     request: PageRequest, session: AgentSession, form: PlanForm
-) -> planning.SessionPlan | None:
+) -> previews.SessionPlan | None:
     """The plan the form asks for; None (with the reason on the form) when it cannot be
     made."""
     if not form.is_valid():
         return None
     try:
-        return planning.plan_session(
+        return previews.plan_session(
             session, caps=form.caps(), config=_config(request, form), pins=form.pins()
         )
     except gcengine.PlannerError as error:
@@ -79,7 +79,7 @@ def _planned(
 
 
 def _plan_context(
-    request: PageRequest, planned: planning.SessionPlan, form: PlanForm
+    request: PageRequest, planned: previews.SessionPlan, form: PlanForm
 ) -> dict[str, Any]:
     plan = planned.plan
     choice = planned.caps_choice
@@ -92,7 +92,7 @@ def _plan_context(
         and choice.context_length is None
         and session.context_limit_origin == gcengine.ContextLimitOrigin.FILE,
     )
-    names = planning.turn_names(session)
+    names = previews.turn_names(session)
     included = Paginator(presenters.included_units(plan, names), UNITS_PER_PAGE)
     excluded = Paginator(presenters.excluded_units(plan, names), UNITS_PER_PAGE)
     sent_page = included.get_page(request.GET.get("sent"))
@@ -120,7 +120,7 @@ def _page(request: PageRequest, session: AgentSession, form: PlanForm) -> dict[s
         "form": form,
         "models": MODEL_CHOICES,
         "pins": presenters.pin_summary(turns, ids),
-        "per_page": planning.STEPS_PER_PAGE,
+        "per_page": previews.STEPS_PER_PAGE,
         **(_plan_context(request, planned, form) if planned is not None else {}),
     }
 
@@ -142,11 +142,11 @@ def session_plan(request: PageRequest, session_id: int) -> HttpResponse:
 def _steps_context(request: PageRequest, session: AgentSession, form: PlanForm) -> dict[str, Any]:
     if not form.is_valid():
         return {
-            "per_page": planning.STEPS_PER_PAGE,
+            "per_page": previews.STEPS_PER_PAGE,
             "steps_error": "Fix the choices above to step through the turns.",
         }
     try:
-        page = planning.plan_steps(
+        page = previews.plan_steps(
             session,
             caps=form.caps(),
             config=_config(request, form),
@@ -155,9 +155,9 @@ def _steps_context(request: PageRequest, session: AgentSession, form: PlanForm) 
             repin=form.cleaned_data["repin"],
         )
     except gcengine.PlannerError as error:
-        return {"per_page": planning.STEPS_PER_PAGE, "steps_error": str(error)}
+        return {"per_page": previews.STEPS_PER_PAGE, "steps_error": str(error)}
     return {
-        "per_page": planning.STEPS_PER_PAGE,
+        "per_page": previews.STEPS_PER_PAGE,
         "steps": page,
         "chart": presenters.step_chart(page.steps, page.prompt_budget),
     }

@@ -2,7 +2,7 @@
 apply.
 
 Views only parse input, call a service or selector, and render; the rules are the engine's
-(through ``policy_forms``), dry runs are ``dry_runs``, and every write is a service. Fragments
+(through ``policy_forms``), dry runs are ``previews``, and every write is a service. Fragments
 that htmx swaps live in the page templates as ``{% partialdef %}`` blocks, and every one of
 them is also reachable without JavaScript through an ordinary form post.
 """
@@ -21,8 +21,8 @@ from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from jaato_web.dashboard import (
-    dry_runs,
     presenters,
+    previews,
     quality,
     selectors,
     services,
@@ -265,7 +265,7 @@ def policy_preview(request: HttpRequest) -> HttpResponse:
 
 
 def _preview_retention(
-    preview: dry_runs.Preview, project: Project
+    preview: previews.Preview, project: Project
 ) -> presenters.RetentionView | None:
     """What the preview's collection keeps of the anchors it takes out of view."""
     return presenters.retention_view(
@@ -282,13 +282,13 @@ def _window(request: HttpRequest) -> int | None:
 def _preview_context(
     request: HttpRequest, session: AgentSession, config: gcengine.GCConfig, window: int | None
 ) -> dict[str, Any]:
-    result = dry_runs.preview(session, config, window)
-    series = dry_runs.replay_cached(session, config, window)
+    result = previews.preview(session, config, window)
+    series = previews.replay_cached(session, config, window)
     return {
         "preview": result,
         "retention": _preview_retention(result, session.project),
         "ledger": presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
-        "replay_quick": dry_runs.replay_is_quick(session, config),
+        "replay_quick": previews.replay_is_quick(session, config),
         **_chart_context(session, series, config, _edited_policy(request, config)),
     }
 
@@ -341,7 +341,7 @@ def policy_preview_chart(request: HttpRequest) -> HttpResponse:
     window = _window(request)
     context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        series = dry_runs.replay(session, form.config, window) if session.turn_count else None
+        series = previews.replay(session, form.config, window) if session.turn_count else None
         policy = _edited_policy(request, form.config)
         context |= _chart_context(session, series, form.config, policy)
     return render(request, "policies/editor.html#preview-chart", context)
@@ -359,7 +359,7 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
     version = _access(request).policy_version(version_id, PolicyKind.GC)
     config = services.config_validated(version.config)
     window = forms.WindowForm(request.GET).chosen()
-    series = dry_runs.replay(session, config, window) if session.turn_count else None
+    series = previews.replay(session, config, window) if session.turn_count else None
     return render(
         request,
         "policies/compare.html#compare-chart",
@@ -568,7 +568,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         "a_id": a_id,
         "b_id": b_id,
         "also_ids": also_ids,
-        "rank_orders": dry_runs.RANK_ORDERS,
+        "rank_orders": previews.RANK_ORDERS,
         "by": request.GET.get("by") or "retention",
         "min_window": gcengine.MIN_CONTEXT_LIMIT,
     }
@@ -576,7 +576,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         a = _access(request).policy_version(a_id, PolicyKind.GC)
         b = _access(request).policy_version(b_id, PolicyKind.GC)
         window = forms.WindowForm(request.GET).chosen()
-        comparison = dry_runs.compare(
+        comparison = previews.compare(
             session,
             services.config_validated(a.config),
             services.config_validated(b.config),
@@ -592,8 +592,8 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
             "ledger_a": presenters.ledger_rows(comparison.a.items, PREVIEW_LEDGER_ROWS),
             "ledger_b": presenters.ledger_rows(comparison.b.items, PREVIEW_LEDGER_ROWS),
             "rows": [r for r in presenters.config_table([a.config, b.config]) if r.differs],
-            "quick_a": dry_runs.replay_is_quick(session, comparison.a.config),
-            "quick_b": dry_runs.replay_is_quick(session, comparison.b.config),
+            "quick_a": previews.replay_is_quick(session, comparison.a.config),
+            "quick_b": previews.replay_is_quick(session, comparison.b.config),
             "window": window,
             **_ranking(request, project, session, [a, b], gates, window),
         }
@@ -614,7 +614,7 @@ def _ranking(
     chosen = selectors.sessions_by_ids(project=project, ids=ids) or [session]
     if chosen[0].pk != session.pk:
         chosen = [session, *(s for s in chosen if s.pk != session.pk)]
-    chosen = chosen[: dry_runs.RANK_SESSIONS_MAX]
+    chosen = chosen[: previews.RANK_SESSIONS_MAX]
     versions = {v.pk: v for v in compared}
     for version_id in map(query_id, request.GET.getlist("also")):
         if version_id is not None and version_id not in versions:
@@ -623,10 +623,10 @@ def _ranking(
     if not ranked:
         return {"ranked_sessions": []}
     by = str(request.GET.get("by") or "retention")
-    if by not in dry_runs.RANK_ORDERS:
+    if by not in previews.RANK_ORDERS:
         by = "retention"
     prices = quality.project_prices(project)
-    ranking = dry_runs.rank(
+    ranking = previews.rank(
         ranked, list(versions.values()), gates, prices, by=by, context_limit=window
     )
     classes, rows = presenters.ranking_rows(ranking)
@@ -636,7 +636,7 @@ def _ranking(
         "ranking_rows": rows,
         "ranked_sessions": ranked,
         "chosen_ids": [s.pk for s in chosen],
-        "ranked_by": dry_runs.RANK_ORDERS[by],
+        "ranked_by": previews.RANK_ORDERS[by],
     }
 
 

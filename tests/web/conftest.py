@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import dry_runs, planning, services
+from jaato_web.dashboard import previews, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from jaato_web.pages import fragments
 from jaato_web.teams.models import Membership
@@ -85,8 +85,8 @@ def _caches_start_empty() -> None:
     session may get the same id, from the same file) and some edit stored rows to show a
     figure (a turn count of 1,234,567)."""
     services.clear_caches()
-    dry_runs.clear_caches()
-    planning.clear_caches()
+    previews.policies.clear_caches()
+    previews.planner.clear_caches()
     fragments.clear_caches()
 
 

@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import dry_runs, services, storage
+from jaato_web.dashboard import previews, services, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus, Policy, Replay
 from tests.web.uploads import session_file
 
@@ -69,7 +69,7 @@ def assert_counts_read_well(text: str, page: str) -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_dry_runs() -> None:
-    dry_runs.clear_caches()
+    previews.policies.clear_caches()
 
 
 def retention(n: int) -> dict[str, Any]:

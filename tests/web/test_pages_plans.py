@@ -10,7 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from jaato_web.dashboard import dry_runs, planning, services
+from jaato_web.dashboard import previews, services
 from jaato_web.dashboard.models import AgentSession, PolicyKind, Project
 from tests.web.uploads import session_file
 
@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _fresh_caches() -> Iterator[None]:
     yield
-    planning.clear_caches()
-    dry_runs.clear_caches()
+    previews.planner.clear_caches()
+    previews.policies.clear_caches()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import dry_runs, services
+from jaato_web.dashboard import previews, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Replay
 from tests.web.conftest import TIGHT_BUDGET
 from tests.web.policy_data import form_data
@@ -28,7 +28,7 @@ RELAXED = {**TIGHT_BUDGET, "threshold_percent": 80, "target_percent": 60}
 
 @pytest.fixture(autouse=True)
 def _fresh_dry_runs() -> None:
-    dry_runs.clear_caches()
+    previews.policies.clear_caches()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 import gcengine
-from jaato_web.dashboard import dry_runs, services
+from jaato_web.dashboard import previews, services
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -71,15 +71,15 @@ def test_a_session_pin_is_kept_by_previews_and_replays_too(
 ) -> None:
     one, _ = two_sessions
     config = services.config_validated(BUDGET_POLICY)
-    before = dry_runs.preview(one, config)
+    before = previews.preview(one, config)
     turn = min(before.removed_turns)
 
     services.session_pin(session=one, turn_index=turn)
-    after = dry_runs.preview(one, config)
+    after = previews.preview(one, config)
     replay = services.replay_request(session=one, config=BUDGET_POLICY)
 
     assert turn not in after.removed_turns
-    assert dry_runs.PINS_NOTE in after.notes
+    assert previews.PINS_NOTE in after.notes
     assert turn in replay.config["pinned_turn_indices"]
 
 

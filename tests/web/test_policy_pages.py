@@ -419,9 +419,9 @@ def ledger_turns(html: str) -> list[int]:
 
 
 def test_preview_shows_the_ledger_and_tokens_after(client: Client, agent_session):
-    from jaato_web.dashboard import dry_runs
+    from jaato_web.dashboard import previews
 
-    expected = dry_runs.preview(agent_session, services.config_validated(TRUNCATE_POLICY))
+    expected = previews.preview(agent_session, services.config_validated(TRUNCATE_POLICY))
 
     html = preview(client, agent_session, TRUNCATE_POLICY)
 

@@ -451,7 +451,7 @@ class StepChart:
 
 
 def step_chart(steps: Sequence[Any], budget: int) -> StepChart:
-    """``steps`` are ``planning.Step`` values (anything with ``tokens``, ``label``,
+    """``steps`` are ``previews.Step`` values (anything with ``tokens``, ``label``,
     ``review_requests`` and ``expired``)."""
     peak = max((s.tokens for s in steps), default=0)
     top = max(budget, peak, 1) * 1.05

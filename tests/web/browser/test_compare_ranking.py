@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import gcengine
-from jaato_web.dashboard import dry_runs, presenters, services
+from jaato_web.dashboard import presenters, previews, services
 from jaato_web.dashboard.models import AgentSession, PolicyVersion
 from tests.web.browser.page_log import PageLog
 
@@ -28,7 +28,7 @@ CONTINUOUS = {
 
 @pytest.fixture(autouse=True)
 def _fresh_dry_run_caches() -> None:
-    dry_runs.clear_caches()
+    previews.policies.clear_caches()
 
 
 def demo_session() -> AgentSession:
