@@ -24,6 +24,7 @@ from jaato_web.dashboard.models import (
     SessionTurn,
     Summary,
 )
+from jaato_web.dashboard.storage import packing
 from tests.web.uploads import BUDGET_POLICY, HYBRID_POLICY, session_file
 
 pytestmark = pytest.mark.django_db
@@ -76,10 +77,10 @@ def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
     # Over several slices and pieces of varied bytes, ending mid-slice, as a large upload is
     # packed.
     varied = bytes(
-        (n * 7919 + n // 1000) % 256 for n in range(2 * storage._COMPRESS_SLICE + 12_345)
+        (n * 7919 + n // 1000) % 256 for n in range(2 * packing._COMPRESS_SLICE + 12_345)
     )
-    data = varied * (storage._COMPRESS_PIECE // len(varied) + 2)
-    assert len(data) > storage._COMPRESS_PIECE
+    data = varied * (packing._COMPRESS_PIECE // len(varied) + 2)
+    assert len(data) > packing._COMPRESS_PIECE
 
     packed = storage.pack_original(data)
     assert storage.unpack_original(packed) == data
@@ -89,7 +90,7 @@ def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
     assert storage.unpacked(storage.packed({"text": data.hex()})) == {"text": data.hex()}
     assert storage.original_of(data) == storage.Original(len(data), packed)
     parts = (b"{", data, b"}", varied)
-    assert storage.decompressed(storage._compress(*parts)) == b"".join(parts)
+    assert storage.decompressed(packing.compress(*parts)) == b"".join(parts)
 
 
 def test_packed_values_hold_no_more_memory_than_their_bytes():
