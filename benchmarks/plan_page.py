@@ -62,14 +62,14 @@ from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from gcengine import SessionShape, generate_session_file  # noqa: E402
-from jaato_web.dashboard import previews, services  # noqa: E402
+from jaato_web.dashboard import background, previews, services  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
 
 
 def build(project: Project, turns: int) -> AgentSession:
     started = time.perf_counter()
     data = json.dumps(generate_session_file(SessionShape(turns=turns, seed=turns))).encode()
-    receipt = services.session_upload(project=project, filename=f"{turns}-turns.json", data=data)
+    receipt = background.session_upload(project=project, filename=f"{turns}-turns.json", data=data)
     session = receipt.session
     assert session is not None
     for turn in range(0, turns, 100):

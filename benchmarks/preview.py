@@ -68,17 +68,17 @@ def median_ms(function: Callable[[int], object], repeat: int) -> float:
 def stored_session(turns: int, usage: float) -> Any:
     import gcengine
     from gcengine import SessionShape, generate_session_file
-    from jaato_web.dashboard import selectors, services
+    from jaato_web.dashboard import background, selectors, services
 
     engine = gcengine.load_session(generate_session_file(SessionShape(turns=turns)))
     limit = int(engine.budget.total_tokens() * 100 / usage)
     engine = engine.model_copy(update={"context_limit": limit})
     data = gcengine.dump_session(engine).encode()
     project = services.project_default()
-    receipt = services.session_upload(project=project, filename="bench.json", data=data)
+    receipt = background.session_upload(project=project, filename="bench.json", data=data)
     if receipt.session is None:  # over the inline limit: read it now rather than wait
         assert receipt.job is not None
-        services.ingest_job_execute(job_id=receipt.job.pk)
+        background.ingest_job_execute(job_id=receipt.job.pk)
         return selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk).session
     return receipt.session
 

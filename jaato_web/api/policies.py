@@ -41,6 +41,7 @@ from jaato_web.api.schemas import (
     VersionCompareOut,
 )
 from jaato_web.dashboard import (
+    background,
     presenters,
     previews,
     quality,
@@ -521,7 +522,9 @@ def apply(request: HttpRequest, policy_id: int, payload: ApplyIn) -> Status[dict
     if not sessions:
         detail = "session_ids: no session of this project among them"
         return Status(400, {"detail": detail, "key": "session_ids"})
-    runs = services.policy_apply(version=version, sessions=sessions, actor=access_of(request).user)
+    runs = background.policy_apply(
+        version=version, sessions=sessions, actor=access_of(request).user
+    )
     ids = [r.pk for r in runs]
     return Status(202, _apply_out(selectors.runs_by_ids(projects=[project.pk], ids=ids)))
 

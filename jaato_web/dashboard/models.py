@@ -29,7 +29,7 @@ class JobStatus(models.TextChoices):
 class BackgroundWork(models.Model):
     """What uploads, runs and replays share: they may run in a worker, and pages poll them.
 
-    A worker holds running work under a lease it keeps renewing (``background.py``): when the
+    A worker holds running work under a lease it keeps renewing (``background/lease.py``): when the
     lease lapses, the worker is gone, and the work is tried once more, then failed.
     """
 

@@ -162,7 +162,7 @@ class RunForm(DashboardForm):
         return cleaned
 
     def run_arguments(self) -> dict[str, Any]:
-        """Keyword arguments for ``services.run_start`` (after ``is_valid()``).
+        """Keyword arguments for ``background.run_start`` (after ``is_valid()``).
 
         A pasted gc.json is handed over as bytes, so the engine reads it as JSON text and
         never as a file name.

@@ -21,6 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from jaato_web.dashboard import (
+    background,
     presenters,
     previews,
     quality,
@@ -663,7 +664,7 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
             error = "Choose at least one session."
         else:
             try:
-                runs = services.policy_apply(version=version, sessions=chosen, actor=request.user)
+                runs = background.policy_apply(version=version, sessions=chosen, actor=request.user)
             except gcengine.GCEngineError as problem:
                 error = str(problem)
             else:

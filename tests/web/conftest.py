@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import previews, services
+from jaato_web.dashboard import background, previews, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from jaato_web.pages import fragments
 from jaato_web.teams.models import Membership
@@ -130,7 +130,7 @@ def client(member: User) -> Client:
 
 @pytest.fixture
 def stored_session(project: Project) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="small-session.json", data=session_bytes()
     )
     assert receipt.session is not None
@@ -150,7 +150,7 @@ def run_finished(
 
     def start(session: AgentSession, **arguments: Any) -> GCRun:
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.run_start(session=session, **arguments)
+            run = background.run_start(session=session, **arguments)
         run.refresh_from_db()
         assert run.status == "done", run.error
         return run
@@ -210,7 +210,7 @@ def foreign_session(project: Project) -> AgentSession:
     outsider = User.objects.create_user("olga", password="olga-password-1")
     elsewhere = Project.objects.create(name="Elsewhere", slug="elsewhere")
     Membership.objects.create(project=elsewhere, user=outsider, role=Role.ADMIN)
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=elsewhere, filename="theirs.json", data=session_bytes(SessionShape(turns=3))
     )
     assert receipt.session is not None

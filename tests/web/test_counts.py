@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import previews, services, storage
+from jaato_web.dashboard import background, previews, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus, Policy, Replay
 from tests.web.uploads import session_file
 
@@ -146,7 +146,7 @@ def test_pages_count_with_the_right_noun_and_separators(
 ) -> None:
     version = budget_policy.versions.get()
     with django_capture_on_commit_callbacks(execute=True):
-        replay = services.replay_request(session=stored_session, policy_version=version)
+        replay = background.replay_request(session=stored_session, policy_version=version)
     replay.refresh_from_db()
     with_figures(stored_session, finished_run, replay, n)
     session = stored_session.pk

@@ -6,6 +6,7 @@ import pytest
 
 from jaato_web.dashboard import presenters, previews, selectors, services
 from jaato_web.dashboard.models import GCRun, Replay
+from jaato_web.dashboard.services import stored_sessions
 from tests.web.policy_data import BUDGET_POLICY, TRUNCATE_POLICY
 
 pytestmark = pytest.mark.django_db
@@ -99,9 +100,9 @@ def test_the_llm_summarizer_is_swapped_for_the_offline_one(agent_session, monkey
 def test_sessions_are_unpacked_once(agent_session, monkeypatch):
     services.clear_caches()  # a process that has not read it yet
     calls = []
-    original = services._stored_engine_session
+    original = stored_sessions._stored_engine_session
     monkeypatch.setattr(
-        services, "_stored_engine_session", lambda s: calls.append(s.pk) or original(s)
+        stored_sessions, "_stored_engine_session", lambda s: calls.append(s.pk) or original(s)
     )
 
     previews.preview(agent_session, config())

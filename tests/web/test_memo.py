@@ -10,9 +10,10 @@ import pytest
 
 import gcengine
 from gcengine.synthetic import SessionShape
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession, IngestJob, Project
+from jaato_web.dashboard.services import stored_sessions
 from tests.web.conftest import session_bytes
 
 
@@ -43,7 +44,7 @@ def test_making_room_drops_the_least_recently_used_until_the_weight_fits() -> No
 
 def stored(project: Project, name: str, seed: int) -> AgentSession:
     data = session_bytes(SessionShape(turns=8, tool_every=2, seed=seed))
-    session = services.session_upload(project=project, filename=name, data=data).session
+    session = background.session_upload(project=project, filename=name, data=data).session
     assert session is not None
     return session
 
@@ -60,14 +61,14 @@ def first_held(
     """A session read back and held, in a cache with room for one such session (and none of
     ``second``, stored before it)."""
     first = stored(project, "first.json", seed=1)
-    monkeypatch.setattr(services._sessions, "limit", first.message_count * 3 // 2)
+    monkeypatch.setattr(stored_sessions._sessions, "limit", first.message_count * 3 // 2)
     services.clear_caches()
     services.engine_session_of(first)
     return first
 
 
 def is_held(session: AgentSession) -> bool:
-    return services._sessions.get(services._session_key(session)) is not None
+    return stored_sessions._sessions.get(stored_sessions._session_key(session)) is not None
 
 
 def held_at_each_call(
@@ -89,7 +90,7 @@ def test_a_stored_session_is_read_back_once_the_one_held_is_let_go(
     second: AgentSession, first_held: AgentSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     held_while_reading = held_at_each_call(
-        monkeypatch, services, "_stored_engine_session", first_held
+        monkeypatch, stored_sessions, "_stored_engine_session", first_held
     )
 
     services.engine_session_of(second)
@@ -109,11 +110,13 @@ def test_an_upload_is_read_once_the_session_held_is_let_go(
     data = session_bytes(SessionShape(turns=8, tool_every=2, seed=3))
     # A file's size over FILE_BYTES_PER_MESSAGE is what reading it may build: this one's
     # estimate fills the cache.
-    monkeypatch.setattr(services, "FILE_BYTES_PER_MESSAGE", len(data) // first_held.message_count)
+    monkeypatch.setattr(
+        stored_sessions, "FILE_BYTES_PER_MESSAGE", len(data) // first_held.message_count
+    )
     held_while_reading = held_at_each_call(monkeypatch, gcengine, "load_session", first_held)
 
     with django_capture_on_commit_callbacks(execute=True):
-        job = services.session_upload(project=project, filename="third.json", data=data).job
+        job = background.session_upload(project=project, filename="third.json", data=data).job
 
     assert job is not None
     assert IngestJob.objects.get(pk=job.pk).session is not None

@@ -10,7 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from jaato_web.dashboard import previews, services
+from jaato_web.dashboard import background, previews, services
 from jaato_web.dashboard.models import AgentSession, PolicyKind, Project
 from tests.web.uploads import session_file
 
@@ -26,7 +26,7 @@ def _fresh_caches() -> Iterator[None]:
 
 @pytest.fixture
 def session(project: Project) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="plan-page.json", data=session_file(30, model="gpt-4o")
     )
     assert receipt.session is not None
@@ -133,7 +133,7 @@ def test_queries_do_not_grow_with_the_session(client: Client, project: Project) 
     counts = []
     for turns in (3, 60):
         data = session_file(turns, seed=turns)
-        stored = services.session_upload(project=project, filename=f"{turns}.json", data=data)
+        stored = background.session_upload(project=project, filename=f"{turns}.json", data=data)
         session = stored.session
         assert session is not None
         services.session_pin(session=session, turn_index=1)

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 import gcengine
-from jaato_web.dashboard import previews, services
+from jaato_web.dashboard import background, previews, services
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, Project
 from tests.web.uploads import session_file
 
@@ -26,7 +26,7 @@ def _fresh_caches() -> Iterator[None]:
 
 @pytest.fixture
 def session(project: Project) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="api-plan.json", data=session_file(20, model="gpt-4o")
     )
     assert receipt.session is not None

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import gcengine
-from jaato_web.dashboard import previews, services
+from jaato_web.dashboard import background, previews, services
 from jaato_web.dashboard.models import AgentSession, Project
 from tests.web.uploads import session_file
 
@@ -23,7 +23,7 @@ def _fresh_caches() -> Iterator[None]:
 
 
 def stored(project: Project, turns: int = 30, **shape: object) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename=f"plan-{turns}.json", data=session_file(turns, **shape)
     )
     assert receipt.session is not None

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import gcengine
-from jaato_web.dashboard import presenters, previews, services
+from jaato_web.dashboard import background, presenters, previews, services
 from jaato_web.dashboard.models import AgentSession, PolicyVersion
 from tests.web.browser.page_log import PageLog
 
@@ -33,7 +33,7 @@ def _fresh_dry_run_caches() -> None:
 
 def demo_session() -> AgentSession:
     data = json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40))).encode()
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=services.project_default(), filename="demo-40.json", data=data
     )
     assert receipt.session is not None

@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 import gcengine
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, PolicyKind, Project
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
@@ -106,11 +106,11 @@ class Command(BaseCommand):
                 policy=Policy.objects.get(project=project, kind=PolicyKind.GC, name=DEFAULT_POLICY),
             )
         data = json.dumps(gcengine.generate_demo_session(DEMO_SHAPE)).encode()
-        receipt = services.session_upload(project=project, filename=DEMO_FILENAME, data=data)
+        receipt = background.session_upload(project=project, filename=DEMO_FILENAME, data=data)
         session = receipt.session
         if session is None:  # larger than the inline limit: read it now rather than wait
             assert receipt.job is not None
-            services.ingest_job_execute(job_id=receipt.job.pk)
+            background.ingest_job_execute(job_id=receipt.job.pk)
             session = selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk).session
         assert session is not None
         self._runs(project, session)
@@ -118,9 +118,9 @@ class Command(BaseCommand):
             version = Policy.objects.get(
                 project=project, kind=PolicyKind.GC, name=name
             ).versions.latest("number")
-            replay = services.replay_request(session=session, policy_version=version)
+            replay = background.replay_request(session=session, policy_version=version)
             if replay.status == JobStatus.QUEUED:
-                services.replay_execute(replay_id=replay.pk)
+                background.replay_execute(replay_id=replay.pk)
         state = "already loaded" if receipt.duplicate else "loaded"
         self.stdout.write(
             f"Demo session {state}: {session.label}, {session.turn_count} turns, "
@@ -137,10 +137,12 @@ class Command(BaseCommand):
                 .filter(policy_version__policy=policy)
                 .exists()
             ):
-                services.run_start(session=session, policy_version=policy.versions.latest("number"))
+                background.run_start(
+                    session=session, policy_version=policy.versions.latest("number")
+                )
         # A worker may not be running yet; queued work is claimed once, by whoever is first.
         for run in selectors.run_list(session=session).filter(status=JobStatus.QUEUED):
-            services.run_execute(run_id=run.pk)
+            background.run_execute(run_id=run.pk)
 
     def _demo_user(self, project: Project) -> None:
         """A user to sign in with: ``demo``, admin of the demo project.
