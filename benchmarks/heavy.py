@@ -116,6 +116,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 import gcengine  # noqa: E402
+from jaato_web import caches  # noqa: E402
 from jaato_web.dashboard import background, previews, services  # noqa: E402
 from jaato_web.dashboard.background import lease, tasks  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
@@ -262,10 +263,7 @@ def bytes_by_table() -> dict[str, int]:
 def reset_worker_caches() -> None:
     """What a worker that never read the session holds: nothing of it, and no counts of its
     texts (each run stores a file of its own, so the counter's cache has none of them)."""
-    previews.policies.clear_caches()
-    clear = getattr(services, "clear_caches", None)
-    if clear is not None:
-        clear()
+    caches.clear_all()
     gc.collect()
 
 

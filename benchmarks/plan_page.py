@@ -62,7 +62,8 @@ from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from gcengine import SessionShape, generate_session_file  # noqa: E402
-from jaato_web.dashboard import background, previews, services  # noqa: E402
+from jaato_web import caches  # noqa: E402
+from jaato_web.dashboard import background, services  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
 
 
@@ -108,8 +109,7 @@ def measure(client: Client, session: AgentSession, repeat: int) -> dict[str, flo
     api_url = f"/api/sessions/{session.pk}/plan"
     fresh = windows()
     ttls = iter(range(1, 1_000))
-    previews.policies.clear_caches()
-    previews.planner.clear_caches()
+    caches.clear_all()
     return {
         "first plan": ms(lambda: client.get(plan_url)),
         "another model": median(

@@ -94,6 +94,7 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
     from accounts import admin_client
     from django.urls import reverse
 
+    from jaato_web import caches
     from jaato_web.dashboard import previews, services
 
     client = admin_client(session.project)
@@ -103,7 +104,7 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
     def varied(i: int) -> Any:
         return services.config_validated({**config, "target_percent": 60 - i % 5})
 
-    previews.policies.clear_caches()
+    caches.clear_all()
     cold = timed(lambda: previews.preview(session, validated))
     warm = median_ms(lambda i: previews.preview(session, varied(i)), repeat)
 
@@ -123,7 +124,7 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
     if not replay:
         print(f"{name:<10} replay skipped (--skip-continuous)")
         return
-    previews.policies.clear_caches(sessions=False)
+    previews.policies._replays.clear()  # the session stays read; only the replay is drawn anew
     replay_ms = timed(lambda: previews.replay(session, validated))
     series = previews.replay(session, validated)
     again = timed(lambda: previews.replay(session, validated))

@@ -17,9 +17,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import background, previews, services
+from jaato_web import caches
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
-from jaato_web.pages import fragments
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
 from jaato_web.teams.services import token_create
@@ -84,10 +84,7 @@ def _caches_start_empty() -> None:
     never changes and that an id is never used again; tests roll back (so the next test's
     session may get the same id, from the same file) and some edit stored rows to show a
     figure (a turn count of 1,234,567)."""
-    services.clear_caches()
-    previews.policies.clear_caches()
-    previews.planner.clear_caches()
-    fragments.clear_caches()
+    caches.clear_all()
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import background, previews, storage
+from jaato_web.dashboard import background, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus, Policy, Replay
 from tests.web.uploads import session_file
 
@@ -65,11 +65,6 @@ def assert_counts_read_well(text: str, page: str) -> None:
     """No "1 turns", no bare "1234567"; a failure quotes each one in its sentence."""
     found = [*ONE_WITH_A_PLURAL.finditer(text), *BARE_DIGITS.finditer(text)]
     assert not found, (page, [text[max(m.start() - 80, 0) : m.end() + 40] for m in found])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dry_runs() -> None:
-    previews.policies.clear_caches()
 
 
 def retention(n: int) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jaato_web import caches
 from jaato_web.dashboard import presenters, previews, selectors, services
 from jaato_web.dashboard.models import GCRun, Replay
 from jaato_web.dashboard.services import stored_sessions
@@ -98,7 +99,7 @@ def test_the_llm_summarizer_is_swapped_for_the_offline_one(agent_session, monkey
 
 
 def test_sessions_are_unpacked_once(agent_session, monkeypatch):
-    services.clear_caches()  # a process that has not read it yet
+    caches.clear_all()  # a process that has not read it yet
     calls = []
     original = stored_sessions._stored_engine_session
     monkeypatch.setattr(

@@ -25,6 +25,7 @@ DOORS = ("jaato_web.pages", "jaato_web.api", "jaato_web.client", "jaato_web.mcp"
 LAYERS = ("jaato_web.review", "jaato_web.teams", "jaato_web.dashboard")
 # Modules any layer may use: settings and helpers with no rules in them.
 NEUTRAL = (
+    "jaato_web.caches",
     "jaato_web.errors",
     "jaato_web.http",
     "jaato_web.readonly_admin",

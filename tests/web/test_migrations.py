@@ -17,6 +17,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 import gcengine
+from jaato_web import caches
 from jaato_web.dashboard import background, selectors, services, storage
 from jaato_web.dashboard.models import (
     AgentSession,
@@ -274,7 +275,7 @@ def test_turns_stored_as_records_read_the_same_after_rewriting_them(
     apps_at(migrator, TURNS_AS_JSON)
     # What follows reads through today's code, which reads what later migrations write.
     apps_at(migrator, ZSTD)
-    services.clear_caches()
+    caches.clear_all()
 
     assert services.engine_session_of(AgentSession.objects.get(pk=session_id)) == engine
     assert {t.pk: t.messages for t in SessionTurn.objects.filter(session_id=session_id)} == shown
@@ -335,7 +336,7 @@ def test_sessions_and_runs_compressed_with_zlib_read_the_same_after_recompressin
         ]
 
     apps_at(migrator, ZSTD)
-    services.clear_caches()
+    caches.clear_all()
     session = AgentSession.objects.get(pk=session.pk)
     run = GCRun.objects.get(pk=run.pk)
     assert selectors.session_original(session=session) == data.encode()

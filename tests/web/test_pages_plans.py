@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from jaato_web.dashboard import background, previews, services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, PolicyKind, Project
 from tests.web.uploads import session_file
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    yield
-    previews.planner.clear_caches()
-    previews.policies.clear_caches()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import background, previews, services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Replay
 from tests.web.conftest import TIGHT_BUDGET
 from tests.web.policy_data import form_data
@@ -24,11 +24,6 @@ pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
 RELAXED = {**TIGHT_BUDGET, "threshold_percent": 80, "target_percent": 60}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dry_runs() -> None:
-    previews.policies.clear_caches()
 
 
 @pytest.fixture

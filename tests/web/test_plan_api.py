@@ -3,25 +3,17 @@ configs through the policies API with ``kind``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
 import gcengine
-from jaato_web.dashboard import background, previews, services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, Project
 from tests.web.uploads import session_file
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    yield
-    previews.planner.clear_caches()
-    previews.policies.clear_caches()
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ commits a plan at each user turn."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 import gcengine
@@ -13,13 +11,6 @@ from jaato_web.dashboard.models import AgentSession, Project
 from tests.web.uploads import session_file
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    yield
-    previews.planner.clear_caches()
-    previews.policies.clear_caches()
 
 
 def stored(project: Project, turns: int = 30, **shape: object) -> AgentSession:

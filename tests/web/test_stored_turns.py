@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 
 import gcengine
+from jaato_web import caches
 from jaato_web.dashboard import background, services, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from tests.engine.conftest import example
@@ -57,7 +58,7 @@ def test_a_stored_session_reopens_in_a_worker_that_never_read_it(project: Projec
     data = session_bytes()
     receipt = background.session_upload(project=project, filename="small.json", data=data)
     assert receipt.session is not None
-    services.clear_caches()
+    caches.clear_all()
 
     reopened = services.engine_session_of(AgentSession.objects.get(pk=receipt.session.pk))
 
@@ -85,7 +86,7 @@ def test_the_run_on_upload_reads_the_session_the_upload_read_and_removes_the_sam
     assert reads
     assert not [sql for sql in reads if '"dashboard_sessionturn"' in sql]
 
-    services.clear_caches()
+    caches.clear_all()
     reopened = run_finished(receipt.session, policy_version=default_policy.versions.get())
 
     def ledger(run: GCRun) -> list[tuple[Any, ...]]:

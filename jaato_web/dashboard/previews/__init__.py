@@ -3,8 +3,8 @@ process and never stored: ``policies`` previews, replays and compares a policy, 
 ranks policy versions over sessions, ``planner`` plans a session's next request, and
 ``step_through`` plans it turn by turn as the agent lived it.
 
-Each module keeps its own per-process caches and clears them with its ``clear_caches``
-(``previews.policies.clear_caches``, ``previews.planner.clear_caches``).
+What they compute is kept in the process's caches (``jaato_web.caches``), so the editor's
+preview at every edit and the Plan tab's every step read a session once.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import gcengine
+from jaato_web import caches
 from jaato_web.dashboard import services
-from jaato_web.dashboard.memo import BoundedLRU, each_weighs_one
 from jaato_web.dashboard.models import AgentSession
 
 ITEMS_CACHE_SIZE = 4
@@ -91,7 +91,9 @@ class _TurnFacts:
     names: tuple[str, ...]
 
 
-_turn_facts: BoundedLRU[tuple[int, str], _TurnFacts] = BoundedLRU(ITEMS_CACHE_SIZE, each_weighs_one)
+_turn_facts: caches.BoundedLRU[tuple[int, str], _TurnFacts] = caches.bounded(
+    "turn facts of sessions planned", ITEMS_CACHE_SIZE, caches.each_weighs_one, "sessions"
+)
 
 
 def _facts(session: AgentSession, engine: gcengine.Session) -> _TurnFacts:
@@ -173,18 +175,12 @@ def session_pins(session: AgentSession, engine: gcengine.Session, choice: PinCho
 
 # --- One plan ------------------------------------------------------------------------------
 
-_items: BoundedLRU[tuple[Any, ...], tuple[gcengine.PlannerItem, ...]] = BoundedLRU(
-    ITEMS_CACHE_SIZE, each_weighs_one
+_items: caches.BoundedLRU[tuple[Any, ...], tuple[gcengine.PlannerItem, ...]] = caches.bounded(
+    "planner items of sessions", ITEMS_CACHE_SIZE, caches.each_weighs_one, "sessions"
 )
-_plans: BoundedLRU[tuple[Any, ...], gcengine.ContextPlan] = BoundedLRU(
-    PLAN_CACHE_SIZE, each_weighs_one
+_plans: caches.BoundedLRU[tuple[Any, ...], gcengine.ContextPlan] = caches.bounded(
+    "plans made", PLAN_CACHE_SIZE, caches.each_weighs_one, "plans"
 )
-
-
-def clear_caches() -> None:
-    _turn_facts.clear()
-    _items.clear()
-    _plans.clear()
 
 
 def session_items(

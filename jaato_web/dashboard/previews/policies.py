@@ -26,8 +26,8 @@ from functools import cached_property
 from typing import Any
 
 import gcengine
+from jaato_web import caches
 from jaato_web.dashboard import presenters, services
-from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession
 
 # What the replay cache may hold, by what takes memory: steps of the replays kept (two a
@@ -59,22 +59,17 @@ def replay_weight(series: dict[str, Any]) -> int:
     return len(series["steps"]) + collections
 
 
-_replays: BoundedLRU[tuple[int, str, str, int | None, bool], dict[str, Any]] = BoundedLRU(
-    REPLAY_CACHE_STEPS, replay_weight
+_replays: caches.BoundedLRU[tuple[int, str, str, int | None, bool], dict[str, Any]] = (
+    caches.bounded("replays drawn for previews", REPLAY_CACHE_STEPS, replay_weight, "steps")
 )
 # Each cached session's anchor scorer, which remembers what it read of each message: the
 # editor previews the same session at every edit.
-_scorers: BoundedLRU[tuple[int, str], gcengine.AnchorScorer] = BoundedLRU(
-    SCORER_CACHE_MESSAGES, lambda scorer: scorer.corpus_messages
+_scorers: caches.BoundedLRU[tuple[int, str], gcengine.AnchorScorer] = caches.bounded(
+    "anchor scorers of sessions previewed",
+    SCORER_CACHE_MESSAGES,
+    lambda scorer: scorer.corpus_messages,
+    "messages",
 )
-
-
-def clear_caches(*, sessions: bool = True, replays: bool = True) -> None:
-    if sessions:
-        services.clear_caches()
-        _scorers.clear()
-    if replays:
-        _replays.clear()
 
 
 def _scorer(session: AgentSession, engine: gcengine.Session) -> gcengine.AnchorScorer:

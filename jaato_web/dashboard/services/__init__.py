@@ -57,7 +57,6 @@ from jaato_web.dashboard.services.runs import VERDICT_FIELDS, plugin_names
 from jaato_web.dashboard.services.stash import RestoreError, run_result_session, stash_restore
 from jaato_web.dashboard.services.stored_sessions import (
     SESSION_CACHE_MESSAGES,
-    clear_caches,
     engine_session_of,
     session_after_of,
 )
@@ -94,7 +93,6 @@ __all__ = [
     "UploadState",
     "UploadTooLarge",
     "archive_set",
-    "clear_caches",
     "compaction_checked",
     "config_canonical",
     "config_validated",

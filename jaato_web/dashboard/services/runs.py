@@ -9,13 +9,13 @@ transaction commits; the worker carries it out with ``run_collect`` under its le
 from __future__ import annotations
 
 import logging
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.urls import reverse
 
 import gcengine
+from jaato_web import caches
 from jaato_web.dashboard import storage
 from jaato_web.dashboard.audit import audit_record
 from jaato_web.dashboard.models import (
@@ -44,14 +44,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-@cache
+_plugins: caches.BoundedLRU[tuple[()], tuple[str, ...]] = caches.bounded(
+    "installed GC plugins", 1, caches.each_weighs_one, "lists"
+)
+
+
 def plugin_names() -> tuple[str, ...]:
     """The installed GC plugins, for the run form.
 
     Scanning entry points takes milliseconds, and a newly installed plugin needs a restart
     to be importable anyway, so the list is read once per process.
     """
-    return tuple(sorted(gcengine.discover_gc_plugins()))
+    names = _plugins.get(())
+    if names is None:
+        names = tuple(sorted(gcengine.discover_gc_plugins()))
+        _plugins.put((), names)
+    return names
 
 
 def run_queue(

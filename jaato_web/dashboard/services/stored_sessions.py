@@ -14,8 +14,8 @@ from django.db import connection, models, transaction
 from pydantic_core import to_json
 
 import gcengine
+from jaato_web import caches
 from jaato_web.dashboard import blobs, storage
-from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
@@ -201,14 +201,12 @@ SESSION_CACHE_MESSAGES = 30_000
 # Claude Code's): a file's size over this is how many messages reading it may build. Smaller
 # messages only leave a session cached a while longer than they would.
 FILE_BYTES_PER_MESSAGE = 1000
-_sessions: BoundedLRU[tuple[int, str, str], gcengine.Session] = BoundedLRU(
-    SESSION_CACHE_MESSAGES, lambda engine: len(engine.history)
+_sessions: caches.BoundedLRU[tuple[int, str, str], gcengine.Session] = caches.bounded(
+    "stored sessions read back",
+    SESSION_CACHE_MESSAGES,
+    lambda engine: len(engine.history),
+    "messages",
 )
-
-
-def clear_caches() -> None:
-    """Forget the sessions read back (as a worker that has read none)."""
-    _sessions.clear()
 
 
 def _session_key(session: AgentSession) -> tuple[int, str, str]:

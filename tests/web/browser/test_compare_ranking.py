@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import gcengine
-from jaato_web.dashboard import background, presenters, previews, services
+from jaato_web.dashboard import background, presenters, services
 from jaato_web.dashboard.models import AgentSession, PolicyVersion
 from tests.web.browser.page_log import PageLog
 
@@ -24,11 +24,6 @@ CONTINUOUS = {
     "pressure_percent": 0,
     "preserve_recent_turns": 2,
 }
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dry_run_caches() -> None:
-    previews.policies.clear_caches()
 
 
 def demo_session() -> AgentSession:

@@ -1,17 +1,22 @@
-"""The bounded caches a process keeps: what they drop, and when, decides what a worker holds
-at its peak. A worker holding one large session read back must let it go before it reads the
-next, or it peaks holding both (401 MB instead of 300 for two 45 MB uploads in a row)."""
+"""The bounded caches a process keeps (``jaato_web.caches``): what they drop, and when,
+decides what a worker holds at its peak. A worker holding one large session read back must let
+it go before it reads the next, or it peaks holding both (401 MB instead of 300 for two 45 MB
+uploads in a row)."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import gcengine
+import jaato_web
 from gcengine.synthetic import SessionShape
+from jaato_web import caches
+from jaato_web.caches import BoundedLRU
 from jaato_web.dashboard import background, services
-from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession, IngestJob, Project
 from jaato_web.dashboard.services import stored_sessions
 from tests.web.conftest import session_bytes
@@ -62,7 +67,7 @@ def first_held(
     ``second``, stored before it)."""
     first = stored(project, "first.json", seed=1)
     monkeypatch.setattr(stored_sessions._sessions, "limit", first.message_count * 3 // 2)
-    services.clear_caches()
+    caches.clear_all()
     services.engine_session_of(first)
     return first
 
@@ -121,3 +126,56 @@ def test_an_upload_is_read_once_the_session_held_is_let_go(
     assert job is not None
     assert IngestJob.objects.get(pk=job.pk).session is not None
     assert held_while_reading == [False]
+
+
+def _process_caches_made_elsewhere(path: Path) -> list[str]:
+    """Caches a module of the dashboard makes for the whole process without ``caches``: a
+    ``BoundedLRU`` built directly, or a module-level function memoised by functools."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name | ast.Attribute)
+            and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr)
+            == "BoundedLRU"
+        ):
+            found.append(f"{path}:{node.lineno}: BoundedLRU(...)")
+    for node in tree.body:  # only module-level functions live as long as the process
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                name = ast.unparse(decorator)
+                if name.split("(")[0] in MEMOISERS:
+                    found.append(f"{path}:{node.lineno}: @{name} {node.name}")
+    return found
+
+
+MEMOISERS = {"cache", "functools.cache", "lru_cache", "functools.lru_cache"}
+WEB = Path(jaato_web.__file__).parent
+
+
+def test_every_cache_a_process_keeps_is_made_through_the_caches_module() -> None:
+    made_elsewhere = [
+        line
+        for path in sorted(WEB.rglob("*.py"))
+        if path != WEB / "caches.py"
+        for line in _process_caches_made_elsewhere(path)
+    ]
+    assert made_elsewhere == []
+
+
+def test_clearing_all_empties_every_cache_and_a_test_starts_with_them_empty(
+    stored_session: AgentSession,
+) -> None:
+    services.engine_session_of(stored_session)
+    assert {cache.name for cache in caches.CACHES} >= {
+        "stored sessions read back",
+        "replays drawn for previews",
+        "parts of pages drawn",
+        "plans made",
+    }
+    assert any(len(cache.store) for cache in caches.CACHES)
+
+    caches.clear_all()
+
+    assert [(c.name, len(c.store), c.store.weight) for c in caches.CACHES if len(c.store)] == []

@@ -1,11 +1,23 @@
-"""A memory-bounded cache, for engine values a process reads again and again (a stored
-session reopened for every run and preview, a replay drawn for the editor)."""
+"""Every cache a dashboard process keeps, known in one place.
+
+A process reads the same large values again and again: a stored session reopened for every
+run, preview and page, a replay drawn for the editor at every edit, a plan, a page's parts.
+Each such cache is made here with ``bounded``, which names it and bounds it by weight, so that
+what a process may hold at its peak can be read off one list (``CACHES``), and a test or a
+command can put the process back as it started with one call (``clear_all``).
+
+Every cached value is derived from rows that never change once written (uploads are immutable,
+a run's figures are its own) under a key that names what it was derived from, so an entry
+never goes stale; tests clear them because they roll back and reuse ids.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 
 class BoundedLRU[K, V]:
@@ -51,7 +63,43 @@ class BoundedLRU[K, V]:
             self._items.clear()
             self._weight = 0
 
+    @property
+    def weight(self) -> int:
+        """The total weight held now."""
+        return self._weight
+
+    def __len__(self) -> int:
+        return len(self._items)
+
 
 def each_weighs_one(_: object) -> int:
     """The weight of an entry in a cache bounded by how many entries it holds."""
     return 1
+
+
+@dataclass(frozen=True)
+class Cache:
+    """One of the process's caches: what it holds, in what unit its bound is counted, and the
+    cache itself."""
+
+    name: str
+    unit: str
+    store: BoundedLRU[Any, Any]
+
+
+CACHES: list[Cache] = []
+"""Every cache made with ``bounded``, in the order the modules holding them were imported."""
+
+
+def bounded[K, V](name: str, limit: int, weigh: Callable[[V], int], unit: str) -> BoundedLRU[K, V]:
+    """A new cache of at most ``limit`` ``unit`` (as ``weigh`` counts them), listed in
+    ``CACHES`` under ``name``."""
+    store: BoundedLRU[K, V] = BoundedLRU(limit, weigh)
+    CACHES.append(Cache(name, unit, store))
+    return store
+
+
+def clear_all() -> None:
+    """Forget everything every cache holds: the process is as one that has read nothing."""
+    for cache in CACHES:
+        cache.store.clear()
