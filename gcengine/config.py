@@ -154,7 +154,8 @@ class GCJsonField:
     control to edit it with): ``choice`` (one of ``choices``), ``percent`` (0-100),
     ``whole_number``, ``number``, ``flag`` (true or false), ``text``, ``turn_list`` (stable
     turn indices), ``id_list`` (message ids) or ``object`` (a JSON object, whose own keys
-    ``GC_JSON_SUBFIELDS`` lists).
+    ``GC_JSON_SUBFIELDS`` lists). ``minimum`` and ``maximum`` bound a number the loader
+    accepts (None: no bound), ``unit`` is the word a message about the maximum uses.
     """
 
     key: str
@@ -163,6 +164,9 @@ class GCJsonField:
     strategies: tuple[str, ...]
     kind: KeyKind
     choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    unit: str = ""
 
     @property
     def attribute(self) -> str:
@@ -182,7 +186,17 @@ def _readers(key: str) -> tuple[str, ...]:
 
 
 def _row(key: str, spec: KeySpec, strategies: tuple[str, ...]) -> GCJsonField:
-    return GCJsonField(key, spec.label, spec.help, strategies, spec.kind, spec.choices)
+    return GCJsonField(
+        key,
+        spec.label,
+        spec.help,
+        strategies,
+        spec.kind,
+        spec.choices,
+        spec.minimum,
+        spec.maximum,
+        spec.unit,
+    )
 
 
 # Every key GCConfig holds, by its gc.json name, with its field and declaration, in order.
@@ -233,7 +247,6 @@ _KNOWN_KEYS = frozenset({*(field.key for field in GC_JSON_FIELDS), "continuous_m
 _CONTINUOUS_MODE = KeySpec(
     "Continuous mode", "Whether the policy runs in continuous mode (pressure 0).", "flag"
 )
-_PERCENT_RANGE = (0, 100)
 
 
 def load_gc_config(
@@ -396,11 +409,11 @@ def _continuous_mode(values: dict[str, Any], found: dict[str, Any]) -> None:
 
 
 def _check_percentages(config: GCConfig) -> None:
-    low, high = _PERCENT_RANGE
     for key, (_, spec) in _KEYS.items():
         value = getattr(config, key) if spec.kind == "percent" else None
-        if value is not None and not low <= value <= high:
-            raise ConfigError(f"must be between {low} and {high}, not {value:g}", key)
+        low, high = spec.minimum, spec.maximum
+        if value is not None and low is not None and high is not None and not low <= value <= high:
+            raise ConfigError(f"must be between {low:g} and {high:g}, not {value:g}", key)
     if config.threshold_percent <= 0:
         raise ConfigError("must be above 0: at 0 every turn would collect", "threshold_percent")
     if config.target_percent >= config.threshold_percent:

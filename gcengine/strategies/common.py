@@ -27,6 +27,8 @@ class CommonKeys(BaseModel):
             "Threshold %",
             "Usage of the context window, in percent, at which a collection starts.",
             "percent",
+            minimum=0,
+            maximum=100,
             env="JAATO_GC_THRESHOLD",
         ),
     ] = 80.0
@@ -37,6 +39,8 @@ class CommonKeys(BaseModel):
             "Usage, in percent, a collection brings the context down to; below the threshold. "
             "In continuous mode, any usage above it starts a collection.",
             "percent",
+            minimum=0,
+            maximum=100,
             env="JAATO_GC_TARGET",
         ),
     ] = 60.0
@@ -48,6 +52,8 @@ class CommonKeys(BaseModel):
             "only); 0 means continuous mode: collect whenever usage passes the target, never "
             "taking preservable content.",
             "percent",
+            minimum=0,
+            maximum=100,
             env="JAATO_GC_PRESSURE",
         ),
     ] = Field(

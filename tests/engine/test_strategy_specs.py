@@ -128,6 +128,10 @@ def test_every_declared_key_says_what_it_is() -> None:
         assert row.label, row.key
         assert row.help.endswith("."), row.key
         assert (row.kind == "choice") == bool(row.choices), row.key
+        if row.kind == "percent":
+            assert (row.minimum, row.maximum) == (0, 100), row.key
+    assert (FIELDS["batch_size"].minimum, FIELDS["batch_size"].maximum) == (5, 20)
+    assert FIELDS["batch_size"].unit == "segments"
 
 
 def test_each_strategys_notices_render_with_what_it_provides() -> None:
