@@ -7,7 +7,8 @@ from typing import Any
 import gcengine
 from gcengine import InstructionSource
 from gcengine.conversation import budget_index
-from gcengine.gc import GCTriggerReason, load_gc_plugin, plugin_options
+from gcengine.gc import GCTriggerReason
+from gcengine.running import load_gc_plugin, plugin_options
 from gcengine.tokens import TokenCounter
 from tests.engine.strategies import policy, session_at
 

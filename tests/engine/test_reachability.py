@@ -37,7 +37,7 @@ from gcengine import (
     SourceFormat,
     StashError,
 )
-from gcengine.gc import load_gc_plugin
+from gcengine.running import load_gc_plugin
 from gcengine.tokens import TokenCounter
 from tests.engine.strategies import policy
 

@@ -28,12 +28,12 @@ from pydantic import BaseModel, Field, computed_field
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex, index_of
-from gcengine.gc.run import plugin_for, without_entries
-from gcengine.gc.strategies import Strategy
+from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message, Role, turn_number
 from gcengine.quality.prompt_cache import PromptRequest
 from gcengine.quality.retention import AnchorRetention, AnchorScorer, session_corpus
+from gcengine.running.run import plugin_for, without_entries
 from gcengine.session import (
     Session,
     conversation_tree,

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gcengine.config import GCConfig, StashAction, dump_gc_config, load_gc_config
-from gcengine.gc.run import plugin_options
-from gcengine.reachability.dry_run import collection_of
-from gcengine.reachability.strategy import (
+from gcengine.analysis.dry_run import collection_of
+from gcengine.config import GCConfig, dump_gc_config, load_gc_config
+from gcengine.running.run import plugin_options
+from gcengine.session import Session
+from gcengine.strategies.reachability import (
     SEGMENT_IDS,
     ReachabilityStrategy,
+    StashAction,
     check_named,
     named_segments,
 )
-from gcengine.session import Session
 
 
 def pruning_config(
@@ -28,7 +29,7 @@ def pruning_config(
     """``config`` as a reachability policy with ``action`` (its own when None) that, when
     ``segment_ids`` are given, takes exactly those segments whatever the usage."""
     data = dump_gc_config(config)
-    data["type"] = "reachability"
+    data["type"] = ReachabilityStrategy.name
     if action is not None:
         data["action"] = action
     options = {key: value for key, value in config.plugin_config.items() if key != SEGMENT_IDS}

@@ -17,9 +17,8 @@ from pydantic import BaseModel, Field, computed_field
 from gcengine._fast import construct
 from gcengine.budget import InstructionBudget, InstructionSource, SourceEntry
 from gcengine.errors import GCEngineError
+from gcengine.gc.segments import SegmentKind, describe
 from gcengine.messages import Message, MessageKind, turn_number
-from gcengine.reachability.anchors import describe
-from gcengine.reachability.kinds import SegmentKind
 from gcengine.session import Session, rebuild_budget
 from gcengine.tokens import compact_json, counter_by_name
 

@@ -20,19 +20,24 @@ With ``incremental``, a policy also collects a batch of at most ``batch_size`` s
 each turn once usage passes the target (``incremental``); the full collection still runs at
 the threshold. A plugin instance remembers how many of its collections each segment survived
 (a segment is *old* once it has survived one), as an agent or a replay keeps one plugin.
+
+Its own keys (``roots``, ``weights``, ``action``, ``incremental``, ``batch_size``) and its
+``SPEC`` are declared here; the model it decides with is ``gcengine.reachability``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from gcengine._fast import construct
 from gcengine.budget import InstructionSource
-from gcengine.config import GCConfig
 from gcengine.errors import ConfigError, GCEngineError
 from gcengine.gc.plan import Collection, Decision, Unit
-from gcengine.gc.strategies import Strategy
+from gcengine.gc.stash import Stash, StashedSegment
+from gcengine.gc.strategy import Notices, Strategy
 from gcengine.gc.types import (
     ContextUsage,
     GCResult,
@@ -43,8 +48,190 @@ from gcengine.gc.types import (
 from gcengine.messages import Message, MessageKind
 from gcengine.reachability.explain import named_sentence, taken_sentence, untakeable_sentence
 from gcengine.reachability.graph import AUTO_DELETE_BELOW, Candidate, Plan
-from gcengine.reachability.stash import Stash, StashedSegment
+from gcengine.strategies.common import EVERY_STRATEGY_READS
+from gcengine.strategies.keys import KeySpec
+from gcengine.strategies.spec import StrategySpec
 from gcengine.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    # Policies are composed of the strategies' keys: named in signatures only.
+    from gcengine.config import GCConfig
+
+
+class ReachabilityRoots(BaseModel):
+    """What a reachability collection keeps and follows references from (``roots``).
+
+    Roots are never removed, and everything they reach through references is *reachable*:
+    kept while anything unreachable is left to take.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    current_task: Annotated[
+        bool,
+        KeySpec(
+            "Current task",
+            "Whether the latest user message and the original request are roots.",
+            "flag",
+        ),
+    ] = True
+    recent_turns: Annotated[
+        int,
+        KeySpec(
+            "Recent turns",
+            "How many of the latest turns are roots, whole.",
+            "whole_number",
+            minimum=0,
+        ),
+    ] = 3
+    pinned: Annotated[
+        bool,
+        KeySpec(
+            "Pinned",
+            "Whether pinned turns and messages are roots (they are never removed either way).",
+            "flag",
+        ),
+    ] = True
+    locked: Annotated[
+        bool,
+        KeySpec(
+            "Locked",
+            "Whether locked content is a root (it is never removed either way).",
+            "flag",
+        ),
+    ] = True
+    active_file_turns: Annotated[
+        int,
+        KeySpec(
+            "Active file turns",
+            "Files these many latest turns read, edit or name are active: the latest read of "
+            "each part of them is a root; 0 means none.",
+            "whole_number",
+            minimum=0,
+        ),
+    ] = 3
+
+
+class ScoreWeights(BaseModel):
+    """How the reachability score weighs its four inputs (``weights``); scaled to sum to 1,
+    so every score is between 0 and 1."""
+
+    model_config = ConfigDict(frozen=True)
+
+    recency: Annotated[
+        float,
+        KeySpec(
+            "Recency",
+            "Weight of how few turns ago a segment was last referred to.",
+            "number",
+            minimum=0,
+        ),
+    ] = 0.4
+    importance: Annotated[
+        float,
+        KeySpec(
+            "Kind",
+            "Weight of the segment's kind: decisions first, logs last.",
+            "number",
+            minimum=0,
+        ),
+    ] = 0.3
+    refcount: Annotated[
+        float,
+        KeySpec(
+            "References",
+            "Weight of how many later segments refer to it (five or more count fully).",
+            "number",
+            minimum=0,
+        ),
+    ] = 0.2
+    generation: Annotated[
+        float,
+        KeySpec(
+            "Generation",
+            "Weight of being young: newer than 20 turns and not yet kept by a collection.",
+            "number",
+            minimum=0,
+        ),
+    ] = 0.1
+
+
+def _some_weight(weights: ScoreWeights) -> str | None:
+    """Scaling needs something to scale: all weights 0 would make every score 0/0."""
+    if sum(weights.model_dump().values()) <= 0:
+        return "at least one weight must be above 0"
+    return None
+
+
+StashAction = Literal["stash", "delete", "auto"]
+STASH_ACTIONS: tuple[StashAction, ...] = get_args(StashAction)
+# A batch of the seed's size: small enough to run after every turn.
+BATCH_SIZE_RANGE = (5, 20)
+
+
+class ReachabilityKeys(BaseModel):
+    """The reachability strategy's own keys. JAATO does not read them, so a dump leaves each
+    out while it holds its default."""
+
+    roots: Annotated[
+        ReachabilityRoots,
+        KeySpec(
+            "Roots",
+            "What a reachability collection never removes and follows references from: the "
+            "current task, the most recent turns, pinned turns, locked content and the latest "
+            "reads of the files recent turns work on; an object whose keys are all optional.",
+            "object",
+            written_when_default=False,
+        ),
+    ] = Field(default_factory=ReachabilityRoots)
+    weights: Annotated[
+        ScoreWeights,
+        KeySpec(
+            "Score weights",
+            "How the reachability score weighs recency (in turns), kind, references and "
+            "generation; an object of numbers from 0, scaled so every score is between 0 "
+            "and 1.",
+            "object",
+            rule=_some_weight,
+            written_when_default=False,
+        ),
+    ] = Field(default_factory=ScoreWeights)
+    action: Annotated[
+        StashAction,
+        KeySpec(
+            "Action",
+            "What a reachability collection does with what it removes: stash it (it can be "
+            "restored), delete it, or auto (delete only unreachable segments scoring below "
+            f"{AUTO_DELETE_BELOW:g}, stash the rest).",
+            "choice",
+            choices=STASH_ACTIONS,
+            written_when_default=False,
+        ),
+    ] = "stash"
+    incremental: Annotated[
+        bool,
+        KeySpec(
+            "Incremental",
+            "Whether a reachability policy also collects a small batch after each turn once "
+            "usage passes the target, besides the full collection at the threshold.",
+            "flag",
+            written_when_default=False,
+        ),
+    ] = False
+    batch_size: Annotated[
+        int,
+        KeySpec(
+            "Batch size",
+            f"The most segments an incremental collection removes, from {BATCH_SIZE_RANGE[0]} "
+            f"to {BATCH_SIZE_RANGE[1]}.",
+            "whole_number",
+            minimum=BATCH_SIZE_RANGE[0],
+            maximum=BATCH_SIZE_RANGE[1],
+            unit="segments",
+            written_when_default=False,
+        ),
+    ] = 10
+
 
 SEGMENT_IDS = "segment_ids"
 """The ``plugin_config`` key naming the segments a prune takes."""
@@ -91,7 +278,23 @@ class ReachabilityStrategy(Strategy):
     """Mark and sweep with a stash (design document 001)."""
 
     name = "gc_reachability"
-    noop_notice = False
+    notices = Notices(
+        template=(
+            "Context cleaned: stashed {stashed} segments, deleted {deleted}, freed {freed} tokens."
+        ),
+        placeholders={
+            "removed": "conversation turns removed whole",
+            "kept": "recent conversation turns kept whole",
+            "truncated": "conversation turns removed whole",
+            "summarized": "0: the reachability strategy writes no summary",
+            "items": "segments removed (turns and tool exchanges)",
+            "stashed": "segments put in the run's stash, which can be restored",
+            "deleted": "segments deleted for good",
+            "freed": "tokens freed",
+            "tokens_freed": "tokens freed",
+        },
+        noop=False,
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -289,3 +492,22 @@ def _unit(collection: Collection, plan: Plan, candidate: Candidate, taken: set[i
     unit.positions = left
     unit.tokens = sum([collection.figures.tokens[p] for p in left])
     return unit
+
+
+SPEC = StrategySpec(
+    plugin=ReachabilityStrategy,
+    label="reachability",
+    description="stash what no later turn refers to, lowest score first",
+    reads=(*EVERY_STRATEGY_READS, *ReachabilityKeys.model_fields),
+    keys=ReachabilityKeys,
+    stashes=True,
+    keeps="its roots (the current task, the latest turns, the files being worked on)",
+    starter_policies={
+        "Reachability stash": {
+            "type": "gc_reachability",
+            "threshold_percent": 80,
+            "target_percent": 60,
+            "preserve_recent_turns": 5,
+        },
+    },
+)

@@ -8,13 +8,13 @@ from pydantic import BaseModel
 
 from gcengine._fast import set_fresh
 from gcengine.budget import InstructionBudget, InstructionSource, SourceEntry
-from gcengine.config import GCConfig
+from gcengine.config import PLUGIN_OPTION_KEYS, GCConfig
 from gcengine.conversation import history_layout
-from gcengine.gc.registry import load_gc_plugin
-from gcengine.gc.strategies import Strategy
+from gcengine.gc.stash import with_recorded_leaves
+from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message
-from gcengine.reachability.stash import with_recorded_leaves
+from gcengine.running.plugins import load_gc_plugin
 from gcengine.session import Session, rebuild_budget
 from gcengine.tokens import counter_by_name
 
@@ -29,12 +29,10 @@ class GCOutcome(BaseModel):
 
 
 def plugin_options(config: GCConfig) -> dict[str, Any]:
-    """What a plugin is initialised with: the policy's knobs, then ``plugin_config`` over them."""
-    options: dict[str, Any] = {
-        "preserve_recent_turns": config.preserve_recent_turns,
-        "notify_on_gc": config.notify_on_gc,
-    }
-    for key in ("summarize_middle_turns", "max_summary_tokens", "agent_name"):
+    """What a plugin is initialised with: the policy's knobs that hold a value (the keys
+    declared as plugin options), then ``plugin_config`` over them."""
+    options: dict[str, Any] = {}
+    for key in PLUGIN_OPTION_KEYS:
         value = getattr(config, key)
         if value is not None:
             options[key] = value

@@ -10,16 +10,15 @@ from gcengine.config import GCConfig
 from gcengine.conversation import history_layout
 from gcengine.errors import TurnNotFoundError
 from gcengine.gc.plan import Collection, preserve_count, start_collection
-from gcengine.gc.run import plugin_options
-from gcengine.gc.strategies import Strategy
+from gcengine.gc.segments import SegmentKind, describe
+from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCTriggerReason, context_usage
 from gcengine.messages import turn_number
-from gcengine.reachability.anchors import describe
 from gcengine.reachability.explain import kept_sentence, label, taken_sentence
 from gcengine.reachability.graph import REPLY, SUMMARY_OF, Plan
-from gcengine.reachability.kinds import SegmentKind
-from gcengine.reachability.strategy import ReachabilityStrategy
+from gcengine.running.run import plugin_options
 from gcengine.session import Session
+from gcengine.strategies.reachability import ReachabilityStrategy
 from gcengine.tokens import counter_by_name
 
 Action = Literal["stash", "delete", "keep"]
@@ -261,7 +260,7 @@ def turn_references(
     """What the segments of the turn with stable index ``turn_index`` refer to, and what
     refers to them, with their reachability under ``config`` (the reachability strategy's
     defaults when None)."""
-    config = config or GCConfig(plugin="gc_reachability")
+    config = config or GCConfig(plugin=ReachabilityStrategy.name)
     strategy = ReachabilityStrategy()
     plan = strategy.plan(collection_of(session, config, strategy))
     numbers = [s.number for s in plan.segments if s.turn_index == turn_index]

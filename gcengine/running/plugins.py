@@ -12,16 +12,10 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from gcengine.errors import PluginError
-from gcengine.gc.strategies import STRATEGIES, Strategy
 from gcengine.gc.types import GCPlugin
-from gcengine.reachability.strategy import ReachabilityStrategy
+from gcengine.strategies import ENGINE_STRATEGIES
 
 ENTRY_POINT_GROUP = "jaato.gc_plugins"
-# The engine's own strategies, by name: JAATO's four and the reachability strategy.
-ENGINE_STRATEGIES: dict[str, type[Strategy]] = {
-    **STRATEGIES,
-    ReachabilityStrategy.name: ReachabilityStrategy,
-}
 
 
 def discover_gc_plugins() -> dict[str, Callable[[], Any]]:
