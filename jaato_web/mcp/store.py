@@ -231,7 +231,7 @@ class DashboardStore:
             session=session,
             policy_version=version,
             config=gcengine.dump_gc_config(config),
-            plugin="gc_reachability",
+            plugin=config.plugin,
             trigger="agent",
             actor=access.user,
         )

@@ -375,13 +375,19 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
 # --- Import and export -----------------------------------------------------------------------
 
 
+def _import_context(form: PolicyImportForm, project: Project) -> dict[str, Any]:
+    """The import page's context; its examples of both gc.json shapes name the strategy a
+    new policy starts from."""
+    return {"form": form, "project": project, "example_strategy": gcengine.NEW_POLICY_STRATEGY}
+
+
 @require_http_methods(["GET", "POST"])
 @requires(Action.EDIT_POLICY)
 def policy_import(request: HttpRequest) -> HttpResponse:
     project = _project(request)
     if request.method != "POST":
         form = PolicyImportForm()
-        return render(request, "policies/import.html", {"form": form, "project": project})
+        return render(request, "policies/import.html", _import_context(form, project))
     form = PolicyImportForm(request.POST, request.FILES)
     if form.is_valid():
         name = form.cleaned_data["name"]
@@ -421,7 +427,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
                 messages.warning(request, f"{policy.name}: {warning}")
             return redirect("policy_edit", policy_id=policy.pk)
     # Refused: the form again, with why, as the answer to a request that stored nothing.
-    return render(request, "policies/import.html", {"form": form, "project": project}, status=400)
+    return render(request, "policies/import.html", _import_context(form, project), status=400)
 
 
 # Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named

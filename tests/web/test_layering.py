@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import gcengine
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jaato_web"
 
@@ -265,3 +267,39 @@ def test_the_family_rule_itself(importer: str, imported: str, expected: str | No
     else:
         assert problem is not None
         assert expected in problem
+
+
+# --- Strategies are the engine's: the shell reads their specs, never their names ---------------
+
+TEMPLATES = ROOT / "templates"
+
+
+def _strategy_names_in_code(path: Path) -> list[str]:
+    """String constants of a module that name one of the engine's strategies."""
+    names = {n for spec in gcengine.STRATEGY_SPECS for n in (spec.name, spec.short_name)}
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+
+
+def test_the_shell_names_no_strategy_and_reads_the_engines_specs_instead() -> None:
+    """What a strategy is (its keys, what it keeps, whether it stashes, the policies a new
+    installation starts with) is declared once, in its engine module; a page or a service
+    that named one would have to be changed with every strategy added."""
+    code = [
+        found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "migrations" not in path.parts
+        for found in _strategy_names_in_code(path)
+    ]
+    plugin_names = [spec.name for spec in gcengine.STRATEGY_SPECS]
+    pages = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted(TEMPLATES.rglob("*.html"))
+        for name in plugin_names
+        if name in path.read_text()
+    ]
+    assert code + pages == []

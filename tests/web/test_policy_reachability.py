@@ -49,7 +49,7 @@ def test_the_editor_shows_the_reachability_options_for_that_strategy_only(
 ) -> None:
     html = client.get(reverse("policy_new")).content.decode()
     assert 'value="gc_reachability"' in html
-    assert 'data-applies="gc_reachability" data-reachability-options' in html
+    assert 'data-applies="gc_reachability" data-strategy-options="gc_reachability"' in html
     for key, options in gcengine.GC_JSON_SUBFIELDS.items():
         for option in options:
             assert f'name="{key}_{option.key}"' in html

@@ -27,10 +27,23 @@ LABELS = {field.key: field.label for field in gcengine.GC_JSON_FIELDS}
 STRATEGY_LABELS: dict[str, str] = {s.name: s.label for s in gcengine.GC_STRATEGIES}
 
 
+def strategy_spec_of(name: str) -> gcengine.StrategySpec | None:
+    """The engine's spec of the strategy named ``x`` or ``gc_x``; None for a plugin
+    of another package, which the engine knows nothing about."""
+    try:
+        return gcengine.strategy_spec(name)
+    except KeyError:
+        return None
+
+
 def strategy_of(config: Mapping[str, Any]) -> str:
-    """``gc_budget`` for ``budget`` or ``gc_budget``: stored configs use the short form."""
-    name = str(config.get("type") or config.get("plugin") or "truncate")
-    return name if name.startswith("gc_") else f"gc_{name}"
+    """The plugin name a flat gc.json's strategy goes by (``gc_x`` for ``x``; stored
+    configs use the short form), as the engine's table of strategies names it."""
+    name = config.get("type") or config.get("plugin")
+    if not name:
+        return gcengine.GCConfig().plugin  # a gc.json that names no strategy: the default
+    spec = strategy_spec_of(str(name))
+    return spec.name if spec is not None else str(name)
 
 
 def shown(key: str, value: Any) -> str:
@@ -211,11 +224,6 @@ class Left:
     eligible: int
 
 
-# Strategies that take only from the conversation (whole turns, or tool exchanges too): what
-# lies outside it stays.
-TURN_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid", "gc_reachability"})
-
-
 def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bool) -> list[str]:
     """What a strategy keeps whatever the usage, by its gc.json, in words."""
     kept = []
@@ -230,9 +238,10 @@ def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bo
         kept.append(counted(len(ids), "pinned message"))
     if without_pressure:
         kept.append("every turn that holds preservable content")
-    if strategy == "gc_reachability":
-        kept.append("its roots (the current task, the latest turns, the files being worked on)")
-    if strategy in TURN_STRATEGIES:
+    spec = strategy_spec_of(strategy)
+    if spec is not None and spec.keeps:
+        kept.append(spec.keeps)
+    if spec is not None and spec.conversation_only:
         kept.append("everything outside the conversation")
     return kept
 
@@ -244,8 +253,8 @@ def kept_reason(
     target or runs out of what it may take, so what is left is what it may not take; told with
     the figures when they are known, and the rules of ``strategy`` that keep it.
 
-    ``details`` are the engine's ``GCResult.details``: gc_budget says there whether it was
-    under pressure (it takes preservable content, and turns holding some, only then)."""
+    ``details`` are the engine's ``GCResult.details``: a strategy that takes preservable
+    content (and turns holding some) only under pressure says there whether it was."""
     without_pressure = details.get("pressure_applied") is False
     preservable_note = ""
     if without_pressure and is_continuous(config):
@@ -253,7 +262,7 @@ def kept_reason(
     elif without_pressure:
         pressure = setting_text(config["pressure_percent"])
         preservable_note = f", which it takes only at its {pressure} pressure threshold"
-    kept = _kept_by_rule(strategy_of({"type": strategy}), config, without_pressure)
+    kept = _kept_by_rule(strategy, config, without_pressure)
     rules = f": it keeps {listed(kept)}" if kept else ""
     if left is None:
         return f"What is left is what this policy may not remove{rules}."

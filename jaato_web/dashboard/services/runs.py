@@ -204,7 +204,7 @@ def _run_store(
     )
     touched = [removal[7] for removal in removals if removal[7] is not None]
     Summary.objects.bulk_create(_summaries(run, outcome, touched, position_of))
-    if run.plugin == "gc_reachability":
+    if run.stashes:
         _reachability_store(run, before, outcome)
     stored_sessions.budget_store(run.session, run, outcome.budget_after)
     after_turns = storage.after_turns(outcome.budget_before, outcome.budget_after)

@@ -30,47 +30,12 @@ DEMO_USER = "demo"
 # 240 turns at 85 % of a 200,000-token window: over the 80 % threshold, so every policy has
 # something to do, and quick to load.
 DEMO_SHAPE = gcengine.DemoShape(seed=7)
-DEFAULT_POLICY = "Budget 80/60"
+# The engine's starter policies come first among the policies it starts with.
+DEFAULT_POLICY = next(iter(gcengine.starter_policies()))
 # Collected on load: the default policy, one that writes a summary, and one that stashes what
 # it takes (so the stash, its search and restore are there on day one).
 RUN_POLICIES = (DEFAULT_POLICY, "Summarize old turns", "Reachability stash")
 REPLAY_POLICIES = (DEFAULT_POLICY, "Continuous budget")
-STARTER_POLICIES: dict[str, dict[str, Any]] = {
-    "Budget 80/60": {
-        "type": "gc_budget",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "pressure_percent": 90,
-        "preserve_recent_turns": 5,
-    },
-    "Continuous budget": {
-        "type": "gc_budget",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "pressure_percent": 0,
-        "preserve_recent_turns": 5,
-    },
-    "Summarize old turns": {
-        "type": "gc_summarize",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "preserve_recent_turns": 5,
-        "plugin_config": {"summarizer": "extractive"},
-    },
-    "Hybrid (summarize the middle)": {
-        "type": "gc_hybrid",
-        "threshold_percent": 80,
-        "target_percent": 50,
-        "preserve_recent_turns": 5,
-        "summarize_middle_turns": 20,
-    },
-    "Reachability stash": {
-        "type": "gc_reachability",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "preserve_recent_turns": 5,
-    },
-}
 
 # Context planner settings to start from; what each leaves out is the engine's default.
 STARTER_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
@@ -92,7 +57,7 @@ class Command(BaseCommand):
         project = services.project_default()
         self._demo_user(project)
         for kind, starters, message in (
-            (PolicyKind.GC, STARTER_POLICIES, "starter policy"),
+            (PolicyKind.GC, gcengine.starter_policies(), "starter policy"),
             (PolicyKind.PLANNER, STARTER_PLANNER_CONFIGS, "starter planner config"),
         ):
             for name, config in starters.items():
