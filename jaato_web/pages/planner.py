@@ -33,7 +33,7 @@ from jaato_web.dashboard import (
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind
 from jaato_web.http import PageRequest, htmx_target, query_id
 from jaato_web.pages.forms import PolicySaveForm
-from jaato_web.pages.plan_forms import (
+from jaato_web.pages.planner_forms import (
     MODEL_CHOICES,
     PlanForm,
     PlannerConfigForm,
