@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import gcengine
+from tests.structure import described, find_cycle, long_modules, module_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jaato_web"
@@ -366,3 +367,20 @@ def test_every_module_of_a_layer_is_a_familys_or_shared() -> None:
         if path.name != "__init__.py" and (column, path.name) not in named | shared
     ]
     assert not stray, "\n".join(stray)
+
+
+# --- No circles, no module too long -----------------------------------------------------------
+
+
+def test_the_shells_modules_import_each_other_without_a_cycle() -> None:
+    """Counting imports inside functions: a module that must import another at call time to
+    dodge a circle is in one all the same."""
+    modules = module_imports(PACKAGE)
+    cycle = find_cycle({module: list(targets) for module, targets in modules.items()})
+    assert cycle is None, described(cycle, modules)
+
+
+def test_no_module_of_the_shell_is_over_800_lines() -> None:
+    """A module that long holds several concerns; split it by concern into a package
+    (migrations are generated, and left as they are)."""
+    assert long_modules(PACKAGE, 800) == []
