@@ -1,9 +1,11 @@
 """Anchors: the concrete facts an agent needs after a compaction, found without a model.
 
 An anchor is a file path, an identifier, a number with a unit, an error, a URL, a commit
-hash, a decision or constraint, or a piece of open work, found by regular expressions in what
-a compaction removed. Each class has a weight (how much losing one costs the agent) and a
-matching rule:
+hash, a decision or constraint, or a piece of open work, found without a model in what a
+compaction removed. Paths, identifiers, error codes, URLs and issue tags are what
+``gcengine.anchors`` finds, as reachability reads them too; numbers, commits and the sentences
+are found here by regular expressions. Each class has a weight (how much losing one costs the
+agent) and a matching rule:
 
 * ``literal`` anchors (paths, identifiers, numbers, error codes, URLs, commits) are kept when
   their normalised text appears as a whole word or words inside one sentence of what the
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from gcengine.anchors import AnchorKind, Found, argument_path, found_in
 from gcengine.messages import Message, MessageKind, PartType, Role
 from gcengine.text import sentences
 
@@ -67,8 +70,9 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         AnchorClass.PATHS,
         "file paths",
         3,
-        "paths with a slash or a known extension, tool arguments that name a file, and a "
-        "path's line or line range (src/tax.py:38) as an anchor of its own",
+        "file names with a known extension, paths with a folder and an extension or rooted or "
+        "two folders deep, tool arguments that name a file, and a path's line or line range "
+        "(src/tax.py:38) as an anchor of its own",
         "every summarizer measured is weakest at tracking which files were read and changed, "
         "and an agent that loses a path edits the wrong file or reads it again",
     ),
@@ -76,8 +80,8 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         AnchorClass.IDENTIFIERS,
         "identifiers",
         2,
-        "code in backticks, snake_case, camelCase and CamelCase names of four characters or "
-        "more, and calls written as name()",
+        "a name in backticks, snake_case, camelCase and CamelCase names of four characters or "
+        "more (HTTPError too, not a plural like APIs), and calls written as name()",
         "the names the work is about; a lost one can usually be found again by searching",
     ),
     AnchorClassInfo(
@@ -93,8 +97,9 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         AnchorClass.ERRORS,
         "errors",
         3,
-        "error codes (BILL-4012, F401, [arg-type]) and error sentences: the first line of a "
-        "failed tool result, and lines naming an Error, Exception, Traceback or FAILED",
+        "error codes (BILL-4012, F401, TS2345, [arg-type]) and error sentences: the first "
+        "line of a failed tool result, and lines naming an Error, Exception, Traceback or "
+        "FAILED",
         "the evidence a fix rests on; an agent without it repeats the failing step",
     ),
     AnchorClassInfo(
@@ -264,27 +269,6 @@ def vocabulary_words(text: str) -> list[str]:
 
 # --- Finding anchors in one sentence ---------------------------------------------------------
 
-_URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
-_EXTENSIONS = (
-    "py|pyi|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|yaml|yml|cfg|ini|conf|"
-    "sh|bash|zsh|go|rs|java|kt|kts|c|h|cc|cpp|hpp|cs|rb|php|html|htm|css|scss|sass|less|sql|"
-    "lock|xml|csv|tsv|vue|svelte|swift|scala|ex|exs|erl|hs|lua|dart|tf|hcl|proto|graphql|"
-    "gradle|env|log|pdf|png|jpg|jpeg|gif|svg|wasm|dockerfile|mk|make|bat|ps1"
-)
-# Possessive (``++``) where giving characters back can never lead to a match (the next
-# character could not be the "/" or "." that follows): the same matches, without trying.
-_PATH = re.compile(
-    r"(?<![\w/.~-])"
-    r"((?:~|\.{1,2})?/?(?:[\w.-]++/)+[\w.-]+|[\w-]++(?:\.[\w-]++)*\.(?:" + _EXTENSIONS + r"))"
-    r"(?::(\d+)(?:-(\d+))?)?"
-    r"(?![\w/-])"
-)
-_PATH_EXTENSION = re.compile(r"\.(?:" + _EXTENSIONS + r")$")
-# A path without a slash holds one of these.
-_DOTTED_EXTENSION = re.compile(r"\.(?:" + _EXTENSIONS + r")")
-_BACKTICKS = re.compile(r"`([^`\n]{2,80})`")
-_SNAKE = re.compile(r"\b[a-z][a-z0-9]*+(?:_[a-z0-9]++)+\b")
-_CALL = re.compile(r"\b([a-z_][a-z0-9_]{2,})\(\)")
 _UNIT_WORDS = (
     "% ms µs us ns s sec secs second seconds min mins minute minutes h hr hrs hour hours day "
     "days kb mb gb tb kib mib gib byte bytes token tokens k m px x rpm rps qps usd eur gbp "
@@ -301,10 +285,7 @@ _QUANTITY = re.compile(
 _QUANTITY_START = re.compile(r"[$€£\d](?<![\w.$€£]\d)")
 _DIGIT = re.compile(r"\d")
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][0-9a-z.]+)?(?![\w.])")
-_ISSUE = re.compile(r"(?<![\w&])#\d+\b")
 _HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
-# Checkers' codes in brackets ([arg-type]); other error codes need their capitals (BILL-4012).
-_BRACKETED_CODE = re.compile(r"\[[a-z]+(?:-[a-z]+)+\]")
 _COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
 # A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
 # looks for the run far faster than the pattern is tried at every character.
@@ -369,15 +350,17 @@ _ANY_TRIGGER_WORD = re.compile(
     + _shared_beginnings(f"{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS}".split("|"))
     + r"\b"
 )
-# Case matters for these, so they are found in the text before it is lower-cased.
-_MIXED_CASE = re.compile(
-    r"\b(?=[A-Za-z0-9]*[a-z])(?:[A-Z][A-Za-z0-9]*[A-Z]|[a-z][a-z0-9]*[A-Z])[A-Za-z0-9]*\b"
-)
-_ERROR_CODE = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-\d{2,}\b|\b[A-Z]\d{3,4}\b")
-_PATH_KEYS = frozenset({"path", "file_path", "filepath", "filename", "file", "notebook_path"})
 # A search pattern (\bname\b, *.py) is not a fact about the work.
 _PATTERN_KEYS = frozenset({"pattern", "regex", "glob", "include", "exclude"})
 _OPEN_TODO = frozenset({"pending", "in_progress", "in progress", "todo", "open"})
+# The class each kind ``gcengine.anchors`` finds is counted in; an issue tag is a number.
+_CLASS_OF = {
+    AnchorKind.FILE: AnchorClass.PATHS,
+    AnchorKind.NAME: AnchorClass.IDENTIFIERS,
+    AnchorKind.CODE: AnchorClass.ERRORS,
+    AnchorKind.URL: AnchorClass.URLS,
+    AnchorKind.TAG: AnchorClass.NUMBERS,
+}
 
 
 def _clip(text: str) -> str:
@@ -386,10 +369,18 @@ def _clip(text: str) -> str:
 
 
 def _literal(anchor_class: AnchorClass, key: str, sentence: str, raw: str) -> Anchor | None:
-    """A literal anchor for ``key`` if it is one: trimmed of edge punctuation, and found in
-    its own sentence by the rule that matches it (so a text that repeats the sentence keeps
-    it); its text spelled as in ``raw``, the sentence as written (``_as_written``)."""
+    """``_literal_as_found`` for what a pattern matched, trimmed of edge punctuation."""
     key = key.strip().strip(_EDGE_PUNCTUATION).strip()
+    return _literal_as_found(anchor_class, key, sentence, raw)
+
+
+def _literal_as_found(
+    anchor_class: AnchorClass, key: str, sentence: str, raw: str
+) -> Anchor | None:
+    """A literal anchor for ``key`` if it is one: found in its own sentence by the rule that
+    matches it (so a text that repeats the sentence keeps it); its text spelled as in
+    ``raw``, the sentence as written (``_as_written``). Not trimmed: ``gcengine.anchors``
+    trims what it finds itself, and a relative path keeps its ``./``."""
     if len(key) < 2 or not literal_found(sentence, key):
         return None
     return Anchor(anchor_class, key, _clip(_as_written(key, raw)), MatchRule.LITERAL)
@@ -409,88 +400,54 @@ def _as_written(key: str, raw: str) -> str:
     return raw[start : start + len(key)]
 
 
-def _path_anchors(sentence: str, raw: str) -> Iterator[Anchor]:
-    for match in _PATH.finditer(sentence):
-        path = match.group(1).rstrip(".")
-        slashes = path.count("/")
-        is_path = bool(_PATH_EXTENSION.search(path)) or (
-            slashes > 0 and (path.startswith(("/", "~/", "./", "../")) or slashes >= 2)
-        )
-        if not is_path or not any(c.isalpha() for c in path):
-            continue
-        if (anchor := _literal(AnchorClass.PATHS, path, sentence, raw)) is not None:
-            yield anchor
-        if match.group(2):
-            ranged = f"{path}:{match.group(2)}" + (f"-{match.group(3)}" if match.group(3) else "")
-            if (anchor := _literal(AnchorClass.PATHS, ranged, sentence, raw)) is not None:
-                yield anchor
-
-
-def _without(sentence: str, pattern: re.Pattern[str]) -> str:
-    """The sentence with ``pattern``'s matches blanked, so what is inside a URL is not found
-    again as a path or a number."""
-    return pattern.sub(lambda m: " " * len(m.group(0)), sentence)
-
-
 def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
-    """Literal anchors of one sentence: ``raw`` as written (for case-sensitive patterns, and
-    to show each anchor as written) and ``sentence``, its normalised form (for the rest, and
-    for the check).
+    """Literal anchors of one sentence: ``raw`` as written (what ``gcengine.anchors`` reads,
+    and to show each anchor as written) and ``sentence``, its normalised form (what numbers and
+    commits are found in, and what every anchor is checked against).
 
-    A pattern is tried only on a sentence holding what every match of it holds (a slash, a
-    digit, a capital letter, ...): a pattern is tried at every character, and most sentences
-    are ruled out for a fraction of that.
+    Numbers and commits are looked for in the sentence without its paths and URLs (a commit in
+    a URL is not one of its own), and a pattern is tried only on a sentence holding what every
+    match of it holds (a digit, a dot, a run of seven hexadecimal digits): a pattern is tried
+    at every character, and most sentences are ruled out for a fraction of that.
     """
-    plain = sentence
-    if "http" in sentence:
-        for match in _URL.finditer(sentence):
-            if (anchor := _literal(AnchorClass.URLS, match.group(0), sentence, raw)) is not None:
-                yield anchor
-        plain = _without(sentence, _URL)
-    unpathed = plain
-    if "/" in plain or _DOTTED_EXTENSION.search(plain):
-        yield from _path_anchors(plain, raw)
-        unpathed = _without(plain, _PATH)
-    for pattern, cue in ((_BACKTICKS, "`"), (_CALL, "()")):
-        for match in pattern.finditer(plain) if cue in plain else ():
-            found = _literal(AnchorClass.IDENTIFIERS, match.group(1), sentence, raw)
-            if found is not None:
-                yield found
-    # Lower-casing changes nothing in a text without capitals.
-    capitals = raw.lower() != raw
-    for match in _MIXED_CASE.finditer(raw) if capitals else ():
-        if len(match.group(0)) >= 4:
-            found = _literal(AnchorClass.IDENTIFIERS, match.group(0).lower(), sentence, raw)
-            if found is not None:
-                yield found
-    for key in _SNAKE.findall(unpathed) if "_" in unpathed else ():
-        if len(key) >= 4 and (found := _literal(AnchorClass.IDENTIFIERS, key, sentence, raw)):
-            yield found
+    unpathed = sentence
+    for found in _in_order(raw):
+        key = _folded(found.value)
+        if (anchor := _literal_as_found(_CLASS_OF[found.kind], key, sentence, raw)) is not None:
+            yield anchor
+        if found.kind == AnchorKind.URL or found.kind == AnchorKind.FILE:
+            unpathed = unpathed.replace(key, " " * len(key))
+        if found.start is not None:
+            lines = f":{found.start}" + (f"-{found.end}" if found.end is not None else "")
+            ranged = _literal_as_found(AnchorClass.PATHS, key + lines, sentence, raw)
+            if ranged is not None:
+                yield ranged
     for match in _QUANTITY.finditer(unpathed) if _QUANTITY_START.search(unpathed) else ():
         has_unit = match.group(1) or match.group(3)
         if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)):
             yield anchor
     digits = _DIGIT.search(unpathed) is not None
-    for pattern, cued in ((_VERSION, digits and "." in unpathed), (_ISSUE, "#" in unpathed)):
-        for match in pattern.finditer(unpathed) if cued else ():
-            if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)) is not None:
-                yield anchor
+    for match in _VERSION.finditer(unpathed) if digits and "." in unpathed else ():
+        if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)) is not None:
+            yield anchor
     status = "http" in unpathed or "status" in unpathed
     for match in _HTTP_STATUS.finditer(unpathed) if status else ():
         if (anchor := _literal(AnchorClass.NUMBERS, match.group(1), sentence, raw)) is not None:
-            yield anchor
-    for match in _BRACKETED_CODE.finditer(unpathed) if "[" in unpathed else ():
-        if (anchor := _literal(AnchorClass.ERRORS, match.group(0), sentence, raw)) is not None:
-            yield anchor
-    for match in _ERROR_CODE.finditer(raw) if capitals else ():
-        if (
-            anchor := _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence, raw)
-        ) is not None:
             yield anchor
     commits = digits and _HEX_RUN in unpathed.translate(_HEX_MARKS)
     for match in _COMMIT.finditer(unpathed) if commits else ():
         if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence, raw)) is not None:
             yield anchor
+
+
+def _in_order(raw: str) -> list[Found]:
+    """The anchors ``gcengine.anchors`` finds in ``raw``, as written from left to right: the
+    order a sentence's lost anchors are listed in, the same in every process."""
+    return sorted(set(found_in(raw)), key=lambda f: (raw.find(f.value), f.value, f.kind, _lines(f)))
+
+
+def _lines(found: Found) -> tuple[int, int]:
+    return (-1 if found.start is None else found.start, -1 if found.end is None else found.end)
 
 
 def _terms_anchor(anchor_class: AnchorClass, raw: str, sentence: str) -> Anchor | None:
@@ -569,11 +526,12 @@ def _prose_anchors(text: str, *, speaker_is_user: bool) -> Iterator[Anchor]:
 
 
 def _call_anchors(args: dict[str, Any]) -> Iterator[Anchor]:
+    path = argument_path(args)
+    if path is not None:
+        key = normalised(path)
+        if (anchor := _literal_as_found(AnchorClass.PATHS, key, key, path)) is not None:
+            yield anchor
     for key, value in args.items():
-        if key.lower() in _PATH_KEYS and isinstance(value, str):
-            for raw, sentence in _sentence_pairs(value):
-                if (anchor := _literal(AnchorClass.PATHS, sentence, sentence, raw)) is not None:
-                    yield anchor
         todos = value if key.lower() == "todos" else None
         for todo in todos if isinstance(todos, list) else ():
             if not isinstance(todo, dict):
@@ -629,10 +587,12 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
                 if (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)) is not None:
                     found += 1
                     yield anchor
-                for match in _ERROR_CODE.finditer(raw):
-                    code = _literal(AnchorClass.ERRORS, match.group(0).lower(), sentence, raw)
-                    if code:
-                        yield code
+                for named in _in_order(raw):
+                    if named.kind == AnchorKind.CODE:
+                        key = _folded(named.value)
+                        code = _literal_as_found(AnchorClass.ERRORS, key, sentence, raw)
+                        if code is not None:
+                            yield code
 
 
 def message_anchors(message: Message) -> list[Anchor]:
