@@ -107,7 +107,8 @@ _KEPT_START = re.compile(r"\.{1,2}/|\.\w")
 _PLURAL_ACRONYM = re.compile(r"[A-Z]+s")
 _PATH_SHAPE = re.compile(r"/?(?:[\w.@+~-]+/)*[\w.@+~-]+")
 _EXTENSION = re.compile(r"[A-Za-z][A-Za-z0-9]{0,5}")
-_LINES = re.compile(r"(\d{1,7})(?:-(\d{1,7}))?(?::|$)")
+# Lines count from 1: ``tax.py:0`` names the file, not a line.
+_LINES = re.compile(r"([1-9]\d{0,6})(?:-(\d{1,7}))?(?::|$)")
 # Extensions a file name without a folder must have to be a file: a dotted word is more often
 # an attribute (``invoice.lines``). Not ``log`` and ``env``: ``console.log``, ``process.env``.
 _FILE_EXTENSIONS = frozenset(
@@ -125,8 +126,9 @@ _PATH_ARGUMENTS = frozenset(
 
 
 def found_in(text: str) -> list[Found]:
-    """Every anchor ``text`` names, in no particular order, some maybe more than once (a
-    caller that shows them orders them; most only put them in a set)."""
+    """Every anchor ``text`` names, some maybe more than once: URLs, marked code, calls and
+    bracketed codes first, then what its words are, in the order they are first written (the
+    same order in every process, so a list of them reads alike wherever it is made)."""
     found: list[Found] = []
     text = _spaced(text)
     if "://" in text and "http" in text:
@@ -146,14 +148,14 @@ def found_in(text: str) -> list[Found]:
     return found
 
 
-def words(text: str) -> set[bytes]:
-    """The distinct words of ``text``, split at whitespace and at punctuation that never
-    belongs to an anchor: a 256-entry table, C speed on megabytes."""
+def words(text: str) -> dict[bytes, None]:
+    """The distinct words of ``text`` in the order first written, split at whitespace and at
+    punctuation that never belongs to an anchor: a 256-entry table, C speed on megabytes."""
     return _split(_spaced(text))
 
 
-def _split(text: str) -> set[bytes]:
-    return set(text.encode("utf-8", "surrogatepass").translate(_SEPARATORS).split())
+def _split(text: str) -> dict[bytes, None]:
+    return dict.fromkeys(text.encode("utf-8", "surrogatepass").translate(_SEPARATORS).split())
 
 
 def _spaced(text: str) -> str:

@@ -440,14 +440,10 @@ def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
             yield anchor
 
 
-def _in_order(raw: str) -> list[Found]:
-    """The anchors ``gcengine.anchors`` finds in ``raw``, as written from left to right: the
-    order a sentence's lost anchors are listed in, the same in every process."""
-    return sorted(set(found_in(raw)), key=lambda f: (raw.find(f.value), f.value, f.kind, _lines(f)))
-
-
-def _lines(found: Found) -> tuple[int, int]:
-    return (-1 if found.start is None else found.start, -1 if found.end is None else found.end)
+def _in_order(raw: str) -> Iterable[Found]:
+    """The anchors ``gcengine.anchors`` finds in ``raw``, each once, in the order it finds
+    them: the order a sentence's lost anchors are listed in, the same in every process."""
+    return dict.fromkeys(found_in(raw))
 
 
 def _terms_anchor(anchor_class: AnchorClass, raw: str, sentence: str) -> Anchor | None:

@@ -35,7 +35,9 @@ ANCHOR_KINDS = (FILE, NAME, CODE, URL, TAG)
 SHOWN_FIRST = (FILE, CODE, NAME)
 _RANK = {kind: rank for rank, kind in enumerate((*SHOWN_FIRST, URL, TAG))}
 
-_KEY: Callable[[Found], str] = attrgetter("key")  # at C speed: a session holds millions
+# At C speed: a session's messages hold millions of anchors, a few of them with a line.
+_KEY: Callable[[Found], str] = attrgetter("key")
+_START: Callable[[Found], int | None] = attrgetter("start")
 # Where a tool call names the lines it covers.
 _START_ARGUMENTS = ("start_line", "line_start", "offset", "from_line", "line")
 _END_ARGUMENTS = ("end_line", "line_end", "to_line")
@@ -129,7 +131,7 @@ def _read(message: Message) -> MessageAnchors:
     found = found_in("\n".join(texts))
     anchors = {span.key for span in acted_on}
     anchors.update(map(_KEY, found))
-    lines = [(f.key, f.start) for f in found if f.start is not None]
+    lines = [(f.key, f.start) for f in filter(_START, found) if f.start is not None]
     decides = bool(prose) and not _DECISION_WORDS.isdisjoint(words("\n".join(prose)))
     short_names = tuple(short for anchor in anchors if (short := basename_key(anchor)) is not None)
     return MessageAnchors(
