@@ -77,7 +77,9 @@ def anchor_key(kind: str, value: str) -> str:
 
 
 def _found(kind: str, value: str, start: int | None = None, end: int | None = None) -> Found:
-    return Found(kind, value, anchor_key(kind, value), start, end)
+    key = anchor_key(kind, value) if kind == AnchorKind.FILE else f"{kind}:{value}"
+    # Made as a tuple is (``Found(...)`` runs Python code): a session has words by the million.
+    return tuple.__new__(Found, (kind, value, key, start, end))
 
 
 # Punctuation that never belongs to an anchor is read as a space, so splitting finds the words.
@@ -213,20 +215,18 @@ def _classify(word: str) -> tuple[Found, ...]:
         return ()
     if word[0] == "#":
         return (_found(AnchorKind.TAG, word),) if _TAG.fullmatch(word) else ()
-    if "/" in word or "." in word:
-        path = _path(word)
-        if path:
-            return path
+    dotted = "/" in word or "." in word
+    if dotted and (path := _path(word)):
+        return path
     if word[-1].isdigit() and _CODE.fullmatch(word):
         return (_found(AnchorKind.CODE, word),)
     if _is_identifier(word):
         return (_found(AnchorKind.NAME, word),)
+    if not dotted and ":" not in word and "-" not in word:
+        return ()
     # A dotted, qualified or joined word (self.round_money, pkg:factory, ValueError/TypeError):
     # its parts count on their own.
-    parts = _PARTS.split(word)
-    if len(parts) == 1:
-        return ()
-    return tuple(found for part in parts if part for found in _classify(part))
+    return tuple(found for part in _PARTS.split(word) if part for found in _classify(part))
 
 
 def _path(word: str) -> tuple[Found, ...]:
