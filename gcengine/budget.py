@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from gcengine._fast import Tracked, construct, note_edit, recall, set_fresh
+from gcengine._fast import construct, set_fresh
 from gcengine._json import default_if_null, json_type, parse_count, parse_enum
 from gcengine.errors import SessionFormatError
+
+if TYPE_CHECKING:
+    from gcengine.conversation import ConversationIndex
 
 
 class InstructionSource(StrEnum):
@@ -108,16 +111,39 @@ NON_CONTEXT_SOURCES: frozenset[InstructionSource] = frozenset({InstructionSource
 DEFAULT_CONTEXT_LIMIT = 128_000
 
 
-class SourceEntry(Tracked):
+class Revision:
+    """How many times a tree of budget entries was edited: what a fact read from the tree (its
+    conversation laid out flat) is stamped with, so that an edit of any entry of the tree, a
+    leaf deep inside included, makes the fact be read again.
+
+    The budget builder gives one to every entry it makes, and a rebuild gives the one of the
+    tree it reuses entries from to the entries it adds: a budget and the budgets rebuilt from
+    it share one, since they share entries. A tree read from elsewhere (a JAATO snapshot, a
+    copy) is given one when its conversation is first read. Edits are rare (the engine builds
+    new values instead), so one count for a whole tree is enough.
+    """
+
+    __slots__ = ("edits",)
+
+    def __init__(self) -> None:
+        self.edits = 0
+
+
+class SourceEntry(BaseModel):
     """One node of the budget tree: a source, or a child such as a turn or a message.
 
     A node with children is a container: its own ``tokens`` are kept (JAATO writes them) but
     every figure is computed from the children, exactly as JAATO does.
 
-    Assigning a field, ``add_child`` and ``remove_child`` count as edits, which drop what was
-    remembered about built budgets (``gcengine.conversation``); change ``children`` and
-    ``message_ids`` through those, or on a copy, never in place.
+    A conversation entry keeps its conversation laid out flat (``keep_index``), which its
+    figures are then read from. Assigning a field of any entry of its tree, ``add_child`` and
+    ``remove_child`` advance the tree's ``Revision`` and so drop it; change ``children`` and
+    ``message_ids`` through those, or on a copy, never in place (that is not seen). The revision
+    and the index are kept outside the fields (slots): a copy starts without them, and they
+    take no part in equality, dumps or pickles.
     """
+
+    __slots__ = ("__weakref__", "_index", "_revision")
 
     source: InstructionSource
     tokens: int = Field(default=0, ge=0)
@@ -134,10 +160,9 @@ class SourceEntry(Tracked):
         conversation has a leaf per message)."""
         if not self.children:
             return self.tokens
-        index = recall(self)
+        index = self.kept_index()
         if index is not None:
-            total: int = index.total
-            return total
+            return index.total
         total = 0
         pending = [self.children]
         while pending:
@@ -175,11 +200,8 @@ class SourceEntry(Tracked):
         """A built conversation's tokens of messages of ``policy``, from its index (None for
         any other entry): its turns are PARTIAL containers, so a tier's tokens are its
         leaves', which a walk would add up one message at a time."""
-        index = recall(self)
-        if index is None:
-            return None
-        tokens: int = index.tier_tokens[policy]
-        return tokens
+        index = self.kept_index() if self.children else None
+        return index.tier_tokens[policy] if index is not None else None
 
     def effective_gc_policy(self) -> GCPolicy:
         """A container's policy is its children's when they agree, PARTIAL when they do not."""
@@ -201,8 +223,9 @@ class SourceEntry(Tracked):
         created_at: float | None = None,
         message_ids: list[str] | None = None,
     ) -> SourceEntry:
-        """Add (or replace) a child; it inherits this entry's source, as in JAATO."""
-        note_edit()
+        """Add (or replace) a child; it inherits this entry's source, as in JAATO, and this
+        entry's revision (an edit of it is an edit of the tree)."""
+        self.edited()
         child = SourceEntry(
             source=self.source,
             tokens=tokens,
@@ -212,12 +235,56 @@ class SourceEntry(Tracked):
             created_at=created_at,
             message_ids=list(message_ids or []),
         )
+        revision = self.revision()
+        if revision is not None:
+            child.stamp(revision)
         self.children[key] = child
         return child
 
     def remove_child(self, key: str) -> bool:
-        note_edit()
+        self.edited()
         return self.children.pop(key, None) is not None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.edited()
+        super().__setattr__(name, value)
+
+    def edited(self) -> None:
+        """Count an edit of this entry against its tree's revision, if it has one: every fact
+        stamped with the revision is read again."""
+        revision = self.revision()
+        if revision is not None:
+            revision.edits += 1
+
+    def revision(self) -> Revision | None:
+        """The revision of the tree this entry belongs to, if it was given one."""
+        try:
+            revision: Revision | None = _REVISION.__get__(self)
+        except AttributeError:  # an entry nobody stamped (validated, copied, read from a file)
+            return None
+        return revision
+
+    def stamp(self, revision: Revision) -> None:
+        """Make this entry one of the tree ``revision`` counts the edits of (it is not an edit:
+        nothing read from the entry changes)."""
+        _REVISION.__set__(self, revision)
+
+    def keep_index(self, index: ConversationIndex) -> None:
+        """Keep ``index`` (this conversation entry's tree laid out flat) until the tree is
+        edited; the entry must have been stamped (``stamp``) with its tree's revision."""
+        revision = self.revision()
+        assert revision is not None, "an index is kept only for a tree with a revision"
+        _INDEX.__set__(self, (index, revision, revision.edits))
+
+    def kept_index(self) -> ConversationIndex | None:
+        """The index kept for this entry, if its tree is unedited since."""
+        try:
+            kept: tuple[ConversationIndex, Revision, int] | None = _INDEX.__get__(self)
+        except AttributeError:  # nothing was ever kept
+            return None
+        if kept is None or kept[1].edits != kept[2]:
+            return None
+        return kept[0]
 
     def leaves(self) -> Iterator[SourceEntry]:
         """Every node below and including this one that has no children, in ``walk``'s
@@ -235,7 +302,7 @@ class SourceEntry(Tracked):
         built conversation's are its messages' (none for no message, where ``leaves`` gives
         the empty entry itself), read from its index: an upload asks where its figures came
         from, and walking a long session's tree for that took 0.03 s."""
-        index = recall(self)
+        index = self.kept_index()
         if index is not None and index.counted_by is not None:
             return zip(index.tokens, index.counted_by, strict=True)
         return ((leaf.tokens, leaf.metadata.get("counted_by")) for leaf in self.leaves())
@@ -334,6 +401,12 @@ class SourceEntry(Tracked):
         if children and "stored_gc_policy" not in data:
             set_fresh(entry, "gc_policy", _infer_stored_policy(entry, data, top_level_default))
         return entry
+
+
+# The slots holding an entry's revision and kept index, read and set without pydantic's
+# attribute handling (which takes every name starting with "_" for a private attribute).
+_REVISION = SourceEntry.__dict__["_revision"]
+_INDEX = SourceEntry.__dict__["_index"]
 
 
 def _infer_stored_policy(

@@ -10,9 +10,11 @@ additions that the collector relies on:
 * ``kind`` marks summaries and notices the collector wrote, so they are never mistaken for the
   user's own words (JAATO stores both as plain user messages).
 
-Messages are values: the engine never changes one, and remembers what it derives from a history
-(turns, token figures) by the messages' identity. Assigning a field counts as an edit and
-drops all of that; change a message's ``parts`` or ``metadata`` on a copy, never in place.
+Messages are values: the engine never changes one, and keeps what it reads from one (its
+anchors; its place in a budget's index) with the message (``Readings``). Assigning a field of a
+message drops all of that; change its ``parts`` or ``metadata`` on a copy, never in place (that
+is not seen). Parts and their payloads are frozen: a message's copy shares them, so a part
+edited in place would change every message holding it.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress, count, islice
-from operator import is_not, ne
+from operator import is_, is_not, ne
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gcengine._fast import Tracked, construct
+from gcengine._fast import construct
 
 
 class Role(StrEnum):
@@ -54,13 +56,17 @@ class MessageKind(StrEnum):
     NOTICE = "notice"
 
 
-class FunctionCall(Tracked):
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     id: str | None = None
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
 
-class FunctionResponse(Tracked):
+class FunctionResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     call_id: str | None = None
     name: str = ""
     result: Any = None
@@ -69,13 +75,17 @@ class FunctionResponse(Tracked):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class InlineData(Tracked):
+class InlineData(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     mime_type: str
     data: str = Field(description="base64 payload, or a reference when the file held only one")
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class OpaquePart(Tracked):
+class OpaquePart(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     """A part this engine does not interpret (code execution, compaction markers, ...).
 
     It is carried along unchanged and never shown to anyone as if it were message text.
@@ -96,8 +106,10 @@ _PAYLOAD_FIELDS = {
 """The field holding a part's payload, by its type."""
 
 
-class Part(Tracked):
+class Part(BaseModel):
     """One piece of a message; exactly the field matching ``type`` is set."""
+
+    model_config = ConfigDict(frozen=True)
 
     type: PartType
     text: str | None = None
@@ -165,7 +177,25 @@ def _part(
     )
 
 
-class Message(Tracked):
+class Readings:
+    """What the engine read from one message value, kept with it until it is edited.
+
+    A message's anchors are read once (tens of megabytes of text in a long session, read again
+    by every replay and analysis otherwise). An index of a history (``ConversationIndex``)
+    holds the readings of each message it read, which tells it whether it still describes the
+    history: an edited message has new readings. Kept outside the message's fields (a slot), so
+    a copy starts without them and they take no part in equality, dumps or pickles.
+    """
+
+    __slots__ = ("anchors",)
+
+    def __init__(self) -> None:
+        self.anchors: object = None
+
+
+class Message(BaseModel):
+    __slots__ = ("__weakref__", "_readings")
+
     role: Role
     parts: list[Part]
     message_id: str
@@ -175,6 +205,21 @@ class Message(Tracked):
     )
     # Per-message fields a format carries that the engine does not use (``model``, ``provider``).
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _READINGS.__set__(self, None)  # what was read from the message no longer holds
+        super().__setattr__(name, value)
+
+    def readings(self) -> Readings:
+        """What has been read from this message value (new, if nothing was yet)."""
+        try:
+            known: Readings | None = _READINGS.__get__(self)
+        except AttributeError:  # a message nothing was read from yet
+            known = None
+        if known is None:
+            known = Readings()
+            _READINGS.__set__(self, known)
+        return known
 
     @property
     def function_calls(self) -> list[FunctionCall]:
@@ -200,6 +245,20 @@ class Message(Tracked):
     def is_text_only(self) -> bool:
         types = [p.type for p in self.parts]  # as in ``is_function_response``
         return bool(types) and types.count(PartType.TEXT) == len(types)
+
+
+# The slot holding a message's readings, read and set without pydantic's attribute handling
+# (which takes every name starting with "_" for a private attribute).
+_READINGS = Message.__dict__["_readings"]
+
+
+def unedited(messages: Sequence[Message], readings: Sequence[Readings]) -> bool:
+    """Whether each message still has the readings given for it: none was edited since (at C
+    speed: an index checks this of a whole history whenever it is used)."""
+    try:
+        return all(map(is_, map(_READINGS.__get__, messages), readings))
+    except AttributeError:  # a message nothing was read from: not the one read
+        return False
 
 
 def turn_number(index: int) -> int:

@@ -39,12 +39,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, field_serializer
 
-from gcengine._fast import construct, entry_maker, remember, set_fresh
+from gcengine._fast import construct, entry_maker, set_fresh
 from gcengine.budget import (
     DEFAULT_SOURCE_POLICIES,
     GCPolicy,
     InstructionBudget,
     InstructionSource,
+    Revision,
     SourceEntry,
 )
 from gcengine.conversation import (
@@ -67,6 +68,7 @@ from gcengine.messages import (
     Message,
     MessageKind,
     PartType,
+    Readings,
     Role,
     ToolPairProblem,
     Turn,
@@ -597,6 +599,8 @@ def index_conversation(
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded, clarifications)
     messages = list(history)
+    if reuse is not None and not reuse.unedited():
+        reuse = None  # what it says of its messages no longer holds
     if figure is None and reuse is None:
         figure = counted_figures(messages, counter, recorded)
     elif figure is None:
@@ -627,6 +631,7 @@ def index_conversation(
     counted_by: list[str] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
+    readings: list[Readings] = []
     exchanges: list[Exchange] = []
     groups: list[ExchangeGroup] = []
     starts, size = layout.starts, len(messages)
@@ -649,6 +654,7 @@ def index_conversation(
                 message_tokens, made_by = was[1] if was and was[0] is message else figure(message)
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
+                readings.append(message.readings())
                 policies.append(_message_policy(message, original, closing, clarifications))
                 created.append(created_base + clock + offset * step)
                 made = tool_traffic(message)
@@ -677,6 +683,7 @@ def index_conversation(
         counted_by += (old.counted_by or ())[old_start:old_stop]
         policies += old.policies[old_start:old_stop]
         created += old.created_at[old_start:old_stop]
+        readings += old.readings[old_start:old_stop]
         shift, turn_shift = starts[first] - old_start, first - old_first
         if exchange_figures:
             exchanges += [
@@ -703,6 +710,7 @@ def index_conversation(
         exchange_groups=None if exchange_figures else groups,
         original=original,
         created_base=created_base,
+        readings=readings,
     )
     return index, copied
 
@@ -865,8 +873,9 @@ def build_conversation(
     The arguments are ``index_conversation``'s; ``reuse`` is an entry this function made (with
     the same arguments) for another history, whose index is reused, and whose tree gives the
     turns the two histories hold alike: the very same entries, so a budget after a collection
-    costs what the collection changed. The entry is remembered with its index, which a
-    collection reads instead of the tree.
+    costs what the collection changed. The entry keeps its index, which a collection reads
+    instead of the tree, until an entry of the tree is edited: every entry of the tree counts
+    its edits against one ``Revision``, the one of ``reuse`` when entries are taken from it.
     """
     known = index_of(reuse)
     index, copied = index_conversation(
@@ -879,10 +888,15 @@ def build_conversation(
         figure=figure,
     )
     kept: list[tuple[str, SourceEntry]] = []
-    if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
-        kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
-    conversation = conversation_tree(index, created_base, copied if kept else [], kept)
-    remember(conversation, index)
+    revision = None
+    if reuse is not None and known is not None:
+        revision = reuse.revision()
+        if len(reuse.children) == len(known.layout):
+            kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
+    conversation = conversation_tree(
+        index, created_base, copied if kept else [], kept, revision or Revision()
+    )
+    conversation.keep_index(index)
     return conversation
 
 
@@ -891,18 +905,21 @@ def conversation_tree(
     created_base: float = 0.0,
     copied: Copied | None = None,
     kept: Sequence[tuple[str, SourceEntry]] = (),
+    revision: Revision | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry of an index: one container per turn and one leaf per message,
     except the runs of turns ``copied`` from another index, whose entries are that index's
-    tree's (``kept``: its turns' keys and entries, in order)."""
+    tree's (``kept``: its turns' keys and entries, in order). Every entry made is stamped with
+    ``revision`` (a new one by default): the kept ones must have it already."""
+    revision = revision or Revision()
     children: dict[str, SourceEntry] = {}
     done = 0
     for first, end, old_first in copied or ():
-        _turn_entries(index, done, first, children)
+        _turn_entries(index, done, first, children, revision)
         children.update(kept[old_first : old_first + end - first])
         done = end
-    _turn_entries(index, done, len(index.layout), children)
-    return construct(
+    _turn_entries(index, done, len(index.layout), children, revision)
+    conversation = construct(
         SourceEntry,
         source=InstructionSource.CONVERSATION,
         tokens=index.total,
@@ -913,6 +930,8 @@ def conversation_tree(
         created_at=created_base,
         message_ids=[],
     )
+    conversation.stamp(revision)
+    return conversation
 
 
 def user_inputs_shared(user_inputs: list[str], history: Sequence[Message]) -> list[str]:
@@ -936,9 +955,14 @@ def turn_name(index: int | None, kind: MessageKind) -> str:
 
 
 def _turn_entries(
-    index: ConversationIndex, first: int, end: int, children: dict[str, SourceEntry]
+    index: ConversationIndex,
+    first: int,
+    end: int,
+    children: dict[str, SourceEntry],
+    revision: Revision,
 ) -> None:
-    """Add the entries of turns ``first`` to ``end`` of the index to ``children``.
+    """Add the entries of turns ``first`` to ``end`` of the index to ``children``, each
+    stamped with ``revision``.
 
     A conversation has an entry per message, so this is the budget builder's inner loop: it
     reads the index's flat lists by position and builds each entry straight from its fields
@@ -955,6 +979,7 @@ def _turn_entries(
     ids, starts, indices, kinds = layout.message_ids, layout.starts, layout.indices, layout.kinds
     size, turns = len(messages), len(starts)
     entry = entry_maker(SourceEntry)
+    stamp = SourceEntry.stamp
     conversation = InstructionSource.CONVERSATION
     for turn in range(first, end):
         start = starts[turn]
@@ -967,7 +992,7 @@ def _turn_entries(
         for position in range(start, stop):
             message = messages[position]
             message_id = ids[position]
-            leaves[message_id] = entry(
+            leaves[message_id] = leaf = entry(
                 {
                     "source": conversation,
                     "tokens": tokens[position],
@@ -982,7 +1007,8 @@ def _turn_entries(
                     "message_ids": [message_id],
                 }
             )
-        children[turn_key_of(turn_index, messages[start])] = entry(
+            stamp(leaf, revision)
+        children[turn_key_of(turn_index, messages[start])] = container = entry(
             {
                 "source": conversation,
                 "tokens": sum(tokens[start:stop]),
@@ -994,6 +1020,7 @@ def _turn_entries(
                 "message_ids": ids[start:stop],
             }
         )
+        stamp(container, revision)
 
 
 _ROLE_VALUES = {role: role.value for role in Role}

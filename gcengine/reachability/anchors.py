@@ -5,8 +5,8 @@ tag: what lets "turn 41 names ``InvoiceError``" point back at the tool output th
 without embeddings. Each is a string ``kind:value`` (``file:src/billing/tax.py``,
 ``name:InvoiceError``, ``code:BILL-4012``, ``url:...``, ``tag:#412``).
 
-A message's anchors are read once and remembered by the message's identity (messages are
-values, see ``gcengine._fast``): a session's text runs to tens of megabytes, and a replay or a
+A message's anchors are read once and kept with the message until it is edited (its
+``Readings``): a session's text runs to tens of megabytes, and a replay or a
 second analysis of the same messages reads none of it again. Reading is by whitespace and
 punctuation (C-speed splitting) and each distinct word is classified once per process, so the
 cost grows with the text, not with a regular expression tried at every character.
@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gcengine._fast import edits, recall, remember
 from gcengine.messages import Message, PartType
 
 FILE, NAME, CODE, URL, TAG = "file", "name", "code", "url", "tag"
@@ -127,12 +126,10 @@ def basename_key(anchor: str) -> str | None:
 
 def message_anchors(message: Message) -> MessageAnchors:
     """The message's anchors, read once per message value."""
-    known: MessageAnchors | None = recall(message)
-    if known is not None:
-        return known
-    as_of = edits()
-    found = _read(message)
-    remember(message, found, as_of)
+    readings = message.readings()
+    if isinstance(readings.anchors, MessageAnchors):
+        return readings.anchors
+    found = readings.anchors = _read(message)
     return found
 
 
