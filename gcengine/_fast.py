@@ -21,7 +21,7 @@ from pydantic import BaseModel
 _set = object.__setattr__
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: one entry per model class
 def _defaults(
     model: type[BaseModel],
 ) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
@@ -35,7 +35,7 @@ def _defaults(
     return static, tuple(factories)
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: one entry per model class
 def _all_fields(model: type[BaseModel]) -> set[str]:
     """Every field name of ``model``: the fields-set of each instance built with all of them.
 

@@ -328,7 +328,9 @@ def _segments(index: ConversationIndex, anchors: list[MessageAnchors]) -> list[S
     return segments
 
 
-@functools.cache
+# Bounded pure memo: a kind per tuple of tool names (a session's tools are few, but the names
+# come from the files read, so the memo keeps the most recent).
+@functools.lru_cache(maxsize=1024)
 def _tool_kind(tools: tuple[str, ...]) -> SegmentKind:
     """An exchange's kind from its tools' names: reading or changing files is code, running
     commands and tests is a log, anything else is tool output."""
