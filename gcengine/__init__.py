@@ -112,7 +112,6 @@ from gcengine.planner import (
     model_caps,
     plan_context,
     plan_items,
-    plan_report,
     prompt_budget,
     session_caps,
     ttl_label,
@@ -169,8 +168,7 @@ from gcengine.reachability.dry_run import (
     analyze,
     turn_references,
 )
-from gcengine.reachability.graph import AUTO_DELETE_BELOW, HALF_LIFE_TURNS, YOUNG_TURNS
-from gcengine.reachability.kinds import IMPORTANCE, SegmentKind
+from gcengine.reachability.kinds import SegmentKind
 from gcengine.reachability.prune import check_pruning, pruning_config
 from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment, StashError, restore
 from gcengine.reachability.strategy import PruneRefused
@@ -215,7 +213,6 @@ from gcengine.tokens import (
     counter_by_name,
     counter_for_model,
     load_counter,
-    model_encoding,
     token_counting,
 )
 from gcengine.usage import (
@@ -232,7 +229,6 @@ from gcengine.window import MIN_CONTEXT_LIMIT, context_limit_checked, with_conte
 
 __all__ = [
     "ANCHOR_CLASSES",
-    "AUTO_DELETE_BELOW",
     "DEFAULT_CONTEXT_LIMIT",
     "DEFAULT_PRICES",
     "DEFAULT_RETENTION_GATES",
@@ -241,9 +237,7 @@ __all__ = [
     "GC_JSON_SUBFIELDS",
     "GC_POLICY_INDICATORS",
     "GC_STRATEGIES",
-    "HALF_LIFE_TURNS",
     "HEALTH_ORDER",
-    "IMPORTANCE",
     "KNOWN_MODEL_LIMITS",
     "MIN_CONTEXT_LIMIT",
     "NOOP_NOTIFICATION_FIELDS",
@@ -252,7 +246,6 @@ __all__ = [
     "PLUGIN_CONFIG_FIELDS",
     "POLICY_ORDER",
     "STASH_ACTIONS",
-    "YOUNG_TURNS",
     "Analysis",
     "AnalyzedSegment",
     "Anchor",
@@ -402,12 +395,10 @@ __all__ = [
     "message_records",
     "messages_from_records",
     "model_caps",
-    "model_encoding",
     "model_limits",
     "most_protective",
     "plan_context",
     "plan_items",
-    "plan_report",
     "plugin_options",
     "pooled_retention",
     "price_for_model",
