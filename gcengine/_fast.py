@@ -148,9 +148,33 @@ def cyclic_gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
+class Revision:
+    """How many times a group of values was edited: what a fact read from all of them (a
+    conversation laid out flat, from a budget tree and a history) is stamped with, so that an
+    edit of any of them, a leaf deep inside a tree or one message of thousands, makes the fact
+    be read again.
+
+    Values point to one (a budget entry in its ``__dict__``, ``REVISION_KEY``; a message in its
+    ``Readings``) and count their edits against it. A budget, the budgets rebuilt from it and
+    the messages their builder read share one. Edits are rare (the engine builds new values
+    instead), so one count for the whole group is enough, and checking a fact costs one
+    comparison however many values it was read from.
+    """
+
+    __slots__ = ("edits",)
+
+    def __init__(self) -> None:
+        self.edits = 0
+
+
+REVISION_KEY = "_revision"
+"""Where a budget entry keeps its revision: a key of its ``__dict__`` that is no field (as a
+cached property's value is kept): a copy shares it, a deep copy's tree a copy of it."""
+
+
 def set_fresh(instance: BaseModel, name: str, value: Any) -> None:
     """Set a field of a model that nobody else holds yet (one being built), skipping the
     model's own assignment: pydantic's checks, and what an edit of a value does to the facts
-    read from it (``budget.Revision``, ``messages.Readings``)."""
+    read from it (``Revision``)."""
     instance.__dict__[name] = value
     instance.__pydantic_fields_set__.add(name)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from gcengine._fast import construct, set_fresh
+from gcengine._fast import REVISION_KEY, Revision, construct, set_fresh
 from gcengine._json import default_if_null, json_type, parse_count, parse_enum
 from gcengine.errors import SessionFormatError
 
@@ -111,24 +111,6 @@ NON_CONTEXT_SOURCES: frozenset[InstructionSource] = frozenset({InstructionSource
 DEFAULT_CONTEXT_LIMIT = 128_000
 
 
-class Revision:
-    """How many times a tree of budget entries was edited: what a fact read from the tree (its
-    conversation laid out flat) is stamped with, so that an edit of any entry of the tree, a
-    leaf deep inside included, makes the fact be read again.
-
-    The budget builder gives one to every entry it makes, and a rebuild gives the one of the
-    tree it reuses entries from to the entries it adds: a budget and the budgets rebuilt from
-    it share one, since they share entries. A tree read from elsewhere (a JAATO snapshot, a
-    copy) is given one when its conversation is first read. Edits are rare (the engine builds
-    new values instead), so one count for a whole tree is enough.
-    """
-
-    __slots__ = ("edits",)
-
-    def __init__(self) -> None:
-        self.edits = 0
-
-
 class SourceEntry(BaseModel):
     """One node of the budget tree: a source, or a child such as a turn or a message.
 
@@ -137,13 +119,20 @@ class SourceEntry(BaseModel):
 
     A conversation entry keeps its conversation laid out flat (``keep_index``), which its
     figures are then read from. Assigning a field of any entry of its tree, ``add_child`` and
-    ``remove_child`` advance the tree's ``Revision`` and so drop it; change ``children`` and
-    ``message_ids`` through those, or on a copy, never in place (that is not seen). The revision
-    and the index are kept outside the fields (slots): a copy starts without them, and they
-    take no part in equality, dumps or pickles.
+    ``remove_child`` advance the tree's ``Revision`` (``gcengine._fast``) and so drop it: the
+    budget builder gives one to every entry it makes, and a rebuild gives the one of the tree
+    it reuses entries from to the entries it adds (a budget and the budgets rebuilt from it
+    share entries); a tree read from elsewhere (a JAATO snapshot, a copy) is given one when its
+    conversation is first read. Change ``children`` and
+    ``message_ids`` through those, or on a copy, never in place (that is not seen).
+
+    Neither is a field: they take no part in equality or dumps. The revision is kept in the
+    entry's ``__dict__`` (as a cached property would be), so reading every entry's is C-speed
+    work; a copy shares it, and a deep copy's tree shares a copy of it. The index is kept in a
+    slot, so no copy has it.
     """
 
-    __slots__ = ("__weakref__", "_index", "_revision")
+    __slots__ = ("__weakref__", "_index")
 
     source: InstructionSource
     tokens: int = Field(default=0, ge=0)
@@ -258,16 +247,13 @@ class SourceEntry(BaseModel):
 
     def revision(self) -> Revision | None:
         """The revision of the tree this entry belongs to, if it was given one."""
-        try:
-            revision: Revision | None = _REVISION.__get__(self)
-        except AttributeError:  # an entry nobody stamped (validated, copied, read from a file)
-            return None
+        revision: Revision | None = self.__dict__.get(REVISION_KEY)
         return revision
 
     def stamp(self, revision: Revision) -> None:
         """Make this entry one of the tree ``revision`` counts the edits of (it is not an edit:
         nothing read from the entry changes)."""
-        _REVISION.__set__(self, revision)
+        self.__dict__[REVISION_KEY] = revision
 
     def keep_index(self, index: ConversationIndex) -> None:
         """Keep ``index`` (this conversation entry's tree laid out flat) until the tree is
@@ -403,9 +389,8 @@ class SourceEntry(BaseModel):
         return entry
 
 
-# The slots holding an entry's revision and kept index, read and set without pydantic's
-# attribute handling (which takes every name starting with "_" for a private attribute).
-_REVISION = SourceEntry.__dict__["_revision"]
+# The slot holding an entry's kept index, read and set without pydantic's attribute handling
+# (which takes every name starting with "_" for a private attribute).
 _INDEX = SourceEntry.__dict__["_index"]
 
 

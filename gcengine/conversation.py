@@ -10,9 +10,10 @@ conversation entry it makes (``SourceEntry.keep_index``); a collection, and the 
 way.
 
 The index describes one conversation entry and one history. The entry drops it when any entry
-of its tree is edited (``budget.Revision``); it describes a history only while that is the very
-same messages, none of them edited since (``describes``: each message's ``Readings``). A copy,
-an edited budget or another list of messages is read again.
+of its tree is edited; it describes a history only while that is the very same messages, none
+of them edited since (``describes``). Both are told by a ``Revision`` (``gcengine._fast``) the
+values count their edits against. A copy, an edited budget or another list of messages is read
+again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from itertools import compress, count, islice, repeat
 from operator import attrgetter, is_, itemgetter, lt
 from typing import NamedTuple
 
+from gcengine._fast import Revision
 from gcengine.budget import (
     GCPolicy,
     InstructionBudget,
@@ -35,11 +37,10 @@ from gcengine.budget import (
 from gcengine.messages import (
     Message,
     MessageKind,
-    Readings,
     TurnLayout,
+    read_under,
     tool_traffic,
     turn_layout,
-    unedited,
 )
 
 Figure = Callable[[Message], tuple[int, str]]
@@ -118,9 +119,10 @@ class ConversationIndex:
     or as ``exchange_groups`` whose figures are worked out when a collection reaches them, and
     the id of the original request; any other index finds the exchanges in the messages.
     ``known`` holds every message id the figures cover when that is more than the history's
-    (a budget naming messages the history no longer has). ``readings`` are each message's
-    when it was read (given by a builder that copied some from another index, else taken
-    now); ``graph`` is the history's segment graph once worked out
+    (a budget naming messages the history no longer has). ``revisions`` are those the messages
+    count their edits against, with their counts when the index was made (given by a builder,
+    else the messages are read under a new one: ``read_under``); ``graph`` is the history's
+    segment graph once worked out
     (``reachability.graph.segment_graph``): it holds while the index does.
     """
 
@@ -136,12 +138,12 @@ class ConversationIndex:
     exchange_groups: list[ExchangeGroup] | None = None
     original: str | None = None
     created_base: float = 0.0
-    readings: list[Readings] = field(default_factory=list, repr=False)
+    revisions: dict[Revision, int] = field(default_factory=dict, repr=False)
     graph: object = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if len(self.readings) != len(self.messages):  # not given: the messages are read now
-            self.readings = [message.readings() for message in self.messages]
+        if self.messages and not self.revisions:
+            read_under(self.messages, Revision(), self.revisions)
 
     def exchanges_from(self, turn: int) -> Iterator[Exchange]:
         """The tool exchanges (and notices) of every turn from ``turn`` on, in history order."""
@@ -226,7 +228,7 @@ class ConversationIndex:
     def unedited(self) -> bool:
         """Whether none of the messages was edited since the index was made: what it says of
         them (their layout, tool exchanges, figures) still holds."""
-        return unedited(self.messages, self.readings)
+        return all(revision.edits == edits for revision, edits in self.revisions.items())
 
     def reusing(self, basis: FigureBasis, figure: Figure) -> Figure:
         """``figure``, answered from this index for the messages it holds, when its figures

@@ -11,26 +11,26 @@ additions that the collector relies on:
   user's own words (JAATO stores both as plain user messages).
 
 Messages are values: the engine never changes one, and keeps what it reads from one (its
-anchors; its place in a budget's index) with the message (``Readings``). Assigning a field of a
-message drops all of that; change its ``parts`` or ``metadata`` on a copy, never in place (that
-is not seen). Parts and their payloads are frozen: a message's copy shares them, so a part
-edited in place would change every message holding it.
+anchors) with the message (``Readings``). Assigning a field of a message drops that, and
+counts as an edit of every history index that read it; change its ``parts`` or ``metadata``
+on a copy, never in place (that is not seen). Parts and their payloads are frozen: a message's
+copy shares them, so a part edited in place would change every message holding it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress, count, islice
-from operator import is_, is_not, ne
+from operator import is_not, ne
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gcengine._fast import construct
+from gcengine._fast import Revision, construct
 
 
 class Role(StrEnum):
@@ -178,19 +178,19 @@ def _part(
 
 
 class Readings:
-    """What the engine read from one message value, kept with it until it is edited.
-
-    A message's anchors are read once (tens of megabytes of text in a long session, read again
-    by every replay and analysis otherwise). An index of a history (``ConversationIndex``)
-    holds the readings of each message it read, which tells it whether it still describes the
-    history: an edited message has new readings. Kept outside the message's fields (a slot), so
-    a copy starts without them and they take no part in equality, dumps or pickles.
+    """What the engine read from one message value, kept with it until it is edited: its
+    anchors (tens of megabytes of text in a long session, read again by every replay and
+    analysis otherwise), and the ``Revision`` the message counts its edits against once an
+    index of a history holding it has read it (``ConversationIndex``), which tells the index
+    whether it still describes the history. Kept outside the message's fields (a slot), so a
+    copy starts without them and they take no part in equality, dumps or pickles.
     """
 
-    __slots__ = ("anchors",)
+    __slots__ = ("anchors", "revision")
 
     def __init__(self) -> None:
         self.anchors: object = None
+        self.revision: Revision | None = None
 
 
 class Message(BaseModel):
@@ -207,7 +207,14 @@ class Message(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        _READINGS.__set__(self, None)  # what was read from the message no longer holds
+        try:
+            readings: Readings | None = _READINGS.__get__(self)
+        except AttributeError:  # nothing was read from it
+            readings = None
+        if readings is not None:  # what was read from it no longer holds
+            if readings.revision is not None:
+                readings.revision.edits += 1
+            _READINGS.__set__(self, None)
         super().__setattr__(name, value)
 
     def readings(self) -> Readings:
@@ -252,13 +259,17 @@ class Message(BaseModel):
 _READINGS = Message.__dict__["_readings"]
 
 
-def unedited(messages: Sequence[Message], readings: Sequence[Readings]) -> bool:
-    """Whether each message still has the readings given for it: none was edited since (at C
-    speed: an index checks this of a whole history whenever it is used)."""
-    try:
-        return all(map(is_, map(_READINGS.__get__, messages), readings))
-    except AttributeError:  # a message nothing was read from: not the one read
-        return False
+def read_under(messages: Iterable[Message], revision: Revision, seen: dict[Revision, int]) -> None:
+    """Have each message count its edits against ``revision``, unless it counts them against
+    one already, and note in ``seen`` every revision the messages count against, with its count
+    now: a fact read from them holds while those counts do."""
+    for message in messages:
+        readings = message.readings()
+        own = readings.revision
+        if own is None:
+            readings.revision = own = revision
+        if own not in seen:
+            seen[own] = own.edits
 
 
 def turn_number(index: int) -> int:

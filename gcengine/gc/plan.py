@@ -35,12 +35,11 @@ from functools import cached_property
 from itertools import compress
 from typing import Any
 
-from gcengine._fast import construct
+from gcengine._fast import REVISION_KEY, Revision, construct
 from gcengine.budget import (
     GCPolicy,
     InstructionBudget,
     InstructionSource,
-    Revision,
     SourceEntry,
     most_protective,
 )
@@ -61,6 +60,7 @@ from gcengine.messages import (
     Role,
     Turn,
     TurnLayout,
+    read_under,
     starts_turn,
     turn_layout,
     uuid_shaped,
@@ -107,27 +107,22 @@ def _read_as_laid_out(
     """
     if not conversation.children:
         return None
+    revision = conversation.revision()
+    if revision is None:
+        revision = Revision()
+        conversation.stamp(revision)
     ids = layout.message_ids
     tokens: list[int] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
     position, size = 0, len(ids)
-    revision = conversation.revision()
-    if revision is None:
-        revision = Revision()
-        conversation.stamp(revision)
     foreign = False
-    stamp = SourceEntry.stamp
     for turn in conversation.children.values():
         leaves = turn.children
         if not leaves:
             return None
-        for entry in (turn, *leaves.values()):
-            own = entry.revision()
-            if own is None:
-                stamp(entry, revision)
-            elif own is not revision:
-                foreign = True
+        # Stamped as read (``SourceEntry.stamp``), in the loop that reads every leaf anyway.
+        foreign |= turn.__dict__.setdefault(REVISION_KEY, revision) is not revision
         for leaf in leaves.values():
             named = leaf.message_ids
             if leaf.children or position == size or len(named) != 1 or named[0] != ids[position]:
@@ -135,10 +130,13 @@ def _read_as_laid_out(
             tokens.append(leaf.tokens)
             policies.append(leaf.gc_policy)
             created.append(leaf.created_at or 0.0)
+            foreign |= leaf.__dict__.setdefault(REVISION_KEY, revision) is not revision
             position += 1
     if position != size:
         return None
-    index = ConversationIndex(history, layout, tokens, policies, created)
+    revisions: dict[Revision, int] = {}
+    read_under(history, revision, revisions)
+    index = ConversationIndex(history, layout, tokens, policies, created, revisions=revisions)
     if not foreign:
         conversation.keep_index(index)
     return index

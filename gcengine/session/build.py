@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gcengine._fast import construct, entry_maker, set_fresh
+from gcengine._fast import REVISION_KEY, Revision, construct, entry_maker, set_fresh
 from gcengine.budget import (
     DEFAULT_SOURCE_POLICIES,
     GCPolicy,
     InstructionBudget,
     InstructionSource,
-    Revision,
     SourceEntry,
 )
 from gcengine.conversation import (
@@ -67,10 +66,12 @@ def build_conversation(
     the same arguments) for another history, whose index is reused, and whose tree gives the
     turns the two histories hold alike: the very same entries, so a budget after a collection
     costs what the collection changed. The entry keeps its index, which a collection reads
-    instead of the tree, until an entry of the tree is edited: every entry of the tree counts
-    its edits against one ``Revision``, the one of ``reuse`` when entries are taken from it.
+    instead of the tree, until an entry of the tree is edited: every entry of the tree, and
+    every message read, counts its edits against one ``Revision``, the one of ``reuse`` when
+    entries are taken from it.
     """
     known = index_of(reuse)
+    revision = (reuse.revision() if reuse is not None and known is not None else None) or Revision()
     index, copied = index_conversation(
         history,
         counter,
@@ -79,16 +80,12 @@ def build_conversation(
         created_base=created_base,
         reuse=known,
         figure=figure,
+        revision=revision,
     )
     kept: list[tuple[str, SourceEntry]] = []
-    revision = None
-    if reuse is not None and known is not None:
-        revision = reuse.revision()
-        if len(reuse.children) == len(known.layout):
-            kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
-    conversation = conversation_tree(
-        index, created_base, copied if kept else [], kept, revision or Revision()
-    )
+    if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
+        kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
+    conversation = conversation_tree(index, created_base, copied if kept else [], kept, revision)
     conversation.keep_index(index)
     return conversation
 
@@ -158,7 +155,6 @@ def _turn_entries(
     ids, starts, indices, kinds = layout.message_ids, layout.starts, layout.indices, layout.kinds
     size, turns = len(messages), len(starts)
     entry = entry_maker(SourceEntry)
-    stamp = SourceEntry.stamp
     conversation = InstructionSource.CONVERSATION
     for turn in range(first, end):
         start = starts[turn]
@@ -171,7 +167,7 @@ def _turn_entries(
         for position in range(start, stop):
             message = messages[position]
             message_id = ids[position]
-            leaves[message_id] = leaf = entry(
+            leaves[message_id] = entry(
                 {
                     "source": conversation,
                     "tokens": tokens[position],
@@ -184,10 +180,10 @@ def _turn_entries(
                     },
                     "created_at": created[position],
                     "message_ids": [message_id],
+                    REVISION_KEY: revision,
                 }
             )
-            stamp(leaf, revision)
-        children[turn_key_of(turn_index, messages[start])] = container = entry(
+        children[turn_key_of(turn_index, messages[start])] = entry(
             {
                 "source": conversation,
                 "tokens": sum(tokens[start:stop]),
@@ -197,9 +193,9 @@ def _turn_entries(
                 "metadata": {"turn_index": turn_index, "kind": _KIND_VALUES[kind]},
                 "created_at": created[start],
                 "message_ids": ids[start:stop],
+                REVISION_KEY: revision,
             }
         )
-        stamp(container, revision)
 
 
 _ROLE_VALUES = {role: role.value for role in Role}

@@ -9,6 +9,7 @@ from itertools import compress, count, repeat
 from operator import is_, is_not, itemgetter
 from typing import Any
 
+from gcengine._fast import Revision
 from gcengine.budget import (
     GCPolicy,
 )
@@ -24,8 +25,8 @@ from gcengine.conversation import (
 )
 from gcengine.messages import (
     Message,
-    Readings,
     TurnLayout,
+    read_under,
     relaid_out,
     tool_traffic,
     turn_layout,
@@ -56,6 +57,7 @@ def index_conversation(
     figure: Figure | None = None,
     reuse: ConversationIndex | None = None,
     exchange_figures: bool = True,
+    revision: Revision | None = None,
 ) -> tuple[ConversationIndex, Copied]:
     """The conversation of a history laid out flat, without building its budget tree, and
     the runs of its turns copied unchanged from ``reuse``.
@@ -76,6 +78,10 @@ def index_conversation(
     Every turn's tool exchanges are recorded, with their figures (``exchange_figures``: a
     collection taking thousands of them then only reads them) or as positions only, whose
     figures a collection works out for the few it takes (a replay's small collections).
+
+    The messages read count their edits against ``revision`` (a new one by default; the
+    budget builder's is its tree's), unless they count them against one already; the index
+    holds while none of those revisions moves on (``ConversationIndex.unedited``).
     """
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded, clarifications)
@@ -112,7 +118,8 @@ def index_conversation(
     counted_by: list[str] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
-    readings: list[Readings] = []
+    revisions: dict[Revision, int] = {}
+    messages_revision = revision or Revision()
     exchanges: list[Exchange] = []
     groups: list[ExchangeGroup] = []
     starts, size = layout.starts, len(messages)
@@ -124,6 +131,7 @@ def index_conversation(
             start = starts[turn]
             stop = starts[turn + 1] if turn + 1 < len(starts) else size
             turn_messages = messages[start:stop]
+            read_under(turn_messages, messages_revision, revisions)
             closing = closing_answer_ids(turn_messages)
             clock, width = turn_time(layout.indices, turn)
             step = width / (stop - start)
@@ -135,7 +143,6 @@ def index_conversation(
                 message_tokens, made_by = was[1] if was and was[0] is message else figure(message)
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
-                readings.append(message.readings())
                 policies.append(message_policy(message, original, closing, clarifications))
                 created.append(created_base + clock + offset * step)
                 made = tool_traffic(message)
@@ -164,7 +171,8 @@ def index_conversation(
         counted_by += (old.counted_by or ())[old_start:old_stop]
         policies += old.policies[old_start:old_stop]
         created += old.created_at[old_start:old_stop]
-        readings += old.readings[old_start:old_stop]
+        for old_revision, edits in old.revisions.items():
+            revisions.setdefault(old_revision, edits)
         shift, turn_shift = starts[first] - old_start, first - old_first
         if exchange_figures:
             exchanges += [
@@ -191,7 +199,7 @@ def index_conversation(
         exchange_groups=None if exchange_figures else groups,
         original=original,
         created_base=created_base,
-        readings=readings,
+        revisions=revisions,
     )
     return index, copied
 
