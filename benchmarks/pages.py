@@ -57,7 +57,7 @@ from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from gcengine import SessionShape, generate_session_file  # noqa: E402
-from jaato_web.dashboard import services  # noqa: E402
+from jaato_web.dashboard import background, services  # noqa: E402
 from jaato_web.dashboard.models import GCRun, Project  # noqa: E402
 
 # Low enough that both sessions are over it, so both runs have a ledger to page through.
@@ -73,10 +73,10 @@ POLICY = {
 def build(project: Project, turns: int, version: Any) -> GCRun:
     started = time.perf_counter()
     data = json.dumps(generate_session_file(SessionShape(turns=turns, seed=turns))).encode()
-    receipt = services.session_upload(project=project, filename=f"{turns}-turns.json", data=data)
+    receipt = background.session_upload(project=project, filename=f"{turns}-turns.json", data=data)
     assert receipt.session is not None
     stored = time.perf_counter()
-    run = services.run_start(session=receipt.session, policy_version=version)
+    run = background.run_start(session=receipt.session, policy_version=version)
     run.refresh_from_db()
     assert run.status == "done", run.error
     print(

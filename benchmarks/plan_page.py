@@ -62,14 +62,15 @@ from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from gcengine import SessionShape, generate_session_file  # noqa: E402
-from jaato_web.dashboard import dry_runs, planning, services  # noqa: E402
+from jaato_web import caches  # noqa: E402
+from jaato_web.dashboard import background, services  # noqa: E402
 from jaato_web.dashboard.models import AgentSession, Project  # noqa: E402
 
 
 def build(project: Project, turns: int) -> AgentSession:
     started = time.perf_counter()
     data = json.dumps(generate_session_file(SessionShape(turns=turns, seed=turns))).encode()
-    receipt = services.session_upload(project=project, filename=f"{turns}-turns.json", data=data)
+    receipt = background.session_upload(project=project, filename=f"{turns}-turns.json", data=data)
     session = receipt.session
     assert session is not None
     for turn in range(0, turns, 100):
@@ -108,8 +109,7 @@ def measure(client: Client, session: AgentSession, repeat: int) -> dict[str, flo
     api_url = f"/api/sessions/{session.pk}/plan"
     fresh = windows()
     ttls = iter(range(1, 1_000))
-    dry_runs.clear_caches()
-    planning.clear_caches()
+    caches.clear_all()
     return {
         "first plan": ms(lambda: client.get(plan_url)),
         "another model": median(

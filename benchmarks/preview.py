@@ -68,17 +68,17 @@ def median_ms(function: Callable[[int], object], repeat: int) -> float:
 def stored_session(turns: int, usage: float) -> Any:
     import gcengine
     from gcengine import SessionShape, generate_session_file
-    from jaato_web.dashboard import selectors, services
+    from jaato_web.dashboard import background, selectors, services
 
     engine = gcengine.load_session(generate_session_file(SessionShape(turns=turns)))
     limit = int(engine.budget.total_tokens() * 100 / usage)
     engine = engine.model_copy(update={"context_limit": limit})
     data = gcengine.dump_session(engine).encode()
     project = services.project_default()
-    receipt = services.session_upload(project=project, filename="bench.json", data=data)
+    receipt = background.session_upload(project=project, filename="bench.json", data=data)
     if receipt.session is None:  # over the inline limit: read it now rather than wait
         assert receipt.job is not None
-        services.ingest_job_execute(job_id=receipt.job.pk)
+        background.ingest_job_execute(job_id=receipt.job.pk)
         return selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk).session
     return receipt.session
 
@@ -94,7 +94,8 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
     from accounts import admin_client
     from django.urls import reverse
 
-    from jaato_web.dashboard import dry_runs, services
+    from jaato_web import caches
+    from jaato_web.dashboard import previews, services
 
     client = admin_client(session.project)
     url = reverse("policy_preview")
@@ -103,9 +104,9 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
     def varied(i: int) -> Any:
         return services.config_validated({**config, "target_percent": 60 - i % 5})
 
-    dry_runs.clear_caches()
-    cold = timed(lambda: dry_runs.preview(session, validated))
-    warm = median_ms(lambda i: dry_runs.preview(session, varied(i)), repeat)
+    caches.clear_all()
+    cold = timed(lambda: previews.preview(session, validated))
+    warm = median_ms(lambda i: previews.preview(session, varied(i)), repeat)
 
     def request(i: int) -> None:
         data = form({**config, "target_percent": 60 - i % 5}, session.pk)
@@ -114,7 +115,7 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
             raise SystemExit(f"the preview failed: {answer.status_code} {answer.content[:300]!r}")
 
     posted = median_ms(request, repeat)
-    preview = dry_runs.preview(session, validated)
+    preview = previews.preview(session, validated)
     print(
         f"{name:<10} preview, cold {cold:7.0f} ms   preview {warm:6.0f} ms   "
         f"request {posted:6.0f} ms   ({len(preview.items)} items, "
@@ -123,11 +124,11 @@ def report(session: Any, name: str, config: dict[str, Any], repeat: int, replay:
     if not replay:
         print(f"{name:<10} replay skipped (--skip-continuous)")
         return
-    dry_runs.clear_caches(sessions=False)
-    replay_ms = timed(lambda: dry_runs.replay(session, validated))
-    series = dry_runs.replay(session, validated)
-    again = timed(lambda: dry_runs.replay(session, validated))
-    quick = dry_runs.replay_is_quick(session, validated)
+    previews.policies._replays.clear()  # the session stays read; only the replay is drawn anew
+    replay_ms = timed(lambda: previews.replay(session, validated))
+    series = previews.replay(session, validated)
+    again = timed(lambda: previews.replay(session, validated))
+    quick = previews.replay_is_quick(session, validated)
     print(
         f"{name:<10} replay {replay_ms:9.0f} ms   cached {again:6.2f} ms   "
         f"({len(series['events'])} GC events over {len(series['steps'])} checks; "

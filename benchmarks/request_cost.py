@@ -82,7 +82,7 @@ def built(turns: int) -> tuple[int, int]:
     from django.core.management import call_command
 
     from gcengine import SessionShape, generate_session_file
-    from jaato_web.dashboard import services
+    from jaato_web.dashboard import background
     from jaato_web.dashboard.models import AgentSession, GCRun
 
     session = AgentSession.objects.filter(turn_count=turns).first()
@@ -91,7 +91,7 @@ def built(turns: int) -> tuple[int, int]:
         demo = AgentSession.objects.get(label=DEMO_FILENAME)
         started = time.perf_counter()
         data = json.dumps(generate_session_file(SessionShape(turns=turns, seed=turns))).encode()
-        receipt = services.session_upload(
+        receipt = background.session_upload(
             project=demo.project, filename=f"{turns}-turns.json", data=data
         )
         assert receipt.session is not None

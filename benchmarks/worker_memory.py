@@ -74,13 +74,13 @@ def prepare(step: str, args: argparse.Namespace) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from jaato_web.dashboard import services
+    from jaato_web.dashboard import background, services
 
     if step == "migrate":
         call_command("migrate", verbosity=0)
         return
     data = session_file(args.shape, args.turns, args.megabytes, args.seed)
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=services.project_default(), filename="bench.json", data=data
     )
     assert receipt.job is not None, "the upload was read inline: make it larger"

@@ -9,6 +9,17 @@ so the modules can move without breaking them. ``docs/engine.md`` lists what is 
 
 from gcengine._fast import cyclic_gc_paused
 from gcengine._json import lone_surrogate_path
+from gcengine.analysis.dry_run import (
+    Analysis,
+    AnalyzedSegment,
+    GraphSegment,
+    PathStep,
+    Reference,
+    TurnReferences,
+    analyze,
+    turn_references,
+)
+from gcengine.analysis.prune import check_pruning, pruning_config
 from gcengine.budget import (
     DEFAULT_CONTEXT_LIMIT,
     GC_POLICY_INDICATORS,
@@ -24,16 +35,12 @@ from gcengine.config import (
     GC_JSON_FIELDS,
     GC_JSON_SUBFIELDS,
     GC_STRATEGIES,
-    NOOP_NOTIFICATION_FIELDS,
     NOTIFICATION_FIELD_MEANINGS,
     NOTIFICATION_FIELDS,
     PLUGIN_CONFIG_FIELDS,
-    STASH_ACTIONS,
     GCConfig,
     GCJsonField,
     GCStrategyInfo,
-    ReachabilityRoots,
-    ScoreWeights,
     dump_gc_config,
     load_gc_config,
 )
@@ -56,25 +63,17 @@ from gcengine.errors import (
 )
 from gcengine.formats import LoadLimits, dump_session, load_session
 from gcengine.gc import (
-    GCOutcome,
     GCPlugin,
     GCRemovalItem,
     GCResult,
     GCTriggerReason,
     RemovalReason,
     RemovalVerdict,
-    Simulation,
-    SimulationEvent,
-    SimulationStep,
     context_usage,
-    discover_gc_plugins,
-    load_gc_plugin,
-    plugin_options,
-    requests_without_gc,
-    run_gc,
-    simulate,
-    would_collect,
 )
+from gcengine.gc.segments import SegmentKind
+from gcengine.gc.stash import RecordedLeaf, Stash, StashedSegment, StashError, restore
+from gcengine.gc.strategy import NOOP_NOTIFICATION_FIELDS
 from gcengine.media import MediaCost, image_dimensions, media_cost, media_provider_for_model
 from gcengine.messages import (
     FunctionCall,
@@ -158,20 +157,19 @@ from gcengine.quality.retention import (
     score_observed_compactions,
     session_scorer,
 )
-from gcengine.reachability.dry_run import (
-    Analysis,
-    AnalyzedSegment,
-    GraphSegment,
-    PathStep,
-    Reference,
-    TurnReferences,
-    analyze,
-    turn_references,
+from gcengine.running import (
+    GCOutcome,
+    Simulation,
+    SimulationEvent,
+    SimulationStep,
+    discover_gc_plugins,
+    load_gc_plugin,
+    plugin_options,
+    requests_without_gc,
+    run_gc,
+    simulate,
+    would_collect,
 )
-from gcengine.reachability.kinds import SegmentKind
-from gcengine.reachability.prune import check_pruning, pruning_config
-from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment, StashError, restore
-from gcengine.reachability.strategy import PruneRefused
 from gcengine.session import (
     ContextLimitOrigin,
     InterruptedTurn,
@@ -200,6 +198,19 @@ from gcengine.stored import (
     session_record,
     session_record_json,
     session_with_history,
+)
+from gcengine.strategies import (
+    NEW_POLICY_STRATEGY,
+    STRATEGY_SPECS,
+    StrategySpec,
+    starter_policies,
+    strategy_spec,
+)
+from gcengine.strategies.reachability import (
+    STASH_ACTIONS,
+    PruneRefused,
+    ReachabilityRoots,
+    ScoreWeights,
 )
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import (
@@ -240,12 +251,14 @@ __all__ = [
     "HEALTH_ORDER",
     "KNOWN_MODEL_LIMITS",
     "MIN_CONTEXT_LIMIT",
+    "NEW_POLICY_STRATEGY",
     "NOOP_NOTIFICATION_FIELDS",
     "NOTIFICATION_FIELDS",
     "NOTIFICATION_FIELD_MEANINGS",
     "PLUGIN_CONFIG_FIELDS",
     "POLICY_ORDER",
     "STASH_ACTIONS",
+    "STRATEGY_SPECS",
     "Analysis",
     "AnalyzedSegment",
     "Anchor",
@@ -337,6 +350,7 @@ __all__ = [
     "Stash",
     "StashError",
     "StashedSegment",
+    "StrategySpec",
     "Subagent",
     "SubagentRecord",
     "SummarizerError",
@@ -420,6 +434,8 @@ __all__ = [
     "session_with_history",
     "simulate",
     "split_into_turns",
+    "starter_policies",
+    "strategy_spec",
     "token_counting",
     "token_drift",
     "tool_pair_problems",

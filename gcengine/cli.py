@@ -26,7 +26,6 @@ from gcengine.budget import (
 from gcengine.config import load_gc_config
 from gcengine.errors import GCEngineError, PlannerError, PriceTableError
 from gcengine.formats import dump_session, load_session
-from gcengine.gc import requests_without_gc, run_gc, simulate
 from gcengine.messages import turn_label
 from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_report, session_caps
 from gcengine.quality.export import export_policy
@@ -36,6 +35,7 @@ from gcengine.quality.retention import (
     score_collection,
     score_observed_compactions,
 )
+from gcengine.running import requests_without_gc, run_gc, simulate
 from gcengine.session import Session, token_drift
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130

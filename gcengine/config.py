@@ -2,8 +2,8 @@
 
 Two shapes are read:
 
-* JAATO's flat object: ``{"type": "budget", "threshold_percent": 80, ...}``; ``type`` may be
-  ``truncate``/``summarize``/``hybrid``/``budget`` with or without the ``gc_`` prefix;
+* JAATO's flat object: ``{"type": "budget", "threshold_percent": 80, ...}``; ``type`` names a
+  strategy with or without the ``gc_`` prefix;
 * the design document's ``{"plugin": "gc_budget", "config": {...}}``.
 
 Where JAATO's loader is lenient to the point of surprise, this one is strict and says why:
@@ -23,6 +23,10 @@ that could not render is refused only when a notice will use it; otherwise it is
 the policy (``GCConfig.warnings``). JAATO's own shipped files load as they are.
 
 Keys starting with ``_`` (``_comment``, ``_docs``) are notes for people and are ignored.
+
+Every key is declared once, where the strategies that read it are (``gcengine.strategies``):
+``GCConfig`` is composed of those declarations, and the tables below, the loader's checks and
+the dump are read from them.
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ from collections.abc import Mapping
 from copy import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import BaseModel, computed_field, field_validator
+from pydantic.fields import FieldInfo
 
 from gcengine._json import (
     UnreadableValue,
@@ -47,168 +52,66 @@ from gcengine._json import (
     storable_check,
 )
 from gcengine.errors import ConfigError, format_json_path
+from gcengine.gc.strategy import NOOP_NOTIFICATION_FIELDS
+from gcengine.strategies import DEFAULT_STRATEGY, ENGINE_STRATEGIES, STRATEGY_SPECS, strategy_spec
+from gcengine.strategies.common import CommonKeys, TrailingKeys
+from gcengine.strategies.hybrid import HybridKeys
+from gcengine.strategies.keys import UNSET, KeyKind, KeySpec, checked, declared_keys, options_model
+from gcengine.strategies.reachability import ReachabilityKeys
+from gcengine.strategies.spec import StrategySpec
+from gcengine.strategies.summarize import SummarizeKeys
 
-Strategy = Literal["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget", "gc_reachability"]
+GCStrategyInfo = StrategySpec
+"""A strategy as people choose it (``name``, ``label``, ``description``): its spec."""
+GC_STRATEGIES: tuple[StrategySpec, ...] = STRATEGY_SPECS
 
-
-@dataclass(frozen=True)
-class GCStrategyInfo:
-    """A strategy as people choose it: its name, a short label and what it does in a line."""
-
-    name: Strategy
-    label: str
-    description: str
-
-
-GC_STRATEGIES: tuple[GCStrategyInfo, ...] = (
-    GCStrategyInfo("gc_truncate", "truncate", "drop the oldest turns"),
-    GCStrategyInfo("gc_summarize", "summarize", "replace old turns with a summary"),
-    GCStrategyInfo("gc_hybrid", "hybrid", "drop ancient turns, summarize the middle"),
-    GCStrategyInfo("gc_budget", "budget", "policy-aware, ephemeral content first"),
-    GCStrategyInfo(
-        "gc_reachability",
-        "reachability",
-        "stash what no later turn refers to, lowest score first",
-    ),
-)
-STRATEGIES: tuple[Strategy, ...] = tuple(strategy.name for strategy in GC_STRATEGIES)
-
-# What each variable of a notification template means, per strategy. Every strategy provides
-# every variable any of JAATO's templates uses, so a JAATO gc.json written for one strategy
-# (its shipped files pair the budget strategy with hybrid's template) renders under any.
+# What each variable of a notification template means, per strategy.
 NOTIFICATION_FIELD_MEANINGS: dict[str, dict[str, str]] = {
-    "gc_truncate": {
-        "removed": "conversation turns removed",
-        "kept": "recent conversation turns kept",
-        "truncated": "conversation turns removed (all of them are truncated)",
-        "summarized": "0: truncation writes no summary",
-        "items": "entries in the removal ledger (one a turn)",
-        "freed": "tokens freed",
-        "tokens_freed": "tokens freed",
-    },
-    "gc_summarize": {
-        "removed": "conversation turns folded into the summary",
-        "kept": "recent conversation turns kept",
-        "truncated": "0: every turn that goes is summarized",
-        "summarized": "conversation turns folded into the summary",
-        "items": "entries in the removal ledger (one a turn)",
-        "freed": "tokens freed, less the summary written",
-        "tokens_freed": "tokens freed, less the summary written",
-    },
-    "gc_hybrid": {
-        "removed": "conversation turns removed, truncated or summarized",
-        "kept": "recent conversation turns kept",
-        "truncated": "ancient conversation turns removed without a summary",
-        "summarized": "middle conversation turns folded into the summary",
-        "items": "entries in the removal ledger (one a turn)",
-        "freed": "tokens freed, less the summary written",
-        "tokens_freed": "tokens freed, less the summary written",
-    },
-    "gc_budget": {
-        "removed": "conversation turns removed whole",
-        "kept": "recent conversation turns kept whole",
-        "truncated": "conversation turns removed whole",
-        "summarized": "0: the budget strategy writes no summary",
-        "items": "entries in the removal ledger (turns, tool exchanges, budget entries)",
-        "freed": "tokens freed",
-        "tokens_freed": "tokens freed",
-    },
-    "gc_reachability": {
-        "removed": "conversation turns removed whole",
-        "kept": "recent conversation turns kept whole",
-        "truncated": "conversation turns removed whole",
-        "summarized": "0: the reachability strategy writes no summary",
-        "items": "segments removed (turns and tool exchanges)",
-        "stashed": "segments put in the run's stash, which can be restored",
-        "deleted": "segments deleted for good",
-        "freed": "tokens freed",
-        "tokens_freed": "tokens freed",
-    },
+    spec.name: dict(spec.placeholders) for spec in STRATEGY_SPECS
 }
 # The placeholders each strategy's notification templates may use.
 NOTIFICATION_FIELDS: dict[str, frozenset[str]] = {
     strategy: frozenset(meanings) for strategy, meanings in NOTIFICATION_FIELD_MEANINGS.items()
 }
-NOOP_NOTIFICATION_FIELDS = frozenset({"total", "preserve"})
-# The strategies that say so when a collection was needed but could take nothing (JAATO's
-# truncate, summarize and hybrid; its budget strategy stays silent).
-NOOP_NOTICE_STRATEGIES = frozenset({"gc_truncate", "gc_summarize", "gc_hybrid"})
-
-ENV_OVERRIDES = {
-    "threshold_percent": "JAATO_GC_THRESHOLD",
-    "target_percent": "JAATO_GC_TARGET",
-    "pressure_percent": "JAATO_GC_PRESSURE",
-}
 
 
-class ReachabilityRoots(BaseModel):
-    """What a reachability collection keeps and follows references from (``roots``).
+class _StrategyKey(BaseModel):
+    """The key naming the strategy, declared where the registry of strategies is known."""
 
-    Roots are never removed, and everything they reach through references is *reachable*:
-    kept while anything unreachable is left to take.
-    """
+    plugin: Annotated[
+        str,
+        KeySpec(
+            "Strategy",
+            "Which strategy collects: "
+            + "; ".join(f"{s.label}, {s.description}" for s in STRATEGY_SPECS)
+            + ".",
+            "choice",
+            choices=tuple(ENGINE_STRATEGIES),
+        ),
+    ] = DEFAULT_STRATEGY.name
 
-    model_config = ConfigDict(frozen=True)
-
-    current_task: bool = True
-    recent_turns: int = 3
-    pinned: bool = True
-    locked: bool = True
-    active_file_turns: int = 3
-
-
-class ScoreWeights(BaseModel):
-    """How the reachability score weighs its four inputs (``weights``); scaled to sum to 1,
-    so every score is between 0 and 1."""
-
-    model_config = ConfigDict(frozen=True)
-
-    recency: float = 0.4
-    importance: float = 0.3
-    refcount: float = 0.2
-    generation: float = 0.1
-
-
-StashAction = Literal["stash", "delete", "auto"]
-STASH_ACTIONS: tuple[StashAction, ...] = ("stash", "delete", "auto")
-
-
-class GCConfig(BaseModel):
-    """A validated policy: which strategy runs, when, and what it must keep."""
-
-    plugin: Strategy = "gc_truncate"
-    threshold_percent: float = 80.0
-    target_percent: float = 60.0
-    pressure_percent: float | None = Field(
-        default=90.0,
-        description="None means continuous mode: collect above target, never touch preservable",
-    )
-    max_turns: int | None = None
-    auto_trigger: bool = True
-    check_before_send: bool = True
-    preserve_recent_turns: int = 5
-    pinned_turn_indices: list[int] = Field(
-        default_factory=list,
-        description="stable turn indices of the session as uploaded, from 0 (turn 1 is 0)",
-    )
-    pinned_message_ids: list[str] = Field(default_factory=list)
-    notify_on_gc: bool = False
-    notification_template: str | None = None
-    noop_notification_template: str | None = None
-    summarize_middle_turns: int | None = None
-    max_summary_tokens: int | None = None
-    roots: ReachabilityRoots = Field(default_factory=ReachabilityRoots)
-    weights: ScoreWeights = Field(default_factory=ScoreWeights)
-    action: StashAction = "stash"
-    incremental: bool = False
-    batch_size: int = 10
-    agent_name: str | None = None
-    plugin_config: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("pressure_percent")
+    @field_validator("plugin")
     @classmethod
-    def _zero_pressure_is_continuous(cls, value: float | None) -> float | None:
-        return value or None
+    def _a_strategy_of_the_engine(cls, value: str) -> str:
+        if value not in ENGINE_STRATEGIES:
+            raise ValueError(f"{value!r} is not a strategy (known: {', '.join(ENGINE_STRATEGIES)})")
+        return value
+
+
+# One typed model of every key: the strategy, the common keys, each strategy's own, the
+# trailing two. pydantic orders fields from the last base to the first, so the bases are
+# listed in reverse; that order is the one people read a policy in and a dump writes. A
+# strategy with keys of its own adds its model here, or ``config.<key>`` is unknown to mypy
+# and tests/engine/test_strategy_specs.py fails naming the model.
+class GCConfig(
+    TrailingKeys,
+    ReachabilityKeys,
+    SummarizeKeys,
+    HybridKeys,
+    CommonKeys,
+    _StrategyKey,
+):
+    """A validated policy: which strategy runs, when, and what it must keep."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -242,16 +145,6 @@ class GCConfig(BaseModel):
         return self.plugin.removeprefix("gc_")
 
 
-GCJsonFieldKind = Literal[
-    "choice", "percent", "whole_number", "number", "flag", "text", "turn_list", "id_list", "object"
-]
-_ALL: tuple[Strategy, ...] = STRATEGIES
-_SUMMARIZING: tuple[Strategy, ...] = ("gc_summarize", "gc_hybrid")
-_REACHABILITY: tuple[Strategy, ...] = ("gc_reachability",)
-# A batch of the seed's size: small enough to run after every turn.
-BATCH_SIZE_RANGE = (5, 20)
-
-
 @dataclass(frozen=True)
 class GCJsonField:
     """One ``gc.json`` key, for whatever shows or edits a policy.
@@ -261,15 +154,19 @@ class GCJsonField:
     control to edit it with): ``choice`` (one of ``choices``), ``percent`` (0-100),
     ``whole_number``, ``number``, ``flag`` (true or false), ``text``, ``turn_list`` (stable
     turn indices), ``id_list`` (message ids) or ``object`` (a JSON object, whose own keys
-    ``GC_JSON_SUBFIELDS`` lists).
+    ``GC_JSON_SUBFIELDS`` lists). ``minimum`` and ``maximum`` bound a number the loader
+    accepts (None: no bound), ``unit`` is the word a message about the maximum uses.
     """
 
     key: str
     label: str
     help: str
-    strategies: tuple[Strategy, ...]
-    kind: GCJsonFieldKind
+    strategies: tuple[str, ...]
+    kind: KeyKind
     choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    unit: str = ""
 
     @property
     def attribute(self) -> str:
@@ -283,268 +180,48 @@ class GCJsonField:
         return GCConfig.model_fields[self.attribute].get_default(call_default_factory=True)
 
 
+def _readers(key: str) -> tuple[str, ...]:
+    """The strategies that read ``key``."""
+    return tuple(spec.name for spec in STRATEGY_SPECS if key in spec.reads)
+
+
+def _row(key: str, spec: KeySpec, strategies: tuple[str, ...]) -> GCJsonField:
+    return GCJsonField(
+        key,
+        spec.label,
+        spec.help,
+        strategies,
+        spec.kind,
+        spec.choices,
+        spec.minimum,
+        spec.maximum,
+        spec.unit,
+    )
+
+
+# Every key GCConfig holds, by its gc.json name, with its field and declaration, in order.
+_KEYS: dict[str, tuple[FieldInfo, KeySpec]] = {
+    "type" if name == "plugin" else name: (field, spec)
+    for name, field, spec in declared_keys(GCConfig)
+}
+
 # In the order people read a policy: what runs, when, what it keeps, what it says.
-GC_JSON_FIELDS: tuple[GCJsonField, ...] = (
-    GCJsonField(
-        "type",
-        "Strategy",
-        "Which strategy collects: "
-        + "; ".join(f"{s.label}, {s.description}" for s in GC_STRATEGIES)
-        + ".",
-        _ALL,
-        "choice",
-        STRATEGIES,
-    ),
-    GCJsonField(
-        "threshold_percent",
-        "Threshold %",
-        "Usage of the context window, in percent, at which a collection starts.",
-        _ALL,
-        "percent",
-    ),
-    GCJsonField(
-        "target_percent",
-        "Target %",
-        "Usage, in percent, a collection brings the context down to; below the threshold. "
-        "In continuous mode, any usage above it starts a collection.",
-        _ALL,
-        "percent",
-    ),
-    GCJsonField(
-        "pressure_percent",
-        "Pressure %",
-        "Usage, in percent, at or above which preservable content may go too (budget only); "
-        "0 means continuous mode: collect whenever usage passes the target, never taking "
-        "preservable content.",
-        _ALL,
-        "percent",
-    ),
-    GCJsonField(
-        "preserve_recent_turns",
-        "Preserve recent turns",
-        "How many of the latest conversation turns a collection never touches.",
-        _ALL,
-        "whole_number",
-    ),
-    GCJsonField(
-        "max_turns",
-        "Max turns",
-        "A collection also starts once the session has this many turns; empty means no limit.",
-        _ALL,
-        "whole_number",
-    ),
-    GCJsonField(
-        "auto_trigger",
-        "Auto trigger",
-        "Whether usage and the turn limit start collections by themselves; "
-        "off, GC runs only when asked.",
-        _ALL,
-        "flag",
-    ),
-    GCJsonField(
-        "check_before_send",
-        "Check before send",
-        "Whether usage is also checked before each message is sent, not only after each turn.",
-        _ALL,
-        "flag",
-    ),
-    GCJsonField(
-        "pinned_turn_indices",
-        "Pinned turns",
-        "Turns a collection never touches, by position in the session as uploaded, counted "
-        "from 0 as JAATO counts them: 0 is the turn JAATO labels turn_1.",
-        _ALL,
-        "turn_list",
-    ),
-    GCJsonField(
-        "pinned_message_ids",
-        "Pinned messages",
-        "Messages whose turns a collection never touches, by message id.",
-        _ALL,
-        "id_list",
-    ),
-    GCJsonField(
-        "notify_on_gc",
-        "Notify on GC",
-        "Whether a collection leaves a notice in the conversation saying what it removed.",
-        _ALL,
-        "flag",
-    ),
-    GCJsonField(
-        "notification_template",
-        "Notification template",
-        "The notice's text, with the placeholders the strategy provides in braces; "
-        "empty means the strategy's own wording.",
-        _ALL,
-        "text",
-    ),
-    GCJsonField(
-        "noop_notification_template",
-        "No-op notification template",
-        "The notice's text when a collection was needed but every turn left is protected, "
-        "with {total} and {preserve}; empty means JAATO's wording.",
-        ("gc_truncate", "gc_summarize", "gc_hybrid"),
-        "text",
-    ),
-    GCJsonField(
-        "summarize_middle_turns",
-        "Summarize middle turns",
-        "How many turns before the preserved recent ones are summarized rather than dropped; "
-        "0 only drops, empty means 10.",
-        ("gc_hybrid",),
-        "whole_number",
-    ),
-    GCJsonField(
-        "max_summary_tokens",
-        "Max summary tokens",
-        "The most tokens a summary may take; empty means 600.",
-        _SUMMARIZING,
-        "whole_number",
-    ),
-    GCJsonField(
-        "roots",
-        "Roots",
-        "What a reachability collection never removes and follows references from: the "
-        "current task, the most recent turns, pinned turns, locked content and the latest "
-        "reads of the files recent turns work on; an object whose keys are all optional.",
-        _REACHABILITY,
-        "object",
-    ),
-    GCJsonField(
-        "weights",
-        "Score weights",
-        "How the reachability score weighs recency (in turns), kind, references and "
-        "generation; an object of numbers from 0, scaled so every score is between 0 and 1.",
-        _REACHABILITY,
-        "object",
-    ),
-    GCJsonField(
-        "action",
-        "Action",
-        "What a reachability collection does with what it removes: stash it (it can be "
-        "restored), delete it, or auto (delete only unreachable segments scoring below "
-        "0.2, stash the rest).",
-        _REACHABILITY,
-        "choice",
-        STASH_ACTIONS,
-    ),
-    GCJsonField(
-        "incremental",
-        "Incremental",
-        "Whether a reachability policy also collects a small batch after each turn once usage "
-        "passes the target, besides the full collection at the threshold.",
-        _REACHABILITY,
-        "flag",
-    ),
-    GCJsonField(
-        "batch_size",
-        "Batch size",
-        f"The most segments an incremental collection removes, from {BATCH_SIZE_RANGE[0]} to "
-        f"{BATCH_SIZE_RANGE[1]}.",
-        _REACHABILITY,
-        "whole_number",
-    ),
-    GCJsonField(
-        "agent_name",
-        "Agent name",
-        "The agent this policy is for, as JAATO names it; kept for JAATO, it changes nothing "
-        "a strategy here collects.",
-        (),
-        "text",
-    ),
-    GCJsonField(
-        "plugin_config",
-        "Plugin options",
-        "Further options handed to the strategy as they are, over the ones above "
-        "(such as the summarizer).",
-        _ALL,
-        "object",
-    ),
+GC_JSON_FIELDS: tuple[GCJsonField, ...] = tuple(
+    _row(key, spec, _readers(key)) for key, (_, spec) in _KEYS.items()
 )
 
 # Options inside ``plugin_config`` that the engine's own strategies read.
-PLUGIN_CONFIG_FIELDS: tuple[GCJsonField, ...] = (
-    GCJsonField(
-        "summarizer",
-        "Summarizer",
-        "What writes summaries: extractive (the default: offline and deterministic) or llm "
-        "(an OpenAI-compatible endpoint set where the engine runs).",
-        _SUMMARIZING,
-        "choice",
-        ("extractive", "llm"),
-    ),
+PLUGIN_CONFIG_FIELDS: tuple[GCJsonField, ...] = tuple(
+    _row(option, spec, _readers(f"plugin_config.{option}"))
+    for strategy in STRATEGY_SPECS
+    for option, spec in strategy.options.items()
 )
 
 # The keys of the ``object`` keys the engine reads, each with its own label, help and kind.
 GC_JSON_SUBFIELDS: dict[str, tuple[GCJsonField, ...]] = {
-    "roots": (
-        GCJsonField(
-            "current_task",
-            "Current task",
-            "Whether the latest user message and the original request are roots.",
-            _REACHABILITY,
-            "flag",
-        ),
-        GCJsonField(
-            "recent_turns",
-            "Recent turns",
-            "How many of the latest turns are roots, whole.",
-            _REACHABILITY,
-            "whole_number",
-        ),
-        GCJsonField(
-            "pinned",
-            "Pinned",
-            "Whether pinned turns and messages are roots (they are never removed either way).",
-            _REACHABILITY,
-            "flag",
-        ),
-        GCJsonField(
-            "locked",
-            "Locked",
-            "Whether locked content is a root (it is never removed either way).",
-            _REACHABILITY,
-            "flag",
-        ),
-        GCJsonField(
-            "active_file_turns",
-            "Active file turns",
-            "Files these many latest turns read, edit or name are active: the latest read of "
-            "each part of them is a root; 0 means none.",
-            _REACHABILITY,
-            "whole_number",
-        ),
-    ),
-    "weights": (
-        GCJsonField(
-            "recency",
-            "Recency",
-            "Weight of how few turns ago a segment was last referred to.",
-            _REACHABILITY,
-            "number",
-        ),
-        GCJsonField(
-            "importance",
-            "Kind",
-            "Weight of the segment's kind: decisions first, logs last.",
-            _REACHABILITY,
-            "number",
-        ),
-        GCJsonField(
-            "refcount",
-            "References",
-            "Weight of how many later segments refer to it (five or more count fully).",
-            _REACHABILITY,
-            "number",
-        ),
-        GCJsonField(
-            "generation",
-            "Generation",
-            "Weight of being young: newer than 20 turns and not yet kept by a collection.",
-            _REACHABILITY,
-            "number",
-        ),
-    ),
+    key: tuple(_row(name, spec, _readers(key)) for name, _, spec in declared_keys(model))
+    for key, (field, _) in _KEYS.items()
+    if (model := options_model(field)) is not None
 }
 
 GC_JSON_ALIASES: dict[str, str] = {
@@ -559,8 +236,17 @@ the strategy in the ``{"plugin", "config"}`` shape, ``continuous_mode: true`` me
 a ``ConfigError`` about a strategy named inside ``config`` names ``config.type`` or
 ``config.plugin``, and one about an option of an object names it as ``roots.recent_turns``."""
 
+ENV_OVERRIDES: dict[str, str] = {key: spec.env for key, (_, spec) in _KEYS.items() if spec.env}
+"""The environment variables that fill in keys a ``gc.json`` does not set."""
+PLUGIN_OPTION_KEYS: tuple[str, ...] = tuple(
+    key for key, (_, spec) in _KEYS.items() if spec.plugin_option
+)
+"""The keys a plugin is started with (when they hold a value), as JAATO's loader hands them."""
+
 _KNOWN_KEYS = frozenset({*(field.key for field in GC_JSON_FIELDS), "continuous_mode"})
-_PERCENT_FIELDS = ("threshold_percent", "target_percent", "pressure_percent")
+_CONTINUOUS_MODE = KeySpec(
+    "Continuous mode", "Whether the policy runs in continuous mode (pressure 0).", "flag"
+)
 
 
 def load_gc_config(
@@ -579,7 +265,9 @@ def load_gc_config(
         raise ConfigError("a gc.json must hold a JSON object")
     flat, strategy_key = _flatten(data)
     environment = os.environ if env is None else env
-    values: dict[str, Any] = {"plugin": _strategy(flat.pop("type", "truncate"), strategy_key)}
+    values: dict[str, Any] = {
+        "plugin": _strategy(flat.pop("type", DEFAULT_STRATEGY.short_name), strategy_key)
+    }
     for key, raw in flat.items():
         if key.startswith("_"):
             continue
@@ -654,16 +342,15 @@ def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
             "the strategy is named by the outer 'plugin' key",
             "config.type" if "type" in inner else "config.plugin",
         )
-    return {"type": data.get("plugin", "truncate"), **inner}, "plugin"
+    return {"type": data.get("plugin", DEFAULT_STRATEGY.short_name), **inner}, "plugin"
 
 
-def _strategy(value: Any, key: str) -> Strategy:
+def _strategy(value: Any, key: str) -> str:
     if isinstance(value, str):
         name = value if value.startswith("gc_") else f"gc_{value}"
-        for strategy in STRATEGIES:
-            if name == strategy:
-                return strategy
-    allowed = ", ".join(s.removeprefix("gc_") for s in STRATEGIES)
+        if name in ENGINE_STRATEGIES:
+            return name
+    allowed = ", ".join(spec.short_name for spec in STRATEGY_SPECS)
     raise ConfigError(
         f"{value!r} is not a strategy ({allowed}, with or without the gc_ prefix)", key
     )
@@ -682,182 +369,51 @@ def _env_percent(raw: str, variable: str) -> float | None:
     return value
 
 
-def _number(
-    values: dict[str, Any], name: str, *, nullable: bool = False, key: str | None = None
-) -> float | None:
-    """``values[name]`` as a number; an error names ``key`` (``name`` by default)."""
-    value = values.get(name)
-    if value is None and nullable:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(
-            f"must be a number{' or null' if nullable else ''}, not {json.dumps(value)}",
-            key or name,
-        )
-    return float(value)
-
-
-def _whole(
-    values: dict[str, Any],
-    name: str,
-    *,
-    minimum: int,
-    nullable: bool = False,
-    key: str | None = None,
-) -> int | None:
-    value = values.get(name)
-    if value is None and nullable:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise ConfigError(
-            f"must be a whole number{' or null' if nullable else ''}, not {json.dumps(value)}",
-            key or name,
-        )
-    if value < minimum:
-        raise ConfigError(f"must be at least {minimum}", key or name)
-    return int(value)
-
-
-def _flag(values: dict[str, Any], name: str, *, key: str | None = None) -> bool:
-    value = values[name]
-    if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false, not {json.dumps(value)}", key or name)
-    return value
-
-
 def _validated(values: dict[str, Any]) -> GCConfig:
-    checked: dict[str, Any] = {"plugin": values["plugin"]}
-    for key in ("threshold_percent", "target_percent"):
-        if key in values:
-            checked[key] = _number(values, key)
-    if "pressure_percent" in values:
-        pressure = _number(values, "pressure_percent", nullable=True)
-        checked["pressure_percent"] = pressure or None
-    if "continuous_mode" in values:
-        continuous = _flag(values, "continuous_mode")
-        if continuous and checked.get("pressure_percent"):
-            raise ConfigError(
-                "continuous mode means no pressure threshold; set pressure_percent to 0 or drop it",
-                "continuous_mode",
-            )
-        if continuous:
-            checked["pressure_percent"] = None
-        elif "pressure_percent" in checked and checked["pressure_percent"] is None:
-            raise ConfigError(
-                "pressure_percent 0 or null means continuous mode; "
-                "give a pressure above the target",
-                "continuous_mode",
-            )
-    for key in ("auto_trigger", "check_before_send", "notify_on_gc"):
-        if key in values:
-            checked[key] = _flag(values, key)
-    if "preserve_recent_turns" in values:
-        checked["preserve_recent_turns"] = _whole(values, "preserve_recent_turns", minimum=0)
-    # summarize_middle_turns 0 is meaningful: the hybrid strategy then only truncates.
-    minimums = {"max_turns": 1, "summarize_middle_turns": 0, "max_summary_tokens": 1}
-    for key, minimum in minimums.items():
-        if key in values:
-            checked[key] = _whole(values, key, minimum=minimum, nullable=True)
-    if "pinned_turn_indices" in values:
-        checked["pinned_turn_indices"] = _pins(values["pinned_turn_indices"])
-    if "pinned_message_ids" in values:
-        ids = values["pinned_message_ids"]
-        if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
-            raise ConfigError("must be a list of message ids (strings)", "pinned_message_ids")
-        checked["pinned_message_ids"] = list(dict.fromkeys(ids))
-    for key in ("notification_template", "noop_notification_template", "agent_name"):
-        if values.get(key) is not None:
-            if not isinstance(values[key], str):
-                raise ConfigError(f"must be a string, not {json.dumps(values[key])}", key)
-            checked[key] = values[key]
-    if "plugin_config" in values:
-        if not isinstance(values["plugin_config"], Mapping):
-            raise ConfigError("must be an object", "plugin_config")
-        checked["plugin_config"] = dict(values["plugin_config"])
-    checked.update(_reachability_options(values))
-    config = GCConfig(**checked)
+    """Each key checked as its declaration says, in the table's order, then what holds
+    between keys: percentages, the target below the threshold, templates that will render."""
+    found: dict[str, Any] = {"plugin": values["plugin"]}
+    for key, (field, spec) in _KEYS.items():
+        if key in values and key != "type":
+            value = checked(key, values[key], spec, field)
+            if value is not UNSET:
+                found[key] = value
+        if key == "pressure_percent":
+            _continuous_mode(values, found)
+    config = GCConfig(**found)
     _check_percentages(config)
     _check_templates(config)
     return config
 
 
-def _reachability_options(values: dict[str, Any]) -> dict[str, Any]:
-    """The reachability strategy's keys, each checked as strictly as the others: an unknown
-    option of ``roots`` or ``weights`` is an error naming it (``roots.recent_turns``)."""
-    checked: dict[str, Any] = {}
-    if "roots" in values:
-        roots = _options(values, "roots")
-        for name in list(roots):
-            key = f"roots.{name}"
-            if name in ("recent_turns", "active_file_turns"):
-                roots[name] = _whole(roots, name, minimum=0, key=key)
-            else:
-                roots[name] = _flag(roots, name, key=key)
-        checked["roots"] = ReachabilityRoots(**roots)
-    if "weights" in values:
-        weights = _options(values, "weights")
-        for name in weights:
-            key = f"weights.{name}"
-            weight = _number(weights, name, key=key)
-            if weight is not None and weight < 0:
-                raise ConfigError(f"must be a number from 0, not {weight:g}", key)
-            weights[name] = weight
-        checked["weights"] = ScoreWeights(**weights)
-        if sum(checked["weights"].model_dump().values()) <= 0:
-            raise ConfigError("at least one weight must be above 0", "weights")
-    if "action" in values:
-        action = values["action"]
-        if action not in STASH_ACTIONS:
-            raise ConfigError(f"must be stash, delete or auto, not {json.dumps(action)}", "action")
-        checked["action"] = action
-    if "incremental" in values:
-        checked["incremental"] = _flag(values, "incremental")
-    if "batch_size" in values:
-        low, high = BATCH_SIZE_RANGE
-        size = _whole(values, "batch_size", minimum=low)
-        if size is not None and size > high:
-            raise ConfigError(f"must be at most {high} segments", "batch_size")
-        checked["batch_size"] = size
-    return checked
-
-
-def _options(values: dict[str, Any], key: str) -> dict[str, Any]:
-    """An object key's options, without notes for people (``_comment``), refusing any the
-    engine does not know."""
-    value = values[key]
-    if not isinstance(value, Mapping):
-        raise ConfigError("must be an object", key)
-    known = [field.key for field in GC_JSON_SUBFIELDS[key]]
-    options = {}
-    for name, option in value.items():
-        if not isinstance(name, str) or name.startswith("_"):
-            continue
-        if name not in known:
-            raise ConfigError(f"unknown option (known: {', '.join(known)})", f"{key}.{name}")
-        options[name] = option
-    return options
-
-
-def _pins(value: Any) -> list[int]:
-    if not isinstance(value, list):
-        raise ConfigError("must be a list of turn indices", "pinned_turn_indices")
-    pins = []
-    for position, item in enumerate(value):
-        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-            raise ConfigError(
-                f"item {position} must be a turn index (a whole number from 0), "
-                f"not {json.dumps(item)}",
-                "pinned_turn_indices",
-            )
-        pins.append(item)
-    return sorted(set(pins))
+def _continuous_mode(values: dict[str, Any], found: dict[str, Any]) -> None:
+    """``pressure_percent`` 0 or null and ``continuous_mode: true`` say the same; a policy
+    saying one and the opposite of the other is refused."""
+    if "pressure_percent" in found:
+        found["pressure_percent"] = found["pressure_percent"] or None
+    if "continuous_mode" not in values:
+        return
+    continuous = checked("continuous_mode", values["continuous_mode"], _CONTINUOUS_MODE)
+    if continuous and found.get("pressure_percent"):
+        raise ConfigError(
+            "continuous mode means no pressure threshold; set pressure_percent to 0 or drop it",
+            "continuous_mode",
+        )
+    if continuous:
+        found["pressure_percent"] = None
+    elif "pressure_percent" in found and found["pressure_percent"] is None:
+        raise ConfigError(
+            "pressure_percent 0 or null means continuous mode; give a pressure above the target",
+            "continuous_mode",
+        )
 
 
 def _check_percentages(config: GCConfig) -> None:
-    for key in _PERCENT_FIELDS:
-        value = getattr(config, key)
-        if value is not None and not 0 <= value <= 100:
-            raise ConfigError(f"must be between 0 and 100, not {value:g}", key)
+    for key, (_, spec) in _KEYS.items():
+        value = getattr(config, key) if spec.kind == "percent" else None
+        low, high = spec.minimum, spec.maximum
+        if value is not None and low is not None and high is not None and not low <= value <= high:
+            raise ConfigError(f"must be between {low:g} and {high:g}, not {value:g}", key)
     if config.threshold_percent <= 0:
         raise ConfigError("must be above 0: at 0 every turn would collect", "threshold_percent")
     if config.target_percent >= config.threshold_percent:
@@ -888,18 +444,19 @@ def _template_problem(template: str, allowed: frozenset[str], plugin: str) -> st
 def template_checks(config: GCConfig) -> list[tuple[str, str, bool]]:
     """Each notification template's problem: ``(key, problem, used)``, ``used`` saying whether
     the policy will ever render it (notices on, and a strategy that writes that notice)."""
+    spec = strategy_spec(config.plugin)
     checks = (
         (
             "notification_template",
             config.notification_template,
-            NOTIFICATION_FIELDS[config.plugin],
+            frozenset(spec.placeholders),
             config.notifies,
         ),
         (
             "noop_notification_template",
             config.noop_notification_template,
             NOOP_NOTIFICATION_FIELDS,
-            config.notifies and config.plugin in NOOP_NOTICE_STRATEGIES,
+            config.notifies and spec.noop_notice,
         ),
     )
     found = []
@@ -920,25 +477,10 @@ def _check_templates(config: GCConfig) -> None:
             raise ConfigError(problem, key)
 
 
-# The reachability strategy's keys, left out of a dump while they hold their defaults: JAATO
-# does not read them, and a policy of another strategy never needs them.
-_OMITTED_WHEN_DEFAULT = frozenset({"roots", "weights", "action", "incremental", "batch_size"})
-# Keys JAATO's loader does not read, left out of a dump while they hold nothing.
-_OMITTED_WHEN_EMPTY = frozenset(
-    {
-        "pinned_message_ids",
-        "notification_template",
-        "noop_notification_template",
-        "summarize_middle_turns",
-        "max_summary_tokens",
-        "agent_name",
-    }
-)
-
-
 def dump_gc_config(config: GCConfig) -> dict[str, Any]:
     """JAATO's flat shape, loadable by JAATO's own loader and by ``load_gc_config``, with the
-    keys in the order of ``GC_JSON_FIELDS``.
+    keys in the order of ``GC_JSON_FIELDS``; a key JAATO's loader does not read is left out
+    while it holds its default.
 
     ``pressure_percent`` is always written (0 for continuous mode), so JAATO, which reads a
     missing pressure as continuous mode, does what this policy says.
@@ -946,10 +488,8 @@ def dump_gc_config(config: GCConfig) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for field in GC_JSON_FIELDS:
         value = getattr(config, field.attribute)
-        if field.key in _OMITTED_WHEN_EMPTY and value in (None, []):
+        if not _KEYS[field.key][1].written_when_default and value == field.default:
             continue  # 0 and "" say something: summarize nothing, an empty notice
-        if field.key in _OMITTED_WHEN_DEFAULT and value == field.default:
-            continue
         if isinstance(value, BaseModel):
             value = value.model_dump()
         elif field.key == "type":

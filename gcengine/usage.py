@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from gcengine.budget import InstructionBudget
 from gcengine.config import GCConfig
-from gcengine.gc.run import would_collect
+from gcengine.running.run import would_collect
 from gcengine.session import Session
 
 

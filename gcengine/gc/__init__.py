@@ -1,21 +1,12 @@
-"""Collection strategies, their contract, and running them on sessions."""
+"""The collection machinery every strategy runs on, below the strategies themselves.
 
-from gcengine.errors import PluginError, SummarizerError
-from gcengine.gc.registry import ENTRY_POINT_GROUP, discover_gc_plugins, load_gc_plugin
-from gcengine.gc.run import GCOutcome, plugin_options, run_gc, would_collect
-from gcengine.gc.simulate import (
-    Simulation,
-    SimulationEvent,
-    SimulationStep,
-    requests_without_gc,
-    simulate,
-)
-from gcengine.gc.strategies import (
-    BudgetStrategy,
-    HybridStrategy,
-    SummarizeStrategy,
-    TruncateStrategy,
-)
+A collection laid out in units (``plan``), the decision a strategy makes and its result
+(``types``), the base strategy with its notices (``strategy``), summaries (``summarizers``,
+``summarizing``), and the stash a reachability run's result carries (``stash``, ``segments``).
+The strategies are ``gcengine.strategies``; running them is ``gcengine.running``.
+"""
+
+from gcengine.errors import SummarizerError
 from gcengine.gc.summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
@@ -33,33 +24,16 @@ from gcengine.gc.types import (
 )
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
-    "BudgetStrategy",
     "ExtractiveSummarizer",
-    "GCOutcome",
     "GCPlugin",
     "GCRemovalItem",
     "GCResult",
     "GCTriggerReason",
-    "HybridStrategy",
     "LLMSummarizer",
-    "PluginError",
     "RemovalReason",
     "RemovalVerdict",
-    "Simulation",
-    "SimulationEvent",
-    "SimulationStep",
-    "SummarizeStrategy",
     "Summarizer",
     "SummarizerError",
     "SummaryRequest",
-    "TruncateStrategy",
     "context_usage",
-    "discover_gc_plugins",
-    "load_gc_plugin",
-    "plugin_options",
-    "requests_without_gc",
-    "run_gc",
-    "simulate",
-    "would_collect",
 ]

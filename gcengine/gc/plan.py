@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gcengine._fast import REVISION_KEY, Revision, construct
 from gcengine.budget import (
@@ -43,7 +43,6 @@ from gcengine.budget import (
     SourceEntry,
     most_protective,
 )
-from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex, index_of, turn_key_of
 from gcengine.gc.types import (
     ContextUsage,
@@ -67,6 +66,10 @@ from gcengine.messages import (
 )
 from gcengine.session import original_request
 from gcengine.tokens import TokenCounter, count_message, load_counter
+
+if TYPE_CHECKING:
+    # Policies sit above the machinery that carries them out: named in signatures only.
+    from gcengine.config import GCConfig
 
 
 @dataclass(slots=True)

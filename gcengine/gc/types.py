@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, computed_field
 
 from gcengine.budget import InstructionBudget, InstructionSource
-from gcengine.config import GCConfig
+from gcengine.gc.stash import Stash
 from gcengine.messages import Message, turn_number
-from gcengine.reachability.stash import Stash
+
+if TYPE_CHECKING:
+    # Policies sit above the machinery that carries them out: named in signatures only.
+    from gcengine.config import GCConfig
 
 
 class GCTriggerReason(StrEnum):

@@ -23,10 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from gcengine.analysis.prune import pruning_config
 from gcengine.config import GCConfig, dump_gc_config, load_gc_config
 from gcengine.errors import ToolRefusal
 from gcengine.formats import dump_session, load_session
-from gcengine.gc.run import run_gc
+from gcengine.gc.stash import Stash, restore
 from gcengine.mcp_tools.inputs import PolicyChanges, changed_config, setting_changes
 from gcengine.mcp_tools.stashes import (
     Pruned,
@@ -40,8 +41,7 @@ from gcengine.mcp_tools.stashes import (
     stash_found,
 )
 from gcengine.mcp_tools.store import ConfiguredPolicy, PinRequest, PinState, PolicyInUse
-from gcengine.reachability.prune import pruning_config
-from gcengine.reachability.stash import Stash, restore
+from gcengine.running.run import run_gc
 from gcengine.session import Session
 
 PINS_FILE = ".gcengine-pins.json"

@@ -20,7 +20,7 @@ from gcengine.errors import (
     ToolRefusal,
 )
 from gcengine.mcp_tools.store import ToolStore
-from gcengine.reachability.strategy import PruneRefused
+from gcengine.strategies.reachability import PruneRefused
 
 
 def answered(result: BaseModel, summary: str) -> CallToolResult:

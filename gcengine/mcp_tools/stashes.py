@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from gcengine.config import StashAction
-from gcengine.gc.run import GCOutcome
+from gcengine.gc.stash import Stash, StashedSegment
 from gcengine.messages import turn_number
-from gcengine.reachability.stash import Stash, StashedSegment
+from gcengine.running.run import GCOutcome
+from gcengine.strategies.reachability import StashAction
 
 PREVIEW_CHARS = 300
 

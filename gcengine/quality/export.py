@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gcengine.config import GC_JSON_FIELDS, GCConfig, dump_gc_config
+from gcengine.strategies import strategy_spec
 from gcengine.window import context_limit_checked
 
 ANTHROPIC_COMPACTION_MINIMUM = 50_000
@@ -28,7 +29,6 @@ ANTHROPIC_COMPACTION_MINIMUM = 50_000
 ADK_EVENTS_PER_TURN = 2
 # Letta clips the summary in characters; about four make a token of English text.
 CHARS_PER_TOKEN = 4
-SUMMARIZING = frozenset({"gc_summarize", "gc_hybrid"})
 
 
 class ExportSetting(BaseModel):
@@ -114,6 +114,11 @@ class _Draft:
 
 def _tokens(percent: float, window: int) -> int:
     return round(percent / 100 * window)
+
+
+def _summarizes(config: GCConfig) -> bool:
+    """Whether the policy's strategy writes summaries (the targets' compaction does)."""
+    return strategy_spec(config.plugin).summarizes
 
 
 _AGENT_NAME = "names the agent for JAATO; it changes nothing a collection does"
@@ -213,7 +218,7 @@ def _anthropic_compaction(config: GCConfig, window: int, draft: _Draft) -> Targe
         "trigger": {"type": "input_tokens", "value": trigger},
         "pause_after_compaction": config.preserve_recent_turns > 0,
     }
-    summarizes = config.plugin in SUMMARIZING
+    summarizes = _summarizes(config)
     draft.set(
         "type",
         "compact_20260112",
@@ -297,7 +302,7 @@ def _openai(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
         threshold,
         ["threshold_percent"],
     )
-    summarizes = config.plugin in SUMMARIZING
+    summarizes = _summarizes(config)
     draft.set(
         "type",
         "compaction",
@@ -340,7 +345,7 @@ def _openai(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
 
 def _langchain(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
     fraction = round(config.threshold_percent / 100, 4)
-    if config.plugin in SUMMARIZING:
+    if _summarizes(config):
         keep = round(config.target_percent / 100, 4)
         draft.set(
             "middleware",
@@ -473,8 +478,8 @@ def _adk(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
         "summarizer",
         "LlmEventSummarizer (the default)",
         ["type"],
-        exact=config.plugin in SUMMARIZING,
-        note="" if config.plugin in SUMMARIZING else f"ADK summarizes; {config.plugin} does not",
+        exact=_summarizes(config),
+        note="" if _summarizes(config) else f"ADK summarizes; {config.plugin} does not",
     )
     draft.unmapped(
         "ADK keeps a number of events, not a share of the window",
@@ -532,9 +537,9 @@ def _letta(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
         "mode",
         "sliding_window",
         ["type"],
-        exact=config.plugin in SUMMARIZING,
+        exact=_summarizes(config),
         note="summarizes the oldest part; "
-        + ("" if config.plugin in SUMMARIZING else f"{config.plugin} drops it instead"),
+        + ("" if _summarizes(config) else f"{config.plugin} drops it instead"),
     )
     draft.set(
         "sliding_window_percentage",

@@ -6,5 +6,8 @@ current task, the latest turns, pins, locked content, the files being worked on)
 they reach, and the sweep takes unreachable segments lowest score first, then reachable ones
 only if it must. What it takes goes to a stash it can be restored from.
 
-Callers import the public names from ``gcengine``.
+This package is the model (``graph``, ``explain``, ``kinds``, ``anchors``); the strategy is
+``gcengine.strategies.reachability``, the stash ``gcengine.gc.stash`` (a result carries it),
+and the dry run and pruning ``gcengine.analysis``. Callers import the public names from
+``gcengine``.
 """

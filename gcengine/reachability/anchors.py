@@ -104,13 +104,6 @@ class MessageAnchors:
     decides: bool
 
 
-def describe(anchor: str) -> str:
-    """An anchor as a sentence shows it: a path or code as written, an identifier in
-    backticks."""
-    kind, _, value = anchor.partition(":")
-    return f"`{value}`" if kind == NAME else value
-
-
 def shown_order(anchor: str) -> tuple[int, str]:
     """Files first, then error codes, names, URLs and tags; alphabetically within a kind."""
     return _RANK.get(anchor.partition(":")[0], len(_RANK)), anchor

@@ -9,10 +9,10 @@ written in the session.
 from __future__ import annotations
 
 from gcengine.budget import GCPolicy
+from gcengine.gc.segments import SegmentKind, describe
 from gcengine.messages import turn_label
-from gcengine.reachability.anchors import SHOWN_FIRST, describe, shown_order
+from gcengine.reachability.anchors import SHOWN_FIRST, shown_order
 from gcengine.reachability.graph import REPLY, SUMMARY_OF, Candidate, Plan, Segment
-from gcengine.reachability.kinds import SegmentKind
 
 
 def label(plan: Plan, number: int) -> str:

@@ -37,6 +37,7 @@ from typing import NamedTuple
 from gcengine.budget import GCPolicy, most_protective
 from gcengine.conversation import ConversationIndex, turn_key_of
 from gcengine.gc.plan import Collection, pinned_turns
+from gcengine.gc.segments import SegmentKind
 from gcengine.messages import Message, MessageKind, Role
 from gcengine.reachability.anchors import (
     FILE,
@@ -45,7 +46,7 @@ from gcengine.reachability.anchors import (
     basename_key,
     message_anchors,
 )
-from gcengine.reachability.kinds import IMPORTANCE, SegmentKind
+from gcengine.reachability.kinds import IMPORTANCE
 from gcengine.session import original_request
 
 HALF_LIFE_TURNS = 10

@@ -1,21 +1,8 @@
-"""The kinds of segment, and how much each matters in the score."""
+"""How much each kind of segment matters in the score."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-
-class SegmentKind(StrEnum):
-    """What a segment is, for its importance in the score (design document 001's types)."""
-
-    MESSAGE = "message"
-    CODE = "code"
-    LOG = "log"
-    NOTE = "note"
-    DECISION = "decision"
-    SUMMARY = "summary"
-    TOOL_OUTPUT = "tool output"
-
+from gcengine.gc.segments import SegmentKind
 
 # Decisions matter most, logs least (the seed's order; a tool's other output sits between).
 IMPORTANCE: dict[SegmentKind, float] = {

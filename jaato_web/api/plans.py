@@ -1,6 +1,6 @@
 """The context planner: plan a stored session's next request, or items sent as they are.
 
-Both call the planning the Plan tab calls (``dashboard.planning``), so the API answers the
+Both call the planning the Plan tab calls (``dashboard.previews``), so the API answers the
 plan the page shows. Planning stores nothing. A planner config is named by one of its
 versions (``planner_config_version_id``) or given as settings; configs themselves are stored,
 versioned and reviewed through ``/api/policies`` with ``kind`` "planner".
@@ -16,7 +16,7 @@ from ninja import Router
 import gcengine
 from jaato_web.api.auth import VIEW, access_of
 from jaato_web.api.schemas import InlinePlanIn, PlannerConfigRef, PlanOut, Problem, SessionPlanIn
-from jaato_web.dashboard import planning, services
+from jaato_web.dashboard import previews, services
 from jaato_web.dashboard.models import PolicyKind
 from jaato_web.errors import InputError
 
@@ -40,7 +40,7 @@ def _answer(
     plan: gcengine.ContextPlan,
     decisions: bool,
     started: float,
-    pins: planning.SessionPins | None = None,
+    pins: previews.SessionPins | None = None,
 ) -> dict[str, object]:
     return {
         "status_line": plan.status_line,
@@ -70,9 +70,9 @@ def plan_session(
     session = access_of(request).session(session_id)
     # "unlimited" is the only word the schema lets through: a sticky pin.
     ttl = gcengine.TTLState.UNLIMITED if isinstance(payload.pin_ttl, str) else payload.pin_ttl
-    planned = planning.plan_session(
+    planned = previews.plan_session(
         session,
-        caps=planning.CapsChoice(
+        caps=previews.CapsChoice(
             model=payload.model or None,
             context_length=payload.context_length,
             max_completion_tokens=payload.max_completion_tokens,
@@ -80,7 +80,7 @@ def plan_session(
             request_max_tokens=payload.request_max_tokens,
         ),
         config=_settings(request, payload),
-        pins=planning.PinChoice(priority=gcengine.Priority(payload.pin_priority), ttl=ttl),
+        pins=previews.PinChoice(priority=gcengine.Priority(payload.pin_priority), ttl=ttl),
     )
     return _answer(planned.plan, payload.decisions, started, planned.pins)
 
@@ -99,9 +99,9 @@ def plan_inline(request: HttpRequest, payload: InlinePlanIn) -> dict[str, object
     inputs. Commit the plan on the caller's side once the request completed (TTLs move on per
     committed plan). Nothing is stored."""
     started = time.perf_counter()
-    plan = planning.plan_inline(
+    plan = previews.plan_inline(
         payload.items,
-        planning.inline_caps(payload.model, payload.caps),
+        previews.inline_caps(payload.model, payload.caps),
         _settings(request, payload),
         plan_id=payload.plan_id,
         request_id=payload.request_id,

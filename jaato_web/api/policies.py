@@ -41,8 +41,9 @@ from jaato_web.api.schemas import (
     VersionCompareOut,
 )
 from jaato_web.dashboard import (
-    dry_runs,
+    background,
     presenters,
+    previews,
     quality,
     selectors,
     services,
@@ -358,11 +359,11 @@ def _config_of(request: HttpRequest, ref: ConfigRef) -> gcengine.GCConfig:
 
 
 def _preview_out(
-    session: AgentSession, preview: dry_runs.Preview, replay: bool, window: int | None
+    session: AgentSession, preview: previews.Preview, replay: bool, window: int | None
 ) -> dict[str, object]:
     figures: dict[str, Any] | None = None
     if replay:
-        series = dry_runs.replay(session, preview.config, window, scored=True)
+        series = previews.replay(session, preview.config, window, scored=True)
         figures = {**vars(presenters.replay_figures(series)), "series": series}
     return {
         "session_id": session.pk,
@@ -399,7 +400,7 @@ def preview(request: HttpRequest, payload: PreviewIn) -> dict[str, object]:
     session = access_of(request).session(payload.session_id)
     config = _config_of(request, payload)
     window = payload.context_limit
-    return _preview_out(session, dry_runs.preview(session, config, window), payload.replay, window)
+    return _preview_out(session, previews.preview(session, config, window), payload.replay, window)
 
 
 @router.post(
@@ -412,7 +413,7 @@ def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
     session = access_of(request).session(payload.session_id)
     a, b = _config_of(request, payload.a), _config_of(request, payload.b)
     window = payload.context_limit
-    comparison = dry_runs.compare(session, a, b, window)
+    comparison = previews.compare(session, a, b, window)
     return {
         "a": _preview_out(session, comparison.a, payload.replay, window),
         "b": _preview_out(session, comparison.b, payload.replay, window),
@@ -428,7 +429,7 @@ def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
     }
 
 
-def _ranked_on(on: dry_runs.PolicyOnSession) -> dict[str, object]:
+def _ranked_on(on: previews.PolicyOnSession) -> dict[str, object]:
     return {
         "session_id": on.session.pk,
         "collections": on.collections,
@@ -455,7 +456,7 @@ def rank(request: HttpRequest, payload: RankIn) -> dict[str, object]:
     sessions = [access.session(i) for i in dict.fromkeys(payload.session_ids)]
     versions = [access.policy_version(i) for i in dict.fromkeys(payload.version_ids)]
     project = sessions[0].project
-    ranking = dry_runs.rank(
+    ranking = previews.rank(
         [s for s in sessions if s.turn_count],
         versions,
         quality.project_gates(project),
@@ -521,7 +522,9 @@ def apply(request: HttpRequest, policy_id: int, payload: ApplyIn) -> Status[dict
     if not sessions:
         detail = "session_ids: no session of this project among them"
         return Status(400, {"detail": detail, "key": "session_ids"})
-    runs = services.policy_apply(version=version, sessions=sessions, actor=access_of(request).user)
+    runs = background.policy_apply(
+        version=version, sessions=sessions, actor=access_of(request).user
+    )
     ids = [r.pk for r in runs]
     return Status(202, _apply_out(selectors.runs_by_ids(projects=[project.pk], ids=ids)))
 

@@ -28,7 +28,7 @@ from jaato_web.api.schemas import (
     StashRestoreIn,
     SummaryOut,
 )
-from jaato_web.dashboard import presenters, selectors, services, storage
+from jaato_web.dashboard import background, presenters, selectors, services, storage
 from jaato_web.dashboard.models import (
     AgentSession,
     GCRun,
@@ -69,7 +69,7 @@ def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[G
     """Runs in the background; poll ``GET /api/runs/{id}`` until ``status`` is done or failed."""
     session = access_of(request).session(session_id)
     version, config = _config_source(session, payload.policy_version_id, payload.config)
-    run = services.run_start(
+    run = background.run_start(
         session=session,
         policy_version=version,
         config=config,
@@ -248,7 +248,7 @@ def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> St
     """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
     session = access_of(request).session(session_id)
     version, config = _config_source(session, payload.policy_version_id, payload.config)
-    replay = services.replay_request(
+    replay = background.replay_request(
         session=session,
         policy_version=version,
         config=config,

@@ -28,7 +28,7 @@ from jaato_web.api.schemas import (
     UploadOut,
     UploadResultOut,
 )
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import AgentSession, IngestJob
 
 router = Router(tags=["sessions"])
@@ -50,7 +50,7 @@ def upload_session(
     that you may upload to.
     """
     target = project_of(request, project)
-    receipt = services.session_upload_file(
+    receipt = background.session_upload_file(
         project=target, upload=file, actor=access_of(request).user
     )
     status = 200 if receipt.duplicate else (202 if receipt.job is not None else 201)
@@ -78,7 +78,7 @@ def upload_sessions(
     stores nothing, while the others are stored. The answer is 200 when at least one file was
     taken, otherwise the refusal's status (400 when they differ), as the upload page answers.
     """
-    outcomes = services.sessions_upload(
+    outcomes = background.sessions_upload(
         project=project_of(request, project), files=files, actor=access_of(request).user
     )
     taken = sum(1 for o in outcomes if o.taken)

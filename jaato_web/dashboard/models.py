@@ -16,6 +16,7 @@ from functools import cached_property
 from django.conf import settings
 from django.db import models
 
+import gcengine
 from jaato_web.dashboard.storage import StoredMessage, message_views, unpack_turn
 
 
@@ -29,7 +30,7 @@ class JobStatus(models.TextChoices):
 class BackgroundWork(models.Model):
     """What uploads, runs and replays share: they may run in a worker, and pages poll them.
 
-    A worker holds running work under a lease it keeps renewing (``background.py``): when the
+    A worker holds running work under a lease it keeps renewing (``background/lease.py``): when the
     lease lapses, the worker is gone, and the work is tried once more, then failed.
     """
 
@@ -387,6 +388,15 @@ class GCRun(BackgroundWork):
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.plugin}) on {self.session_id}"
+
+    @property
+    def stashes(self) -> bool:
+        """Whether its strategy puts what it takes in a stash and says why each item went:
+        the run then keeps a stash, reasons and kept segments, and its pages show them."""
+        try:
+            return gcengine.strategy_spec(self.plugin).stashes
+        except KeyError:  # a plugin of another package
+            return False
 
     def percent(self, tokens: int | None) -> float | None:
         if tokens is None or not self.context_limit:

@@ -40,7 +40,7 @@ from gcengine.mcp_tools import (
     percent,
     setting_changes,
 )
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import (
     AgentSession,
     GCRun,
@@ -227,11 +227,11 @@ class DashboardStore:
         gcengine.check_pruning(
             services.engine_session_of(session), services.config_with_session_pins(config, session)
         )
-        run = services.run_start(
+        run = background.run_start(
             session=session,
             policy_version=version,
             config=gcengine.dump_gc_config(config),
-            plugin="gc_reachability",
+            plugin=config.plugin,
             trigger="agent",
             actor=access.user,
         )
@@ -292,7 +292,7 @@ class DashboardStore:
 
     def _finished(self, run: GCRun) -> GCRun:
         """The run once done: carried out here, or by the worker that took it first."""
-        services.run_execute(run_id=run.pk)
+        background.run_execute(run_id=run.pk)
         deadline = time.monotonic() + RUN_WAIT_SECONDS
         run.refresh_from_db()
         while run.status in (JobStatus.QUEUED, JobStatus.RUNNING):

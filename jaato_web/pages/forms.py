@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -162,7 +163,7 @@ class RunForm(DashboardForm):
         return cleaned
 
     def run_arguments(self) -> dict[str, Any]:
-        """Keyword arguments for ``services.run_start`` (after ``is_valid()``).
+        """Keyword arguments for ``background.run_start`` (after ``is_valid()``).
 
         A pasted gc.json is handed over as bytes, so the engine reads it as JSON text and
         never as a file name.
@@ -211,18 +212,22 @@ def _choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:
 
 # --- Policies --------------------------------------------------------------------------------
 
-# Every gc.json key the editor has a control for, with the field that edits it; the label,
-# the help and the default come from the engine's table of keys (``gcengine.GC_JSON_FIELDS``).
+# Every gc.json key has a control, made from the engine's table of keys
+# (``gcengine.GC_JSON_FIELDS``): its kind picks the control, its bounds the control's limits,
+# and its label, help and default come with it. Two keys are edited under another name.
 FORM_FIELD_OF_KEY = {"type": "strategy", "plugin_config": "plugin_options"}
 GC_FIELDS = {field.key: field for field in gcengine.GC_JSON_FIELDS}
-SUMMARIZER = next(f for f in gcengine.PLUGIN_CONFIG_FIELDS if f.key == "summarizer")
+EVERY_STRATEGY = frozenset(spec.name for spec in gcengine.STRATEGY_SPECS)
+# The options inside plugin_config that strategies declare (the summarizer), each with a
+# control of its own; any other plugin_config key is kept as written, in one JSON field.
+PLUGIN_OPTIONS = {field.key: field for field in gcengine.PLUGIN_CONFIG_FIELDS}
 # The keys only some strategies read; the editor shows each for these only (hidden controls
 # keep their values, so switching strategy and back loses nothing). A key no strategy reads
 # (kept for JAATO) is always shown.
 APPLIES_TO: dict[str, tuple[str, ...]] = {
     FORM_FIELD_OF_KEY.get(field.key, field.key): field.strategies
-    for field in (*gcengine.GC_JSON_FIELDS, SUMMARIZER)
-    if field.strategies and set(field.strategies) != {s.name for s in gcengine.GC_STRATEGIES}
+    for field in (*gcengine.GC_JSON_FIELDS, *PLUGIN_OPTIONS.values())
+    if field.strategies and set(field.strategies) != EVERY_STRATEGY
 }
 # The placeholders a notification template may use, with what each means for the strategy.
 PLACEHOLDERS: dict[str, list[tuple[str, str]]] = {
@@ -236,6 +241,8 @@ NOOP_PLACEHOLDERS = ", ".join(
 # The options of an object key (``roots``, ``weights``) each have a control of their own,
 # named ``<key>_<option>``, with the label, help and kind of the engine's table of options.
 SUBFIELDS: dict[str, tuple[gcengine.GCJsonField, ...]] = dict(gcengine.GC_JSON_SUBFIELDS)
+# Text a person types into a policy (a notice's wording, an agent's name): ample, but bounded.
+TEXT_MAX_CHARS = 2000
 
 
 def subfield_name(key: str, option: str) -> str:
@@ -345,82 +352,134 @@ def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
             )
     options = config.get("plugin_config")
     options = dict(options) if isinstance(options, Mapping) else {}
-    summarizer = options.pop(SUMMARIZER.key, "")
-    values["summarizer"] = summarizer if isinstance(summarizer, str) else json.dumps(summarizer)
+    for key in PLUGIN_OPTIONS:
+        chosen = options.pop(key, "")
+        values[key] = chosen if isinstance(chosen, str) else json.dumps(chosen)
     values["plugin_options"] = json.dumps(options, indent=1, sort_keys=True) if options else ""
     return values
 
 
 def default_values() -> dict[str, Any]:
-    """A new policy starts from the engine's defaults, with the policy-aware strategy."""
-    return form_values(gcengine.dump_gc_config(gcengine.GCConfig(plugin="gc_budget")))
+    """A new policy starts from the engine's defaults, with the strategy a new policy starts
+    from (the policy-aware one)."""
+    config = gcengine.GCConfig(plugin=gcengine.NEW_POLICY_STRATEGY.name)
+    return form_values(gcengine.dump_gc_config(config))
 
 
-def _percent_input(field_id: str) -> forms.NumberInput:
-    return forms.NumberInput(
-        attrs={
-            "min": 0,
-            "max": 100,
-            "step": "any",
-            "class": "percent-pair__number",
-            "data-percent-number": field_id,
-        }
+def _bounds(field: gcengine.GCJsonField) -> dict[str, Any]:
+    """A number control's limits, as the engine bounds the key."""
+    attrs: dict[str, Any] = {}
+    for attr, bound in (("min", field.minimum), ("max", field.maximum)):
+        if bound is not None:
+            attrs[attr] = _number(float(bound))
+    return attrs
+
+
+def _control(field: gcengine.GCJsonField, *, optional: bool = False) -> forms.Field:
+    """The control that edits one key (or one option of an object key), by its kind;
+    ``optional``: it may be left empty, which leaves the key unset (its default is null)."""
+    control: forms.Field
+    match field.kind:
+        case "choice" if field.key == "type":
+            control = forms.ChoiceField(
+                choices=[(s.name, f"{s.label}: {s.description}") for s in gcengine.GC_STRATEGIES],
+                widget=forms.Select(attrs={"data-strategy-select": ""}),
+            )
+        case "choice" if field.key in PLUGIN_OPTIONS:  # unset, the strategy's own default
+            default = field.choices[0]
+            control = forms.ChoiceField(
+                required=False,
+                choices=[("", f"{default} (default)"), *((c, c) for c in field.choices)],
+            )
+        case "choice":
+            control = forms.ChoiceField(choices=[(c, c) for c in field.choices])
+        case "percent":
+            control = forms.FloatField(
+                widget=forms.NumberInput(
+                    attrs={
+                        **_bounds(field),
+                        "step": "any",
+                        "class": "percent-pair__number",
+                        "data-percent-number": field.key,
+                    }
+                )
+            )
+        case "whole_number":
+            control = forms.IntegerField(
+                required=not optional, widget=forms.NumberInput(attrs=_bounds(field))
+            )
+        case "number":
+            control = forms.FloatField(
+                required=not optional,
+                widget=forms.NumberInput(attrs={**_bounds(field), "step": "any"}),
+            )
+        case "flag":
+            control = forms.BooleanField(required=False)
+        case "text":
+            control = forms.CharField(required=False, max_length=TEXT_MAX_CHARS)
+        case "turn_list":
+            control = TurnListField(required=False)
+        case "id_list":
+            control = _ListField(required=False)
+        case _:
+            raise ValueError(f"{field.key}: no control edits a {field.kind} key")
+    control.label, control.help_text = field.label.removesuffix(" %"), field.help
+    return control
+
+
+def _plugin_options_control() -> forms.Field:
+    control = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"})
     )
+    control.label = "Other plugin options"
+    control.help_text = "Other plugin_config keys, as a JSON object (kept as they are)."
+    return control
+
+
+@dataclass(frozen=True)
+class OptionGroup:
+    """An object key's options (``roots``), under the key's label and help."""
+
+    legend: str
+    help: str
+    controls: list[forms.BoundField]
+
+
+@dataclass(frozen=True)
+class StrategyPanel:
+    """The controls of the keys one strategy declares for itself, shown while a strategy
+    that reads any of them is chosen: each control as a pair with the strategies it applies
+    to (``data-applies``), and its object keys' options in groups."""
+
+    strategy: str
+    legend: str
+    applies: str
+    controls: list[tuple[forms.BoundField, str]]
+    groups: list[OptionGroup]
 
 
 class PolicyForm(forms.Form):
-    """The gc.json being edited. ``config`` holds the engine's reading once valid."""
+    """The gc.json being edited. ``config`` holds the engine's reading once valid.
 
-    strategy = forms.ChoiceField(
-        choices=[(s.name, f"{s.label}: {s.description}") for s in gcengine.GC_STRATEGIES],
-        widget=forms.Select(attrs={"data-strategy-select": ""}),
-    )
-    threshold_percent = forms.FloatField(widget=_percent_input("threshold_percent"))
-    target_percent = forms.FloatField(widget=_percent_input("target_percent"))
-    pressure_percent = forms.FloatField(widget=_percent_input("pressure_percent"))
-    preserve_recent_turns = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 0}))
-    max_turns = forms.IntegerField(required=False, widget=forms.NumberInput(attrs={"min": 1}))
-    auto_trigger = forms.BooleanField(required=False)
-    check_before_send = forms.BooleanField(required=False)
-    notify_on_gc = forms.BooleanField(required=False)
-    notification_template = forms.CharField(required=False, max_length=2000)
-    noop_notification_template = forms.CharField(required=False, max_length=2000)
-    summarize_middle_turns = forms.IntegerField(
-        required=False, widget=forms.NumberInput(attrs={"min": 0})
-    )
-    max_summary_tokens = forms.IntegerField(
-        required=False, widget=forms.NumberInput(attrs={"min": 1})
-    )
-    summarizer = forms.ChoiceField(
-        required=False,
-        choices=[("", f"{SUMMARIZER.choices[0]} (default)"), *((c, c) for c in SUMMARIZER.choices)],
-    )
-    action = forms.ChoiceField(choices=[(a, a) for a in gcengine.STASH_ACTIONS])
-    incremental = forms.BooleanField(required=False)
-    batch_size = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 5, "max": 20}))
-    agent_name = forms.CharField(required=False, max_length=200)
-    pinned_turn_indices = TurnListField(required=False)
-    pinned_message_ids = _ListField(required=False)
-    plugin_options = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"})
-    )
+    Its fields are made from the engine's table of keys, in the order people read a policy:
+    a key a strategy declares gets its control here without a line of this module."""
 
     config: gcengine.GCConfig
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for key, options in SUBFIELDS.items():
-            for option in options:
-                self.fields[subfield_name(key, option.key)] = _option_control(option)
-        for key, field in (*GC_FIELDS.items(), (SUMMARIZER.key, SUMMARIZER)):
+        for key, field in GC_FIELDS.items():
             if key in SUBFIELDS:
-                continue
-            control = self.fields[FORM_FIELD_OF_KEY.get(key, key)]
-            control.label, control.help_text = field.label.removesuffix(" %"), field.help
-        self.fields["plugin_options"].label = "Other plugin options"
-        self.fields[
-            "plugin_options"
-        ].help_text = "Other plugin_config keys, as a JSON object (kept as they are)."
+                for option in SUBFIELDS[key]:
+                    self.fields[subfield_name(key, option.key)] = _control(option)
+            elif key == "plugin_config":
+                for option in PLUGIN_OPTIONS.values():
+                    self.fields[option.key] = _control(option)
+                self.fields["plugin_options"] = _plugin_options_control()
+            else:
+                self.fields[FORM_FIELD_OF_KEY.get(key, key)] = _control(
+                    field, optional=field.default is None
+                )
 
     @property
     def options(self) -> dict[str, list[forms.BoundField]]:
@@ -431,9 +490,35 @@ class PolicyForm(forms.Form):
         }
 
     @property
-    def option_help(self) -> dict[str, str]:
-        """What each object key is, from the engine's table: ``form.option_help.roots``."""
-        return {key: GC_FIELDS[key].help for key in SUBFIELDS}
+    def strategy_panels(self) -> list[StrategyPanel]:
+        """A panel for each strategy that declares keys or plugin_config options of its own,
+        in the order people read the strategies."""
+        panels = []
+        for spec in gcengine.STRATEGY_SPECS:
+            keys = [*spec.own_keys, *spec.options]
+            if not keys:
+                continue
+            controls = [
+                (self[FORM_FIELD_OF_KEY.get(key, key)], " ".join(APPLIES_TO.get(key, ())))
+                for key in keys
+                if key not in SUBFIELDS
+            ]
+            groups = [
+                OptionGroup(GC_FIELDS[key].label, GC_FIELDS[key].help, self.options[key])
+                for key in keys
+                if key in SUBFIELDS
+            ]
+            readers = {s for key in keys for s in APPLIES_TO.get(key, (spec.name,))}
+            panels.append(
+                StrategyPanel(
+                    spec.name,
+                    spec.label.capitalize(),
+                    " ".join(s.name for s in gcengine.STRATEGY_SPECS if s.name in readers),
+                    controls,
+                    groups,
+                )
+            )
+        return panels
 
     def clean_plugin_options(self) -> dict[str, Any]:
         text = self.cleaned_data["plugin_options"].strip()
@@ -445,8 +530,9 @@ class PolicyForm(forms.Form):
             raise ValidationError(f"Not JSON: {error.msg} (line {error.lineno}).") from None
         if not isinstance(value, dict):
             raise ValidationError('Give a JSON object, such as {"key": 1}.')
-        if "summarizer" in value:
-            raise ValidationError("Choose the summarizer with its own control above.")
+        for key in PLUGIN_OPTIONS:
+            if key in value:
+                raise ValidationError(f"Choose the {key} with its own control above.")
         return value
 
     def clean(self) -> dict[str, Any] | None:
@@ -472,6 +558,8 @@ class PolicyForm(forms.Form):
                     if data.get(subfield_name(key, option.key)) is not None
                 }
                 continue
+            if key == "plugin_config":
+                continue
             value = data.get(FORM_FIELD_OF_KEY.get(key, key))
             if field.kind in ("turn_list", "id_list"):
                 value = value or []
@@ -479,23 +567,11 @@ class PolicyForm(forms.Form):
                 continue
             config[key] = value
         options = dict(data.get("plugin_options") or {})
-        if data.get("summarizer"):
-            options[SUMMARIZER.key] = data["summarizer"]
+        for key in PLUGIN_OPTIONS:
+            if data.get(key):
+                options[key] = data[key]
         config["plugin_config"] = options
         return config
-
-
-def _option_control(option: gcengine.GCJsonField) -> forms.Field:
-    """The control for one option of an object key, by its kind."""
-    control: forms.Field
-    if option.kind == "flag":
-        control = forms.BooleanField(required=False)
-    elif option.kind == "whole_number":
-        control = forms.IntegerField(widget=forms.NumberInput(attrs={"min": 0}))
-    else:
-        control = forms.FloatField(widget=forms.NumberInput(attrs={"min": 0, "step": "any"}))
-    control.label, control.help_text = option.label, option.help
-    return control
 
 
 class PolicySaveForm(forms.Form):

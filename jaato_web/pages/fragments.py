@@ -24,25 +24,22 @@ from django.middleware.csrf import get_token
 from django.template.loader import get_template
 from django.utils.safestring import SafeString, mark_safe
 
+from jaato_web import caches
 from jaato_web.dashboard import presenters, selectors
-from jaato_web.dashboard.memo import BoundedLRU
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus
 
 # Characters of HTML kept per process, about as many bytes: some 200 pages of turns of a large
 # session (about 170,000 characters each), or many more of the smaller parts.
 FRAGMENT_CHARACTERS = 32 * 2**20
 
-_fragments: BoundedLRU[Hashable, SafeString] = BoundedLRU(FRAGMENT_CHARACTERS, len)
+_fragments: caches.BoundedLRU[Hashable, SafeString] = caches.bounded(
+    "parts of pages drawn", FRAGMENT_CHARACTERS, len, "characters"
+)
 
 # What a part's forms carry in place of the CSRF token, which is the user's own: each request
 # puts its own token there (with_csrf_token). Random per process and never sent, so no stored
 # content can hold it.
 CSRF_PLACEHOLDER = f"csrf-{secrets.token_hex(16)}"
-
-
-def clear_caches() -> None:
-    """Forget every part drawn (as a process that has drawn none)."""
-    _fragments.clear()
 
 
 def fragment(key: Hashable, draw: Callable[[], SafeString]) -> SafeString:

@@ -13,9 +13,9 @@ from typing import Any
 from django import forms
 
 import gcengine
-from jaato_web.dashboard import planning
+from jaato_web.dashboard import previews
 from jaato_web.dashboard.models import PolicyVersion
-from jaato_web.dashboard.planner_presenters import PLANNER_LABELS
+from jaato_web.dashboard.presenters import PLANNER_LABELS
 from jaato_web.pages.forms import MAX_CONTEXT_LIMIT, DashboardForm
 
 TTL_WORDS = {"unlimited": gcengine.TTLState.UNLIMITED}
@@ -106,9 +106,9 @@ class PlanForm(DashboardForm):
             return int(value)
         raise forms.ValidationError("Give a number of turns (1 or more), or 'unlimited'.")
 
-    def caps(self) -> planning.CapsChoice:
+    def caps(self) -> previews.CapsChoice:
         data = self.cleaned_data
-        return planning.CapsChoice(
+        return previews.CapsChoice(
             model=data.get("model") or None,
             context_length=data.get("context_length"),
             max_completion_tokens=data.get("max_completion_tokens"),
@@ -116,9 +116,9 @@ class PlanForm(DashboardForm):
             request_max_tokens=data.get("request_max_tokens"),
         )
 
-    def pins(self) -> planning.PinChoice:
+    def pins(self) -> previews.PinChoice:
         priority = self.cleaned_data.get("pin_priority") or gcengine.Priority.NORMAL.value
-        return planning.PinChoice(
+        return previews.PinChoice(
             priority=gcengine.Priority(priority), ttl=self.cleaned_data.get("pin_ttl")
         )
 

@@ -1,6 +1,6 @@
 """The Plan tab of a session, its step-through, and the planner configs' own pages.
 
-The tab plans the session's next request with the context planner (``dashboard.planning``):
+The tab plans the session's next request with the context planner (``dashboard.previews``):
 for the model picked (or caps typed), a planner config and the session's pins. Its form is a
 GET, so a plan has an address; htmx swaps the plan (``#plan``), a page of what is sent or
 left out (``#included``, ``#excluded``) and the step-through (``#steps``), each a
@@ -24,9 +24,8 @@ from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from jaato_web.dashboard import (
-    planner_presenters,
-    planning,
     presenters,
+    previews,
     selectors,
     services,
     storage,
@@ -65,13 +64,13 @@ def _config(request: PageRequest, form: PlanForm) -> gcengine.PlannerConfig | No
 
 def _planned(
     request: PageRequest, session: AgentSession, form: PlanForm
-) -> planning.SessionPlan | None:
+) -> previews.SessionPlan | None:
     """The plan the form asks for; None (with the reason on the form) when it cannot be
     made."""
     if not form.is_valid():
         return None
     try:
-        return planning.plan_session(
+        return previews.plan_session(
             session, caps=form.caps(), config=_config(request, form), pins=form.pins()
         )
     except gcengine.PlannerError as error:
@@ -80,12 +79,12 @@ def _planned(
 
 
 def _plan_context(
-    request: PageRequest, planned: planning.SessionPlan, form: PlanForm
+    request: PageRequest, planned: previews.SessionPlan, form: PlanForm
 ) -> dict[str, Any]:
     plan = planned.plan
     choice = planned.caps_choice
     session = planned.session
-    origin = planner_presenters.caps_origin(
+    origin = presenters.caps_origin(
         planned.caps,
         typed_window=choice.context_length is not None,
         typed_output=choice.max_completion_tokens is not None,
@@ -93,23 +92,23 @@ def _plan_context(
         and choice.context_length is None
         and session.context_limit_origin == gcengine.ContextLimitOrigin.FILE,
     )
-    names = planning.turn_names(session)
-    included = Paginator(planner_presenters.included_units(plan, names), UNITS_PER_PAGE)
-    excluded = Paginator(planner_presenters.excluded_units(plan, names), UNITS_PER_PAGE)
+    names = previews.turn_names(session)
+    included = Paginator(presenters.included_units(plan, names), UNITS_PER_PAGE)
+    excluded = Paginator(presenters.excluded_units(plan, names), UNITS_PER_PAGE)
     sent_page = included.get_page(request.GET.get("sent"))
     left_page = excluded.get_page(request.GET.get("left"))
     return {
         "planned": planned,
         "plan": plan,
-        "budget_rows": planner_presenters.budget_rows(plan, origin, form.config_label()),
-        "sections": planner_presenters.section_bars(plan),
+        "budget_rows": presenters.budget_rows(plan, origin, form.config_label()),
+        "sections": presenters.section_bars(plan),
         "sent_page": sent_page,
         "sent_pager": presenters.pager(sent_page, "sent"),
         "left_page": left_page,
         "left_pager": presenters.pager(left_page, "left"),
-        "included_codes": planner_presenters.code_counts(plan.telemetry.included_by_reason),
-        "excluded_codes": planner_presenters.code_counts(plan.telemetry.excluded_by_reason),
-        "telemetry": planner_presenters.telemetry_json(plan),
+        "included_codes": presenters.code_counts(plan.telemetry.included_by_reason),
+        "excluded_codes": presenters.code_counts(plan.telemetry.excluded_by_reason),
+        "telemetry": presenters.telemetry_json(plan),
     }
 
 
@@ -121,7 +120,7 @@ def _page(request: PageRequest, session: AgentSession, form: PlanForm) -> dict[s
         "form": form,
         "models": MODEL_CHOICES,
         "pins": presenters.pin_summary(turns, ids),
-        "per_page": planning.STEPS_PER_PAGE,
+        "per_page": previews.STEPS_PER_PAGE,
         **(_plan_context(request, planned, form) if planned is not None else {}),
     }
 
@@ -143,11 +142,11 @@ def session_plan(request: PageRequest, session_id: int) -> HttpResponse:
 def _steps_context(request: PageRequest, session: AgentSession, form: PlanForm) -> dict[str, Any]:
     if not form.is_valid():
         return {
-            "per_page": planning.STEPS_PER_PAGE,
+            "per_page": previews.STEPS_PER_PAGE,
             "steps_error": "Fix the choices above to step through the turns.",
         }
     try:
-        page = planning.plan_steps(
+        page = previews.plan_steps(
             session,
             caps=form.caps(),
             config=_config(request, form),
@@ -156,11 +155,11 @@ def _steps_context(request: PageRequest, session: AgentSession, form: PlanForm) 
             repin=form.cleaned_data["repin"],
         )
     except gcengine.PlannerError as error:
-        return {"per_page": planning.STEPS_PER_PAGE, "steps_error": str(error)}
+        return {"per_page": previews.STEPS_PER_PAGE, "steps_error": str(error)}
     return {
-        "per_page": planning.STEPS_PER_PAGE,
+        "per_page": previews.STEPS_PER_PAGE,
         "steps": page,
-        "chart": planner_presenters.step_chart(page.steps, page.prompt_budget),
+        "chart": presenters.step_chart(page.steps, page.prompt_budget),
     }
 
 
@@ -189,7 +188,7 @@ def planner_config_list(request: PageRequest) -> HttpResponse:
     versions = selectors.policy_latest_versions(
         project=project, archived=archived, kind=PolicyKind.PLANNER
     )
-    rows = [(v, planner_presenters.planner_summary(v.config)) for v in versions]
+    rows = [(v, presenters.planner_summary(v.config)) for v in versions]
     return render(
         request,
         "plans/configs.html",
@@ -271,14 +270,14 @@ def _editor(request: PageRequest, project_id: int, config: Policy | None) -> Htt
 
 
 def _conflict(conflict: services.PolicyConflict, form: PlannerConfigForm) -> dict[str, Any]:
-    flat = planner_presenters.planner_flat
+    flat = presenters.planner_flat
     return {
         "conflict": conflict,
         "conflict_rows": presenters.conflict_rows(
             flat(conflict.base_config or {}),
             flat(conflict.current.config),
             flat(form.config()),
-            planner_presenters.PLANNER_LABELS,
+            presenters.PLANNER_LABELS,
         ),
     }
 

@@ -2,7 +2,7 @@
 apply.
 
 Views only parse input, call a service or selector, and render; the rules are the engine's
-(through ``policy_forms``), dry runs are ``dry_runs``, and every write is a service. Fragments
+(through ``policy_forms``), dry runs are ``previews``, and every write is a service. Fragments
 that htmx swaps live in the page templates as ``{% partialdef %}`` blocks, and every one of
 them is also reachable without JavaScript through an ordinary form post.
 """
@@ -21,9 +21,9 @@ from django.views.decorators.vary import vary_on_headers
 
 import gcengine
 from jaato_web.dashboard import (
-    dry_runs,
-    planner_presenters,
+    background,
     presenters,
+    previews,
     quality,
     selectors,
     services,
@@ -266,7 +266,7 @@ def policy_preview(request: HttpRequest) -> HttpResponse:
 
 
 def _preview_retention(
-    preview: dry_runs.Preview, project: Project
+    preview: previews.Preview, project: Project
 ) -> presenters.RetentionView | None:
     """What the preview's collection keeps of the anchors it takes out of view."""
     return presenters.retention_view(
@@ -283,13 +283,13 @@ def _window(request: HttpRequest) -> int | None:
 def _preview_context(
     request: HttpRequest, session: AgentSession, config: gcengine.GCConfig, window: int | None
 ) -> dict[str, Any]:
-    result = dry_runs.preview(session, config, window)
-    series = dry_runs.replay_cached(session, config, window)
+    result = previews.preview(session, config, window)
+    series = previews.replay_cached(session, config, window)
     return {
         "preview": result,
         "retention": _preview_retention(result, session.project),
         "ledger": presenters.ledger_rows(result.items, PREVIEW_LEDGER_ROWS),
-        "replay_quick": dry_runs.replay_is_quick(session, config),
+        "replay_quick": previews.replay_is_quick(session, config),
         **_chart_context(session, series, config, _edited_policy(request, config)),
     }
 
@@ -342,7 +342,7 @@ def policy_preview_chart(request: HttpRequest) -> HttpResponse:
     window = _window(request)
     context: dict[str, Any] = {"form": form, "session": session, "window": window}
     if session is not None and form.is_valid():
-        series = dry_runs.replay(session, form.config, window) if session.turn_count else None
+        series = previews.replay(session, form.config, window) if session.turn_count else None
         policy = _edited_policy(request, form.config)
         context |= _chart_context(session, series, form.config, policy)
     return render(request, "policies/editor.html#preview-chart", context)
@@ -360,7 +360,7 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
     version = _access(request).policy_version(version_id, PolicyKind.GC)
     config = services.config_validated(version.config)
     window = forms.WindowForm(request.GET).chosen()
-    series = dry_runs.replay(session, config, window) if session.turn_count else None
+    series = previews.replay(session, config, window) if session.turn_count else None
     return render(
         request,
         "policies/compare.html#compare-chart",
@@ -375,13 +375,19 @@ def policy_version_chart(request: HttpRequest) -> HttpResponse:
 # --- Import and export -----------------------------------------------------------------------
 
 
+def _import_context(form: PolicyImportForm, project: Project) -> dict[str, Any]:
+    """The import page's context; its examples of both gc.json shapes name the strategy a
+    new policy starts from."""
+    return {"form": form, "project": project, "example_strategy": gcengine.NEW_POLICY_STRATEGY}
+
+
 @require_http_methods(["GET", "POST"])
 @requires(Action.EDIT_POLICY)
 def policy_import(request: HttpRequest) -> HttpResponse:
     project = _project(request)
     if request.method != "POST":
         form = PolicyImportForm()
-        return render(request, "policies/import.html", {"form": form, "project": project})
+        return render(request, "policies/import.html", _import_context(form, project))
     form = PolicyImportForm(request.POST, request.FILES)
     if form.is_valid():
         name = form.cleaned_data["name"]
@@ -421,7 +427,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
                 messages.warning(request, f"{policy.name}: {warning}")
             return redirect("policy_edit", policy_id=policy.pk)
     # Refused: the form again, with why, as the answer to a request that stored nothing.
-    return render(request, "policies/import.html", {"form": form, "project": project}, status=400)
+    return render(request, "policies/import.html", _import_context(form, project), status=400)
 
 
 # Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
@@ -498,9 +504,7 @@ def policy_versions_compare(request: HttpRequest, policy_id: int) -> HttpRespons
     b_number = query_id(request.GET.get("b")) or latest.number
     a = selectors.policy_version_by_number(policy=policy, number=a_number)
     b = selectors.policy_version_by_number(policy=policy, number=b_number)
-    table = (
-        planner_presenters.planner_config_table if policy.is_planner else presenters.config_table
-    )
+    table = presenters.planner_config_table if policy.is_planner else presenters.config_table
     rows = table([a.config, b.config])
     return render(
         request,
@@ -571,7 +575,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         "a_id": a_id,
         "b_id": b_id,
         "also_ids": also_ids,
-        "rank_orders": dry_runs.RANK_ORDERS,
+        "rank_orders": previews.RANK_ORDERS,
         "by": request.GET.get("by") or "retention",
         "min_window": gcengine.MIN_CONTEXT_LIMIT,
     }
@@ -579,7 +583,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         a = _access(request).policy_version(a_id, PolicyKind.GC)
         b = _access(request).policy_version(b_id, PolicyKind.GC)
         window = forms.WindowForm(request.GET).chosen()
-        comparison = dry_runs.compare(
+        comparison = previews.compare(
             session,
             services.config_validated(a.config),
             services.config_validated(b.config),
@@ -595,8 +599,8 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
             "ledger_a": presenters.ledger_rows(comparison.a.items, PREVIEW_LEDGER_ROWS),
             "ledger_b": presenters.ledger_rows(comparison.b.items, PREVIEW_LEDGER_ROWS),
             "rows": [r for r in presenters.config_table([a.config, b.config]) if r.differs],
-            "quick_a": dry_runs.replay_is_quick(session, comparison.a.config),
-            "quick_b": dry_runs.replay_is_quick(session, comparison.b.config),
+            "quick_a": previews.replay_is_quick(session, comparison.a.config),
+            "quick_b": previews.replay_is_quick(session, comparison.b.config),
             "window": window,
             **_ranking(request, project, session, [a, b], gates, window),
         }
@@ -617,7 +621,7 @@ def _ranking(
     chosen = selectors.sessions_by_ids(project=project, ids=ids) or [session]
     if chosen[0].pk != session.pk:
         chosen = [session, *(s for s in chosen if s.pk != session.pk)]
-    chosen = chosen[: dry_runs.RANK_SESSIONS_MAX]
+    chosen = chosen[: previews.RANK_SESSIONS_MAX]
     versions = {v.pk: v for v in compared}
     for version_id in map(query_id, request.GET.getlist("also")):
         if version_id is not None and version_id not in versions:
@@ -626,10 +630,10 @@ def _ranking(
     if not ranked:
         return {"ranked_sessions": []}
     by = str(request.GET.get("by") or "retention")
-    if by not in dry_runs.RANK_ORDERS:
+    if by not in previews.RANK_ORDERS:
         by = "retention"
     prices = quality.project_prices(project)
-    ranking = dry_runs.rank(
+    ranking = previews.rank(
         ranked, list(versions.values()), gates, prices, by=by, context_limit=window
     )
     classes, rows = presenters.ranking_rows(ranking)
@@ -639,7 +643,7 @@ def _ranking(
         "ranking_rows": rows,
         "ranked_sessions": ranked,
         "chosen_ids": [s.pk for s in chosen],
-        "ranked_by": dry_runs.RANK_ORDERS[by],
+        "ranked_by": previews.RANK_ORDERS[by],
     }
 
 
@@ -666,7 +670,7 @@ def policy_apply(request: HttpRequest, policy_id: int) -> HttpResponse:
             error = "Choose at least one session."
         else:
             try:
-                runs = services.policy_apply(version=version, sessions=chosen, actor=request.user)
+                runs = background.policy_apply(version=version, sessions=chosen, actor=request.user)
             except gcengine.GCEngineError as problem:
                 error = str(problem)
             else:

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import presenters, quality, selectors, services, storage
+from jaato_web.dashboard import background, presenters, quality, selectors, services, storage
 from jaato_web.dashboard.models import AgentSession, PolicyVersion, Project
 from jaato_web.http import (
     PageRequest,
@@ -117,7 +117,7 @@ def run_create(request: PageRequest, session_id: int) -> HttpResponse:
     form = forms.RunForm(request.POST, versions=versions, plugins=services.plugin_names())
     if form.is_valid():
         try:
-            run = services.run_start(session=session, actor=request.user, **form.run_arguments())
+            run = background.run_start(session=session, actor=request.user, **form.run_arguments())
         except gcengine.ConfigError as error:
             form.add_error("gc_json" if form.cleaned_data["gc_json"].strip() else None, str(error))
         except gcengine.GCEngineError as error:  # the plugin cannot be loaded
@@ -141,7 +141,7 @@ def replay_create(request: PageRequest, session_id: int) -> HttpResponse:
     )
     if form.is_valid():
         try:
-            requested = services.replay_request(
+            requested = background.replay_request(
                 session=session,
                 policy_version=form.chosen_version(),
                 context_limit=form.chosen_window(),

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import Project
 from jaato_web.http import PageRequest, query_id
 from jaato_web.pages import forms
@@ -48,7 +48,7 @@ def session_upload(request: PageRequest) -> HttpResponse:
     if form.is_valid():
         chosen = form.cleaned_data["project"]
         project = access.project(chosen.pk if chosen else None, request)
-        outcomes = services.sessions_upload(
+        outcomes = background.sessions_upload(
             project=project, files=form.cleaned_data["files"], actor=request.user
         )
         status = services.uploads_status(outcomes)

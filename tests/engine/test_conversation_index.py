@@ -14,7 +14,8 @@ import pytest
 import gcengine
 from gcengine import InstructionSource, Part
 from gcengine.conversation import budget_index
-from gcengine.gc import GCTriggerReason, load_gc_plugin, plugin_options
+from gcengine.gc import GCTriggerReason
+from gcengine.running import load_gc_plugin, plugin_options
 from gcengine.tokens import TokenCounter
 from tests.engine.strategies import policy, session_at
 

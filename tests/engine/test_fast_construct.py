@@ -37,9 +37,9 @@ from gcengine import (
     Turn,
 )
 from gcengine._fast import construct, entry_maker, set_fresh
+from gcengine.gc.segments import SegmentKind
+from gcengine.gc.stash import RecordedLeaf, Stash, StashedSegment
 from gcengine.planner.model import ItemRole, PlannerItem, Priority, Source
-from gcengine.reachability.kinds import SegmentKind
-from gcengine.reachability.stash import RecordedLeaf, Stash, StashedSegment
 
 PACKAGE_DIR = Path(gcengine.__file__).resolve().parent
 

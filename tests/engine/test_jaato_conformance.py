@@ -61,7 +61,8 @@ import pytest
 
 import gcengine
 from gcengine import FunctionCall, FunctionResponse, Message, MessageKind, Part, Role, Session
-from gcengine.gc import GCTriggerReason, RemovalReason, load_gc_plugin, run_gc
+from gcengine.gc import GCTriggerReason, RemovalReason
+from gcengine.running import load_gc_plugin, run_gc
 from gcengine.tokens import TokenCounter, count_message
 from tests.engine.strategies import collect, model, policy, session_at, user
 
@@ -396,7 +397,7 @@ def hybrid(preserve: int, middle: int, **fields: Any) -> gcengine.GCConfig:
     )
 
 
-def reasons_by_turn(outcome: gcengine.gc.GCOutcome) -> dict[int, str]:
+def reasons_by_turn(outcome: gcengine.running.GCOutcome) -> dict[int, str]:
     return {
         item.turn_index: item.reason
         for item in outcome.result.removal_list

@@ -53,7 +53,8 @@ from gcengine import (
     Part,
     Role,
 )
-from gcengine.gc import GCRemovalItem, GCResult, GCTriggerReason, RemovalReason, load_gc_plugin
+from gcengine.gc import GCRemovalItem, GCResult, GCTriggerReason, RemovalReason
+from gcengine.running import load_gc_plugin
 from tests.engine.strategies import collect, model, policy, result, user
 
 CONVERSATION = InstructionSource.CONVERSATION

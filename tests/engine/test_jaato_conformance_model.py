@@ -67,7 +67,7 @@ from __future__ import annotations
 import gcengine
 from gcengine import ApproxCounter, GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.budget import DEFAULT_SOURCE_POLICIES
-from gcengine.gc import load_gc_plugin, plugin_options
+from gcengine.running import load_gc_plugin, plugin_options
 
 SYSTEM, PLUGIN = InstructionSource.SYSTEM, InstructionSource.PLUGIN
 

@@ -37,9 +37,9 @@ from gcengine import (
     SourceFormat,
     StashError,
 )
-from gcengine.gc import load_gc_plugin
 from gcengine.reachability.graph import AUTO_DELETE_BELOW
 from gcengine.reachability.kinds import IMPORTANCE
+from gcengine.running import load_gc_plugin
 from gcengine.tokens import TokenCounter
 from tests.engine.strategies import policy
 

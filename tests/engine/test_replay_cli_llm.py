@@ -15,7 +15,8 @@ import pytest
 import gcengine
 from gcengine import MessageKind, Session
 from gcengine.cli import main
-from gcengine.gc import LLMSummarizer, SummarizerError, load_gc_plugin, run_gc, simulate
+from gcengine.gc import LLMSummarizer, SummarizerError
+from gcengine.running import load_gc_plugin, run_gc, simulate
 from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import TokenCounter
 from tests.chat_server import FakeChatServer

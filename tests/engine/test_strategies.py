@@ -12,16 +12,15 @@ from hypothesis import strategies as st
 
 import gcengine
 from gcengine import GCPolicy, InstructionSource, MessageKind, Role, split_into_turns
-from gcengine.gc import (
-    GCTriggerReason,
+from gcengine.gc import GCTriggerReason, RemovalReason
+from gcengine.gc.summarizers import sentences
+from gcengine.running import (
     PluginError,
-    RemovalReason,
     discover_gc_plugins,
     load_gc_plugin,
-    registry,
+    plugins,
     run_gc,
 )
-from gcengine.gc.summarizers import sentences
 from gcengine.synthetic import SessionShape
 from gcengine.tokens import TokenCounter, count_message
 from tests.engine.strategies import leaves, model, policy, result, session_at, user
@@ -59,7 +58,7 @@ def test_the_engines_strategies_load_without_reading_installed_packages(
     def unreadable(**_: object) -> list[object]:
         raise OSError("broken package metadata")
 
-    monkeypatch.setattr(registry, "entry_points", unreadable)
+    monkeypatch.setattr(plugins, "entry_points", unreadable)
 
     assert [load_gc_plugin(name).name for name in ("budget", "gc_truncate")] == [
         "gc_budget",
@@ -533,7 +532,7 @@ def run_scenario(name: str, scenario: dict[str, Any], **overrides: Any) -> gceng
     summarizing strategies writing with the scenario's summarizer."""
     session = scenario_session(scenario, scenario["counter"])
     config = policy(type=name, **{**scenario["policy"], **overrides})
-    options = gcengine.gc.plugin_options(config)
+    options = gcengine.running.plugin_options(config)
     if scenario["summarizer"] == "verbose":
         options["summarizer"] = verbose_summarizer
     return run_gc(session, config, plugin=load_gc_plugin(name, options))
@@ -661,7 +660,7 @@ def test_the_budget_layout_does_not_change_what_is_collected(
     the same figures is read the general way, with the same outcome."""
     session = scenario_session(scenario, counter)
     config = policy(type=name, **scenario["policy"])
-    plugin = load_gc_plugin(name, gcengine.gc.plugin_options(config))
+    plugin = load_gc_plugin(name, gcengine.running.plugin_options(config))
     usage = {"percent_used": session.budget.utilization_percent()}
 
     def collect(budget: gcengine.InstructionBudget) -> tuple[list[Any], dict[str, Any]]:
@@ -692,7 +691,7 @@ def test_budget_takes_ephemeral_units_oldest_first_whatever_the_creation_times(
         leaf.created_at = created
     created = {leaf.message_ids[0]: leaf.created_at or 0.0 for leaf in leaves}
     config = policy(type="budget", **scenario["policy"])
-    plugin = load_gc_plugin("budget", gcengine.gc.plugin_options(config))
+    plugin = load_gc_plugin("budget", gcengine.running.plugin_options(config))
     usage = {"percent_used": budget.utilization_percent()}
     history, result = plugin.collect(
         session.history, usage, config, GCTriggerReason.MANUAL, budget, counter=counter
@@ -743,7 +742,7 @@ def test_a_summary_larger_than_what_it_replaces_is_truncation_instead(
     truncated instead, and the details say why."""
     session = session_at(12, 95, counter, seed=21)
     config = policy(type=name, target_percent=50, summarize_middle_turns=20)
-    options = {**gcengine.gc.plugin_options(config), "summarizer": verbose_summarizer}
+    options = {**gcengine.running.plugin_options(config), "summarizer": verbose_summarizer}
     outcome = run_gc(session, config, plugin=load_gc_plugin(name, options))
     result = outcome.result
     assert result.success
@@ -759,7 +758,7 @@ def test_a_summary_longer_than_max_summary_tokens_is_truncation_instead(
 ) -> None:
     session = session_at(12, 95, counter, seed=22)
     config = policy(type="summarize", target_percent=50, max_summary_tokens=5)
-    options = {**gcengine.gc.plugin_options(config), "summarizer": lambda text: "word " * 200}
+    options = {**gcengine.running.plugin_options(config), "summarizer": lambda text: "word " * 200}
     result = run_gc(session, config, plugin=load_gc_plugin("summarize", options)).result
     assert "max_summary_tokens (5)" in result.details["summary_skipped"]
     assert result.tokens_after < result.tokens_before

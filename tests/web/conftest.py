@@ -17,9 +17,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import dry_runs, planning, services
+from jaato_web import caches
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
-from jaato_web.pages import fragments
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
 from jaato_web.teams.services import token_create
@@ -84,10 +84,7 @@ def _caches_start_empty() -> None:
     never changes and that an id is never used again; tests roll back (so the next test's
     session may get the same id, from the same file) and some edit stored rows to show a
     figure (a turn count of 1,234,567)."""
-    services.clear_caches()
-    dry_runs.clear_caches()
-    planning.clear_caches()
-    fragments.clear_caches()
+    caches.clear_all()
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +127,7 @@ def client(member: User) -> Client:
 
 @pytest.fixture
 def stored_session(project: Project) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="small-session.json", data=session_bytes()
     )
     assert receipt.session is not None
@@ -150,7 +147,7 @@ def run_finished(
 
     def start(session: AgentSession, **arguments: Any) -> GCRun:
         with django_capture_on_commit_callbacks(execute=True):
-            run = services.run_start(session=session, **arguments)
+            run = background.run_start(session=session, **arguments)
         run.refresh_from_db()
         assert run.status == "done", run.error
         return run
@@ -210,7 +207,7 @@ def foreign_session(project: Project) -> AgentSession:
     outsider = User.objects.create_user("olga", password="olga-password-1")
     elsewhere = Project.objects.create(name="Elsewhere", slug="elsewhere")
     Membership.objects.create(project=elsewhere, user=outsider, role=Role.ADMIN)
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=elsewhere, filename="theirs.json", data=session_bytes(SessionShape(turns=3))
     )
     assert receipt.session is not None

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background
 from jaato_web.dashboard.models import AgentSession, Project
 from jaato_web.pages.forms import form_values
 from tests.web.uploads import session_file
@@ -38,7 +38,7 @@ def gc_file(path: Path) -> dict[str, Any]:
 
 
 def stored_session(project: Project, turns: int = 20, seed: int = 1) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename=f"agent-{turns}-{seed}.json", data=session_file(turns, seed=seed)
     )
     assert receipt.session is not None

@@ -6,22 +6,12 @@ they use are in ``tests.web.policy_data``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.contrib.auth.models import User
 
-from jaato_web.dashboard import dry_runs, services
+from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AgentSession, Policy, Project
 from tests.web.policy_data import TRUNCATE_POLICY, stored_session
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dry_run_caches() -> Any:
-    """Test databases reuse ids; the in-process caches must not outlive a test."""
-    dry_runs.clear_caches()
-    yield
-    dry_runs.clear_caches()
 
 
 @pytest.fixture

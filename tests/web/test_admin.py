@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background
 from jaato_web.dashboard.models import (
     AgentSession,
     GCRun,
@@ -42,7 +42,7 @@ def admin_url(model: type, view: str, *args: object) -> str:
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_changelists_load(admin_client: Client, summarize_run: GCRun, model: type) -> None:
-    services.replay_request(session=summarize_run.session, config=summarize_run.config)
+    background.replay_request(session=summarize_run.session, config=summarize_run.config)
     IngestJob.objects.create(
         project=summarize_run.session.project, filename="x.json", sha256="0" * 64, size_bytes=1
     )

@@ -28,7 +28,8 @@ from django_tasks_db.models import DBTaskResult
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import background, selectors, services, storage, tasks
+from jaato_web.dashboard import background, selectors, storage
+from jaato_web.dashboard.background import tasks
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -43,6 +44,7 @@ from jaato_web.dashboard.models import (
     Replay,
     Worker,
 )
+from jaato_web.dashboard.services import stored_sessions
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import TIGHT_BUDGET, make_member, session_bytes, signed_in_client
 
@@ -54,7 +56,7 @@ ELSEWHERE = "elsewhere:1"  # a worker on another machine: only its lease says it
 
 def queued_run(session: AgentSession) -> GCRun:
     """A run whose task was never handed to a worker (its transaction was never committed)."""
-    return services.run_start(session=session, config=TIGHT_BUDGET)
+    return background.run_start(session=session, config=TIGHT_BUDGET)
 
 
 def held(work: Any, *, by: str = ELSEWHERE, attempts: int = 1, lapsed: bool = True) -> None:
@@ -79,7 +81,7 @@ def gone_process() -> str:
 def large_upload(project: Project, data: bytes, settings: Any, capture: Any) -> IngestJob:
     settings.JAATO_INLINE_INGEST_BYTES = 10
     with capture(execute=True):
-        receipt = services.session_upload(project=project, filename="big.json", data=data)
+        receipt = background.session_upload(project=project, filename="big.json", data=data)
     assert receipt.job is not None
     return IngestJob.objects.get(pk=receipt.job.pk)
 
@@ -151,7 +153,7 @@ def test_work_whose_worker_stopped_twice_fails_with_the_reason(
     if kind == "job":
         settings.JAATO_INLINE_INGEST_BYTES = 10
         other = session_bytes(SessionShape(turns=2, seed=8))
-        work: Any = services.session_upload(project=project, filename="b.json", data=other).job
+        work: Any = background.session_upload(project=project, filename="b.json", data=other).job
         page = reverse("ingest_job", args=[work.pk])
     else:
         work = queued_run(stored_session)
@@ -267,8 +269,8 @@ def test_a_run_whose_worker_stopped_while_scoring_says_it_was_not_scored(
 def test_a_replay_whose_worker_stopped_while_scoring_says_so_and_is_replayed_when_asked_again(
     stored_session: AgentSession,
 ) -> None:
-    stopped = services.replay_request(session=stored_session, config=TIGHT_BUDGET)
-    alive = services.replay_request(
+    stopped = background.replay_request(session=stored_session, config=TIGHT_BUDGET)
+    alive = background.replay_request(
         session=stored_session, config={**TIGHT_BUDGET, "target_percent": 0.25}
     )
     scoring(stopped, by=gone_process(), lapsed=False)
@@ -287,7 +289,7 @@ def test_a_replay_whose_worker_stopped_while_scoring_says_so_and_is_replayed_whe
     assert alive.retention_pending
     assert not alive.unscored_because
 
-    again = services.replay_request(session=stored_session, config=TIGHT_BUDGET)
+    again = background.replay_request(session=stored_session, config=TIGHT_BUDGET)
     assert again.pk == stopped.pk
     assert (again.status, again.unscored_because) == (JobStatus.QUEUED, "")
 
@@ -323,7 +325,7 @@ def test_a_run_lost_while_it_collects_stores_nothing(
 
     monkeypatch.setattr(gcengine, "run_gc", collect_and_lose_it)
 
-    services.run_execute(run_id=run.pk)
+    background.run_execute(run_id=run.pk)
 
     run.refresh_from_db()
     assert not Removal.objects.filter(run=run).exists()
@@ -386,7 +388,7 @@ def test_an_upload_waits_packed_as_its_session_keeps_it(
     same bytes as its original."""
     settings.JAATO_INLINE_INGEST_BYTES = 10
     data = session_bytes(SessionShape(turns=6, tool_every=2, seed=18))
-    job = services.session_upload(project=project, filename="big.json", data=data).job
+    job = background.session_upload(project=project, filename="big.json", data=data).job
     assert job is not None
     assert not IngestJob.upload.is_cached(job), "the job handed back holds no bytes"
     waiting = bytes(IngestUpload.objects.values_list("data", flat=True).get(job=job))
@@ -431,14 +433,14 @@ def test_a_run_and_a_replay_that_fail_end_failed_with_a_message(
     stored_session: AgentSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = queued_run(stored_session)
-    replay = services.replay_request(session=stored_session, config=TIGHT_BUDGET)
+    replay = background.replay_request(session=stored_session, config=TIGHT_BUDGET)
     failing(monkeypatch, gcengine, "run_gc")
     failing(monkeypatch, gcengine, "simulate")
 
     with pytest.raises(ValueError, match="boom"):
-        services.run_execute(run_id=run.pk)
+        background.run_execute(run_id=run.pk)
     with pytest.raises(ValueError, match="boom"):
-        services.replay_execute(replay_id=replay.pk)
+        background.replay_execute(replay_id=replay.pk)
 
     run.refresh_from_db()
     replay.refresh_from_db()
@@ -492,14 +494,14 @@ def test_an_upload_the_parser_once_took_is_refused_where_it_stands(
 def test_a_file_whose_storing_fails_is_said_alone_and_the_others_stay_stored(
     client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = services._session_store
+    store = stored_sessions.session_store
 
     def store_or_fail(project: Project, filename: str, *args: Any) -> AgentSession:
         if filename == "crash.json":
             raise ValueError("boom from a bug")
         return store(project, filename, *args)
 
-    monkeypatch.setattr(services, "_session_store", store_or_fail)
+    monkeypatch.setattr(stored_sessions, "session_store", store_or_fail)
     other = session_bytes(SessionShape(turns=2, seed=8))
 
     with caplog.at_level(logging.ERROR):
@@ -548,7 +550,7 @@ def test_the_api_cancels_an_upload_being_read_and_its_bytes_go(
     client: Client, project: Project, settings: Any
 ) -> None:
     settings.JAATO_INLINE_INGEST_BYTES = 10
-    job = services.session_upload(project=project, filename="b.json", data=session_bytes()).job
+    job = background.session_upload(project=project, filename="b.json", data=session_bytes()).job
     assert job is not None
     url = f"/api/sessions/uploads/{job.pk}/cancel"
 
@@ -567,11 +569,11 @@ def test_the_api_cancels_an_upload_being_read_and_its_bytes_go(
 def test_a_cancelled_replay_is_queued_again_when_asked_for_again(
     client: Client, stored_session: AgentSession, django_capture_on_commit_callbacks: Any
 ) -> None:
-    replay = services.replay_request(session=stored_session, config=TIGHT_BUDGET)
+    replay = background.replay_request(session=stored_session, config=TIGHT_BUDGET)
     assert client.post(f"/api/replays/{replay.pk}/cancel").json()["status"] == "failed"
 
     with django_capture_on_commit_callbacks(execute=True):
-        again = services.replay_request(session=stored_session, config=TIGHT_BUDGET)
+        again = background.replay_request(session=stored_session, config=TIGHT_BUDGET)
 
     again.refresh_from_db()
     assert again.pk == replay.pk
@@ -662,10 +664,10 @@ def test_without_workers_by_design_no_worker_is_missed(
 def test_replays_queued_again_name_themselves_in_the_audit_log(
     stored_session: AgentSession, member: User
 ) -> None:
-    replay = services.replay_request(session=stored_session, config=TIGHT_BUDGET, actor=member)
+    replay = background.replay_request(session=stored_session, config=TIGHT_BUDGET, actor=member)
     background.work_cancel(work=replay, actor=member)
 
-    services.replay_request(session=stored_session, config=TIGHT_BUDGET, actor=member)
+    background.replay_request(session=stored_session, config=TIGHT_BUDGET, actor=member)
 
     actions = list(AuditEvent.objects.order_by("pk").values_list("action", flat=True))
     assert actions[-3:] == [AuditAction.REPLAY, AuditAction.CANCEL, AuditAction.REPLAY]

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from tests.web.test_mcp_http import over_asgi
 from tests.web.uploads import BUDGET_POLICY, session_file
@@ -24,7 +24,7 @@ SUPERSCRIPT_TWO = "²"  # str.isdigit() says yes; int() refuses it
 @pytest.fixture
 def world(project: Project, stored_session: AgentSession) -> dict[str, Any]:
     policy = services.policy_create(project=project, name="Budget", config=BUDGET_POLICY)
-    run = services.run_start(session=stored_session, config=BUDGET_POLICY)
+    run = background.run_start(session=stored_session, config=BUDGET_POLICY)
     return {"session": stored_session, "policy": policy, "run": run}
 
 
@@ -176,7 +176,7 @@ def test_a_file_name_longer_than_a_file_system_takes_is_cut_not_a_failure(
 
 def test_the_service_refuses_a_name_nothing_can_store(project: Project) -> None:
     with pytest.raises(services.UploadNameError, match="at most 255 characters"):
-        services.session_upload(project=project, filename="y" * 256, data=session_file(4))
+        background.session_upload(project=project, filename="y" * 256, data=session_file(4))
 
 
 def test_an_import_the_engine_refuses_is_not_a_200(client: Client, world: dict[str, Any]) -> None:

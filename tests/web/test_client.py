@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from pytest_django.live_server_helper import LiveServer
 
 from jaato_web import client as jaato_gc
+from jaato_web.dashboard import background
 from jaato_web.dashboard import services as dashboard_services
 from jaato_web.dashboard.models import AuditEvent, Project
 from jaato_web.teams import services as team_services
@@ -175,7 +176,7 @@ def test_output_to_a_closed_pipe_ends_quietly(live_server, project, tmp_path):
     """``jaato-gc sessions | head -1``: the reader leaves early; no traceback follows."""
     ed = make_member(project, "ed", Role.EDITOR)
     for seed in range(3):
-        dashboard_services.session_upload(
+        background.session_upload(
             project=project, filename=f"s{seed}.json", data=session_file(4, seed=seed)
         )
     token = team_services.token_create(user=ed, name="pipe", projects=[project]).secret

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Replay
 from tests.engine.agent_transcripts import Shape, generated_claude_code_rows
 from tests.web.uploads import BUDGET_POLICY
@@ -30,7 +30,7 @@ def claude_code_file(turns: int = 30, compact_after: tuple[int, ...] = (10, 20))
 
 @pytest.fixture
 def compacted(project: Project) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="generated-claude-code.jsonl", data=claude_code_file()
     )
     assert receipt.session is not None

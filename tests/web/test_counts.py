@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import dry_runs, services, storage
+from jaato_web.dashboard import background, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus, Policy, Replay
 from tests.web.uploads import session_file
 
@@ -65,11 +65,6 @@ def assert_counts_read_well(text: str, page: str) -> None:
     """No "1 turns", no bare "1234567"; a failure quotes each one in its sentence."""
     found = [*ONE_WITH_A_PLURAL.finditer(text), *BARE_DIGITS.finditer(text)]
     assert not found, (page, [text[max(m.start() - 80, 0) : m.end() + 40] for m in found])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dry_runs() -> None:
-    dry_runs.clear_caches()
 
 
 def retention(n: int) -> dict[str, Any]:
@@ -146,7 +141,7 @@ def test_pages_count_with_the_right_noun_and_separators(
 ) -> None:
     version = budget_policy.versions.get()
     with django_capture_on_commit_callbacks(execute=True):
-        replay = services.replay_request(session=stored_session, policy_version=version)
+        replay = background.replay_request(session=stored_session, policy_version=version)
     replay.refresh_from_db()
     with_figures(stored_session, finished_run, replay, n)
     session = stored_session.pk

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.utils.http import content_disposition_header
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background
 from jaato_web.dashboard.models import Project
 from tests.web.uploads import session_file
 
@@ -24,7 +24,7 @@ HOSTILE_NAMES = [
 def test_original_download_quotes_the_uploaded_name(
     client: Client, project: Project, name: str
 ) -> None:
-    receipt = services.session_upload(project=project, filename=name, data=session_file(3))
+    receipt = background.session_upload(project=project, filename=name, data=session_file(3))
     assert receipt.session is not None
 
     answer = client.get(f"/api/sessions/{receipt.session.pk}/original")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from jaato_web.dashboard import dry_runs, presenters, selectors, services
+from jaato_web import caches
+from jaato_web.dashboard import presenters, previews, selectors, services
 from jaato_web.dashboard.models import GCRun, Replay
+from jaato_web.dashboard.services import stored_sessions
 from tests.web.policy_data import BUDGET_POLICY, TRUNCATE_POLICY
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +36,7 @@ def expected_truncation(session, target_percent: float, keep: set[int]) -> tuple
 
 
 def test_preview_removes_the_oldest_turns_down_to_the_target(agent_session):
-    preview = dry_runs.preview(agent_session, config())
+    preview = previews.preview(agent_session, config())
 
     turns, tokens_after = expected_truncation(agent_session, 40, keep=set())
     assert [item.turn_index for item in preview.items] == turns
@@ -46,25 +48,25 @@ def test_preview_removes_the_oldest_turns_down_to_the_target(agent_session):
 
 
 def test_preview_stores_nothing(agent_session):
-    dry_runs.preview(agent_session, config())
+    previews.preview(agent_session, config())
 
     assert GCRun.objects.count() == 0
     assert Replay.objects.count() == 0
 
 
 def test_a_higher_target_removes_less(agent_session):
-    low = dry_runs.preview(agent_session, config(target_percent=30))
-    high = dry_runs.preview(agent_session, config(target_percent=55))
+    low = previews.preview(agent_session, config(target_percent=30))
+    high = previews.preview(agent_session, config(target_percent=55))
 
     assert len(high.items) < len(low.items)
     assert high.tokens_after > low.tokens_after
 
 
 def test_a_pinned_turn_leaves_the_ledger(agent_session):
-    first = dry_runs.preview(agent_session, config()).items[0].turn_index
+    first = previews.preview(agent_session, config()).items[0].turn_index
     assert first is not None
 
-    pinned = dry_runs.preview(agent_session, config(pinned_turn_indices=[first]))
+    pinned = previews.preview(agent_session, config(pinned_turn_indices=[first]))
 
     turns, tokens_after = expected_truncation(agent_session, 40, keep={first})
     assert first not in pinned.removed_turns
@@ -75,8 +77,8 @@ def test_a_pinned_turn_leaves_the_ledger(agent_session):
 def test_trigger_state_follows_the_threshold(agent_session):
     usage = agent_session.utilization_percent
 
-    below = dry_runs.preview(agent_session, config(threshold_percent=usage + 5))
-    above = dry_runs.preview(agent_session, config(threshold_percent=usage - 5))
+    below = previews.preview(agent_session, config(threshold_percent=usage + 5))
+    above = previews.preview(agent_session, config(threshold_percent=usage - 5))
 
     assert below.would_trigger is False
     assert above.would_trigger is True
@@ -89,35 +91,35 @@ def test_the_llm_summarizer_is_swapped_for_the_offline_one(agent_session, monkey
         {**TRUNCATE_POLICY, "type": "summarize", "plugin_config": {"summarizer": "llm"}}
     )
 
-    preview = dry_runs.preview(agent_session, llm)
+    preview = previews.preview(agent_session, llm)
 
     assert preview.success
-    assert preview.notes == [dry_runs.LLM_NOTE]
+    assert preview.notes == [previews.LLM_NOTE]
     assert {item.reason for item in preview.items} == {"summarized"}
 
 
 def test_sessions_are_unpacked_once(agent_session, monkeypatch):
-    services.clear_caches()  # a process that has not read it yet
+    caches.clear_all()  # a process that has not read it yet
     calls = []
-    original = services._stored_engine_session
+    original = stored_sessions._stored_engine_session
     monkeypatch.setattr(
-        services, "_stored_engine_session", lambda s: calls.append(s.pk) or original(s)
+        stored_sessions, "_stored_engine_session", lambda s: calls.append(s.pk) or original(s)
     )
 
-    dry_runs.preview(agent_session, config())
-    dry_runs.preview(agent_session, config(target_percent=30))
-    dry_runs.replay(agent_session, config())
+    previews.preview(agent_session, config())
+    previews.preview(agent_session, config(target_percent=30))
+    previews.replay(agent_session, config())
 
     assert calls == [agent_session.pk]
 
 
 def test_replays_are_cached_per_gc_json(agent_session):
-    assert dry_runs.replay_cached(agent_session, config()) is None
+    assert previews.replay_cached(agent_session, config()) is None
 
-    series = dry_runs.replay(agent_session, config())
+    series = previews.replay(agent_session, config())
 
-    assert dry_runs.replay_cached(agent_session, config()) is series
-    assert dry_runs.replay_cached(agent_session, config(target_percent=30)) is None
+    assert previews.replay_cached(agent_session, config()) is series
+    assert previews.replay_cached(agent_session, config(target_percent=30)) is None
     assert len(series["steps"]) >= agent_session.turn_count
     assert presenters.replay_chart(series).mode == "threshold"
     figures = presenters.replay_figures(series)
@@ -130,17 +132,17 @@ def test_a_replay_heavy_with_collections_weighs_what_it_holds_in_the_cache(
     """Each scored collection carries its anchor retention: a scored continuous replay weighs
     more than its steps, so a cache that would fit its steps and another replay's pushes it
     out."""
-    continuous = dry_runs.replay(agent_session, config(pressure_percent=0), scored=True)
+    continuous = previews.replay(agent_session, config(pressure_percent=0), scored=True)
     assert continuous["events"]
     steps = len(continuous["steps"])  # two a turn, whatever the mode
-    weight = steps + dry_runs.COLLECTION_STEPS * len(continuous["events"])
-    assert dry_runs.replay_weight(continuous) == weight
-    monkeypatch.setattr(dry_runs._replays, "limit", weight + steps - 1)
+    weight = steps + previews.COLLECTION_STEPS * len(continuous["events"])
+    assert previews.replay_weight(continuous) == weight
+    monkeypatch.setattr(previews.policies._replays, "limit", weight + steps - 1)
 
-    dry_runs.replay(agent_session, config())
+    previews.replay(agent_session, config())
 
-    assert dry_runs.replay_cached(agent_session, config()) is not None
-    assert dry_runs.replay_cached(agent_session, config(pressure_percent=0)) is None
+    assert previews.replay_cached(agent_session, config()) is not None
+    assert previews.replay_cached(agent_session, config(pressure_percent=0)) is None
 
 
 def test_a_chart_is_replayed_without_scores_and_a_scored_replay_serves_it_too(
@@ -157,10 +159,10 @@ def test_a_chart_is_replayed_without_scores_and_a_scored_replay_serves_it_too(
     )
     continuous = config(pressure_percent=0)
 
-    chart = dry_runs.replay(agent_session, continuous)
-    scored = dry_runs.replay(agent_session, continuous, scored=True)
+    chart = previews.replay(agent_session, continuous)
+    scored = previews.replay(agent_session, continuous, scored=True)
     other = config(target_percent=30)
-    scored_first = dry_runs.replay(agent_session, other, scored=True)
+    scored_first = previews.replay(agent_session, other, scored=True)
 
     assert replayed == [False, True, True]
     assert chart["events"]
@@ -170,27 +172,27 @@ def test_a_chart_is_replayed_without_scores_and_a_scored_replay_serves_it_too(
         e["tokens_after"] for e in scored["events"]
     ]
     assert chart["steps"] == scored["steps"]
-    assert dry_runs.replay(agent_session, continuous) is scored
-    assert dry_runs.replay(agent_session, other) is scored_first
-    assert dry_runs.replay_weight(chart) == len(chart["steps"]) + len(chart["events"])
+    assert previews.replay(agent_session, continuous) is scored
+    assert previews.replay(agent_session, other) is scored_first
+    assert previews.replay_weight(chart) == len(chart["steps"]) + len(chart["events"])
 
 
 def test_long_continuous_replays_wait_for_a_click(agent_session, monkeypatch):
     continuous = config(pressure_percent=0)
-    assert dry_runs.replay_is_quick(agent_session, continuous)
+    assert previews.replay_is_quick(agent_session, continuous)
 
-    monkeypatch.setitem(dry_runs.QUICK_REPLAY_TURNS, "continuous", agent_session.turn_count - 1)
+    monkeypatch.setitem(previews.QUICK_REPLAY_TURNS, "continuous", agent_session.turn_count - 1)
 
-    assert not dry_runs.replay_is_quick(agent_session, continuous)
-    assert dry_runs.replay_is_quick(agent_session, config())
+    assert not previews.replay_is_quick(agent_session, continuous)
+    assert previews.replay_is_quick(agent_session, config())
 
 
 def test_compare_tells_what_only_one_policy_removes(agent_session):
     plain = config()
-    pinned_turn = dry_runs.preview(agent_session, plain).items[0].turn_index
+    pinned_turn = previews.preview(agent_session, plain).items[0].turn_index
     assert pinned_turn is not None
 
-    comparison = dry_runs.compare(agent_session, plain, config(pinned_turn_indices=[pinned_turn]))
+    comparison = previews.compare(agent_session, plain, config(pinned_turn_indices=[pinned_turn]))
 
     assert pinned_turn in comparison.only_a_turns
     assert pinned_turn not in comparison.only_b_turns
@@ -206,7 +208,7 @@ def test_compare_tells_what_only_one_policy_removes(agent_session):
 
 
 def test_compare_of_two_strategies(agent_session):
-    comparison = dry_runs.compare(agent_session, config(), services.config_validated(BUDGET_POLICY))
+    comparison = previews.compare(agent_session, config(), services.config_validated(BUDGET_POLICY))
 
     assert set(comparison.both_turns) <= comparison.a.removed_turns
     assert set(comparison.only_a_turns).isdisjoint(comparison.b.removed_turns)
@@ -219,6 +221,6 @@ def test_the_charts_of_long_sessions_are_kept_one_at_a_time():
     steps = [[turn // 2, "post_turn", 61, 60] for turn in range(20_000)]
     long_chart = {"steps": steps, "events": [{"success": True}] * 9_600}
 
-    weight = dry_runs.replay_weight(long_chart)
+    weight = previews.replay_weight(long_chart)
 
-    assert weight <= dry_runs.REPLAY_CACHE_STEPS < 2 * weight
+    assert weight <= previews.REPLAY_CACHE_STEPS < 2 * weight

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import gcengine
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jaato_web"
 
@@ -25,6 +27,7 @@ DOORS = ("jaato_web.pages", "jaato_web.api", "jaato_web.client", "jaato_web.mcp"
 LAYERS = ("jaato_web.review", "jaato_web.teams", "jaato_web.dashboard")
 # Modules any layer may use: settings and helpers with no rules in them.
 NEUTRAL = (
+    "jaato_web.caches",
     "jaato_web.errors",
     "jaato_web.http",
     "jaato_web.readonly_admin",
@@ -167,3 +170,136 @@ def test_the_rule_itself(importer: str, imported: str, expected: str | None) -> 
     else:
         assert problem is not None
         assert expected in problem
+
+
+# --- The write side: one home per family -----------------------------------------------------
+
+SERVICES = "jaato_web.dashboard.services"
+# What several families of use cases need: any family may import these, and they no family.
+SHARED_SERVICES = (f"{SERVICES}.common", f"{SERVICES}.stored_sessions", f"{SERVICES}.work")
+# (importer, imported): why a family uses another family's module. None so far: what two
+# families need lives in a shared module.
+FAMILY_EXCEPTIONS: dict[tuple[str, str], str] = {}
+BACKGROUND = "jaato_web.dashboard.background"
+
+
+def _modules_imported(path: Path) -> set[str]:
+    """The modules a file imports, each named as its file is: ``from package import module``
+    names ``package.module``, not the package (whose ``__init__`` imports every family)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path.parent)
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = ".".join(filter(None, (parent, base)))
+            for alias in node.names:
+                named = f"{base}.{alias.name}"
+                is_module = any(
+                    (ROOT / f"{named.replace('.', '/')}{end}").exists()
+                    for end in (".py", "/__init__.py")
+                )
+                modules.add(named if is_module else base)
+    return modules
+
+
+def _family_violation(importer: str, imported: str) -> str | None:
+    """Why ``importer``, a module of the services, may not import ``imported``; None if it may."""
+    if imported == BACKGROUND or imported.startswith(BACKGROUND + "."):
+        return f"{importer} imports {imported}: the lease wraps the use case, not the other way"
+    if not imported.startswith(SERVICES) or imported == importer:
+        return None
+    if (importer, imported) in FAMILY_EXCEPTIONS or imported in SHARED_SERVICES:
+        return None
+    if imported == SERVICES:
+        return f"{importer} imports the services package, which is every family"
+    return f"{importer} imports another family's module {imported}"
+
+
+def _service_modules() -> list[Path]:
+    folder = PACKAGE / "dashboard" / "services"
+    return sorted(path for path in folder.glob("*.py") if path.name != "__init__.py")
+
+
+def test_a_family_of_use_cases_imports_no_other_family() -> None:
+    """Each family (uploads, runs, replays, policies, archive, stash) has one home, and what
+    several need is shared (``SHARED_SERVICES``), so a family can change without the others,
+    and no use case starts or wraps background work itself."""
+    assert _service_modules(), "the services are a package of modules"
+    problems = [
+        problem
+        for path in _service_modules()
+        for imported in sorted(_modules_imported(path))
+        if (problem := _family_violation(_module_name(path), imported)) is not None
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_family_exception_is_still_needed() -> None:
+    used = {
+        (_module_name(path), imported)
+        for path in _service_modules()
+        for imported in _modules_imported(path)
+    }
+    assert set(FAMILY_EXCEPTIONS) <= used
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "expected"),
+    [
+        (f"{SERVICES}.runs", f"{SERVICES}.common", None),
+        (f"{SERVICES}.stash", f"{SERVICES}.stored_sessions", None),
+        (f"{SERVICES}.archive", f"{SERVICES}.policies", "another family"),
+        (f"{SERVICES}.uploads", SERVICES, "every family"),
+        (f"{SERVICES}.common", f"{SERVICES}.runs", "another family"),
+        (f"{SERVICES}.runs", f"{BACKGROUND}.tasks", "lease wraps"),
+        (f"{SERVICES}.runs", "jaato_web.dashboard.storage", None),
+    ],
+)
+def test_the_family_rule_itself(importer: str, imported: str, expected: str | None) -> None:
+    problem = _family_violation(importer, imported)
+    if expected is None:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert expected in problem
+
+
+# --- Strategies are the engine's: the shell reads their specs, never their names ---------------
+
+TEMPLATES = ROOT / "templates"
+
+
+def _strategy_names_in_code(path: Path) -> list[str]:
+    """String constants of a module that name one of the engine's strategies."""
+    names = {n for spec in gcengine.STRATEGY_SPECS for n in (spec.name, spec.short_name)}
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+
+
+def test_the_shell_names_no_strategy_and_reads_the_engines_specs_instead() -> None:
+    """What a strategy is (its keys, what it keeps, whether it stashes, the policies a new
+    installation starts with) is declared once, in its engine module; a page or a service
+    that named one would have to be changed with every strategy added."""
+    code = [
+        found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if "migrations" not in path.parts
+        for found in _strategy_names_in_code(path)
+    ]
+    plugin_names = [spec.name for spec in gcengine.STRATEGY_SPECS]
+    pages = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted(TEMPLATES.rglob("*.html"))
+        for name in plugin_names
+        if name in path.read_text()
+    ]
+    assert code + pages == []

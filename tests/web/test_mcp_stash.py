@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -257,6 +257,6 @@ def test_prune_carries_out_its_run_itself_when_no_worker_runs(
     pruned = data_of(call(editor, "context_gc_prune", {"session_id": stored_session.pk}))
     run = GCRun.objects.get(pk=pruned["run_id"])
     assert (run.status, run.attempts) == ("done", 1)
-    services.run_execute(run_id=run.pk)  # the queued task, run late by a worker
+    background.run_execute(run_id=run.pk)  # the queued task, run late by a worker
     run.refresh_from_db()
     assert (run.status, run.attempts, run.tokens_after) == ("done", 1, pruned["tokens_after"])

@@ -17,7 +17,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 import gcengine
-from jaato_web.dashboard import selectors, services, storage
+from jaato_web import caches
+from jaato_web.dashboard import background, selectors, services, storage
 from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
@@ -258,7 +259,7 @@ def test_turns_stored_as_records_read_the_same_after_rewriting_them(
 ) -> None:
     data = json.dumps(gcengine.generate_session_file(SMALL_SHAPE)).encode()
     engine = gcengine.load_session(data)
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=services.project_default(), filename="small.json", data=data
     )
     assert receipt.session is not None
@@ -274,7 +275,7 @@ def test_turns_stored_as_records_read_the_same_after_rewriting_them(
     apps_at(migrator, TURNS_AS_JSON)
     # What follows reads through today's code, which reads what later migrations write.
     apps_at(migrator, ZSTD)
-    services.clear_caches()
+    caches.clear_all()
 
     assert services.engine_session_of(AgentSession.objects.get(pk=session_id)) == engine
     assert {t.pk: t.messages for t in SessionTurn.objects.filter(session_id=session_id)} == shown
@@ -300,7 +301,7 @@ def test_sessions_and_runs_compressed_with_zlib_read_the_same_after_recompressin
     migrator: MigrationExecutor, run_finished: Callable[..., GCRun]
 ) -> None:
     data = json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40, seed=5)))
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=services.project_default(), filename="demo.json", data=data.encode()
     )
     assert receipt.session is not None
@@ -335,7 +336,7 @@ def test_sessions_and_runs_compressed_with_zlib_read_the_same_after_recompressin
         ]
 
     apps_at(migrator, ZSTD)
-    services.clear_caches()
+    caches.clear_all()
     session = AgentSession.objects.get(pk=session.pk)
     run = GCRun.objects.get(pk=run.pk)
     assert selectors.session_original(session=session) == data.encode()
@@ -385,7 +386,7 @@ def test_uploads_waiting_as_uploaded_are_packed_and_read_by_a_worker(
     apps_at(migrator, UPLOADS_PACKED)
     settings.JAATO_INLINE_INGEST_BYTES = 10
     for job_id, data in zip(waiting, files, strict=True):
-        services.ingest_job_execute(job_id=job_id)
+        background.ingest_job_execute(job_id=job_id)
         job = IngestJob.objects.get(pk=job_id)
         assert job.session is not None, job.error
         assert selectors.session_original(session=job.session) == data

@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from jaato_web.dashboard import dry_runs, planning, services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, PolicyKind, Project
 from tests.web.uploads import session_file
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    yield
-    planning.clear_caches()
-    dry_runs.clear_caches()
-
-
 @pytest.fixture
 def session(project: Project) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="plan-page.json", data=session_file(30, model="gpt-4o")
     )
     assert receipt.session is not None
@@ -133,7 +124,7 @@ def test_queries_do_not_grow_with_the_session(client: Client, project: Project) 
     counts = []
     for turns in (3, 60):
         data = session_file(turns, seed=turns)
-        stored = services.session_upload(project=project, filename=f"{turns}.json", data=data)
+        stored = background.session_upload(project=project, filename=f"{turns}.json", data=data)
         session = stored.session
         assert session is not None
         services.session_pin(session=session, turn_index=1)

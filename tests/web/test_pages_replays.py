@@ -9,8 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, Project, Replay
+from jaato_web.dashboard.services import replays
 from tests.chat_server import FakeChatServer
 from tests.web.conftest import TIGHT_BUDGET
 
@@ -119,7 +120,7 @@ def test_continuous_mode_chart_has_no_threshold_line(
 def test_pending_replay_polls(
     client: Client, stored_session: AgentSession, budget_policy: Policy
 ) -> None:
-    replay = services.replay_request(
+    replay = background.replay_request(
         session=stored_session, config=budget_policy.versions.get().config
     )
 
@@ -134,7 +135,7 @@ def test_pending_replay_polls(
 def test_failed_replay_says_why(
     client: Client, stored_session: AgentSession, budget_policy: Policy
 ) -> None:
-    replay = services.replay_request(
+    replay = background.replay_request(
         session=stored_session, config=budget_policy.versions.get().config
     )
     Replay.objects.filter(pk=replay.pk).update(status=JobStatus.FAILED, error="no budget")
@@ -163,7 +164,7 @@ def test_a_replay_is_drawn_before_its_collections_are_scored(
     """The chart and its cost are stored, the replay done, while the worker still scores each
     collection; the page says so, polls only the scores, and lists them once they come."""
     seen: dict[str, Any] = {}
-    scores = services._replay_scores
+    scores = replays._replay_scores
 
     def scored_after_a_look(*args: Any) -> dict[str, Any]:
         replay = Replay.objects.get()
@@ -174,7 +175,7 @@ def test_a_replay_is_drawn_before_its_collections_are_scored(
         seen["poll"] = client.get(url, headers=HTMX).content.decode()
         return scores(*args)
 
-    monkeypatch.setattr(services, "_replay_scores", scored_after_a_look)
+    monkeypatch.setattr(replays, "_replay_scores", scored_after_a_look)
     replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
     replay = Replay.objects.get()
 
@@ -213,14 +214,14 @@ def test_a_replay_whose_scoring_fails_keeps_its_chart_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    drawn = services.replay_series_of
+    drawn = replays.replay_series_of
 
     def scoring_breaks(*args: Any, scored: bool) -> dict[str, Any]:
         if scored:
             raise RuntimeError("scorer broke")
         return drawn(*args, scored=scored)
 
-    monkeypatch.setattr(services, "replay_series_of", scoring_breaks)
+    monkeypatch.setattr(replays, "replay_series_of", scoring_breaks)
     replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
     replay = Replay.objects.get()
 
@@ -243,11 +244,11 @@ def test_a_replay_with_the_llm_summarizer_calls_it_once_per_collection_and_is_sc
     call the endpoint twice per collection and could draw another chart."""
     monkeypatch.setenv("JAATO_GC_LLM_BASE_URL", chat_server)
     monkeypatch.setenv("JAATO_GC_LLM_MODEL", "summarizer")
-    monkeypatch.setattr(services, "_replay_scores", lambda *args: pytest.fail("scored again"))
+    monkeypatch.setattr(replays, "_replay_scores", lambda *args: pytest.fail("scored again"))
     config = {**TIGHT_BUDGET, "type": "gc_summarize", "plugin_config": {"summarizer": "llm"}}
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.replay_request(session=stored_session, config=config)
+        background.replay_request(session=stored_session, config=config)
 
     replay = Replay.objects.get()
     assert (replay.status, replay.retention_pending) == (JobStatus.DONE, False), replay.error
@@ -267,7 +268,7 @@ def test_a_replay_that_collects_differently_when_scored_keeps_the_chart_it_showe
 ) -> None:
     """A plugin that does not collect the same way twice would change the chart under the
     reader when the scores come: the chart stands, and the replay says why it has none."""
-    drawn_first = services.replay_series_of
+    drawn_first = replays.replay_series_of
     charts: list[dict[str, Any]] = []
 
     def another_collection_the_second_time(*args: Any, scored: bool) -> dict[str, Any]:
@@ -278,7 +279,7 @@ def test_a_replay_that_collects_differently_when_scored_keeps_the_chart_it_showe
             charts.append(series)
         return series
 
-    monkeypatch.setattr(services, "replay_series_of", another_collection_the_second_time)
+    monkeypatch.setattr(replays, "replay_series_of", another_collection_the_second_time)
     replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
     replay = Replay.objects.get()
 

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors
 from jaato_web.dashboard.models import AgentSession, GCRun, JobStatus, Policy, Removal
 from tests.web.conftest import TIGHT_BUDGET, TIGHT_SUMMARIZE
 
@@ -243,7 +243,7 @@ def test_summary_chain_folds_in_an_earlier_summary(
 ) -> None:
     # Upload the collected session and collect it again: summary 2 folds in summary 1.
     exported = client.get(reverse("run_export_session", args=[summarize_run.pk]))
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="collected.json", data=exported.content
     )
     assert receipt.session is not None
@@ -317,7 +317,7 @@ def test_after_tree_children_are_the_runs(client: Client, finished_run: GCRun) -
 
 
 def test_pending_run_polls_its_status(client: Client, stored_session: AgentSession) -> None:
-    run = services.run_start(session=stored_session, config=TIGHT_BUDGET)  # never committed
+    run = background.run_start(session=stored_session, config=TIGHT_BUDGET)  # never committed
 
     page = client.get(run_url(run)).content.decode()
     status = client.get(reverse("run_status", args=[run.pk]), headers=HTMX)
@@ -338,7 +338,7 @@ def test_finished_run_status_stops_polling_and_reloads(client: Client, finished_
 
 
 def test_failed_run_shows_its_error(client: Client, stored_session: AgentSession) -> None:
-    run = services.run_start(session=stored_session, config=TIGHT_BUDGET)
+    run = background.run_start(session=stored_session, config=TIGHT_BUDGET)
     GCRun.objects.filter(pk=run.pk).update(status=JobStatus.FAILED, error="the summarizer failed")
 
     html = client.get(run_url(run)).content.decode()
@@ -405,7 +405,7 @@ def test_export_ledger_csv(client: Client, finished_run: GCRun) -> None:
 def test_export_of_an_unfinished_run_is_not_found(
     client: Client, stored_session: AgentSession
 ) -> None:
-    run = services.run_start(session=stored_session, config=TIGHT_BUDGET)
+    run = background.run_start(session=stored_session, config=TIGHT_BUDGET)
 
     response = client.get(reverse("run_export_session", args=[run.pk]))
 

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import dry_runs, services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Replay
 from tests.web.conftest import TIGHT_BUDGET
 from tests.web.policy_data import form_data
@@ -26,17 +26,12 @@ HTMX = {"HX-Request": "true"}
 RELAXED = {**TIGHT_BUDGET, "threshold_percent": 80, "target_percent": 60}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dry_runs() -> None:
-    dry_runs.clear_caches()
-
-
 @pytest.fixture
 def snapshot(project: Project) -> AgentSession:
     """A JAATO budget snapshot: figures, no history."""
     engine_session = gcengine.load_session(generate_session_file(SessionShape(turns=3)))
     data = json.dumps(engine_session.budget.snapshot()).encode()
-    receipt = services.session_upload(project=project, filename="snapshot.json", data=data)
+    receipt = background.session_upload(project=project, filename="snapshot.json", data=data)
     assert receipt.session is not None
     return receipt.session
 
@@ -48,7 +43,7 @@ def text_of(html: str) -> str:
 
 def replayed(session: AgentSession, version: Any, capture: Any) -> Replay:
     with capture(execute=True):
-        replay = services.replay_request(session=session, policy_version=version)
+        replay = background.replay_request(session=session, policy_version=version)
     replay.refresh_from_db()
     return replay
 
@@ -243,7 +238,7 @@ def test_a_run_left_over_the_window_is_warned(
     shape = SessionShape(turns=12, user_chars=2000, model_chars=2000, tool_every=0, seed=3)
     document = generate_session_file(shape)
     document["connection"]["model"] = "gpt-4"
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="big.json", data=json.dumps(document).encode()
     )
     assert receipt.session is not None
@@ -269,7 +264,7 @@ def test_the_editor_preview_warns_when_the_session_stays_over_the_window(
     shape = SessionShape(turns=12, user_chars=2000, model_chars=2000, tool_every=0, seed=3)
     document = generate_session_file(shape)
     document["connection"]["model"] = "gpt-4"
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="big.json", data=json.dumps(document).encode()
     )
     assert receipt.session is not None

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import selectors, services, storage
+from jaato_web.dashboard import background, selectors, services, storage
 from jaato_web.dashboard.models import AgentSession, Policy, Project
 from tests.web.conftest import session_bytes
 
@@ -25,7 +25,7 @@ HTMX = {"HX-Request": "true"}
 
 def upload(project: Project, name: str, turns: int, seed: int) -> AgentSession:
     data = session_bytes(SessionShape(turns=turns, user_chars=200, model_chars=200, seed=seed))
-    receipt = services.session_upload(project=project, filename=name, data=data)
+    receipt = background.session_upload(project=project, filename=name, data=data)
     assert receipt.session is not None
     return receipt.session
 
@@ -214,7 +214,7 @@ def test_history_pages_through_htmx(
 
 def test_history_clipped_content_says_so(client: Client, project: Project) -> None:
     data = session_bytes(SessionShape(turns=3, tool_result_chars=9000, tool_every=1, seed=5))
-    session = services.session_upload(project=project, filename="big-tool.json", data=data)
+    session = background.session_upload(project=project, filename="big-tool.json", data=data)
     assert session.session is not None
 
     html = client.get(reverse("session_detail", args=[session.session.pk])).content
@@ -243,7 +243,7 @@ def test_message_content_is_escaped(client: Client, project: Project) -> None:
     file = generate_session_file(SessionShape(turns=1, tool_every=0, seed=4))
     file["history"][0]["parts"][0]["text"] = "<script>alert(1)</script>"
     file["history"][1]["parts"][0]["text"] = "<b>bold</b>"
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="<i>name</i>.json", data=json.dumps(file).encode()
     )
     assert receipt.session is not None
@@ -258,7 +258,7 @@ def test_message_content_is_escaped(client: Client, project: Project) -> None:
 
 
 def _page(client: Client, project: Project, name: str, data: bytes) -> str:
-    receipt = services.session_upload(project=project, filename=name, data=data)
+    receipt = background.session_upload(project=project, filename=name, data=data)
     assert receipt.session is not None
     return client.get(reverse("session_detail", args=[receipt.session.pk])).content.decode()
 
@@ -355,7 +355,7 @@ def test_unknown_session_is_not_found(client: Client, project: Project) -> None:
 def test_budget_snapshot_without_history(client: Client, project: Project) -> None:
     engine_session = gcengine.load_session(generate_session_file(SessionShape(turns=3)))
     data = json.dumps(engine_session.budget.snapshot()).encode()
-    receipt = services.session_upload(project=project, filename="snapshot.json", data=data)
+    receipt = background.session_upload(project=project, filename="snapshot.json", data=data)
     assert receipt.session is not None
 
     response = client.get(reverse("session_detail", args=[receipt.session.pk]))
@@ -368,7 +368,7 @@ def test_budget_snapshot_without_history(client: Client, project: Project) -> No
 
 
 def test_go_to_turn_opens_the_page_holding_it(client: Client, project: Project) -> None:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="long.json", data=session_bytes(SessionShape(turns=60, seed=2))
     )
     assert receipt.session is not None

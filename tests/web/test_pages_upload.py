@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
 from tests.web.conftest import session_bytes
 
@@ -318,7 +318,7 @@ def test_a_file_sent_again_is_recognised_without_reading_it_whole(
     again = UploadedFile(counted, "again.json", "application/json", len(data))
     again.DEFAULT_CHUNK_SIZE = 4096
 
-    receipt = services.session_upload_file(project=project, upload=again)
+    receipt = background.session_upload_file(project=project, upload=again)
 
     assert receipt.duplicate
     assert receipt.session == AgentSession.objects.get()

@@ -31,7 +31,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from ninja.operation import Operation, PathView
 
 from gcengine.synthetic import SessionShape
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import (
     AgentSession,
     GCRun,
@@ -131,7 +131,7 @@ def _side(
     shape = SessionShape(
         turns=8, user_chars=300, model_chars=400, tool_result_chars=1200, tool_every=3, seed=7
     )
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename=f"{prefix}-session.json", data=session_bytes(shape)
     )
     assert receipt.session is not None
@@ -146,7 +146,7 @@ def _side(
     )
     run = run_finished(session, policy_version=first)
     with capture(execute=True):
-        replay = services.replay_request(session=session, config=TIGHT_BUDGET)
+        replay = background.replay_request(session=session, config=TIGHT_BUDGET)
     job = IngestJob.objects.create(
         project=project,
         filename=f"{prefix}-big.json",

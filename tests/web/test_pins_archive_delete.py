@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 import gcengine
-from jaato_web.dashboard import dry_runs, services
+from jaato_web.dashboard import background, previews, services
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _upload(project: Project, name: str, seed: int) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename=name, data=session_file(20, seed=seed)
     )
     assert receipt.session is not None
@@ -71,15 +71,15 @@ def test_a_session_pin_is_kept_by_previews_and_replays_too(
 ) -> None:
     one, _ = two_sessions
     config = services.config_validated(BUDGET_POLICY)
-    before = dry_runs.preview(one, config)
+    before = previews.preview(one, config)
     turn = min(before.removed_turns)
 
     services.session_pin(session=one, turn_index=turn)
-    after = dry_runs.preview(one, config)
-    replay = services.replay_request(session=one, config=BUDGET_POLICY)
+    after = previews.preview(one, config)
+    replay = background.replay_request(session=one, config=BUDGET_POLICY)
 
     assert turn not in after.removed_turns
-    assert dry_runs.PINS_NOTE in after.notes
+    assert previews.PINS_NOTE in after.notes
     assert turn in replay.config["pinned_turn_indices"]
 
 
@@ -177,7 +177,7 @@ def test_deleting_a_session_removes_all_of_it_and_is_audited(
     client: Client, two_sessions: tuple[AgentSession, AgentSession], project: Project
 ) -> None:
     one, two = two_sessions
-    run = services.run_start(session=one, config=BUDGET_POLICY)
+    run = background.run_start(session=one, config=BUDGET_POLICY)
     review_services.comment_add(target=Target.of_run(run), author=None, body="why turn 3?")
     kept_rows = SessionTurn.objects.filter(session=two).count()
 
@@ -203,7 +203,7 @@ def test_deleting_a_run_or_a_policy_keeps_the_session(
     one, _ = two_sessions
     policy = services.policy_create(project=project, name="Budget", config=BUDGET_POLICY)
     version = policy.versions.get()
-    run = services.run_start(session=one, policy_version=version)
+    run = background.run_start(session=one, policy_version=version)
 
     assert client.delete(f"/api/policies/{policy.pk}").status_code == 204
     run.refresh_from_db()
@@ -234,7 +234,7 @@ def test_the_pages_confirm_before_deleting(
     client: Client, two_sessions: tuple[AgentSession, AgentSession]
 ) -> None:
     one, _ = two_sessions
-    services.run_start(session=one, config=BUDGET_POLICY)
+    background.run_start(session=one, config=BUDGET_POLICY)
 
     confirm = client.get(f"/sessions/{one.pk}/delete/")
     done = client.post(f"/sessions/{one.pk}/delete/", follow=True)
@@ -265,7 +265,7 @@ def test_session_pins_reach_the_engine_config_unchanged_otherwise(
 def test_the_api_previews_runs_and_replays_against_a_tried_window(
     client: Client, project: Project, run_finished: Callable[..., GCRun]
 ) -> None:
-    roomy = services.session_upload(
+    roomy = background.session_upload(
         project=project,
         filename="roomy.json",
         data=session_file(12, seed=9, model="claude-sonnet-4"),

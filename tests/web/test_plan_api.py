@@ -3,30 +3,22 @@ configs through the policies API with ``kind``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
 import gcengine
-from jaato_web.dashboard import dry_runs, planning, services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, Project
 from tests.web.uploads import session_file
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    yield
-    planning.clear_caches()
-    dry_runs.clear_caches()
-
-
 @pytest.fixture
 def session(project: Project) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="api-plan.json", data=session_file(20, model="gpt-4o")
     )
     assert receipt.session is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import gcengine
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, Project
 from jaato_web.review import selectors as review_selectors
 from tests.web.conftest import TIGHT_BUDGET
@@ -109,7 +109,7 @@ def test_a_planner_config_cannot_run_pin_or_be_the_default(
     version = planner_config.versions.get()
 
     with pytest.raises(services.PolicyKindError, match="Ask first is a planner config"):
-        services.run_start(session=stored_session, policy_version=version)
+        background.run_start(session=stored_session, policy_version=version)
     with pytest.raises(services.PinError, match="only a GC policy holds pins"):
         services.policy_pins_change(
             policy=planner_config, change=services.PinChange(pin_turns=(1,))

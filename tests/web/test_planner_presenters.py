@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import gcengine
-from jaato_web.dashboard import planner_presenters as shape
+from jaato_web.dashboard import presenters as shape
 
 
 def conversation(turns: int, tokens: int = 100) -> list[gcengine.PlannerItem]:

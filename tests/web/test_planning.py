@@ -3,27 +3,18 @@ commits a plan at each user turn."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 import gcengine
-from jaato_web.dashboard import dry_runs, planning, services
+from jaato_web.dashboard import background, previews, services
 from jaato_web.dashboard.models import AgentSession, Project
 from tests.web.uploads import session_file
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    yield
-    planning.clear_caches()
-    dry_runs.clear_caches()
-
-
 def stored(project: Project, turns: int = 30, **shape: object) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename=f"plan-{turns}.json", data=session_file(turns, **shape)
     )
     assert receipt.session is not None
@@ -34,8 +25,8 @@ def test_a_session_is_planned_with_its_own_pins(project: Project) -> None:
     session = stored(project)
     services.session_pin(session=session, turn_index=2)
 
-    planned = planning.plan_session(
-        session, pins=planning.PinChoice(priority=gcengine.Priority.HIGH, ttl=4)
+    planned = previews.plan_session(
+        session, pins=previews.PinChoice(priority=gcengine.Priority.HIGH, ttl=4)
     )
 
     pinned = [i for i in planned.items if i.source == "pinned"]
@@ -52,7 +43,7 @@ def test_a_pinned_tool_result_is_left_aside_with_a_note(project: Project) -> Non
     result = next(m for m in engine.history if m.function_responses)
     services.session_pin(session=session, message_id=result.message_id)
 
-    planned = planning.plan_session(session)
+    planned = previews.plan_session(session)
 
     assert planned.pins.pins == ()
     assert planned.pins.notes == (
@@ -64,9 +55,9 @@ def test_a_pinned_tool_result_is_left_aside_with_a_note(project: Project) -> Non
 def test_a_smaller_model_sends_fewer_turns_and_says_why(project: Project) -> None:
     session = stored(project, model="gpt-4o")
 
-    roomy = planning.plan_session(session).plan
-    tight = planning.plan_session(session, caps=planning.CapsChoice(model="gpt-3.5-turbo")).plan
-    tiny = planning.plan_session(session, caps=planning.CapsChoice(context_length=3000)).plan
+    roomy = previews.plan_session(session).plan
+    tight = previews.plan_session(session, caps=previews.CapsChoice(model="gpt-3.5-turbo")).plan
+    tiny = previews.plan_session(session, caps=previews.CapsChoice(context_length=3000)).plan
 
     assert roomy.model_context_len == 128_000
     assert not roomy.excluded
@@ -79,9 +70,9 @@ def test_a_smaller_model_sends_fewer_turns_and_says_why(project: Project) -> Non
 def test_typed_caps_replace_the_tables(project: Project) -> None:
     session = stored(project, model="gpt-4o")
 
-    plan = planning.plan_session(
+    plan = previews.plan_session(
         session,
-        caps=planning.CapsChoice(max_completion_tokens=1000, max_prompt_tokens=20_000),
+        caps=previews.CapsChoice(max_completion_tokens=1000, max_prompt_tokens=20_000),
     ).plan
 
     assert plan.max_completion_tokens == 1000
@@ -91,7 +82,7 @@ def test_typed_caps_replace_the_tables(project: Project) -> None:
 
 
 def _untrimmed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(planning._Turns, "oldest_needed", lambda self, turn, budget: 0)
+    monkeypatch.setattr(previews.step_through._Turns, "oldest_needed", lambda self, turn, budget: 0)
 
 
 @pytest.mark.parametrize("window", [2_500, 5_000])
@@ -104,26 +95,26 @@ def test_leaving_out_turns_behind_the_cut_changes_no_step(
     for turn in (1, 5, 20, 33):
         services.session_pin(session=session, turn_index=turn)
     arguments = {
-        "caps": planning.CapsChoice(context_length=window),
+        "caps": previews.CapsChoice(context_length=window),
         "config": gcengine.PlannerConfig(ttl_policy=policy, default_pin_ttl=3),
-        "pins": planning.PinChoice(ttl=3),
+        "pins": previews.PinChoice(ttl=3),
         "start": 0,
     }
 
     left_out: list[int] = []
-    items_at = planning._Turns.items_at
+    items_at = previews.step_through._Turns.items_at
 
-    def spied(self: planning._Turns, *args: object) -> object:
+    def spied(self: previews.step_through._Turns, *args: object) -> object:
         found = items_at(self, *args)  # type: ignore[arg-type]
         left_out.append(found[1])
         return found
 
-    monkeypatch.setattr(planning._Turns, "items_at", spied)
-    trimmed = planning.plan_steps(session, **arguments)  # type: ignore[arg-type]
+    monkeypatch.setattr(previews.step_through._Turns, "items_at", spied)
+    trimmed = previews.plan_steps(session, **arguments)  # type: ignore[arg-type]
     assert max(left_out) > 0  # the later steps did leave turns out
     monkeypatch.undo()
     _untrimmed(monkeypatch)
-    whole = planning.plan_steps(session, **arguments)  # type: ignore[arg-type]
+    whole = previews.plan_steps(session, **arguments)  # type: ignore[arg-type]
 
     assert [vars(s) for s in trimmed.steps] == [vars(s) for s in whole.steps]
     assert any(s.excluded for s in whole.steps)
@@ -133,7 +124,7 @@ def test_ttls_count_down_and_expired_pins_leave(project: Project) -> None:
     session = stored(project, turns=12)
     services.session_pin(session=session, turn_index=0)
 
-    page = planning.plan_steps(session, pins=planning.PinChoice(ttl=2), start=0)
+    page = previews.plan_steps(session, pins=previews.PinChoice(ttl=2), start=0)
 
     first, second, third = page.steps[:3]
     assert [c.text for c in first.ttl_changes] == [
@@ -153,9 +144,9 @@ def test_ask_prompts_appear_and_a_repin_renews_the_lease(project: Project) -> No
     services.session_pin(session=session, turn_index=0)
     ask = gcengine.PlannerConfig(ttl_policy="ask", default_pin_ttl=5)
 
-    left = planning.plan_steps(session, config=ask, pins=planning.PinChoice(ttl=1), start=0)
-    renewed = planning.plan_steps(
-        session, config=ask, pins=planning.PinChoice(ttl=1), start=0, repin=True
+    left = previews.plan_steps(session, config=ask, pins=previews.PinChoice(ttl=1), start=0)
+    renewed = previews.plan_steps(
+        session, config=ask, pins=previews.PinChoice(ttl=1), start=0, repin=True
     )
 
     asked = next(s for s in left.steps if s.review_requests)
@@ -170,8 +161,8 @@ def test_ask_prompts_appear_and_a_repin_renews_the_lease(project: Project) -> No
 def test_steps_come_a_page_at_a_time(project: Project) -> None:
     session = stored(project, turns=30)
 
-    last = planning.plan_steps(session, per_page=10)
-    first = planning.plan_steps(session, per_page=10, start=0)
+    last = previews.plan_steps(session, per_page=10)
+    first = previews.plan_steps(session, per_page=10, start=0)
 
     assert last.user_turns == 30
     assert (last.start, last.next_start, last.previous_start) == (20, None, 10)
@@ -185,14 +176,14 @@ def test_another_pin_priority_or_ttl_gives_the_items_the_engine_would(project: P
     for turn in (1, 4):
         services.session_pin(session=session, turn_index=turn)
     engine = services.engine_session_of(session)
-    choice = planning.PinChoice(priority=gcengine.Priority.LOW, ttl=gcengine.TTLState.UNLIMITED)
+    choice = previews.PinChoice(priority=gcengine.Priority.LOW, ttl=gcengine.TTLState.UNLIMITED)
 
-    planning.session_items(session, engine, planning.session_pins(session, engine, choice))
-    plain = planning.session_items(
-        session, engine, planning.session_pins(session, engine, planning.PinChoice())
+    previews.session_items(session, engine, previews.session_pins(session, engine, choice))
+    plain = previews.session_items(
+        session, engine, previews.session_pins(session, engine, previews.PinChoice())
     )
-    stamped = planning.session_items(
-        session, engine, planning.session_pins(session, engine, choice)
+    stamped = previews.session_items(
+        session, engine, previews.session_pins(session, engine, choice)
     )
 
     pins = [gcengine.Pin(turn=t, priority="low", ttl="unlimited") for t in (1, 4)]

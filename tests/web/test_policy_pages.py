@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 import gcengine
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import GCRun, JobStatus, Policy
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member, signed_in_client
@@ -419,9 +419,9 @@ def ledger_turns(html: str) -> list[int]:
 
 
 def test_preview_shows_the_ledger_and_tokens_after(client: Client, agent_session):
-    from jaato_web.dashboard import dry_runs
+    from jaato_web.dashboard import previews
 
-    expected = dry_runs.preview(agent_session, services.config_validated(TRUNCATE_POLICY))
+    expected = previews.preview(agent_session, services.config_validated(TRUNCATE_POLICY))
 
     html = preview(client, agent_session, TRUNCATE_POLICY)
 
@@ -613,7 +613,7 @@ def test_bulk_apply_runs_each_selected_session_and_shows_progress(
 
 def test_progress_polls_while_runs_are_pending(client: Client, project, policy):
     session = stored_session(project, turns=12)
-    run = services.run_start(session=session, policy_version=policy.versions.get())
+    run = background.run_start(session=session, policy_version=policy.versions.get())
 
     html = client.get(reverse("policy_runs"), {"ids": str(run.pk)}, headers=HTMX).content.decode()
 

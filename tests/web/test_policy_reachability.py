@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 import gcengine
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background
 from jaato_web.dashboard.models import AgentSession, Policy, Project
 from jaato_web.pages.forms import form_values
 from tests.web.policy_data import form_data
@@ -39,7 +39,7 @@ REACHABILITY: dict[str, Any] = {
 @pytest.fixture
 def demo(project: Project) -> AgentSession:
     data = json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=30, seed=2)))
-    receipt = services.session_upload(project=project, filename="demo.json", data=data.encode())
+    receipt = background.session_upload(project=project, filename="demo.json", data=data.encode())
     assert receipt.session is not None
     return receipt.session
 
@@ -49,7 +49,7 @@ def test_the_editor_shows_the_reachability_options_for_that_strategy_only(
 ) -> None:
     html = client.get(reverse("policy_new")).content.decode()
     assert 'value="gc_reachability"' in html
-    assert 'data-applies="gc_reachability" data-reachability-options' in html
+    assert 'data-applies="gc_reachability" data-strategy-options="gc_reachability"' in html
     for key, options in gcengine.GC_JSON_SUBFIELDS.items():
         for option in options:
             assert f'name="{key}_{option.key}"' in html

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import gcengine
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import GCRun, JobStatus, PolicyVersion
 from tests.web.policy_data import (
     BUDGET_POLICY,
@@ -151,7 +151,7 @@ def test_bulk_apply_queues_one_run_per_session(project, policy, django_capture_o
     version = policy.versions.get()
 
     with django_capture_on_commit_callbacks(execute=True):
-        runs = services.policy_apply(version=version, sessions=sessions)
+        runs = background.policy_apply(version=version, sessions=sessions)
 
     assert [r.session_id for r in runs] == [s.pk for s in sessions]
     stored = GCRun.objects.filter(policy_version=version)

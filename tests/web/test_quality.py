@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import presenters, quality, services, storage
+from jaato_web.dashboard import background, presenters, quality, services, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Removal, Replay
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member, signed_in_client
@@ -39,7 +39,7 @@ CONTINUOUS = {
 @pytest.fixture
 def demo(project: Project) -> AgentSession:
     data = json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40))).encode()
-    receipt = services.session_upload(project=project, filename="demo-40.json", data=data)
+    receipt = background.session_upload(project=project, filename="demo-40.json", data=data)
     assert receipt.session is not None
     return receipt.session
 
@@ -272,7 +272,7 @@ def continuous_replay(
     demo: AgentSession, continuous: Policy, django_capture_on_commit_callbacks: Any
 ) -> Replay:
     with django_capture_on_commit_callbacks(execute=True):
-        replay = services.replay_request(
+        replay = background.replay_request(
             session=demo, policy_version=continuous.versions.get(), context_limit=WINDOW
         )
     replay.refresh_from_db()
@@ -333,7 +333,7 @@ def test_a_replay_drawn_before_requests_were_recorded_is_drawn_again(
     del series["requests"], series["requests_without_gc"]
     Replay.objects.filter(pk=continuous_replay.pk).update(series=series)
     with django_capture_on_commit_callbacks(execute=True):
-        again = services.replay_request(
+        again = background.replay_request(
             session=demo, policy_version=continuous.versions.get(), context_limit=WINDOW
         )
     again.refresh_from_db()
@@ -348,7 +348,7 @@ def test_a_replay_drawn_before_requests_were_recorded_is_drawn_again(
 def test_each_compaction_of_the_agent_is_scored_on_the_session_page(
     client: Client, project: Project
 ) -> None:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="generated-claude-code.jsonl", data=claude_code_file()
     )
     session = receipt.session

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gcengine.synthetic import SessionShape
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from tests.web.conftest import TIGHT_BUDGET, session_bytes
 
@@ -38,7 +38,7 @@ RUN_PAGE_QUERIES = ACCESS_QUERIES + 6
 
 
 def sized_session(project: Project, shape: SessionShape) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename=f"{shape.turns}-turns.json", data=session_bytes(shape)
     )
     assert receipt.session is not None

@@ -12,6 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from jaato_web.dashboard import background
 from jaato_web.dashboard import services as dashboard_services
 from jaato_web.dashboard.models import (
     AuditAction,
@@ -51,7 +52,7 @@ def version(budget_policy: Policy) -> PolicyVersion:
 def other_run(run_finished: Any) -> GCRun:
     """A finished run in a project ann is not a member of."""
     other = Project.objects.create(name="Other", slug="other")
-    session = dashboard_services.session_upload(
+    session = background.session_upload(
         project=other, filename="other.json", data=session_bytes()
     ).session
     assert session is not None

@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services, storage
+from jaato_web.dashboard import background, presenters, selectors, services, storage
 from jaato_web.dashboard.models import (
     AgentSession,
     BudgetNode,
@@ -20,24 +20,26 @@ from jaato_web.dashboard.models import (
     IngestJob,
     IngestUpload,
     JobStatus,
+    Project,
     Removal,
     SessionTurn,
     Summary,
 )
+from jaato_web.dashboard.storage import packing
 from tests.web.uploads import BUDGET_POLICY, HYBRID_POLICY, session_file
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def project() -> services.Project:
+def project() -> Project:
     return services.project_default()
 
 
 def test_upload_stores_original_bytes_turns_and_tree(project):
     data = session_file(20)
 
-    receipt = services.session_upload(project=project, filename="agent.json", data=data)
+    receipt = background.session_upload(project=project, filename="agent.json", data=data)
 
     session = receipt.session
     assert session is not None
@@ -76,10 +78,10 @@ def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
     # Over several slices and pieces of varied bytes, ending mid-slice, as a large upload is
     # packed.
     varied = bytes(
-        (n * 7919 + n // 1000) % 256 for n in range(2 * storage._COMPRESS_SLICE + 12_345)
+        (n * 7919 + n // 1000) % 256 for n in range(2 * packing._COMPRESS_SLICE + 12_345)
     )
-    data = varied * (storage._COMPRESS_PIECE // len(varied) + 2)
-    assert len(data) > storage._COMPRESS_PIECE
+    data = varied * (packing._COMPRESS_PIECE // len(varied) + 2)
+    assert len(data) > packing._COMPRESS_PIECE
 
     packed = storage.pack_original(data)
     assert storage.unpack_original(packed) == data
@@ -89,7 +91,7 @@ def test_an_original_packed_a_slice_at_a_time_comes_back_byte_for_byte():
     assert storage.unpacked(storage.packed({"text": data.hex()})) == {"text": data.hex()}
     assert storage.original_of(data) == storage.Original(len(data), packed)
     parts = (b"{", data, b"}", varied)
-    assert storage.decompressed(storage._compress(*parts)) == b"".join(parts)
+    assert storage.decompressed(packing.compress(*parts)) == b"".join(parts)
 
 
 def test_packed_values_hold_no_more_memory_than_their_bytes():
@@ -134,8 +136,8 @@ def test_a_preview_is_the_start_of_the_text_on_one_line(text: str, limit: int) -
 
 
 def test_second_upload_of_the_same_bytes_points_at_the_first(project):
-    first = services.session_upload(project=project, filename="a.json", data=session_file(5))
-    again = services.session_upload(project=project, filename="b.json", data=session_file(5))
+    first = background.session_upload(project=project, filename="a.json", data=session_file(5))
+    again = background.session_upload(project=project, filename="b.json", data=session_file(5))
 
     assert again.duplicate
     assert again.session == first.session
@@ -147,7 +149,7 @@ def test_malformed_upload_names_the_path_and_stores_nothing(project):
     document["history"][2]["role"] = 7
 
     with pytest.raises(gcengine.SessionFormatError) as caught:
-        services.session_upload(
+        background.session_upload(
             project=project, filename="bad.json", data=json.dumps(document).encode()
         )
 
@@ -160,7 +162,7 @@ def test_oversized_upload_is_refused_before_anything_is_stored(project, settings
     settings.JAATO_UPLOAD_MAX_BYTES = 100
 
     with pytest.raises(services.UploadTooLarge, match="limit is 100 bytes"):
-        services.session_upload(project=project, filename="big.json", data=session_file(5))
+        background.session_upload(project=project, filename="big.json", data=session_file(5))
     assert AgentSession.objects.count() == IngestJob.objects.count() == 0
 
 
@@ -170,7 +172,7 @@ def test_large_upload_is_read_in_the_background_then_kept(
     settings.JAATO_INLINE_INGEST_BYTES = 10
 
     with django_capture_on_commit_callbacks(execute=True):
-        receipt = services.session_upload(
+        receipt = background.session_upload(
             project=project, filename="big.json", data=session_file(8)
         )
 
@@ -190,7 +192,7 @@ def test_malformed_background_upload_keeps_only_its_error(
     settings.JAATO_INLINE_INGEST_BYTES = 10
 
     with django_capture_on_commit_callbacks(execute=True):
-        receipt = services.session_upload(
+        receipt = background.session_upload(
             project=project, filename="bad.json", data=b'{"history": "not a list", "x": 1}'
         )
 
@@ -203,11 +205,11 @@ def test_malformed_background_upload_keeps_only_its_error(
 
 
 def finished_run(project, config, django_capture_on_commit_callbacks, turns=20):
-    session = services.session_upload(
+    session = background.session_upload(
         project=project, filename="s.json", data=session_file(turns)
     ).session
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_start(session=session, config=config)
+        run = background.run_start(session=session, config=config)
     run.refresh_from_db()
     return session, run
 
@@ -252,11 +254,11 @@ def test_a_ledger_keeps_message_ids_as_the_file_wrote_them(
     file = json.loads(session_file())
     for number, message in enumerate(file["history"]):
         message["message_id"] = f'm{number} "quoted" \\ path\\to · 消息 \u2028'
-    session = services.session_upload(
+    session = background.session_upload(
         project=project, filename="ids.json", data=json.dumps(file).encode()
     ).session
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_start(session=session, config=BUDGET_POLICY)
+        run = background.run_start(session=session, config=BUDGET_POLICY)
     run.refresh_from_db()
 
     assert run.status == JobStatus.DONE, run.error
@@ -302,12 +304,12 @@ def test_a_run_on_a_session_holding_a_summary_keeps_it_in_the_chain_as_not_its_o
         gcengine.load_session(session_file(20)), services.config_validated(agents_policy)
     ).session
     data = gcengine.dump_session(collected).encode()
-    session = services.session_upload(project=project, filename="summarized.json", data=data)
+    session = background.session_upload(project=project, filename="summarized.json", data=data)
     engine = services.engine_session_of(session.session)
     (earlier,) = [m for m in engine.history if m.kind is gcengine.MessageKind.SUMMARY]
     tight = {**BUDGET_POLICY, "threshold_percent": 4, "target_percent": 2, "pressure_percent": None}
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_start(session=session.session, config=tight)
+        run = background.run_start(session=session.session, config=tight)
     run.refresh_from_db()
 
     assert run.status == JobStatus.DONE, run.error
@@ -319,12 +321,12 @@ def test_a_run_on_a_session_holding_a_summary_keeps_it_in_the_chain_as_not_its_o
 
 
 def test_invalid_policy_names_the_key_and_queues_nothing(project):
-    session = services.session_upload(
+    session = background.session_upload(
         project=project, filename="s.json", data=session_file(4)
     ).session
 
     with pytest.raises(gcengine.ConfigError) as caught:
-        services.run_start(session=session, config={**BUDGET_POLICY, "target_percent": 95})
+        background.run_start(session=session, config={**BUDGET_POLICY, "target_percent": 95})
 
     assert caught.value.key == "target_percent"
     assert GCRun.objects.count() == 0
@@ -335,7 +337,7 @@ def test_default_policy_runs_on_upload(project, django_capture_on_commit_callbac
     services.project_set_default_policy(project=project, policy=policy)
 
     with django_capture_on_commit_callbacks(execute=True):
-        session = services.session_upload(
+        session = background.session_upload(
             project=project, filename="s.json", data=session_file(20)
         ).session
 
@@ -346,13 +348,13 @@ def test_default_policy_runs_on_upload(project, django_capture_on_commit_callbac
 
 
 def test_replay_is_computed_once_per_policy(project, django_capture_on_commit_callbacks):
-    session = services.session_upload(
+    session = background.session_upload(
         project=project, filename="s.json", data=session_file(20)
     ).session
 
     with django_capture_on_commit_callbacks(execute=True):
-        replay = services.replay_request(session=session, config=BUDGET_POLICY)
-    again = services.replay_request(session=session, config=dict(BUDGET_POLICY))
+        replay = background.replay_request(session=session, config=BUDGET_POLICY)
+    again = background.replay_request(session=session, config=dict(BUDGET_POLICY))
 
     replay.refresh_from_db()
     assert again.pk == replay.pk

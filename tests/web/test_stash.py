@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import presenters, selectors, services, storage
+from jaato_web.dashboard import background, presenters, selectors, services, storage
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
@@ -41,7 +41,7 @@ REACHABILITY = {
 @pytest.fixture
 def demo_session(project: Project) -> AgentSession:
     data = json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40, seed=5)))
-    receipt = services.session_upload(project=project, filename="demo.json", data=data.encode())
+    receipt = background.session_upload(project=project, filename="demo.json", data=data.encode())
     assert receipt.session is not None
     return receipt.session
 
@@ -285,7 +285,7 @@ def test_an_incremental_replay_says_it_took_batches(
 ) -> None:
     config = {**REACHABILITY, "incremental": True, "batch_size": 5}
     with django_capture_on_commit_callbacks(execute=True):
-        replay = services.replay_request(session=demo_session, config=config)
+        replay = background.replay_request(session=demo_session, config=config)
     replay.refresh_from_db()
     assert replay.series is not None
     batches = [e for e in replay.series["events"] if e["reason"] == "incremental"]

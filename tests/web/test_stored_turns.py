@@ -13,7 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 
 import gcengine
-from jaato_web.dashboard import services, storage
+from jaato_web import caches
+from jaato_web.dashboard import background, services, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
 from tests.engine.conftest import example
 from tests.engine.strategies import jaato_session_files
@@ -55,9 +56,9 @@ def test_jaatos_own_files_read_back_as_loaded(name: str) -> None:
 
 def test_a_stored_session_reopens_in_a_worker_that_never_read_it(project: Project) -> None:
     data = session_bytes()
-    receipt = services.session_upload(project=project, filename="small.json", data=data)
+    receipt = background.session_upload(project=project, filename="small.json", data=data)
     assert receipt.session is not None
-    services.clear_caches()
+    caches.clear_all()
 
     reopened = services.engine_session_of(AgentSession.objects.get(pk=receipt.session.pk))
 
@@ -74,7 +75,7 @@ def test_the_run_on_upload_reads_the_session_the_upload_read_and_removes_the_sam
         CaptureQueriesContext(connection) as queries,
         django_capture_on_commit_callbacks(execute=True),
     ):
-        receipt = services.session_upload(
+        receipt = background.session_upload(
             project=project, filename="small.json", data=session_bytes()
         )
     assert receipt.session is not None
@@ -85,7 +86,7 @@ def test_the_run_on_upload_reads_the_session_the_upload_read_and_removes_the_sam
     assert reads
     assert not [sql for sql in reads if '"dashboard_sessionturn"' in sql]
 
-    services.clear_caches()
+    caches.clear_all()
     reopened = run_finished(receipt.session, policy_version=default_policy.versions.get())
 
     def ledger(run: GCRun) -> list[tuple[Any, ...]]:

@@ -18,7 +18,7 @@ from django_tasks_db.models import DBTaskResult
 from pytest_django.fixtures import Settings
 
 from jaato_web import settings as project_settings
-from jaato_web.dashboard import tasks
+from jaato_web.dashboard.background import tasks
 
 SETTINGS_FILE = Path(project_settings.__file__)
 DATABASE_TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
@@ -135,7 +135,8 @@ def test_a_task_in_a_web_request_leaves_the_cycle_collector_alone(
 ) -> None:
     seen: list[bool] = []
     monkeypatch.setattr(
-        "jaato_web.dashboard.services.replay_execute", lambda **_: seen.append(gc.isenabled())
+        "jaato_web.dashboard.background.tasks.replay_execute",
+        lambda **_: seen.append(gc.isenabled()),
     )
 
     tasks.execute_replay.call(0)
@@ -150,7 +151,8 @@ def test_a_worker_pauses_the_cycle_collector_during_engine_work_only(
 ) -> None:
     seen: list[bool] = []
     monkeypatch.setattr(
-        "jaato_web.dashboard.services.replay_execute", lambda **_: seen.append(gc.isenabled())
+        "jaato_web.dashboard.background.tasks.replay_execute",
+        lambda **_: seen.append(gc.isenabled()),
     )
 
     tasks.execute_replay.enqueue(0)

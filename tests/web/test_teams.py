@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, AuditAction, AuditEvent, Project
 from jaato_web.teams import services as team_services
 from jaato_web.teams.models import ApiToken, Membership, SignInAttempt
@@ -34,7 +34,7 @@ def other_project() -> Project:
 
 
 def stored(project: Project, turns: int = 6, seed: int = 1) -> AgentSession:
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename=f"s{seed}.json", data=session_file(turns, seed=seed)
     )
     assert receipt.session is not None

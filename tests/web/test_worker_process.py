@@ -28,7 +28,7 @@ from django.test import Client
 from django.urls import reverse
 
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background
 from jaato_web.dashboard.models import AgentSession, IngestJob, IngestUpload, JobStatus, Project
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -110,7 +110,7 @@ def queued_upload(project: Project, settings: Any) -> IngestJob:
     settings.TASKS = DATABASE_TASKS
     settings.JAATO_INLINE_INGEST_BYTES = 1000
     data = json.dumps(generate_session_file(SessionShape(turns=1000, seed=11))).encode()
-    receipt = services.session_upload(project=project, filename="long.json", data=data)
+    receipt = background.session_upload(project=project, filename="long.json", data=data)
     assert receipt.job is not None
     return receipt.job
 

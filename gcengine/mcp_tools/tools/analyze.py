@@ -8,6 +8,7 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from gcengine.analysis.dry_run import AnalyzedSegment, analyze
 from gcengine.errors import ToolRefusal
 from gcengine.mcp_tools.inputs import (
     ContextLimit,
@@ -22,7 +23,6 @@ from gcengine.mcp_tools.inputs import (
 from gcengine.mcp_tools.results import answer
 from gcengine.mcp_tools.stashes import counted, percent
 from gcengine.mcp_tools.store import ToolStore
-from gcengine.reachability.dry_run import AnalyzedSegment, analyze
 
 ANALYZE = """\
 The dry run of reachability garbage collection on a session: which segments it would take \

@@ -8,7 +8,6 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from gcengine.config import BATCH_SIZE_RANGE
 from gcengine.mcp_tools.inputs import (
     Messages,
     Percent,
@@ -20,6 +19,7 @@ from gcengine.mcp_tools.inputs import (
 )
 from gcengine.mcp_tools.results import answer
 from gcengine.mcp_tools.store import ConfiguredPolicy, ToolStore
+from gcengine.strategies.reachability import BATCH_SIZE_RANGE
 
 CONFIGURE = """\
 Change a GC policy's settings, saved as a new version of it with you as its author. In the \

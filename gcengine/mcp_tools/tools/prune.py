@@ -9,10 +9,9 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from gcengine.config import StashAction
+from gcengine.analysis.prune import pruning_config
 from gcengine.errors import ToolRefusal
 from gcengine.formats import dump_session
-from gcengine.gc.run import run_gc
 from gcengine.mcp_tools.inputs import (
     ContextLimit,
     Messages,
@@ -26,7 +25,8 @@ from gcengine.mcp_tools.inputs import (
 from gcengine.mcp_tools.results import answer
 from gcengine.mcp_tools.stashes import Pruned, PruneRequest, counted, pruned_of
 from gcengine.mcp_tools.store import ToolStore
-from gcengine.reachability.prune import pruning_config
+from gcengine.running.run import run_gc
+from gcengine.strategies.reachability import StashAction
 
 PRUNE = """\
 Prune a session: take the segments you name (`segment_ids`, from context_gc_analyze), or, \

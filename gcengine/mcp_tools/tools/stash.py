@@ -12,6 +12,8 @@ from pydantic import Field, ValidationError
 
 from gcengine.errors import ToolRefusal
 from gcengine.formats import dump_session
+from gcengine.gc.segments import SegmentKind
+from gcengine.gc.stash import Stash, restore
 from gcengine.mcp_tools.inputs import (
     InlineStash,
     Messages,
@@ -31,8 +33,6 @@ from gcengine.mcp_tools.stashes import (
     stash_found,
 )
 from gcengine.mcp_tools.store import ToolStore
-from gcengine.reachability.kinds import SegmentKind
-from gcengine.reachability.stash import Stash, restore
 
 SEARCH = """\
 Search what a prune stashed: by words in what a segment says (tool calls and results \

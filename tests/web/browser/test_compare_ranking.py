@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import gcengine
-from jaato_web.dashboard import dry_runs, presenters, services
+from jaato_web.dashboard import background, presenters, services
 from jaato_web.dashboard.models import AgentSession, PolicyVersion
 from tests.web.browser.page_log import PageLog
 
@@ -26,14 +26,9 @@ CONTINUOUS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dry_run_caches() -> None:
-    dry_runs.clear_caches()
-
-
 def demo_session() -> AgentSession:
     data = json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=40))).encode()
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=services.project_default(), filename="demo-40.json", data=data
     )
     assert receipt.session is not None

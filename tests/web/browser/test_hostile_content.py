@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Dialog, Page, expect
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun, IngestJob, JobStatus, Project
 from jaato_web.review import services as review_services
 from jaato_web.review.targets import Target
@@ -196,14 +196,14 @@ def test_hostile_content_is_shown_as_text_on_every_page(
         actor=member,
     )
     first = policy.versions.get(number=1)
-    run = services.run_start(session=session, policy_version=first, actor=member)
+    run = background.run_start(session=session, policy_version=first, actor=member)
     run.refresh_from_db()
     assert run.status == "done", run.error
     assert run.summaries.exists()
     assert run.removals.exists()
     assert any(TOOL_NAME in s.text or KEY in s.text for s in run.summaries.all())
-    replay = services.replay_request(session=session, config=TIGHT_SUMMARIZE, actor=member)
-    applied = services.policy_apply(version=first, sessions=[session], actor=member)
+    replay = background.replay_request(session=session, config=TIGHT_SUMMARIZE, actor=member)
+    applied = background.policy_apply(version=first, sessions=[session], actor=member)
     job = IngestJob.objects.create(
         project=hostile_project,
         filename=FILE_NAME,

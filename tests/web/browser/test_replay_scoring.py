@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background
 from jaato_web.dashboard.models import AgentSession, Policy, Replay
 from jaato_web.pages.templatetags.gc_format import share
 from tests.web.browser.page_log import PageLog
@@ -26,7 +26,7 @@ def test_the_scores_arrive_on_the_page_of_a_replay_being_scored(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
-        replay = services.replay_request(
+        replay = background.replay_request(
             session=stored_session, policy_version=budget_policy.versions.get()
         )
     replay.refresh_from_db()

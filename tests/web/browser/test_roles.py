@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from pytest_django.live_server_helper import LiveServer
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import (
     AgentSession,
     GCRun,
@@ -58,7 +58,7 @@ def viewer_log(viewer_page: Page) -> PageLog:
 def world(project: Project) -> tuple[AgentSession, Policy]:
     """A session, and a default policy with two versions (so pins and restores are on offer
     to an editor)."""
-    receipt = services.session_upload(
+    receipt = background.session_upload(
         project=project, filename="read-me.json", data=session_file(8)
     )
     assert receipt.session is not None

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from playwright.sync_api import Browser, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, Replay
 from jaato_web.teams.management.commands.load_demo import DEMO_FILENAME
 from tests.web.browser.conftest import sign_in
@@ -35,7 +35,7 @@ SAWTOOTH_POLICY = {
 
 
 def stored(name: str, data: bytes) -> AgentSession:
-    session = services.session_upload(
+    session = background.session_upload(
         project=services.project_default(), filename=name, data=data
     ).session
     assert session is not None

@@ -9,7 +9,7 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
-from jaato_web.dashboard import services
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, GCRun
 from tests.web.uploads import BUDGET_POLICY, session_file
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 
 
 def stored(name: str, data: bytes) -> AgentSession:
-    session = services.session_upload(
+    session = background.session_upload(
         project=services.project_default(), filename=name, data=data
     ).session
     assert session is not None

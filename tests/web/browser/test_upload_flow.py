@@ -11,7 +11,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from pytest_django.live_server_helper import LiveServer
 
-from jaato_web.dashboard import services, tasks
+from jaato_web.dashboard import services
+from jaato_web.dashboard.background import tasks
 from jaato_web.dashboard.models import AgentSession, GCRun, IngestJob
 from tests.web.browser.page_log import PageLog
 from tests.web.browser.steps import (

@@ -5,7 +5,7 @@ package's own under the same name (as ``staticfiles`` replaces ``runserver``): e
 starting a worker, ``./dev serve``, ``./dev worker`` or a deployment's ``manage.py
 db_worker``, runs the keeper. The keeper is a thread of the worker process; every quarter
 of ``JAATO_TASK_LEASE_SECONDS`` it says the worker is alive, renews the leases of the work the
-worker holds, and sweeps work whose worker stopped (``dashboard/background.py``). It lives and
+worker holds, and sweeps work whose worker stopped (``dashboard/background/``). It lives and
 dies with the process, so a killed worker stops renewing at once.
 """
 

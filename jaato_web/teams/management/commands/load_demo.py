@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 import gcengine
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import background, selectors, services
 from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, PolicyKind, Project
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
@@ -30,47 +30,12 @@ DEMO_USER = "demo"
 # 240 turns at 85 % of a 200,000-token window: over the 80 % threshold, so every policy has
 # something to do, and quick to load.
 DEMO_SHAPE = gcengine.DemoShape(seed=7)
-DEFAULT_POLICY = "Budget 80/60"
+# The engine's starter policies come first among the policies it starts with.
+DEFAULT_POLICY = next(iter(gcengine.starter_policies()))
 # Collected on load: the default policy, one that writes a summary, and one that stashes what
 # it takes (so the stash, its search and restore are there on day one).
 RUN_POLICIES = (DEFAULT_POLICY, "Summarize old turns", "Reachability stash")
 REPLAY_POLICIES = (DEFAULT_POLICY, "Continuous budget")
-STARTER_POLICIES: dict[str, dict[str, Any]] = {
-    "Budget 80/60": {
-        "type": "gc_budget",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "pressure_percent": 90,
-        "preserve_recent_turns": 5,
-    },
-    "Continuous budget": {
-        "type": "gc_budget",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "pressure_percent": 0,
-        "preserve_recent_turns": 5,
-    },
-    "Summarize old turns": {
-        "type": "gc_summarize",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "preserve_recent_turns": 5,
-        "plugin_config": {"summarizer": "extractive"},
-    },
-    "Hybrid (summarize the middle)": {
-        "type": "gc_hybrid",
-        "threshold_percent": 80,
-        "target_percent": 50,
-        "preserve_recent_turns": 5,
-        "summarize_middle_turns": 20,
-    },
-    "Reachability stash": {
-        "type": "gc_reachability",
-        "threshold_percent": 80,
-        "target_percent": 60,
-        "preserve_recent_turns": 5,
-    },
-}
 
 # Context planner settings to start from; what each leaves out is the engine's default.
 STARTER_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
@@ -92,7 +57,7 @@ class Command(BaseCommand):
         project = services.project_default()
         self._demo_user(project)
         for kind, starters, message in (
-            (PolicyKind.GC, STARTER_POLICIES, "starter policy"),
+            (PolicyKind.GC, gcengine.starter_policies(), "starter policy"),
             (PolicyKind.PLANNER, STARTER_PLANNER_CONFIGS, "starter planner config"),
         ):
             for name, config in starters.items():
@@ -106,11 +71,11 @@ class Command(BaseCommand):
                 policy=Policy.objects.get(project=project, kind=PolicyKind.GC, name=DEFAULT_POLICY),
             )
         data = json.dumps(gcengine.generate_demo_session(DEMO_SHAPE)).encode()
-        receipt = services.session_upload(project=project, filename=DEMO_FILENAME, data=data)
+        receipt = background.session_upload(project=project, filename=DEMO_FILENAME, data=data)
         session = receipt.session
         if session is None:  # larger than the inline limit: read it now rather than wait
             assert receipt.job is not None
-            services.ingest_job_execute(job_id=receipt.job.pk)
+            background.ingest_job_execute(job_id=receipt.job.pk)
             session = selectors.ingest_job_get(projects=[project.pk], job_id=receipt.job.pk).session
         assert session is not None
         self._runs(project, session)
@@ -118,9 +83,9 @@ class Command(BaseCommand):
             version = Policy.objects.get(
                 project=project, kind=PolicyKind.GC, name=name
             ).versions.latest("number")
-            replay = services.replay_request(session=session, policy_version=version)
+            replay = background.replay_request(session=session, policy_version=version)
             if replay.status == JobStatus.QUEUED:
-                services.replay_execute(replay_id=replay.pk)
+                background.replay_execute(replay_id=replay.pk)
         state = "already loaded" if receipt.duplicate else "loaded"
         self.stdout.write(
             f"Demo session {state}: {session.label}, {session.turn_count} turns, "
@@ -137,10 +102,12 @@ class Command(BaseCommand):
                 .filter(policy_version__policy=policy)
                 .exists()
             ):
-                services.run_start(session=session, policy_version=policy.versions.latest("number"))
+                background.run_start(
+                    session=session, policy_version=policy.versions.latest("number")
+                )
         # A worker may not be running yet; queued work is claimed once, by whoever is first.
         for run in selectors.run_list(session=session).filter(status=JobStatus.QUEUED):
-            services.run_execute(run_id=run.pk)
+            background.run_execute(run_id=run.pk)
 
     def _demo_user(self, project: Project) -> None:
         """A user to sign in with: ``demo``, admin of the demo project.

@@ -1,0 +1,122 @@
+"""``gc_hybrid``: generational, JAATO's: truncate ancient turns, summarize the middle, keep
+recent ones."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel
+
+from gcengine.gc.plan import Collection, Decision, take_until_target
+from gcengine.gc.strategy import Notices, Strategy
+from gcengine.gc.summarizing import summarize_units
+from gcengine.gc.types import RemovalReason
+from gcengine.messages import MessageKind
+from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE
+from gcengine.strategies.keys import KeySpec
+from gcengine.strategies.spec import StrategySpec
+from gcengine.strategies.summarize import SUMMARIZING_READS
+from gcengine.tokens import TokenCounter
+
+DEFAULT_MIDDLE_TURNS = 10
+"""The middle generation's size when a policy does not say."""
+
+
+class HybridKeys(BaseModel):
+    """The hybrid strategy's own key: the size of the middle generation."""
+
+    summarize_middle_turns: Annotated[
+        int | None,
+        KeySpec(
+            "Summarize middle turns",
+            "How many turns before the preserved recent ones are summarized rather than "
+            f"dropped; 0 only drops, empty means {DEFAULT_MIDDLE_TURNS}.",
+            "whole_number",
+            minimum=0,  # 0 is meaningful: the strategy then only truncates
+            written_when_default=False,
+            plugin_option=True,
+        ),
+    ] = None
+
+
+class HybridStrategy(Strategy):
+    """Generational: truncate ancient turns, summarize the middle, keep recent ones.
+
+    ``preserve_recent_turns`` sets the young generation, ``summarize_middle_turns`` (default
+    10) the middle one; everything older is ancient. Ancient turns go first (truncated, oldest
+    first); only if that does not reach the target is the middle generation summarized. With
+    ``summarize_middle_turns`` 0 it is plain truncation; with a large value, plain summarizing.
+    """
+
+    name = "gc_hybrid"
+    notices = Notices(
+        template=(
+            "Context cleaned: {truncated} turns removed, {summarized} turns summarized, "
+            "{kept} recent turns preserved."
+        ),
+        placeholders={
+            "removed": "conversation turns removed, truncated or summarized",
+            "kept": "recent conversation turns kept",
+            "truncated": "ancient conversation turns removed without a summary",
+            "summarized": "middle conversation turns folded into the summary",
+            "items": "entries in the removal ledger (one a turn)",
+            "freed": "tokens freed, less the summary written",
+            "tokens_freed": "tokens freed, less the summary written",
+        },
+        noop=True,
+    )
+
+    def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        decision = Decision()
+        middle_size = self._options.get(
+            "summarize_middle_turns", collection.config.summarize_middle_turns
+        )
+        middle_size = DEFAULT_MIDDLE_TURNS if middle_size is None else int(middle_size)
+        kinds = collection.layout.kinds
+        unprotected_chat = [
+            p for p in collection.removable_turns() if kinds[p] is not MessageKind.SUMMARY
+        ]
+        # Recent turns are protected, so every unprotected turn comes before them.
+        middle = unprotected_chat[-middle_size:] if middle_size else []
+        ancient = unprotected_chat[: len(unprotected_chat) - len(middle)]  # middle is a suffix
+        take_until_target(
+            collection,
+            (collection.turn_unit(p) for p in ancient),
+            RemovalReason.TRUNCATED,
+            decision,
+        )
+        decision.details["turns_truncated"] = len(decision.removed)
+        if collection.still_short(decision) and middle:
+            summaries = [p for p in collection.removable_turns() if kinds[p] is MessageKind.SUMMARY]
+            units = [collection.turn_unit(p) for p in sorted(summaries + middle)]
+            summarize_units(collection, units, counter, self._options, decision)
+        decision.details.update(
+            {
+                "turns_summarized": decision.details.get("turns_summarized", 0),
+                "summary_tokens": decision.details.get("summary_tokens", 0),
+                "preserve_recent": collection.preserve_recent,
+                "summarize_middle": middle_size,
+                "ancient_turns": len(ancient),
+                "middle_turns": len(middle),
+            }
+        )
+        return decision
+
+
+SPEC = StrategySpec(
+    plugin=HybridStrategy,
+    label="hybrid",
+    description="drop ancient turns, summarize the middle",
+    reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, "summarize_middle_turns", *SUMMARIZING_READS),
+    keys=HybridKeys,
+    inserts=("summary", "notice"),
+    starter_policies={
+        "Hybrid (summarize the middle)": {
+            "type": "gc_hybrid",
+            "threshold_percent": 80,
+            "target_percent": 50,
+            "preserve_recent_turns": 5,
+            "summarize_middle_turns": 20,
+        },
+    },
+)
