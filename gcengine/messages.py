@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress, count, islice
-from operator import is_not, ne
+from operator import attrgetter, is_not, ne
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -262,14 +262,28 @@ _READINGS = Message.__dict__["_readings"]
 def read_under(messages: Iterable[Message], revision: Revision, seen: dict[Revision, int]) -> None:
     """Have each message count its edits against ``revision``, unless it counts them against
     one already, and note in ``seen`` every revision the messages count against, with its count
-    now: a fact read from them holds while those counts do."""
-    for message in messages:
-        readings = message.readings()
-        own = readings.revision
-        if own is None:
-            readings.revision = own = revision
-        if own not in seen:
-            seen[own] = own.edits
+    now: a fact read from them holds while those counts do. Messages an index read before (a
+    budget rebuilt, or read again) are looked at C speed."""
+    messages = list(messages)
+    try:
+        known = list(map(_READINGS.__get__, messages))
+    except AttributeError:  # one was never read
+        known = [None]
+    if None in known or None in (found := set(map(_REVISION_OF, known))):  # one not read yet
+        found = {_counting_against(message, revision) for message in messages}
+    for own in found:
+        seen.setdefault(own, own.edits)
+
+
+_REVISION_OF = attrgetter("revision")
+
+
+def _counting_against(message: Message, revision: Revision) -> Revision:
+    """The revision ``message`` counts its edits against: its own, or ``revision`` from now."""
+    readings = message.readings()
+    if readings.revision is None:
+        readings.revision = revision
+    return readings.revision
 
 
 def turn_number(index: int) -> int:

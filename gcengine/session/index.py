@@ -127,11 +127,13 @@ def index_conversation(
     def read(first: int, end: int) -> None:
         """Lay out turns ``first`` to ``end`` from their messages; the figures of messages the
         same turn of ``old`` holds are taken from it (a turn a collection took a part of)."""
+        if first < end:
+            last = starts[end] if end < len(starts) else size
+            read_under(messages[starts[first] : last], messages_revision, revisions)
         for turn in range(first, end):
             start = starts[turn]
             stop = starts[turn + 1] if turn + 1 < len(starts) else size
             turn_messages = messages[start:stop]
-            read_under(turn_messages, messages_revision, revisions)
             closing = closing_answer_ids(turn_messages)
             clock, width = turn_time(layout.indices, turn)
             step = width / (stop - start)
