@@ -1,5 +1,5 @@
-"""Speed for bulk work: building trusted models cheaply, and (for entry points) pausing the
-cycle collector.
+"""Speed for bulk work: building trusted models cheaply, checking what was read from many
+values with one count (``Revision``), and (for entry points) pausing the cycle collector.
 
 Readers validate raw JSON themselves (so every error names its JSON path) and then build
 tens of thousands of models for a long session. ``model_construct`` resolves every default
@@ -101,7 +101,10 @@ def entry_maker[M: BaseModel](model: type[M]) -> Callable[[dict[str, Any]], M]:
 
 class _Pauses:
     """The pauses of the cycle collector in progress, process-wide: the first to begin
-    switches it off, the last to end switches it back on if it was on before the first."""
+    switches it off, the last to end switches it back on if it was on before the first.
+
+    The one thing of the engine that lives as long as its process and changes: it follows
+    the interpreter's own switch, which is process-wide, and only entry points pause."""
 
     lock = threading.Lock()
     count = 0
