@@ -103,7 +103,7 @@ class _Pauses:
     """The pauses of the cycle collector in progress, process-wide: the first to begin
     switches it off, the last to end switches it back on if it was on before the first.
 
-    The one thing of the engine that lives as long as its process and changes: it follows
+    The engine's one process-wide state that is no memo of a pure function: it follows
     the interpreter's own switch, which is process-wide, and only entry points pause."""
 
     lock = threading.Lock()
