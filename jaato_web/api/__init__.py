@@ -15,22 +15,66 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Field, NinjaAPI, Schema, Status
+from ninja.operation import Operation
 
 import gcengine
-from jaato_web.api import background, plans, policies, review, runs, sessions, teams
+from jaato_web.api import (
+    background,
+    planner,
+    policies,
+    quality,
+    replays,
+    review,
+    runs,
+    sessions,
+    stash,
+    teams,
+    uploads,
+)
 from jaato_web.dashboard import selectors
 from jaato_web.errors import InputError
 from jaato_web.teams.access import NoProject
 
 DISTRIBUTION = "jaato-gc-web"
 
-api = NinjaAPI(title="jaato GC API", version="1", urls_namespace="api")
+# Ninja derives an operation's id from the module that declares it, and clients generated from
+# the OpenAPI document name their methods after those ids. These endpoints were published from
+# another module before each family had its own, and keep the id they were published under.
+PUBLISHED_IDS = {
+    "jaato_web.api.uploads.upload_sessions": "jaato_web_api_sessions_upload_sessions",
+    "jaato_web.api.uploads.upload_status": "jaato_web_api_sessions_upload_status",
+    "jaato_web.api.stash.run_stash": "jaato_web_api_runs_run_stash",
+    "jaato_web.api.stash.restore_segments": "jaato_web_api_runs_restore_segments",
+    "jaato_web.api.stash.run_kept": "jaato_web_api_runs_run_kept",
+    "jaato_web.api.stash.session_references": "jaato_web_api_sessions_session_references",
+    "jaato_web.api.replays.start_replay": "jaato_web_api_runs_start_replay",
+    "jaato_web.api.replays.get_replay": "jaato_web_api_runs_get_replay",
+    "jaato_web.api.quality.project_quality": "jaato_web_api_teams_project_quality",
+    "jaato_web.api.quality.set_project_quality": "jaato_web_api_teams_set_project_quality",
+    "jaato_web.api.planner.plan_session": "jaato_web_api_plans_plan_session",
+    "jaato_web.api.planner.plan_inline": "jaato_web_api_plans_plan_inline",
+}
+
+
+class DashboardAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        function = operation.view_func
+        published = PUBLISHED_IDS.get(f"{function.__module__}.{function.__name__}")
+        return published or super().get_openapi_operation_id(operation)
+
+
+api = DashboardAPI(title="jaato GC API", version="1", urls_namespace="api")
+# One router per family; an address is served by the one router that declares it.
 api.add_router("/sessions", sessions.router)
+api.add_router("/", uploads.router)
 api.add_router("/", runs.router)
+api.add_router("/", stash.router)
+api.add_router("/", replays.router)
 api.add_router("/policies", policies.router)
+api.add_router("/", planner.router)
+api.add_router("/", quality.router)
 api.add_router("/", teams.router)
 api.add_router("/", review.router)
-api.add_router("/", plans.router)
 api.add_router("/", background.router)
 
 logger = logging.getLogger(__name__)

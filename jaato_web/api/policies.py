@@ -44,7 +44,6 @@ from jaato_web.dashboard import (
     background,
     presenters,
     previews,
-    quality,
     selectors,
     services,
     storage,
@@ -459,8 +458,8 @@ def rank(request: HttpRequest, payload: RankIn) -> dict[str, object]:
     ranking = previews.rank(
         [s for s in sessions if s.turn_count],
         versions,
-        quality.project_gates(project),
-        quality.project_prices(project),
+        services.project_gates(project),
+        services.project_prices(project),
         by=payload.by,
         context_limit=payload.context_limit,
     )

@@ -1,4 +1,4 @@
-"""GC runs and replays: start them, follow them, and read what they removed and why."""
+"""GC runs: start them, follow them, and read what they removed and why."""
 
 from __future__ import annotations
 
@@ -7,56 +7,30 @@ from ninja import Router, Status
 
 import gcengine
 from jaato_web.api.auth import DELETE, RUN, VIEW, access_of
+from jaato_web.api.common import config_source
 from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
     ArchiveIn,
     ArchiveOut,
     DiffPage,
     Index,
-    KeptPage,
     NodePage,
     PageNumber,
     Problem,
     RemovalPage,
-    ReplayIn,
-    ReplayOut,
-    RestoreOut,
     RunDetailOut,
     RunIn,
     RunOut,
-    StashPage,
-    StashRestoreIn,
     SummaryOut,
 )
 from jaato_web.dashboard import background, presenters, selectors, services, storage
-from jaato_web.dashboard.models import (
-    AgentSession,
-    GCRun,
-    PolicyKind,
-    PolicyVersion,
-    Replay,
-    Summary,
-)
+from jaato_web.dashboard.models import GCRun, Summary
 
 router = Router(tags=["runs"])
 
 
 def _run(request: HttpRequest, run_id: int) -> GCRun:
     return access_of(request).run(run_id)
-
-
-def _config_source(
-    session: AgentSession, policy_version_id: int | None, config: dict[str, object] | None
-) -> tuple[PolicyVersion | None, object]:
-    """A stored version of the session's own project, or a pasted gc.json; exactly one."""
-    if policy_version_id is not None:
-        version = selectors.policy_version_get(
-            projects=[session.project_id], version_id=policy_version_id, kind=PolicyKind.GC
-        )
-        return version, version.config
-    if config is None:
-        raise gcengine.ConfigError("give policy_version_id or config (a gc.json object)")
-    return None, config
 
 
 @router.post(
@@ -68,7 +42,7 @@ def _config_source(
 def start_run(request: HttpRequest, session_id: int, payload: RunIn) -> Status[GCRun]:
     """Runs in the background; poll ``GET /api/runs/{id}`` until ``status`` is done or failed."""
     session = access_of(request).session(session_id)
-    version, config = _config_source(session, payload.policy_version_id, payload.config)
+    version, config = config_source(session, payload.policy_version_id, payload.config)
     run = background.run_start(
         session=session,
         policy_version=version,
@@ -123,49 +97,6 @@ def run_ledger_csv(request: HttpRequest, run_id: int) -> HttpResponse:
     response = HttpResponse(presenters.ledger_csv(records), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-ledger.csv"'
     return response
-
-
-@router.get("/runs/{int:run_id}/stash", response=StashPage, summary="What a run stashed", auth=VIEW)
-def run_stash(
-    request: HttpRequest, run_id: int, q: str = "", anchor: str = "", page: PageNumber = 1
-) -> dict[str, object]:
-    """A reachability run's stash, in the order it took it; ``q`` finds text in what a segment
-    says, ``anchor`` a file, name or error code it holds (both ignore case)."""
-    found = selectors.run_stashed(run=_run(request, run_id), text=q, anchor=anchor)
-    return paged(found, page, selectors.STASH_PER_PAGE)
-
-
-@router.post(
-    "/runs/{int:run_id}/stash/restore",
-    response={201: RestoreOut, 400: Problem, 404: Problem},
-    summary="Restore stashed segments into a new session",
-    auth=RUN,
-)
-def restore_segments(request: HttpRequest, run_id: int, payload: StashRestoreIn) -> Status[object]:
-    """A new session: the one the run left, with the named segments back where they were.
-    The run and its sessions stay as they are; the same segments again give the same session."""
-    run = access_of(request).run(run_id)
-    session = services.stash_restore(
-        run=run, segment_ids=payload.segment_ids, actor=access_of(request).user
-    )
-    return Status(201, session)
-
-
-@router.get(
-    "/runs/{int:run_id}/kept", response=KeptPage, summary="Why a run kept what it kept", auth=VIEW
-)
-def run_kept(
-    request: HttpRequest,
-    run_id: int,
-    turn: PageNumber | None = None,
-    q: str = "",
-    page: PageNumber = 1,
-) -> dict[str, object]:
-    """A reachability run's kept segments with their reasons, in history order; ``turn`` (from
-    1, as JAATO numbers them) keeps one turn's, ``q`` searches the reasons."""
-    run = _run(request, run_id)
-    kept = selectors.run_kept(run=run, turn_index=turn - 1 if turn else None, text=q)
-    return paged(kept, page, selectors.KEPT_PER_PAGE)
 
 
 @router.get(
@@ -236,33 +167,6 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
     response = HttpResponse(document, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.json"'
     return response
-
-
-@router.post(
-    "/sessions/{int:session_id}/replays",
-    response={202: ReplayOut, 200: ReplayOut, 400: Problem},
-    summary="Replay a session turn by turn under a policy",
-    auth=RUN,
-)
-def start_replay(request: HttpRequest, session_id: int, payload: ReplayIn) -> Status[Replay]:
-    """200 with the stored replay when this policy was replayed before, else 202 (poll it)."""
-    session = access_of(request).session(session_id)
-    version, config = _config_source(session, payload.policy_version_id, payload.config)
-    replay = background.replay_request(
-        session=session,
-        policy_version=version,
-        config=config,
-        context_limit=payload.context_limit,
-        compaction_id=payload.compaction_id,
-        actor=access_of(request).user,
-    )
-    replay.refresh_from_db()
-    return Status(200 if replay.status == "done" else 202, replay)
-
-
-@router.get("/replays/{int:replay_id}", response=ReplayOut, summary="A replay's series", auth=VIEW)
-def get_replay(request: HttpRequest, replay_id: int) -> Replay:
-    return access_of(request).replay(replay_id)
 
 
 @router.post(

@@ -10,7 +10,7 @@ from ninja import Schema
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 import gcengine
-from jaato_web.dashboard import presenters, quality, storage
+from jaato_web.dashboard import presenters, services, storage
 from jaato_web.dashboard.models import GCRun, Replay
 from jaato_web.http import MAX_ID
 
@@ -229,7 +229,7 @@ class RunDetailOut(RunOut):
         retention = storage.retention_read(run.retention)
         if retention is None:
             return []
-        return gcengine.gate_failures(retention, quality.project_gates(run.session.project))
+        return gcengine.gate_failures(retention, services.project_gates(run.session.project))
 
 
 class RemovalOut(Schema):
@@ -436,7 +436,7 @@ class ReplayOut(Schema):
     def resolve_prompt_cache(replay: Replay) -> dict[str, Any] | None:
         if replay.series is None:
             return None
-        prices = quality.project_prices(replay.session.project)
+        prices = services.project_prices(replay.session.project)
         cost = presenters.cost_view(replay.series, prices, replay.session.model_name)
         if cost is None:
             return None

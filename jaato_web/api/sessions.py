@@ -1,4 +1,5 @@
-"""Sessions: upload, list, read (figures, budget tree, history), and their original bytes."""
+"""Sessions: list, read (figures, budget tree, history, the original bytes), pin, archive and
+delete; and the one-file upload, which answers at the list's address."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.http import content_disposition_header
 from ninja import File, Router, Status, UploadedFile
 
-import gcengine
 from jaato_web.api.auth import DELETE, PIN, UPLOAD, VIEW, access_of, project_of
 from jaato_web.api.paging import node_page, paged
 from jaato_web.api.schemas import (
@@ -14,7 +14,6 @@ from jaato_web.api.schemas import (
     ArchiveOut,
     Id,
     Index,
-    IngestJobOut,
     NodePage,
     PageNumber,
     Problem,
@@ -23,22 +22,24 @@ from jaato_web.api.schemas import (
     SessionPinIn,
     SessionPinsOut,
     TurnPage,
-    TurnReferencesOut,
-    UploadBatchOut,
     UploadOut,
-    UploadResultOut,
 )
 from jaato_web.dashboard import background, selectors, services
-from jaato_web.dashboard.models import AgentSession, IngestJob
+from jaato_web.dashboard.models import AgentSession
 
 router = Router(tags=["sessions"])
 
 
+# The single-file upload is an uploads endpoint, but it answers at the list's own address
+# (``POST /api/sessions`` beside ``GET``), and an address is served by the one router that
+# declares it first: the other router's methods would answer 405. So it is declared here,
+# filed under the uploads tag.
 @router.post(
     "",
     response={201: UploadOut, 200: UploadOut, 202: UploadOut, 400: Problem, 413: Problem},
     summary="Upload a session file",
     auth=UPLOAD,
+    tags=["uploads"],
 )
 def upload_session(
     request: HttpRequest, file: File[UploadedFile], project: Id | None = None
@@ -65,44 +66,6 @@ def upload_session(
     )
 
 
-@router.post(
-    "/uploads",
-    response={200: UploadBatchOut, 400: UploadBatchOut, 413: UploadBatchOut, 500: UploadBatchOut},
-    summary="Upload several session files, each on its own",
-    auth=UPLOAD,
-)
-def upload_sessions(
-    request: HttpRequest, files: File[list[UploadedFile]], project: Id | None = None
-) -> Status[UploadBatchOut]:
-    """Every file gets its own result: an empty, oversized or malformed file is refused and
-    stores nothing, while the others are stored. The answer is 200 when at least one file was
-    taken, otherwise the refusal's status (400 when they differ), as the upload page answers.
-    """
-    outcomes = background.sessions_upload(
-        project=project_of(request, project), files=files, actor=access_of(request).user
-    )
-    taken = sum(1 for o in outcomes if o.taken)
-    return Status(
-        services.uploads_status(outcomes),
-        UploadBatchOut(
-            results=[
-                UploadResultOut(
-                    filename=o.filename,
-                    state=o.state.value,
-                    status=o.status,
-                    session=o.session,  # type: ignore[arg-type]
-                    job=o.job,  # type: ignore[arg-type]
-                    reason=o.reason,
-                    json_path=o.json_path,
-                )
-                for o in outcomes
-            ],
-            taken=taken,
-            refused=len(outcomes) - taken,
-        ),
-    )
-
-
 @router.get("", response=SessionPage, summary="List a project's sessions", auth=VIEW)
 def list_sessions(
     request: HttpRequest,
@@ -116,16 +79,6 @@ def list_sessions(
     target = project_of(request, project)
     sessions = selectors.session_list(project=target, search=search, sort=sort, archived=archived)
     return paged(sessions, page, selectors.SESSIONS_PER_PAGE)
-
-
-@router.get(
-    "/uploads/{int:job_id}",
-    response=IngestJobOut,
-    summary="Background upload status",
-    auth=VIEW,
-)
-def upload_status(request: HttpRequest, job_id: int) -> IngestJob:
-    return access_of(request).ingest_job(job_id)
 
 
 @router.get(
@@ -158,21 +111,6 @@ def session_budget(
 def session_turns(request: HttpRequest, session_id: int, page: PageNumber = 1) -> dict[str, object]:
     session = access_of(request).session(session_id)
     return paged(selectors.session_turns(session=session), page, selectors.TURNS_PER_PAGE)
-
-
-@router.get(
-    "/{int:session_id}/references",
-    response={200: TurnReferencesOut, 400: Problem},
-    summary="The reference graph around a turn",
-    auth=VIEW,
-)
-def session_references(
-    request: HttpRequest, session_id: int, turn: PageNumber
-) -> gcengine.TurnReferences:
-    """What the segments of turn ``turn`` (from 1, as JAATO numbers turns) refer to, and what
-    refers to them: what a reachability policy follows."""
-    session = access_of(request).session(session_id)
-    return gcengine.turn_references(services.engine_session_of(session), turn - 1)
 
 
 @router.get("/{int:session_id}/original", summary="The uploaded file, byte for byte", auth=VIEW)

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Field, Router, Schema, Status
+from ninja import Router, Schema, Status
 
-import gcengine
-from jaato_web.api.auth import EDIT_POLICY, MANAGE_MEMBERS, VIEW, access_of
+from jaato_web.api.auth import MANAGE_MEMBERS, VIEW, access_of
 from jaato_web.api.paging import paged
-from jaato_web.api.schemas import Id, ObjectIn, PageNumber, Problem
-from jaato_web.dashboard import quality
+from jaato_web.api.schemas import Id, ObjectIn, PageNumber
 from jaato_web.dashboard.models import AuditAction, AuditEvent, Project
 from jaato_web.teams import selectors, services
 from jaato_web.teams.models import Membership
@@ -167,60 +164,3 @@ def audit_log(
         until=until,
     )
     return paged(events, page, selectors.AUDIT_PER_PAGE)
-
-
-# --- Quality gates and prices ----------------------------------------------------------------
-
-
-class QualityOut(Schema):
-    gates: dict[str, float] = Field(description="Least anchor retention per class, 0 to 1")
-    prices: list[gcengine.ModelPrice]
-    gates_are_defaults: bool
-    prices_are_defaults: bool
-
-
-class QualityIn(ObjectIn):
-    """A field left out keeps what is stored; null goes back to the engine's defaults."""
-
-    gates: dict[str, Any] | None = None
-    prices: list[Any] | None = None
-
-
-def _quality_out(project: Project) -> dict[str, object]:
-    return {
-        "gates": {cls.value: minimum for cls, minimum in quality.project_gates(project).items()},
-        "prices": quality.project_prices(project),
-        "gates_are_defaults": project.retention_gates is None,
-        "prices_are_defaults": project.prices is None,
-    }
-
-
-@router.get(
-    "/projects/{int:project_id}/quality",
-    response=QualityOut,
-    summary="A project's retention gates and price table",
-    auth=VIEW,
-)
-def project_quality(request: HttpRequest, project_id: int) -> dict[str, object]:
-    return _quality_out(access_of(request).project(project_id))
-
-
-@router.put(
-    "/projects/{int:project_id}/quality",
-    response={200: QualityOut, 400: Problem},
-    summary="Set a project's retention gates and price table",
-    auth=EDIT_POLICY,
-)
-def set_project_quality(
-    request: HttpRequest, project_id: int, payload: QualityIn
-) -> dict[str, object]:
-    """Gates as ``{"decisions": 0.95}``, prices as a list of model entries; each is checked
-    by the engine, and a refusal names the class, or the entry and field (``prices[1].model``)."""
-    project = access_of(request).project(project_id)
-    given = payload.model_fields_set
-    gates = payload.gates if "gates" in given else project.retention_gates
-    prices = payload.prices if "prices" in given else project.prices
-    quality.project_quality_save(
-        project=project, gates=gates, prices=prices, actor=access_of(request).user
-    )
-    return _quality_out(project)

@@ -62,7 +62,7 @@ def _delete(request: PageRequest, item: Item) -> HttpResponse:
         messages.success(request, f"Deleted the {plan.kind} {plan.name}.")
         return redirect(gone_to)
     context = {"plan": plan, "item_url": _page_of(item), "delete_url": request.path}
-    return render(request, "confirm_delete.html", context)
+    return render(request, "archive/confirm_delete.html", context)
 
 
 @require_POST

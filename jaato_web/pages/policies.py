@@ -24,7 +24,6 @@ from jaato_web.dashboard import (
     background,
     presenters,
     previews,
-    quality,
     selectors,
     services,
     storage,
@@ -270,7 +269,7 @@ def _preview_retention(
 ) -> presenters.RetentionView | None:
     """What the preview's collection keeps of the anchors it takes out of view."""
     return presenters.retention_view(
-        preview.retention, quality.project_gates(project), what="this policy"
+        preview.retention, services.project_gates(project), what="this policy"
     )
 
 
@@ -589,7 +588,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
             services.config_validated(b.config),
             window,
         )
-        gates = quality.project_gates(project)
+        gates = services.project_gates(project)
         context |= {
             "a": a,
             "b": b,
@@ -632,7 +631,7 @@ def _ranking(
     by = str(request.GET.get("by") or "retention")
     if by not in previews.RANK_ORDERS:
         by = "retention"
-    prices = quality.project_prices(project)
+    prices = services.project_prices(project)
     ranking = previews.rank(
         ranked, list(versions.values()), gates, prices, by=by, context_limit=window
     )

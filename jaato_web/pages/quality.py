@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 import gcengine
-from jaato_web.dashboard import presenters, quality, selectors, services
+from jaato_web.dashboard import presenters, selectors, services
 from jaato_web.dashboard.models import Project
 from jaato_web.http import PageRequest
 from jaato_web.pages.forms import (
@@ -60,8 +60,8 @@ def project_quality(request: PageRequest, project_id: int) -> HttpResponse:
     """The gates every run, replay and compaction of the project is held to, and the prices
     its replays are costed with."""
     project = request.access.project(project_id)
-    gates_form = GatesForm(initial=GatesForm.initial_for(quality.project_gates(project)))
-    table = [price.model_dump() for price in quality.project_prices(project)]
+    gates_form = GatesForm(initial=GatesForm.initial_for(services.project_gates(project)))
+    table = [price.model_dump() for price in services.project_prices(project)]
     return _settings_page(request, project, gates_form, price_rows(table))
 
 
@@ -85,13 +85,13 @@ def project_quality_save(request: PageRequest, project_id: int) -> HttpResponse:
     entries, rows = price_table_posted(request.POST)
     gates_form = GatesForm(request.POST)
     if request.POST.get("reset") == "defaults":
-        quality.project_quality_save(project=project, gates=None, prices=None, actor=request.user)
+        services.project_quality_save(project=project, gates=None, prices=None, actor=request.user)
         messages.success(request, "The project uses the default gates and prices again.")
         return redirect("project_quality", project_id=project.pk)
     if not gates_form.is_valid():
         return _settings_page(request, project, gates_form, price_rows(entries), status=400)
     try:
-        quality.project_quality_save(
+        services.project_quality_save(
             project=project, gates=gates_form.gates(), prices=entries, actor=request.user
         )
     except gcengine.RetentionGateError as error:

@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from jaato_web.dashboard import presenters, quality, storage
+from jaato_web.dashboard import presenters, services, storage
 from jaato_web.dashboard.models import JobStatus, Replay
 from jaato_web.http import PageRequest
 from jaato_web.teams.access import requires
@@ -55,7 +55,7 @@ def _replay_context(replay: Replay) -> dict[str, Any]:
         context["no_turns"] = presenters.no_turns(replay.session)
     elif replay.status == JobStatus.DONE and series is not None:
         project = replay.session.project
-        gates = quality.project_gates(project)
+        gates = services.project_gates(project)
         context |= {
             "chart": presenters.replay_chart(series),
             "story": presenters.replay_story(series, replay.config),
@@ -66,7 +66,7 @@ def _replay_context(replay: Replay) -> dict[str, Any]:
             ),
             "collections_under_gate": presenters.replay_gate_failures(series, gates),
             "cost": presenters.cost_view(
-                series, quality.project_prices(project), replay.session.model_name
+                series, services.project_prices(project), replay.session.model_name
             ),
             "project": project,
         }

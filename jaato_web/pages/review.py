@@ -16,8 +16,9 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from jaato_web.dashboard import presenters as dashboard_presenters
-from jaato_web.dashboard import quality, storage
 from jaato_web.dashboard import selectors as dashboard_selectors
+from jaato_web.dashboard import services as dashboard_services
+from jaato_web.dashboard import storage
 from jaato_web.dashboard.models import PolicyVersion
 from jaato_web.http import PageRequest, htmx_target, query_id
 from jaato_web.review import presenters, selectors, services
@@ -166,7 +167,7 @@ def review_queue(request: PageRequest) -> HttpResponse:
     }
     target = htmx_target(request)
     wanted = [target] if target in QUEUE_LISTS else list(QUEUE_LISTS)
-    gates = quality.project_gates(project)
+    gates = dashboard_services.project_gates(project)
     lists = {}
     for key in wanted:
         page = dashboard_selectors.page_of(

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import presenters, quality, selectors, services, storage
+from jaato_web.dashboard import presenters, selectors, services, storage
 from jaato_web.dashboard.models import GCRun, JobStatus
 from jaato_web.http import PageRequest, htmx_target
 from jaato_web.pages import fragments
@@ -50,7 +50,7 @@ def run_detail(request: PageRequest, run_id: int) -> HttpResponse:
         "config_json": storage.pretty_json(run.config),
         "legend": presenters.policy_legend(),
     }
-    gates = quality.project_gates(session.project)
+    gates = services.project_gates(session.project)
     if run.compaction_id:
         compactions = session.agent_state.get("compactions") or []
         compaction: dict[str, Any] = next(
@@ -102,7 +102,7 @@ def run_retention(request: PageRequest, run_id: int) -> HttpResponse:
     """What the run page polls while the run's anchor retention is scored; once scored, the
     section and the gate flag above the figures."""
     run = request.access.run(run_id)
-    gates = quality.project_gates(run.session.project)
+    gates = services.project_gates(run.session.project)
     context = {
         "run": run,
         "retention": presenters.run_retention(run, gates),

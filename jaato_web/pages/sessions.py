@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import gcengine
-from jaato_web.dashboard import background, presenters, quality, selectors, services, storage
+from jaato_web.dashboard import background, presenters, selectors, services, storage
 from jaato_web.dashboard.models import AgentSession, PolicyVersion, Project
 from jaato_web.http import (
     PageRequest,
@@ -228,7 +228,7 @@ def _session_page(
 
 def _compaction_retention(session: AgentSession) -> dict[str, presenters.RetentionView | None]:
     """Each compaction the agent performed, scored as a policy's collection is, by id."""
-    gates = quality.project_gates(session.project)
+    gates = services.project_gates(session.project)
     return {
         c["id"]: presenters.retention_view(
             storage.retention_read(c.get("retention")), gates, what="the compaction"

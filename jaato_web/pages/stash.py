@@ -45,9 +45,9 @@ def run_stash(request: PageRequest, run_id: int) -> HttpResponse:
             return redirect_after_post(request, reverse("session_detail", args=[session.pk]))
     context = {"run": run, "session": run.session, "form": form, **_stash(run, request.GET)}
     if htmx_target(request) == "stash-list":
-        return render(request, "runs/stash.html#stash-list", context)
+        return render(request, "stash/stash.html#stash-list", context)
     status = 400 if form.errors else 200
-    return render(request, "runs/stash.html", context, status=status)
+    return render(request, "stash/stash.html", context, status=status)
 
 
 def _stash(run: GCRun, query: QueryDict) -> dict[str, Any]:
@@ -85,8 +85,8 @@ def run_kept(request: PageRequest, run_id: int) -> HttpResponse:
         "kept_pager": presenters.pager(page, "page"),
     }
     if request.htmx:
-        return render(request, "runs/kept.html#kept-list", context)
-    return render(request, "runs/kept.html", context)
+        return render(request, "stash/kept.html#kept-list", context)
+    return render(request, "stash/kept.html", context)
 
 
 @require_GET
@@ -109,5 +109,5 @@ def session_references(request: PageRequest, session_id: int) -> HttpResponse:
             )
         else:
             context["picture"] = presenters.reference_picture(graph)
-    template = "sessions/references.html"
+    template = "stash/references.html"
     return render(request, f"{template}#references" if request.htmx else template, context)

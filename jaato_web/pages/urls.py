@@ -9,7 +9,7 @@ from django.urls import URLPattern, path
 from jaato_web.pages import (
     archive,
     background,
-    plans,
+    planner,
     policies,
     quality,
     replays,
@@ -39,10 +39,10 @@ urlpatterns: list[URLPattern] = [
     ),
     path("sessions/<int:session_id>/archive/", archive.session_archive, name="session_archive"),
     path("sessions/<int:session_id>/delete/", archive.session_delete, name="session_delete"),
-    path("sessions/<int:session_id>/plan/", plans.session_plan, name="session_plan"),
+    path("sessions/<int:session_id>/plan/", planner.session_plan, name="session_plan"),
     path(
         "sessions/<int:session_id>/plan/steps/",
-        plans.session_plan_steps,
+        planner.session_plan_steps,
         name="session_plan_steps",
     ),
     path(
@@ -113,12 +113,12 @@ urlpatterns: list[URLPattern] = [
         name="policy_export",
     ),
     # Planner configs (their versions, review, archive and delete are the policies' pages)
-    path("planner/", plans.planner_config_list, name="planner_config_list"),
-    path("planner/new/", plans.planner_config_new, name="planner_config_new"),
-    path("planner/<int:config_id>/edit/", plans.planner_config_edit, name="planner_config_edit"),
+    path("planner/", planner.planner_config_list, name="planner_config_list"),
+    path("planner/new/", planner.planner_config_new, name="planner_config_new"),
+    path("planner/<int:config_id>/edit/", planner.planner_config_edit, name="planner_config_edit"),
     path(
         "planner/<int:config_id>/versions/<int:number>/planner.json",
-        plans.planner_config_export,
+        planner.planner_config_export,
         name="planner_config_export",
     ),
     path(

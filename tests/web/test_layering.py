@@ -11,11 +11,14 @@ Exceptions are listed below, each with its reason; anything else fails this test
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from pathlib import Path
 
 import pytest
 
 import gcengine
+from tests.structure import described, find_cycle, long_modules, module_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jaato_web"
@@ -226,9 +229,9 @@ def _service_modules() -> list[Path]:
 
 
 def test_a_family_of_use_cases_imports_no_other_family() -> None:
-    """Each family (uploads, runs, replays, policies, archive, stash) has one home, and what
-    several need is shared (``SHARED_SERVICES``), so a family can change without the others,
-    and no use case starts or wraps background work itself."""
+    """Each family (uploads, runs, replays, policies, archive, stash, quality) has one home,
+    and what several need is shared (``SHARED_SERVICES``), so a family can change without the
+    others, and no use case starts or wraps background work itself."""
     assert _service_modules(), "the services are a package of modules"
     problems = [
         problem
@@ -303,3 +306,81 @@ def test_the_shell_names_no_strategy_and_reads_the_engines_specs_instead() -> No
         if name in path.read_text()
     ]
     assert code + pages == []
+
+
+# --- Families: one name in every layer, as docs/architecture.md tables them -------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+# Where each column of the families table names its modules; a name with a slash is an app's
+# own module (``review/services.py``), under ``jaato_web/``.
+FOLDERS = {
+    "page": PACKAGE / "pages",
+    "API": PACKAGE / "api",
+    "service": PACKAGE / "dashboard" / "services",
+    "presenter": PACKAGE / "dashboard" / "presenters",
+    "preview": PACKAGE / "dashboard" / "previews",
+    "templates": TEMPLATES,
+    "tests": ROOT / "tests" / "web",
+}
+
+
+def _table(first_column: str) -> list[dict[str, str]]:
+    """The rows of the table in docs/architecture.md whose first column is ``first_column``."""
+    lines = ARCHITECTURE.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_column} |"))
+    table = itertools.takewhile(lambda line: line.startswith("|"), lines[start:])
+    header, _, *rows = ([cell.strip() for cell in line.strip("|").split("|")] for line in table)
+    return [dict(zip(header, row, strict=True)) for row in rows]
+
+
+def _named(cell: str) -> list[str]:
+    """What a cell names: its names in backticks, before any note in brackets; a dash, none."""
+    return [] if cell.startswith("—") else re.findall(r"`([^`]+)`", cell.split("(")[0])
+
+
+def test_every_module_and_folder_a_family_names_exists() -> None:
+    """The table is where a reader looks first, so it may not name a module that moved."""
+    missing = [
+        f"{row['family']}: {column} {name}"
+        for row in _table("family")
+        for column, folder in FOLDERS.items()
+        for name in _named(row[column])
+        if not any((PACKAGE if "/" in name.rstrip("/") else folder).glob(name))
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def test_every_module_of_a_layer_is_a_familys_or_shared() -> None:
+    """A new module joins a family, under its name, or is listed as shared with its reason."""
+    named = {
+        (column, name)
+        for row in _table("family")
+        for column in FOLDERS
+        for name in _named(row[column])
+    }
+    shared = {(row["layer"], name) for row in _table("layer") for name in _named(row["module"])}
+    stray = [
+        f"{folder.relative_to(ROOT)}/{path.name}"
+        for column, folder in FOLDERS.items()
+        if column not in ("templates", "tests")
+        for path in sorted(folder.glob("*.py"))
+        if path.name != "__init__.py" and (column, path.name) not in named | shared
+    ]
+    assert not stray, "\n".join(stray)
+
+
+# --- No circles, no module too long -----------------------------------------------------------
+
+
+def test_the_shells_modules_import_each_other_without_a_cycle() -> None:
+    """Counting imports inside functions: a module that must import another at call time to
+    dodge a circle is in one all the same."""
+    modules = module_imports(PACKAGE)
+    cycle = find_cycle({module: list(targets) for module, targets in modules.items()})
+    assert cycle is None, described(cycle, modules)
+
+
+def test_no_module_of_the_shell_is_over_800_lines() -> None:
+    """A module that long holds several concerns; split it by concern into a package
+    (migrations are generated, and left as they are)."""
+    assert long_modules(PACKAGE, 800) == []

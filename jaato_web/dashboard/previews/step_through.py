@@ -8,8 +8,8 @@ costs, so two things keep a page of steps cheap on a 10,000-turn session:
 * older turns that cannot be sent are left out of a step before it is planned: the history
   is sent as the most recent turns without a gap, and a turn whose newer turns alone cost
   more than the prompt budget is behind the cut whatever else happens. Their items still
-  count as left out; ``tests/web/test_planning.py`` checks the series is the one planning
-  every item gives.
+  count as left out; ``tests/web/test_planner_previews.py`` checks the series is the one
+  planning every item gives.
 """
 
 from __future__ import annotations

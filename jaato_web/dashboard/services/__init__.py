@@ -7,8 +7,9 @@ is started through ``dashboard.background`` instead, which records it here and h
 worker when the transaction commits.
 
 One module per family, named as the pages and the API name it: ``uploads``, ``runs``,
-``replays``, ``policies`` (planner configs and pins too), ``archive`` (archive and delete) and
-``stash`` (sessions derived from a run). What several families need is in the shared modules:
+``replays``, ``policies`` (planner configs and pins too), ``archive`` (archive and delete),
+``stash`` (sessions derived from a run) and ``quality`` (a project's retention gates and price
+table). What several families need is in the shared modules:
 ``common`` (the project, a gc.json as the engine reads it, the pins a session adds),
 ``stored_sessions`` (a session written as rows and read back) and ``work`` (what a use case
 carried out in the background reports through). A family never imports another family.
@@ -51,6 +52,11 @@ from jaato_web.dashboard.services.policies import (
     policy_save,
     policy_size_check,
     session_pin,
+)
+from jaato_web.dashboard.services.quality import (
+    project_gates,
+    project_prices,
+    project_quality_save,
 )
 from jaato_web.dashboard.services.replays import REPLAYED_DIFFERENTLY, replay_series_of
 from jaato_web.dashboard.services.runs import VERDICT_FIELDS, plugin_names
@@ -112,6 +118,9 @@ __all__ = [
     "policy_save",
     "policy_size_check",
     "project_default",
+    "project_gates",
+    "project_prices",
+    "project_quality_save",
     "project_set_default_policy",
     "replay_series_of",
     "run_result_session",

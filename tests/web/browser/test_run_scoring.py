@@ -7,8 +7,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import gcengine
-from jaato_web.dashboard import quality, storage
+from jaato_web.dashboard import storage
 from jaato_web.dashboard.models import GCRun
+from jaato_web.dashboard.services import quality
 from tests.web.browser.page_log import PageLog
 from tests.web.browser.steps import assert_quiet, expect_same_document, mark_document
 

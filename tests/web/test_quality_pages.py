@@ -13,8 +13,9 @@ from django.test import Client
 from django.urls import reverse
 
 import gcengine
-from jaato_web.dashboard import background, presenters, quality, services, storage
+from jaato_web.dashboard import background, presenters, services, storage
 from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project, Removal, Replay
+from jaato_web.dashboard.services import quality
 from jaato_web.teams.permissions import Role
 from tests.web.conftest import make_member, signed_in_client
 from tests.web.policy_data import form_data

@@ -4,7 +4,7 @@ The tab plans the session's next request with the context planner (``dashboard.p
 for the model picked (or caps typed), a planner config and the session's pins. Its form is a
 GET, so a plan has an address; htmx swaps the plan (``#plan``), a page of what is sent or
 left out (``#included``, ``#excluded``) and the step-through (``#steps``), each a
-``{% partialdef %}`` of ``plans/session.html``, and every one is an ordinary link without
+``{% partialdef %}`` of ``planner/session.html``, and every one is an ordinary link without
 JavaScript.
 
 Planner configs are policies of kind "planner": listed and edited here, their versions,
@@ -33,7 +33,7 @@ from jaato_web.dashboard import (
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind
 from jaato_web.http import PageRequest, htmx_target, query_id
 from jaato_web.pages.forms import PolicySaveForm
-from jaato_web.pages.plan_forms import (
+from jaato_web.pages.planner_forms import (
     MODEL_CHOICES,
     PlanForm,
     PlannerConfigForm,
@@ -135,8 +135,8 @@ def session_plan(request: PageRequest, session_id: int) -> HttpResponse:
     context = _page(request, session, form)
     target = htmx_target(request)
     if target in PLAN_PARTS:
-        return render(request, f"plans/session.html#{target}", context)
-    return render(request, "plans/session.html", context)
+        return render(request, f"planner/session.html#{target}", context)
+    return render(request, "planner/session.html", context)
 
 
 def _steps_context(request: PageRequest, session: AgentSession, form: PlanForm) -> dict[str, Any]:
@@ -173,8 +173,8 @@ def session_plan_steps(request: PageRequest, session_id: int) -> HttpResponse:
     form = _form(request, session)
     steps = _steps_context(request, session, form)
     if request.htmx:
-        return render(request, "plans/session.html#steps", {"session": session, **steps})
-    return render(request, "plans/session.html", {**_page(request, session, form), **steps})
+        return render(request, "planner/session.html#steps", {"session": session, **steps})
+    return render(request, "planner/session.html", {**_page(request, session, form), **steps})
 
 
 # --- Planner configs -----------------------------------------------------------------------
@@ -191,7 +191,7 @@ def planner_config_list(request: PageRequest) -> HttpResponse:
     rows = [(v, presenters.planner_summary(v.config)) for v in versions]
     return render(
         request,
-        "plans/configs.html",
+        "planner/configs.html",
         {"rows": rows, "project": project, "archived": archived},
     )
 
@@ -225,7 +225,7 @@ def _editor(request: PageRequest, project_id: int, config: Policy | None) -> Htt
             new=config is None, initial={"base_version": latest.number if latest else None}
         )
         return render(
-            request, "plans/config_edit.html", {**context, "form": form, "save_form": save_form}
+            request, "planner/config_edit.html", {**context, "form": form, "save_form": save_form}
         )
     form = PlannerConfigForm(request.POST)
     save_form = PolicySaveForm(request.POST, new=config is None)
@@ -266,7 +266,7 @@ def _editor(request: PageRequest, project_id: int, config: Policy | None) -> Htt
             messages.success(request, f"Saved {config.name} version {version.number}.")
             return redirect("planner_config_edit", config_id=config.pk)
     context |= {"form": form, "save_form": save_form}
-    return render(request, "plans/config_edit.html", context, status=400)
+    return render(request, "planner/config_edit.html", context, status=400)
 
 
 def _conflict(conflict: services.PolicyConflict, form: PlannerConfigForm) -> dict[str, Any]:
