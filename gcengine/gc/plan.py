@@ -120,12 +120,14 @@ def _read_as_laid_out(
     created: list[float] = []
     position, size = 0, len(ids)
     foreign = False
+    stamp, key = dict.setdefault, REVISION_KEY  # bound once: a conversation has a leaf a message
     for turn in conversation.children.values():
         leaves = turn.children
         if not leaves:
             return None
         # Stamped as read (``SourceEntry.stamp``), in the loop that reads every leaf anyway.
-        foreign |= turn.__dict__.setdefault(REVISION_KEY, revision) is not revision
+        if stamp(turn.__dict__, key, revision) is not revision:
+            foreign = True
         for leaf in leaves.values():
             named = leaf.message_ids
             if leaf.children or position == size or len(named) != 1 or named[0] != ids[position]:
@@ -133,7 +135,8 @@ def _read_as_laid_out(
             tokens.append(leaf.tokens)
             policies.append(leaf.gc_policy)
             created.append(leaf.created_at or 0.0)
-            foreign |= leaf.__dict__.setdefault(REVISION_KEY, revision) is not revision
+            if stamp(leaf.__dict__, key, revision) is not revision:
+                foreign = True
             position += 1
     if position != size:
         return None
