@@ -111,7 +111,6 @@ from gcengine.planner import (
     model_caps,
     plan_context,
     plan_items,
-    plan_report,
     prompt_budget,
     session_caps,
     ttl_label,
@@ -158,8 +157,6 @@ from gcengine.quality.retention import (
     score_observed_compactions,
     session_scorer,
 )
-from gcengine.reachability.graph import AUTO_DELETE_BELOW, HALF_LIFE_TURNS, YOUNG_TURNS
-from gcengine.reachability.kinds import IMPORTANCE
 from gcengine.running import (
     GCOutcome,
     Simulation,
@@ -227,7 +224,6 @@ from gcengine.tokens import (
     counter_by_name,
     counter_for_model,
     load_counter,
-    model_encoding,
     token_counting,
 )
 from gcengine.usage import (
@@ -244,7 +240,6 @@ from gcengine.window import MIN_CONTEXT_LIMIT, context_limit_checked, with_conte
 
 __all__ = [
     "ANCHOR_CLASSES",
-    "AUTO_DELETE_BELOW",
     "DEFAULT_CONTEXT_LIMIT",
     "DEFAULT_PRICES",
     "DEFAULT_RETENTION_GATES",
@@ -253,9 +248,7 @@ __all__ = [
     "GC_JSON_SUBFIELDS",
     "GC_POLICY_INDICATORS",
     "GC_STRATEGIES",
-    "HALF_LIFE_TURNS",
     "HEALTH_ORDER",
-    "IMPORTANCE",
     "KNOWN_MODEL_LIMITS",
     "MIN_CONTEXT_LIMIT",
     "NEW_POLICY_STRATEGY",
@@ -266,7 +259,6 @@ __all__ = [
     "POLICY_ORDER",
     "STASH_ACTIONS",
     "STRATEGY_SPECS",
-    "YOUNG_TURNS",
     "Analysis",
     "AnalyzedSegment",
     "Anchor",
@@ -417,12 +409,10 @@ __all__ = [
     "message_records",
     "messages_from_records",
     "model_caps",
-    "model_encoding",
     "model_limits",
     "most_protective",
     "plan_context",
     "plan_items",
-    "plan_report",
     "plugin_options",
     "pooled_retention",
     "price_for_model",

@@ -1,14 +1,10 @@
-"""Speed for bulk work: building trusted models cheaply, and (for callers) pausing the cycle
-collector.
+"""Speed for bulk work: building trusted models cheaply, checking what was read from many
+values with one count (``Revision``), and (for entry points) pausing the cycle collector.
 
 Readers validate raw JSON themselves (so every error names its JSON path) and then build
 tens of thousands of models for a long session. ``model_construct`` resolves every default
 on each call and was the largest single cost of a load; this does the same job from a
 per-class table. Only for values the engine has already checked.
-
-Values the engine builds are not edited afterwards, so what is derived from one (a budget's
-conversation laid out flat, each message's token figure) is remembered by identity and reused
-until any value is edited in place (``Tracked``, ``remember``, ``recall``).
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from __future__ import annotations
 import functools
 import gc
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,7 +21,7 @@ from pydantic import BaseModel
 _set = object.__setattr__
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: one entry per model class
 def _defaults(
     model: type[BaseModel],
 ) -> tuple[dict[str, Any], tuple[tuple[str, Callable[[], Any]], ...]]:
@@ -40,7 +35,7 @@ def _defaults(
     return static, tuple(factories)
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: one entry per model class
 def _all_fields(model: type[BaseModel]) -> set[str]:
     """Every field name of ``model``: the fields-set of each instance built with all of them.
 
@@ -106,7 +101,10 @@ def entry_maker[M: BaseModel](model: type[M]) -> Callable[[dict[str, Any]], M]:
 
 class _Pauses:
     """The pauses of the cycle collector in progress, process-wide: the first to begin
-    switches it off, the last to end switches it back on if it was on before the first."""
+    switches it off, the last to end switches it back on if it was on before the first.
+
+    The engine's one process-wide state that is no memo of a pure function: it follows
+    the interpreter's own switch, which is process-wide, and only entry points pause."""
 
     lock = threading.Lock()
     count = 0
@@ -153,68 +151,33 @@ def cyclic_gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-class _Edits:
-    """How many in-place edits engine values have had, process-wide.
+class Revision:
+    """How many times a group of values was edited: what a fact read from all of them (a
+    conversation laid out flat, from a budget tree and a history) is stamped with, so that an
+    edit of any of them, a leaf deep inside a tree or one message of thousands, makes the fact
+    be read again.
 
-    Facts derived from a message or budget entry are remembered by the object's identity
-    (``remember``/``recall``) and hold only while no value has been edited since: one counter
-    for all of them, bumped by ``Tracked.__setattr__`` and the budget's editing methods. Edits
-    are rare (the engine builds new values instead), so a bump simply sends the next reader
-    back to reading the value itself, which re-remembers it.
+    Values point to one (a budget entry in its ``__dict__``, ``REVISION_KEY``; a message in its
+    ``Readings``) and count their edits against it. A budget, the budgets rebuilt from it and
+    the messages their builder read share one. Edits are rare (the engine builds new values
+    instead), so one count for the whole group is enough, and checking a fact costs one
+    comparison however many values it was read from.
     """
 
-    count = 0
+    __slots__ = ("edits",)
+
+    def __init__(self) -> None:
+        self.edits = 0
 
 
-def note_edit() -> None:
-    """Record an in-place edit: every remembered fact is read again from its value."""
-    _Edits.count += 1
-
-
-class Tracked(BaseModel):
-    """A model whose field assignments count as edits (see ``_Edits``)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        note_edit()
-        super().__setattr__(name, value)
+REVISION_KEY = "_revision"
+"""Where a budget entry keeps its revision: a key of its ``__dict__`` that is no field (as a
+cached property's value is kept): a copy shares it, a deep copy's tree a copy of it."""
 
 
 def set_fresh(instance: BaseModel, name: str, value: Any) -> None:
-    """Set a field of a model that nobody else holds yet (one being built), without it
-    counting as an edit of a value something may have remembered facts about."""
+    """Set a field of a model that nobody else holds yet (one being built), skipping the
+    model's own assignment: pydantic's checks, and what an edit of a value does to the facts
+    read from it (``Revision``)."""
     instance.__dict__[name] = value
     instance.__pydantic_fields_set__.add(name)
-
-
-_remembered: dict[int, tuple[weakref.ref[Any], int, Any]] = {}
-
-
-def edits() -> int:
-    """The edit count now: a reader takes it before reading, for ``remember``'s ``as_of``."""
-    return _Edits.count
-
-
-def remember(owner: object, fact: object, as_of: int | None = None) -> None:
-    """Remember ``fact`` about ``owner`` until ``owner`` is gone or any value is edited after
-    ``as_of`` (``edits()`` when the fact was read; now by default).
-
-    Kept by identity and weakly: the fact never keeps its owner alive, and a copy of the
-    owner (a new value, perhaps about to be edited) does not inherit it.
-    """
-    key = id(owner)
-    stamp = _Edits.count if as_of is None else as_of
-    # The table is bound now: an owner outliving the module (at interpreter exit) still finds it.
-    forget = functools.partial(_forget, _remembered, key)
-    _remembered[key] = (weakref.ref(owner, forget), stamp, fact)
-
-
-def _forget(table: dict[int, Any], key: int, _: object) -> None:
-    table.pop(key, None)
-
-
-def recall(owner: object) -> Any | None:
-    """The fact remembered about ``owner``, if it still holds."""
-    known = _remembered.get(id(owner))
-    if known is None or known[1] != _Edits.count or known[0]() is not owner:
-        return None
-    return known[2]

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from gcengine._fast import Tracked, construct, note_edit, recall, set_fresh
+from gcengine._fast import REVISION_KEY, Revision, construct, set_fresh
 from gcengine._json import default_if_null, json_type, parse_count, parse_enum
 from gcengine.errors import SessionFormatError
+
+if TYPE_CHECKING:
+    from gcengine.conversation import ConversationIndex
 
 
 class InstructionSource(StrEnum):
@@ -108,16 +111,28 @@ NON_CONTEXT_SOURCES: frozenset[InstructionSource] = frozenset({InstructionSource
 DEFAULT_CONTEXT_LIMIT = 128_000
 
 
-class SourceEntry(Tracked):
+class SourceEntry(BaseModel):
     """One node of the budget tree: a source, or a child such as a turn or a message.
 
     A node with children is a container: its own ``tokens`` are kept (JAATO writes them) but
     every figure is computed from the children, exactly as JAATO does.
 
-    Assigning a field, ``add_child`` and ``remove_child`` count as edits, which drop what was
-    remembered about built budgets (``gcengine.conversation``); change ``children`` and
-    ``message_ids`` through those, or on a copy, never in place.
+    A conversation entry keeps its conversation laid out flat (``keep_index``), which its
+    figures are then read from. Assigning a field of any entry of its tree, ``add_child`` and
+    ``remove_child`` advance the tree's ``Revision`` (``gcengine._fast``) and so drop it: the
+    budget builder gives one to every entry it makes, and a rebuild gives the one of the tree
+    it reuses entries from to the entries it adds (a budget and the budgets rebuilt from it
+    share entries); a tree read from elsewhere (a JAATO snapshot, a copy) is given one when its
+    conversation is first read. Change ``children`` and
+    ``message_ids`` through those, or on a copy, never in place (that is not seen).
+
+    Neither is a field: they take no part in equality or dumps. The revision is kept in the
+    entry's ``__dict__`` (as a cached property would be), so reading every entry's is C-speed
+    work; a copy shares it, and a deep copy's tree shares a copy of it. The index is kept in a
+    slot, so no copy has it.
     """
+
+    __slots__ = ("__weakref__", "_index")
 
     source: InstructionSource
     tokens: int = Field(default=0, ge=0)
@@ -134,10 +149,9 @@ class SourceEntry(Tracked):
         conversation has a leaf per message)."""
         if not self.children:
             return self.tokens
-        index = recall(self)
+        index = self.kept_index()
         if index is not None:
-            total: int = index.total
-            return total
+            return index.total
         total = 0
         pending = [self.children]
         while pending:
@@ -175,11 +189,8 @@ class SourceEntry(Tracked):
         """A built conversation's tokens of messages of ``policy``, from its index (None for
         any other entry): its turns are PARTIAL containers, so a tier's tokens are its
         leaves', which a walk would add up one message at a time."""
-        index = recall(self)
-        if index is None:
-            return None
-        tokens: int = index.tier_tokens[policy]
-        return tokens
+        index = self.kept_index() if self.children else None
+        return index.tier_tokens[policy] if index is not None else None
 
     def effective_gc_policy(self) -> GCPolicy:
         """A container's policy is its children's when they agree, PARTIAL when they do not."""
@@ -201,8 +212,9 @@ class SourceEntry(Tracked):
         created_at: float | None = None,
         message_ids: list[str] | None = None,
     ) -> SourceEntry:
-        """Add (or replace) a child; it inherits this entry's source, as in JAATO."""
-        note_edit()
+        """Add (or replace) a child; it inherits this entry's source, as in JAATO, and this
+        entry's revision (an edit of it is an edit of the tree)."""
+        self.edited()
         child = SourceEntry(
             source=self.source,
             tokens=tokens,
@@ -212,12 +224,53 @@ class SourceEntry(Tracked):
             created_at=created_at,
             message_ids=list(message_ids or []),
         )
+        revision = self.revision()
+        if revision is not None:
+            child.stamp(revision)
         self.children[key] = child
         return child
 
     def remove_child(self, key: str) -> bool:
-        note_edit()
+        self.edited()
         return self.children.pop(key, None) is not None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.edited()
+        super().__setattr__(name, value)
+
+    def edited(self) -> None:
+        """Count an edit of this entry against its tree's revision, if it has one: every fact
+        stamped with the revision is read again."""
+        revision = self.revision()
+        if revision is not None:
+            revision.edits += 1
+
+    def revision(self) -> Revision | None:
+        """The revision of the tree this entry belongs to, if it was given one."""
+        revision: Revision | None = self.__dict__.get(REVISION_KEY)
+        return revision
+
+    def stamp(self, revision: Revision) -> None:
+        """Make this entry one of the tree ``revision`` counts the edits of (it is not an edit:
+        nothing read from the entry changes)."""
+        self.__dict__[REVISION_KEY] = revision
+
+    def keep_index(self, index: ConversationIndex) -> None:
+        """Keep ``index`` (this conversation entry's tree laid out flat) until the tree is
+        edited; the entry must have been stamped (``stamp``) with its tree's revision."""
+        revision = self.revision()
+        assert revision is not None, "an index is kept only for a tree with a revision"
+        _INDEX.__set__(self, (index, revision, revision.edits))
+
+    def kept_index(self) -> ConversationIndex | None:
+        """The index kept for this entry, if its tree is unedited since."""
+        try:
+            kept: tuple[ConversationIndex, Revision, int] | None = _INDEX.__get__(self)
+        except AttributeError:  # nothing was ever kept
+            return None
+        if kept is None or kept[1].edits != kept[2]:
+            return None
+        return kept[0]
 
     def leaves(self) -> Iterator[SourceEntry]:
         """Every node below and including this one that has no children, in ``walk``'s
@@ -235,7 +288,7 @@ class SourceEntry(Tracked):
         built conversation's are its messages' (none for no message, where ``leaves`` gives
         the empty entry itself), read from its index: an upload asks where its figures came
         from, and walking a long session's tree for that took 0.03 s."""
-        index = recall(self)
+        index = self.kept_index()
         if index is not None and index.counted_by is not None:
             return zip(index.tokens, index.counted_by, strict=True)
         return ((leaf.tokens, leaf.metadata.get("counted_by")) for leaf in self.leaves())
@@ -334,6 +387,11 @@ class SourceEntry(Tracked):
         if children and "stored_gc_policy" not in data:
             set_fresh(entry, "gc_policy", _infer_stored_policy(entry, data, top_level_default))
         return entry
+
+
+# The slot holding an entry's kept index, read and set without pydantic's attribute handling
+# (which takes every name starting with "_" for a private attribute).
+_INDEX = SourceEntry.__dict__["_index"]
 
 
 def _infer_stored_policy(

@@ -4,26 +4,29 @@ A collection needs every message's tokens, policy and creation time, where each 
 which messages form each tool exchange; read from a budget tree and a history, that is several
 attribute reads on each of tens of thousands of scattered objects, which cost more than the rest
 of a collection. The budget
-builder knows all of it as it builds, so it records a ``ConversationIndex`` with the
-conversation entry it makes (``remember``); a collection, and the entry's ``total_tokens``,
-read that instead. A budget from anywhere else is read once and remembered the same way.
+builder knows all of it as it builds, so it keeps a ``ConversationIndex`` with the
+conversation entry it makes (``SourceEntry.keep_index``); a collection, and the entry's
+``total_tokens``, read that instead. A budget from anywhere else is read once and kept the same
+way.
 
-The index describes one conversation entry and one history, by identity, and holds only while
-no engine value is edited in place (``gcengine._fast``): a copy, an edited budget or another
-list of messages is read again.
+The index describes one conversation entry and one history. The entry drops it when any entry
+of its tree is edited; it describes a history only while that is the very same messages, none
+of them edited since (``describes``). Both are told by a ``Revision`` (``gcengine._fast``) the
+values count their edits against. A copy, an edited budget or another list of messages is read
+again.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, count, islice, repeat
 from operator import attrgetter, is_, itemgetter, lt
 from typing import NamedTuple
 
-from gcengine._fast import recall
+from gcengine._fast import Revision
 from gcengine.budget import (
     GCPolicy,
     InstructionBudget,
@@ -31,7 +34,14 @@ from gcengine.budget import (
     SourceEntry,
     most_protective,
 )
-from gcengine.messages import Message, MessageKind, TurnLayout, tool_traffic, turn_layout
+from gcengine.messages import (
+    Message,
+    MessageKind,
+    TurnLayout,
+    read_under,
+    tool_traffic,
+    turn_layout,
+)
 
 Figure = Callable[[Message], tuple[int, str]]
 """A message's tokens in the budget and what made the figure (``session.message_figure``)."""
@@ -109,7 +119,11 @@ class ConversationIndex:
     or as ``exchange_groups`` whose figures are worked out when a collection reaches them, and
     the id of the original request; any other index finds the exchanges in the messages.
     ``known`` holds every message id the figures cover when that is more than the history's
-    (a budget naming messages the history no longer has).
+    (a budget naming messages the history no longer has). ``revisions`` are those the messages
+    count their edits against, with their counts when the index was made (given by a builder,
+    else the messages are read under a new one: ``read_under``); ``graph`` is the history's
+    segment graph once worked out
+    (``reachability.graph.segment_graph``): it holds while the index does.
     """
 
     messages: list[Message]
@@ -124,6 +138,12 @@ class ConversationIndex:
     exchange_groups: list[ExchangeGroup] | None = None
     original: str | None = None
     created_base: float = 0.0
+    revisions: dict[Revision, int] = field(default_factory=dict, repr=False)
+    graph: object = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.messages and not self.revisions:
+            read_under(self.messages, Revision(), self.revisions)
 
     def exchanges_from(self, turn: int) -> Iterator[Exchange]:
         """The tool exchanges (and notices) of every turn from ``turn`` on, in history order."""
@@ -197,8 +217,18 @@ class ConversationIndex:
         return frozenset(self.layout.turn_of(position) for position in locked)
 
     def describes(self, history: Sequence[Message]) -> bool:
-        """Whether this is the index of ``history``: the very same messages, in order."""
-        return len(history) == len(self.messages) and all(map(is_, history, self.messages))
+        """Whether this is the index of ``history``: the very same messages, in order, none of
+        them edited since it was made."""
+        return (
+            len(history) == len(self.messages)
+            and all(map(is_, history, self.messages))
+            and self.unedited()
+        )
+
+    def unedited(self) -> bool:
+        """Whether none of the messages was edited since the index was made: what it says of
+        them (their layout, tool exchanges, figures) still holds."""
+        return all(revision.edits == edits for revision, edits in self.revisions.items())
 
     def reusing(self, basis: FigureBasis, figure: Figure) -> Figure:
         """``figure``, answered from this index for the messages it holds, when its figures
@@ -273,11 +303,9 @@ def _linked(members: Sequence[TrafficMember]) -> list[list[int]]:
 
 
 def index_of(entry: SourceEntry | None) -> ConversationIndex | None:
-    """The index remembered for a conversation entry, if it still holds."""
-    if entry is None:
-        return None
-    index: ConversationIndex | None = recall(entry)
-    return index
+    """The index kept for a conversation entry, if its tree is unedited since (whether it
+    describes a history is ``describes``)."""
+    return entry.kept_index() if entry is not None else None
 
 
 def budget_index(budget: InstructionBudget | None) -> ConversationIndex | None:

@@ -10,25 +10,27 @@ additions that the collector relies on:
 * ``kind`` marks summaries and notices the collector wrote, so they are never mistaken for the
   user's own words (JAATO stores both as plain user messages).
 
-Messages are values: the engine never changes one, and remembers what it derives from a history
-(turns, token figures) by the messages' identity. Assigning a field counts as an edit and
-drops all of that; change a message's ``parts`` or ``metadata`` on a copy, never in place.
+Messages are values: the engine never changes one, and keeps what it reads from one (its
+anchors) with the message (``Readings``). Assigning a field of a message drops that, and
+counts as an edit of every history index that read it; change its ``parts`` or ``metadata``
+on a copy, never in place (that is not seen). Parts and their payloads are frozen: a message's
+copy shares them, so a part edited in place would change every message holding it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress, count, islice
-from operator import is_not, ne
+from operator import attrgetter, is_not, ne
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gcengine._fast import Tracked, construct
+from gcengine._fast import Revision, construct
 
 
 class Role(StrEnum):
@@ -54,13 +56,17 @@ class MessageKind(StrEnum):
     NOTICE = "notice"
 
 
-class FunctionCall(Tracked):
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     id: str | None = None
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
 
-class FunctionResponse(Tracked):
+class FunctionResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     call_id: str | None = None
     name: str = ""
     result: Any = None
@@ -69,13 +75,17 @@ class FunctionResponse(Tracked):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class InlineData(Tracked):
+class InlineData(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     mime_type: str
     data: str = Field(description="base64 payload, or a reference when the file held only one")
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class OpaquePart(Tracked):
+class OpaquePart(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     """A part this engine does not interpret (code execution, compaction markers, ...).
 
     It is carried along unchanged and never shown to anyone as if it were message text.
@@ -96,8 +106,10 @@ _PAYLOAD_FIELDS = {
 """The field holding a part's payload, by its type."""
 
 
-class Part(Tracked):
+class Part(BaseModel):
     """One piece of a message; exactly the field matching ``type`` is set."""
+
+    model_config = ConfigDict(frozen=True)
 
     type: PartType
     text: str | None = None
@@ -165,7 +177,25 @@ def _part(
     )
 
 
-class Message(Tracked):
+class Readings:
+    """What the engine read from one message value, kept with it until it is edited: its
+    anchors (tens of megabytes of text in a long session, read again by every replay and
+    analysis otherwise), and the ``Revision`` the message counts its edits against once an
+    index of a history holding it has read it (``ConversationIndex``), which tells the index
+    whether it still describes the history. Kept outside the message's fields (a slot), so a
+    copy starts without them and they take no part in equality, dumps or pickles.
+    """
+
+    __slots__ = ("anchors", "revision")
+
+    def __init__(self) -> None:
+        self.anchors: object = None
+        self.revision: Revision | None = None
+
+
+class Message(BaseModel):
+    __slots__ = ("__weakref__", "_readings")
+
     role: Role
     parts: list[Part]
     message_id: str
@@ -175,6 +205,28 @@ class Message(Tracked):
     )
     # Per-message fields a format carries that the engine does not use (``model``, ``provider``).
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            readings: Readings | None = _READINGS.__get__(self)
+        except AttributeError:  # nothing was read from it
+            readings = None
+        if readings is not None:  # what was read from it no longer holds
+            if readings.revision is not None:
+                readings.revision.edits += 1
+            _READINGS.__set__(self, None)
+        super().__setattr__(name, value)
+
+    def readings(self) -> Readings:
+        """What has been read from this message value (new, if nothing was yet)."""
+        try:
+            known: Readings | None = _READINGS.__get__(self)
+        except AttributeError:  # a message nothing was read from yet
+            known = None
+        if known is None:
+            known = Readings()
+            _READINGS.__set__(self, known)
+        return known
 
     @property
     def function_calls(self) -> list[FunctionCall]:
@@ -200,6 +252,38 @@ class Message(Tracked):
     def is_text_only(self) -> bool:
         types = [p.type for p in self.parts]  # as in ``is_function_response``
         return bool(types) and types.count(PartType.TEXT) == len(types)
+
+
+# The slot holding a message's readings, read and set without pydantic's attribute handling
+# (which takes every name starting with "_" for a private attribute).
+_READINGS = Message.__dict__["_readings"]
+
+
+def read_under(messages: Iterable[Message], revision: Revision, seen: dict[Revision, int]) -> None:
+    """Have each message count its edits against ``revision``, unless it counts them against
+    one already, and note in ``seen`` every revision the messages count against, with its count
+    now: a fact read from them holds while those counts do. Messages an index read before (a
+    budget rebuilt, or read again) are looked at C speed."""
+    messages = list(messages)
+    try:
+        known = list(map(_READINGS.__get__, messages))
+    except AttributeError:  # one was never read
+        known = [None]
+    if None in known or None in (found := set(map(_REVISION_OF, known))):  # one not read yet
+        found = {_counting_against(message, revision) for message in messages}
+    for own in found:
+        seen.setdefault(own, own.edits)
+
+
+_REVISION_OF = attrgetter("revision")
+
+
+def _counting_against(message: Message, revision: Revision) -> Revision:
+    """The revision ``message`` counts its edits against: its own, or ``revision`` from now."""
+    readings = message.readings()
+    if readings.revision is None:
+        readings.revision = revision
+    return readings.revision
 
 
 def turn_number(index: int) -> int:

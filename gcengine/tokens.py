@@ -78,6 +78,8 @@ _PUBLIC_BPE_FILES = {
     "p50k_edit": "p50k_base.tiktoken",
     "r50k_base": "r50k_base.tiktoken",
 }
+# The names a counter is kept for: these, and the estimate.
+_KNOWN_ENCODINGS = frozenset({"approx", *_PUBLIC_BPE_FILES})
 _BPE_URL = "https://openaipublic.blob.core.windows.net/encodings/{}"
 _MEDIA_SUFFIX = "+media:"
 
@@ -361,7 +363,7 @@ def is_encoding_available_offline(encoding_name: str) -> bool:
     return (cache_dir / cache_key).is_file()
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: the bundled encoding, loaded once (one name)
 def _load_offline_encoding(encoding_name: str) -> Any | None:
     try:
         import tiktoken
@@ -371,7 +373,7 @@ def _load_offline_encoding(encoding_name: str) -> Any | None:
         return None
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: the o200k vocabulary file, read once
 def _o200k_ranks() -> dict[bytes, int] | None:
     """The o200k vocabulary from the file bpe-openai installs, found without importing the
     package (its tokenizer is not used), or None when it is missing or not the published one."""
@@ -392,7 +394,7 @@ def _o200k_ranks() -> dict[bytes, int] | None:
     }
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: one encoding per o200k name (two names)
 def _load_o200k_encoding(encoding_name: str) -> Any | None:
     ranks = _o200k_ranks()
     if ranks is None:
@@ -410,7 +412,7 @@ def _load_o200k_encoding(encoding_name: str) -> Any | None:
         return None
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: one encoding per name of _PUBLIC_BPE_FILES
 def _load_cached_encoding(encoding_name: str) -> Any | None:
     if not is_encoding_available_offline(encoding_name):
         return None
@@ -432,9 +434,14 @@ def load_counter(
     ``.name`` to see which one you got. Counters are cached per process, so repeated calls are
     free and share their content cache (``CachingCounter``, bounded).
     """
-    return _cached_counter(encoding_name or BUNDLED_ENCODING, media)
+    name = encoding_name or BUNDLED_ENCODING
+    # A name tiktoken publishes no file for is counted as the bundled encoding is; resolved
+    # here, so names read from files (any string) never grow the counters kept below.
+    return _cached_counter(name if name in _KNOWN_ENCODINGS else BUNDLED_ENCODING, media)
 
 
+# Bounded memo: one counter (with its bounded content cache) per known encoding and media
+# provider, so every caller shares its counts; the counter answers as a new one would.
 @functools.cache
 def _cached_counter(encoding_name: str, media: MediaProvider) -> TokenCounter:
     if encoding_name == "approx":

@@ -288,7 +288,7 @@ def validate_model[M: BaseModel](model: type[M], data: Any, path: JsonPath) -> M
         raise _located(error, path) from None
 
 
-@functools.cache
+@functools.cache  # bounded pure memo: one TypeAdapter per model class
 def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
     return TypeAdapter(list[model])  # type: ignore[valid-type]
 

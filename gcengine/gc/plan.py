@@ -35,7 +35,7 @@ from functools import cached_property
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
-from gcengine._fast import construct, edits, remember
+from gcengine._fast import REVISION_KEY, Revision, construct
 from gcengine.budget import (
     GCPolicy,
     InstructionBudget,
@@ -59,6 +59,7 @@ from gcengine.messages import (
     Role,
     Turn,
     TurnLayout,
+    read_under,
     starts_turn,
     turn_layout,
     uuid_shaped,
@@ -101,18 +102,32 @@ def _read_as_laid_out(
     Read positionally, without the id lookups the general reading needs; None for any other
     layout. With unique history ids (the caller's check) each message is then named by exactly
     one leaf, so this gives what ``_read_by_id`` would.
+
+    The entry keeps the index read: every entry of its tree is stamped with the tree's
+    revision (the entry's own, or a new one), so that an edit of any of them drops it. Unless
+    an entry counts its edits against another tree's revision already (one tree's entries put
+    into another): the index is then used, not kept.
     """
     if not conversation.children:
         return None
+    revision = conversation.revision()
+    if revision is None:
+        revision = Revision()
+        conversation.stamp(revision)
     ids = layout.message_ids
     tokens: list[int] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
     position, size = 0, len(ids)
+    foreign = False
+    stamp, key = dict.setdefault, REVISION_KEY  # bound once: a conversation has a leaf a message
     for turn in conversation.children.values():
         leaves = turn.children
         if not leaves:
             return None
+        # Stamped as read (``SourceEntry.stamp``), in the loop that reads every leaf anyway.
+        if stamp(turn.__dict__, key, revision) is not revision:
+            foreign = True
         for leaf in leaves.values():
             named = leaf.message_ids
             if leaf.children or position == size or len(named) != 1 or named[0] != ids[position]:
@@ -120,10 +135,17 @@ def _read_as_laid_out(
             tokens.append(leaf.tokens)
             policies.append(leaf.gc_policy)
             created.append(leaf.created_at or 0.0)
+            if stamp(leaf.__dict__, key, revision) is not revision:
+                foreign = True
             position += 1
     if position != size:
         return None
-    return ConversationIndex(history, layout, tokens, policies, created)
+    revisions: dict[Revision, int] = {}
+    read_under(history, revision, revisions)
+    index = ConversationIndex(history, layout, tokens, policies, created, revisions=revisions)
+    if not foreign:
+        conversation.keep_index(index)
+    return index
 
 
 def _read_by_id(
@@ -182,8 +204,8 @@ def _read_conversation(
 ) -> tuple[ConversationIndex, int]:
     """The conversation's index, and the tokens in context before collecting.
 
-    A built budget's index is remembered with it (``build_conversation``); any other budget
-    laid out the same way is read once and remembered, so the next collection of the same
+    A built budget's conversation entry keeps its index (``build_conversation``); any other
+    budget laid out the same way is read once and kept, so the next collection of the same
     history and budget reads nothing again. An index ``given`` for this history stands for the
     budget's conversation entry.
     """
@@ -194,17 +216,14 @@ def _read_conversation(
     )
     index = given or index_of(conversation)
     if index is None or not index.describes(history):
-        as_of = edits()
         layout = turn_layout(history)
         index = None
         if conversation is not None and len(set(layout.message_ids)) == len(history):
             index = _read_as_laid_out(history, layout, conversation)
-            if index is not None:
-                remember(conversation, index, as_of)
         if index is None:
             index, covered = _read_by_id(history, layout, conversation, counter)
             return index, budget.total_tokens() if budget is not None else covered
-    assert budget is not None  # an index is only ever remembered for a budget's conversation
+    assert budget is not None  # an index is only ever kept for a budget's conversation
     # The conversation's total is its index's; only the small entries outside it are walked.
     outside = sum(
         entry.total_tokens()

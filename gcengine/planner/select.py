@@ -31,7 +31,6 @@ from itertools import compress, islice, pairwise, repeat
 from operator import and_, ge, is_, itemgetter, not_, or_
 from typing import Any, NamedTuple
 
-from gcengine._fast import cyclic_gc_paused
 from gcengine.errors import PlannerError
 from gcengine.planner.model import (
     BudgetSources,
@@ -116,17 +115,16 @@ def plan_context(
     """Plan the next request: every item is either included (in prompt order) or excluded,
     with a reason code and detail. ``plan_id`` defaults to a digest of the inputs, so the same
     inputs always give the same plan; ``request_id`` goes into the telemetry record."""
-    with cyclic_gc_paused():  # tens of thousands of decisions, none of them cyclic
-        columns = _Columns(items)
-        budget = prompt_budget(caps, config)
-        selection = _Selection(columns, config, budget.prompt_budget)
-        selection.run()
-        return selection.plan(
-            budget,
-            caps,
-            plan_id if plan_id is not None else columns.digest(caps, config),
-            request_id,
-        )
+    columns = _Columns(items)
+    budget = prompt_budget(caps, config)
+    selection = _Selection(columns, config, budget.prompt_budget)
+    selection.run()
+    return selection.plan(
+        budget,
+        caps,
+        plan_id if plan_id is not None else columns.digest(caps, config),
+        request_id,
+    )
 
 
 _FIELDS = tuple(PlannerItem.model_fields)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, field_validator
 
-from gcengine._fast import construct, cyclic_gc_paused
+from gcengine._fast import construct
 from gcengine.budget import InstructionBudget, InstructionSource, SourceEntry
 from gcengine.context_limits import model_limits
 from gcengine.conversation import budget_index
@@ -97,8 +97,7 @@ def plan_items(
     relevance. ``counter`` counts messages only when the session's budget holds no figures for
     its history (a session built or edited by hand); it defaults to the session's own.
     """
-    with cyclic_gc_paused():  # an item per message, none of them cyclic
-        return _items(session, pins, rag_scores or {}, counter)
+    return _items(session, pins, rag_scores or {}, counter)
 
 
 def _items(

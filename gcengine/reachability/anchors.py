@@ -7,8 +7,8 @@ without embeddings. Each is a string ``kind:value`` (``file:src/billing/tax.py``
 ``gcengine.anchors`` finds in the message's text: anchor retention reads the same findings, so
 the two agree on what an anchor is.
 
-A message's anchors are read once and remembered by the message's identity (messages are
-values, see ``gcengine._fast``): a session's text runs to tens of megabytes, and a replay or a
+A message's anchors are read once and kept with the message until it is edited (its
+``Readings``): a session's text runs to tens of megabytes, and a replay or a
 second analysis of the same messages reads none of it again.
 """
 
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from gcengine._fast import edits, recall, remember
 from gcengine.anchors import AnchorKind, Found, anchor_key, argument_path, found_in, words
 from gcengine.messages import Message, PartType
 
@@ -103,12 +102,10 @@ def basename_key(anchor: str) -> str | None:
 
 def message_anchors(message: Message) -> MessageAnchors:
     """The message's anchors, read once per message value."""
-    known: MessageAnchors | None = recall(message)
-    if known is not None:
-        return known
-    as_of = edits()
-    found = _read(message)
-    remember(message, found, as_of)
+    readings = message.readings()
+    if isinstance(readings.anchors, MessageAnchors):
+        return readings.anchors
+    found = readings.anchors = _read(message)
     return found
 
 

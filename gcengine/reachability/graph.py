@@ -1,7 +1,7 @@
 """Segments, references, roots, marking and scores.
 
 The segments of a history and their references are the same under every policy: they are
-worked out once per conversation index (``segment_graph``) and remembered with it, so a
+worked out once per conversation index (``segment_graph``) and kept on it, so a
 second analysis of a session, or a policy tried after another, reads none of it again. Roots,
 marks and scores depend on the policy and are worked out for each collection (``Plan``).
 
@@ -34,7 +34,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from gcengine._fast import edits, recall, remember
 from gcengine.budget import GCPolicy, most_protective
 from gcengine.conversation import ConversationIndex, turn_key_of
 from gcengine.gc.plan import Collection, pinned_turns
@@ -106,7 +105,7 @@ class Candidate(NamedTuple):
 
 class SegmentGraph:
     """A history's segments and their references: the same under every policy, so worked out
-    once per conversation index and remembered with it (``segment_graph``).
+    once per conversation index and kept on it (``segment_graph``).
 
     ``references[s]`` maps each segment ``s`` refers to onto how (an anchor, ``reply`` or
     ``summary``); ``referrers`` is the reverse; ``refcounts`` leave out the reply of a
@@ -116,7 +115,7 @@ class SegmentGraph:
     """
 
     def __init__(self, index: ConversationIndex) -> None:
-        self.index = index
+        # The index is not kept here: it keeps the graph, and values form no reference cycles.
         self.anchors = [message_anchors(message) for message in index.messages]
         self.segments = _segments(index, self.anchors)
         self.by_id = {segment.segment_id: segment for segment in self.segments}
@@ -152,13 +151,11 @@ class SegmentGraph:
 
 
 def segment_graph(index: ConversationIndex) -> SegmentGraph:
-    """The graph of the history ``index`` describes, read once per index value."""
-    known: SegmentGraph | None = recall(index)
-    if known is not None:
-        return known
-    as_of = edits()
-    graph = SegmentGraph(index)
-    remember(index, graph, as_of)
+    """The graph of the history ``index`` describes, worked out once per index value (an
+    index holds while its messages are unedited, and a new one is made otherwise)."""
+    if isinstance(index.graph, SegmentGraph):
+        return index.graph
+    graph = index.graph = SegmentGraph(index)
     return graph
 
 
@@ -332,7 +329,9 @@ def _segments(index: ConversationIndex, anchors: list[MessageAnchors]) -> list[S
     return segments
 
 
-@functools.cache
+# Bounded pure memo: a kind per tuple of tool names (a session's tools are few, but the names
+# come from the files read, so the memo keeps the most recent).
+@functools.lru_cache(maxsize=1024)
 def _tool_kind(tools: tuple[str, ...]) -> SegmentKind:
     """An exchange's kind from its tools' names: reading or changing files is code, running
     commands and tests is a log, anything else is tool output."""

@@ -125,6 +125,7 @@ class _Figures:
             index is not None
             and index.basis is not None
             and index.basis[:2] == (counter.name, recorded)
+            and index.unedited()
         ):
             for message, tokens, made_by in zip(
                 index.messages, index.tokens, index.counted_by or (), strict=False

@@ -1,11 +1,18 @@
-"""The flat index a built budget carries: used while it holds, never once a value is edited."""
+"""The flat index a built budget carries, and what else the engine keeps of what it read from
+a value (a message's anchors, a history's segment graph): used while it holds, never once a
+value is edited, and kept on the values themselves, never in a table of the process."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
+import pydantic
+import pytest
+
 import gcengine
-from gcengine import InstructionSource
+from gcengine import InstructionSource, Part
 from gcengine.conversation import budget_index
 from gcengine.gc import GCTriggerReason
 from gcengine.running import load_gc_plugin, plugin_options
@@ -54,11 +61,70 @@ def test_adding_a_child_in_place_drops_the_index(counter: TokenCounter) -> None:
 
 
 def test_editing_a_message_drops_the_index(counter: TokenCounter) -> None:
+    """The index stops standing for the history once one of its messages is edited in place:
+    its layout is read again from the messages, and a collection reads the budget afresh."""
     session = session_at(20, 90, counter, seed=8)
-    history = [m.model_copy() for m in session.history]
-    assert budget_index(session.budget) is not None
-    history[0].metadata = {"edited": True}
+    index = budget_index(session.budget)
+    assert index is not None
+    assert index.describes(session.history)
+    turns = session.turn_count()
+    last = session.history[-1]  # the closing answer of the last turn
+    assert last.turn_index is not None
+    last.turn_index += 1  # now a turn of its own
+    assert not index.describes(session.history)
+    assert session.turn_count() == turns + 1
+    fresh = session.budget.model_copy(deep=True)
+    assert collect(session, session.budget) == collect(session, fresh)
+
+
+def test_editing_a_copy_of_a_message_leaves_the_index_of_the_original(
+    counter: TokenCounter,
+) -> None:
+    """A copy is another value: editing it says nothing of the history the index was made for."""
+    session = session_at(20, 90, counter, seed=8)
+    copies = [m.model_copy() for m in session.history]
+    copies[0].metadata = {"edited": True}
+    index = budget_index(session.budget)
+    assert index is not None
+    assert index.describes(session.history)
+    assert not index.describes(copies)
+
+
+def test_an_edit_of_an_entry_deep_in_a_tree_read_from_a_copy_drops_its_index(
+    counter: TokenCounter,
+) -> None:
+    """A budget that was not built (a copy, a JAATO snapshot) keeps the index its first
+    collection reads, and an edit of one of its leaves drops it as for a built one."""
+    session = session_at(40, 90, counter, tool_every=2, seed=10)
+    copy = session.budget.model_copy(deep=True)
+    before = collect(session, copy)
+    assert budget_index(copy) is not None
+    leaf = next(iter(copy.entries[InstructionSource.CONVERSATION].leaves()))
+    leaf.tokens += 2_000
+    assert budget_index(copy) is None
+    assert collect(session, copy) == collect(session, copy.model_copy(deep=True))
+    assert collect(session, copy) != before
+
+
+def test_a_budget_rebuilt_after_a_run_shares_entries_and_sees_their_edits(
+    counter: TokenCounter,
+) -> None:
+    """A run's budget after keeps the turns it left alone, the very same entries as the budget
+    before: an edit of one of them reaches both budgets' figures."""
+    session = session_at(60, 95, counter, tool_every=1, seed=11)
+    outcome = gcengine.run_gc(session, CONFIG)
+    before = session.budget.entries[InstructionSource.CONVERSATION]
+    after = outcome.budget_after.entries[InstructionSource.CONVERSATION]
+    shared = [key for key, turn in after.children.items() if before.children.get(key) is turn]
+    assert shared, "the turns a run left alone are kept"
+    totals = (session.budget.total_tokens(), outcome.budget_after.total_tokens())
+    next(iter(after.children[shared[-1]].leaves())).tokens += 700
     assert budget_index(session.budget) is None
+    assert budget_index(outcome.budget_after) is None
+    assert (session.budget.total_tokens(), outcome.budget_after.total_tokens()) == (
+        totals[0] + 700,
+        totals[1] + 700,
+    )
 
 
 def test_a_run_takes_the_figures_of_kept_messages_from_the_budget_before(
@@ -68,3 +134,49 @@ def test_a_run_takes_the_figures_of_kept_messages_from_the_budget_before(
     outcome = gcengine.run_gc(session, CONFIG)
     assert outcome.result.items_collected > 0
     assert outcome.budget_after == gcengine.rebuild_budget(outcome.session, counter)
+
+
+def test_editing_a_message_drops_what_was_read_from_it() -> None:
+    """A message keeps what was read from it (its anchors) until it is edited; a copy starts
+    with nothing read."""
+    message = gcengine.Message(
+        role=gcengine.Role.USER, parts=[Part.from_text("Fix src/billing/tax.py")], message_id="u1"
+    )
+    readings = message.readings()
+    readings.anchors = ("file:src/billing/tax.py",)
+    assert message.readings() is readings
+    assert message.model_copy().readings() is not readings
+    message.parts = [Part.from_text("Now look at src/billing/invoice.py")]
+    assert message.readings() is not readings
+    assert message.readings().anchors is None
+
+
+def test_parts_are_values_edited_only_on_a_copy() -> None:
+    """A message's copy shares its parts, so a part edited in place would change both
+    messages under what was read from them: parts refuse it."""
+    part = Part.from_text("hello")
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        part.text = "changed"
+    call = gcengine.FunctionCall(id="c1", name="grep", args={})
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        call.name = "sed"
+    assert part.model_copy(update={"text": "changed"}).text == "changed"
+
+
+def test_what_is_kept_of_a_session_goes_with_it(counter: TokenCounter) -> None:
+    """Nothing the engine keeps outlives the values it was read from, and reference counting
+    alone frees them (the engine's values form no reference cycles)."""
+    session = session_at(30, 90, counter, tool_every=2, seed=12)
+    gcengine.analyze(session, policy(type="reachability"))  # anchors and a segment graph
+    probes = [
+        weakref.ref(session.history[0]),
+        weakref.ref(session.budget.entries[InstructionSource.CONVERSATION]),
+    ]
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del session
+        assert [probe() for probe in probes] == [None, None]
+    finally:
+        if was_enabled:
+            gc.enable()

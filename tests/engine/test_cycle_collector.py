@@ -1,16 +1,18 @@
 """Pausing Python's cycle collector is the caller's choice, never the library's.
 
 ``gc.disable()`` is process-wide: a library call that paused it would pause it for every other
-thread of a web server too. So loading, running and replaying leave it exactly as the caller
-had it, during the call as well as after; the CLI, which owns its process, opts in.
+thread of a web server too. So loading, running, replaying and planning leave it exactly as the
+caller had it, during the call as well as after; the CLI, which owns its process, opts in, and
+no other module of the engine touches the collector.
 """
 
 from __future__ import annotations
 
+import ast
 import gc
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +107,55 @@ def test_replaying_leaves_the_collector_as_the_caller_left_it(collector: bool) -
     assert replay.events
     assert summarizer.seen == {collector}
     assert gc.isenabled() is collector
+
+
+def test_planning_leaves_the_collector_as_the_caller_left_it(collector: bool) -> None:
+    counter = WatchingCounter()
+    session = session_over_target(ApproxCounter(), turns=20)
+    # Messages the budget holds no figures for: planning them counts each with ``counter``.
+    session = session.model_copy(update={"history": [m.model_copy() for m in session.history]})
+    frozen = gc.get_freeze_count()
+    items = gcengine.plan_items(session, counter=counter)
+    seen: set[bool] = set()
+
+    def watched(items: Iterable[gcengine.PlannerItem]) -> Iterator[gcengine.PlannerItem]:
+        for item in items:
+            seen.add(gc.isenabled())  # read inside plan_context
+            yield item
+
+    plan = gcengine.plan_context(
+        watched(items), gcengine.session_caps(session), gcengine.PlannerConfig()
+    )
+    assert plan.included
+    assert counter.seen == {collector}
+    assert seen == {collector}
+    assert gc.isenabled() is collector
+    assert gc.get_freeze_count() == frozen
+
+
+def test_only_the_command_line_touches_the_collector() -> None:
+    """The rule, read from the source: no library module pauses, freezes or switches the
+    collector; the CLI (an entry point, owning its process) pauses it around its work, and
+    ``gcengine.cyclic_gc_paused`` is there for other entry points (a background worker)."""
+    package = Path(gcengine.__file__).resolve().parent
+    touching: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = (
+                node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "gc"
+                else None
+            )
+            if name in {"cyclic_gc_paused", "disable", "enable", "freeze", "unfreeze"}:
+                touching.setdefault(str(path.relative_to(package)), set()).add(name)
+    assert touching == {
+        "_fast.py": {"disable", "enable", "freeze", "unfreeze"},  # the pause itself
+        "cli.py": {"cyclic_gc_paused"},
+    }
 
 
 def test_pausing_is_an_opt_in_that_restores_the_callers_state(collector: bool) -> None:

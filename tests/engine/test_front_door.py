@@ -1,13 +1,17 @@
-"""The engine has one front door: everything its callers use is importable from ``gcengine``.
+"""The engine has one front door: everything its callers use is importable from ``gcengine``,
+and nothing else is.
 
 The web shell, the benchmarks and the web tests are read as source, not run: every engine
 name they use, whichever module they take it from today, must be exported by ``gcengine``
-itself, and the benchmarks take nothing from anywhere else.
+itself, and the benchmarks take nothing from anywhere else. Every name exported is used by
+something outside the engine or is part of the API ``docs/engine.md`` describes: what only the
+engine uses stays in its module (the engine's own tests import it from there).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,12 @@ CALLERS = sorted(
     for path in (REPO_ROOT / folder).rglob("*.py")
 )
 BENCHMARKS = sorted((REPO_ROOT / "benchmarks").glob("*.py"))
+OUTSIDE = sorted(
+    path
+    for folder in ("jaato_web", "benchmarks", "tests", ".ci", "dev")
+    for path in (REPO_ROOT / folder).rglob("*.py")
+)
+API_DOC = REPO_ROOT / "docs" / "engine.md"
 # The agent tools have a front door of their own: they need the MCP SDK, which
 # ``import gcengine`` never loads.
 FRONT_DOORS = {"gcengine.mcp_tools": gcengine.mcp_tools.__all__}
@@ -56,6 +66,30 @@ def test_everything_is_listed_in_all_and_importable() -> None:
     assert len(set(gcengine.__all__)) == len(gcengine.__all__)
     missing = [name for name in gcengine.__all__ if not hasattr(gcengine, name)]
     assert missing == []
+
+
+def documented(text: str) -> set[str]:
+    """Every name written as code in ``text``: each identifier in a code block or inside
+    backticks."""
+    blocks = re.findall(r"^```.*?^```", text, flags=re.DOTALL | re.MULTILINE)
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return {
+        name
+        for code in (*blocks, *re.findall(r"`([^`]+)`", prose))
+        for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)
+    }
+
+
+def test_the_documented_names_are_read_from_code() -> None:
+    text = "`load_session(path)`, not plain words\n```\nx = Session\n```\nand `analyze`\n"
+    assert documented(text) == {"load_session", "path", "x", "Session", "analyze"}
+
+
+def test_everything_exported_is_used_outside_the_engine_or_documented() -> None:
+    used = {name for path in OUTSIDE for _, name, _ in engine_names(parsed(path))}
+    described = documented(API_DOC.read_text(encoding="utf-8"))
+    idle = [name for name in gcengine.__all__ if name not in used | described]
+    assert idle == []
 
 
 @pytest.mark.parametrize("path", CALLERS, ids=lambda p: str(p.relative_to(REPO_ROOT)))

@@ -23,6 +23,7 @@ from tests.structure import (
     described,
     find_cycle,
     imported_names,
+    long_modules,
     module_imports,
     unit_imports,
     unit_of,
@@ -92,3 +93,8 @@ def test_no_layer_imports_one_above_it() -> None:
         if target in LAYERS[low + 1 :]
     ]
     assert upward == []
+
+
+def test_no_module_of_the_engine_is_over_800_lines() -> None:
+    """A module that long holds several concerns; split it by concern into a package."""
+    assert long_modules(PACKAGE, 800) == []

@@ -37,6 +37,8 @@ from gcengine import (
     SourceFormat,
     StashError,
 )
+from gcengine.reachability.graph import AUTO_DELETE_BELOW
+from gcengine.reachability.kinds import IMPORTANCE
 from gcengine.running import load_gc_plugin
 from gcengine.tokens import TokenCounter
 from tests.engine.strategies import policy
@@ -294,7 +296,7 @@ def test_a_score_weighs_recency_kind_references_and_generation(coding: Session) 
         coding,
         reachability(weights={"importance": 1, "recency": 0, "refcount": 0, "generation": 0}),
     )
-    importance = gcengine.IMPORTANCE
+    importance = IMPORTANCE
     for analyzed in only_kind.segments:
         assert analyzed.score == pytest.approx(importance[analyzed.kind])
     only_recency = gcengine.analyze(
@@ -377,7 +379,7 @@ def test_delete_stashes_nothing_and_auto_deletes_only_low_unreachable_scores(
     auto = gcengine.run_gc(coding, reachability(action="auto", target_percent=20))
     for item in auto.result.removal_list:
         assert item.verdict is not None
-        low = not item.verdict.reachable and item.verdict.score < gcengine.AUTO_DELETE_BELOW
+        low = not item.verdict.reachable and item.verdict.score < AUTO_DELETE_BELOW
         assert item.verdict.action == ("deleted" if low else "stashed"), item.verdict
 
 

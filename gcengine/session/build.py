@@ -1,0 +1,341 @@
+"""The budget the engine builds for a session (``build_budget``, ``rebuild_budget``).
+
+Budget layout built from a history::
+
+    conversation (PARTIAL)
+      turn_<index>               one container per turn, keyed by its stable index
+        <message_id>             one leaf per message, holding that message's id
+    system                       one LOCKED child per system instruction the file carried
+    thinking                     the reasoning tokens the file recorded (not in the context)
+
+Each message's figure and policy are ``gcengine.session.figures``'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from gcengine._fast import REVISION_KEY, Revision, construct, entry_maker, set_fresh
+from gcengine.budget import (
+    DEFAULT_SOURCE_POLICIES,
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+)
+from gcengine.conversation import (
+    ConversationIndex,
+    Figure,
+    index_of,
+    turn_key_of,
+)
+from gcengine.errors import CompactionNotFoundError
+from gcengine.messages import (
+    Message,
+    MessageKind,
+    Role,
+    turn_number,
+)
+from gcengine.session.figures import (
+    recorded_clarifications,
+    recorded_message_figures,
+    role_label,
+)
+from gcengine.session.index import Copied, index_conversation
+from gcengine.session.model import ObservedCompaction, Session, SystemInstruction, iso_to_epoch
+from gcengine.tokens import (
+    TokenCounter,
+    counter_by_name,
+    load_counter,
+)
+
+
+def build_conversation(
+    history: Sequence[Message],
+    counter: TokenCounter,
+    *,
+    recorded_figures: Mapping[str, int] | None = None,
+    clarifications: frozenset[str] = frozenset(),
+    created_base: float = 0.0,
+    reuse: SourceEntry | None = None,
+    figure: Figure | None = None,
+) -> SourceEntry:
+    """The CONVERSATION entry for a history: one container per turn, one leaf per message.
+
+    The arguments are ``index_conversation``'s; ``reuse`` is an entry this function made (with
+    the same arguments) for another history, whose index is reused, and whose tree gives the
+    turns the two histories hold alike: the very same entries, so a budget after a collection
+    costs what the collection changed. The entry keeps its index, which a collection reads
+    instead of the tree, until an entry of the tree is edited: every entry of the tree, and
+    every message read, counts its edits against one ``Revision``, the one of ``reuse`` when
+    entries are taken from it.
+    """
+    known = index_of(reuse)
+    revision = (reuse.revision() if reuse is not None and known is not None else None) or Revision()
+    index, copied = index_conversation(
+        history,
+        counter,
+        recorded_figures=recorded_figures,
+        clarifications=clarifications,
+        created_base=created_base,
+        reuse=known,
+        figure=figure,
+        revision=revision,
+    )
+    kept: list[tuple[str, SourceEntry]] = []
+    if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
+        kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
+    conversation = conversation_tree(index, created_base, copied if kept else [], kept, revision)
+    conversation.keep_index(index)
+    return conversation
+
+
+def conversation_tree(
+    index: ConversationIndex,
+    created_base: float = 0.0,
+    copied: Copied | None = None,
+    kept: Sequence[tuple[str, SourceEntry]] = (),
+    revision: Revision | None = None,
+) -> SourceEntry:
+    """The CONVERSATION entry of an index: one container per turn and one leaf per message,
+    except the runs of turns ``copied`` from another index, whose entries are that index's
+    tree's (``kept``: its turns' keys and entries, in order). Every entry made is stamped with
+    ``revision`` (a new one by default): the kept ones must have it already."""
+    revision = revision or Revision()
+    children: dict[str, SourceEntry] = {}
+    done = 0
+    for first, end, old_first in copied or ():
+        _turn_entries(index, done, first, children, revision)
+        children.update(kept[old_first : old_first + end - first])
+        done = end
+    _turn_entries(index, done, len(index.layout), children, revision)
+    conversation = construct(
+        SourceEntry,
+        source=InstructionSource.CONVERSATION,
+        tokens=index.total,
+        gc_policy=DEFAULT_SOURCE_POLICIES[InstructionSource.CONVERSATION],
+        label="Conversation",
+        children=children,
+        metadata={},
+        created_at=created_base,
+        message_ids=[],
+    )
+    conversation.stamp(revision)
+    return conversation
+
+
+def turn_name(index: int | None, kind: MessageKind) -> str:
+    """A turn's label in the budget tree: JAATO's ``turn_1`` for the turn with stable index 0,
+    the kind (``summary``, ``notice``) for one a collector inserted."""
+    return f"turn_{turn_number(index)}" if index is not None else kind.value
+
+
+def _turn_entries(
+    index: ConversationIndex,
+    first: int,
+    end: int,
+    children: dict[str, SourceEntry],
+    revision: Revision,
+) -> None:
+    """Add the entries of turns ``first`` to ``end`` of the index to ``children``, each
+    stamped with ``revision``.
+
+    A conversation has an entry per message, so this is the budget builder's inner loop: it
+    reads the index's flat lists by position and builds each entry straight from its fields
+    (``entry_maker``), with nothing worked out twice (labels, keys, spans).
+    """
+    messages, layout = index.messages, index.layout
+    tokens, policies, created, counted_by = (
+        index.tokens,
+        index.policies,
+        index.created_at,
+        index.counted_by,
+    )
+    assert counted_by is not None, "only an index the builder made says what made each figure"
+    ids, starts, indices, kinds = layout.message_ids, layout.starts, layout.indices, layout.kinds
+    size, turns = len(messages), len(starts)
+    entry = entry_maker(SourceEntry)
+    conversation = InstructionSource.CONVERSATION
+    for turn in range(first, end):
+        start = starts[turn]
+        stop = starts[turn + 1] if turn + 1 < turns else size
+        turn_index, kind = indices[turn], kinds[turn]
+        name = turn_name(turn_index, kind)
+        # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
+        turn_label = name if turn_index is not None else "inserted"
+        leaves: dict[str, SourceEntry] = {}
+        for position in range(start, stop):
+            message = messages[position]
+            message_id = ids[position]
+            leaves[message_id] = entry(
+                {
+                    "source": conversation,
+                    "tokens": tokens[position],
+                    "gc_policy": policies[position],
+                    "label": f"{turn_label} {role_label(message)}",
+                    "children": {},
+                    "metadata": {
+                        "counted_by": counted_by[position],
+                        "role": _ROLE_VALUES[message.role],
+                    },
+                    "created_at": created[position],
+                    "message_ids": [message_id],
+                    REVISION_KEY: revision,
+                }
+            )
+        children[turn_key_of(turn_index, messages[start])] = entry(
+            {
+                "source": conversation,
+                "tokens": sum(tokens[start:stop]),
+                "gc_policy": GCPolicy.PARTIAL,
+                "label": name,
+                "children": leaves,
+                "metadata": {"turn_index": turn_index, "kind": _KIND_VALUES[kind]},
+                "created_at": created[start],
+                "message_ids": ids[start:stop],
+                REVISION_KEY: revision,
+            }
+        )
+
+
+_ROLE_VALUES = {role: role.value for role in Role}
+_KIND_VALUES = {kind: kind.value for kind in MessageKind}
+"""Enum values by member: a dict read costs a fraction of ``.value`` on an inner loop."""
+
+
+def build_budget(
+    history: Sequence[Message],
+    counter: TokenCounter | None = None,
+    *,
+    session_id: str = "",
+    agent_id: str = "main",
+    context_limit: int,
+    system_instructions: Sequence[SystemInstruction] = (),
+    recorded_budget: InstructionBudget | None = None,
+    thinking_tokens: int | None = None,
+    created_base: float = 0.0,
+    reuse: SourceEntry | None = None,
+    figure: Figure | None = None,
+) -> InstructionBudget:
+    """Build the budget of a history; sources the history cannot tell come from the recording.
+
+    With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
+    kept as recorded. ``reuse`` and ``figure`` are ``build_conversation``'s.
+    """
+    counter = counter or load_counter()
+    budget = InstructionBudget.create_default(
+        session_id=session_id, agent_id=agent_id, context_limit=context_limit
+    )
+    if recorded_budget is not None:
+        budget.agent_type = recorded_budget.agent_type
+        for source, entry in recorded_budget.entries.items():
+            budget.entries[source] = entry.model_copy(deep=True)
+    if system_instructions:
+        # The budget is new and nobody holds it yet: filled in place, not edited.
+        system = budget.entries[InstructionSource.SYSTEM]
+        for position, instruction in enumerate(system_instructions):
+            system.children[instruction.key] = construct(
+                SourceEntry,
+                source=InstructionSource.SYSTEM,
+                tokens=counter.count(instruction.text),
+                gc_policy=GCPolicy.LOCKED,
+                label=instruction.label,
+                children={},
+                metadata={"counted_by": counter.name},
+                created_at=created_base + position / 1000,
+                message_ids=[],
+            )
+        set_fresh(system, "tokens", sum(child.tokens for child in system.children.values()))
+    if history or recorded_budget is None or not _has_conversation(recorded_budget):
+        budget.entries[InstructionSource.CONVERSATION] = build_conversation(
+            history,
+            counter,
+            recorded_figures=recorded_message_figures(recorded_budget),
+            clarifications=recorded_clarifications(recorded_budget),
+            created_base=created_base,
+            reuse=reuse,
+            figure=figure,
+        )
+    if thinking_tokens is not None and not _has_thinking(recorded_budget):
+        set_fresh(budget.entries[InstructionSource.THINKING], "tokens", thinking_tokens)
+    return budget
+
+
+def _has_conversation(budget: InstructionBudget) -> bool:
+    return InstructionSource.CONVERSATION in budget.entries
+
+
+def _has_thinking(budget: InstructionBudget | None) -> bool:
+    return budget is not None and InstructionSource.THINKING in budget.entries
+
+
+def rebuild_budget(
+    session: Session,
+    counter: TokenCounter | None = None,
+    *,
+    reuse: InstructionBudget | None = None,
+    figure: Figure | None = None,
+) -> InstructionBudget:
+    """The budget the session's history implies now (after an edit or a collection).
+
+    ``reuse`` is a budget this function made, with the same counter and recording, for a
+    session with another history (a shorter one, or the one a collection started from): what
+    the two histories share is taken from it rather than worked out again (see
+    ``index_conversation``). ``figure`` gives each message's figure where the caller kept
+    them (``gcengine.stored``). The result is exactly the budget rebuilt from scratch.
+    """
+    thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
+    return build_budget(
+        session.history,
+        counter,
+        session_id=session.session_id,
+        context_limit=session.context_limit,
+        system_instructions=session.system_instructions,
+        recorded_budget=session.recorded_budget,
+        thinking_tokens=sum(thinking) if thinking else None,
+        created_base=iso_to_epoch(session.created_at) or 0.0,
+        reuse=reuse.get_entry(InstructionSource.CONVERSATION) if reuse is not None else None,
+        figure=figure,
+    )
+
+
+def history_before(session: Session, compaction: ObservedCompaction | str) -> Session:
+    """The session as it stood just before one of its observed compactions (given or named by
+    ``compaction_id``): the context the agent compacted, with the compactions, sub-agents and
+    recorded usage that came before, and its budget counted with the session's counter.
+
+    A policy replayed on it shows what the policy would have done where the agent compacted.
+    Messages keep their ids and stable turn indices. Raises ``CompactionNotFoundError`` for a
+    compaction the session does not hold.
+    """
+    wanted = compaction if isinstance(compaction, str) else compaction.compaction_id
+    position = next(
+        (i for i, c in enumerate(session.compactions) if c.compaction_id == wanted), None
+    )
+    if position is None:
+        raise CompactionNotFoundError(f"the session has no compaction {wanted!r}")
+    chosen = session.compactions[position]
+    earlier = session.compactions[:position]
+    pool = {m.message_id: m for m in session.history}
+    for other in session.compactions:
+        pool.update((m.message_id, m) for m in other.replaced)
+    context = [pool[mid] for mid in chosen.context_before if mid in pool]
+    seen = {m.message_id for m in context}
+    seen.update(m.message_id for c in earlier for m in c.replaced)
+    usage = [u for u in session.recorded_usage if u.message_id in seen]
+    before = session.model_copy(
+        update={
+            "session_id": f"{session.session_id}@{chosen.compaction_id}",
+            "history": context,
+            "compactions": earlier,
+            "recorded_usage": usage,
+            "recorded_prompt_tokens": (
+                chosen.tokens_before
+                if chosen.tokens_before is not None
+                else (usage[-1].prompt_tokens if usage else None)
+            ),
+            "interrupted_turn": None,
+        }
+    )
+    before.budget = rebuild_budget(before, counter_by_name(session.token_counter))
+    return before

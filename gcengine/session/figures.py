@@ -1,0 +1,216 @@
+"""What each message of a history counts for in its budget: its figure, its policy, its time.
+
+Message policies follow how JAATO fills its budget, without its two mistakes (the first user
+message of the session is locked even after a notice is put before it; every complex turn keeps
+its closing answer, not only the last turn):
+
+* the session's original request (first user message of the conversation): LOCKED;
+* the closing text answer of a turn that used tools over several model messages: PRESERVABLE;
+* summaries written by a collector: PRESERVABLE;
+* a clarification question or answer, as the file recorded it (``recorded_clarifications``):
+  PRESERVABLE, JAATO's default for both; everything else: EPHEMERAL.
+
+A message's figure is the one the file recorded for it when that recording covers everything
+the message sends, else the counter's (JAATO's own figures leave out function calls and media).
+Each leaf says which in ``metadata["counted_by"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+from gcengine.budget import (
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    SourceEntry,
+)
+from gcengine.conversation import (
+    Figure,
+    turn_key_of,
+)
+from gcengine.messages import (
+    Message,
+    MessageKind,
+    PartType,
+    Role,
+    Turn,
+)
+from gcengine.tokens import (
+    TokenCounter,
+    count_message,
+    count_messages,
+)
+
+
+def _recorded_message_leaves(recorded: InstructionBudget | None) -> Iterator[SourceEntry]:
+    """The leaves of a recorded conversation that name exactly one message."""
+    if recorded is None:
+        return
+    conversation = recorded.get_entry(InstructionSource.CONVERSATION)
+    if conversation is None:
+        return
+    for _, entry in conversation.walk():
+        if not entry.children and len(entry.message_ids) == 1:
+            yield entry
+
+
+def recorded_message_figures(recorded: InstructionBudget | None) -> dict[str, int]:
+    """Per-message token figures a recorded budget holds."""
+    return {entry.message_ids[0]: entry.tokens for entry in _recorded_message_leaves(recorded)}
+
+
+CLARIFICATION_TURN_TYPES = frozenset({"clarification_q", "clarification_a"})
+"""JAATO's ``ConversationTurnType`` values for a clarification question and its answer."""
+
+
+def recorded_clarifications(recorded: InstructionBudget | None) -> frozenset[str]:
+    """Messages a recorded budget names as clarifications: a leaf whose ``metadata["turn_type"]``
+    is JAATO's ``clarification_q`` or ``clarification_a``.
+
+    Only the agent knows that a question it asked, or the user's answer, settled something the
+    rest of the work depends on, so the file is the only place that can say so. JAATO's default
+    policy for both is preservable. Nothing else a recording says raises a policy: JAATO also
+    records its one "turn summary" as preservable (the last answer of the session, wherever
+    its turn was) and locks whatever user message comes first, a notice included.
+    """
+    return frozenset(
+        entry.message_ids[0]
+        for entry in _recorded_message_leaves(recorded)
+        if entry.metadata.get("turn_type") in CLARIFICATION_TURN_TYPES
+    )
+
+
+_PARTS_JAATO_DOES_NOT_COUNT = frozenset({PartType.FUNCTION_CALL, PartType.INLINE_DATA})
+
+
+def _recording_is_complete(message: Message) -> bool:
+    return not any(part.type in _PARTS_JAATO_DOES_NOT_COUNT for part in message.parts)
+
+
+RECORDED = "recorded"
+"""What made a message's figure when the file recorded it (else the counter's name)."""
+
+
+def message_figure(
+    message: Message, counter: TokenCounter, recorded_figures: Mapping[str, int]
+) -> tuple[int, str]:
+    """A message's tokens in the budget, and what made the figure (``recorded`` or a counter)."""
+    recorded = recorded_figures.get(message.message_id)
+    if recorded is not None and _recording_is_complete(message):
+        return recorded, RECORDED
+    return count_message(message, counter), counter.name
+
+
+def counted_figures(
+    messages: Sequence[Message], counter: TokenCounter, recorded_figures: Mapping[str, int]
+) -> Figure:
+    """``message_figure`` for the messages of a history, those without a recorded figure
+    counted together beforehand (``count_messages``: on several threads, for tiktoken)."""
+    to_count = [
+        message
+        for message in messages
+        if recorded_figures.get(message.message_id) is None or not _recording_is_complete(message)
+    ]
+    counts = dict(zip(map(id, to_count), count_messages(to_count, counter), strict=True))
+    name = counter.name
+
+    def figure(message: Message) -> tuple[int, str]:
+        tokens = counts.get(id(message))
+        if tokens is None:
+            return message_figure(message, counter, recorded_figures)
+        return tokens, name
+
+    return figure
+
+
+def role_label(message: Message) -> str:
+    if message.kind is MessageKind.CHAT:
+        if message.role is Role.MODEL:  # the commonest message: answered without its parts
+            return "output (model)"
+    elif message.kind is MessageKind.SUMMARY:
+        return "summary"
+    else:
+        return "notice"
+    if message.is_function_response:
+        names = sorted({r.name for r in message.function_responses if r.name})
+        return f"input (tool = {', '.join(names)})" if names else "input (tool)"
+    return "input (external)"
+
+
+def closing_answer_ids(turn: Sequence[Message]) -> frozenset[str]:
+    """The answer that closes a turn which took several model messages and used tools."""
+    answers = [message for message in turn if message.role is Role.MODEL]
+    if len(answers) < 2:  # most turns: one answer, which closes nothing
+        return frozenset()
+    used_tools = False
+    closing: Message | None = None
+    for message in answers:
+        if message.is_text_only:
+            closing = message
+        elif any(part.type is PartType.FUNCTION_CALL for part in message.parts):
+            used_tools = True
+    if not used_tools or closing is None:
+        return frozenset()
+    return frozenset((closing.message_id,))
+
+
+def original_request(history: Sequence[Message]) -> int | None:
+    """Where the user's first request is: the first user message that is not a tool result or
+    notice."""
+    for position, message in enumerate(history):
+        if (
+            message.role is Role.USER
+            and message.kind is MessageKind.CHAT
+            and not message.is_function_response
+        ):
+            return position
+    return None
+
+
+def message_policy(
+    message: Message,
+    original: str | None,
+    closing: frozenset[str],
+    clarifications: frozenset[str],
+) -> GCPolicy:
+    if message.message_id == original:
+        return GCPolicy.LOCKED
+    if (
+        message.kind is MessageKind.SUMMARY
+        or message.message_id in closing
+        or message.message_id in clarifications
+    ):
+        return GCPolicy.PRESERVABLE
+    return GCPolicy.EPHEMERAL
+
+
+def turn_key(turn: Turn) -> str:
+    """Budget key of a turn (``turn_key_of``)."""
+    return turn_key_of(turn.index, turn.messages[0])
+
+
+def turn_time(indices: Sequence[int | None], turn: int) -> tuple[float, float]:
+    """When turn ``turn`` of a layout (its stable ``indices``) was created, relative to the
+    session's start, and the span its messages take: ``(clock, width)``; message ``k`` of
+    ``n`` was created at ``clock + k * width / n``.
+
+    Times follow stable turn indices, not positions: uploaded turn ``i`` takes
+    ``[i, i + 1/2)`` whatever was removed before it, so the budget entries of every turn a
+    collection leaves alone are the same values after it, and a budget is updated by what a
+    run changed rather than rebuilt. Turns a collector inserted (summaries, notices) share the
+    half after the uploaded turn before them (``[-1/2, 0)`` at the start), in history order.
+    Times increase along a history whose stable indices do, as the builder's always do.
+    """
+    index = indices[turn]
+    if index is not None:
+        return float(index), 0.5
+    first = turn
+    while first and indices[first - 1] is None:
+        first -= 1
+    end = turn + 1
+    while end < len(indices) and indices[end] is None:
+        end += 1
+    before = indices[first - 1] if first else None
+    width = 0.5 / (end - first)
+    return (before if before is not None else -1) + 0.5 + (turn - first) * width, width
