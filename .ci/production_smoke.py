@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -217,6 +218,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="jaato-smoke-"))
     server: Server | None = None
     status = 0
+    passed = False
     started = time.monotonic()
     try:
         server = start_server(fresh_database(postgres, SMOKE_DATABASE), workdir / "server.log")
@@ -234,6 +236,7 @@ def main() -> int:
         stop_server(server)
         server = None
         step(f"passed in {time.monotonic() - started:.0f} s")
+        passed = True
     except LiveFailure as failure:
         print(f"smoke FAILED: {failure}", file=sys.stderr)
         status = 1
@@ -245,6 +248,8 @@ def main() -> int:
             print((workdir / "server.log").read_text(errors="replace")[-20000:], file=sys.stderr)
         if not options.keep:
             drop_database(postgres, SMOKE_DATABASE)
+        if passed:  # the server's log and schemathesis's reports matter only after a failure
+            shutil.rmtree(workdir)
     return status
 
 
