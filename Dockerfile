@@ -12,8 +12,9 @@ RUN useradd --system --create-home --uid 10001 --user-group jaato
 
 WORKDIR /app
 COPY . .
-# Editable, so the app runs from /app (its templates and static folders live beside it).
-RUN pip install --editable . \
+# Editable, so the app runs from /app (its templates and static folders live beside it); the
+# web extra is the dashboard's stack (pyproject.toml).
+RUN pip install --editable ".[web]" \
     && DJANGO_DEBUG=0 DJANGO_SECRET_KEY=collectstatic-only-not-a-secret \
        python manage.py collectstatic --noinput --verbosity 0
 

@@ -282,7 +282,7 @@ def _mcp(args: argparse.Namespace) -> int:
     except ImportError as error:
         if (error.name or "").split(".")[0] != "mcp":
             raise
-        print("error: `gcengine mcp` needs the MCP SDK: pip install 'mcp>=2.3,<3'", file=sys.stderr)
+        print("error: `gcengine mcp` needs the mcp extra: pip install '.[mcp]'", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not args.root.is_dir():
         print(f"error: {args.root}: not a folder", file=sys.stderr)

@@ -449,7 +449,7 @@ def test_without_the_sdk_the_command_says_what_to_install(tmp_path: Path) -> Non
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 2
-    assert result.stderr == "error: `gcengine mcp` needs the MCP SDK: pip install 'mcp>=2.3,<3'\n"
+    assert result.stderr == "error: `gcengine mcp` needs the mcp extra: pip install '.[mcp]'\n"
 
 
 def test_a_root_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
