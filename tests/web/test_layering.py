@@ -278,8 +278,9 @@ TEMPLATES = ROOT / "templates"
 
 
 def _strategy_names_in_code(path: Path) -> list[str]:
-    """String constants of a module that name one of the engine's strategies."""
-    names = {n for spec in gcengine.STRATEGY_SPECS for n in (spec.name, spec.short_name)}
+    """String constants of a module that name one of the engine's strategies by its plugin
+    name (``gc_...``; a short name can be an ordinary word the shell uses otherwise)."""
+    names = {spec.name for spec in gcengine.STRATEGY_SPECS}
     tree = ast.parse(path.read_text(), filename=str(path))
     return [
         f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
