@@ -291,8 +291,8 @@ def _line(item: dict[str, Any]) -> str:
                 where += f" (at {item['json_path']})"
         return "\t".join((item["filename"], item["state"], where))
     if "tokens_freed" in item and "reason" in item:  # a ledger item
-        # JAATO's numbering (from 1), as its logs and the dashboard's pages show turns.
-        turn = "-" if item.get("turn_index") is None else f"turn {item['turn_index'] + 1}"
+        # The dashboard's number for the turn (from 1), as its pages show turns.
+        turn = "-" if item.get("turn_number") is None else f"turn {item['turn_number']}"
         return "\t".join(
             (
                 str(item["seq"]),

@@ -234,12 +234,14 @@ class RunDetailOut(RunOut):
 
 class RemovalOut(Schema):
     """A ledger item; a reachability run also says whether anything kept refers to it, its
-    score, why it went (``explanation``) and whether it was ``stashed`` or ``deleted``."""
+    score, why it went (``explanation``) and whether it was ``stashed`` or ``deleted``.
+    ``turn_number`` is the turn as people read it (from 1), ``turn_index`` its stable index."""
 
     seq: int
     reason: str
     source: str
     child_key: str
+    turn_number: int | None
     turn_index: int | None
     turn_position: int | None
     tokens_freed: int
@@ -248,6 +250,10 @@ class RemovalOut(Schema):
     score: float | None = None
     explanation: str = ""
     action: str = ""
+
+    @staticmethod
+    def resolve_turn_number(removal: Any) -> int | None:
+        return presenters.turn_number_of(removal.turn_index)
 
 
 class RemovalPage(Paged):
@@ -269,7 +275,7 @@ class StashedOut(Schema):
 
     @staticmethod
     def resolve_turn_number(segment: Any) -> int | None:
-        return segment.turn_index + 1 if segment.turn_index is not None else None
+        return presenters.turn_number_of(segment.turn_index)
 
 
 class StashPage(Paged):
@@ -291,7 +297,7 @@ class KeptOut(Schema):
 
     @staticmethod
     def resolve_turn_number(segment: Any) -> int | None:
-        return segment.turn_index + 1 if segment.turn_index is not None else None
+        return presenters.turn_number_of(segment.turn_index)
 
 
 class KeptPage(Paged):
@@ -647,6 +653,7 @@ class LedgerItemOut(Schema):
     reason: str
     source: str
     child_key: str | None
+    turn_number: int | None
     turn_index: int | None
     tokens_freed: int
     message_ids: list[str]

@@ -296,11 +296,20 @@ class _ListField(forms.Field):
 
 
 class TurnListField(_ListField):
+    """Turns as a person types them, numbered as the session page shows them (from 1); cleaned
+    to the stable indices a gc.json stores (from 0)."""
+
     def item(self, value: str) -> int:
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
-            raise ValidationError(f"“{value}” is not a turn index (a whole number).") from None
+            number = 0
+        if number < 1:
+            raise ValidationError(
+                f"“{value}” is not a turn number (a whole number from 1, as the session page "
+                "numbers turns)."
+            )
+        return number - 1
 
 
 class RestoreForm(DashboardForm):
@@ -327,6 +336,14 @@ def flat_gc_json(data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(data)
 
 
+def _turn_shown(index: Any) -> Any:
+    """A pinned turn as the editor shows it: a stable index as the session page's number; a
+    value that is no index (from an imported file the engine refused) as it was written."""
+    if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+        return gcengine.turn_number(index)
+    return index
+
+
 def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
     """The editor's field values for a flat gc.json (stored, default, or imported): each key's
     value, or the engine's default for it."""
@@ -338,7 +355,9 @@ def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
                 value = _number(value) if value else 0  # no pressure is continuous mode: 0
             case "text":
                 value = value or ""
-            case "turn_list" | "id_list":
+            case "turn_list":
+                value = [_turn_shown(v) for v in value or []]
+            case "id_list":
                 value = list(value or [])
         values[FORM_FIELD_OF_KEY.get(key, key)] = value
     values["strategy"] = strategy_of(config)
@@ -424,6 +443,11 @@ def _control(field: gcengine.GCJsonField, *, optional: bool = False) -> forms.Fi
         case _:
             raise ValueError(f"{field.key}: no control edits a {field.kind} key")
     control.label, control.help_text = field.label.removesuffix(" %"), field.help
+    if field.kind == "turn_list":  # the engine's help counts as the gc.json stores them
+        control.help_text = (
+            "Turns a collection never touches, numbered as the session page shows them "
+            "(from 1); the gc.json stores each as its index from 0."
+        )
     return control
 
 

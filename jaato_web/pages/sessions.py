@@ -319,7 +319,11 @@ def session_pin(request: PageRequest, session_id: int) -> HttpResponse:
         if error:
             messages.error(request, error)
         else:
-            what = f"turn {turn_index}" if turn_index is not None else f"message {message_id}"
+            what = (
+                gcengine.turn_label(turn_index)
+                if turn_index is not None
+                else f"message {message_id}"
+            )
             state = "pinned in this session" if pinned else "no longer pinned in this session"
             messages.success(request, f"{what.capitalize()} is {state}.")
         return redirect(_back_to(request, session))

@@ -151,6 +151,19 @@ def test_run_results_ledger_summaries_diff_and_exports(client, run):
     assert as_csv["Content-Disposition"].endswith('ledger.csv"')
 
 
+def test_the_ledger_gives_the_turn_number_people_read_beside_the_index(client, run):
+    items = client.get(f"/api/runs/{run['id']}/ledger").json()["items"]
+    as_json = client.get(f"/api/runs/{run['id']}/ledger.json").json()
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/api/runs/{run['id']}/ledger.csv").text)))
+
+    turned = [i for i in items if i["turn_index"] is not None]
+    assert turned
+    assert all(i["turn_number"] == i["turn_index"] + 1 for i in turned)
+    shown = len(items)  # the first page of the ledger; the files hold all of it
+    assert [r["turn_number"] for r in as_json[:shown]] == [i["turn_number"] for i in items]
+    assert [r["turn_number"] for r in rows[:shown]] == [str(i["turn_number"] or "") for i in items]
+
+
 def test_run_with_a_bad_policy_is_400_naming_the_key(client, session_id):
     answer = client.post(
         f"/api/sessions/{session_id}/runs",

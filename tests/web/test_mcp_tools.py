@@ -173,10 +173,10 @@ def test_pin_and_unpin_are_audited_with_the_tokens_owner(
     assert list(SessionPin.objects.values_list("message_id", "author")) == [(message_id, "edda")]
     label = stored_session.label
     assert audit(AuditAction.PIN) == [
-        ("edda", f"turn 0 of {label}"),
+        ("edda", f"turn 1 of {label}"),
         ("edda", f"message {message_id} of {label}"),
     ]
-    assert audit(AuditAction.UNPIN) == [("edda", f"turn 0 of {label}")]
+    assert audit(AuditAction.UNPIN) == [("edda", f"turn 1 of {label}")]
 
 
 def test_a_viewer_may_not_pin(viewer: Caller, stored_session: AgentSession) -> None:

@@ -98,6 +98,18 @@ def test_pinning_twice_unpins_and_a_missing_turn_is_refused(
     assert actions.count(AuditAction.UNPIN) == 1
 
 
+def test_the_audit_log_names_a_pinned_turn_as_the_session_page_does(
+    two_sessions: tuple[AgentSession, AgentSession],
+) -> None:
+    one, _ = two_sessions
+
+    services.session_pin(session=one, turn_index=1)
+
+    event = AuditEvent.objects.get(action=AuditAction.PIN)
+    assert event.target == f"turn 2 of {one.label}"
+    assert event.detail["turn_index"] == 1
+
+
 def test_policy_pins_change_is_one_version_with_a_message(project: Project) -> None:
     policy = services.policy_create(project=project, name="Budget", config=BUDGET_POLICY)
 
@@ -116,7 +128,8 @@ def test_policy_pins_change_is_one_version_with_a_message(project: Project) -> N
     assert version.config["pinned_message_ids"] == ["m-1"]
     assert version.message == "keep the task statement"
     assert same.pk == version.pk  # nothing changed, nothing stored
-    assert described.message == "unpinned turns 3, 5"
+    # Stored by index, described by the numbers the session page shows (index 3 is turn 4).
+    assert described.message == "unpinned turns 4, 6"
     assert policy.versions.count() == 3
 
 

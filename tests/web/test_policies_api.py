@@ -152,7 +152,7 @@ def test_pin_and_unpin_make_versions(client: Client, policy, agent_session):
     missing = post(client, url, {"pin_turn_indices": [400], "session_id": agent_session.pk})
 
     assert pinned["pinned_turn_indices"] == [4]
-    assert pinned["version"]["message"] == "pinned turn 4"
+    assert pinned["version"]["message"] == "pinned turn 5"  # index 4 is the page's turn 5
     assert unpinned["pinned_turn_indices"] == []
     assert unpinned["version"]["number"] == 3
     assert missing.status_code == 400

@@ -128,8 +128,10 @@ def test_editor_shows_only_options_and_rules_the_page_needs(client: Client, poli
     # edited as two controls: the summarizer, and the other options as JSON).
     edited = [f for f in gcengine.GC_JSON_FIELDS if f.key != "plugin_config"]
     for field in (*edited, *gcengine.PLUGIN_CONFIG_FIELDS):
-        assert escape(field.help) in html, field.key
+        if field.kind != "turn_list":  # typed as the session page numbers turns, said below
+            assert escape(field.help) in html, field.key
         assert escape(field.label.removesuffix(" %")) in html, field.key
+    assert "numbered as the session page shows them" in html
     assert 'data-applies="gc_hybrid"' in html  # summarize_middle_turns, hidden unless hybrid
     assert 'name="base_version" value="1"' in html
     assert "<script" not in html.split("</head>")[1]  # no inline script under the CSP
@@ -148,6 +150,28 @@ def test_save_makes_version_two(client: Client, policy, agent_session):
     assert latest.number == 2
     assert latest.config["target_percent"] == 50
     assert latest.message == "stop at half"
+
+
+def test_the_pinned_turns_field_takes_the_numbers_the_session_page_shows(
+    client: Client, project, agent_session
+):
+    pinned = services.policy_create(
+        project=project, name="Pins", config={**TRUNCATE_POLICY, "pinned_turn_indices": [2]}
+    )
+    html = client.get(edit_url(pinned)).content.decode()
+    field = html[html.index('data-pin-list="pinned_turn_indices"') :]
+    field = field[: field.index("</ul>")]
+
+    assert 'data-pin-value="3"' in field  # the session page's turn 3 is stable index 2
+    assert "turn 3" in field
+
+    data = form_data(TRUNCATE_POLICY, message="keep turn 5", base_version=1)
+    client.post(edit_url(pinned), {**data, "pinned_turn_indices": ["3", "5"]})
+    refused = client.post(edit_url(pinned), {**data, "pinned_turn_indices": ["0"]})
+
+    latest = pinned.versions.order_by("-number").first()
+    assert latest.config["pinned_turn_indices"] == [2, 4]
+    assert "turn number" in errors_for(refused.content.decode(), "pinned_turn_indices")
 
 
 def test_save_needs_a_message(client: Client, policy):
@@ -169,7 +193,7 @@ def test_save_needs_a_message(client: Client, policy):
             "notification_template",
             "{bytes}",
         ),
-        ({"pinned_turn_indices": [-3]}, "pinned_turn_indices", "turn index"),
+        ({"pinned_turn_indices": [-3]}, "pinned_turn_indices", "turn number"),
     ],
 )
 def test_engine_messages_appear_next_to_their_field(client: Client, policy, change, field, text):
@@ -525,7 +549,8 @@ def test_pin_toggle_without_javascript_redirects_back_with_a_message(client: Cli
     )
 
     assert answer.redirect_chain[-1][0] == f"{page}?turns=1"
-    assert "Turn 3 is pinned in this session." in answer.content.decode()
+    # The form names the turn by its index; the message by the session page's number.
+    assert "Turn 4 is pinned in this session." in answer.content.decode()
 
 
 def test_pinned_turn_leaves_the_preview_of_that_session(
@@ -578,6 +603,26 @@ def test_compare_page_shows_what_only_one_policy_removes(client: Client, project
     assert re.search(rf'data-turns="[^"]*\b{first}\b', only_a)
     assert not re.search(rf'data-turns="[^"]*\b{first}\b', only_b)
     assert reverse("policy_version_chart") in html
+
+
+def test_compare_page_lists_turns_by_the_numbers_the_session_page_shows(
+    client: Client, project, agent_session
+):
+    a = services.policy_create(project=project, name="plain", config=TRUNCATE_POLICY)
+    b = services.policy_create(
+        project=project, name="keep", config={**TRUNCATE_POLICY, "preserve_recent_turns": 9}
+    )
+
+    html = client.get(
+        reverse("policy_compare"),
+        {"session": agent_session.pk, "a": a.versions.get().pk, "b": b.versions.get().pk},
+    ).content.decode()
+
+    lists = re.findall(r'<span class="turn-list" data-turns="([^"]*)">([^<]*)</span>', html)
+    assert lists
+    for indices, shown in lists:
+        numbers = [int(n) for n in re.findall(r"\d+", shown.split("…")[0])]
+        assert numbers == [int(i) + 1 for i in indices.split()][: len(numbers)]
 
 
 def test_version_chart_draws_a_stored_version(client: Client, policy, agent_session):

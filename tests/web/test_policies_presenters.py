@@ -25,6 +25,12 @@ def test_table_marks_only_the_fields_that_differ():
     assert [row.key for row in rows][:3] == ["type", "threshold_percent", "target_percent"]
 
 
+def test_pinned_turns_read_as_the_session_page_numbers_them():
+    row = next(r for r in p.config_table([BASE]) if r.key == "pinned_turn_indices")
+
+    assert row.values == ["2, 5"]  # stable indices 1 and 4
+
+
 def test_continuous_mode_reads_the_same_however_it_is_written():
     zero, null = {**BASE, "pressure_percent": 0}, {**BASE, "pressure_percent": None}
 

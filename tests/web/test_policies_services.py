@@ -104,10 +104,10 @@ def test_pin_changes_store_a_version_each_way(policy, agent_session):
     )
 
     assert version.number == 2
-    assert version.message == "pinned turn 3"
+    assert version.message == "pinned turn 4"  # index 3, numbered as the session page does
     assert version.config["pinned_turn_indices"] == [3]
     assert again.number == 3
-    assert again.message == "unpinned turn 3"
+    assert again.message == "unpinned turn 4"
     assert again.config["pinned_turn_indices"] == []
 
 

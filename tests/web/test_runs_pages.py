@@ -402,6 +402,24 @@ def test_export_ledger_csv(client: Client, finished_run: GCRun) -> None:
     assert rows[0]["message_ids"] == " ".join(removals[0].message_ids)
 
 
+def test_ledger_exports_number_turns_as_the_session_page_does(
+    client: Client, finished_run: GCRun
+) -> None:
+    as_json = client.get(reverse("run_export_ledger_json", args=[finished_run.pk])).json()
+    as_csv = client.get(reverse("run_export_ledger_csv", args=[finished_run.pk]))
+    rows = list(csv.DictReader(io.StringIO(as_csv.content.decode())))
+    indices = [r.turn_index for r in selectors.run_removals(run=finished_run)]
+
+    # The session page calls the turn with stable index 0 "turn 1"; so do the exports, and
+    # the index stays beside it under its own name.
+    assert [r["turn_index"] for r in as_json["ledger"]] == indices
+    assert [r["turn_number"] for r in as_json["ledger"]] == [
+        None if i is None else i + 1 for i in indices
+    ]
+    assert [r["turn_number"] for r in rows] == ["" if i is None else str(i + 1) for i in indices]
+    assert [r["turn_index"] for r in rows] == ["" if i is None else str(i) for i in indices]
+
+
 def test_export_of_an_unfinished_run_is_not_found(
     client: Client, stored_session: AgentSession
 ) -> None:

@@ -205,7 +205,7 @@ def test_a_run_stored_before_its_leftovers_were_kept_still_gives_the_rules() -> 
     assert story.over_limit is not None
     assert story.over_limit.reason == (
         "What is left is what this policy may not remove: it keeps the 5 most recent turns "
-        "and pinned turns 3–5, 9."
+        "and pinned turns 4–6, 10."
     )
 
 

@@ -100,6 +100,8 @@ from jaato_web.dashboard.presenters.words import (
     counted,
     dollars,
     share,
+    turn_number_of,
+    turn_numbers,
     turn_ranges,
 )
 
@@ -171,6 +173,8 @@ __all__ = [
     "summary_views",
     "telemetry_json",
     "tree_rows",
+    "turn_number_of",
+    "turn_numbers",
     "turn_ranges",
     "turn_views",
     "usage_bar",

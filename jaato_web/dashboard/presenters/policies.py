@@ -19,6 +19,7 @@ from jaato_web.dashboard.presenters.words import (
     listed,
     percent_text,
     setting_text,
+    turn_numbers,
     turn_ranges,
 )
 
@@ -56,6 +57,8 @@ def shown(key: str, value: Any) -> str:
         return "none"  # stored configs leave empty lists out
     if value is None:
         return "—"
+    if key == "pinned_turn_indices" and isinstance(value, list) and value:
+        return ", ".join(str(n) for n in turn_numbers(sorted(value)))  # as the session page
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float) and value.is_integer():
@@ -232,7 +235,8 @@ def _kept_by_rule(strategy: str, config: Mapping[str, Any], without_pressure: bo
         kept.append("the most recent turn" if recent == 1 else f"the {recent:,} most recent turns")
     turns = config.get("pinned_turn_indices") or []
     if turns:
-        kept.append(f"pinned turn{'' if len(turns) == 1 else 's'} {turn_ranges(turns)}")
+        numbers = turn_ranges(turn_numbers(turns))
+        kept.append(f"pinned turn{'' if len(turns) == 1 else 's'} {numbers}")
     ids = config.get("pinned_message_ids") or []
     if ids:
         kept.append(counted(len(ids), "pinned message"))

@@ -15,7 +15,13 @@ from typing import Any
 import gcengine
 from jaato_web.dashboard.presenters.policies import Left, OverLimit, kept_reason, over_limit
 from jaato_web.dashboard.presenters.sessions import TurnView, message_views
-from jaato_web.dashboard.presenters.words import counted, percent_text, setting_text, turn_ranges
+from jaato_web.dashboard.presenters.words import (
+    counted,
+    percent_text,
+    setting_text,
+    turn_number_of,
+    turn_ranges,
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ LEDGER_COLUMNS = [
     "reason",
     "source",
     "child_key",
+    # The turn as the session page numbers it (from 1), then its stable index (from 0).
+    "turn_number",
     "turn_index",
     "tokens_freed",
     "message_ids",
@@ -71,6 +79,7 @@ def ledger_records(removals: Iterable[Any]) -> list[dict[str, Any]]:
             "reason": r.reason,
             "source": r.source,
             "child_key": r.child_key,
+            "turn_number": turn_number_of(r.turn_index),
             "turn_index": r.turn_index,
             "tokens_freed": r.tokens_freed,
             "message_ids": list(r.message_ids),
@@ -136,6 +145,7 @@ def ledger_record(item: gcengine.GCRemovalItem) -> dict[str, Any]:
         "reason": str(item.reason),
         "source": item.source.value,
         "child_key": item.child_key,
+        "turn_number": item.turn_number,
         "turn_index": item.turn_index,
         "tokens_freed": item.tokens_freed,
         "message_ids": list(item.message_ids),

@@ -1,12 +1,14 @@
 """Figures in words, as every page and sentence writes them: counts with the noun they agree
-with, percentages, lists, turn ranges and dollars. One spelling each, so a figure reads the
-same on every page that shows it.
+with, percentages, lists, turn numbers and ranges, and dollars. One spelling each, so a figure
+reads the same on every page that shows it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import gcengine
 
 MISSING_SHARE = "n/a"
 
@@ -29,6 +31,17 @@ def setting_text(value: Any) -> str:
 def listed(parts: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def turn_number_of(index: int | None) -> int | None:
+    """The number a person reads for the turn with stable index ``index`` (the engine's
+    ``turn_number``: index 0 is turn 1), or None for what no turn holds."""
+    return None if index is None else gcengine.turn_number(index)
+
+
+def turn_numbers(indices: Iterable[int]) -> list[int]:
+    """Stable turn indices as the numbers a person reads, in their order."""
+    return [gcengine.turn_number(index) for index in indices]
 
 
 def turn_ranges(indices: Iterable[int]) -> str:

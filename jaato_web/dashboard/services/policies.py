@@ -326,7 +326,8 @@ class PinChange:
         return bool(self.pin_turns or self.unpin_turns or self.pin_messages or self.unpin_messages)
 
     def describe(self) -> str:
-        """ "pinned turns 3, 5; unpinned message m-12", the default version message."""
+        """ "pinned turns 3, 5; unpinned message m-12", the default version message; turns are
+        numbered as the session page shows them (index 2 is turn 3)."""
         parts = []
         for verb, turns, ids in (
             ("pinned", self.pin_turns, self.pin_messages),
@@ -334,7 +335,8 @@ class PinChange:
         ):
             if turns:
                 noun = "turn" if len(turns) == 1 else "turns"
-                parts.append(f"{verb} {noun} {', '.join(str(t) for t in sorted(turns))}")
+                numbers = ", ".join(str(gcengine.turn_number(t)) for t in sorted(turns))
+                parts.append(f"{verb} {noun} {numbers}")
             if ids:
                 noun = "message" if len(ids) == 1 else "messages"
                 parts.append(f"{verb} {noun} {', '.join(sorted(ids))}")
@@ -408,7 +410,7 @@ def session_pin(
     now = not existing.exists() if pinned is None else pinned
     if now == existing.exists():
         return now
-    noun = f"turn {turn_index}" if turn_index is not None else f"message {message_id}"
+    noun = gcengine.turn_label(turn_index) if message_id is None else f"message {message_id}"
     if now:
         try:
             with transaction.atomic():

@@ -11,9 +11,9 @@ from typing import Any
 
 from django import template
 
-import gcengine
-from jaato_web.dashboard.presenters import counted, dollars, policy_name
+from jaato_web.dashboard.presenters import counted, dollars, policy_name, turn_number_of
 from jaato_web.dashboard.presenters import share as share_of
+from jaato_web.dashboard.presenters import turn_numbers as numbers_of_turns
 
 register = template.Library()
 
@@ -50,9 +50,15 @@ def turn_number(index: Any) -> str:
     if index is None or index == "":
         return MISSING
     try:
-        return str(gcengine.turn_number(int(index)))
+        return str(turn_number_of(int(index)))
     except (TypeError, ValueError):
         return str(index)
+
+
+@register.filter
+def turn_numbers(indices: Any) -> list[int]:
+    """Stable turn indices as the numbers the session page shows: ``[0, 4]`` -> ``[1, 5]``."""
+    return numbers_of_turns(indices)
 
 
 @register.filter

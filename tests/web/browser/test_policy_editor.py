@@ -104,12 +104,14 @@ def test_a_pin_added_in_the_editor_leaves_the_preview_ledger_and_can_be_removed(
 ) -> None:
     open_editor(page, policy)
     first = ledger_turns(page)[0]
+    shown = page.locator(f"#preview-ledger tr[data-turn='{first}'] td.num").first.inner_text()
     pins = page.locator("[data-pin-list=pinned_turn_indices]")
 
-    pins.locator("[data-pin-input]").fill(first)
+    # A person pins the turn by the number the ledger (and the session page) shows for it.
+    pins.locator("[data-pin-input]").fill(shown)
     pins.locator("[data-pin-add]").click()
 
-    expect(pins.locator(f"[data-pin-item][data-pin-value='{first}']")).to_have_count(1)
+    expect(pins.locator(f"[data-pin-item][data-pin-value='{shown}']")).to_have_count(1)
     expect(page.locator(f"#preview-ledger tr[data-turn='{first}']")).to_have_count(0)
 
     pins.locator("[data-pin-remove]").click()
@@ -132,7 +134,7 @@ def test_saving_stores_the_pins_and_the_next_version(
     expect(page.locator(".flash")).to_contain_text("version 2")
     latest = policy.versions.order_by("-number").first()
     assert latest is not None
-    assert latest.config["pinned_turn_indices"] == [3]
+    assert latest.config["pinned_turn_indices"] == [2]  # the session page's turn 3
     assert latest.message == "keep turn 3"
     clean(page_log)
 
