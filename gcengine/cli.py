@@ -26,6 +26,7 @@ from gcengine.budget import (
 from gcengine.config import load_gc_config
 from gcengine.errors import GCEngineError, PlannerError, PriceTableError
 from gcengine.formats import dump_session, load_session
+from gcengine.gc import GCRemovalItem
 from gcengine.messages import turn_label
 from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_report, session_caps
 from gcengine.quality.export import export_policy
@@ -40,6 +41,10 @@ from gcengine.session import Session, token_drift
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process stopped by SIGPIPE
+
+# A long session's ledger runs to thousands of items: ``run`` counts them by reason and by
+# source and lists this many, unless asked for every one.
+FIRST_ITEMS = 10
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, required=True, help="the gc.json policy")
     run.add_argument("--plugin", help="run this strategy instead of the policy's")
     run.add_argument("--out", type=Path, help="write the collected session (JAATO 2.1) here")
-    run.add_argument("--json", action="store_true", help="the result as JSON")
+    run.add_argument(
+        "--all",
+        action="store_true",
+        help=f"list every ledger item (by default the first {FIRST_ITEMS} after the counts)",
+    )
+    run.add_argument("--json", action="store_true", help="the whole result as JSON")
     replay = commands.add_parser("simulate", help="replay a session turn by turn under a policy")
     replay.add_argument("session", type=Path)
     replay.add_argument("--config", type=Path, required=True, help="the gc.json policy")
@@ -238,19 +248,49 @@ def _run(args: argparse.Namespace) -> int:
         print(
             f"tokens    {result.tokens_before:,} ({_percent(result.tokens_before, limit)}) -> "
             f"{result.tokens_after:,} ({_percent(result.tokens_after, limit)}); "
-            f"freed {result.tokens_freed:,}; {result.items_collected} items"
+            f"freed {result.tokens_freed:,}; {_items(result.items_collected)}"
         )
-        for item in result.removal_list:
-            where = (
-                turn_label(item.turn_index) if item.turn_index is not None else item.source.value
-            )
-            key = item.child_key or "(whole source)"
-            print(f"  - {item.reason:<28} {where:<10} {item.tokens_freed:>8,}  {key}")
-            if item.verdict is not None:
-                print(f"      {item.verdict.action}: {item.verdict.sentence}")
+        for line in _ledger_lines(result.removal_list, every=args.all):
+            print(line)
         if args.out is not None and result.success:
             print(f"wrote     {args.out}")
     return 0 if result.success else EXIT_FAILED
+
+
+def _items(count: int) -> str:
+    return f"{count:,} item{'' if count == 1 else 's'}"
+
+
+def _ledger_lines(items: Sequence[GCRemovalItem], *, every: bool) -> list[str]:
+    """A run's ledger: counts and tokens by reason and by source, then the items, each turn
+    named as a person reads it; the first ``FIRST_ITEMS`` of a long ledger unless ``every``."""
+    lines: list[str] = []
+    if len(items) > FIRST_ITEMS:
+        for title, key in (("reason", "reason"), ("source", "source")):
+            counts: dict[str, list[int]] = {}
+            for item in items:
+                name = item.reason if key == "reason" else item.source.value
+                count = counts.setdefault(str(name), [0, 0])
+                count[0] += 1
+                count[1] += item.tokens_freed
+            lines.append(f"by {title}")
+            for name, (count, freed) in sorted(counts.items(), key=lambda c: -c[1][1]):
+                lines.append(f"    {name:<28} {_items(count):>12} {freed:>10,} tokens")
+    shown = items if every or len(items) <= FIRST_ITEMS else items[:FIRST_ITEMS]
+    if len(shown) < len(items):
+        lines.append(
+            f"first {len(shown)} of {_items(len(items))} "
+            "(--all lists every one; --json gives the whole result)"
+        )
+    for item in shown:
+        where = turn_label(item.turn_index) if item.turn_index is not None else item.source.value
+        key = item.child_key or "(whole source)"
+        lines.append(f"  - {item.reason:<28} {where:<10} {item.tokens_freed:>8,}  {key}")
+        if item.verdict is not None:
+            lines.append(f"      {item.verdict.action}: {item.verdict.sentence}")
+    if len(shown) < len(items):
+        lines.append(f"  ... and {len(items) - len(shown):,} more")
+    return lines
 
 
 def _simulate(args: argparse.Namespace) -> int:

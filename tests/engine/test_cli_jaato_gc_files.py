@@ -45,13 +45,13 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 def test_run_prints_a_ledger_and_lands_at_the_files_target(
     config: Path, target: int, session_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run_cli(capsys, "run", str(session_path), "--config", str(config))
+    code, out, err = run_cli(capsys, "run", str(session_path), "--config", str(config), "--all")
 
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == "gc_budget: ok"
     figures = re.fullmatch(
-        r"tokens    ([\d,]+) \(([\d.]+)%\) -> ([\d,]+) \(([\d.]+)%\); freed ([\d,]+); (\d+) items",
+        r"tokens    ([\d,]+) \(([\d.]+)%\) -> ([\d,]+) \(([\d.]+)%\); freed ([\d,]+); (\d+) items?",
         lines[1],
     )
     assert figures is not None, lines[1]
@@ -66,6 +66,41 @@ def test_run_prints_a_ledger_and_lands_at_the_files_target(
         assert 0 < ledger_total - freed < 100
     else:
         assert ledger_total == freed
+
+
+def test_run_summarizes_a_long_ledger_unless_asked_for_every_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shape = SessionShape(
+        turns=80, user_chars=300, model_chars=400, tool_result_chars=1200, tool_every=3, seed=1
+    )
+    document = generate_session_file(shape)
+    document["connection"]["model"] = "gpt-4"
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(document))
+    config = str(GC_FIXTURES / "jaato_repo_gc.json")
+
+    _, summary, _ = run_cli(capsys, "run", str(path), "--config", config)
+    _, every, _ = run_cli(capsys, "run", str(path), "--config", config, "--all")
+    _, as_json, _ = run_cli(capsys, "run", str(path), "--config", config, "--json")
+
+    result = json.loads(as_json)
+    items = result["removal_list"]
+    assert len(items) > 20
+    listed = [line for line in summary.splitlines() if line.startswith("  - ")]
+    assert len(listed) < 20 < len(items)
+    # Counts by reason and by source add up to the whole ledger, tokens too.
+    by_reason = re.findall(r"^    (\S+) +([\d,]+) items? +([\d,]+) tokens$", summary, re.M)
+    assert by_reason
+    assert sum(int(n.replace(",", "")) for _, n, _ in by_reason) == len(items) * 2
+    assert f"and {len(items) - len(listed):,} more" in summary
+    assert "--all" in summary
+    # Every item with --all, each turn numbered as people read it (index 0 is turn 1).
+    every_listed = [line for line in every.splitlines() if line.startswith("  - ")]
+    assert len(every_listed) == len(items)
+    first = items[0]
+    assert f"turn {first['turn_index'] + 1} " in every_listed[0]
+    assert listed == every_listed[: len(listed)]
 
 
 @pytest.mark.parametrize(("config", "target"), JAATO_FILES)
