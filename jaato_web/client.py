@@ -263,10 +263,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _text(answer: Any) -> str:
-    """Lists and pages as one line per item (tab-separated columns); anything else as
-    indented JSON."""
+    """Lists and pages as one line per item (tab-separated columns), a run in words; anything
+    else as indented JSON."""
     if isinstance(answer, str):
         return answer.rstrip("\n")
+    if isinstance(answer, dict) and "status" in answer and "items_collected" in answer:
+        return _run_text(answer)
     if isinstance(answer, dict):
         for key in ("items", "results", "ledger"):
             if isinstance(answer.get(key), list):
@@ -275,6 +277,35 @@ def _text(answer: Any) -> str:
     if isinstance(answer, list) and all(isinstance(i, dict) for i in answer):
         return "\n".join(_line(item) for item in answer) or "(none)"
     return json.dumps(answer, indent=2)
+
+
+def _run_text(run: dict[str, Any]) -> str:
+    """A run as a person reads it: its state, what it did, and where to read its ledger."""
+    lines = [f"run {run['id']} of session {run['session_id']}: {run['status']} ({run['plugin']})"]
+    if run.get("error"):
+        lines.append(f"error: {run['error']}")
+    if run["status"] in ("queued", "running"):
+        lines.append(f"follow it with: jaato-gc show-run {run['id']}")
+        return "\n".join(lines)
+    if run.get("tokens_after") is not None:
+        limit = run.get("context_limit")
+
+        def share(tokens: int) -> str:
+            return f" ({tokens / limit * 100:.1f} %)" if limit else ""
+
+        before, after = run["tokens_before"], run["tokens_after"]
+        lines.append(
+            f"{before:,}{share(before)} -> {after:,}{share(after)} tokens, "
+            f"freed {run['tokens_freed']:,}" + (f" of a {limit:,}-token window" if limit else "")
+        )
+        items = run.get("items_collected") or 0
+        turns = run.get("turns_after")
+        lines.append(
+            f"{items:,} item{'' if items == 1 else 's'} removed"
+            + (f"; {turns:,} turn{'' if turns == 1 else 's'} left" if turns is not None else "")
+        )
+    lines.append(f"its ledger: jaato-gc ledger {run['id']} (--json: the run as the API gives it)")
+    return "\n".join(lines)
 
 
 def _line(item: dict[str, Any]) -> str:

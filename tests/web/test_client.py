@@ -61,6 +61,40 @@ def test_upload_run_and_read_the_ledger(cli, tmp_path: Path, capsys, project):
     assert {e.actor_name for e in AuditEvent.objects.all()} == {"ed"}
 
 
+def test_run_wait_prints_what_the_run_did_in_words_and_json_only_when_asked(
+    cli, tmp_path: Path, capsys, project
+):
+    session_path = tmp_path / "agent.json"
+    session_path.write_bytes(session_file(20))
+    config_path = tmp_path / "gc.json"
+    config_path.write_text(json.dumps(BUDGET_POLICY))
+    cli(["upload", str(session_path)])
+    session_id = capsys.readouterr().out.split("session ")[-1].strip()
+
+    assert cli(["run", session_id, "--config", str(config_path), "--wait"]) == 0
+    words = capsys.readouterr().out
+    assert cli(["--json", "run", session_id, "--config", str(config_path), "--wait"]) == 0
+    run = json.loads(capsys.readouterr().out)
+
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(words)
+    first = re.match(rf"run (\d+) of session {session_id}: done", words)
+    assert first, words
+    # The same policy on the same session does the same; the words say what the JSON does.
+    figures = re.search(
+        r"^([\d,]+) \([\d.]+ %\) -> ([\d,]+) \([\d.]+ %\) tokens, freed ([\d,]+)", words, re.M
+    )
+    assert figures, words
+    assert [int(f.replace(",", "")) for f in figures.groups()] == [
+        run["tokens_before"],
+        run["tokens_after"],
+        run["tokens_freed"],
+    ]
+    assert f"{run['items_collected']:,} items removed" in words
+    assert f"jaato-gc ledger {first[1]}" in words
+    assert "{" not in words
+
+
 def test_refusals_are_exit_codes_with_the_dashboards_message(cli, tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.json"
     bad.write_text('{"type": "gc_budget", "target_percent": 300}')
@@ -220,7 +254,7 @@ def test_jaatos_own_gc_json_files_import_as_policies_and_run(
     listed = capsys.readouterr().out.strip().split("\t")
     by_version = cli(["--json", "run", str(session_id), "--policy-version", str(version["id"])])
     run = json.loads(capsys.readouterr().out)
-    assert cli(["show-run", str(run["id"])]) == jaato_gc.EXIT_OK
+    assert cli(["--json", "show-run", str(run["id"])]) == jaato_gc.EXIT_OK
     run = json.loads(capsys.readouterr().out)
     assert cli(["ledger", str(run["id"])]) == jaato_gc.EXIT_OK
     ledger = capsys.readouterr().out.splitlines()
