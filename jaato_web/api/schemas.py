@@ -94,6 +94,11 @@ class UploadOut(Schema):
     duplicate: bool
     session: SessionOut | None = None
     job: IngestJobOut | None = None
+    gc_skipped_because: str = Field(
+        "",
+        description="Why no GC policy runs on the session this upload stores, and how to set "
+        "one; empty when the project's default policy runs on it (and for a duplicate)",
+    )
 
 
 class UploadResultOut(Schema):
@@ -113,6 +118,11 @@ class UploadBatchOut(Schema):
     results: list[UploadResultOut]
     taken: int
     refused: int
+    gc_skipped_because: str = Field(
+        "",
+        description="Why no GC policy runs on the sessions this upload stores, and how to set "
+        "one; empty when the project's default policy runs on them (or none was stored)",
+    )
 
 
 class Paged(Schema):

@@ -62,6 +62,7 @@ def upload_session(
             duplicate=receipt.duplicate,
             session=receipt.session,  # type: ignore[arg-type]
             job=receipt.job,  # type: ignore[arg-type]
+            gc_skipped_because="" if receipt.duplicate else services.gc_skipped_because(target),
         ),
     )
 

@@ -29,9 +29,9 @@ def upload_sessions(
     stores nothing, while the others are stored. The answer is 200 when at least one file was
     taken, otherwise the refusal's status (400 when they differ), as the upload page answers.
     """
-    outcomes = background.sessions_upload(
-        project=project_of(request, project), files=files, actor=access_of(request).user
-    )
+    target = project_of(request, project)
+    actor = access_of(request).user
+    outcomes = background.sessions_upload(project=target, files=files, actor=actor)
     taken = sum(1 for o in outcomes if o.taken)
     return Status(
         services.uploads_status(outcomes),
@@ -50,6 +50,7 @@ def upload_sessions(
             ],
             taken=taken,
             refused=len(outcomes) - taken,
+            gc_skipped_because=services.uploads_gc_skipped_because(target, outcomes),
         ),
     )
 

@@ -44,6 +44,7 @@ def session_upload(request: PageRequest) -> HttpResponse:
     access.project(query_id(request.POST.get("project")), request)
     form = forms.UploadForm(request.POST, request.FILES, projects=projects)
     outcomes: list[services.UploadOutcome] = []
+    gc_skipped_because = ""
     status = 400
     if form.is_valid():
         chosen = form.cleaned_data["project"]
@@ -52,7 +53,8 @@ def session_upload(request: PageRequest) -> HttpResponse:
             project=project, files=form.cleaned_data["files"], actor=request.user
         )
         status = services.uploads_status(outcomes)
-    context = {"form": form, "outcomes": outcomes}
+        gc_skipped_because = services.uploads_gc_skipped_because(project, outcomes)
+    context = {"form": form, "outcomes": outcomes, "gc_skipped_because": gc_skipped_because}
     template = "uploads/upload.html#upload-results" if request.htmx else "uploads/upload.html"
     return render(request, template, context, status=status)
 

@@ -324,3 +324,41 @@ def test_a_file_sent_again_is_recognised_without_reading_it_whole(
     assert receipt.session == AgentSession.objects.get()
     assert counted.sizes
     assert all(size is not None and 0 < size < len(data) for size in counted.sizes)
+
+
+def test_an_upload_to_a_project_without_a_default_policy_says_no_gc_ran(
+    client: Client, project: Project
+) -> None:
+    html = client.post(URL, {"files": a_file("one.json", other_session(1))}).content.decode()
+    single = client.post("/api/sessions", {"file": a_file("two.json", other_session(2))}).json()
+    several = client.post(
+        "/api/sessions/uploads", {"files": [a_file("three.json", other_session(3))]}
+    ).json()
+
+    notice = re.search(r"<p [^>]*data-gc-on-upload[^>]*>(.*?)</p>", html, re.S)
+    assert notice, html
+    assert "no default policy" in notice.group(1)
+    assert reverse("policy_list") in notice.group(1)
+    for answer in (single, several):
+        assert "no default policy" in answer["gc_skipped_because"]
+        assert "/api/policies/{id}/default" in answer["gc_skipped_because"]
+    assert not project.sessions.filter(runs__isnull=False).exists()
+
+
+def test_an_upload_that_runs_the_default_policy_has_nothing_to_explain(
+    client: Client, project: Project, settings: Any
+) -> None:
+    from jaato_web.dashboard import services
+    from tests.web.conftest import TIGHT_BUDGET
+
+    policy = services.policy_create(project=project, name="Tight", config=TIGHT_BUDGET)
+    services.project_set_default_policy(project=project, policy=policy)
+
+    html = client.post(URL, {"files": a_file("one.json", other_session(1))}).content.decode()
+    single = client.post("/api/sessions", {"file": a_file("two.json", other_session(2))}).json()
+    settings.JAATO_GC_ON_UPLOAD = False
+    off = client.post("/api/sessions", {"file": a_file("three.json", other_session(3))}).json()
+
+    assert "data-gc-on-upload" not in html
+    assert single["gc_skipped_because"] == ""
+    assert "switched off on this server" in off["gc_skipped_because"]

@@ -72,8 +72,10 @@ from jaato_web.dashboard.services.uploads import (
     UploadOutcome,
     UploadReceipt,
     UploadState,
+    gc_skipped_because,
     upload_name_check,
     upload_size_check,
+    uploads_gc_skipped_because,
     uploads_status,
 )
 
@@ -106,6 +108,7 @@ __all__ = [
     "deletion_plan",
     "engine_session_of",
     "gc_policy_checked",
+    "gc_skipped_because",
     "item_delete",
     "item_described",
     "planner_config_validated",
@@ -130,5 +133,6 @@ __all__ = [
     "stash_restore",
     "upload_name_check",
     "upload_size_check",
+    "uploads_gc_skipped_because",
     "uploads_status",
 ]

@@ -212,6 +212,13 @@ def uploads_status(outcomes: list[UploadOutcome]) -> int:
     return refusals.pop() if len(refusals) == 1 else 400
 
 
+def uploads_gc_skipped_because(project: Project, outcomes: list[UploadOutcome]) -> str:
+    """``gc_skipped_because`` for an upload of several files, when one of them stores a new
+    session (a duplicate or a refused file runs nothing in any case); else empty."""
+    new = any(o.state in (UploadState.STORED, UploadState.QUEUED) for o in outcomes)
+    return gc_skipped_because(project) if new else ""
+
+
 def _upload_one(
     upload: UploadedFile[Any], receive: Callable[[UploadedFile[Any]], UploadReceipt]
 ) -> UploadOutcome:
@@ -316,13 +323,34 @@ def upload_read(*, job_id: int, lease: Lease) -> AgentSession | None:
     return session if created else None
 
 
+def gc_skipped_because(project: Project) -> str:
+    """Why a session uploaded to ``project`` gets no GC run, and how to change it, in a
+    sentence; empty when its default policy runs on every upload. An upload that runs nothing
+    says so, rather than leaving a person to wonder why its session has no run."""
+    if not settings.JAATO_GC_ON_UPLOAD:
+        return (
+            "No policy ran on it: GC on upload is switched off on this server "
+            "(JAATO_GC_ON_UPLOAD). Run a policy from the session's page."
+        )
+    if not project.run_default_policy_on_upload:
+        return (
+            f"No policy ran on it: {project.name} does not run its default policy on upload. "
+            "Run a policy from the session's page."
+        )
+    if project.default_policy_id is None:
+        return (
+            f"No policy ran on it: {project.name} has no default policy. Make one the default "
+            "(on the Policies page, or PUT /api/policies/{id}/default) and it runs on every "
+            "upload; or run a policy from the session's page."
+        )
+    return ""
+
+
 def version_run_on_upload(session: AgentSession) -> PolicyVersion | None:
     """The policy version a session just uploaded runs under: the newest of its project's
     default policy, when the server and the project run it on upload; else None."""
     project = session.project
-    if not (settings.JAATO_GC_ON_UPLOAD and project.run_default_policy_on_upload):
-        return None
-    if project.default_policy_id is None:
+    if gc_skipped_because(project):
         return None
     return (
         PolicyVersion.objects.filter(policy_id=project.default_policy_id)
