@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
+from pydantic import Field
 
 from jaato_web.api.auth import COMMENT, REVIEW, VIEW, access_of
 from jaato_web.api.paging import paged
@@ -158,6 +159,10 @@ class QueueVersionPage(Schema):
 class QueueOut(Schema):
     project: int
     pending_runs: QueueRunPage
+    pending_runs_removed_nothing: int = Field(
+        description="How many runs waiting for a verdict removed nothing: left out of "
+        "``pending_runs`` unless ``empty=true``"
+    )
     pending_versions: QueueVersionPage
     changes_requested_runs: QueueRunPage
     changes_requested_versions: QueueVersionPage
@@ -337,15 +342,18 @@ def give_version_verdict(
 
 @router.get("/review/queue", response=QueueOut, summary="What waits for review", auth=VIEW)
 def review_queue(
-    request: HttpRequest, project: Id | None = None, page: PageNumber = 1
+    request: HttpRequest, project: Id | None = None, page: PageNumber = 1, empty: bool = False
 ) -> dict[str, Any]:
     """Finished runs and latest policy versions without a verdict, oldest first, and those whose
-    latest verdict requests changes; ``page`` pages each list."""
+    latest verdict requests changes; ``page`` pages each list. Runs that removed nothing are
+    counted, and listed only with ``empty=true``."""
     chosen = access_of(request).project(project)
     per_page = selectors.QUEUE_PER_PAGE
+    pending = selectors.queue_pending_runs(project=chosen, removed_nothing=empty)
     return {
         "project": chosen.pk,
-        "pending_runs": paged(selectors.queue_pending_runs(project=chosen), page, per_page),
+        "pending_runs": paged(pending, page, per_page),
+        "pending_runs_removed_nothing": selectors.queue_pending_removed_nothing(project=chosen),
         "pending_versions": paged(selectors.queue_pending_versions(project=chosen), page, per_page),
         "changes_requested_runs": paged(
             selectors.queue_changes_runs(project=chosen), page, per_page

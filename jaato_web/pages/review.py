@@ -159,8 +159,12 @@ def review_queue(request: PageRequest) -> HttpResponse:
     """What waits for a verdict in the current project (``?project=`` picks another), oldest
     first, and what a reviewer sent back with changes requested."""
     project = request.access.project(query_id(request.GET.get("project")), request)
+    # Runs that removed nothing wait in the queue only when asked for (``?empty=1``).
+    removed_nothing = request.GET.get("empty") == "1"
     sources: dict[str, Any] = {
-        "pending-runs": selectors.queue_pending_runs(project=project),
+        "pending-runs": selectors.queue_pending_runs(
+            project=project, removed_nothing=removed_nothing
+        ),
         "pending-versions": selectors.queue_pending_versions(project=project),
         "changed-runs": selectors.queue_changes_runs(project=project),
         "changed-versions": selectors.queue_changes_versions(project=project),
@@ -182,6 +186,11 @@ def review_queue(request: PageRequest) -> HttpResponse:
                 run.pk: dashboard_presenters.run_retention(run, gates)
                 for run in (page if key.endswith("runs") else [])
             },
+        }
+    if "pending-runs" in lists:
+        lists["pending-runs"]["removed_nothing"] = {
+            "count": selectors.queue_pending_removed_nothing(project=project),
+            "shown": removed_nothing,
         }
     if target in QUEUE_LISTS:
         partial = "runs" if target.endswith("runs") else "versions"

@@ -407,6 +407,30 @@ def test_queue_page_lists_pending_and_changes_requested(
     assert "rita" in html
 
 
+def test_queue_leaves_out_runs_that_removed_nothing_unless_asked(
+    client: Client, finished_run: GCRun, run_finished: Any
+) -> None:
+    relaxed = {**TIGHT_BUDGET, "threshold_percent": 80, "target_percent": 60}
+    empty = run_finished(finished_run.session, config=relaxed)
+    assert empty.items_collected == 0
+
+    html = client.get(reverse("review_queue")).content.decode()
+    shown = client.get(reverse("review_queue"), {"empty": "1"}).content.decode()
+    api = client.get("/api/review/queue").json()
+    api_all = client.get("/api/review/queue", {"empty": "true"}).json()
+
+    assert f"Run {finished_run.pk}</a>" in html
+    assert f"Run {empty.pk}</a>" not in html
+    # The page says what it leaves out, and links to the list with them.
+    assert "1 run that removed nothing is not listed" in html
+    assert 'href="?empty=1#pending-runs"' in html
+    assert f"Run {empty.pk}</a>" in shown
+    assert "Hide the run that removed nothing" in shown
+    assert [r["id"] for r in api["pending_runs"]["items"]] == [finished_run.pk]
+    assert api["pending_runs_removed_nothing"] == 1
+    assert [r["id"] for r in api_all["pending_runs"]["items"]] == [finished_run.pk, empty.pk]
+
+
 def test_queue_list_fragment_for_htmx(client: Client, finished_run: GCRun) -> None:
     response = client.get(
         reverse("review_queue"), headers={"HX-Request": "true", "HX-Target": "pending-runs"}
