@@ -51,6 +51,10 @@ def test_the_session_page_shows_each_compaction_its_summary_and_the_real_usage(
     first, second = state["compactions"]
     assert "Compactions the agent performed (2)" in html
     assert f"Before turn {first['before_turn']}" in html
+    # The file's time stamp (2026-03-01T10:10:05.000Z) as every time on the page is written.
+    assert first["at"].startswith("2026-03-01T10:10:05")
+    assert '<time datetime="2026-03-01T10:10:05+00:00">2026-03-01 10:10 UTC</time>,' in html
+    assert first["at"] not in html
     assert f"{first['tokens_before']:,} → {first['tokens_after']:,} tokens as recorded" in html
     assert "The agent's summary" in html
     assert first["summary"].split("\n")[0][:40] in html

@@ -113,7 +113,7 @@ def test_the_state_jaato_saved_is_on_the_session_page(client: Client, project: P
 
     text = text_of(section(html, "agent-state"))
     assert (
-        "Interrupted turn, started 2026-03-01T10:16:00+00:00: “Run the slow tests and list the "
+        "Interrupted turn, started 2026-03-01 10:16 UTC: “Run the slow tests and list the "
         "TODOs”. When the session was saved, 2 tool calls had no answer: "
         'run_tests (call_9)arguments{ "k": "slow" }'
         'grep_content (call_10)arguments{ "pattern": "TODO" }'
@@ -128,6 +128,8 @@ def test_the_state_jaato_saved_is_on_the_session_page(client: Client, project: P
         in text
     )
     assert "Nothing: no interrupted turn" not in text
+    # Written as every time on the page is, so a browser can show it in the reader's zone.
+    assert '<time datetime="2026-03-01T10:16:00+00:00">2026-03-01 10:16 UTC</time>' in html
 
 
 def test_a_session_without_saved_state_says_there_is_none(client: Client, project: Project) -> None:

@@ -7,9 +7,12 @@ that shows a few hundred figures; these filters write the same English figures d
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django import template
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from jaato_web.dashboard.presenters import counted, dollars, policy_name, turn_number_of
 from jaato_web.dashboard.presenters import share as share_of
@@ -59,6 +62,22 @@ def turn_number(index: Any) -> str:
 def turn_numbers(indices: Any) -> list[int]:
     """Stable turn indices as the numbers the session page shows: ``[0, 4]`` -> ``[1, 5]``."""
     return numbers_of_turns(indices)
+
+
+@register.filter
+def as_datetime(value: Any) -> datetime | None:
+    """A time stamp a session file holds as ISO 8601 text (``2026-03-01T10:16:00Z``) as a
+    datetime, so ``date`` writes it as the page writes every time; None when it is not one.
+    A stamp without a zone is read in the server's."""
+    if isinstance(value, datetime):
+        return value
+    try:
+        moment = parse_datetime(str(value or "").strip())
+    except ValueError:
+        return None
+    if moment is not None and timezone.is_naive(moment):
+        moment = timezone.make_aware(moment)
+    return moment
 
 
 @register.filter
