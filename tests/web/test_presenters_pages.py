@@ -266,3 +266,10 @@ def test_a_long_replay_says_where_usage_ended_and_its_line_ends_there() -> None:
     assert len(chart.points.split()) <= presenters.CHART_MAX_POINTS + 1
     last_y = float(chart.points.split()[-1].split(",")[1])
     assert last_y == round(chart.height - 59.5 / 100 * chart.height, 1)
+
+
+def test_the_usage_chart_of_one_turn_names_that_turn_once() -> None:
+    chart = presenters.usage_chart([[1, 1200], [1, 1500]], [], 8_192)
+
+    assert chart is not None
+    assert [label for _, label in chart.x_ticks] == [1]

@@ -9,11 +9,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from gcengine.synthetic import SessionShape
 from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, JobStatus, Policy, Project, Replay
 from jaato_web.dashboard.services import replays
 from tests.chat_server import FakeChatServer
-from tests.web.conftest import TIGHT_BUDGET
+from tests.web.conftest import TIGHT_BUDGET, session_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,31 @@ def test_threshold_mode_chart_names_its_policy_and_tells_what_happened(
     assert "sawtooth" not in html
     assert "every 2s" not in html
     assert "style=" not in html
+
+
+@pytest.mark.parametrize("turns", [1, 2, 3])
+def test_a_short_replays_axis_names_each_turn_once(
+    client: Client,
+    project: Project,
+    budget_policy: Policy,
+    django_capture_on_commit_callbacks: Any,
+    turns: int,
+) -> None:
+    session = background.session_upload(
+        project=project,
+        filename="short.json",
+        data=session_bytes(SessionShape(turns=turns, user_chars=100, model_chars=100, seed=4)),
+    ).session
+    assert session is not None
+    replay_of(client, session, budget_policy, django_capture_on_commit_callbacks)
+
+    html = client.get(reverse("replay_detail", args=[Replay.objects.get().pk])).content.decode()
+
+    ticks = re.findall(r'<text class="chart__tick"[^>]*>turn (\d+)</text>', html)
+    assert ticks
+    assert sorted(ticks, key=int) == ticks  # left to right
+    assert len(set(ticks)) == len(ticks)  # each turn once
+    assert {int(t) for t in ticks} <= set(range(1, turns + 1))
 
 
 def test_continuous_mode_chart_has_no_threshold_line(

@@ -45,6 +45,26 @@ class ReplayChart:
     pressure_percent: float | None = None
 
 
+# The axis names at most this many turns, spread from the first check point to the last.
+TURN_TICKS = 5
+
+
+def _turn_ticks(steps: Sequence[Sequence[Any]], width: int) -> list[tuple[float, str]]:
+    """Where the axis names turns, at the check points the event marks use: up to
+    ``TURN_TICKS`` evenly spread, each turn once (a replay of one turn has one tick)."""
+    at = [i for i, step in enumerate(steps) if step[0] is not None]
+    total = max(len(steps) - 1, 1)
+    ticks: list[tuple[float, str]] = []
+    named: set[int] = set()
+    for q in range(TURN_TICKS):
+        step = at[round(q * (len(at) - 1) / (TURN_TICKS - 1))] if at else None
+        if step is None or steps[step][0] in named:
+            continue
+        named.add(steps[step][0])
+        ticks.append((round(step / total * width, 1), str(gcengine.turn_number(steps[step][0]))))
+    return ticks
+
+
 def replay_chart(
     series: dict[str, Any], *, width: int = CHART_WIDTH, height: int = CHART_HEIGHT
 ) -> ReplayChart:
@@ -81,7 +101,6 @@ def replay_chart(
             (round(step / total_steps * width, 1), y(event["tokens_after"] / limit * 100))
         )
     pressure = series.get("pressure_percent")
-    turns = [t for t, _, _, _ in steps if t is not None]
     return ReplayChart(
         width=width,
         height=height,
@@ -92,15 +111,7 @@ def replay_chart(
         limit_y=y(100.0),
         events=event_marks,
         y_ticks=[(y(p), p) for p in (0, 25, 50, 75, 100)],
-        x_ticks=[
-            (
-                round(i / 4 * width, 1),
-                str(gcengine.turn_number(turns[min(len(turns) - 1, i * len(turns) // 4)])),
-            )
-            for i in range(5)
-        ]
-        if turns
-        else [],
+        x_ticks=_turn_ticks(steps, width),
         mode="continuous" if series["continuous_mode"] else "threshold",
         collections=sum(1 for e in series["events"] if e["success"]),
         peak_percent=round(peak, 1),

@@ -332,6 +332,10 @@ class UsageChart:
     sentences: list[str]
 
 
+# Where the usage chart's axis names turns, as shares of the way from the first to the last.
+TICKS = (0, 0.5, 1)
+
+
 def usage_chart(
     usage: Sequence[Sequence[int]],
     compactions: Sequence[dict[str, Any]],
@@ -409,6 +413,7 @@ def usage_chart(
             for c in marks
         ],
         y_ticks=[(y(top * share), f"{round(top * share):,}") for share in (0, 0.25, 0.5, 0.75, 1)],
-        x_ticks=[(x(first + span * share), round(first + span * share)) for share in (0, 0.5, 1)],
+        # The first, middle and last turns, each once: a chart of one turn names it once.
+        x_ticks=[(x(t), t) for t in sorted({round(first + (last - first) * s) for s in TICKS})],
         sentences=sentences,
     )
