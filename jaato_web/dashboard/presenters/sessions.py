@@ -333,7 +333,7 @@ class UsageChart:
 
 
 # Where the usage chart's axis names turns, as shares of the way from the first to the last.
-TICKS = (0, 0.5, 1)
+X_TICKS = (0, 0.5, 1)
 
 
 def usage_chart(
@@ -414,6 +414,6 @@ def usage_chart(
         ],
         y_ticks=[(y(top * share), f"{round(top * share):,}") for share in (0, 0.25, 0.5, 0.75, 1)],
         # The first, middle and last turns, each once: a chart of one turn names it once.
-        x_ticks=[(x(t), t) for t in sorted({round(first + (last - first) * s) for s in TICKS})],
+        x_ticks=[(x(t), t) for t in sorted({round(first + (last - first) * s) for s in X_TICKS})],
         sentences=sentences,
     )
