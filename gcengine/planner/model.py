@@ -566,11 +566,31 @@ def explain_inclusion(item: PlannedItem) -> str:
     return sentence
 
 
+# What each section's budget is for, as a sentence names it.
+_SECTION_WORDS: dict[Section, str] = {
+    Section.SYSTEM_PINNED: "system items and pins",
+    Section.CONVERSATION: "the conversation",
+    Section.RAG: "retrieved parts",
+}
+
+
 def explain_exclusion(item: ExcludedItem) -> str:
     if item.detail is Detail.DOES_NOT_FIT:
         unit = "its turn" if item.section is Section.CONVERSATION else "it"
-        left = f" ({item.tokens_left} tokens were left)" if item.tokens_left is not None else ""
-        return f"Left out: {unit} did not fit in the budget{left}."
+        if item.tokens_left is None:
+            return f"Left out: {unit} did not fit in the budget."
+        # What was still free when the unit was tried: the figure says how far it was from fitting.
+        left = item.tokens_left
+        budget = (
+            f"the budget for {_SECTION_WORDS[item.section]}"
+            if item.section is not None
+            else "the prompt budget"
+        )
+        verb = "was" if left == 1 else "were"
+        return (
+            f"Left out: {unit} did not fit: when it was tried, only {left:,} "
+            f"token{'' if left == 1 else 's'} of {budget} {verb} still free."
+        )
     if item.detail is Detail.BEHIND_CUT:
         if item.section is Section.CONVERSATION:
             return (

@@ -108,7 +108,6 @@ def _plan_context(
         "left_pager": presenters.pager(left_page, "left"),
         "included_codes": presenters.code_counts(plan.telemetry.included_by_reason),
         "excluded_codes": presenters.code_counts(plan.telemetry.excluded_by_reason),
-        "telemetry": presenters.telemetry_json(plan),
     }
 
 

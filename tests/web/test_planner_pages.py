@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test import Client
@@ -50,6 +52,25 @@ def test_the_plan_shows_the_budget_arithmetic_with_its_sources(
     assert 'data-figure="B"' in html
     assert "L − C − S" in html
     assert "Telemetry record" in html
+
+
+def test_the_plan_says_its_figures_in_words_and_dumps_no_telemetry(
+    client: Client, session: AgentSession
+) -> None:
+    html = client.get(plan_url(session, context_length=4000)).content.decode()
+
+    # The turn at the cut: what the figure is, with its separators, beside the turn's own size.
+    assert "budget/does_not_fit" in html
+    assert "tokens were left" not in html
+    assert re.search(
+        r"did not fit: when it was tried, only [\d,]+ tokens? of the budget for the "
+        r"conversation (was|were) still free",
+        html,
+    )
+    # The log record is named and told in words, not printed as JSON.
+    assert "included_by_reason" not in html
+    assert "budget_sources" not in html
+    assert 'id="plan-telemetry"' not in html
 
 
 def test_a_smaller_window_leaves_turns_out_with_their_reasons(

@@ -32,7 +32,6 @@ from jaato_web.dashboard.presenters.planner import (
     planner_summary,
     section_bars,
     step_chart,
-    telemetry_json,
 )
 from jaato_web.dashboard.presenters.policies import (
     Left,
@@ -171,7 +170,6 @@ __all__ = [
     "step_chart",
     "strategy_of",
     "summary_views",
-    "telemetry_json",
     "tree_rows",
     "turn_number_of",
     "turn_numbers",

@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import gcengine
-from jaato_web.dashboard import storage
 from jaato_web.dashboard.presenters.layout import CHART_HEIGHT, CHART_WIDTH
 from jaato_web.dashboard.presenters.policies import FieldRow, shown
 
@@ -347,11 +346,6 @@ class CodeCount:
 def code_counts(counts: Mapping[str, int]) -> list[CodeCount]:
     """A plan's items by decision code, most first."""
     return [CodeCount(code, n) for code, n in sorted(counts.items(), key=lambda c: (-c[1], c[0]))]
-
-
-def telemetry_json(plan: gcengine.ContextPlan) -> str:
-    """The plan's one telemetry record, as a log line would hold it."""
-    return storage.pretty_json(plan.telemetry.model_dump(mode="json"))
 
 
 # --- Planner configs as rows -----------------------------------------------------------------

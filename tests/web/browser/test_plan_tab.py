@@ -50,7 +50,7 @@ def test_another_model_moves_turns_out_of_the_prompt_with_reasons(
         "a more recent turn did not fit, and sending an older one would leave a gap"
     )
     expect(excluded).to_contain_text("budget/does_not_fit")
-    expect(excluded).to_contain_text("did not fit in the budget")
+    expect(excluded).to_contain_text("did not fit: when it was tried, only")
     expect(page.locator("#budget-table")).to_contain_text("gpt-4")
     expect_same_document(page)
 
