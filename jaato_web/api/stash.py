@@ -18,7 +18,7 @@ from jaato_web.api.schemas import (
     StashRestoreIn,
     TurnReferencesOut,
 )
-from jaato_web.dashboard import selectors, services
+from jaato_web.dashboard import presenters, selectors, services
 
 router = Router(tags=["stash"])
 
@@ -62,7 +62,8 @@ def run_kept(
     """A reachability run's kept segments with their reasons, in history order; ``turn`` (from
     1, as JAATO numbers them) keeps one turn's, ``q`` searches the reasons."""
     run = access_of(request).run(run_id)
-    kept = selectors.run_kept(run=run, turn_index=turn - 1 if turn else None, text=q)
+    index = presenters.turn_index_of(turn) if turn else None
+    kept = selectors.run_kept(run=run, turn_index=index, text=q)
     return paged(kept, page, selectors.KEPT_PER_PAGE)
 
 
@@ -78,4 +79,5 @@ def session_references(
     """What the segments of turn ``turn`` (from 1, as JAATO numbers turns) refer to, and what
     refers to them: what a reachability policy follows."""
     session = access_of(request).session(session_id)
-    return gcengine.turn_references(services.engine_session_of(session), turn - 1)
+    index = presenters.turn_index_of(turn)
+    return gcengine.turn_references(services.engine_session_of(session), index)

@@ -26,7 +26,7 @@ from django.db.models import QuerySet
 import gcengine
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AuditAction, PolicyVersion, Project
-from jaato_web.dashboard.presenters import strategy_of
+from jaato_web.dashboard.presenters import strategy_of, turn_index_of
 from jaato_web.teams.permissions import Role
 
 # --- Sessions, runs and replays ---------------------------------------------------------
@@ -309,7 +309,7 @@ class TurnListField(_ListField):
                 f"“{value}” is not a turn number (a whole number from 1, as the session page "
                 "numbers turns)."
             )
-        return number - 1
+        return turn_index_of(number)
 
 
 class RestoreForm(DashboardForm):

@@ -94,7 +94,9 @@ def _jump_to_turn(request: PageRequest, session: AgentSession) -> HttpResponse:
     del query["turn"]
     page = None
     if number:
-        page = selectors.turn_page_number(session=session, turn_index=number - 1)
+        page = selectors.turn_page_number(
+            session=session, turn_index=presenters.turn_index_of(number)
+        )
     url = reverse("session_detail", args=[session.pk])
     if page is None:
         messages.error(

@@ -74,7 +74,8 @@ def run_kept(request: PageRequest, run_id: int) -> HttpResponse:
     run = request.access.run(run_id)
     number = query_id(request.GET.get("turn"))
     text = request.GET.get("q", "").strip()[: selectors.SEARCH_MAX_CHARS]
-    kept = selectors.run_kept(run=run, turn_index=number - 1 if number else None, text=text)
+    index = presenters.turn_index_of(number) if number else None
+    kept = selectors.run_kept(run=run, turn_index=index, text=text)
     page = selectors.page_of(kept, request.GET.get("page"), selectors.KEPT_PER_PAGE)
     context = {
         "run": run,

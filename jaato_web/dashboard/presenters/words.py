@@ -39,6 +39,12 @@ def turn_number_of(index: int | None) -> int | None:
     return None if index is None else gcengine.turn_number(index)
 
 
+def turn_index_of(number: int) -> int:
+    """The stable index of the turn a person names by ``number`` (from 1): the inverse of
+    ``gcengine.turn_number``, for a turn typed in a form or a query."""
+    return number - 1
+
+
 def turn_numbers(indices: Iterable[int]) -> list[int]:
     """Stable turn indices as the numbers a person reads, in their order."""
     return [gcengine.turn_number(index) for index in indices]

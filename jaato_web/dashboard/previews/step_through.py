@@ -214,7 +214,7 @@ def plan_steps(
         steps.append(
             Step(
                 turn=turn,
-                label=names[turn] if turn < len(names) else f"turn {turn + 1}",
+                label=names[turn] if turn < len(names) else gcengine.turn_label(turn),
                 tokens=plan.estimated_tokens_total,
                 prompt_budget=plan.prompt_budget,
                 included=len(plan.included),
