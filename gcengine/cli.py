@@ -266,15 +266,16 @@ def _ledger_lines(items: Sequence[GCRemovalItem], *, every: bool) -> list[str]:
     named as a person reads it; the first ``FIRST_ITEMS`` of a long ledger unless ``every``."""
     lines: list[str] = []
     if len(items) > FIRST_ITEMS:
-        for title, key in (("reason", "reason"), ("source", "source")):
-            counts: dict[str, list[int]] = {}
+        for title in ("reason", "source"):
+            # Per reason (or source): how many items, and the tokens they freed.
+            tally: dict[str, list[int]] = {}
             for item in items:
-                name = item.reason if key == "reason" else item.source.value
-                count = counts.setdefault(str(name), [0, 0])
-                count[0] += 1
-                count[1] += item.tokens_freed
+                name = str(item.reason if title == "reason" else item.source.value)
+                figures = tally.setdefault(name, [0, 0])
+                figures[0] += 1
+                figures[1] += item.tokens_freed
             lines.append(f"by {title}")
-            for name, (count, freed) in sorted(counts.items(), key=lambda c: -c[1][1]):
+            for name, (count, freed) in sorted(tally.items(), key=lambda t: -t[1][1]):
                 lines.append(f"    {name:<28} {_items(count):>12} {freed:>10,} tokens")
     shown = items if every or len(items) <= FIRST_ITEMS else items[:FIRST_ITEMS]
     if len(shown) < len(items):

@@ -350,8 +350,8 @@ def version_run_on_upload(session: AgentSession) -> PolicyVersion | None:
     """The policy version a session just uploaded runs under: the newest of its project's
     default policy, when the server and the project run it on upload; else None."""
     project = session.project
-    if gc_skipped_because(project):
-        return None
+    if gc_skipped_because(project) or project.default_policy_id is None:
+        return None  # (no default policy is one of the reasons; named again for the types)
     return (
         PolicyVersion.objects.filter(policy_id=project.default_policy_id)
         .order_by("-number")
