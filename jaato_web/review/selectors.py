@@ -258,20 +258,20 @@ def _latest_versions(project: Project) -> QuerySet[PolicyVersion]:
     )
 
 
+def _pending_runs(project: Project) -> QuerySet[GCRun]:
+    return _queue_runs(project).filter(~Exists(Verdict.objects.filter(run=OuterRef("pk"))))
+
+
 def queue_pending_runs(*, project: Project, removed_nothing: bool = False) -> QuerySet[GCRun]:
     """Finished runs nobody has given a verdict on yet, oldest first; a run that removed
     nothing has no decision to review, so it is left out unless ``removed_nothing``."""
-    pending = _queue_runs(project).filter(~Exists(Verdict.objects.filter(run=OuterRef("pk"))))
+    pending = _pending_runs(project)
     return pending if removed_nothing else pending.exclude(items_collected=0)
 
 
 def queue_pending_removed_nothing(*, project: Project) -> int:
     """How many runs waiting for a verdict removed nothing (the queue leaves them out)."""
-    return (
-        GCRun.objects.filter(session__project=project, status=JobStatus.DONE, items_collected=0)
-        .filter(~Exists(Verdict.objects.filter(run=OuterRef("pk"))))
-        .count()
-    )
+    return _pending_runs(project).filter(items_collected=0).count()
 
 
 def queue_pending_versions(*, project: Project) -> QuerySet[PolicyVersion]:
