@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, Tool
 
 from gcengine import generate_session_file, load_gc_config, load_session
 from gcengine.mcp_tools import FileStore, build_server
 from gcengine.synthetic import SessionShape
 from tests.event_loops import run_async
+from tests.mcp_results import check_against_schema, refusal_of
 
 SHAPE = SessionShape(turns=6, user_chars=200, model_chars=300, tool_result_chars=600, seed=3)
 TOOLS = {
@@ -67,16 +68,6 @@ def data_of(result: CallToolResult) -> dict[str, Any]:
     assert result.is_error is False, result.content
     assert result.structured_content is not None
     return result.structured_content
-
-
-def error_of(result: CallToolResult) -> dict[str, Any]:
-    """The refusal's envelope; a refusal is never the SDK's word for a crash."""
-    assert result.is_error is True
-    assert result.structured_content is not None, result.content
-    error: dict[str, Any] = result.structured_content["error"]
-    text = result.content[0].text  # type: ignore[union-attr]
-    assert text == f"{error['message']} ({error['status']} {error['code']})"
-    return error
 
 
 def test_every_tool_is_listed_with_schemas_written_for_a_model(folder: Path) -> None:
@@ -159,7 +150,7 @@ def test_usage_refusals_say_what_to_fix(
     folder: Path, arguments: dict[str, Any], status: int, words: str
 ) -> None:
     (folder / "outside.json").write_text("{}")
-    error = error_of(call(folder, "context_analyze_usage", arguments))
+    error = refusal_of(call(folder, "context_analyze_usage", arguments))
     assert error["status"] == status
     assert words in error["message"]
 
@@ -220,7 +211,7 @@ def test_pins_are_kept_per_session_file_and_read_by_the_policy(folder: Path) -> 
 def test_pin_refusals_change_nothing(
     folder: Path, arguments: dict[str, Any], status: int, words: str
 ) -> None:
-    error = error_of(call(folder, "context_gc_pin", arguments))
+    error = refusal_of(call(folder, "context_gc_pin", arguments))
     assert (error["status"], words in error["message"]) == (status, True)
     assert not (folder / ".gcengine-pins.json").exists()
 
@@ -256,7 +247,7 @@ def test_configure_rewrites_the_folders_gc_json(folder: Path) -> None:
 def test_configure_refusals_leave_the_policy_alone(
     folder: Path, arguments: dict[str, Any], code: str, words: str
 ) -> None:
-    error = error_of(call(folder, "context_gc_configure", arguments))
+    error = refusal_of(call(folder, "context_gc_configure", arguments))
     assert error["code"] == code
     assert words in error["message"]
     assert not (folder / "gc.json").exists()
@@ -350,7 +341,7 @@ def test_prune_refusals_write_nothing(
     long_folder: Path, arguments: dict[str, Any], status: int, code: str
 ) -> None:
     before = sorted(p.name for p in long_folder.rglob("*"))
-    error = error_of(call(long_folder, "context_gc_prune", arguments))
+    error = refusal_of(call(long_folder, "context_gc_prune", arguments))
     assert (error["status"], error["code"]) == (status, code)
     assert sorted(p.name for p in long_folder.rglob("*")) == before
 
@@ -387,7 +378,7 @@ def test_an_inline_prune_hands_back_its_stash_to_search_and_restore(long_folder:
 def test_stash_refusals_say_what_to_give(
     long_folder: Path, arguments: dict[str, Any], words: str
 ) -> None:
-    assert words in error_of(call(long_folder, "context_stash_search", arguments))["message"]
+    assert words in refusal_of(call(long_folder, "context_stash_search", arguments))["message"]
 
 
 def test_configure_changes_roots_and_batches(long_folder: Path) -> None:
@@ -406,6 +397,60 @@ def test_configure_changes_roots_and_batches(long_folder: Path) -> None:
     config = load_gc_config(long_folder / "gc.json", env={})
     assert (config.roots.active_file_turns, config.incremental, config.batch_size) == (0, True, 5)
     assert config.roots.recent_turns == 3  # the roots not named stay
+
+
+def test_every_answer_and_refusal_matches_the_tools_output_schema(long_folder: Path) -> None:
+    """What a client on the TypeScript SDK checks: each tool's structured content, answers and
+    refusals alike, against the output schema it publishes."""
+    session = "agent/long.json"
+
+    async def run() -> list[tuple[Tool, CallToolResult]]:
+        async with Client(build_server(FileStore(long_folder)), raise_exceptions=True) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            checked: list[tuple[Tool, CallToolResult]] = []
+
+            async def called(name: str, arguments: dict[str, Any]) -> CallToolResult:
+                result = await client.call_tool(name, arguments)
+                checked.append((tools[name], result))
+                return result
+
+            await called("context_analyze_usage", {"session_id": session})
+            await called("context_analyze_usage", {"session_id": "agent/gone.json"})
+            await called("context_gc_pin", {"session_id": session, "turn_indices": [0]})
+            await called("context_gc_unpin", {"session_id": session, "turn_indices": [0]})
+            await called("context_gc_pin", {"session_id": session, "turn_indices": [99]})
+            await called("context_gc_analyze", {"session_id": session, "limit": 2})
+            await called("context_gc_analyze", {"session_id": session, "segment_ids": ["x"]})
+            await called("context_gc_prune", {"session_id": session, "action": "auto"})
+            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_11"]})
+            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_99"]})
+            pruned = (await called("context_gc_prune", {"session_id": session})).structured_content
+            assert pruned is not None
+            first = pruned["ledger"][0]["segment_id"]
+            await called("context_stash_search", {"run_id": pruned["run_id"]})
+            await called("context_stash_search", {"session_id": session})
+            for into in ("content", "session"):
+                await called(
+                    "context_stash_retrieve",
+                    {"run_id": pruned["run_id"], "segment_ids": [first], "into": into},
+                )
+            await called(
+                "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": ["gone"]}
+            )
+            await called("context_gc_configure", {"threshold_percent": 2})
+            await called("context_gc_configure", {"target_percent": 95})
+            return checked
+
+    checked = run_async(run)
+    assert {tool.name for tool, _ in checked} == TOOLS
+    for tool, result in checked:
+        check_against_schema(tool, result)
+    refusals = [result for _, result in checked if result.is_error]
+    assert {refusal_of(result)["code"] for result in refusals} >= {
+        "confirm_needed",
+        "protected",
+        "not_found",
+    }
 
 
 def gcengine_command() -> str:

@@ -32,6 +32,7 @@ from jaato_web.dashboard.models import (
     SessionPin,
 )
 from tests.event_loops import run_async
+from tests.mcp_results import refusal_of
 
 from .conftest import Caller
 
@@ -128,11 +129,8 @@ def test_tool_refusals_over_http_carry_the_apis_status(
             http,
         )()
     )
-    assert forbidden.is_error is True
-    assert forbidden.structured_content is not None
-    assert forbidden.structured_content["error"]["status"] == 403
-    assert not_found.structured_content is not None
-    assert not_found.structured_content["error"]["status"] == 404
+    assert refusal_of(forbidden)["status"] == 403
+    assert refusal_of(not_found)["status"] == 404
     assert not SessionPin.objects.exists()
 
 
@@ -175,10 +173,8 @@ def test_prune_over_http_is_refused_to_a_viewer_and_another_projects_session_is_
             http,
         )()
     )
-    assert forbidden.structured_content is not None
-    assert forbidden.structured_content["error"]["status"] == 403
-    assert not_found.structured_content is not None
-    assert not_found.structured_content["error"]["status"] == 404
+    assert refusal_of(forbidden)["status"] == 403
+    assert refusal_of(not_found)["status"] == 404
     assert not GCRun.objects.exists()
 
 
