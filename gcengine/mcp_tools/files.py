@@ -64,21 +64,28 @@ class FileStore:
         self.pins_path = self.root / PINS_FILE
         self.stashes_path = self.root / STASHES_FILE
 
+    def _shown(self, path: str | Path) -> str:
+        """A file as answers name it: its path under the folder, else its name alone; where
+        the folder is stays with the server."""
+        path = Path(path)
+        if path.is_relative_to(self.root):
+            return path.relative_to(self.root).as_posix()
+        return path.name
+
     @contextmanager
     def calling(self) -> Iterator[None]:
         try:
             yield
         except OSError as error:
-            raise ToolRefusal(
-                f"{error.filename or 'a file'}: {error.strerror or error}", code="file_error"
-            ) from None
+            where = self._shown(error.filename) if error.filename else "a file"
+            raise ToolRefusal(f"{where}: {error.strerror or error}", code="file_error") from None
 
     def _path(self, session_id: int | str) -> tuple[Path, str]:
         """The file a session id names, and its key in the pins file (its path under root)."""
         path = (self.root / str(session_id)).resolve()
         if not path.is_relative_to(self.root) or not path.is_file():
             raise ToolRefusal(
-                f"no session file {str(session_id)!r} under {self.root}",
+                f"no session file {str(session_id)!r} under the server's folder",
                 status=404,
                 code="not_found",
             )
@@ -103,16 +110,11 @@ class FileStore:
         return load_gc_config(self.policy_path, env={})
 
     def policy(self, session_id: int | str | None, policy_id: int | None) -> PolicyInUse:
+        policy = self._shown(self.policy_path)
         if policy_id is not None:
-            raise ToolRefusal(
-                f"this local server has one policy, {self.policy_path}; leave policy_id out"
-            )
+            raise ToolRefusal(f"this local server has one policy, {policy}; leave policy_id out")
         config = self._config()
-        label = (
-            str(self.policy_path)
-            if self.policy_path.is_file()
-            else f"JAATO's defaults (no {self.policy_path} yet)"
-        )
+        label = policy if self.policy_path.is_file() else f"JAATO's defaults (no {policy} yet)"
         if session_id is None:
             return PolicyInUse(config, label)
         turns, ids = self._session_pins(self._path(session_id)[1])
@@ -169,7 +171,7 @@ class FileStore:
         moved = setting_changes(before, after)
         if moved:
             _write_atomically(self.policy_path, after)
-        return ConfiguredPolicy(policy=str(self.policy_path), changes=moved, config=after)
+        return ConfiguredPolicy(policy=self._shown(self.policy_path), changes=moved, config=after)
 
     # --- Pruning and stashes --------------------------------------------------------------
 

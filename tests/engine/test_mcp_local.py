@@ -103,7 +103,7 @@ def test_usage_of_a_session_file_under_the_folder(folder: Path) -> None:
     assert report["policy"]["threshold_percent"] == 80
     assert report["turns"] == SHAPE.turns
     text = result.content[0].text  # type: ignore[union-attr]
-    assert text.endswith("Policy: JAATO's defaults (no " + str(folder / "gc.json") + " yet).")
+    assert text.endswith("Policy: JAATO's defaults (no gc.json yet).")
 
 
 def test_usage_of_inline_messages_stores_nothing(folder: Path) -> None:
@@ -451,6 +451,29 @@ def test_every_answer_and_refusal_matches_the_tools_output_schema(long_folder: P
         "protected",
         "not_found",
     }
+
+
+def test_no_answer_names_the_servers_folder(long_folder: Path) -> None:
+    """Answers name files by their path under the folder, never where the folder is."""
+    (long_folder / "agent" / "broken.json").write_text("{not json", encoding="utf-8")
+    session = "agent/long.json"
+    results = calls(
+        long_folder,
+        ("context_analyze_usage", {"session_id": session}),
+        ("context_analyze_usage", {"session_id": "agent/broken.json"}),
+        ("context_analyze_usage", {"session_id": "agent/gone.json"}),
+        ("context_analyze_usage", {"session_id": session, "policy_id": 1}),
+        ("context_gc_analyze", {"session_id": session, "limit": 1}),
+        ("context_gc_prune", {"session_id": session}),
+        ("context_gc_configure", {"threshold_percent": 2}),
+        ("context_gc_configure", {"session_id": "../elsewhere.json", "threshold_percent": 3}),
+    )
+    for result in results:
+        shown = json.dumps([result.structured_content, result.model_dump(mode="json")["content"]])
+        assert str(long_folder) not in shown
+    assert data_of(results[0])["policy"]["threshold_percent"] == 1  # the folder's gc.json
+    assert results[0].content[0].text.endswith("Policy: gc.json.")  # type: ignore[union-attr]
+    assert data_of(results[6])["policy"] == "gc.json"
 
 
 def gcengine_command() -> str:
