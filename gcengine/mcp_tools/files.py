@@ -14,6 +14,7 @@ with the names of both sessions); a restore writes ``session.pruned-1.restored-1
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -213,9 +214,10 @@ class FileStore:
         if not into_session:
             return retrieved_content(stash, segment_ids, stash_key)
         left, _ = self._path(left_key)
-        restored = restore(load_session(left), stash, segment_ids)
-        written = _beside(left, "restored")
-        written.write_text(dump_session(restored), encoding="utf-8")
+        restored = dump_session(restore(load_session(left), stash, segment_ids))
+        written, there = _same_or_beside(left, "restored", restored)
+        if not there:
+            written.write_text(restored, encoding="utf-8")
         new_key = written.relative_to(self.root).as_posix()
         self._remember_stash(new_key, stash_key)
         return Retrieved(
@@ -233,7 +235,9 @@ class FileStore:
         return data if isinstance(data, dict) else {}
 
     def _remember_stash(self, session_key: str, stash_key: str) -> None:
-        _write_atomically(self.stashes_path, {**self._stashes(), session_key: stash_key})
+        known = self._stashes()
+        if known.get(session_key) != stash_key:
+            _write_atomically(self.stashes_path, {**known, session_key: stash_key})
 
     def _stash(self, ref: StashRef) -> tuple[str, Stash, str]:
         """The stash file a reference names, its stash, and the session the prune left."""
@@ -272,9 +276,23 @@ def _stem(path: Path) -> str:
     return path.name.removesuffix(".json")
 
 
+def _numbered(path: Path, what: str) -> Iterator[Path]:
+    """``<name>.<what>-1.json``, ``-2``, ... beside ``path``."""
+    for number in itertools.count(1):
+        yield path.with_name(f"{_stem(path)}.{what}-{number}.json")
+
+
+def _same_or_beside(path: Path, what: str, text: str) -> tuple[Path, bool]:
+    """The ``<name>.<what>-<n>.json`` beside ``path`` that holds ``text`` already (True), else
+    the first free one (False): the same restore again gives the same file, as the dashboard
+    gives the same session."""
+    numbered = _numbered(path, what)
+    while (found := next(numbered)).exists():
+        if found.read_text(encoding="utf-8") == text:
+            return found, True
+    return found, False
+
+
 def _beside(path: Path, what: str) -> Path:
     """The first free ``<name>.<what>-<n>.json`` beside ``path``."""
-    number = 1
-    while (found := path.with_name(f"{_stem(path)}.{what}-{number}.json")).exists():
-        number += 1
-    return found
+    return next(found for found in _numbered(path, what) if not found.exists())

@@ -316,6 +316,27 @@ def test_prune_search_and_retrieve_on_session_files(long_folder: Path) -> None:
     assert data_of(content)["segments"][0]["text"]
 
 
+def test_retrieving_the_same_segments_again_gives_the_same_session(long_folder: Path) -> None:
+    pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
+    first, second = (item["segment_id"] for item in pruned["ledger"][:2])
+    ask = {"run_id": pruned["run_id"], "segment_ids": [first]}
+    once = data_of(call(long_folder, "context_stash_retrieve", ask))
+    written = long_folder / once["new_session_id"]
+    stamp = written.stat().st_mtime_ns
+    again, other = calls(
+        long_folder,
+        ("context_stash_retrieve", ask),
+        ("context_stash_retrieve", {**ask, "segment_ids": [second]}),
+    )
+    assert data_of(again)["new_session_id"] == once["new_session_id"]
+    assert written.stat().st_mtime_ns == stamp  # not written again
+    assert data_of(other)["new_session_id"] == "agent/long.pruned-1.restored-2.json"
+    assert sorted(p.name for p in (long_folder / "agent").glob("*restored*")) == [
+        "long.pruned-1.restored-1.json",
+        "long.pruned-1.restored-2.json",
+    ]
+
+
 def test_a_search_says_how_many_it_did_not_list(long_folder: Path) -> None:
     pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
     result = call(long_folder, "context_stash_search", {"run_id": pruned["run_id"], "limit": 2})
