@@ -128,13 +128,14 @@ class FileStore:
         path, key = self._path(session_id)
         session = load_session(path)
         known_turns = {turn.index for turn in session.turns()}
+        # In the words, status and code the dashboard refuses these with.
         missing = sorted(set(request.turn_indices) - known_turns)
         if missing:
-            raise ToolRefusal(f"{key} has no turn index {missing[0]}", status=404, code="not_found")
+            raise ToolRefusal(f"turn_index: {key} has no turn {missing[0]}")
         known_ids = {message.message_id for message in session.history}
         unknown = [i for i in request.message_ids if i not in known_ids]
         if unknown:
-            raise ToolRefusal(f"{key} has no message {unknown[0]!r}", status=404, code="not_found")
+            raise ToolRefusal(f"message_id: {key} has no message {unknown[0]!r}")
         turns, ids = self._session_pins(key)
         changed: list[str] = []
         for index in request.turn_indices:

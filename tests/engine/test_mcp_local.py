@@ -204,8 +204,7 @@ def test_pins_are_kept_per_session_file_and_read_by_the_policy(folder: Path) -> 
     [
         ({"messages": OPENAI_MESSAGES, "turn_indices": [0]}, 400, "inline messages are not stored"),
         ({"session_id": "agent/session.json"}, 400, "name at least one turn index or message"),
-        ({"session_id": "agent/session.json", "turn_indices": [0, 99]}, 404, "no turn index 99"),
-        ({"session_id": "agent/session.json", "message_ids": ["nope"]}, 404, "no message 'nope'"),
+        ({"session_id": "agent/gone.json", "turn_indices": [0]}, 404, "no session file"),
     ],
 )
 def test_pin_refusals_change_nothing(
@@ -213,6 +212,24 @@ def test_pin_refusals_change_nothing(
 ) -> None:
     error = refusal_of(call(folder, "context_gc_pin", arguments))
     assert (error["status"], words in error["message"]) == (status, True)
+    assert not (folder / ".gcengine-pins.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"turn_indices": [0, 99]}, "turn_index: agent/session.json has no turn 99"),
+        ({"message_ids": ["nope"]}, "message_id: agent/session.json has no message 'nope'"),
+    ],
+)
+def test_a_turn_or_message_the_session_lacks_is_refused_as_the_dashboard_refuses_it(
+    folder: Path, arguments: dict[str, Any], message: str
+) -> None:
+    """The dashboard's words and code (tests/web/test_mcp_tools.py), and its API's 400."""
+    error = refusal_of(
+        call(folder, "context_gc_pin", {"session_id": "agent/session.json", **arguments})
+    )
+    assert error == {"status": 400, "code": "bad_input", "message": message}
     assert not (folder / ".gcengine-pins.json").exists()
 
 
