@@ -354,6 +354,31 @@ def test_retrieving_the_same_segments_again_gives_the_same_session(long_folder: 
     ]
 
 
+def test_pins_take_the_segment_ids_analyze_lists(long_folder: Path) -> None:
+    session = "agent/long.json"
+    found = data_of(call(long_folder, "context_gc_analyze", {"session_id": session}))
+    exchange = next(c for c in found["candidates"] if "/" in c["segment_id"])
+    pinned, pruned, missing = calls(
+        long_folder,
+        ("context_gc_pin", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_prune", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_pin", {"session_id": session, "segment_ids": ["turn_99/x"]}),
+    )
+    assert data_of(pinned)["pinned_turn_indices"] == [exchange["turn_index"]]
+    assert refusal_of(pruned)["code"] == "protected"  # the pin keeps it
+    assert refusal_of(missing) == {
+        "status": 404,
+        "code": "not_found",
+        "message": "the session has no segment 'turn_99/x'",
+    }
+    unpinned = call(
+        long_folder,
+        "context_gc_unpin",
+        {"session_id": session, "segment_ids": [exchange["segment_id"]]},
+    )
+    assert data_of(unpinned)["pinned_turn_indices"] == []
+
+
 def test_a_search_says_how_many_it_did_not_list(long_folder: Path) -> None:
     pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
     result = call(long_folder, "context_stash_search", {"run_id": pruned["run_id"], "limit": 2})

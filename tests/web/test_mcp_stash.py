@@ -123,6 +123,29 @@ def test_prune_named_segments_and_refuse_pinned_ones(
     assert SessionPin.objects.count() == 1
 
 
+def test_pins_take_the_segment_ids_analyze_lists(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    session = stored_session.pk
+    exchange = next(
+        c for c in analysis(editor, stored_session)["candidates"] if "/" in c["segment_id"]
+    )
+    pinned, pruned, missing = calls(
+        editor.secret,
+        ("context_gc_pin", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_prune", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_pin", {"session_id": session, "segment_ids": ["turn_99/x"]}),
+    )
+    assert data_of(pinned)["pinned_turn_indices"] == [exchange["turn_index"]]
+    assert list(SessionPin.objects.values_list("turn_index", flat=True)) == [exchange["turn_index"]]
+    assert refusal_of(pruned)["code"] == "protected"  # the pin keeps it
+    assert refusal_of(missing) == {
+        "status": 404,
+        "code": "not_found",
+        "message": "the session has no segment 'turn_99/x'",
+    }
+
+
 def test_delete_needs_confirm(editor: Caller, stored_session: AgentSession) -> None:
     error = refusal_of(
         call(editor, "context_gc_prune", {"session_id": stored_session.pk, "action": "delete"})
