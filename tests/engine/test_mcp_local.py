@@ -203,7 +203,7 @@ def test_pins_are_kept_per_session_file_and_read_by_the_policy(folder: Path) -> 
     ("arguments", "status", "words"),
     [
         ({"messages": OPENAI_MESSAGES, "turn_indices": [0]}, 400, "inline messages are not stored"),
-        ({"session_id": "agent/session.json"}, 400, "name at least one turn index or message"),
+        ({"session_id": "agent/session.json"}, 400, "name at least one turn index, message id or"),
         ({"session_id": "agent/gone.json", "turn_indices": [0]}, 404, "no session file"),
     ],
 )
