@@ -15,7 +15,7 @@ from gcengine.gc.segments import SegmentKind, describe
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCTriggerReason, context_usage
 from gcengine.messages import turn_number
-from gcengine.reachability.explain import kept_sentence, label, taken_sentence
+from gcengine.reachability.explain import Keeper, kept_by, kept_sentence, label, taken_sentence
 from gcengine.reachability.graph import REPLY, SUMMARY_OF, Plan, segment_graph
 from gcengine.running.run import plugin_options
 from gcengine.session import Session
@@ -47,6 +47,7 @@ class AnalyzedSegment:
         "_reason",
         "candidate",
         "generation",
+        "kept_by",
         "kind",
         "proposed",
         "reachable",
@@ -72,6 +73,8 @@ class AnalyzedSegment:
         self.refcount: int = plan.graph.refcounts[number]
         self.generation: Literal["young", "old"] = "young" if plan.young_ones[number] else "old"
         self.candidate: bool = number in explainer.candidate_of
+        # What keeps a segment no collection may take; None for a candidate.
+        self.kept_by: Keeper | None = None if self.candidate else kept_by(plan, number)
         self.proposed: Action = proposed
 
     @property

@@ -299,6 +299,29 @@ def test_analyze_proposes_what_a_prune_takes_and_writes_nothing(long_folder: Pat
     assert sorted(p.name for p in long_folder.rglob("*")) == before
 
 
+def test_analyze_counts_every_segment_once(long_folder: Path) -> None:
+    """What may be taken and what is kept, by what keeps it, add up to every segment."""
+    session = "agent/long.json"
+    pinned = call(long_folder, "context_gc_pin", {"session_id": session, "turn_indices": [1]})
+    assert data_of(pinned)["pinned_turn_indices"] == [1]
+    result = call(long_folder, "context_gc_analyze", {"session_id": session})
+    found = data_of(result)
+    kept = found["kept"]
+    assert found["candidates_total"] + sum(kept.values()) == found["segments"]
+    assert kept["pinned"] > 0  # turn 2, pinned
+    assert kept["recent"] > 0  # the latest 2 turns
+    assert found["roots"] <= sum(kept.values())  # a root is never taken
+    reachable = [c for c in found["candidates"] if c["reachable"]]
+    assert found["candidates_reachable"] == len(reachable)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert (
+        f"{found['segments']} segments: {found['candidates_total']} may be taken "
+        f"({found['candidates_reachable']} of them reachable), {sum(kept.values())} kept: "
+    ) in text
+    assert f"{kept['pinned']} in pinned turns" in text
+    assert f"{kept['recent']} in the latest turns" in text
+
+
 def test_prune_search_and_retrieve_on_session_files(long_folder: Path) -> None:
     original = (long_folder / "agent" / "long.json").read_text()
     pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
