@@ -157,6 +157,22 @@ class FileStore:
             changed=changed,
         )
 
+    def _carry_pins(self, source_key: str, derived_key: str, derived: Session) -> None:
+        """The pins of the file ``source_key`` on the file a prune or restore derived from it,
+        for the turns and messages it holds: a turn keeps its stable index and a message its
+        id, so each pin means the same there (and a pinned turn is never taken)."""
+        turns, ids = self._session_pins(source_key)
+        if not turns and not ids:
+            return
+        held_turns = {turn.index for turn in derived.turns()}
+        held_ids = {message.message_id for message in derived.history}
+        pins = self._pins()
+        pins[derived_key] = {
+            "turn_indices": [t for t in turns if t in held_turns],
+            "message_ids": [i for i in ids if i in held_ids],
+        }
+        _write_atomically(self.pins_path, pins)
+
     def configure(
         self,
         session_id: int | str | None,
@@ -187,6 +203,7 @@ class FileStore:
         pruned = _beside(path, "pruned")
         pruned.write_text(dump_session(outcome.session), encoding="utf-8")
         new_key = pruned.relative_to(self.root).as_posix()
+        self._carry_pins(key, new_key, outcome.session)
         stash_key = None
         stash = outcome.result.stash
         if stash is not None and stash.segments:
@@ -215,11 +232,13 @@ class FileStore:
         if not into_session:
             return retrieved_content(stash, segment_ids, stash_key)
         left, _ = self._path(left_key)
-        restored = dump_session(restore(load_session(left), stash, segment_ids))
+        session = restore(load_session(left), stash, segment_ids)
+        restored = dump_session(session)
         written, there = _same_or_beside(left, "restored", restored)
+        new_key = written.relative_to(self.root).as_posix()
         if not there:
             written.write_text(restored, encoding="utf-8")
-        new_key = written.relative_to(self.root).as_posix()
+            self._carry_pins(left_key, new_key, session)
         self._remember_stash(new_key, stash_key)
         return Retrieved(
             run_id=stash_key,

@@ -402,6 +402,27 @@ def test_pins_take_the_segment_ids_analyze_lists(long_folder: Path) -> None:
     assert data_of(unpinned)["pinned_turn_indices"] == []
 
 
+def test_files_a_prune_and_a_restore_write_keep_the_pins(long_folder: Path) -> None:
+    session = "agent/long.json"
+    message_id = load_session(long_folder / session).history[0].message_id
+    pin = {"session_id": session, "turn_indices": [1], "message_ids": [message_id]}
+    pinned = data_of(call(long_folder, "context_gc_pin", pin))
+    pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": session}))
+    first = pruned["ledger"][0]["segment_id"]
+    restored = data_of(
+        call(
+            long_folder,
+            "context_stash_retrieve",
+            {"run_id": pruned["run_id"], "segment_ids": [first]},
+        )
+    )
+    pins = json.loads((long_folder / ".gcengine-pins.json").read_text())
+    for derived in (pruned["new_session_id"], restored["new_session_id"]):
+        assert pins[derived] == {"turn_indices": [1], "message_ids": [message_id]}
+        config = FileStore(long_folder).policy(derived, None).config
+        assert config.pinned_turn_indices == pinned["pinned_turn_indices"]
+
+
 def test_a_search_says_how_many_it_did_not_list(long_folder: Path) -> None:
     pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
     result = call(long_folder, "context_stash_search", {"run_id": pruned["run_id"], "limit": 2})

@@ -146,6 +146,25 @@ def test_pins_take_the_segment_ids_analyze_lists(
     }
 
 
+def test_sessions_a_prune_and_a_restore_make_keep_the_pins(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    message_id = stored_session.turns.get(turn_index=2).messages[0]["id"]
+    services.session_pin(session=stored_session, turn_index=0, pinned=True, actor=editor.user)
+    services.session_pin(session=stored_session, message_id=message_id, pinned=True)
+    pruned = data_of(call(editor, "context_gc_prune", {"session_id": stored_session.pk}))
+    first = pruned["ledger"][0]["segment_id"]
+    restored = data_of(
+        call(editor, "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": [first]})
+    )
+    pins = {(0, "", "edda"), (None, message_id, "system")}
+    for derived in (pruned["new_session_id"], restored["new_session_id"]):
+        session = AgentSession.objects.get(pk=derived)
+        assert set(session.pins.values_list("turn_index", "message_id", "author")) == pins
+        usage = data_of(call(editor, "context_gc_analyze", {"session_id": derived}))
+        assert usage["kept"]["pinned"] > 0
+
+
 def test_delete_needs_confirm(editor: Caller, stored_session: AgentSession) -> None:
     error = refusal_of(
         call(editor, "context_gc_prune", {"session_id": stored_session.pk, "action": "delete"})
