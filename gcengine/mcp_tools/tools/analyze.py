@@ -177,7 +177,7 @@ def register(server: MCPServer, store: ToolStore) -> None:
             kept = [s for s in analysis.candidates if s.proposed == "keep"]
             plan["keep"] = PlanPart(segments=len(kept), tokens=sum(s.tokens for s in kept))
             limit_tokens = analysis.context_limit
-            kept = {
+            kept_by = {
                 keeper: sum(1 for s in analysis.segments if s.kept_by == keeper)
                 for keeper in get_args(Keeper)
             }
@@ -197,7 +197,7 @@ def register(server: MCPServer, store: ToolStore) -> None:
                 roots=sum(1 for s in analysis.segments if s.root),
                 candidates_total=len(analysis.order),
                 candidates_reachable=sum(1 for s in analysis.candidates if s.reachable),
-                kept=kept,
+                kept=kept_by,
                 plan=plan,
                 candidates=[_item(s) for s in analysis.candidates[:limit]],
                 asked=[_item(by_id[i]) for i in dict.fromkeys(segment_ids or ())],
@@ -210,7 +210,7 @@ def register(server: MCPServer, store: ToolStore) -> None:
                 f"({plan['stash'].segments:,} stashed, {plan['delete'].segments:,} deleted), "
                 f"leaving {result.percent_after:g}% ({result.tokens_after:,} tokens). "
                 f"{result.segments:,} segments: {result.candidates_total:,} may be taken "
-                f"({result.candidates_reachable:,} of them reachable), {_kept_words(kept)}."
+                f"({result.candidates_reachable:,} of them reachable), {_kept_words(kept_by)}."
             )
             return result, summary
 
