@@ -77,13 +77,16 @@ def tool_calls(
 
 @contextmanager
 def served() -> Iterator[str]:
-    """uvicorn serving ``jaato_web.asgi:application`` on a free loopback port, as ``./dev
-    serve`` does, until the block ends; its base URL."""
+    """uvicorn serving the dashboard's app on a free loopback port, as ``./dev serve`` does,
+    until the block ends; its base URL. The app is built anew, as ``jaato_web.asgi`` builds
+    ``application``: an MCP server's lifespan runs once, and any number of tests serve it."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config("jaato_web.asgi:application", lifespan="on", log_level="warning")
+        uvicorn.Config(
+            "jaato_web.asgi:build_application", factory=True, lifespan="on", log_level="warning"
+        )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
