@@ -50,6 +50,7 @@ def test_analyze_proposes_a_plan_under_the_projects_policy_and_changes_nothing(
     assert found["tokens_before"] == stored_session.total_tokens
     assert found["tokens_after"] < found["tokens_before"]
     assert found["plan"]["stash"]["segments"] > 0
+    assert found["candidates_total"] + sum(found["kept"].values()) == found["segments"]
     assert len(found["candidates"]) == 3
     first = found["candidates"][0]
     assert first["proposed"] == "stash"
