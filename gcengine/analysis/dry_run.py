@@ -3,6 +3,7 @@ collection sees in a session, in figures and words, with nothing changed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -14,8 +15,8 @@ from gcengine.gc.segments import SegmentKind, describe
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCTriggerReason, context_usage
 from gcengine.messages import turn_number
-from gcengine.reachability.explain import kept_sentence, label, taken_sentence
-from gcengine.reachability.graph import REPLY, SUMMARY_OF, Plan
+from gcengine.reachability.explain import Keeper, kept_by, kept_sentence, label, taken_sentence
+from gcengine.reachability.graph import REPLY, SUMMARY_OF, Plan, segment_graph
 from gcengine.running.run import plugin_options
 from gcengine.session import Session
 from gcengine.strategies.reachability import ReachabilityStrategy
@@ -46,6 +47,7 @@ class AnalyzedSegment:
         "_reason",
         "candidate",
         "generation",
+        "kept_by",
         "kind",
         "proposed",
         "reachable",
@@ -71,6 +73,8 @@ class AnalyzedSegment:
         self.refcount: int = plan.graph.refcounts[number]
         self.generation: Literal["young", "old"] = "young" if plan.young_ones[number] else "old"
         self.candidate: bool = number in explainer.candidate_of
+        # What keeps a segment no collection may take; None for a candidate.
+        self.kept_by: Keeper | None = None if self.candidate else kept_by(plan, number)
         self.proposed: Action = proposed
 
     @property
@@ -313,3 +317,22 @@ def turn_references(
         outgoing=outgoing,
         incoming=incoming,
     )
+
+
+def segment_pins(session: Session, segment_ids: Iterable[str]) -> tuple[list[int], list[str]]:
+    """What to pin to keep the segments named (ids as ``analyze`` gives them): the stable
+    index of each one's turn, since a turn is pinned whole, or, for a summary or notice a
+    collection wrote (a turn with no index), its messages. ``KeyError`` names an id the
+    session has no segment of."""
+    strategy = ReachabilityStrategy()
+    config = GCConfig(plugin=ReachabilityStrategy.name)
+    by_id = segment_graph(collection_of(session, config, strategy).figures).by_id
+    turns: list[int] = []
+    messages: list[str] = []
+    for segment_id in dict.fromkeys(segment_ids):
+        segment = by_id[segment_id]
+        if segment.turn_index is not None:
+            turns.append(segment.turn_index)
+        else:
+            messages.extend(segment.message_ids)
+    return sorted(set(turns)), list(dict.fromkeys(messages))

@@ -92,6 +92,11 @@ class Stash(BaseModel):
     segments: list[StashedSegment] = Field(default_factory=list)
     deleted: dict[str, str | None] = Field(default_factory=dict)
     notice_id: str | None = None
+    recorded_prompt_tokens: int | None = Field(
+        default=None,
+        description="the provider's last prompt size the session recorded before the run: "
+        "it describes the whole history, so it comes back once everything is",
+    )
 
     def segment(self, segment_id: str) -> StashedSegment:
         for segment in self.segments:
@@ -119,7 +124,8 @@ def restore(session: Session, stash: Stash, segment_ids: Iterable[str]) -> Sessi
     gone too (stashed and not restored, or deleted), after the nearest one before it that is
     here; where the history was changed otherwise, after the last message of an earlier or
     the same turn. The notice the run wrote goes once every stashed segment is back, and the
-    figures the file recorded for the messages come back with them.
+    figures the file recorded for the messages come back with them; the provider's last
+    prompt size once the history is the one the run started from.
     """
     wanted = list(dict.fromkeys(segment_ids))
     if not wanted:
@@ -137,10 +143,13 @@ def restore(session: Session, stash: Stash, segment_ids: Iterable[str]) -> Sessi
     if everything_back and stash.notice_id is not None:
         history = [m for m in history if m.message_id != stash.notice_id]
     leaves = [leaf for segment in chosen for leaf in segment.recorded]
+    # The history the run started from, whole again only when the run deleted nothing.
+    whole = everything_back and not stash.deleted
     updated = session.model_copy(
         update={
             "history": history,
             "recorded_budget": _with_recorded(session.recorded_budget, leaves),
+            "recorded_prompt_tokens": stash.recorded_prompt_tokens if whole else None,
         }
     )
     updated.budget = rebuild_budget(

@@ -14,6 +14,7 @@ with the names of both sessions); a restore writes ``session.pruned-1.restored-1
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -64,21 +65,28 @@ class FileStore:
         self.pins_path = self.root / PINS_FILE
         self.stashes_path = self.root / STASHES_FILE
 
+    def _shown(self, path: str | Path) -> str:
+        """A file as answers name it: its path under the folder, else its name alone; where
+        the folder is stays with the server."""
+        path = Path(path)
+        if path.is_relative_to(self.root):
+            return path.relative_to(self.root).as_posix()
+        return path.name
+
     @contextmanager
     def calling(self) -> Iterator[None]:
         try:
             yield
         except OSError as error:
-            raise ToolRefusal(
-                f"{error.filename or 'a file'}: {error.strerror or error}", code="file_error"
-            ) from None
+            where = self._shown(error.filename) if error.filename else "a file"
+            raise ToolRefusal(f"{where}: {error.strerror or error}", code="file_error") from None
 
     def _path(self, session_id: int | str) -> tuple[Path, str]:
         """The file a session id names, and its key in the pins file (its path under root)."""
         path = (self.root / str(session_id)).resolve()
         if not path.is_relative_to(self.root) or not path.is_file():
             raise ToolRefusal(
-                f"no session file {str(session_id)!r} under {self.root}",
+                f"no session file {str(session_id)!r} under the server's folder",
                 status=404,
                 code="not_found",
             )
@@ -103,16 +111,11 @@ class FileStore:
         return load_gc_config(self.policy_path, env={})
 
     def policy(self, session_id: int | str | None, policy_id: int | None) -> PolicyInUse:
+        policy = self._shown(self.policy_path)
         if policy_id is not None:
-            raise ToolRefusal(
-                f"this local server has one policy, {self.policy_path}; leave policy_id out"
-            )
+            raise ToolRefusal(f"this local server has one policy, {policy}; leave policy_id out")
         config = self._config()
-        label = (
-            str(self.policy_path)
-            if self.policy_path.is_file()
-            else f"JAATO's defaults (no {self.policy_path} yet)"
-        )
+        label = policy if self.policy_path.is_file() else f"JAATO's defaults (no {policy} yet)"
         if session_id is None:
             return PolicyInUse(config, label)
         turns, ids = self._session_pins(self._path(session_id)[1])
@@ -125,13 +128,14 @@ class FileStore:
         path, key = self._path(session_id)
         session = load_session(path)
         known_turns = {turn.index for turn in session.turns()}
+        # In the words, status and code the dashboard refuses these with.
         missing = sorted(set(request.turn_indices) - known_turns)
         if missing:
-            raise ToolRefusal(f"{key} has no turn index {missing[0]}", status=404, code="not_found")
+            raise ToolRefusal(f"turn_index: {key} has no turn {missing[0]}")
         known_ids = {message.message_id for message in session.history}
         unknown = [i for i in request.message_ids if i not in known_ids]
         if unknown:
-            raise ToolRefusal(f"{key} has no message {unknown[0]!r}", status=404, code="not_found")
+            raise ToolRefusal(f"message_id: {key} has no message {unknown[0]!r}")
         turns, ids = self._session_pins(key)
         changed: list[str] = []
         for index in request.turn_indices:
@@ -153,6 +157,22 @@ class FileStore:
             changed=changed,
         )
 
+    def _carry_pins(self, source_key: str, derived_key: str, derived: Session) -> None:
+        """The pins of the file ``source_key`` on the file a prune or restore derived from it,
+        for the turns and messages it holds: a turn keeps its stable index and a message its
+        id, so each pin means the same there (and a pinned turn is never taken)."""
+        turns, ids = self._session_pins(source_key)
+        if not turns and not ids:
+            return
+        held_turns = {turn.index for turn in derived.turns()}
+        held_ids = {message.message_id for message in derived.history}
+        pins = self._pins()
+        pins[derived_key] = {
+            "turn_indices": [t for t in turns if t in held_turns],
+            "message_ids": [i for i in ids if i in held_ids],
+        }
+        _write_atomically(self.pins_path, pins)
+
     def configure(
         self,
         session_id: int | str | None,
@@ -169,7 +189,7 @@ class FileStore:
         moved = setting_changes(before, after)
         if moved:
             _write_atomically(self.policy_path, after)
-        return ConfiguredPolicy(policy=str(self.policy_path), changes=moved, config=after)
+        return ConfiguredPolicy(policy=self._shown(self.policy_path), changes=moved, config=after)
 
     # --- Pruning and stashes --------------------------------------------------------------
 
@@ -183,6 +203,7 @@ class FileStore:
         pruned = _beside(path, "pruned")
         pruned.write_text(dump_session(outcome.session), encoding="utf-8")
         new_key = pruned.relative_to(self.root).as_posix()
+        self._carry_pins(key, new_key, outcome.session)
         stash_key = None
         stash = outcome.result.stash
         if stash is not None and stash.segments:
@@ -211,10 +232,13 @@ class FileStore:
         if not into_session:
             return retrieved_content(stash, segment_ids, stash_key)
         left, _ = self._path(left_key)
-        restored = restore(load_session(left), stash, segment_ids)
-        written = _beside(left, "restored")
-        written.write_text(dump_session(restored), encoding="utf-8")
+        session = restore(load_session(left), stash, segment_ids)
+        restored = dump_session(session)
+        written, there = _same_or_beside(left, "restored", restored)
         new_key = written.relative_to(self.root).as_posix()
+        if not there:
+            written.write_text(restored, encoding="utf-8")
+            self._carry_pins(left_key, new_key, session)
         self._remember_stash(new_key, stash_key)
         return Retrieved(
             run_id=stash_key,
@@ -231,7 +255,9 @@ class FileStore:
         return data if isinstance(data, dict) else {}
 
     def _remember_stash(self, session_key: str, stash_key: str) -> None:
-        _write_atomically(self.stashes_path, {**self._stashes(), session_key: stash_key})
+        known = self._stashes()
+        if known.get(session_key) != stash_key:
+            _write_atomically(self.stashes_path, {**known, session_key: stash_key})
 
     def _stash(self, ref: StashRef) -> tuple[str, Stash, str]:
         """The stash file a reference names, its stash, and the session the prune left."""
@@ -270,9 +296,23 @@ def _stem(path: Path) -> str:
     return path.name.removesuffix(".json")
 
 
+def _numbered(path: Path, what: str) -> Iterator[Path]:
+    """``<name>.<what>-1.json``, ``-2``, ... beside ``path``."""
+    for number in itertools.count(1):
+        yield path.with_name(f"{_stem(path)}.{what}-{number}.json")
+
+
+def _same_or_beside(path: Path, what: str, text: str) -> tuple[Path, bool]:
+    """The ``<name>.<what>-<n>.json`` beside ``path`` that holds ``text`` already (True), else
+    the first free one (False): the same restore again gives the same file, as the dashboard
+    gives the same session."""
+    numbered = _numbered(path, what)
+    while (found := next(numbered)).exists():
+        if found.read_text(encoding="utf-8") == text:
+            return found, True
+    return found, False
+
+
 def _beside(path: Path, what: str) -> Path:
     """The first free ``<name>.<what>-<n>.json`` beside ``path``."""
-    number = 1
-    while (found := path.with_name(f"{_stem(path)}.{what}-{number}.json")).exists():
-        number += 1
-    return found
+    return next(found for found in _numbered(path, what) if not found.exists())

@@ -4,6 +4,10 @@ Every tool body runs through ``answer``: what the agent did wrong or may not do 
 an error result with a message and a status (never a crash, never a traceback), so the model
 can read it and try again. Anything else is a bug and is left to the SDK, which reports it
 as a failed call without its details.
+
+A refusal is text only, ending with its status and code (``... (409 protected)``): clients
+check any structured content against the tool's published output schema, error or not (the
+MCP Inspector does), and an answer's schema has no room for a refusal.
 """
 
 from __future__ import annotations
@@ -48,9 +52,6 @@ def refusal_of(error: GCEngineError) -> ToolRefusal:
 def refused(error: ToolRefusal) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=f"{error} ({error.status} {error.code})")],
-        structured_content={
-            "error": {"status": error.status, "code": error.code, "message": str(error)}
-        },
         is_error=True,
     )
 

@@ -8,6 +8,8 @@ written in the session.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from gcengine.budget import GCPolicy
 from gcengine.gc.segments import SegmentKind, describe
 from gcengine.messages import turn_label
@@ -185,19 +187,38 @@ def untakeable_sentence(plan: Plan, number: int) -> str:
     return _protected_words(plan, number)
 
 
+Keeper = Literal["pinned", "recent", "locked", "root"]
+"""What keeps a segment no collection may take: a pinned turn, the latest turns
+(preserve_recent_turns), locked content, or a root (the segment itself, or one in the turn it
+goes with)."""
+
+
+def kept_by(plan: Plan, number: int) -> Keeper:
+    """What keeps a segment that is no candidate, the first that applies."""
+    collection, segment = plan.collection, plan.segments[number]
+    if segment.turn in collection.sealed:
+        return "pinned" if segment.turn in plan.pinned else "recent"
+    if segment.policy is GCPolicy.LOCKED or (
+        not segment.exchange and segment.turn in collection.figures.locked_turns
+    ):
+        return "locked"
+    return "root"
+
+
 def _protected_words(plan: Plan, number: int) -> str:
     """Why a segment that is no candidate and no root stays."""
     collection, segment = plan.collection, plan.segments[number]
     turn = segment.turn
-    if turn in collection.sealed:
-        if turn in plan.pinned:
-            return f"kept: this {noun(segment)} is in a pinned turn, which no collection touches"
+    keeper = kept_by(plan, number)
+    if keeper == "pinned":
+        return f"kept: this {noun(segment)} is in a pinned turn, which no collection touches"
+    if keeper == "recent":
         recent = collection.preserve_recent
         return (
             f"kept: this {noun(segment)} is in one of the {_turns(recent)} a collection never "
             "touches (preserve_recent_turns)"
         )
-    if turn in collection.figures.locked_turns and not segment.exchange:
+    if keeper == "locked" and not segment.exchange:
         return "kept: this turn holds locked content, which no collection removes"
     if segment.exchange:
         return "kept: this tool output holds locked content, which no collection removes"

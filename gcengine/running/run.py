@@ -168,9 +168,12 @@ def run_gc(
     )
     # The messages kept have their figures in the budget before: they are not counted again.
     new_session.budget = rebuild_budget(new_session, counter, reuse=session.budget)
-    # The figures the file recorded for stashed messages leave the session's recording; they
-    # travel with the stash, so a restore puts them back.
-    stash = result.stash and with_recorded_leaves(result.stash, session.recorded_budget)
+    # The figures the file recorded for stashed messages, and the provider's last prompt
+    # size, leave the session's recording; they travel with the stash, so a restore puts them
+    # back.
+    stash = result.stash and with_recorded_leaves(result.stash, session.recorded_budget).model_copy(
+        update={"recorded_prompt_tokens": session.recorded_prompt_tokens}
+    )
     result = result.model_copy(
         update={
             "tokens_before": usage["total_tokens"],

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, Tool
 
 from gcengine import generate_session_file, load_gc_config, load_session
 from gcengine.mcp_tools import FileStore, build_server
 from gcengine.synthetic import SessionShape
 from tests.event_loops import run_async
+from tests.mcp_results import check_against_schema, refusal_of
 
 SHAPE = SessionShape(turns=6, user_chars=200, model_chars=300, tool_result_chars=600, seed=3)
 TOOLS = {
@@ -69,16 +70,6 @@ def data_of(result: CallToolResult) -> dict[str, Any]:
     return result.structured_content
 
 
-def error_of(result: CallToolResult) -> dict[str, Any]:
-    """The refusal's envelope; a refusal is never the SDK's word for a crash."""
-    assert result.is_error is True
-    assert result.structured_content is not None, result.content
-    error: dict[str, Any] = result.structured_content["error"]
-    text = result.content[0].text  # type: ignore[union-attr]
-    assert text == f"{error['message']} ({error['status']} {error['code']})"
-    return error
-
-
 def test_every_tool_is_listed_with_schemas_written_for_a_model(folder: Path) -> None:
     async def run() -> Any:
         async with Client(build_server(FileStore(folder))) as client:
@@ -112,7 +103,7 @@ def test_usage_of_a_session_file_under_the_folder(folder: Path) -> None:
     assert report["policy"]["threshold_percent"] == 80
     assert report["turns"] == SHAPE.turns
     text = result.content[0].text  # type: ignore[union-attr]
-    assert text.endswith("Policy: JAATO's defaults (no " + str(folder / "gc.json") + " yet).")
+    assert text.endswith("Policy: JAATO's defaults (no gc.json yet).")
 
 
 def test_usage_of_inline_messages_stores_nothing(folder: Path) -> None:
@@ -159,7 +150,7 @@ def test_usage_refusals_say_what_to_fix(
     folder: Path, arguments: dict[str, Any], status: int, words: str
 ) -> None:
     (folder / "outside.json").write_text("{}")
-    error = error_of(call(folder, "context_analyze_usage", arguments))
+    error = refusal_of(call(folder, "context_analyze_usage", arguments))
     assert error["status"] == status
     assert words in error["message"]
 
@@ -212,16 +203,33 @@ def test_pins_are_kept_per_session_file_and_read_by_the_policy(folder: Path) -> 
     ("arguments", "status", "words"),
     [
         ({"messages": OPENAI_MESSAGES, "turn_indices": [0]}, 400, "inline messages are not stored"),
-        ({"session_id": "agent/session.json"}, 400, "name at least one turn index or message"),
-        ({"session_id": "agent/session.json", "turn_indices": [0, 99]}, 404, "no turn index 99"),
-        ({"session_id": "agent/session.json", "message_ids": ["nope"]}, 404, "no message 'nope'"),
+        ({"session_id": "agent/session.json"}, 400, "name at least one turn index, message id or"),
+        ({"session_id": "agent/gone.json", "turn_indices": [0]}, 404, "no session file"),
     ],
 )
 def test_pin_refusals_change_nothing(
     folder: Path, arguments: dict[str, Any], status: int, words: str
 ) -> None:
-    error = error_of(call(folder, "context_gc_pin", arguments))
+    error = refusal_of(call(folder, "context_gc_pin", arguments))
     assert (error["status"], words in error["message"]) == (status, True)
+    assert not (folder / ".gcengine-pins.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"turn_indices": [0, 99]}, "turn_index: agent/session.json has no turn 99"),
+        ({"message_ids": ["nope"]}, "message_id: agent/session.json has no message 'nope'"),
+    ],
+)
+def test_a_turn_or_message_the_session_lacks_is_refused_as_the_dashboard_refuses_it(
+    folder: Path, arguments: dict[str, Any], message: str
+) -> None:
+    """The dashboard's words and code (tests/web/test_mcp_tools.py), and its API's 400."""
+    error = refusal_of(
+        call(folder, "context_gc_pin", {"session_id": "agent/session.json", **arguments})
+    )
+    assert error == {"status": 400, "code": "bad_input", "message": message}
     assert not (folder / ".gcengine-pins.json").exists()
 
 
@@ -256,7 +264,7 @@ def test_configure_rewrites_the_folders_gc_json(folder: Path) -> None:
 def test_configure_refusals_leave_the_policy_alone(
     folder: Path, arguments: dict[str, Any], code: str, words: str
 ) -> None:
-    error = error_of(call(folder, "context_gc_configure", arguments))
+    error = refusal_of(call(folder, "context_gc_configure", arguments))
     assert error["code"] == code
     assert words in error["message"]
     assert not (folder / "gc.json").exists()
@@ -289,6 +297,29 @@ def test_analyze_proposes_what_a_prune_takes_and_writes_nothing(long_folder: Pat
     assert found["candidates"][0]["reason"].startswith("unreachable: ")
     assert found["tokens_after"] < found["tokens_before"]
     assert sorted(p.name for p in long_folder.rglob("*")) == before
+
+
+def test_analyze_counts_every_segment_once(long_folder: Path) -> None:
+    """What may be taken and what is kept, by what keeps it, add up to every segment."""
+    session = "agent/long.json"
+    pinned = call(long_folder, "context_gc_pin", {"session_id": session, "turn_indices": [1]})
+    assert data_of(pinned)["pinned_turn_indices"] == [1]
+    result = call(long_folder, "context_gc_analyze", {"session_id": session})
+    found = data_of(result)
+    kept = found["kept"]
+    assert found["candidates_total"] + sum(kept.values()) == found["segments"]
+    assert kept["pinned"] > 0  # turn 2, pinned
+    assert kept["recent"] > 0  # the latest 2 turns
+    assert found["roots"] <= sum(kept.values())  # a root is never taken
+    reachable = [c for c in found["candidates"] if c["reachable"]]
+    assert found["candidates_reachable"] == len(reachable)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert (
+        f"{found['segments']} segments: {found['candidates_total']} may be taken "
+        f"({found['candidates_reachable']} of them reachable), {sum(kept.values())} kept: "
+    ) in text
+    assert f"{kept['pinned']} in pinned turns" in text
+    assert f"{kept['recent']} in the latest turns" in text
 
 
 def test_prune_search_and_retrieve_on_session_files(long_folder: Path) -> None:
@@ -325,6 +356,73 @@ def test_prune_search_and_retrieve_on_session_files(long_folder: Path) -> None:
     assert data_of(content)["segments"][0]["text"]
 
 
+def test_retrieving_the_same_segments_again_gives_the_same_session(long_folder: Path) -> None:
+    pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
+    first, second = (item["segment_id"] for item in pruned["ledger"][:2])
+    ask = {"run_id": pruned["run_id"], "segment_ids": [first]}
+    once = data_of(call(long_folder, "context_stash_retrieve", ask))
+    written = long_folder / once["new_session_id"]
+    stamp = written.stat().st_mtime_ns
+    again, other = calls(
+        long_folder,
+        ("context_stash_retrieve", ask),
+        ("context_stash_retrieve", {**ask, "segment_ids": [second]}),
+    )
+    assert data_of(again)["new_session_id"] == once["new_session_id"]
+    assert written.stat().st_mtime_ns == stamp  # not written again
+    assert data_of(other)["new_session_id"] == "agent/long.pruned-1.restored-2.json"
+    assert sorted(p.name for p in (long_folder / "agent").glob("*restored*")) == [
+        "long.pruned-1.restored-1.json",
+        "long.pruned-1.restored-2.json",
+    ]
+
+
+def test_pins_take_the_segment_ids_analyze_lists(long_folder: Path) -> None:
+    session = "agent/long.json"
+    found = data_of(call(long_folder, "context_gc_analyze", {"session_id": session}))
+    exchange = next(c for c in found["candidates"] if "/" in c["segment_id"])
+    pinned, pruned, missing = calls(
+        long_folder,
+        ("context_gc_pin", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_prune", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_pin", {"session_id": session, "segment_ids": ["turn_99/x"]}),
+    )
+    assert data_of(pinned)["pinned_turn_indices"] == [exchange["turn_index"]]
+    assert refusal_of(pruned)["code"] == "protected"  # the pin keeps it
+    assert refusal_of(missing) == {
+        "status": 404,
+        "code": "not_found",
+        "message": "the session has no segment 'turn_99/x'",
+    }
+    unpinned = call(
+        long_folder,
+        "context_gc_unpin",
+        {"session_id": session, "segment_ids": [exchange["segment_id"]]},
+    )
+    assert data_of(unpinned)["pinned_turn_indices"] == []
+
+
+def test_files_a_prune_and_a_restore_write_keep_the_pins(long_folder: Path) -> None:
+    session = "agent/long.json"
+    message_id = load_session(long_folder / session).history[0].message_id
+    pin = {"session_id": session, "turn_indices": [1], "message_ids": [message_id]}
+    pinned = data_of(call(long_folder, "context_gc_pin", pin))
+    pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": session}))
+    first = pruned["ledger"][0]["segment_id"]
+    restored = data_of(
+        call(
+            long_folder,
+            "context_stash_retrieve",
+            {"run_id": pruned["run_id"], "segment_ids": [first]},
+        )
+    )
+    pins = json.loads((long_folder / ".gcengine-pins.json").read_text())
+    for derived in (pruned["new_session_id"], restored["new_session_id"]):
+        assert pins[derived] == {"turn_indices": [1], "message_ids": [message_id]}
+        config = FileStore(long_folder).policy(derived, None).config
+        assert config.pinned_turn_indices == pinned["pinned_turn_indices"]
+
+
 def test_a_search_says_how_many_it_did_not_list(long_folder: Path) -> None:
     pruned = data_of(call(long_folder, "context_gc_prune", {"session_id": "agent/long.json"}))
     result = call(long_folder, "context_stash_search", {"run_id": pruned["run_id"], "limit": 2})
@@ -350,7 +448,7 @@ def test_prune_refusals_write_nothing(
     long_folder: Path, arguments: dict[str, Any], status: int, code: str
 ) -> None:
     before = sorted(p.name for p in long_folder.rglob("*"))
-    error = error_of(call(long_folder, "context_gc_prune", arguments))
+    error = refusal_of(call(long_folder, "context_gc_prune", arguments))
     assert (error["status"], error["code"]) == (status, code)
     assert sorted(p.name for p in long_folder.rglob("*")) == before
 
@@ -387,7 +485,7 @@ def test_an_inline_prune_hands_back_its_stash_to_search_and_restore(long_folder:
 def test_stash_refusals_say_what_to_give(
     long_folder: Path, arguments: dict[str, Any], words: str
 ) -> None:
-    assert words in error_of(call(long_folder, "context_stash_search", arguments))["message"]
+    assert words in refusal_of(call(long_folder, "context_stash_search", arguments))["message"]
 
 
 def test_configure_changes_roots_and_batches(long_folder: Path) -> None:
@@ -406,6 +504,83 @@ def test_configure_changes_roots_and_batches(long_folder: Path) -> None:
     config = load_gc_config(long_folder / "gc.json", env={})
     assert (config.roots.active_file_turns, config.incremental, config.batch_size) == (0, True, 5)
     assert config.roots.recent_turns == 3  # the roots not named stay
+
+
+def test_every_answer_and_refusal_matches_the_tools_output_schema(long_folder: Path) -> None:
+    """What a client on the TypeScript SDK checks: each tool's structured content, answers and
+    refusals alike, against the output schema it publishes."""
+    session = "agent/long.json"
+
+    async def run() -> list[tuple[Tool, CallToolResult]]:
+        async with Client(build_server(FileStore(long_folder)), raise_exceptions=True) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            checked: list[tuple[Tool, CallToolResult]] = []
+
+            async def called(name: str, arguments: dict[str, Any]) -> CallToolResult:
+                result = await client.call_tool(name, arguments)
+                checked.append((tools[name], result))
+                return result
+
+            await called("context_analyze_usage", {"session_id": session})
+            await called("context_analyze_usage", {"session_id": "agent/gone.json"})
+            await called("context_gc_pin", {"session_id": session, "turn_indices": [0]})
+            await called("context_gc_unpin", {"session_id": session, "turn_indices": [0]})
+            await called("context_gc_pin", {"session_id": session, "turn_indices": [99]})
+            await called("context_gc_analyze", {"session_id": session, "limit": 2})
+            await called("context_gc_analyze", {"session_id": session, "segment_ids": ["x"]})
+            await called("context_gc_prune", {"session_id": session, "action": "auto"})
+            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_11"]})
+            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_99"]})
+            pruned = (await called("context_gc_prune", {"session_id": session})).structured_content
+            assert pruned is not None
+            first = pruned["ledger"][0]["segment_id"]
+            await called("context_stash_search", {"run_id": pruned["run_id"]})
+            await called("context_stash_search", {"session_id": session})
+            for into in ("content", "session"):
+                await called(
+                    "context_stash_retrieve",
+                    {"run_id": pruned["run_id"], "segment_ids": [first], "into": into},
+                )
+            await called(
+                "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": ["gone"]}
+            )
+            await called("context_gc_configure", {"threshold_percent": 2})
+            await called("context_gc_configure", {"target_percent": 95})
+            return checked
+
+    checked = run_async(run)
+    assert {tool.name for tool, _ in checked} == TOOLS
+    for tool, result in checked:
+        check_against_schema(tool, result)
+    refusals = [result for _, result in checked if result.is_error]
+    assert {refusal_of(result)["code"] for result in refusals} >= {
+        "confirm_needed",
+        "protected",
+        "not_found",
+    }
+
+
+def test_no_answer_names_the_servers_folder(long_folder: Path) -> None:
+    """Answers name files by their path under the folder, never where the folder is."""
+    (long_folder / "agent" / "broken.json").write_text("{not json", encoding="utf-8")
+    session = "agent/long.json"
+    results = calls(
+        long_folder,
+        ("context_analyze_usage", {"session_id": session}),
+        ("context_analyze_usage", {"session_id": "agent/broken.json"}),
+        ("context_analyze_usage", {"session_id": "agent/gone.json"}),
+        ("context_analyze_usage", {"session_id": session, "policy_id": 1}),
+        ("context_gc_analyze", {"session_id": session, "limit": 1}),
+        ("context_gc_prune", {"session_id": session}),
+        ("context_gc_configure", {"threshold_percent": 2}),
+        ("context_gc_configure", {"session_id": "../elsewhere.json", "threshold_percent": 3}),
+    )
+    for result in results:
+        shown = json.dumps([result.structured_content, result.model_dump(mode="json")["content"]])
+        assert str(long_folder) not in shown
+    assert data_of(results[0])["policy"]["threshold_percent"] == 1  # the folder's gc.json
+    assert results[0].content[0].text.endswith("Policy: gc.json.")  # type: ignore[union-attr]
+    assert data_of(results[6])["policy"] == "gc.json"
 
 
 def gcengine_command() -> str:

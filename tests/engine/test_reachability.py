@@ -452,6 +452,30 @@ def test_restore_brings_back_the_figures_the_file_recorded(counter: TokenCounter
     assert back.budget == session.budget
 
 
+def test_restoring_everything_brings_back_the_providers_prompt_size(counter: TokenCounter) -> None:
+    """The provider's last prompt size describes the whole history: a run's session has none,
+    a partial restore none, and restoring everything the run took gives it back."""
+    session = gcengine.load_session(gcengine.generate_demo_session(DemoShape(turns=40, seed=3)))
+    assert session.recorded_prompt_tokens is not None
+    outcome = gcengine.run_gc(session, reachability(target_percent=30))
+    stash = outcome.result.stash
+    assert stash is not None
+    ids = [s.segment_id for s in stash.segments]
+    assert outcome.session.recorded_prompt_tokens is None
+    partly = gcengine.restore(outcome.session, stash, ids[:1])
+    assert partly.recorded_prompt_tokens is None
+    whole = gcengine.restore(partly, stash, ids[1:])
+    assert whole.history == session.history
+    assert whole.recorded_prompt_tokens == session.recorded_prompt_tokens
+    # A run that deleted some of it never gives the history back whole.
+    deleting = gcengine.run_gc(session, reachability(target_percent=30, action="auto"))
+    assert deleting.result.stash is not None
+    assert deleting.result.stash.deleted
+    kept = [s.segment_id for s in deleting.result.stash.segments]
+    back = gcengine.restore(deleting.session, deleting.result.stash, kept)
+    assert back.recorded_prompt_tokens is None
+
+
 # --- Incremental collection ---------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx2
@@ -32,6 +33,7 @@ from jaato_web.dashboard.models import (
     SessionPin,
 )
 from tests.event_loops import run_async
+from tests.mcp_results import refusal_of
 
 from .conftest import Caller
 
@@ -71,6 +73,33 @@ def tool_calls(
             return [await client.call_tool(name, arguments) for name, arguments in requests]
 
     return run
+
+
+@contextmanager
+def served() -> Iterator[str]:
+    """uvicorn serving the dashboard's app on a free loopback port, as ``./dev serve`` does,
+    until the block ends; its base URL. The app is built anew, as ``jaato_web.asgi`` builds
+    ``application``: an MCP server's lifespan runs once, and any number of tests serve it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            "jaato_web.asgi:build_application", factory=True, lifespan="on", log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while not server.started:
+            assert thread.is_alive(), "uvicorn stopped before it started serving"
+            assert time.monotonic() < deadline, "uvicorn did not start in time"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=SERVER_START_SECONDS)
 
 
 def post_mcp(headers: dict[str, str]) -> httpx2.Response:
@@ -128,11 +157,8 @@ def test_tool_refusals_over_http_carry_the_apis_status(
             http,
         )()
     )
-    assert forbidden.is_error is True
-    assert forbidden.structured_content is not None
-    assert forbidden.structured_content["error"]["status"] == 403
-    assert not_found.structured_content is not None
-    assert not_found.structured_content["error"]["status"] == 404
+    assert refusal_of(forbidden)["status"] == 403
+    assert refusal_of(not_found)["status"] == 404
     assert not SessionPin.objects.exists()
 
 
@@ -175,10 +201,8 @@ def test_prune_over_http_is_refused_to_a_viewer_and_another_projects_session_is_
             http,
         )()
     )
-    assert forbidden.structured_content is not None
-    assert forbidden.structured_content["error"]["status"] == 403
-    assert not_found.structured_content is not None
-    assert not_found.structured_content["error"]["status"] == 404
+    assert refusal_of(forbidden)["status"] == 403
+    assert refusal_of(not_found)["status"] == 404
     assert not GCRun.objects.exists()
 
 
@@ -222,23 +246,9 @@ def test_the_served_app_end_to_end(
 ) -> None:
     """uvicorn serving ``jaato_web.asgi:application`` on a loopback port, as ``./dev serve``
     does, driven by the SDK's own HTTP client as an agent would drive it."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config("jaato_web.asgi:application", lifespan="on", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while not server.started:
-            assert thread.is_alive(), "uvicorn stopped before it started serving"
-            assert time.monotonic() < deadline, "uvicorn did not start in time"
-            time.sleep(0.05)
+    with served() as base:
 
         async def drive() -> tuple[list[str], list[CallToolResult], int]:
-            base = f"http://127.0.0.1:{port}"
             async with httpx2.AsyncClient(
                 headers={"authorization": f"Bearer {editor.secret}"}
             ) as http:
@@ -280,9 +290,6 @@ def test_the_served_app_end_to_end(
             return names, results, health
 
         names, (usage, pin, configure, analysis, prune, search, retrieve), health = run_async(drive)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=SERVER_START_SECONDS)
     assert names == [
         "context_analyze_usage",
         "context_gc_pin",

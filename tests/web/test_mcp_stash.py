@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp import Client
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.types import CallToolResult, Tool
 
 from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import (
@@ -20,9 +25,12 @@ from jaato_web.dashboard.models import (
     Policy,
     SessionPin,
 )
+from jaato_web.mcp.http import mcp_server
+from tests.event_loops import run_async
+from tests.mcp_results import check_against_schema, refusal_of
 
 from .conftest import Caller
-from .test_mcp_tools import OPENAI_MESSAGES, audit, call, calls, data_of, error_of
+from .test_mcp_tools import OPENAI_MESSAGES, audit, call, calls, data_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,6 +50,7 @@ def test_analyze_proposes_a_plan_under_the_projects_policy_and_changes_nothing(
     assert found["tokens_before"] == stored_session.total_tokens
     assert found["tokens_after"] < found["tokens_before"]
     assert found["plan"]["stash"]["segments"] > 0
+    assert found["candidates_total"] + sum(found["kept"].values()) == found["segments"]
     assert len(found["candidates"]) == 3
     first = found["candidates"][0]
     assert first["proposed"] == "stash"
@@ -58,7 +67,7 @@ def test_analyze_says_why_a_named_segment_is_kept(
     (asked,) = found["asked"]
     assert asked["proposed"] == "keep"
     assert asked["reason"].startswith("kept: ")
-    error = error_of(
+    error = refusal_of(
         call(viewer, "context_gc_analyze", {"session_id": stored_session.pk, "segment_ids": ["x"]})
     )
     assert (error["status"], error["message"]) == (404, "the session has no segment 'x'")
@@ -98,7 +107,7 @@ def test_prune_named_segments_and_refuse_pinned_ones(
     assert [item["segment_id"] for item in pruned["ledger"]] == [candidate]
     turn = candidate.split("/")[0].removeprefix("turn_")
     services.session_pin(session=stored_session, turn_index=int(turn), pinned=True)
-    error = error_of(
+    error = refusal_of(
         call(
             editor,
             "context_gc_prune",
@@ -115,8 +124,50 @@ def test_prune_named_segments_and_refuse_pinned_ones(
     assert SessionPin.objects.count() == 1
 
 
+def test_pins_take_the_segment_ids_analyze_lists(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    session = stored_session.pk
+    exchange = next(
+        c for c in analysis(editor, stored_session)["candidates"] if "/" in c["segment_id"]
+    )
+    pinned, pruned, missing = calls(
+        editor.secret,
+        ("context_gc_pin", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_prune", {"session_id": session, "segment_ids": [exchange["segment_id"]]}),
+        ("context_gc_pin", {"session_id": session, "segment_ids": ["turn_99/x"]}),
+    )
+    assert data_of(pinned)["pinned_turn_indices"] == [exchange["turn_index"]]
+    assert list(SessionPin.objects.values_list("turn_index", flat=True)) == [exchange["turn_index"]]
+    assert refusal_of(pruned)["code"] == "protected"  # the pin keeps it
+    assert refusal_of(missing) == {
+        "status": 404,
+        "code": "not_found",
+        "message": "the session has no segment 'turn_99/x'",
+    }
+
+
+def test_sessions_a_prune_and_a_restore_make_keep_the_pins(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    message_id = stored_session.turns.get(turn_index=2).messages[0]["id"]
+    services.session_pin(session=stored_session, turn_index=0, pinned=True, actor=editor.user)
+    services.session_pin(session=stored_session, message_id=message_id, pinned=True)
+    pruned = data_of(call(editor, "context_gc_prune", {"session_id": stored_session.pk}))
+    first = pruned["ledger"][0]["segment_id"]
+    restored = data_of(
+        call(editor, "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": [first]})
+    )
+    pins = {(0, "", "edda"), (None, message_id, "system")}
+    for derived in (pruned["new_session_id"], restored["new_session_id"]):
+        session = AgentSession.objects.get(pk=derived)
+        assert set(session.pins.values_list("turn_index", "message_id", "author")) == pins
+        usage = data_of(call(editor, "context_gc_analyze", {"session_id": derived}))
+        assert usage["kept"]["pinned"] > 0
+
+
 def test_delete_needs_confirm(editor: Caller, stored_session: AgentSession) -> None:
-    error = error_of(
+    error = refusal_of(
         call(editor, "context_gc_prune", {"session_id": stored_session.pk, "action": "delete"})
     )
     assert (error["status"], error["code"]) == (400, "confirm_needed")
@@ -138,7 +189,7 @@ def test_delete_needs_confirm(editor: Caller, stored_session: AgentSession) -> N
 def test_a_viewer_may_analyze_and_search_but_not_prune_or_restore(
     viewer: Caller, editor: Caller, stored_session: AgentSession, default_policy: Policy
 ) -> None:
-    error = error_of(call(viewer, "context_gc_prune", {"session_id": stored_session.pk}))
+    error = refusal_of(call(viewer, "context_gc_prune", {"session_id": stored_session.pk}))
     assert (error["status"], error["code"]) == (403, "forbidden")
     assert not GCRun.objects.exists()
     pruned = data_of(call(editor, "context_gc_prune", {"session_id": stored_session.pk}))
@@ -153,7 +204,7 @@ def test_a_viewer_may_analyze_and_search_but_not_prune_or_restore(
         )
     )
     assert content["segments"][0]["text"]
-    refused = error_of(
+    refused = refusal_of(
         call(viewer, "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": [first]})
     )
     assert (refused["status"], refused["code"]) == (403, "forbidden")
@@ -203,15 +254,15 @@ def test_stash_refusals(
         ({"session_id": foreign_session.pk}, 404),
         ({"run_id": 999_999}, 404),
     ]:
-        assert error_of(call(editor, "context_stash_search", arguments))["status"] == status
-    error = error_of(call(editor, "context_stash_retrieve", {"session_id": stored_session.pk}))
+        assert refusal_of(call(editor, "context_stash_search", arguments))["status"] == status
+    error = refusal_of(call(editor, "context_stash_retrieve", {"session_id": stored_session.pk}))
     assert "segment_ids" in error["message"]
 
 
 def test_prune_of_another_projects_session_is_not_found(
     editor: Caller, foreign_session: AgentSession
 ) -> None:
-    error = error_of(call(editor, "context_gc_prune", {"session_id": foreign_session.pk}))
+    error = refusal_of(call(editor, "context_gc_prune", {"session_id": foreign_session.pk}))
     assert (error["status"], error["code"]) == (404, "not_found")
     assert not GCRun.objects.exists()
 
@@ -260,3 +311,62 @@ def test_prune_carries_out_its_run_itself_when_no_worker_runs(
     background.run_execute(run_id=run.pk)  # the queued task, run late by a worker
     run.refresh_from_db()
     assert (run.status, run.attempts, run.tokens_after) == ("done", 1, pruned["tokens_after"])
+
+
+def test_every_answer_and_refusal_matches_the_tools_output_schema(
+    editor: Caller, stored_session: AgentSession, default_policy: Policy
+) -> None:
+    """What a client on the TypeScript SDK checks: each tool's structured content, answers and
+    refusals alike, against the output schema it publishes."""
+    session = stored_session.pk
+
+    async def run() -> tuple[list[str], list[tuple[Tool, CallToolResult]]]:
+        auth_context_var.set(
+            AuthenticatedUser(AccessToken(token=editor.secret, client_id="t", scopes=[]))
+        )
+        async with Client(mcp_server(), raise_exceptions=True) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            checked: list[tuple[Tool, CallToolResult]] = []
+
+            async def called(name: str, arguments: dict[str, Any]) -> CallToolResult:
+                result = await client.call_tool(name, arguments)
+                checked.append((tools[name], result))
+                return result
+
+            await called("context_analyze_usage", {"session_id": session})
+            await called("context_analyze_usage", {"session_id": 999_999})
+            await called("context_gc_pin", {"session_id": session, "turn_indices": [0]})
+            await called("context_gc_unpin", {"session_id": session, "turn_indices": [1]})
+            await called("context_gc_pin", {"session_id": session, "turn_indices": [99]})
+            await called("context_gc_analyze", {"session_id": session, "limit": 2})
+            await called("context_gc_analyze", {"session_id": session, "segment_ids": ["x"]})
+            await called("context_gc_prune", {"session_id": session, "action": "auto"})
+            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_0"]})
+            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_99"]})
+            pruned = (await called("context_gc_prune", {"session_id": session})).structured_content
+            assert pruned is not None
+            first = pruned["ledger"][0]["segment_id"]
+            await called("context_stash_search", {"run_id": pruned["run_id"]})
+            await called("context_stash_search", {"run_id": 999_999})
+            for into in ("content", "session"):
+                await called(
+                    "context_stash_retrieve",
+                    {"run_id": pruned["run_id"], "segment_ids": [first], "into": into},
+                )
+            await called(
+                "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": ["gone"]}
+            )
+            await called("context_gc_configure", {"session_id": session, "threshold_percent": 2})
+            await called("context_gc_configure", {"session_id": session, "target_percent": 95})
+            return list(tools), checked
+
+    listed, checked = run_async(run)
+    assert {tool.name for tool, _ in checked} == set(listed)
+    for tool, result in checked:
+        check_against_schema(tool, result)
+    refusals = [result for _, result in checked if result.is_error]
+    assert {refusal_of(result)["code"] for result in refusals} >= {
+        "confirm_needed",
+        "protected",
+        "not_found",
+    }

@@ -28,6 +28,7 @@ from jaato_web.dashboard.models import (
 from jaato_web.mcp.http import mcp_server
 from jaato_web.teams.models import ApiToken
 from tests.event_loops import run_async
+from tests.mcp_results import refusal_of
 
 from .conftest import Caller
 
@@ -60,13 +61,6 @@ def data_of(result: CallToolResult) -> dict[str, Any]:
     assert result.is_error is False, result.content
     assert result.structured_content is not None
     return result.structured_content
-
-
-def error_of(result: CallToolResult) -> dict[str, Any]:
-    assert result.is_error is True
-    assert result.structured_content is not None, result.content
-    error: dict[str, Any] = result.structured_content["error"]
-    return error
 
 
 def audit(action: AuditAction) -> list[tuple[str, str]]:
@@ -128,7 +122,7 @@ def test_usage_of_inline_messages_stores_nothing(viewer: Caller) -> None:
     ],
 )
 def test_usage_refusals(viewer: Caller, arguments: dict[str, Any], status: int, words: str) -> None:
-    error = error_of(call(viewer, "context_analyze_usage", arguments))
+    error = refusal_of(call(viewer, "context_analyze_usage", arguments))
     assert error["status"] == status
     assert words in error["message"]
 
@@ -136,7 +130,7 @@ def test_usage_refusals(viewer: Caller, arguments: dict[str, Any], status: int, 
 def test_another_projects_session_is_not_found(
     viewer: Caller, foreign_session: AgentSession
 ) -> None:
-    error = error_of(call(viewer, "context_analyze_usage", {"session_id": foreign_session.pk}))
+    error = refusal_of(call(viewer, "context_analyze_usage", {"session_id": foreign_session.pk}))
     assert (error["status"], error["code"]) == (404, "not_found")
 
 
@@ -144,11 +138,11 @@ def test_no_token_or_a_revoked_one_is_unauthenticated(
     viewer: Caller, stored_session: AgentSession
 ) -> None:
     assert (
-        error_of(call(None, "context_analyze_usage", {"session_id": stored_session.pk}))["status"]
+        refusal_of(call(None, "context_analyze_usage", {"session_id": stored_session.pk}))["status"]
         == 401
     )
     ApiToken.objects.update(revoked_at="2026-01-01T00:00:00Z")
-    error = error_of(call(viewer, "context_analyze_usage", {"session_id": stored_session.pk}))
+    error = refusal_of(call(viewer, "context_analyze_usage", {"session_id": stored_session.pk}))
     assert (error["status"], error["code"]) == (401, "unauthenticated")
 
 
@@ -180,7 +174,7 @@ def test_pin_and_unpin_are_audited_with_the_tokens_owner(
 
 
 def test_a_viewer_may_not_pin(viewer: Caller, stored_session: AgentSession) -> None:
-    error = error_of(
+    error = refusal_of(
         call(viewer, "context_gc_pin", {"session_id": stored_session.pk, "turn_indices": [0]})
     )
     assert (error["status"], error["code"]) == (403, "forbidden")
@@ -193,17 +187,17 @@ def test_a_viewer_may_not_pin(viewer: Caller, stored_session: AgentSession) -> N
 
 
 def test_one_missing_turn_pins_nothing(editor: Caller, stored_session: AgentSession) -> None:
-    error = error_of(
+    error = refusal_of(
         call(editor, "context_gc_pin", {"session_id": stored_session.pk, "turn_indices": [0, 99]})
     )
-    assert error["status"] == 400
+    assert (error["status"], error["code"]) == (400, "bad_input")  # as the local server's
     assert error["message"] == f"turn_index: {stored_session.label} has no turn 99"
     assert not SessionPin.objects.exists()
     assert audit(AuditAction.PIN) == []
 
 
 def test_inline_messages_cannot_be_pinned(editor: Caller) -> None:
-    error = error_of(
+    error = refusal_of(
         call(editor, "context_gc_pin", {"messages": OPENAI_MESSAGES, "turn_indices": [0]})
     )
     assert error["status"] == 400
@@ -213,7 +207,7 @@ def test_inline_messages_cannot_be_pinned(editor: Caller) -> None:
 def test_pinning_another_projects_session_is_not_found(
     editor: Caller, foreign_session: AgentSession
 ) -> None:
-    error = error_of(
+    error = refusal_of(
         call(editor, "context_gc_pin", {"session_id": foreign_session.pk, "turn_indices": [0]})
     )
     assert error["status"] == 404
@@ -277,7 +271,7 @@ def test_configure_refusals_save_nothing(
 ) -> None:
     if arguments.get("policy_id") == "tight":
         arguments = {**arguments, "policy_id": budget_policy.pk}
-    error = error_of(call(editor, "context_gc_configure", arguments))
+    error = refusal_of(call(editor, "context_gc_configure", arguments))
     assert (error["status"], error["code"]) == (status, code)
     assert budget_policy.versions.count() == 1
 
@@ -285,7 +279,7 @@ def test_configure_refusals_save_nothing(
 def test_a_viewer_may_not_configure(
     viewer: Caller, stored_session: AgentSession, default_policy: Policy
 ) -> None:
-    error = error_of(
+    error = refusal_of(
         call(viewer, "context_gc_configure", {"session_id": stored_session.pk, "target_percent": 1})
     )
     assert (error["status"], error["code"]) == (403, "forbidden")
@@ -295,7 +289,7 @@ def test_a_viewer_may_not_configure(
 def test_a_session_without_a_policy_asks_for_one(
     editor: Caller, stored_session: AgentSession
 ) -> None:
-    error = error_of(
+    error = refusal_of(
         call(editor, "context_gc_configure", {"session_id": stored_session.pk, "target_percent": 1})
     )
     assert (error["status"], error["code"]) == (409, "no_policy")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, get_args
 
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -23,6 +23,7 @@ from gcengine.mcp_tools.inputs import (
 from gcengine.mcp_tools.results import answer
 from gcengine.mcp_tools.stashes import counted, percent
 from gcengine.mcp_tools.store import ToolStore
+from gcengine.reachability.explain import Keeper
 
 ANALYZE = """\
 The dry run of reachability garbage collection on a session: which segments it would take \
@@ -87,13 +88,39 @@ class GCAnalysis(BaseModel):
     segments: int
     reachable: int
     roots: int
-    candidates_total: int
+    candidates_total: int = Field(
+        description="segments a run may take (reachable ones only once no unreachable one is left)"
+    )
+    candidates_reachable: int = Field(description="of candidates_total, those reachable")
+    kept: dict[str, int] = Field(
+        description="the other segments, which no run takes, by what keeps them: root (a root, "
+        "or in the turn of one), pinned (a pinned turn), recent (one of the latest "
+        "preserve_recent_turns turns), locked (locked content); with candidates_total they "
+        "add up to segments"
+    )
     plan: dict[str, PlanPart] = Field(
         description="stash and delete: what a run would take; keep: the candidates it leaves"
     )
     candidates: list[AnalyzedItem] = Field(description="the first `limit`, in sweep order")
     asked: list[AnalyzedItem] = Field(description="the segments named in `segment_ids`")
     notification: str | None
+
+
+KEPT_WORDS = {
+    "root": "by roots",
+    "pinned": "in pinned turns",
+    "recent": "in the latest turns",
+    "locked": "locked",
+}
+
+
+def _kept_words(kept: dict[str, int]) -> str:
+    """``12 kept: 9 by roots, 3 in the latest turns``, what keeps none left out."""
+    total = sum(kept.values())
+    if not total:
+        return "none kept"
+    parts = ", ".join(f"{n:,} {KEPT_WORDS[keeper]}" for keeper, n in kept.items() if n)
+    return f"{total:,} kept: {parts}"
 
 
 def _item(segment: AnalyzedSegment) -> AnalyzedItem:
@@ -150,6 +177,10 @@ def register(server: MCPServer, store: ToolStore) -> None:
             kept = [s for s in analysis.candidates if s.proposed == "keep"]
             plan["keep"] = PlanPart(segments=len(kept), tokens=sum(s.tokens for s in kept))
             limit_tokens = analysis.context_limit
+            kept_by = {
+                keeper: sum(1 for s in analysis.segments if s.kept_by == keeper)
+                for keeper in get_args(Keeper)
+            }
             result = GCAnalysis(
                 session_id=ref.session_id,
                 policy=policy.label,
@@ -165,6 +196,8 @@ def register(server: MCPServer, store: ToolStore) -> None:
                 reachable=sum(1 for s in analysis.segments if s.reachable),
                 roots=sum(1 for s in analysis.segments if s.root),
                 candidates_total=len(analysis.order),
+                candidates_reachable=sum(1 for s in analysis.candidates if s.reachable),
+                kept=kept_by,
                 plan=plan,
                 candidates=[_item(s) for s in analysis.candidates[:limit]],
                 asked=[_item(by_id[i]) for i in dict.fromkeys(segment_ids or ())],
@@ -176,8 +209,8 @@ def register(server: MCPServer, store: ToolStore) -> None:
                 f"{policy.label} would take {counted(taken)} "
                 f"({plan['stash'].segments:,} stashed, {plan['delete'].segments:,} deleted), "
                 f"leaving {result.percent_after:g}% ({result.tokens_after:,} tokens). "
-                f"{result.reachable:,} of {result.segments:,} segments are reachable; "
-                f"{result.candidates_total:,} may be taken."
+                f"{result.segments:,} segments: {result.candidates_total:,} may be taken "
+                f"({result.candidates_reachable:,} of them reachable), {_kept_words(kept_by)}."
             )
             return result, summary
 

@@ -7,8 +7,16 @@ from typing import Annotated
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 
+from gcengine.analysis.dry_run import segment_pins
 from gcengine.errors import ToolRefusal
-from gcengine.mcp_tools.inputs import MessageIds, Messages, SessionId, SessionRef, TurnIndices
+from gcengine.mcp_tools.inputs import (
+    MessageIds,
+    Messages,
+    SegmentIds,
+    SessionId,
+    SessionRef,
+    TurnIndices,
+)
 from gcengine.mcp_tools.results import answer
 from gcengine.mcp_tools.store import PinRequest, PinState, ToolStore
 
@@ -19,16 +27,18 @@ affected). Pinning what is already pinned changes nothing.
 
 Pin what the rest of the task depends on: the user's requirements, a decision and its reason, \
 a file's contents you will edit again. Give `turn_indices` (from 0: turn 1 is index 0), \
-`message_ids`, or both; all are pinned or, if one does not exist, none. Needs a stored \
-`session_id`: inline messages are not stored, so there is nothing to pin in them. Returns the \
-session's pins after the change."""
+`message_ids`, `segment_ids` as context_gc_analyze lists them (each pins its whole turn; a \
+summary or notice, its messages), or several; all are pinned or, if one does not exist, none. \
+Needs a stored `session_id`: inline messages are not stored, so there is nothing to pin in \
+them. Returns the session's pins after the change."""
 
 UNPIN = """\
 Let garbage collection take turns or messages of a stored session again that were pinned in \
 it (pins a policy holds for every session stay). Unpinning what is not pinned changes nothing.
 
-Give `turn_indices` (from 0: turn 1 is index 0), `message_ids`, or both, and a stored \
-`session_id`. Returns the session's pins after the change."""
+Give `turn_indices` (from 0: turn 1 is index 0), `message_ids`, `segment_ids` as \
+context_gc_analyze lists them (each unpins its turn; a summary or notice, its messages), or \
+several, and a stored `session_id`. Returns the session's pins after the change."""
 
 
 def _pin_work(
@@ -36,13 +46,24 @@ def _pin_work(
     ref: SessionRef,
     turn_indices: list[int] | None,
     message_ids: list[str] | None,
+    segment_ids: list[str] | None,
     pinned: bool,
 ) -> tuple[PinState, str]:
     verb = "pinning" if pinned else "unpinning"
     stored = ref.stored(verb.capitalize())
-    if not turn_indices and not message_ids:
-        raise ToolRefusal(f"name at least one turn index or message id for {verb}")
-    request = PinRequest(tuple(turn_indices or ()), tuple(message_ids or ()), pinned)
+    if not turn_indices and not message_ids and not segment_ids:
+        raise ToolRefusal(f"name at least one turn index, message id or segment id for {verb}")
+    turns, ids = list(turn_indices or ()), list(message_ids or ())
+    if segment_ids:
+        try:
+            of_segments = segment_pins(store.session(stored), segment_ids)
+        except KeyError as error:
+            raise ToolRefusal(
+                f"the session has no segment {error.args[0]!r}", status=404, code="not_found"
+            ) from None
+        turns += of_segments[0]
+        ids += of_segments[1]
+    request = PinRequest(tuple(dict.fromkeys(turns)), tuple(dict.fromkeys(ids)), pinned)
     state = store.pin(stored, request)
     done = "; ".join(state.changed) or "nothing changed"
     summary = (
@@ -58,12 +79,18 @@ def register(server: MCPServer, store: ToolStore) -> None:
         session_id: SessionId = None,
         turn_indices: TurnIndices = None,
         message_ids: MessageIds = None,
+        segment_ids: SegmentIds = None,
         messages: Messages = None,
     ) -> Annotated[CallToolResult, PinState]:
         return answer(
             store,
             lambda: _pin_work(
-                store, SessionRef(session_id, messages), turn_indices, message_ids, True
+                store,
+                SessionRef(session_id, messages),
+                turn_indices,
+                message_ids,
+                segment_ids,
+                True,
             ),
         )
 
@@ -71,12 +98,18 @@ def register(server: MCPServer, store: ToolStore) -> None:
         session_id: SessionId = None,
         turn_indices: TurnIndices = None,
         message_ids: MessageIds = None,
+        segment_ids: SegmentIds = None,
         messages: Messages = None,
     ) -> Annotated[CallToolResult, PinState]:
         return answer(
             store,
             lambda: _pin_work(
-                store, SessionRef(session_id, messages), turn_indices, message_ids, False
+                store,
+                SessionRef(session_id, messages),
+                turn_indices,
+                message_ids,
+                segment_ids,
+                False,
             ),
         )
 

@@ -50,7 +50,7 @@ RETRIEVE = """\
 Get stashed segments back. `into: "session"` (the default) puts them back where they stood, \
 whole, in a new session derived from the one the prune left (the prune's session and its \
 stash stay as they are), and returns its `new_session_id`; restoring the same segments again \
-in the dashboard gives the same session. `into: "content"` changes nothing and returns each \
+gives the same session, nothing written again. `into: "content"` changes nothing and returns each \
 segment's text, for you to read or put back into your own context.
 
 Name the stash as context_stash_search does (`run_id`, `session_id`, or inline `stash` with \

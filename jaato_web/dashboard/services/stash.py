@@ -12,7 +12,7 @@ from django.urls import reverse
 import gcengine
 from jaato_web.dashboard import storage
 from jaato_web.dashboard.audit import audit_record
-from jaato_web.dashboard.models import AgentSession, AuditAction, GCRun
+from jaato_web.dashboard.models import AgentSession, AuditAction, GCRun, SessionPin
 from jaato_web.dashboard.services import stored_sessions
 from jaato_web.errors import InputError
 
@@ -49,8 +49,14 @@ def stash_restore(*, run: GCRun, segment_ids: list[str], actor: Actor = None) ->
     session = run.session
     noun = "segment" if len(wanted) == 1 else "segments"
     label = f"{session.label} (run {run.pk}, {len(wanted):,} {noun} restored)"
+    # The pins of the session the prune left when it is stored (pins may have been made in
+    # it since), else of the run's own session.
+    source = (
+        AgentSession.objects.filter(derived_from_run=run, restored_segments=[]).first()
+        or run.session
+    )
     with transaction.atomic():
-        derived, made = _derived_store(run, restored, label, wanted)
+        derived, made = _derived_store(run, restored, label, wanted, source)
         if made:
             audit_record(
                 project=session.project,
@@ -72,14 +78,15 @@ def run_result_session(*, run: GCRun) -> AgentSession | None:
         return None
     label = f"{run.session.label} (after run {run.pk})"
     with transaction.atomic():
-        return _derived_store(run, after, label, [])[0]
+        return _derived_store(run, after, label, [], run.session)[0]
 
 
 def _derived_store(
-    run: GCRun, engine: gcengine.Session, label: str, restored: list[str]
+    run: GCRun, engine: gcengine.Session, label: str, restored: list[str], source: AgentSession
 ) -> tuple[AgentSession, bool]:
     """``engine`` stored as a session derived from ``run``, with the segments ``restored`` into
-    it; the project's session of the same content when there is one (and False)."""
+    it and the pins of ``source``, the session it derives from; the project's session of the
+    same content when there is one (and False)."""
     data = gcengine.dump_session(engine).encode()
     digest = hashlib.sha256(data).hexdigest()
     project = run.session.project
@@ -93,4 +100,20 @@ def _derived_store(
         derived_from_run=run, restored_segments=restored
     )
     derived.derived_from_run, derived.restored_segments = run, restored
+    _pins_carried(source, derived, engine)
     return derived, True
+
+
+def _pins_carried(source: AgentSession, derived: AgentSession, engine: gcengine.Session) -> None:
+    """``source``'s pins on ``derived`` (``engine``), for the turns and messages it holds: a
+    turn keeps its stable index and a message its id through a run and a restore, so each pin
+    means the same there (and a pinned turn is never taken)."""
+    turns = {turn.index for turn in engine.turns()}
+    messages = {message.message_id for message in engine.history}
+    SessionPin.objects.bulk_create(
+        SessionPin(
+            session=derived, turn_index=pin.turn_index, message_id=pin.message_id, author=pin.author
+        )
+        for pin in source.pins.all()
+        if (pin.turn_index in turns if pin.turn_index is not None else pin.message_id in messages)
+    )
