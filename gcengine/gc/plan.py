@@ -103,6 +103,9 @@ def _read_as_laid_out(
     layout. With unique history ids (the caller's check) each message is then named by exactly
     one leaf, so this gives what ``_read_by_id`` would.
 
+    Every turn must be PARTIAL, as built: the index holds the leaves' policies, and a turn
+    with a policy of its own overrides theirs in the tree's figures.
+
     The entry keeps the index read: every entry of its tree is stamped with the tree's
     revision (the entry's own, or a new one), so that an edit of any of them drops it. Unless
     an entry counts its edits against another tree's revision already (one tree's entries put
@@ -123,7 +126,10 @@ def _read_as_laid_out(
     stamp, key = dict.setdefault, REVISION_KEY  # bound once: a conversation has a leaf a message
     for turn in conversation.children.values():
         leaves = turn.children
-        if not leaves:
+        # A turn whose own policy is not the builder's PARTIAL decides its figures itself
+        # (a locked turn has nothing eligible whatever its leaves say): an index of the
+        # leaves would tell other figures than the tree, so none is read or kept.
+        if not leaves or turn.gc_policy is not GCPolicy.PARTIAL:
             return None
         # Stamped as read (``SourceEntry.stamp``), in the loop that reads every leaf anyway.
         if stamp(turn.__dict__, key, revision) is not revision:
