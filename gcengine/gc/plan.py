@@ -64,7 +64,7 @@ from gcengine.messages import (
     turn_layout,
     uuid_shaped,
 )
-from gcengine.session import original_request
+from gcengine.session import CLOSING_ANSWER_KEY, closing_answer_ids, original_request
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
 if TYPE_CHECKING:
@@ -654,6 +654,31 @@ def _split_rest(
     return turns, opener
 
 
+def _closing_answers_kept(
+    collection: Collection, touched: Sequence[int], removed: set[int]
+) -> dict[int, Message]:
+    """The closing answers of the touched turns that stay while messages before them go,
+    by position, marked as closing answers (``CLOSING_ANSWER_KEY``): their policy must
+    outlive the tool work that told it, or the next run of the same policy would take them."""
+    marked: dict[int, Message] = {}
+    for turn in touched:
+        start, end = collection.layout.span(turn)
+        if all(p in removed for p in range(start, end)):
+            continue
+        messages = collection.history[start:end]
+        closing = closing_answer_ids(messages)
+        for position, message in enumerate(messages, start):
+            if (
+                message.message_id in closing
+                and position not in removed
+                and message.metadata.get(CLOSING_ANSWER_KEY) is not True
+            ):
+                marked[position] = message.model_copy(
+                    update={"metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
+                )
+    return marked
+
+
 def apply(
     collection: Collection,
     decision: Decision,
@@ -686,7 +711,11 @@ def apply(
     keep = bytearray(b"\x01") * (end - start)
     for position in removed:
         keep[position - start] = 0
-    kept = list(compress(history[start:end], keep))
+    marked = _closing_answers_kept(collection, touched, removed)
+    if marked:
+        kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
+    else:
+        kept = list(compress(history[start:end], keep))
     new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
     added = sum(
