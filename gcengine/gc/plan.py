@@ -272,6 +272,16 @@ class Collection:
     def to_free(self) -> int:
         return self.tokens_before - self.target_tokens
 
+    @cached_property
+    def under_pressure(self) -> bool:
+        """Whether usage before collecting is at or above ``pressure_percent``: only then may
+        preservable content (summaries, closing answers, clarifications) go, and never in
+        continuous mode (no pressure threshold)."""
+        pressure = self.config.pressure_percent
+        if pressure is None or not self.context_limit:
+            return False
+        return self.tokens_before / self.context_limit * 100 >= pressure
+
     def still_short(self, decision: Decision) -> bool:
         """Whether the decision, with what it will insert (its summary, the notice), still
         leaves usage above the target."""
