@@ -234,3 +234,29 @@ def test_a_run_that_removes_nothing_leaves_every_figure_as_it_was(
         )
         assert _figures(outcome.session) == _figures(session), spec.name
         assert outcome.budget_after.snapshot() == outcome.budget_before.snapshot(), spec.name
+
+
+# --- the hybrid starter policy says why it wrote no summary ----------------------------------
+
+
+def test_hybrid_says_why_it_kept_the_middle_instead_of_summarizing_it() -> None:
+    """Dropping the oldest turns reaches the target before the middle generation is needed:
+    no summary is written, and the run's record says so with the figures."""
+    policy = gcengine.starter_policies()["Hybrid (summarize the middle)"]
+    outcome = run_gc(demo(200), load_gc_config(policy))
+    details = outcome.result.details
+
+    assert details["turns_summarized"] == 0
+    assert details["middle_kept"] == (
+        f"dropping {details['turns_truncated']} of the {details['ancient_turns']} ancient turns "
+        f"reached the target, so the {policy['summarize_middle_turns']} middle turns were kept "
+        "as they are, not summarized"
+    )
+
+
+def test_hybrid_writes_its_summary_when_dropping_the_oldest_turns_is_not_enough() -> None:
+    policy = {**gcengine.starter_policies()["Hybrid (summarize the middle)"], "target_percent": 5}
+    outcome = run_gc(demo(200), load_gc_config(policy))
+
+    assert outcome.result.details["turns_summarized"] > 0
+    assert "middle_kept" not in outcome.result.details
