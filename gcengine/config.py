@@ -404,6 +404,9 @@ _STRATEGY_OPTIONS: dict[str, dict[str, tuple[FieldInfo | None, KeySpec]]] = {
 }
 
 
+_JSON_VALUES = (str, int, float, bool, list, dict, type(None))
+
+
 def _plugin_config_checked(options: dict[str, Any], plugin: str) -> dict[str, Any]:
     """``plugin_config`` with every option that names a key, or an option of the strategy
     ``plugin``, checked as that key is (``plugin_config.preserve_recent_turns`` must be a
@@ -412,8 +415,8 @@ def _plugin_config_checked(options: dict[str, Any], plugin: str) -> dict[str, An
     declared = {**_KEYS_AS_OPTIONS, **_STRATEGY_OPTIONS.get(plugin, {})}
     checked_options = dict(options)
     for name, value in options.items():
-        if name not in declared:
-            continue
+        if name not in declared or not isinstance(value, _JSON_VALUES):
+            continue  # an object no gc.json holds is passed in code (a summarizer object)
         key = f"plugin_config.{name}"
         field, spec = declared[name]
         value = checked(key, value, spec, field)
