@@ -16,6 +16,7 @@ from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import Message
 from gcengine.running.plugins import load_gc_plugin
 from gcengine.session import Session, rebuild_budget
+from gcengine.strategies.reachability import SEGMENT_IDS
 from gcengine.tokens import counter_by_name
 
 
@@ -218,10 +219,18 @@ def _with_target_note(result: GCResult, budget: InstructionBudget, config: GCCon
     reached = result.tokens_after <= target
     details = {**result.details, "target_reached": reached}
     if not reached:
+        batch = result.details.get("batch_size")
+        why = (
+            "a prune takes only the segments it names"
+            if config.plugin_config.get(SEGMENT_IDS)
+            else f"an incremental collection takes at most {batch} segments"
+            if batch
+            else "what is left is what this policy may not take"
+        )
         details["short_of_target"] = (
             f"stopped at {result.tokens_after:,} tokens "
             f"({budget.percent_of(result.tokens_after):.1f}% of the window), "
             f"{result.tokens_after - target:,} above the {config.target_percent:g}% target "
-            f"({target:,}): what is left is what this policy may not take"
+            f"({target:,}): {why}"
         )
     return result.model_copy(update={"details": details})

@@ -260,3 +260,17 @@ def test_hybrid_writes_its_summary_when_dropping_the_oldest_turns_is_not_enough(
 
     assert outcome.result.details["turns_summarized"] > 0
     assert "middle_kept" not in outcome.result.details
+
+
+def test_an_incremental_batch_short_of_the_target_says_it_is_a_batch() -> None:
+    config = load_gc_config(
+        {"type": "reachability", "target_percent": 10, "incremental": True, "batch_size": 5}
+    )
+    outcome = run_gc(demo(60), config, reason="incremental")
+
+    assert outcome.result.items_collected == 5
+    assert outcome.result.details["target_reached"] is False
+    assert (
+        "an incremental collection takes at most 5 segments"
+        in (outcome.result.details["short_of_target"])
+    )
