@@ -129,6 +129,7 @@ from gcengine.quality.export import (
     TargetExport,
     UnmappedSetting,
     export_policy,
+    export_window,
 )
 from gcengine.quality.prompt_cache import (
     DEFAULT_PRICES,
@@ -389,6 +390,7 @@ __all__ = [
     "dump_gc_config",
     "dump_session",
     "export_policy",
+    "export_window",
     "format_json_path",
     "gate_failures",
     "generate_demo_session",

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from gcengine._fast import cyclic_gc_paused
 from gcengine.budget import (
-    DEFAULT_CONTEXT_LIMIT,
     GCPolicy,
     InstructionBudget,
     InstructionSource,
@@ -29,7 +28,7 @@ from gcengine.formats import dump_session, load_session
 from gcengine.gc import GCRemovalItem
 from gcengine.messages import turn_label
 from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_report, session_caps
-from gcengine.quality.export import export_policy
+from gcengine.quality.export import export_policy, export_window
 from gcengine.quality.prompt_cache import DEFAULT_PRICES, CacheCost, cache_cost, price_for_model
 from gcengine.quality.retention import (
     AnchorRetention,
@@ -102,12 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         "export-policy", help="a gc.json as the nearest settings of other frameworks"
     )
     export.add_argument("config", type=Path, help="the gc.json policy")
-    export.add_argument(
-        "--window",
-        type=int,
-        default=DEFAULT_CONTEXT_LIMIT,
-        help=f"the model's context window in tokens (default {DEFAULT_CONTEXT_LIMIT:,})",
-    )
+    export.add_argument("--window", type=int, help="the model's context window in tokens")
+    export.add_argument("--session", type=Path, help="export for this session's window")
+    export.add_argument("--model", help="export for this model's window")
     export.add_argument("--json", action="store_true", help="every target as JSON")
     return parser
 
@@ -428,7 +424,12 @@ def _cost(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    exported = export_policy(load_gc_config(args.config), args.window)
+    window = export_window(
+        window=args.window,
+        session_window=load_session(args.session).context_limit if args.session else None,
+        model=args.model,
+    )
+    exported = export_policy(load_gc_config(args.config), window)
     if args.json:
         print(exported.model_dump_json(indent=2))
         return 0

@@ -380,10 +380,50 @@ def _validated(values: dict[str, Any]) -> GCConfig:
                 found[key] = value
         if key == "pressure_percent":
             _continuous_mode(values, found)
+    if "plugin_config" in found:
+        found["plugin_config"] = _plugin_config_checked(found["plugin_config"], found["plugin"])
     config = GCConfig(**found)
     _check_percentages(config)
     _check_templates(config)
     return config
+
+
+# The plugin_config options that mean something declared: a gc.json key (handed to the
+# strategy over the key itself, as JAATO's loader does), and each strategy's own options.
+_KEYS_AS_OPTIONS: dict[str, tuple[FieldInfo | None, KeySpec]] = {
+    key: known for key, known in _KEYS.items() if key != "type"
+}
+_STRATEGY_OPTIONS: dict[str, dict[str, tuple[FieldInfo | None, KeySpec]]] = {
+    reader: {
+        option: (None, spec)
+        for strategy in STRATEGY_SPECS
+        for option, spec in strategy.options.items()
+        if reader in _readers(f"plugin_config.{option}")
+    }
+    for reader in ENGINE_STRATEGIES
+}
+
+
+_JSON_VALUES = (str, int, float, bool, list, dict, type(None))
+
+
+def _plugin_config_checked(options: dict[str, Any], plugin: str) -> dict[str, Any]:
+    """``plugin_config`` with every option that names a key, or an option of the strategy
+    ``plugin``, checked as that key is (``plugin_config.preserve_recent_turns`` must be a
+    whole number from 0), bounds included; other options are handed to the strategy as
+    they are."""
+    declared = {**_KEYS_AS_OPTIONS, **_STRATEGY_OPTIONS.get(plugin, {})}
+    checked_options = dict(options)
+    for name, value in options.items():
+        if name not in declared or not isinstance(value, _JSON_VALUES):
+            continue  # an object no gc.json holds is passed in code (a summarizer object)
+        key = f"plugin_config.{name}"
+        field, spec = declared[name]
+        value = checked(key, value, spec, field)
+        _check_bounds(key, value, spec)
+        if spec.kind in ("percent", "number", "whole_number"):
+            checked_options[name] = value  # as the key holds it: 5.0 turns is 5
+    return checked_options
 
 
 def _continuous_mode(values: dict[str, Any], found: dict[str, Any]) -> None:
@@ -408,12 +448,19 @@ def _continuous_mode(values: dict[str, Any], found: dict[str, Any]) -> None:
         )
 
 
+def _check_bounds(key: str, value: Any, spec: KeySpec) -> None:
+    """A percentage's bounds (checked once a policy is read, the environment's values too)."""
+    low, high = spec.minimum, spec.maximum
+    if spec.kind != "percent" or value is None or low is None or high is None:
+        return
+    if not low <= value <= high:
+        raise ConfigError(f"must be between {low:g} and {high:g}, not {value:g}", key)
+
+
 def _check_percentages(config: GCConfig) -> None:
     for key, (_, spec) in _KEYS.items():
-        value = getattr(config, key) if spec.kind == "percent" else None
-        low, high = spec.minimum, spec.maximum
-        if value is not None and low is not None and high is not None and not low <= value <= high:
-            raise ConfigError(f"must be between {low:g} and {high:g}, not {value:g}", key)
+        if spec.kind == "percent":
+            _check_bounds(key, getattr(config, key), spec)
     if config.threshold_percent <= 0:
         raise ConfigError("must be above 0: at 0 every turn would collect", "threshold_percent")
     if config.target_percent >= config.threshold_percent:

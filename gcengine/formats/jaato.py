@@ -129,6 +129,10 @@ def read_session_file(data: Mapping[str, Any]) -> ParsedSession:
     session_id = expect_str(data.get("session_id"), ("session_id",))
     created_at = _timestamp(data.get("created_at"), ("created_at",))
     updated_at = _timestamp(data.get("updated_at"), ("updated_at",))
+    # JAATO writes the number of turns; it is worked out again from the history, but a file
+    # whose count is no count is refused rather than read as if it said nothing.
+    if data.get("turn_count") is not None:
+        parse_count(data["turn_count"], ("turn_count",))
     raw_history = expect_list(data.get("history", []), ("history",))
     history = [_read_message(raw, ("history", i), i) for i, raw in enumerate(raw_history)]
     metadata = dict(expect_mapping(default_if_null(data.get("metadata"), {}), ("metadata",)))

@@ -64,7 +64,7 @@ from gcengine.messages import (
     turn_layout,
     uuid_shaped,
 )
-from gcengine.session import original_request
+from gcengine.session import CLOSING_ANSWER_KEY, closing_answer_ids, original_request
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
 if TYPE_CHECKING:
@@ -103,6 +103,9 @@ def _read_as_laid_out(
     layout. With unique history ids (the caller's check) each message is then named by exactly
     one leaf, so this gives what ``_read_by_id`` would.
 
+    Every turn must be PARTIAL, as built: the index holds the leaves' policies, and a turn
+    with a policy of its own overrides theirs in the tree's figures.
+
     The entry keeps the index read: every entry of its tree is stamped with the tree's
     revision (the entry's own, or a new one), so that an edit of any of them drops it. Unless
     an entry counts its edits against another tree's revision already (one tree's entries put
@@ -123,7 +126,10 @@ def _read_as_laid_out(
     stamp, key = dict.setdefault, REVISION_KEY  # bound once: a conversation has a leaf a message
     for turn in conversation.children.values():
         leaves = turn.children
-        if not leaves:
+        # A turn whose own policy is not the builder's PARTIAL decides its figures itself
+        # (a locked turn has nothing eligible whatever its leaves say): an index of the
+        # leaves would tell other figures than the tree, so none is read or kept.
+        if not leaves or turn.gc_policy is not GCPolicy.PARTIAL:
             return None
         # Stamped as read (``SourceEntry.stamp``), in the loop that reads every leaf anyway.
         if stamp(turn.__dict__, key, revision) is not revision:
@@ -265,6 +271,16 @@ class Collection:
     @cached_property
     def to_free(self) -> int:
         return self.tokens_before - self.target_tokens
+
+    @cached_property
+    def under_pressure(self) -> bool:
+        """Whether usage before collecting is at or above ``pressure_percent``: only then may
+        preservable content (summaries, closing answers, clarifications) go, and never in
+        continuous mode (no pressure threshold)."""
+        pressure = self.config.pressure_percent
+        if pressure is None or not self.context_limit:
+            return False
+        return self.tokens_before / self.context_limit * 100 >= pressure
 
     def still_short(self, decision: Decision) -> bool:
         """Whether the decision, with what it will insert (its summary, the notice), still
@@ -648,6 +664,31 @@ def _split_rest(
     return turns, opener
 
 
+def _closing_answers_kept(
+    collection: Collection, touched: Sequence[int], removed: set[int]
+) -> dict[int, Message]:
+    """The closing answers of the touched turns that stay while messages before them go,
+    by position, marked as closing answers (``CLOSING_ANSWER_KEY``): their policy must
+    outlive the tool work that told it, or the next run of the same policy would take them."""
+    marked: dict[int, Message] = {}
+    for turn in touched:
+        start, end = collection.layout.span(turn)
+        if all(p in removed for p in range(start, end)):
+            continue
+        messages = collection.history[start:end]
+        closing = closing_answer_ids(messages)
+        for position, message in enumerate(messages, start):
+            if (
+                message.message_id in closing
+                and position not in removed
+                and message.metadata.get(CLOSING_ANSWER_KEY) is not True
+            ):
+                marked[position] = message.model_copy(
+                    update={"metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
+                )
+    return marked
+
+
 def apply(
     collection: Collection,
     decision: Decision,
@@ -680,7 +721,11 @@ def apply(
     keep = bytearray(b"\x01") * (end - start)
     for position in removed:
         keep[position - start] = 0
-    kept = list(compress(history[start:end], keep))
+    marked = _closing_answers_kept(collection, touched, removed)
+    if marked:
+        kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
+    else:
+        kept = list(compress(history[start:end], keep))
     new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
     added = sum(

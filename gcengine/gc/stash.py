@@ -18,8 +18,8 @@ from gcengine._fast import construct
 from gcengine.budget import InstructionBudget, InstructionSource, SourceEntry
 from gcengine.errors import GCEngineError
 from gcengine.gc.segments import SegmentKind, describe
-from gcengine.messages import Message, MessageKind, turn_number
-from gcengine.session import Session, rebuild_budget
+from gcengine.messages import Message, MessageKind, turn_layout, turn_number
+from gcengine.session import Session, rebuild_budget, without_needless_marks
 from gcengine.tokens import compact_json, counter_by_name
 
 
@@ -135,7 +135,7 @@ def restore(session: Session, stash: Stash, segment_ids: Iterable[str]) -> Sessi
     back = [s.segment_id for s in chosen if any(i in present for i in s.message_ids)]
     if back:
         raise StashError(f"segment {back[0]!r} is in the session already")
-    history = _put_back(session.history, stash, chosen)
+    history = _unmarked(_put_back(session.history, stash, chosen), chosen)
     restored = {segment.segment_id for segment in chosen}
     everything_back = all(
         s.segment_id in restored or all(i in present for i in s.message_ids) for s in stash.segments
@@ -156,6 +156,21 @@ def restore(session: Session, stash: Stash, segment_ids: Iterable[str]) -> Sessi
         updated, counter_by_name(session.token_counter), reuse=session.budget
     )
     return updated
+
+
+def _unmarked(history: list[Message], chosen: list[StashedSegment]) -> list[Message]:
+    """The history with the closing answers of the turns that got their tool work back as
+    they were before the run marked them (``without_needless_marks``)."""
+    back = {message_id for segment in chosen for message_id in segment.message_ids}
+    layout = turn_layout(history)
+    result: list[Message] = []
+    for position in range(len(layout)):
+        start, end = layout.span(position)
+        turn = history[start:end]
+        if any(message.message_id in back for message in turn):
+            turn = without_needless_marks(turn)
+        result.extend(turn)
+    return result
 
 
 def _put_back(

@@ -194,19 +194,20 @@ class Strategy:
     def _settle(
         self, collection: Collection, decision: Decision, template: str, counter: TokenCounter
     ) -> tuple[str | None, Decision]:
-        """The notice for a decision, once what it inserts is known never to grow the context:
-        a summary that would is dropped for truncation, and a decision that frees less than
-        its notice costs is given up, saying why."""
+        """The notice for a decision, once what it inserts is known to shrink the context: a
+        summary that would not is dropped for truncation, and a decision that frees no more
+        than its notice costs is given up, saying why (it would only trade content, often an
+        earlier run's notice, for a notice as large)."""
         while True:
             notification = render_template(template, self.notification_fields(collection, decision))
             notice = count_message(notice_message(collection, decision, notification), counter)
-            if decision.freed - decision.inserted_tokens - notice >= 0:
+            if decision.freed - decision.inserted_tokens - notice > 0:
                 return notification, decision
             if decision.inserted is None:
                 return None, Decision(
                     details={
                         "message": "Nothing useful to collect: what may go "
-                        f"({decision.freed:,} tokens) is less than the notice saying so "
+                        f"({decision.freed:,} tokens) is no more than the notice saying so "
                         f"({notice:,} tokens)",
                         "total_turns": collection.turn_count,
                         "preserve_count": collection.preserve_recent,

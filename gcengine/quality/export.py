@@ -21,6 +21,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gcengine.config import GC_JSON_FIELDS, GCConfig, dump_gc_config
+from gcengine.context_limits import context_limit_for_model
+from gcengine.errors import ConfigError
 from gcengine.strategies import strategy_spec
 from gcengine.window import context_limit_checked
 
@@ -116,6 +118,20 @@ def _tokens(percent: float, window: int) -> int:
     return round(percent / 100 * window)
 
 
+def _trigger(config: GCConfig, draft: _Draft) -> tuple[float, list[str]]:
+    """The usage, in percent, at which the policy collects, and the keys that say so: the
+    threshold, or in continuous mode (no pressure threshold) the target, which every
+    collection starts above and comes back to."""
+    if config.continuous_mode:
+        draft.unmapped(
+            "in continuous mode a collection starts as soon as usage passes the target; the "
+            "threshold is not used",
+            "threshold_percent",
+        )
+        return config.target_percent, ["target_percent", "pressure_percent"]
+    return config.threshold_percent, ["threshold_percent"]
+
+
 def _summarizes(config: GCConfig) -> bool:
     """Whether the policy's strategy writes summaries (the targets' compaction does)."""
     return strategy_spec(config.plugin).summarizes
@@ -126,8 +142,9 @@ _NOTICES = "nothing is written into the conversation about a collection"
 
 
 def _anthropic_editing(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
-    trigger = _tokens(config.threshold_percent, window)
-    clear = _tokens(config.threshold_percent - config.target_percent, window)
+    percent, trigger_keys = _trigger(config, draft)
+    trigger = _tokens(percent, window)
+    clear = _tokens(percent - config.target_percent, window)
     edit: dict[str, Any] = {
         "type": "clear_tool_uses_20250919",
         "trigger": {"type": "input_tokens", "value": trigger},
@@ -143,13 +160,13 @@ def _anthropic_editing(config: GCConfig, window: int, draft: _Draft) -> TargetEx
         note="clears the oldest tool calls and results, leaving a placeholder; "
         f"{config.plugin} removes whole turns and tool exchanges",
     )
-    draft.set("trigger", edit["trigger"], ["threshold_percent"])
+    draft.set("trigger", edit["trigger"], trigger_keys)
     draft.set(
         "clear_at_least",
         edit["clear_at_least"],
         ["target_percent"],
         exact=False,
-        note="at least the tokens between the threshold and the target; it clears whole tool "
+        note="at least the tokens between the trigger and the target; it clears whole tool "
         "results, so it may clear more",
     )
     draft.set(
@@ -211,7 +228,8 @@ def _anthropic_request(beta: str, edit: dict[str, Any]) -> str:
 
 
 def _anthropic_compaction(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
-    wanted = _tokens(config.threshold_percent, window)
+    percent, trigger_keys = _trigger(config, draft)
+    wanted = _tokens(percent, window)
     trigger = max(ANTHROPIC_COMPACTION_MINIMUM, wanted)
     edit: dict[str, Any] = {
         "type": "compact_20260112",
@@ -229,7 +247,7 @@ def _anthropic_compaction(config: GCConfig, window: int, draft: _Draft) -> Targe
     draft.set(
         "trigger",
         edit["trigger"],
-        ["threshold_percent"],
+        trigger_keys,
         exact=trigger == wanted,
         note=""
         if trigger == wanted
@@ -296,12 +314,9 @@ def _anthropic_compaction(config: GCConfig, window: int, draft: _Draft) -> Targe
 
 
 def _openai(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
-    threshold = _tokens(config.threshold_percent, window)
-    draft.set(
-        "compact_threshold",
-        threshold,
-        ["threshold_percent"],
-    )
+    percent, trigger_keys = _trigger(config, draft)
+    threshold = _tokens(percent, window)
+    draft.set("compact_threshold", threshold, trigger_keys)
     summarizes = _summarizes(config)
     draft.set(
         "type",
@@ -344,7 +359,8 @@ def _openai(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
 
 
 def _langchain(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
-    fraction = round(config.threshold_percent / 100, 4)
+    percent, trigger_keys = _trigger(config, draft)
+    fraction = round(percent / 100, 4)
     if _summarizes(config):
         keep = round(config.target_percent / 100, 4)
         draft.set(
@@ -353,7 +369,7 @@ def _langchain(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
             ["type"],
             note="summarizes what it does not keep",
         )
-        draft.set("trigger", ["fraction", fraction], ["threshold_percent"])
+        draft.set("trigger", ["fraction", fraction], trigger_keys)
         draft.set(
             "keep",
             ["fraction", keep],
@@ -381,8 +397,8 @@ def _langchain(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
             ")"
         )
     else:
-        trigger = _tokens(config.threshold_percent, window)
-        clear = _tokens(config.threshold_percent - config.target_percent, window)
+        trigger = _tokens(percent, window)
+        clear = _tokens(percent - config.target_percent, window)
         keep_uses = max(config.preserve_recent_turns, 1)
         draft.set(
             "middleware",
@@ -391,13 +407,13 @@ def _langchain(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
             exact=False,
             note=f"clears old tool results; {config.plugin} removes whole turns",
         )
-        draft.set("trigger", trigger, ["threshold_percent"])
+        draft.set("trigger", trigger, trigger_keys)
         draft.set(
             "clear_at_least",
             clear,
             ["target_percent"],
             exact=False,
-            note="at least the tokens between the threshold and the target",
+            note="at least the tokens between the trigger and the target",
         )
         draft.set(
             "keep",
@@ -463,9 +479,10 @@ def _adk(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
             "event_retention_size, or compaction_interval with overlap_size), and this policy "
             "collects only on demand",
         )
-    threshold = _tokens(config.threshold_percent, window)
+    percent, trigger_keys = _trigger(config, draft)
+    threshold = _tokens(percent, window)
     retained = config.preserve_recent_turns * ADK_EVENTS_PER_TURN
-    draft.set("token_threshold", threshold, ["threshold_percent"])
+    draft.set("token_threshold", threshold, trigger_keys)
     draft.set(
         "event_retention_size",
         retained,
@@ -599,12 +616,13 @@ def _letta(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
 def _claude_code(config: GCConfig, window: int, draft: _Draft) -> TargetExport:
     lines = []
     if config.auto_trigger:
-        percent = round(config.threshold_percent)
+        trigger, trigger_keys = _trigger(config, draft)
+        percent = round(trigger)
         lines.append(f"export CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={percent}")
         draft.set(
             "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
             percent,
-            ["threshold_percent"],
+            trigger_keys,
             exact=False,
             note="it can only lower the threshold: a value above Claude Code's own (about 83 % "
             "of a 200,000 window) is capped; set it in the shell, as users report that "
@@ -670,6 +688,23 @@ _TARGETS: tuple[Callable[[GCConfig, int, _Draft], TargetExport], ...] = (
     _letta,
     _claude_code,
 )
+
+
+def export_window(
+    *, window: int | None = None, session_window: int | None = None, model: str | None = None
+) -> int:
+    """The context window a policy is exported for: the one asked for, else the session's,
+    else the model's (``context_limit_for_model``); a ``ConfigError`` naming
+    ``context_window`` when none is known. No default stands in: thresholds worked out from
+    a window the model does not have are wrong by the difference."""
+    chosen = window or session_window or context_limit_for_model(model)
+    if chosen is None:
+        asked = f"no known context window for {model!r}" if model else "no context window"
+        raise ConfigError(
+            f"{asked}: give the window, a session, or a model the engine knows",
+            "context_window",
+        )
+    return context_limit_checked(chosen)
 
 
 def export_policy(config: GCConfig, context_window: int) -> PolicyExport:

@@ -14,7 +14,14 @@ from gcengine.budget import GCPolicy
 from gcengine.gc.segments import SegmentKind, describe
 from gcengine.messages import turn_label
 from gcengine.reachability.anchors import SHOWN_FIRST, shown_order
-from gcengine.reachability.graph import REPLY, SUMMARY_OF, Candidate, Plan, Segment
+from gcengine.reachability.graph import (
+    REPLY,
+    SUMMARY_OF,
+    Candidate,
+    Plan,
+    Segment,
+    kept_policies,
+)
 
 
 def label(plan: Plan, number: int) -> str:
@@ -161,7 +168,12 @@ def named_sentence(plan: Plan, candidate: Candidate) -> str:
 
 
 def kept_sentence(plan: Plan, number: int, candidate: Candidate | None) -> str:
-    """Why a segment stays: a root or reachable, protected, or not needed to reach the target."""
+    """Why a segment stays: a root or reachable, protected, or not needed to reach the target;
+    preservable content below the pressure threshold says that first, as it is why no
+    collection may take it, reachable or not."""
+    waits = plan.segments[number].policy is GCPolicy.PRESERVABLE
+    if candidate is None and waits and not plan.collection.under_pressure:
+        return _protected_words(plan, number)
     if plan.reachable[number]:
         return reachable_words(plan, number)
     if candidate is not None:
@@ -179,7 +191,7 @@ def untakeable_sentence(plan: Plan, number: int) -> str:
     collection, segment = plan.collection, plan.segments[number]
     protected = (
         segment.turn in collection.sealed
-        or segment.policy is GCPolicy.LOCKED
+        or segment.policy in kept_policies(collection)
         or (not segment.exchange and segment.turn in collection.figures.locked_turns)
     )
     if number in plan.roots and not protected:
@@ -220,6 +232,13 @@ def _protected_words(plan: Plan, number: int) -> str:
         )
     if keeper == "locked" and not segment.exchange:
         return "kept: this turn holds locked content, which no collection removes"
+    if segment.policy is GCPolicy.LOCKED:
+        return "kept: this tool output holds locked content, which no collection removes"
+    if segment.policy is GCPolicy.PRESERVABLE and not collection.under_pressure:
+        return (
+            f"kept: this {noun(segment)} holds preservable content, which a collection takes "
+            "only at the policy's pressure threshold (never in continuous mode)"
+        )
     if segment.exchange:
         return "kept: this tool output holds locked content, which no collection removes"
     roots = [n for n in plan.by_turn[turn] if n in plan.roots]

@@ -219,12 +219,14 @@ class Plan:
 
         A turn can go only whole, so what is left of it is one candidate, as reachable as
         anything in it and scored as its best part: each exchange in it sorts before it, and
-        the turn comes only once its every part would be taken anyway.
+        the turn comes only once its every part would be taken anyway. Preservable content (a
+        summary, a closing answer, a clarification) is a candidate only under pressure, as in
+        every strategy (``Collection.under_pressure``).
         """
         collection, segments = self.collection, self.segments
         roots, reachable, scores = self.roots, self.reachable, self.scores
         sealed, protected = collection.sealed, collection.protected
-        locked = GCPolicy.LOCKED
+        kept = kept_policies(collection)
         found: list[Candidate] = []
         for turn, numbers in self.by_turn.items():
             if turn in sealed:
@@ -235,9 +237,9 @@ class Plan:
                 segment = segments[number]
                 if not segment.exchange:
                     rest = number
-                if number in roots:
+                if number in roots or segment.policy in kept:
                     whole = False
-                elif segment.exchange and segment.policy is not locked:
+                elif segment.exchange:
                     found.append(Candidate(reachable[number], scores[number], False, number))
             if whole and rest is not None:
                 found.append(
@@ -261,6 +263,14 @@ class Plan:
             steps.append(step)
             step = self.reached_from[step[0]]
         return steps[::-1]
+
+
+def kept_policies(collection: Collection) -> frozenset[GCPolicy]:
+    """The policies of the content a collection may not take: locked always, preservable
+    below the pressure threshold."""
+    if collection.under_pressure:
+        return frozenset({GCPolicy.LOCKED})
+    return frozenset({GCPolicy.LOCKED, GCPolicy.PRESERVABLE})
 
 
 def _segments(index: ConversationIndex, anchors: list[MessageAnchors]) -> list[Segment]:

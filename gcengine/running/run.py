@@ -16,6 +16,7 @@ from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import Message
 from gcengine.running.plugins import load_gc_plugin
 from gcengine.session import Session, rebuild_budget
+from gcengine.strategies.reachability import SEGMENT_IDS
 from gcengine.tokens import counter_by_name
 
 
@@ -82,36 +83,44 @@ def without_entries(
 
 
 def recorded_after(
-    budget: InstructionBudget | None, items: list[GCRemovalItem], history: list[Message]
+    budget: InstructionBudget | None,
+    items: list[GCRemovalItem],
+    history: list[Message],
+    before: list[Message],
 ) -> InstructionBudget | None:
     """What the file recorded, as far as it still describes the collected session: without
     the entries the run removed outside the conversation, and with the recorded conversation
-    cut to the messages still in the history (a recording of thousands of messages no longer
-    there would outweigh the session itself)."""
+    cut by the messages the run took out of the history (``before`` it, not in ``history``):
+    a recording of thousands of messages no longer there would outweigh the session itself.
+    What the recording names that the history never held (a bare budget snapshot's
+    conversation) is not the run's to drop."""
     budget = without_entries(budget, items)
     conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
     if budget is None or conversation is None:
         return budget
     kept = {message.message_id for message in history}
-    pruned = _kept_part(conversation, kept, root=True)
+    gone = {message.message_id for message in before} - kept
+    if not gone:
+        return budget
+    pruned = _kept_part(conversation, gone, root=True)
     if pruned is conversation or pruned is None:
         return budget
     entries = {**budget.entries, InstructionSource.CONVERSATION: pruned}
     return budget.model_copy(update={"entries": entries})
 
 
-def _kept_part(entry: SourceEntry, kept: set[str], *, root: bool = False) -> SourceEntry | None:
-    """``entry`` without the leaves naming only messages not in ``kept`` (itself when nothing
+def _kept_part(entry: SourceEntry, gone: set[str], *, root: bool = False) -> SourceEntry | None:
+    """``entry`` without the leaves naming only messages in ``gone`` (itself when nothing
     goes, None when nothing stays but the root); a container's own figure becomes what it
     still holds."""
     if not entry.children:
-        if entry.message_ids and not any(i in kept for i in entry.message_ids):
+        if entry.message_ids and all(i in gone for i in entry.message_ids):
             return None
         return entry
     children: dict[str, SourceEntry] = {}
     changed = False
     for key, child in entry.children.items():
-        part = _kept_part(child, kept)
+        part = _kept_part(child, gone)
         changed |= part is not child
         if part is not None:
             children[key] = part
@@ -147,10 +156,15 @@ def run_gc(
         )
     else:
         new_history, result = plugin.collect(session.history, usage, config, reason, session.budget)
-    if not result.success:
+    if not result.success or _unchanged(session.history, new_history, result):
+        # A failed run, or one that took nothing and wrote nothing: the session as it was, so
+        # every figure after it is the one before (nothing is rebuilt that could differ).
+        result = result.model_copy(
+            update={"tokens_before": usage["total_tokens"], "tokens_after": usage["total_tokens"]}
+        )
         return GCOutcome(
             session=session,
-            result=result,
+            result=_with_target_note(result, session.budget, config),
             budget_before=session.budget,
             budget_after=session.budget,
         )
@@ -160,7 +174,7 @@ def run_gc(
         update={
             "history": new_history,
             "recorded_budget": recorded_after(
-                session.recorded_budget, result.removal_list, new_history
+                session.recorded_budget, result.removal_list, new_history, session.history
             ),
             "recorded_prompt_tokens": None,
             "warnings": [],
@@ -183,7 +197,43 @@ def run_gc(
     )
     return GCOutcome(
         session=new_session,
-        result=result,
+        result=_with_target_note(result, new_session.budget, config),
         budget_before=session.budget,
         budget_after=new_session.budget,
     )
+
+
+def _unchanged(before: list[Message], after: list[Message], result: GCResult) -> bool:
+    """Whether a run took nothing and wrote nothing: no removal, the same messages."""
+    return (
+        not result.removal_list
+        and len(before) == len(after)
+        and all(old is new for old, new in zip(before, after, strict=True))
+    )
+
+
+def _with_target_note(result: GCResult, budget: InstructionBudget, config: GCConfig) -> GCResult:
+    """The result saying whether usage after the run is at or below the policy's target, and
+    if not, by how much it stopped short: a run that could not reach its target (what is left
+    is what the policy keeps) is told apart from one that did."""
+    if not result.success:
+        return result
+    target = int(budget.context_limit * config.target_percent / 100)
+    reached = result.tokens_after <= target
+    details = {**result.details, "target_reached": reached}
+    if not reached:
+        batch = result.details.get("batch_size")
+        why = (
+            "a prune takes only the segments it names"
+            if config.plugin_config.get(SEGMENT_IDS)
+            else f"an incremental collection takes at most {batch} segments"
+            if batch
+            else "what is left is what this policy may not take"
+        )
+        details["short_of_target"] = (
+            f"stopped at {result.tokens_after:,} tokens "
+            f"({budget.percent_of(result.tokens_after):.1f}% of the window), "
+            f"{result.tokens_after - target:,} above the {config.target_percent:g}% target "
+            f"({target:,}): {why}"
+        )
+    return result.model_copy(update={"details": details})

@@ -23,7 +23,9 @@ from gcengine.session.checks import (
 )
 from gcengine.session.figures import (
     CLARIFICATION_TURN_TYPES,
+    CLOSING_ANSWER_KEY,
     RECORDED,
+    closing_answer_ids,
     counted_figures,
     message_figure,
     original_request,
@@ -31,6 +33,7 @@ from gcengine.session.figures import (
     recorded_message_figures,
     turn_key,
     turn_time,
+    without_needless_marks,
 )
 from gcengine.session.index import Copied, index_conversation
 from gcengine.session.model import (
@@ -50,6 +53,7 @@ from gcengine.session.model import (
 
 __all__ = [
     "CLARIFICATION_TURN_TYPES",
+    "CLOSING_ANSWER_KEY",
     "RECORDED",
     "ContextLimitOrigin",
     "Copied",
@@ -66,6 +70,7 @@ __all__ = [
     "TurnAccounting",
     "build_budget",
     "build_conversation",
+    "closing_answer_ids",
     "conversation_tree",
     "counted_figures",
     "history_before",
@@ -83,4 +88,5 @@ __all__ = [
     "turn_name",
     "turn_time",
     "user_inputs_shared",
+    "without_needless_marks",
 ]

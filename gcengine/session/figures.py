@@ -5,7 +5,8 @@ message of the session is locked even after a notice is put before it; every com
 its closing answer, not only the last turn):
 
 * the session's original request (first user message of the conversation): LOCKED;
-* the closing text answer of a turn that used tools over several model messages: PRESERVABLE;
+* the closing text answer of a turn that used tools over several model messages: PRESERVABLE,
+  and still so once a collection took the tool work before it (``CLOSING_ANSWER_KEY``);
 * summaries written by a collector: PRESERVABLE;
 * a clarification question or answer, as the file recorded it (``recorded_clarifications``):
   PRESERVABLE, JAATO's default for both; everything else: EPHEMERAL.
@@ -138,11 +139,30 @@ def role_label(message: Message) -> str:
     return "input (external)"
 
 
+CLOSING_ANSWER_KEY = "closes_tool_loop"
+"""The message metadata key a collection sets on a closing answer it keeps while taking the
+tool work before it. The answer is told by the turn's shape, and the turn no longer has that
+shape: without the mark the next collection would see a plain answer (ephemeral) and take what
+the policy kept, so one policy run twice would take more than run once."""
+
+
 def closing_answer_ids(turn: Sequence[Message]) -> frozenset[str]:
-    """The answer that closes a turn which took several model messages and used tools."""
+    """The answer that closes a turn which took several model messages and used tools, or
+    that a collection marked as one (``CLOSING_ANSWER_KEY``)."""
     answers = [message for message in turn if message.role is Role.MODEL]
+    marked = frozenset(
+        message.message_id
+        for message in answers
+        if message.metadata and message.metadata.get(CLOSING_ANSWER_KEY) is True
+    )
+    closing = _closing_answer(answers)
+    return marked if closing is None else marked | {closing.message_id}
+
+
+def _closing_answer(answers: Sequence[Message]) -> Message | None:
+    """The text answer closing a turn's model messages ``answers``, when they used tools."""
     if len(answers) < 2:  # most turns: one answer, which closes nothing
-        return frozenset()
+        return None
     used_tools = False
     closing: Message | None = None
     for message in answers:
@@ -150,9 +170,19 @@ def closing_answer_ids(turn: Sequence[Message]) -> frozenset[str]:
             closing = message
         elif any(part.type is PartType.FUNCTION_CALL for part in message.parts):
             used_tools = True
-    if not used_tools or closing is None:
-        return frozenset()
-    return frozenset((closing.message_id,))
+    return closing if used_tools else None
+
+
+def without_needless_marks(turn: Sequence[Message]) -> list[Message]:
+    """``turn`` with the closing-answer mark taken off the answer its turn shows again to be
+    the closing one (the tool work before it was put back): the message as it was before a
+    collection marked it."""
+    closing = _closing_answer([message for message in turn if message.role is Role.MODEL])
+    if closing is None or closing.metadata.get(CLOSING_ANSWER_KEY) is not True:
+        return list(turn)
+    metadata = {k: v for k, v in closing.metadata.items() if k != CLOSING_ANSWER_KEY}
+    unmarked = closing.model_copy(update={"metadata": metadata})
+    return [unmarked if message is closing else message for message in turn]
 
 
 def original_request(history: Sequence[Message]) -> int | None:

@@ -101,13 +101,7 @@ class BudgetStrategy(Strategy):
         take_until_target(collection, ephemeral, RemovalReason.EPHEMERAL, decision)
         turns = self._remaining_turns(collection, decision, allow_preservable=False)
         take_until_target(collection, turns, RemovalReason.PARTIAL_TURN, decision)
-        percent = (
-            collection.tokens_before / collection.context_limit * 100
-            if collection.context_limit
-            else 0.0
-        )
-        pressure = collection.config.pressure_percent
-        under_pressure = pressure is not None and percent >= pressure
+        under_pressure = collection.under_pressure
         if under_pressure and collection.still_short(decision):
             preservable = oldest_first(
                 collection,

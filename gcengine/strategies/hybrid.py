@@ -85,11 +85,21 @@ class HybridStrategy(Strategy):
             RemovalReason.TRUNCATED,
             decision,
         )
-        decision.details["turns_truncated"] = len(decision.removed)
+        truncated = len(decision.removed)
+        decision.details["turns_truncated"] = truncated
         if collection.still_short(decision) and middle:
             summaries = [p for p in collection.removable_turns() if kinds[p] is MessageKind.SUMMARY]
             units = [collection.turn_unit(p) for p in sorted(summaries + middle)]
             summarize_units(collection, units, counter, self._options, decision)
+        elif middle and truncated:
+            # JAATO's hybrid summarizes every collection's middle; this one reaches the target
+            # with the oldest turns first and keeps the middle word for word when that is
+            # enough, which the run must say (its name promises a summary).
+            decision.details["middle_kept"] = (
+                f"dropping {truncated:,} of the {len(ancient):,} ancient turns reached the "
+                f"target, so the {len(middle):,} middle turns were kept as they are, not "
+                "summarized"
+            )
         decision.details.update(
             {
                 "turns_summarized": decision.details.get("turns_summarized", 0),

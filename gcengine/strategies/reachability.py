@@ -392,6 +392,7 @@ class ReachabilityStrategy(Strategy):
                 "deleted": sum(1 for v in verdicts if v.action == "deleted"),
                 "action": action,
                 "batch_size": self._limit,
+                "pressure_applied": collection.under_pressure,
             }
         )
         return decision

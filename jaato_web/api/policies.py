@@ -239,13 +239,16 @@ def export_version_elsewhere(
     request: HttpRequest,
     policy_id: int,
     number: int,
-    context_window: Id = gcengine.DEFAULT_CONTEXT_LIMIT,
+    context_window: Id | None = None,
 ) -> gcengine.PolicyExport:
     """The nearest settings of Anthropic context editing and compaction, OpenAI compaction,
-    LangChain, Google ADK, Letta and Claude Code for a model with ``context_window`` tokens;
-    each setting names the gc.json keys it comes from, every key that does not map says why."""
-    version = selectors.policy_version_by_number(policy=_policy(request, policy_id), number=number)
-    return gcengine.export_policy(services.config_validated(version.config), context_window)
+    LangChain, Google ADK, Letta and Claude Code for a model with ``context_window`` tokens
+    (by default the window of the project's newest session); each setting names the gc.json
+    keys it comes from, every key that does not map says why."""
+    policy = _policy(request, policy_id)
+    version = selectors.policy_version_by_number(policy=policy, number=number)
+    window = selectors.export_window(project=policy.project, window=context_window)
+    return gcengine.export_policy(services.config_validated(version.config), window)
 
 
 @router.get(

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django_tasks_db.backend import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
 
+import gcengine
 from jaato_web.dashboard import storage
 from jaato_web.dashboard.models import (
     AgentSession,
@@ -565,6 +566,16 @@ def session_choices(*, project: Project) -> QuerySet[AgentSession]:
             "created_at",
         )
         .order_by("-created_at", "-pk")
+    )
+
+
+def export_window(*, project: Project, window: int | None = None) -> int:
+    """The context window a policy of ``project`` is exported for (``gcengine.export_window``):
+    the one asked for, else the window of the project's newest session; a ``ConfigError``
+    naming ``context_window`` when the project has no session to take it from."""
+    newest = session_choices(project=project).first()
+    return gcengine.export_window(
+        window=window, session_window=newest.context_limit if newest else None
     )
 
 

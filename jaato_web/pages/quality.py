@@ -115,12 +115,14 @@ def project_quality_save(request: PageRequest, project_id: int) -> HttpResponse:
 @requires(Action.VIEW)
 def policy_version_export(request: PageRequest, policy_id: int, number: int) -> HttpResponse:
     """A version as the nearest settings of other frameworks, for a chosen context window
-    (by default the window of the project's newest session)."""
+    (by default the window of the project's newest session; without one, the page asks)."""
     policy = request.access.policy(policy_id)
     version = selectors.policy_version_by_number(policy=policy, number=number)
-    newest = selectors.session_choices(project=policy.project).first()
-    default_window = newest.context_limit if newest else gcengine.DEFAULT_CONTEXT_LIMIT
-    form = ExportForm(request.GET if "window" in request.GET else {"window": default_window})
+    try:
+        initial = {"window": selectors.export_window(project=policy.project)}
+    except gcengine.ConfigError:
+        initial = None  # no session to take the window from: the page asks for it
+    form = ExportForm(request.GET if "window" in request.GET else initial)
     exported = None
     if form.is_valid():
         config = services.config_validated(version.config)
@@ -134,5 +136,5 @@ def policy_version_export(request: PageRequest, policy_id: int, number: int) -> 
             "form": form,
             "exported": exported,
         },
-        status=200 if exported else 400,
+        status=200 if exported or not form.is_bound else 400,
     )

@@ -670,7 +670,7 @@ ROUND_TRIP_CASES = [
             "summarize_middle_turns": 4,
             "max_summary_tokens": 800,
             "agent_name": "reviewer",
-            "plugin_config": {"summarizer": {"model": "small"}, "keep": [1, 2]},
+            "plugin_config": {"summarizer": "extractive", "keep": [1, 2]},
         },
         id="every-field",
     ),
@@ -755,3 +755,46 @@ def test_pinned_message_ids_are_deduplicated_keeping_order(
 def test_summarize_middle_turns_zero_means_hybrid_only_truncates() -> None:
     config = load_gc_config({"type": "hybrid", "summarize_middle_turns": 0}, env={})
     assert config.summarize_middle_turns == 0
+
+
+# --- plugin_config options are checked as the keys they stand for ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("preserve_recent_turns", "three", "must be a whole number"),
+        ("preserve_recent_turns", True, "must be a whole number"),
+        ("preserve_recent_turns", -1, "must be at least 0"),
+        ("preserve_recent_turns", 2.5, "must be a whole number"),
+        ("summarize_middle_turns", "three", "must be a whole number"),
+        ("max_summary_tokens", False, "must be a whole number"),
+        ("batch_size", 0, "must be at least"),
+        ("notify_on_gc", "yes", "must be true or false"),
+        ("target_percent", 300, "must be between 0 and 100"),
+        ("summarizer", "magic", "must be extractive or llm"),
+    ],
+)
+def test_a_plugin_config_option_of_the_wrong_kind_is_refused_naming_it(
+    option: str, value: Any, words: str
+) -> None:
+    """The strategy is handed ``plugin_config`` over the keys (as JAATO does), so an option
+    naming a key is checked as that key is; it was stored as it came and failed in a run."""
+    strategy = "reachability" if option == "batch_size" else "hybrid"
+    error = config_error({"type": strategy, "plugin_config": {option: value}})
+    assert error.key == f"plugin_config.{option}"
+    assert words in error.reason
+
+
+def test_plugin_config_options_of_the_right_kind_load_as_the_key_holds_them() -> None:
+    config = load(
+        {"type": "hybrid", "plugin_config": {"preserve_recent_turns": 3.0, "my_option": "x"}}
+    )
+    assert config.plugin_config == {"preserve_recent_turns": 3, "my_option": "x"}
+    assert type(config.plugin_config["preserve_recent_turns"]) is int
+
+
+def test_a_strategy_option_is_checked_only_for_the_strategies_that_read_it() -> None:
+    """``summarizer`` means nothing to gc_budget: its plugin_config is JAATO's free-form."""
+    config = load({"type": "budget", "plugin_config": {"summarizer": {"model": "small"}}})
+    assert config.plugin_config == {"summarizer": {"model": "small"}}

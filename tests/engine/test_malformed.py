@@ -178,6 +178,9 @@ H = "history"
 JAATO_CASES = [
     Case("jaato-version-3.0", changed(V21, ("version",), "3.0"), "version", "unsupported"),
     Case("jaato-version-number", changed(V21, ("version",), 2), "version", "unsupported"),
+    Case("jaato-turn-count-text", changed(V21, ("turn_count",), "three"), "turn_count", "whole"),
+    Case("jaato-turn-count-bool", changed(V21, ("turn_count",), True), "turn_count", "whole"),
+    Case("jaato-turn-count-negative", changed(V21, ("turn_count",), -2), "turn_count", "negative"),
     Case(
         "jaato-version-missing",
         changed(V21, ("version",), MISSING),

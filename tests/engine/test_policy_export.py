@@ -154,8 +154,14 @@ def test_the_command_line_exports_scores_and_prices(
     assert '"value": 80000' in out
     assert "not mapped: target_percent" in out
 
-    assert main(["export-policy", str(config), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["context_window"] == gcengine.DEFAULT_CONTEXT_LIMIT
+    assert main(["export-policy", str(config), "--json", "--session", str(session)]) == 0
+    assert json.loads(capsys.readouterr().out)["context_window"] == 200_000  # claude-sonnet-4
+
+    assert main(["export-policy", str(config), "--json", "--model", "claude-opus-4-6"]) == 0
+    assert json.loads(capsys.readouterr().out)["context_window"] == 1_000_000
+
+    assert main(["export-policy", str(config)]) == 2
+    assert "context_window: no context window" in capsys.readouterr().err
 
     assert main(["score", str(session), "--config", str(config), "--json"]) == 0
     scored = json.loads(capsys.readouterr().out)["run"]
@@ -172,3 +178,48 @@ def test_the_command_line_exports_scores_and_prices(
 
     assert main(["cost", str(session), "--config", str(config), "--model", "llama-3"]) == 2
     assert "no price for model 'llama-3'" in capsys.readouterr().err
+
+
+# --- continuous mode and the window ---------------------------------------------------------
+
+
+CONTINUOUS = {
+    "type": "budget",
+    "threshold_percent": 80,
+    "target_percent": 60,
+    "pressure_percent": 0,
+}
+
+
+def test_a_continuous_policy_exports_its_target_as_the_trigger() -> None:
+    """Continuous mode collects as soon as usage passes the target; the threshold is unused."""
+    exported = targets(gcengine.load_gc_config(CONTINUOUS, env={}), window=100_000)
+
+    editing = settings_of(exported["anthropic_context_editing"])
+    assert editing["trigger"] == {"type": "input_tokens", "value": 60_000}
+    assert settings_of(exported["openai_compaction"])["compact_threshold"] == 60_000
+    assert settings_of(exported["anthropic_compaction"])["trigger"]["value"] == 60_000
+    assert settings_of(exported["langchain"])["trigger"] == 60_000
+    assert settings_of(exported["google_adk"])["token_threshold"] == 60_000
+    assert settings_of(exported["claude_code"])["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] == 60
+    for target in ("anthropic_context_editing", "openai_compaction", "claude_code"):
+        unmapped = {u.key: u.why for u in exported[target].unmapped}
+        assert "continuous mode" in unmapped["threshold_percent"], target
+
+
+def test_a_threshold_policy_still_exports_its_threshold_as_the_trigger() -> None:
+    config = gcengine.load_gc_config({**CONTINUOUS, "pressure_percent": 90}, env={})
+    exported = targets(config, window=100_000)
+    assert settings_of(exported["openai_compaction"])["compact_threshold"] == 80_000
+
+
+def test_the_export_window_is_the_one_asked_for_else_the_sessions_else_the_models() -> None:
+    assert gcengine.export_window(window=50_000, session_window=200_000) == 50_000
+    assert gcengine.export_window(session_window=200_000, model="gpt-4o") == 200_000
+    assert gcengine.export_window(model="gpt-4o") == 128_000
+    with pytest.raises(gcengine.ConfigError) as unknown:
+        gcengine.export_window(model="no-such-model")
+    assert unknown.value.key == "context_window"
+    assert "no-such-model" in unknown.value.reason
+    with pytest.raises(gcengine.ConfigError):
+        gcengine.export_window()

@@ -703,3 +703,54 @@ def test_restoring_everything_stashed_gives_back_the_original_history(
         assert partly.budget == gcengine.rebuild_budget(
             partly, gcengine.counter_by_name(session.token_counter)
         )
+
+
+# --- preservable content -----------------------------------------------------------------------
+
+
+def _summarized_demo_at(usage: float) -> Session:
+    """A demo session after a summarizing run, in a window it fills to ``usage`` percent."""
+    session = gcengine.load_session(json.dumps(gcengine.generate_demo_session(DemoShape(turns=40))))
+    summarize = gcengine.load_gc_config({"type": "summarize", "target_percent": 30})
+    summarized = gcengine.run_gc(session, summarize).session
+    assert any(m.kind is MessageKind.SUMMARY for m in summarized.history)
+    return gcengine.with_context_limit(
+        summarized, int(summarized.budget.total_tokens() * 100 / usage)
+    )
+
+
+@pytest.mark.parametrize("strategy", ["reachability", "budget"])
+def test_the_summary_chain_is_kept_below_the_pressure_threshold(strategy: str) -> None:
+    """At 85 % with pressure at 90 %, the summary (preservable) stays, whatever the target."""
+    session = _summarized_demo_at(85)
+    summary = next(m.message_id for m in session.history if m.kind is MessageKind.SUMMARY)
+    config = gcengine.load_gc_config(
+        {"type": strategy, "target_percent": 10, "threshold_percent": 80, "pressure_percent": 90}
+    )
+
+    outcome = gcengine.run_gc(session, config)
+
+    assert outcome.result.items_collected > 0
+    assert summary in {m.message_id for m in outcome.session.history}
+    assert outcome.result.details["pressure_applied"] is False
+
+
+def test_the_summary_chain_may_go_under_pressure() -> None:
+    session = _summarized_demo_at(95)
+    summary = next(m.message_id for m in session.history if m.kind is MessageKind.SUMMARY)
+    config = gcengine.load_gc_config(
+        {"type": "reachability", "target_percent": 1, "pressure_percent": 90}
+    )
+
+    outcome = gcengine.run_gc(session, config)
+
+    assert summary not in {m.message_id for m in outcome.session.history}
+
+
+def test_the_dry_run_says_a_preservable_segment_waits_for_pressure() -> None:
+    session = _summarized_demo_at(85)
+    config = gcengine.load_gc_config({"type": "reachability", "target_percent": 10})
+    analysis = gcengine.analyze(session, config)
+    summaries = [s for s in analysis.segments if s.kind is SegmentKind.SUMMARY]
+    assert summaries
+    assert all("pressure threshold" in s.reason for s in summaries)

@@ -50,6 +50,10 @@ def test_create_save_and_list(client: Client):
         ({"type": "gc_magic"}, "type"),
         ({"notify_on_gc": True, "notification_template": "{nope}"}, "notification_template"),
         ({"shiny": True}, "shiny"),
+        (
+            {"plugin_config": {"preserve_recent_turns": "three"}},
+            "plugin_config.preserve_recent_turns",
+        ),
     ],
 )
 def test_invalid_config_is_400_with_the_key(client: Client, policy, change, key):

@@ -466,6 +466,28 @@ def test_a_version_exports_to_other_frameworks_in_page_and_api(
     assert small.json()["key"] == "context_limit"
 
 
+def test_an_export_is_for_the_window_of_the_projects_newest_session(
+    client: Client, truncate: Policy, demo: AgentSession
+) -> None:
+    answer = client.get(f"/api/policies/{truncate.pk}/versions/1/export")
+    assert answer.status_code == 200
+    assert answer.json()["context_window"] == demo.context_limit
+
+    page = client.get(reverse("policy_version_export", args=[truncate.pk, 1]))
+    assert page.status_code == 200
+    assert f'value="{demo.context_limit}"' in page.content.decode()
+
+
+def test_an_export_without_a_session_asks_for_the_window(client: Client, truncate: Policy) -> None:
+    answer = client.get(f"/api/policies/{truncate.pk}/versions/1/export")
+    assert answer.status_code == 400
+    assert answer.json()["key"] == "context_window"
+
+    page = client.get(reverse("policy_version_export", args=[truncate.pk, 1]))
+    assert page.status_code == 200
+    assert "Anthropic context editing" not in page.content.decode()
+
+
 # --- The API ----------------------------------------------------------------------------------
 
 

@@ -439,6 +439,15 @@ def test_a_summary_not_written_is_said_and_why() -> None:
     assert "so those turns were dropped" in story.outcome
 
 
+def test_a_hybrid_run_that_kept_its_middle_says_why_it_wrote_no_summary() -> None:
+    reason = "dropping 9 of the 12 ancient turns reached the target, so the 20 middle turns..."
+    run = FakeRun(result={"details": {"middle_kept": reason}})
+
+    story = presenters.run_story(run, [])
+
+    assert f"It wrote no summary: {reason.rstrip('.')}." in story.outcome
+
+
 def test_a_run_that_took_nothing_repeats_the_strategys_reason() -> None:
     run = FakeRun(
         items_collected=0,

@@ -297,6 +297,9 @@ def run_story(run: Any, summaries: Sequence[SummaryView]) -> RunStory:
     if skipped:
         # The engine writes no summary that would not be smaller than what it replaces.
         outcome += f" It wrote no summary ({skipped.rstrip('.')}), so those turns were dropped."
+    middle_kept = str(details.get("middle_kept") or "")
+    if middle_kept:
+        outcome += f" It wrote no summary: {middle_kept.rstrip('.')}."
     return RunStory(
         outcome=outcome,
         nothing="",
