@@ -11,6 +11,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("jaato_web.pages.urls")),
 ]
 
-# Under /api/ even an unknown address or a failure answers JSON, as the API's docs promise.
+# Under /api/ even a refusal, an unknown address or a failure answers JSON, as the API's docs
+# promise; a page's refusal is a page naming the role it needs.
+handler403 = "jaato_web.api.errors.permission_denied"
 handler404 = "jaato_web.api.errors.not_found"
 handler500 = "jaato_web.api.errors.server_error"

@@ -1,23 +1,54 @@
 """Answers for requests no endpoint handled: JSON under /api/, the usual pages elsewhere.
 
-Django calls these (``handler404`` and ``handler500`` in the root URLs) for an address no route
-matches and for a failure nothing caught; a script talking to the API should never have to
-read an HTML error page.
+Django calls these (``handler403``, ``handler404`` and ``handler500`` in the root URLs) for a
+refusal a page raised, an address no route matches and a failure nothing caught; a script
+talking to the API should never have to read an HTML error page, and a person refused a page
+is told which page, their role, the role it needs and the way back.
 """
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.defaults import page_not_found
 from django.views.defaults import server_error as page_server_error
 
 from jaato_web.api.middleware import API_PREFIX
+from jaato_web.dashboard.models import Project
+from jaato_web.teams.access import RoleRefused
+from jaato_web.teams.permissions import ACTION_LABELS
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": f"Not found: no API route at {request.path}."}, status=404)
     return page_not_found(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse({"detail": str(exception) or "Not allowed."}, status=403)
+    referer = request.headers.get("referer", "")
+    same_site = url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    match = request.resolver_match
+    context: dict[str, object] = {
+        "page": (match.url_name or "").replace("_", " ").capitalize() if match else "",
+        "path": request.path,
+        "reason": str(exception) or "You may not open this page.",
+        "back": referer if referer and same_site else reverse("session_list"),
+    }
+    if isinstance(exception, RoleRefused):
+        context |= {
+            "role": exception.role.label.lower(),
+            "needed": exception.needed.label.lower(),
+            "action": ACTION_LABELS[exception.action],
+            "project": Project.objects.filter(pk=exception.project_id).first(),
+        }
+    return render(request, "403.html", context, status=403)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
