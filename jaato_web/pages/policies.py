@@ -121,12 +121,17 @@ def policy_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @requires(Action.EDIT_POLICY)
 def policy_default(request: HttpRequest, policy_id: int) -> HttpResponse:
-    """Mark the policy as the project's default (it runs on every upload), or unmark it."""
-    policy = _access(request).policy(policy_id, PolicyKind.GC)
+    """Mark the policy as the project's default (it runs on every upload), or unmark it; the
+    service's refusal (a planner config) is said on the list the button was on."""
+    policy = _access(request).policy(policy_id)
     project = policy.project
     if request.POST.get("default") == "on":
-        services.project_set_default_policy(project=project, policy=policy, actor=request.user)
-        messages.success(request, f"{policy.name} is now the default: it runs on every upload.")
+        try:
+            services.project_set_default_policy(project=project, policy=policy, actor=request.user)
+        except services.PolicyKindError as refusal:
+            messages.error(request, refusal.reason)
+        else:
+            messages.success(request, f"{policy.name} is now the default: it runs on every upload.")
     elif project.default_policy_id == policy.pk:
         services.project_set_default_policy(project=project, policy=None, actor=request.user)
         messages.success(request, f"{policy.name} is no longer the default; uploads run no GC.")
