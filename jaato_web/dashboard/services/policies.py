@@ -14,6 +14,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Max, Min
 from django.urls import reverse
 
 import gcengine
@@ -436,6 +437,8 @@ def session_pin(
 def _pin_targets_check(
     session: AgentSession, turn_indices: Iterable[int], message_ids: Iterable[str]
 ) -> None:
+    """Refuse a turn or message the session lacks (a pin there would keep nothing), naming it
+    and, for turns, the range of turn indices the session has."""
     turns = SessionTurn.objects.filter(session=session)
     wanted_turns = set(turn_indices)
     found = set(turns.filter(turn_index__in=wanted_turns).values_list("turn_index", flat=True))
@@ -443,7 +446,13 @@ def _pin_targets_check(
     if missing_turns:
         shown = ", ".join(str(t) for t in missing_turns)
         noun = "turn" if len(missing_turns) == 1 else "turns"
-        raise PinError(f"{session.label} has no {noun} {shown}", "turn_index")
+        bounds = turns.aggregate(low=Min("turn_index"), high=Max("turn_index"))
+        has = (
+            f"its turn indices run from {bounds['low']} to {bounds['high']}"
+            if bounds["low"] is not None
+            else "it has no turns"
+        )
+        raise PinError(f"{session.label} has no {noun} {shown}: {has}", "turn_index")
     wanted_ids = set(message_ids)
     if wanted_ids:
         # Messages are stored packed, turn by turn; message pins are rare, so scan.
