@@ -11,8 +11,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("jaato_web.pages.urls")),
 ]
 
-# Under /api/ even a refusal, an unknown address or a failure answers JSON, as the API's docs
-# promise; a page's refusal is a page naming the role it needs.
+# Under /api/ even an unreadable request, a refusal, an unknown address or a failure answers
+# JSON, as the API's docs promise; pages answer a page of the dashboard saying why.
+handler400 = "jaato_web.api.errors.bad_request"
 handler403 = "jaato_web.api.errors.permission_denied"
 handler404 = "jaato_web.api.errors.not_found"
 handler500 = "jaato_web.api.errors.server_error"

@@ -1,7 +1,8 @@
 """Answers for requests no endpoint handled: JSON under /api/, the usual pages elsewhere.
 
-Django calls these (``handler403``, ``handler404`` and ``handler500`` in the root URLs) for a
-refusal a page raised, an address no route matches and a failure nothing caught; a script
+Django calls these (``handler400``, ``handler403``, ``handler404`` and ``handler500`` in the
+root URLs) for a request it cannot read, a refusal a page raised, an address no route matches
+and a failure nothing caught; a script
 talking to the API should never have to read an HTML error page, and a person refused a page
 is told which page, their role, the role it needs and the way back.
 """
@@ -9,9 +10,11 @@ is told which page, their role, the role it needs and the way back.
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MAX_TOTAL_HEADER_SIZE, MultiPartParserError
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.defaults import bad_request as page_bad_request
 from django.views.defaults import page_not_found
 from django.views.defaults import server_error as page_server_error
 
@@ -25,6 +28,33 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": f"Not found: no API route at {request.path}."}, status=404)
     return page_not_found(request, exception)
+
+
+def unreadable_upload_reason(error: MultiPartParserError) -> str:
+    """What to tell the sender of an upload Django could not read.
+
+    The one a person meets is a long file name: Django reads at most ``MAX_TOTAL_HEADER_SIZE``
+    bytes of each form part's headers, and the file name is among them, so a name of about
+    1,000 characters stops the whole upload before any view sees it.
+    """
+    if "header size" in str(error):
+        return (
+            "the upload could not be read: a file name is too long. Each file's headers, its "
+            f"file name included, may hold at most {MAX_TOTAL_HEADER_SIZE:,} bytes; rename the "
+            "file to under 900 characters (the first 255 are kept as its name)"
+        )
+    return f"the upload could not be read: {error}"
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """An upload Django could not read says why; any other 400 (a host not allowed, say)
+    keeps Django's answer, which tells a stranger nothing."""
+    if not isinstance(exception, MultiPartParserError):
+        return page_bad_request(request, exception)
+    reason = unreadable_upload_reason(exception)
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse({"detail": reason, "reason": reason}, status=400)
+    return render(request, "uploads/unreadable.html", {"reason": reason}, status=400)
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
