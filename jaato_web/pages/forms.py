@@ -339,7 +339,8 @@ def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
             case "text":
                 value = value or ""
             case "turn_list" | "id_list":
-                value = list(value or [])
+                # A refused file's value may be anything; only a list has items to show.
+                value = list(value) if isinstance(value, list | tuple) else []
         values[FORM_FIELD_OF_KEY.get(key, key)] = value
     values["strategy"] = strategy_of(config)
     for key, fields in SUBFIELDS.items():
@@ -594,7 +595,8 @@ class PolicySaveForm(forms.Form):
 class PolicyImportForm(forms.Form):
     """A gc.json to import, uploaded or pasted; the engine reads it, in either shape."""
 
-    file = forms.FileField(required=False)
+    # An empty file is the engine's to refuse, with the message the API gives for it.
+    file = forms.FileField(required=False, allow_empty_file=True)
     text = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),

@@ -206,7 +206,7 @@ def test_the_api_still_refuses_a_viewer_in_json(
 ) -> None:
     response = viewer.post(
         reverse("api:start_run", args=[stored_session.pk]),
-        {"policy_id": 0},
+        {"config": {"type": "budget"}},
         content_type="application/json",
     )
 
