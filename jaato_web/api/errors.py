@@ -13,13 +13,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MAX_TOTAL_HEADER_SIZE, MultiPartParserError
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.defaults import bad_request as page_bad_request
 from django.views.defaults import page_not_found
 from django.views.defaults import server_error as page_server_error
 
 from jaato_web.api.middleware import API_PREFIX
 from jaato_web.dashboard.models import Project
+from jaato_web.http import local_url
 from jaato_web.teams.access import RoleRefused
 from jaato_web.teams.permissions import ACTION_LABELS
 
@@ -61,15 +61,12 @@ def permission_denied(request: HttpRequest, exception: Exception) -> HttpRespons
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": str(exception) or "Not allowed."}, status=403)
     referer = request.headers.get("referer", "")
-    same_site = url_has_allowed_host_and_scheme(
-        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    )
     match = request.resolver_match
     context: dict[str, object] = {
         "page": (match.url_name or "").replace("_", " ").capitalize() if match else "",
         "path": request.path,
         "reason": str(exception) or "You may not open this page.",
-        "back": referer if referer and same_site else reverse("session_list"),
+        "back": referer if referer and local_url(request, referer) else reverse("session_list"),
     }
     if isinstance(exception, RoleRefused):
         context |= {

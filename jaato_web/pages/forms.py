@@ -27,6 +27,7 @@ import gcengine
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AuditAction, PolicyVersion, Project
 from jaato_web.dashboard.presenters import strategy_of
+from jaato_web.http import query_int
 from jaato_web.teams.permissions import Role
 
 # --- Sessions, runs and replays ---------------------------------------------------------
@@ -740,7 +741,7 @@ def price_table_posted(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], l
     error the engine names (``prices[1].input_per_mtok``) is shown on the right row."""
     entries: list[dict[str, Any]] = []
     rows: list[int] = []
-    count = min(int(data.get("price-count") or 0), 500)
+    count = min(query_int(data.get("price-count")), 500)  # a forged count is no rows
     for row in range(count):
         values = {
             name: str(data.get(f"price-{row}-{name}", "")).strip() for name, _ in PRICE_FIELDS

@@ -31,7 +31,7 @@ from jaato_web.dashboard.models import (
     SessionTurn,
 )
 from jaato_web.dashboard.services.common import UploadTooLarge, config_validated
-from jaato_web.errors import InputError
+from jaato_web.errors import InputError, without_nul
 
 if TYPE_CHECKING:
     from jaato_web.dashboard.services.common import Actor
@@ -142,7 +142,7 @@ def config_canonical(config: Any, kind: str = PolicyKind.GC) -> dict[str, Any]:
 
 
 def _policy_name_checked(project: Project, name: str, kind: str) -> str:
-    name = name.strip()
+    name = without_nul(name, "name").strip()
     noun = PolicyKind(kind).label if kind != PolicyKind.GC else "policy"
     if not name:
         raise PolicyNameError(f"give the {noun} a name")
@@ -167,6 +167,7 @@ def policy_create(
     planner settings (each kind has its own names)."""
     if kind not in PolicyKind.values:
         raise InputError(f"kind is {' or '.join(PolicyKind.values)}, not {kind!r}", "kind")
+    without_nul(message, "message")
     stored = config_canonical(config, kind)
     name = _policy_name_checked(project, name, kind)
     try:
@@ -205,6 +206,8 @@ def policy_import(
     """
     raw = data.encode() if isinstance(data, str) else data
     policy_size_check(len(raw))
+    without_nul(name, "name")
+    without_nul(message, "message")
     config = config_validated(raw)
     given = name.strip()
     if not given:
@@ -277,6 +280,7 @@ def policy_save(
     *, policy: Policy, config: Any, base_number: int, message: str = "", actor: Actor = None
 ) -> PolicyVersion:
     """Store a new version, unless someone saved since ``base_number`` was loaded."""
+    without_nul(message, "message")
     stored = config_canonical(config, policy.kind)
     current = _latest_locked(policy)
     if current.number != base_number:
@@ -358,6 +362,7 @@ def policy_pins_change(
         raise PinError(f"{policy.name} is a planner config: only a GC policy holds pins", "policy")
     if not change:
         raise PinError("name at least one turn or message to pin or unpin", "turn_index")
+    without_nul(message, "message")
     if session is not None:
         _pin_targets_check(session, change.pin_turns, change.pin_messages)
     with transaction.atomic():
