@@ -9,8 +9,8 @@ is told which page, their role, the role it needs and the way back.
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.http.multipartparser import MAX_TOTAL_HEADER_SIZE, MultiPartParserError
+from django.http import HttpRequest, HttpResponse, JsonResponse, multipartparser
+from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.defaults import bad_request as page_bad_request
@@ -30,17 +30,21 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return page_not_found(request, exception)
 
 
+# Django's limit on each multipart part's headers, which its type stubs do not declare.
+HEADERS_MAX_BYTES: int = multipartparser.MAX_TOTAL_HEADER_SIZE  # type: ignore[attr-defined]
+
+
 def unreadable_upload_reason(error: MultiPartParserError) -> str:
     """What to tell the sender of an upload Django could not read.
 
-    The one a person meets is a long file name: Django reads at most ``MAX_TOTAL_HEADER_SIZE``
+    The one a person meets is a long file name: Django reads at most ``HEADERS_MAX_BYTES``
     bytes of each form part's headers, and the file name is among them, so a name of about
     1,000 characters stops the whole upload before any view sees it.
     """
     if "header size" in str(error):
         return (
             "the upload could not be read: a file name is too long. Each file's headers, its "
-            f"file name included, may hold at most {MAX_TOTAL_HEADER_SIZE:,} bytes; rename the "
+            f"file name included, may hold at most {HEADERS_MAX_BYTES:,} bytes; rename the "
             "file to under 900 characters (the first 255 are kept as its name)"
         )
     return f"the upload could not be read: {error}"

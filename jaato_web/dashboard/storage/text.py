@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import models
 from django.db.models import lookups
+from django.db.models.expressions import Combinable
 
 ESCAPE = "\ue000"
 ESCAPED_ESCAPE = "\ue001"
@@ -112,15 +113,20 @@ class NulSafeText:
         return name, self._django_path, args, kwargs  # type: ignore[attr-defined]
 
 
-class NulSafeCharField(NulSafeText, models.CharField):  # type: ignore[type-arg]
+class NulSafeCharField(NulSafeText, models.CharField[str | int | Combinable, str]):
     _django_path = "django.db.models.CharField"
+    # What django-stubs reads a field's Python type from.
+    _pyi_private_set_type: str | int | Combinable
+    _pyi_private_get_type: str
 
 
-class NulSafeTextField(NulSafeText, models.TextField):  # type: ignore[type-arg]
+class NulSafeTextField(NulSafeText, models.TextField[str | Combinable, str]):
     _django_path = "django.db.models.TextField"
+    _pyi_private_set_type: str | Combinable
+    _pyi_private_get_type: str
 
 
-class NulSafeJSONField(models.JSONField):  # type: ignore[type-arg]
+class NulSafeJSONField(models.JSONField):
     """A JSON column whose strings may hold NUL (``jsonb`` refuses ``\\u0000``)."""
 
     def get_prep_value(self, value: Any) -> Any:
