@@ -2,9 +2,9 @@
 
 Django calls these (``handler400``, ``handler403``, ``handler404`` and ``handler500`` in the
 root URLs) for a request it cannot read, a refusal a page raised, an address no route matches
-and a failure nothing caught; a script
-talking to the API should never have to read an HTML error page, and a person refused a page
-is told which page, their role, the role it needs and the way back.
+and a failure nothing caught; a script talking to the API should never have to read an HTML
+error page, and a person refused a page is told which page, their role, the role it needs and
+the way back.
 """
 
 from __future__ import annotations
