@@ -189,16 +189,18 @@ def test_a_session_whose_tool_output_holds_nul_is_stored_shown_searched_and_expo
 def test_a_gc_json_whose_plugin_config_holds_nul_is_stored_and_exported_unchanged(
     client: Client, project: Project
 ) -> None:
-    config = {"type": "budget", "threshold_percent": 80, "plugin_config": {"note": NUL}}
+    # The escape character itself must come back as it was too.
+    note = f"{NUL} {ESCAPE}{ESCAPED_NUL} {ESCAPE}"
+    config = {"type": "budget", "threshold_percent": 80, "plugin_config": {"note": note}}
 
     created = client.post(
         "/api/policies", {"name": "with nul", "config": config}, content_type="application/json"
     )
 
     assert created.status_code == 201, created.content
-    assert created.json()["latest"]["config"]["plugin_config"] == {"note": NUL}
+    assert created.json()["latest"]["config"]["plugin_config"] == {"note": note}
     exported = client.get(f"/api/policies/{created.json()['id']}/versions/1/gc.json")
-    assert json.loads(exported.content)["plugin_config"] == {"note": NUL}
+    assert json.loads(exported.content)["plugin_config"] == {"note": note}
 
 
 # --- Every text input: the API ---------------------------------------------------------------

@@ -133,7 +133,12 @@ class NulSafeJSONField(models.JSONField):
         return super().get_prep_value(escape_nul_in(value))
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
-        return unescape_nul_in(super().from_db_value(value, expression, connection))
+        decoded = super().from_db_value(value, expression, connection)
+        # The JSON text as read: with no escape character in it (as is, or as JSON writes it
+        # in ASCII), nothing was escaped, and a replay's series need not be walked.
+        if isinstance(value, str) and ESCAPE not in value and "\\ue000" not in value:
+            return decoded
+        return unescape_nul_in(decoded)
 
     def deconstruct(self) -> Any:
         name, _path, args, kwargs = super().deconstruct()
