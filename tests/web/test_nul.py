@@ -33,7 +33,15 @@ from mcp.server.auth.provider import AccessToken
 import gcengine
 from jaato_web.api import api
 from jaato_web.dashboard import background
-from jaato_web.dashboard.models import AgentSession, GCRun, IngestJob, Project, StashedSegment
+from jaato_web.dashboard.models import (
+    AgentSession,
+    AuditAction,
+    AuditEvent,
+    GCRun,
+    IngestJob,
+    Project,
+    StashedSegment,
+)
 from jaato_web.dashboard.storage.text import (
     ESCAPE,
     ESCAPED_NUL,
@@ -90,6 +98,18 @@ def test_a_text_holds_a_pattern_exactly_when_their_escapes_do() -> None:
     for text in texts:
         for pattern in patterns:
             assert (escape_nul(pattern) in escape_nul(text)) == (pattern in text), (text, pattern)
+
+
+@pytest.mark.django_db
+def test_text_cut_to_its_column_keeps_no_half_code(project: Project) -> None:
+    """A text that fit its column may not once each NUL takes two characters: it is cut, as a
+    preview is, at a whole code."""
+    event = AuditEvent.objects.create(
+        project=project, actor_name="x", action=AuditAction.PIN, target="a" + "\x00" * 299
+    )
+
+    event.refresh_from_db()
+    assert event.target == "a" + "\x00" * 149  # 1 + 2 x 149 of the column's 300
 
 
 # --- A session whose tool output holds NUL ---------------------------------------------------
