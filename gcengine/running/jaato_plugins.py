@@ -1,0 +1,435 @@
+"""The engine's strategies as plugins JAATO loads and runs, under names of their own.
+
+JAATO finds GC plugins through the ``jaato.gc_plugins`` entry points and calls them with its
+own objects: ``jaato.Message`` histories, its ``GCConfig``, its ``InstructionBudget`` and its
+``GCTriggerReason``. Each class here is one strategy (``StrategySpec.jaato_plugin`` names it,
+``gcengine_budget`` for instance, never one of JAATO's own names), and is the one place the
+engine meets JAATO's types: a call converts JAATO's history, policy and budget into the
+engine's model, runs the strategy, and answers with JAATO's ``GCResult`` and
+``GCRemovalItem``. Kept messages are the very objects JAATO gave; summaries and notices are
+made by JAATO's own ``create_summary_message`` and ``create_gc_notification_message``; every
+removal names the budget child JAATO keys the removed message by, so JAATO's
+``apply_gc_removal_list`` keeps its budget in step with the history.
+
+JAATO is imported only when JAATO calls a plugin (it is never a dependency of the engine),
+and nothing else in the engine imports it.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from gcengine._fast import construct
+from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.config import GCConfig
+from gcengine.gc.strategy import Strategy
+from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
+from gcengine.messages import (
+    FunctionCall,
+    FunctionResponse,
+    InlineData,
+    Message,
+    MessageKind,
+    Part,
+    PartType,
+    Role,
+)
+from gcengine.strategies import STRATEGY_SPECS
+from gcengine.strategies.spec import StrategySpec
+from gcengine.tokens import ApproxCounter, TokenCounter
+
+# JAATO's own estimate (characters / 4), so the figures a plugin reports read alike to JAATO's
+# and to the budget JAATO builds with the same estimate.
+_COUNTER: TokenCounter = ApproxCounter()
+
+# The reasons JAATO does not have: both mean "usage passed the target", which JAATO reports
+# as a threshold collection.
+_AS_THRESHOLD = frozenset({GCTriggerReason.CONTINUOUS, GCTriggerReason.INCREMENTAL})
+
+# JAATO's part fields the engine carries without reading, and the opaque kind each becomes.
+_OPAQUE_FIELDS = ("executable_code", "code_execution_result")
+
+
+@dataclass(frozen=True)
+class _Jaato:
+    """The JAATO names a plugin needs, imported when JAATO first calls one."""
+
+    GCResult: Any
+    GCRemovalItem: Any
+    GCTriggerReason: Any
+    InstructionSource: Any
+    Message: Any
+    Part: Any
+    Role: Any
+    create_summary_message: Any
+    create_gc_notification_message: Any
+    media_pressure_reason: Any
+
+
+def _jaato() -> _Jaato:
+    """JAATO's types and helpers (``importlib`` caches the modules: cheap after the first)."""
+    gc = importlib.import_module("shared.plugins.gc")
+    budget = importlib.import_module("shared.instruction_budget")
+    types = importlib.import_module("jaato_sdk.plugins.model_provider.types")
+    return _Jaato(
+        GCResult=gc.GCResult,
+        GCRemovalItem=gc.GCRemovalItem,
+        GCTriggerReason=gc.GCTriggerReason,
+        InstructionSource=budget.InstructionSource,
+        Message=types.Message,
+        Part=types.Part,
+        Role=types.Role,
+        create_summary_message=gc.create_summary_message,
+        create_gc_notification_message=gc.create_gc_notification_message,
+        media_pressure_reason=gc.media_pressure_reason,
+    )
+
+
+# --- JAATO's objects into the engine's model ------------------------------------------------
+
+
+def engine_part(part: Any) -> Part | None:
+    """One JAATO ``Part`` as the engine's (None for a part carrying nothing)."""
+    if part.text is not None:
+        return Part.from_text(part.text)
+    call = part.function_call
+    if call is not None:
+        return Part.from_function_call(
+            construct(FunctionCall, id=call.id, name=call.name or "", args=dict(call.args or {}))
+        )
+    response = part.function_response
+    if response is not None:
+        extra: dict[str, Any] = {}
+        attachments = getattr(response, "attachments", None)
+        if attachments:
+            # Counted like inline data: their payload is sent with the result.
+            extra["attachments"] = [
+                {"mime_type": getattr(a, "mime_type", None), "bytes": _size(a.data)}
+                for a in attachments
+            ]
+        return Part.from_function_response(
+            construct(
+                FunctionResponse,
+                call_id=response.call_id,
+                name=response.name or "",
+                result=response.result,
+                is_error=bool(response.is_error),
+                extra=extra,
+            )
+        )
+    inline = part.inline_data
+    if inline:
+        data = inline.get("data")
+        if isinstance(data, bytes | bytearray):
+            data = base64.b64encode(data).decode("ascii")
+        return Part.from_inline_data(
+            construct(
+                InlineData,
+                mime_type=str(inline.get("mime_type") or "application/octet-stream"),
+                data=data if isinstance(data, str) else "",
+                extra={},
+            )
+        )
+    if part.thought is not None:
+        return Part.from_thought(part.thought)
+    for name in _OPAQUE_FIELDS:
+        value = getattr(part, name, None)
+        if value is not None:
+            return Part.from_opaque(name, {"value": value})
+    return None
+
+
+def _size(data: Any) -> int:
+    if isinstance(data, bytes | bytearray):
+        return len(data)
+    return len(data) * 3 // 4 if isinstance(data, str) else 0
+
+
+def engine_message(message: Any) -> Message:
+    """One JAATO ``Message`` as the engine's, under the same id."""
+    parts = [p for p in map(engine_part, message.parts or ()) if p is not None]
+    return construct(
+        Message,
+        role=Role(message.role.value),
+        parts=parts,
+        message_id=message.message_id,
+        kind=MessageKind.CHAT,
+        turn_index=None,
+        metadata={},
+    )
+
+
+def engine_budget(budget: Any) -> InstructionBudget:
+    """JAATO's ``InstructionBudget`` as the engine's: the same tree, keys, stored policies,
+    tokens, times and message ids."""
+    return construct(
+        InstructionBudget,
+        session_id=budget.session_id or "",
+        agent_id=budget.agent_id or "main",
+        agent_type=budget.agent_type,
+        context_limit=int(budget.context_limit),
+        entries={
+            InstructionSource(source.value): _engine_entry(entry)
+            for source, entry in budget.entries.items()
+        },
+    )
+
+
+def _engine_entry(entry: Any) -> SourceEntry:
+    return construct(
+        SourceEntry,
+        source=InstructionSource(entry.source.value),
+        tokens=max(0, int(entry.tokens)),
+        gc_policy=GCPolicy(entry.gc_policy.value),
+        label=entry.label,
+        children={key: _engine_entry(child) for key, child in entry.children.items()},
+        metadata=dict(entry.metadata or {}),
+        created_at=entry.created_at,
+        message_ids=list(entry.message_ids or ()),
+    )
+
+
+# The JAATO ``GCConfig`` fields the engine's policy has under the same name.
+_SHARED_FIELDS = (
+    "threshold_percent",
+    "target_percent",
+    "max_turns",
+    "auto_trigger",
+    "check_before_send",
+    "preserve_recent_turns",
+)
+# Plugin options (JAATO's ``initialize`` config, gc.json's plugin_config merged in) that are
+# policy keys in the engine.
+_OPTION_KEYS = (
+    "notification_template",
+    "noop_notification_template",
+    "summarize_middle_turns",
+    "max_summary_tokens",
+)
+
+
+def engine_config(spec: StrategySpec, config: Any, options: Mapping[str, Any]) -> GCConfig:
+    """JAATO's ``GCConfig`` (and the plugin's options) as the engine's policy for ``spec``.
+
+    Its continuous mode is JAATO's: no pressure (0 or None). Notices follow the plugin's
+    ``notify_on_gc`` option, off by default as in JAATO's plugins. The media fields are JAATO's
+    own trigger (``should_collect`` asks JAATO's ``media_pressure_reason``)."""
+    values: dict[str, Any] = {"plugin": spec.name, "notify_on_gc": False}
+    for name in _SHARED_FIELDS:
+        values[name] = getattr(config, name)
+    values["pressure_percent"] = config.pressure_percent or None
+    values["pinned_turn_indices"] = list(config.pinned_turn_indices or ())
+    values["plugin_config"] = {
+        k: v for k, v in (config.plugin_config or {}).items() if not callable(v)
+    }
+    for key in _OPTION_KEYS:
+        if options.get(key) is not None:
+            values[key] = options[key]
+    return GCConfig.model_validate(values)
+
+
+# --- The engine's answers as JAATO's ---------------------------------------------------------
+
+
+def _conversation_keys(budget: Any, jaato: _Jaato) -> dict[str, list[tuple[str, int]]]:
+    """For each message id, the conversation children of JAATO's budget naming it (key and
+    tokens): what ``apply_gc_removal_list`` removes when the message goes."""
+    entry = budget.get_entry(jaato.InstructionSource.CONVERSATION) if budget else None
+    named: dict[str, list[tuple[str, int]]] = {}
+    if entry is None:
+        return named
+    for key, child in entry.children.items():
+        stack = [child]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children.values())
+            for message_id in node.message_ids or ():
+                named.setdefault(message_id, []).append((key, int(node.tokens)))
+    return named
+
+
+def jaato_removals(removals: Sequence[GCRemovalItem], budget: Any, jaato: _Jaato) -> list[Any]:
+    """The engine's removal list as JAATO's: a conversation removal becomes one item per
+    budget child of JAATO's naming its messages (the child keys JAATO's budget has), so
+    applying the list removes exactly the children of what left the history; without such a
+    child (or a budget), the engine's own key stays."""
+    named = _conversation_keys(budget, jaato)
+    items: list[Any] = []
+    done: set[str] = set()
+    conversation = jaato.InstructionSource.CONVERSATION
+    for item in removals:
+        source = jaato.InstructionSource(item.source.value)
+        if source is not conversation or not named:
+            items.append(
+                jaato.GCRemovalItem(
+                    source=source,
+                    child_key=item.child_key,
+                    tokens_freed=item.tokens_freed,
+                    reason=str(item.reason),
+                    message_ids=list(item.message_ids),
+                )
+            )
+            continue
+        by_key: dict[str, tuple[int, list[str]]] = {}
+        unnamed: list[str] = []
+        for message_id in item.message_ids:
+            children = named.get(message_id)
+            if not children:
+                unnamed.append(message_id)
+            for key, tokens in children or ():
+                if key not in done:
+                    by_key.setdefault(key, (tokens, []))[1].append(message_id)
+        for key, (tokens, ids) in by_key.items():
+            done.add(key)
+            items.append(jaato.GCRemovalItem(conversation, key, tokens, str(item.reason), ids))
+        if unnamed:
+            # Messages JAATO's budget has no child for (a notice JAATO prepended, say): the
+            # engine's key, which names no child there, so applying the list removes nothing
+            # else (a None key would clear the whole conversation).
+            items.append(
+                jaato.GCRemovalItem(conversation, item.child_key or "", 0, str(item.reason), unnamed)
+            )
+    return items
+
+
+def jaato_history(new_history: Sequence[Message], originals: Mapping[str, Any], jaato: _Jaato) -> list[Any]:
+    """The engine's new history as JAATO's: kept messages are the objects JAATO gave (by id);
+    a summary or notice the engine wrote is made by JAATO's own helper."""
+    history: list[Any] = []
+    for message in new_history:
+        original = originals.get(message.message_id)
+        if original is not None:
+            history.append(original)
+        elif message.kind is MessageKind.SUMMARY:
+            history.append(jaato.create_summary_message(_summary_body(message.text)))
+        elif message.kind is MessageKind.NOTICE:
+            history.append(jaato.create_gc_notification_message(_notice_body(message.text)))
+        else:  # the engine only ever inserts summaries and notices
+            raise AssertionError(f"a message the engine did not keep nor write: {message}")
+    return history
+
+
+_SUMMARY_HEAD = "[Context Summary - Previous conversation compressed]\n"
+_SUMMARY_TAIL = "\n[End Context Summary]"
+
+
+def _summary_body(text: str) -> str:
+    """The summary inside the engine's markers, which JAATO's helper writes around it again."""
+    return text.removeprefix(_SUMMARY_HEAD).removesuffix(_SUMMARY_TAIL)
+
+
+def _notice_body(text: str) -> str:
+    return text.removeprefix("[System: ").removesuffix("]")
+
+
+def jaato_result(result: GCResult, reason: Any, removal_list: list[Any], jaato: _Jaato) -> Any:
+    return jaato.GCResult(
+        success=result.success,
+        items_collected=result.items_collected,
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        plugin_name=result.plugin_name,
+        trigger_reason=reason,
+        notification=result.notification,
+        details=dict(result.details),
+        error=result.error,
+        removal_list=removal_list,
+    )
+
+
+# --- The plugins ------------------------------------------------------------------------------
+
+
+class JaatoPlugin:
+    """One engine strategy as a JAATO GC plugin (JAATO's ``GCPlugin`` protocol)."""
+
+    spec: ClassVar[StrategySpec]
+
+    def __init__(self) -> None:
+        self._strategy: Strategy = self.spec.plugin()
+        self._options: dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """The plugin's name in JAATO: the strategy's own, never one of JAATO's."""
+        return self.spec.jaato_plugin
+
+    def initialize(self, config: Mapping[str, Any] | None = None) -> None:
+        self._options = dict(config or {})
+        self._strategy.initialize(self._options)
+
+    def shutdown(self) -> None:
+        self._options = {}
+        self._strategy.shutdown()
+
+    def reset_for_next_session(self) -> None:
+        """JAATO asks plugins shared between sessions to forget per-session state: none here."""
+
+    def should_collect(self, context_usage: Mapping[str, Any], config: Any) -> tuple[bool, Any]:
+        """JAATO's media pressure first (its own check, in bytes), then the strategy's
+        threshold, continuous and turn-limit rules, answered with JAATO's reasons."""
+        jaato = _jaato()
+        if config.auto_trigger:
+            media = jaato.media_pressure_reason(context_usage, config)
+            if media is not None:
+                return True, media
+        policy = engine_config(self.spec, config, self._options)
+        collect, reason = self._strategy.should_collect(context_usage, policy)
+        if reason is None:
+            return collect, None
+        value = GCTriggerReason.THRESHOLD if reason in _AS_THRESHOLD else reason
+        return collect, jaato.GCTriggerReason(value.value)
+
+    def collect(
+        self,
+        history: list[Any],
+        context_usage: Mapping[str, Any],
+        config: Any,
+        reason: Any,
+        budget: Any = None,
+    ) -> tuple[list[Any], Any]:
+        """JAATO's ``collect``: the strategy run on JAATO's history and budget, answered in
+        JAATO's objects. The given history and budget are never changed."""
+        jaato = _jaato()
+        policy = engine_config(self.spec, config, self._options)
+        messages = [engine_message(m) for m in history]
+        try:
+            engine_reason = GCTriggerReason(reason.value)
+        except ValueError:  # media pressure: the engine collects as for a threshold
+            engine_reason = GCTriggerReason.THRESHOLD
+        new_history, result = self._strategy.collect(
+            messages,
+            context_usage,
+            policy,
+            engine_reason,
+            engine_budget(budget) if budget is not None else None,
+            counter=_COUNTER,
+        )
+        if not result.success:
+            return list(history), jaato_result(result, reason, [], jaato)
+        originals = {m.message_id: m for m in history}
+        removals = jaato_removals(result.removal_list, budget, jaato)
+        return jaato_history(new_history, originals, jaato), jaato_result(
+            result, reason, removals, jaato
+        )
+
+
+def _plugin_class(spec: StrategySpec) -> type[JaatoPlugin]:
+    name = spec.plugin.__name__.removesuffix("Strategy") + "JaatoPlugin"
+    return type(name, (JaatoPlugin,), {"spec": spec, "__doc__": f"{spec.label}, in JAATO."})
+
+
+JAATO_PLUGINS: dict[str, type[JaatoPlugin]] = {
+    spec.jaato_plugin: _plugin_class(spec) for spec in STRATEGY_SPECS
+}
+"""Each strategy's JAATO plugin class, by its name in JAATO."""
+
+TruncateJaatoPlugin = JAATO_PLUGINS["gcengine_truncate"]
+SummarizeJaatoPlugin = JAATO_PLUGINS["gcengine_summarize"]
+HybridJaatoPlugin = JAATO_PLUGINS["gcengine_hybrid"]
+BudgetJaatoPlugin = JAATO_PLUGINS["gcengine_budget"]
+ReachabilityJaatoPlugin = JAATO_PLUGINS["gcengine_reachability"]
