@@ -326,13 +326,17 @@ def _notice_body(text: str) -> str:
     return text.removeprefix("[System: ").removesuffix("]")
 
 
-def jaato_result(result: GCResult, reason: Any, removal_list: list[Any], jaato: _Jaato) -> Any:
+def jaato_result(
+    result: GCResult, name: str, reason: Any, removal_list: list[Any], jaato: _Jaato
+) -> Any:
+    """The engine's result as JAATO's ``GCResult``, named as the plugin JAATO loaded and with
+    the reason JAATO gave (which may be one the engine does not have: media pressure)."""
     return jaato.GCResult(
         success=result.success,
         items_collected=result.items_collected,
         tokens_before=result.tokens_before,
         tokens_after=result.tokens_after,
-        plugin_name=result.plugin_name,
+        plugin_name=name,
         trigger_reason=reason,
         notification=result.notification,
         details=dict(result.details),
@@ -410,11 +414,11 @@ class JaatoPlugin:
             counter=_COUNTER,
         )
         if not result.success:
-            return list(history), jaato_result(result, reason, [], jaato)
+            return list(history), jaato_result(result, self.name, reason, [], jaato)
         originals = {m.message_id: m for m in history}
         removals = jaato_removals(result.removal_list, budget, jaato)
         return jaato_history(new_history, originals, jaato), jaato_result(
-            result, reason, removals, jaato
+            result, self.name, reason, removals, jaato
         )
 
 

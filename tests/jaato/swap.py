@@ -109,7 +109,7 @@ def _jaato_node(item: pytest.Item) -> str | None:
     if "shared" not in parts:
         return None
     at = len(parts) - 1 - parts[::-1].index("shared")
-    return "/".join(parts[at:]) + "::" + item.nodeid.split("::", 1)[1]
+    return "/".join(parts[at + 1 :]) + "::" + item.nodeid.split("::", 1)[1]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
