@@ -432,8 +432,8 @@ JAATO_PLUGINS: dict[str, type[JaatoPlugin]] = {
 }
 """Each strategy's JAATO plugin class, by its name in JAATO."""
 
-TruncateJaatoPlugin = JAATO_PLUGINS["gcengine_truncate"]
-SummarizeJaatoPlugin = JAATO_PLUGINS["gcengine_summarize"]
-HybridJaatoPlugin = JAATO_PLUGINS["gcengine_hybrid"]
-BudgetJaatoPlugin = JAATO_PLUGINS["gcengine_budget"]
-ReachabilityJaatoPlugin = JAATO_PLUGINS["gcengine_reachability"]
+TruncateJaatoPlugin = JAATO_PLUGINS["gc_gcengine_truncate"]
+SummarizeJaatoPlugin = JAATO_PLUGINS["gc_gcengine_summarize"]
+HybridJaatoPlugin = JAATO_PLUGINS["gc_gcengine_hybrid"]
+BudgetJaatoPlugin = JAATO_PLUGINS["gc_gcengine_budget"]
+ReachabilityJaatoPlugin = JAATO_PLUGINS["gc_gcengine_reachability"]

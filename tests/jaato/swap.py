@@ -13,7 +13,7 @@ is a conftest or named ``test_*.py``).
 * The plugin's name: the one fact that differs by design (the project never registers under
   JAATO's names). In JAATO's test modules each of JAATO's four names is read as the project's
   (an AST rewrite of those string literals), so a test asserting ``plugin.name ==
-  "gc_truncate"`` asserts ``"gcengine_truncate"``.
+  "gc_truncate"`` asserts ``"gc_gcengine_truncate"``.
 * Exclusions: ``excluded.txt`` lists by node id each test left out, with its reason; a listed
   test that is not collected fails the run, so the list stays true.
 """
@@ -31,12 +31,12 @@ from _pytest.assertion.rewrite import rewrite_asserts
 
 # JAATO's plugin module, the class name its tests import, and the project's plugin name.
 SWAPS = {
-    "shared.plugins.gc_truncate": ("TruncateGCPlugin", "gcengine_truncate"),
-    "shared.plugins.gc_summarize": ("SummarizeGCPlugin", "gcengine_summarize"),
-    "shared.plugins.gc_hybrid": ("HybridGCPlugin", "gcengine_hybrid"),
-    "shared.plugins.gc_budget": ("BudgetGCPlugin", "gcengine_budget"),
+    "shared.plugins.gc_truncate": ("TruncateGCPlugin", "gc_gcengine_truncate"),
+    "shared.plugins.gc_summarize": ("SummarizeGCPlugin", "gc_gcengine_summarize"),
+    "shared.plugins.gc_hybrid": ("HybridGCPlugin", "gc_gcengine_hybrid"),
+    "shared.plugins.gc_budget": ("BudgetGCPlugin", "gc_gcengine_budget"),
 }
-RENAMED = {"gc_" + ours.removeprefix("gcengine_"): ours for _, ours in SWAPS.values()}
+RENAMED = {"gc_" + ours.removeprefix("gc_gcengine_"): ours for _, ours in SWAPS.values()}
 EXCLUDED_FILE = Path(__file__).with_name("excluded.txt")
 
 
@@ -114,15 +114,17 @@ def _jaato_node(item: pytest.Item) -> str | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reasons = excluded()
-    kept, left_out, seen = [], [], set()
+    kept, left_out, seen, files = [], [], set(), set()
     for item in items:
         node = _jaato_node(item)
+        if node is not None:
+            files.add(node.split("::")[0])
         if node in reasons:
             seen.add(node)
             left_out.append(item)
         else:
             kept.append(item)
-    missing = sorted(set(reasons) - seen)
+    missing = sorted(n for n in set(reasons) - seen if n.split("::")[0] in files)
     if missing:
         raise pytest.UsageError(f"{EXCLUDED_FILE.name} lists tests not collected: {missing}")
     items[:] = kept
