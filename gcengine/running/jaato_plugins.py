@@ -35,7 +35,6 @@ from gcengine.messages import (
     Message,
     MessageKind,
     Part,
-    PartType,
     Role,
 )
 from gcengine.strategies import STRATEGY_SPECS
@@ -291,12 +290,16 @@ def jaato_removals(removals: Sequence[GCRemovalItem], budget: Any, jaato: _Jaato
             # engine's key, which names no child there, so applying the list removes nothing
             # else (a None key would clear the whole conversation).
             items.append(
-                jaato.GCRemovalItem(conversation, item.child_key or "", 0, str(item.reason), unnamed)
+                jaato.GCRemovalItem(
+                    conversation, item.child_key or "", 0, str(item.reason), unnamed
+                )
             )
     return items
 
 
-def jaato_history(new_history: Sequence[Message], originals: Mapping[str, Any], jaato: _Jaato) -> list[Any]:
+def jaato_history(
+    new_history: Sequence[Message], originals: Mapping[str, Any], jaato: _Jaato
+) -> list[Any]:
     """The engine's new history as JAATO's: kept messages are the objects JAATO gave (by id);
     a summary or notice the engine wrote is made by JAATO's own helper."""
     history: list[Any] = []

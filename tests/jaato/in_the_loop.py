@@ -49,7 +49,9 @@ def history() -> list[Message]:
             request.append(Part(inline_data={"mime_type": "audio/wav", "data": b"\0" * 40_000}))
         messages.append(Message(role=Role.USER, parts=request))
         call = FunctionCall(id=f"call_{turn}", name="readFile", args={"path": f"module_{turn}.py"})
-        messages.append(Message(role=Role.MODEL, parts=[Part(text="Reading."), Part(function_call=call)]))
+        messages.append(
+            Message(role=Role.MODEL, parts=[Part(text="Reading."), Part(function_call=call)])
+        )
         result = ToolResult(call_id=f"call_{turn}", name="readFile", result="x = 1\n" * 400)
         messages.append(Message(role=Role.TOOL, parts=[Part(function_response=result)]))
         messages.append(Message(role=Role.MODEL, parts=[Part(text=f"Fixed module_{turn}.py.")]))
@@ -100,7 +102,8 @@ def collect_in_jaato(name: str) -> tuple[list[Message], list[Message], GCResult,
     context = usage(budget)
     assert context["percent_used"] > 80.0, "the history must start above the threshold"
     collect, reason = plugin.should_collect(context, config)
-    assert collect and reason is GCTriggerReason.THRESHOLD
+    assert collect
+    assert reason is GCTriggerReason.THRESHOLD
 
     def apply(new: list[Message], result: GCResult, span: Any) -> None:
         if result.success:
@@ -134,7 +137,8 @@ def test_a_collection_inside_jaatos_gc_pass(name: str) -> None:
     assert result.success, result.error
     assert result.plugin_name == name
     assert result.trigger_reason is GCTriggerReason.THRESHOLD
-    assert result.items_collected > 0 and result.removal_list
+    assert result.items_collected > 0
+    assert result.removal_list
     # Usage came down, by JAATO's own budget once JAATO applied the removal list.
     assert budget.utilization_percent() < 80.0
 
@@ -146,7 +150,7 @@ def test_a_collection_inside_jaatos_gc_pass(name: str) -> None:
     for message in inserted:
         assert message.role is Role.USER
         text = message.parts[0].text
-        assert text.startswith("[System: ") or text.startswith("[Context Summary")
+        assert text.startswith(("[System: ", "[Context Summary"))
     kept_turns = {turn[m.message_id] for m in kept}
     # The original request, the pinned turn and the latest turns are all still there, whole.
     assert messages[0] in kept
@@ -192,4 +196,5 @@ def test_media_pressure_is_jaatos_reason() -> None:
     plugin.initialize({})
     config = GCConfig(media_bytes_threshold=1_000)
     collect, reason = plugin.should_collect({"percent_used": 1.0, "media_bytes": 5_000}, config)
-    assert collect and reason is GCTriggerReason.MEDIA_PRESSURE
+    assert collect
+    assert reason is GCTriggerReason.MEDIA_PRESSURE
