@@ -26,7 +26,11 @@ Figures are medians of ``--repeat`` runs:
   ``_update_conversation_budget``, which also makes the budget snapshot it emits) and collect;
 * ``run_gc``: our whole run on the loaded session (collect, the new session and its budget
   updated from what the run removed and inserted). Two ratios are printed: ``ratio`` is
-  collect against collect, ``run`` JAATO's collect alone against our whole run.
+  collect against collect, ``run`` JAATO's collect alone against our whole run;
+* ``inside``: when the engine is installed in JAATO's venv too, JAATO's collect against our
+  ``gc_gcengine_budget`` plugin called by the timing script as JAATO calls it, with JAATO's
+  own history and budget objects (converting them and the answer back included), on the same
+  budget.
 
 Whichever release pip installs works: jaato-server 1.x (``jaato_server.shared``; Python 3.12 or
 later gets it) and 0.x (a top-level ``shared`` package; what pip picks under Python 3.11).
@@ -224,7 +228,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     header = (
         f"{'shape':<24} {'JAATO budget':<13} {'JAATO ms':>9} {'+build':>9} "
         f"{'ours ms':>8} {'+build':>8} {'run_gc':>8} {'ratio':>6} {'ratio+b':>7} "
-        f"{'run':>6}  freed (JAATO | ours)"
+        f"{'run':>6} {'inside':>7}  freed (JAATO | ours)"
     )
     print(header)
     print("-" * len(header))
@@ -240,11 +244,16 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             ratio = theirs["collect_ms"] / mine["collect_ms"]
             ratio_built = theirs["build_collect_ms"] / mine["build_collect_ms"]
             ratio_run = theirs["collect_ms"] / mine["run_ms"]
+            inside = theirs.get("inside")
+            ratio_inside = (
+                f"{theirs['collect_ms'] / inside['collect_ms']:6.1f}x" if inside else "    n/a"
+            )
             print(
                 f"{row['shape']:<24} {mode:<13} {theirs['collect_ms']:9.1f} "
                 f"{theirs['build_collect_ms']:9.1f} {mine['collect_ms']:8.1f} "
                 f"{mine['build_collect_ms']:8.1f} {mine['run_ms']:8.1f} {ratio:5.1f}x "
-                f"{ratio_built:6.1f}x {ratio_run:5.1f}x  {freed(theirs)} | {freed(mine)}"
+                f"{ratio_built:6.1f}x {ratio_run:5.1f}x {ratio_inside}  "
+                f"{freed(theirs)} | {freed(mine)}"
             )
 
 

@@ -194,6 +194,10 @@ def run(manifest: dict[str, Any]) -> dict[str, Any]:
     plugin, config = loaded
     if plugin.name != "gc_budget":
         fail(f"gc.json loaded {plugin.name}, not gc_budget")
+    # The engine's plugin as JAATO loads it, when the engine is installed beside JAATO.
+    inside = None
+    if "gc_gcengine_budget" in JAATO["gc"].discover_gc_plugins():
+        inside = JAATO["gc"].load_gc_plugin("gc_gcengine_budget", dict(plugin._config))
     results = []
     for shape in manifest["shapes"]:
         with open(shape["session"], encoding="utf-8") as handle:
@@ -212,6 +216,10 @@ def run(manifest: dict[str, Any]) -> dict[str, Any]:
                 else:
                     build = rebuilt_builder(state, shape["percent"])
                 row[mode] = measure(build, state.history, turns, plugin, config, manifest["repeat"])
+                if inside is not None:  # ours inside JAATO: its objects in, conversion included
+                    row[mode]["inside"] = measure(
+                        build, state.history, turns, inside, config, manifest["repeat"]
+                    )
             except Exception as error:  # one mode failing is reported
                 row[mode] = {"error": f"{type(error).__name__}: {error}"}
                 traceback.print_exc(file=sys.stderr)

@@ -154,25 +154,48 @@ def _read_by_id(
     conversation: SourceEntry | None,
     counter: TokenCounter,
 ) -> tuple[ConversationIndex, int]:
-    """The index for a budget of any shape, and the tokens of the messages it covers.
+    """The index for a budget of any shape, and the tokens of the messages it covers."""
+    leaves: Iterable[BudgetLeaf] = ()
+    if conversation is not None:
+        leaves = (
+            (entry.tokens, entry.gc_policy, entry.created_at, entry.message_ids)
+            for _, entry in conversation.walk()
+            if not entry.children and entry.message_ids
+        )
+    return index_by_id(history, layout, leaves, counter, budgeted=conversation is not None)
+
+
+BudgetLeaf = tuple[int, GCPolicy, float | None, Sequence[str]]
+"""A conversation leaf of a budget as an index reads it: tokens, stored policy, creation time
+and the messages it names."""
+
+
+def index_by_id(
+    history: list[Message],
+    layout: TurnLayout,
+    leaves: Iterable[BudgetLeaf],
+    counter: TokenCounter,
+    *,
+    budgeted: bool,
+) -> tuple[ConversationIndex, int]:
+    """The index of ``history`` from a budget's conversation leaves naming messages, and the
+    tokens of the messages it covers (an adapter reading another framework's budget hands its
+    leaves in directly).
 
     Every leaf naming messages shares its tokens among them (the first takes the remainder); a
-    message no leaf names is counted, as the budget builder would.
+    message no leaf names is counted, as the budget builder would. Without a budget
+    (``budgeted`` false), the original request is locked as the budget builder would lock it.
     """
     tokens: dict[str, int] = {}
     policies: dict[str, GCPolicy] = {}
     created: dict[str, float] = {}
-    if conversation is not None:
-        for _, entry in conversation.walk():
-            if entry.children or not entry.message_ids:
-                continue
-            share, remainder = divmod(entry.tokens, len(entry.message_ids))
-            for position, message_id in enumerate(entry.message_ids):
-                tokens[message_id] = share + (remainder if position == 0 else 0)
-                policies[message_id] = entry.gc_policy
-                created[message_id] = entry.created_at or 0.0
-    # Without a budget, the original request is locked as the budget builder would lock it.
-    original = None if conversation is not None else original_request(history)
+    for leaf_tokens, policy, created_at, message_ids in leaves:
+        share, remainder = divmod(leaf_tokens, len(message_ids))
+        for position, message_id in enumerate(message_ids):
+            tokens[message_id] = share + (remainder if position == 0 else 0)
+            policies[message_id] = policy
+            created[message_id] = created_at or 0.0
+    original = None if budgeted else original_request(history)
     for position, message in enumerate(history):
         if message.message_id not in tokens:
             tokens[message.message_id] = count_message(message, counter)

@@ -23,9 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gcengine._fast import construct
+from gcengine._fast import construct, cyclic_gc_paused, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
+from gcengine.gc.plan import BudgetLeaf, index_by_id
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import (
@@ -35,7 +36,9 @@ from gcengine.messages import (
     Message,
     MessageKind,
     Part,
+    PartType,
     Role,
+    turn_layout,
 )
 from gcengine.strategies import STRATEGY_SPECS
 from gcengine.strategies.spec import StrategySpec
@@ -91,14 +94,48 @@ def _jaato() -> _Jaato:
 # --- JAATO's objects into the engine's model ------------------------------------------------
 
 
+# Makers taking every field, for the loops that convert a whole history and budget (the
+# conversion is most of what a plugin costs JAATO: a 10,000-turn history has 40,000 messages).
+_new_message = entry_maker(Message)
+_new_part = entry_maker(Part)
+_new_call = entry_maker(FunctionCall)
+_new_entry = entry_maker(SourceEntry)
+_ROLES = {role.value: role for role in Role}
+_SOURCES = {source.value: source for source in InstructionSource}
+_POLICIES = {policy.value: policy for policy in GCPolicy}
+
+
+def _text_part(kind: PartType, text: str) -> Part:
+    return _new_part(
+        {
+            "type": kind,
+            "text": text,
+            "function_call": None,
+            "function_response": None,
+            "inline_data": None,
+            "opaque": None,
+            "extra": {},
+        }
+    )
+
+
 def engine_part(part: Any) -> Part | None:
     """One JAATO ``Part`` as the engine's (None for a part carrying nothing)."""
     if part.text is not None:
-        return Part.from_text(part.text)
+        return _text_part(PartType.TEXT, part.text)
     call = part.function_call
     if call is not None:
-        return Part.from_function_call(
-            construct(FunctionCall, id=call.id, name=call.name or "", args=dict(call.args or {}))
+        made = _new_call({"id": call.id, "name": call.name or "", "args": dict(call.args or {})})
+        return _new_part(
+            {
+                "type": PartType.FUNCTION_CALL,
+                "text": None,
+                "function_call": made,
+                "function_response": None,
+                "inline_data": None,
+                "opaque": None,
+                "extra": {},
+            }
         )
     response = part.function_response
     if response is not None:
@@ -134,7 +171,7 @@ def engine_part(part: Any) -> Part | None:
             )
         )
     if part.thought is not None:
-        return Part.from_thought(part.thought)
+        return _text_part(PartType.THOUGHT, part.thought)
     for name in _OPAQUE_FIELDS:
         value = getattr(part, name, None)
         if value is not None:
@@ -151,44 +188,105 @@ def _size(data: Any) -> int:
 def engine_message(message: Any) -> Message:
     """One JAATO ``Message`` as the engine's, under the same id."""
     parts = [p for p in map(engine_part, message.parts or ()) if p is not None]
-    return construct(
-        Message,
-        role=Role(message.role.value),
-        parts=parts,
-        message_id=message.message_id,
-        kind=MessageKind.CHAT,
-        turn_index=None,
-        metadata={},
+    return _new_message(
+        {
+            "role": _ROLES[message.role.value],
+            "parts": parts,
+            "message_id": message.message_id,
+            "kind": MessageKind.CHAT,
+            "turn_index": None,
+            "metadata": {},
+        }
     )
 
 
-def engine_budget(budget: Any) -> InstructionBudget:
-    """JAATO's ``InstructionBudget`` as the engine's: the same tree, keys, stored policies,
-    tokens, times and message ids."""
-    return construct(
+MessageKeys = dict[str, list[tuple[str, int]]]
+"""For each message id, the conversation children of JAATO's budget naming it (key and tokens):
+what ``apply_gc_removal_list`` removes when the message goes."""
+
+
+@dataclass
+class BudgetReading:
+    """JAATO's ``InstructionBudget`` as the engine reads it, in one pass over its tree.
+
+    ``budget`` is the engine's copy of every source but the conversation, whose entry is an
+    empty container: the conversation is ``leaves`` (each leaf naming messages: its tokens,
+    stored policy, time and ids), which the engine's index of the history is made from
+    (``index_by_id``), and ``keys``, what a removal of each message removes from JAATO's."""
+
+    budget: InstructionBudget
+    leaves: list[BudgetLeaf]
+    keys: MessageKeys
+
+
+def read_budget(budget: Any) -> BudgetReading:
+    entries: dict[InstructionSource, SourceEntry] = {}
+    leaves: list[BudgetLeaf] = []
+    keys: MessageKeys = {}
+    for jaato_source, entry in budget.entries.items():
+        source = _SOURCES[jaato_source.value]
+        if source is not InstructionSource.CONVERSATION:
+            entries[source] = _engine_entry(entry)
+            continue
+        entries[source] = _new_entry(
+            {
+                "source": source,
+                "tokens": 0,
+                "gc_policy": _POLICIES[entry.gc_policy.value],
+                "label": entry.label,
+                "children": {},
+                "metadata": {},
+                "created_at": entry.created_at,
+                "message_ids": [],
+            }
+        )
+        for key, child in entry.children.items():
+            if not child.children:  # a session's conversation: a leaf per message
+                named = child.message_ids
+                if named:
+                    tokens = max(0, int(child.tokens))
+                    policy = _POLICIES[child.gc_policy.value]
+                    leaves.append((tokens, policy, child.created_at, named))
+                    for message_id in named:
+                        keys.setdefault(message_id, []).append((key, tokens))
+                continue
+            stack = [child]
+            while stack:
+                node = stack.pop()
+                if node.children:
+                    stack.extend(node.children.values())
+                    continue
+                named = node.message_ids
+                if not named:
+                    continue
+                tokens = max(0, int(node.tokens))
+                leaves.append((tokens, _POLICIES[node.gc_policy.value], node.created_at, named))
+                for message_id in named:
+                    keys.setdefault(message_id, []).append((key, tokens))
+    engine = construct(
         InstructionBudget,
         session_id=budget.session_id or "",
         agent_id=budget.agent_id or "main",
         agent_type=budget.agent_type,
         context_limit=int(budget.context_limit),
-        entries={
-            InstructionSource(source.value): _engine_entry(entry)
-            for source, entry in budget.entries.items()
-        },
+        entries=entries,
     )
+    return BudgetReading(engine, leaves, keys)
 
 
 def _engine_entry(entry: Any) -> SourceEntry:
-    return construct(
-        SourceEntry,
-        source=InstructionSource(entry.source.value),
-        tokens=max(0, int(entry.tokens)),
-        gc_policy=GCPolicy(entry.gc_policy.value),
-        label=entry.label,
-        children={key: _engine_entry(child) for key, child in entry.children.items()},
-        metadata=dict(entry.metadata or {}),
-        created_at=entry.created_at,
-        message_ids=list(entry.message_ids or ()),
+    children = entry.children
+    return _new_entry(
+        {
+            "source": _SOURCES[entry.source.value],
+            "tokens": max(0, int(entry.tokens)),
+            "gc_policy": _POLICIES[entry.gc_policy.value],
+            "label": entry.label,
+            "children": {k: _engine_entry(c) for k, c in children.items()} if children else {},
+            "metadata": dict(entry.metadata) if entry.metadata else {},
+            "created_at": entry.created_at,
+            "message_ids": list(entry.message_ids) if entry.message_ids else [],
+        }
     )
 
 
@@ -234,29 +332,13 @@ def engine_config(spec: StrategySpec, config: Any, options: Mapping[str, Any]) -
 # --- The engine's answers as JAATO's ---------------------------------------------------------
 
 
-def _conversation_keys(budget: Any, jaato: _Jaato) -> dict[str, list[tuple[str, int]]]:
-    """For each message id, the conversation children of JAATO's budget naming it (key and
-    tokens): what ``apply_gc_removal_list`` removes when the message goes."""
-    entry = budget.get_entry(jaato.InstructionSource.CONVERSATION) if budget else None
-    named: dict[str, list[tuple[str, int]]] = {}
-    if entry is None:
-        return named
-    for key, child in entry.children.items():
-        stack = [child]
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children.values())
-            for message_id in node.message_ids or ():
-                named.setdefault(message_id, []).append((key, int(node.tokens)))
-    return named
-
-
-def jaato_removals(removals: Sequence[GCRemovalItem], budget: Any, jaato: _Jaato) -> list[Any]:
+def jaato_removals(
+    removals: Sequence[GCRemovalItem], named: MessageKeys, jaato: _Jaato
+) -> list[Any]:
     """The engine's removal list as JAATO's: a conversation removal becomes one item per
     budget child of JAATO's naming its messages (the child keys JAATO's budget has), so
     applying the list removes exactly the children of what left the history; without such a
     child (or a budget), the engine's own key stays."""
-    named = _conversation_keys(budget, jaato)
     items: list[Any] = []
     done: set[str] = set()
     conversation = jaato.InstructionSource.CONVERSATION
@@ -359,6 +441,9 @@ class JaatoPlugin:
     def __init__(self) -> None:
         self._strategy: Strategy = self.spec.plugin()
         self._options: dict[str, Any] = {}
+        # The engine's copy of each message of the last history collected, by the JAATO
+        # object's identity, with what it was made from (see ``_engine_history``).
+        self._converted: dict[int, tuple[Any, tuple[Any, ...], Message]] = {}
 
     @property
     def name(self) -> str:
@@ -371,10 +456,13 @@ class JaatoPlugin:
 
     def shutdown(self) -> None:
         self._options = {}
+        self._converted = {}
         self._strategy.shutdown()
 
     def reset_for_next_session(self) -> None:
-        """JAATO asks plugins shared between sessions to forget per-session state: none here."""
+        """JAATO asks plugins shared between sessions to forget per-session state: the
+        messages remembered from the last collection."""
+        self._converted = {}
 
     def should_collect(self, context_usage: Mapping[str, Any], config: Any) -> tuple[bool, Any]:
         """JAATO's media pressure first (its own check, in bytes), then the strategy's
@@ -401,9 +489,47 @@ class JaatoPlugin:
     ) -> tuple[list[Any], Any]:
         """JAATO's ``collect``: the strategy run on JAATO's history and budget, answered in
         JAATO's objects. The given history and budget are never changed."""
+        with cyclic_gc_paused():  # tens of thousands of objects made: see cyclic_gc_paused
+            return self._collect(history, context_usage, config, reason, budget)
+
+    def _engine_history(self, history: Sequence[Any]) -> list[Message]:
+        """The engine's copy of JAATO's history. JAATO hands a plugin the same message objects
+        collection after collection (a session's history, less what the last one removed, plus
+        the new turns), so a message converted last time is reused while it is the same
+        object with the same id, role and part objects; JAATO replaces a part to change it
+        (``dataclasses.replace``, as its media eviction does), never edits one in place. Only
+        the last history's messages are remembered."""
+        known, converted = self._converted, {}
+        messages = []
+        for message in history:
+            made_from = (message.message_id, message.role, *map(id, message.parts or ()))
+            hit = known.get(id(message))
+            if hit is not None and hit[0] is message and hit[1] == made_from:
+                copy = hit[2]
+            else:
+                copy = engine_message(message)
+            converted[id(message)] = (message, made_from, copy)
+            messages.append(copy)
+        self._converted = converted
+        return messages
+
+    def _collect(
+        self,
+        history: list[Any],
+        context_usage: Mapping[str, Any],
+        config: Any,
+        reason: Any,
+        budget: Any,
+    ) -> tuple[list[Any], Any]:
         jaato = _jaato()
         policy = engine_config(self.spec, config, self._options)
-        messages = [engine_message(m) for m in history]
+        messages = self._engine_history(history)
+        reading = read_budget(budget) if budget is not None else None
+        index = None
+        if reading is not None:
+            index, _ = index_by_id(
+                messages, turn_layout(messages), reading.leaves, _COUNTER, budgeted=True
+            )
         try:
             engine_reason = GCTriggerReason(reason.value)
         except ValueError:  # media pressure: the engine collects as for a threshold
@@ -413,13 +539,14 @@ class JaatoPlugin:
             context_usage,
             policy,
             engine_reason,
-            engine_budget(budget) if budget is not None else None,
+            reading.budget if reading is not None else None,
             counter=_COUNTER,
+            conversation=index,
         )
         if not result.success:
             return list(history), jaato_result(result, self.name, reason, [], jaato)
         originals = {m.message_id: m for m in history}
-        removals = jaato_removals(result.removal_list, budget, jaato)
+        removals = jaato_removals(result.removal_list, reading.keys if reading else {}, jaato)
         return jaato_history(new_history, originals, jaato), jaato_result(
             result, self.name, reason, removals, jaato
         )
