@@ -212,10 +212,13 @@ class BudgetReading:
     ``budget`` is the engine's copy of every source but the conversation, whose entry is an
     empty container: the conversation is ``leaves`` (each leaf naming messages: its tokens,
     stored policy, time and ids), which the engine's index of the history is made from
-    (``index_by_id``), and ``keys``, what a removal of each message removes from JAATO's."""
+    (``index_by_id``), and ``keys``, what a removal of each message removes from JAATO's.
+    A conversation holding tokens no leaf names (a bare figure, a summary child naming no
+    message) is copied whole instead, and ``leaves`` is None: the engine reads it as it
+    reads its own budgets, so every token of it counts."""
 
     budget: InstructionBudget
-    leaves: list[BudgetLeaf]
+    leaves: list[BudgetLeaf] | None
     keys: MessageKeys
 
 
@@ -223,6 +226,7 @@ def read_budget(budget: Any) -> BudgetReading:
     entries: dict[InstructionSource, SourceEntry] = {}
     leaves: list[BudgetLeaf] = []
     keys: MessageKeys = {}
+    copied = False
     for jaato_source, entry in budget.entries.items():
         source = _SOURCES[jaato_source.value]
         if source is not InstructionSource.CONVERSATION:
@@ -240,6 +244,9 @@ def read_budget(budget: Any) -> BudgetReading:
                 "message_ids": [],
             }
         )
+        if _unnamed_tokens(entry):
+            entries[source] = _engine_entry(entry)
+            copied = True
         for key, child in entry.children.items():
             if not child.children:  # a session's conversation: a leaf per message
                 named = child.message_ids
@@ -271,7 +278,14 @@ def read_budget(budget: Any) -> BudgetReading:
         context_limit=int(budget.context_limit),
         entries=entries,
     )
-    return BudgetReading(engine, leaves, keys)
+    return BudgetReading(engine, None if copied else leaves, keys)
+
+
+def _unnamed_tokens(entry: Any) -> bool:
+    """Whether a JAATO entry holds tokens that no leaf naming messages carries."""
+    if not entry.children:
+        return bool(entry.tokens) and not entry.message_ids
+    return any(_unnamed_tokens(child) for child in entry.children.values())
 
 
 def _engine_entry(entry: Any) -> SourceEntry:
@@ -526,7 +540,7 @@ class JaatoPlugin:
         messages = self._engine_history(history)
         reading = read_budget(budget) if budget is not None else None
         index = None
-        if reading is not None:
+        if reading is not None and reading.leaves is not None:
             index, _ = index_by_id(
                 messages, turn_layout(messages), reading.leaves, _COUNTER, budgeted=True
             )
