@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import importlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gcengine._fast import construct, cyclic_gc_paused, entry_maker
@@ -200,11 +200,6 @@ def engine_message(message: Any) -> Message:
     )
 
 
-MessageKeys = dict[str, list[tuple[str, int]]]
-"""For each message id, the conversation children of JAATO's budget naming it (key and tokens):
-what ``apply_gc_removal_list`` removes when the message goes."""
-
-
 @dataclass
 class BudgetReading:
     """JAATO's ``InstructionBudget`` as the engine reads it, in one pass over its tree.
@@ -212,20 +207,25 @@ class BudgetReading:
     ``budget`` is the engine's copy of every source but the conversation, whose entry is an
     empty container: the conversation is ``leaves`` (each leaf naming messages: its tokens,
     stored policy, time and ids), which the engine's index of the history is made from
-    (``index_by_id``), and ``keys``, what a removal of each message removes from JAATO's.
-    A conversation holding tokens no leaf names (a bare figure, a summary child naming no
-    message) is copied whole instead, and ``leaves`` is None: the engine reads it as it
-    reads its own budgets, so every token of it counts."""
+    (``index_by_id``). A conversation holding tokens no leaf names (a bare figure, a summary
+    child naming no message) is copied whole instead, and ``leaves`` is None: the engine reads
+    it as it reads its own budgets, so every token of it counts.
+
+    What a removal must name for JAATO's ``apply_gc_removal_list``, which removes top-level
+    children only: ``keys``, the top-level conversation children naming each message id, and
+    ``children``, each such child's tokens and the messages it names."""
 
     budget: InstructionBudget
     leaves: list[BudgetLeaf] | None
-    keys: MessageKeys
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    children: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
 
 
 def read_budget(budget: Any) -> BudgetReading:
     entries: dict[InstructionSource, SourceEntry] = {}
     leaves: list[BudgetLeaf] = []
-    keys: MessageKeys = {}
+    keys: dict[str, list[str]] = {}
+    children: dict[str, tuple[int, list[str]]] = {}
     copied = False
     for jaato_source, entry in budget.entries.items():
         source = _SOURCES[jaato_source.value]
@@ -252,11 +252,14 @@ def read_budget(budget: Any) -> BudgetReading:
                 named = child.message_ids
                 if named:
                     tokens = max(0, int(child.tokens))
-                    policy = _POLICIES[child.gc_policy.value]
-                    leaves.append((tokens, policy, child.created_at, named))
+                    leaves.append(
+                        (tokens, _POLICIES[child.gc_policy.value], child.created_at, named)
+                    )
+                    children[key] = (tokens, named)
                     for message_id in named:
-                        keys.setdefault(message_id, []).append((key, tokens))
+                        keys.setdefault(message_id, []).append(key)
                 continue
+            total, every = 0, []
             stack = [child]
             while stack:
                 node = stack.pop()
@@ -268,8 +271,11 @@ def read_budget(budget: Any) -> BudgetReading:
                     continue
                 tokens = max(0, int(node.tokens))
                 leaves.append((tokens, _POLICIES[node.gc_policy.value], node.created_at, named))
+                total += tokens
+                every.extend(named)
                 for message_id in named:
-                    keys.setdefault(message_id, []).append((key, tokens))
+                    keys.setdefault(message_id, []).append(key)
+            children[key] = (total, every)
     engine = construct(
         InstructionBudget,
         session_id=budget.session_id or "",
@@ -278,7 +284,7 @@ def read_budget(budget: Any) -> BudgetReading:
         context_limit=int(budget.context_limit),
         entries=entries,
     )
-    return BudgetReading(engine, None if copied else leaves, keys)
+    return BudgetReading(engine, None if copied else leaves, keys, children)
 
 
 def _unnamed_tokens(entry: Any) -> bool:
@@ -346,50 +352,53 @@ def engine_config(spec: StrategySpec, config: Any, options: Mapping[str, Any]) -
 # --- The engine's answers as JAATO's ---------------------------------------------------------
 
 
+# Prefixes a removal's key that names no child of JAATO's budget, so that JAATO removes no
+# child for it; JAATO clears the whole source for an empty or missing key.
+_NOT_IN_BUDGET = "gcengine:"
+
+
 def jaato_removals(
-    removals: Sequence[GCRemovalItem], named: MessageKeys, jaato: _Jaato
+    removals: Sequence[GCRemovalItem], reading: BudgetReading | None, jaato: _Jaato
 ) -> list[Any]:
-    """The engine's removal list as JAATO's: a conversation removal becomes one item per
-    budget child of JAATO's naming its messages (the child keys JAATO's budget has), so
-    applying the list removes exactly the children of what left the history; without such a
-    child (or a budget), the engine's own key stays."""
+    """The engine's removal list as JAATO's. A conversation removal becomes one item per
+    top-level child of JAATO's budget all of whose messages left the history (its key, its
+    tokens), so applying the list removes exactly the children of what went. Messages no
+    child names, or named by a child that keeps others, are reported under a key naming no
+    child, which JAATO's budget is left alone for: never under no key, which would clear it.
+    Without a budget, the engine's own keys stay."""
+    conversation = InstructionSource.CONVERSATION
+    gone = {i for item in removals if item.source is conversation for i in item.message_ids}
     items: list[Any] = []
     done: set[str] = set()
-    conversation = jaato.InstructionSource.CONVERSATION
     for item in removals:
         source = jaato.InstructionSource(item.source.value)
-        if source is not conversation or not named:
+        if item.source is not conversation or reading is None:
             items.append(
                 jaato.GCRemovalItem(
-                    source=source,
-                    child_key=item.child_key,
-                    tokens_freed=item.tokens_freed,
-                    reason=str(item.reason),
-                    message_ids=list(item.message_ids),
+                    source, item.child_key, item.tokens_freed, str(item.reason), item.message_ids
                 )
             )
             continue
-        by_key: dict[str, tuple[int, list[str]]] = {}
-        unnamed: list[str] = []
+        touched: dict[str, None] = {}
+        unmatched: list[str] = []
         for message_id in item.message_ids:
-            children = named.get(message_id)
-            if not children:
-                unnamed.append(message_id)
-            for key, tokens in children or ():
-                if key not in done:
-                    by_key.setdefault(key, (tokens, []))[1].append(message_id)
-        for key, (tokens, ids) in by_key.items():
-            done.add(key)
-            items.append(jaato.GCRemovalItem(conversation, key, tokens, str(item.reason), ids))
-        if unnamed:
-            # Messages JAATO's budget has no child for (a notice JAATO prepended, say): the
-            # engine's key, which names no child there, so applying the list removes nothing
-            # else (a None key would clear the whole conversation).
-            items.append(
-                jaato.GCRemovalItem(
-                    conversation, item.child_key or "", 0, str(item.reason), unnamed
-                )
-            )
+            keys = reading.keys.get(message_id)
+            if not keys:
+                unmatched.append(message_id)
+            for key in keys or ():
+                touched[key] = None
+        for key in touched:
+            if key in done:
+                continue
+            tokens, named = reading.children[key]
+            if all(i in gone for i in named):
+                done.add(key)
+                items.append(jaato.GCRemovalItem(source, key, tokens, str(item.reason), named))
+            else:
+                unmatched.extend(i for i in named if i in item.message_ids)
+        if unmatched:
+            key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
+            items.append(jaato.GCRemovalItem(source, key, 0, str(item.reason), unmatched))
     return items
 
 
@@ -560,7 +569,7 @@ class JaatoPlugin:
         if not result.success:
             return list(history), jaato_result(result, self.name, reason, [], jaato)
         originals = {m.message_id: m for m in history}
-        removals = jaato_removals(result.removal_list, reading.keys if reading else {}, jaato)
+        removals = jaato_removals(result.removal_list, reading, jaato)
         return jaato_history(new_history, originals, jaato), jaato_result(
             result, self.name, reason, removals, jaato
         )

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from jaato import FunctionCall, Message, Part, Role, ToolResult
 from shared import gc_support
-from shared.instruction_budget import GCPolicy, InstructionBudget, InstructionSource
+from shared.instruction_budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from shared.plugins.gc import (
     GCConfig,
     GCResult,
@@ -58,18 +58,36 @@ def history() -> list[Message]:
     return messages
 
 
-def session_budget(messages: list[Message]) -> InstructionBudget:
+def session_budget(messages: list[Message], layout: str = "messages") -> InstructionBudget:
     """The budget a JAATO session keeps: its system prompt locked, and a conversation child per
-    message (``msg_<n>``, naming it), the original request locked, the rest ephemeral."""
+    message (``msg_<n>``, naming it), the original request locked, the rest ephemeral; or, with
+    ``layout="turns"``, those children inside a child per turn (``turn_<n>``), the shape of a
+    budget JAATO restores from a session file this engine wrote."""
     budget = InstructionBudget.create_default(session_id="loop", context_limit=20_000)
     budget.set_entry(InstructionSource.SYSTEM, 2_000, GCPolicy.LOCKED)
+    conversation = budget.get_entry(InstructionSource.CONVERSATION)
     for n, message in enumerate(messages):
-        budget.add_child(
-            InstructionSource.CONVERSATION,
-            f"msg_{n}",
-            estimate_message_tokens(message),
-            GCPolicy.LOCKED if n == 0 else GCPolicy.EPHEMERAL,
-            label=f"turn_{n // 4 + 1}",
+        key, turn = f"msg_{n}", f"turn_{n // 4 + 1}"
+        policy = GCPolicy.LOCKED if n == 0 else GCPolicy.EPHEMERAL
+        tokens = estimate_message_tokens(message)
+        if layout == "messages":
+            budget.add_child(
+                InstructionSource.CONVERSATION,
+                key,
+                tokens,
+                policy,
+                label=turn,
+                created_at=float(n),
+                message_ids=[message.message_id],
+            )
+            continue
+        if turn not in conversation.children:
+            budget.add_child(InstructionSource.CONVERSATION, turn, 0, GCPolicy.PARTIAL)
+        conversation.children[turn].children[key] = SourceEntry(
+            source=InstructionSource.CONVERSATION,
+            tokens=tokens,
+            gc_policy=policy,
+            label=key,
             created_at=float(n),
             message_ids=[message.message_id],
         )
@@ -87,11 +105,13 @@ def usage(budget: InstructionBudget) -> dict[str, Any]:
     }
 
 
-def collect_in_jaato(name: str) -> tuple[list[Message], list[Message], GCResult, InstructionBudget]:
+def collect_in_jaato(
+    name: str, layout: str = "messages"
+) -> tuple[list[Message], list[Message], GCResult, InstructionBudget]:
     plugin = discover_gc_plugins()[name]()
     plugin.initialize({"preserve_recent_turns": PRESERVE, "notify_on_gc": True})
     messages = history()
-    budget = session_budget(messages)
+    budget = session_budget(messages, layout)
     config = GCConfig(
         threshold_percent=80.0,
         target_percent=50.0,
@@ -198,3 +218,23 @@ def test_media_pressure_is_jaatos_reason() -> None:
     collect, reason = plugin.should_collect({"percent_used": 1.0, "media_bytes": 5_000}, config)
     assert collect
     assert reason is GCTriggerReason.MEDIA_PRESSURE
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_a_budget_of_turn_children_stays_in_step(name: str) -> None:
+    """JAATO removes top-level children only: a turn child goes when every message it names
+    went, and a turn that keeps a message keeps its child."""
+    _, new_history, result, budget = collect_in_jaato(name, layout="turns")
+    assert result.success, result.error
+    kept = {m.message_id for m in new_history}
+    conversation = budget.get_entry(InstructionSource.CONVERSATION)
+    left = {
+        key: {i for leaf in child.children.values() for i in leaf.message_ids}
+        for key, child in conversation.children.items()
+        if child.children  # not the summary child JAATO adds, which names no message
+    }
+    for key, named in left.items():
+        assert named & kept, f"{key} names only messages that left the history"
+    assert {i for named in left.values() for i in named} >= kept - {
+        m.message_id for m in new_history if m.parts[0].text and m.parts[0].text.startswith("[")
+    }
