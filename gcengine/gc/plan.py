@@ -308,10 +308,13 @@ class Collection:
         first = self.history[self.layout.starts[position]]
         return turn_key_of(self.layout.indices[position], first)
 
-    def turn_unit(self, position: int, left: list[int] | None = None) -> Unit:
+    def turn_unit(
+        self, position: int, left: list[int] | None = None, policy: GCPolicy | None = None
+    ) -> Unit:
         """Turn ``position`` as one unit; with ``left`` (the positions earlier phases did not
         take of it), only those messages, its policy and time still the whole turn's. A turn's
-        messages are a run of the history: its figures are read as slices."""
+        messages are a run of the history: its figures are read as slices. ``policy``: the
+        turn's, when the caller has just found every message of it has that one."""
         start, end = self.layout.span(position)
         figures = self.figures
         if left is None:
@@ -324,7 +327,7 @@ class Collection:
             self.turn_key(position),
             ids,
             sum(tokens),
-            most_protective(figures.policies[start:end]),
+            policy or most_protective(figures.policies[start:end]),
             min(figures.created_at[start:end]),
             self.layout.indices[position],
             position,
@@ -395,7 +398,7 @@ class Collection:
                 and policies[start:end].count(GCPolicy.EPHEMERAL) == end - start
             )
             if wholly:
-                yield self.turn_unit(turn)
+                yield self.turn_unit(turn, policy=GCPolicy.EPHEMERAL)
             while pending is not None and pending.turn_position == turn:
                 if not wholly and pending.policy is GCPolicy.EPHEMERAL:
                     yield pending
