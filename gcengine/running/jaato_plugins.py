@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import base64
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any, ClassVar
 
-from gcengine._fast import construct, cyclic_gc_paused, entry_maker
+from gcengine._fast import construct, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
 from gcengine.gc.plan import BudgetLeaf, index_by_id
@@ -205,78 +206,96 @@ class BudgetReading:
     """JAATO's ``InstructionBudget`` as the engine reads it, in one pass over its tree.
 
     ``budget`` is the engine's copy of every source but the conversation, whose entry is an
-    empty container: the conversation is ``leaves`` (each leaf naming messages: its tokens,
-    stored policy, time and ids), which the engine's index of the history is made from
+    empty container: the conversation is its leaves naming messages, as four parallel lists
+    (``tokens``, ``policies``, ``created``, ``named``: each leaf's tokens, stored policy, time
+    and the ids it names), which the engine's index of the history is made from
     (``index_by_id``). A conversation holding tokens no leaf names (a bare figure, a summary
-    child naming no message) is copied whole instead, and ``leaves`` is None: the engine reads
+    child naming no message) is copied whole instead, and ``copied`` says so: the engine reads
     it as it reads its own budgets, so every token of it counts.
 
     What a removal must name for JAATO's ``apply_gc_removal_list``, which removes top-level
-    children only: ``keys``, the top-level conversation children naming each message id, and
-    ``children``, each such child's tokens and the messages it names."""
+    children only: ``owner``, the top-level conversation child naming each message id (the
+    first, if several do), and ``conversation``, JAATO's own entry, read again only for the
+    children a collection touches. Parallel lists and one dict of ids, no container per leaf:
+    a session's budget has a leaf per message, and the cycle collector (left running in
+    JAATO's process) walks every container made."""
 
     budget: InstructionBudget
-    leaves: list[BudgetLeaf] | None
-    keys: dict[str, list[str]] = field(default_factory=dict)
-    children: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
+    copied: bool
+    tokens: list[int] = field(default_factory=list)
+    policies: list[GCPolicy] = field(default_factory=list)
+    created: list[float | None] = field(default_factory=list)
+    named: list[Sequence[str]] = field(default_factory=list)
+    owner: dict[str, str] = field(default_factory=dict)
+    conversation: Any = None
+
+    def leaves(self) -> Iterator[BudgetLeaf]:
+        return zip(self.tokens, self.policies, self.created, self.named, strict=True)
+
+    def child(self, key: str) -> tuple[int, list[str]]:
+        """Top-level conversation child ``key`` of JAATO's budget: its tokens (its leaves')
+        and every message it names."""
+        total, every = 0, []
+        stack = [self.conversation.children[key]]
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            elif node.message_ids:
+                total += max(0, int(node.tokens))
+                every.extend(node.message_ids)
+        return total, every
 
 
 def read_budget(budget: Any) -> BudgetReading:
     entries: dict[InstructionSource, SourceEntry] = {}
-    leaves: list[BudgetLeaf] = []
-    keys: dict[str, list[str]] = {}
-    children: dict[str, tuple[int, list[str]]] = {}
-    copied = False
+    reading = BudgetReading(construct(InstructionBudget), copied=False)
+    tokens, policies, created, named = (
+        reading.tokens,
+        reading.policies,
+        reading.created,
+        reading.named,
+    )
+    owner = reading.owner
     for jaato_source, entry in budget.entries.items():
         source = _SOURCES[jaato_source.value]
         if source is not InstructionSource.CONVERSATION:
             entries[source] = _engine_entry(entry)
             continue
-        entries[source] = _new_entry(
-            {
-                "source": source,
-                "tokens": 0,
-                "gc_policy": _POLICIES[entry.gc_policy.value],
-                "label": entry.label,
-                "children": {},
-                "metadata": {},
-                "created_at": entry.created_at,
-                "message_ids": [],
-            }
-        )
+        reading.conversation = entry
         if _unnamed_tokens(entry):
             entries[source] = _engine_entry(entry)
-            copied = True
+            reading.copied = True
+        else:
+            entries[source] = _new_entry(
+                {
+                    "source": source,
+                    "tokens": 0,
+                    "gc_policy": _POLICIES[entry.gc_policy.value],
+                    "label": entry.label,
+                    "children": {},
+                    "metadata": {},
+                    "created_at": entry.created_at,
+                    "message_ids": [],
+                }
+            )
         for key, child in entry.children.items():
-            if not child.children:  # a session's conversation: a leaf per message
-                named = child.message_ids
-                if named:
-                    tokens = max(0, int(child.tokens))
-                    leaves.append(
-                        (tokens, _POLICIES[child.gc_policy.value], child.created_at, named)
-                    )
-                    children[key] = (tokens, named)
-                    for message_id in named:
-                        keys.setdefault(message_id, []).append(key)
-                continue
-            total, every = 0, []
             stack = [child]
             while stack:
                 node = stack.pop()
                 if node.children:
                     stack.extend(node.children.values())
                     continue
-                named = node.message_ids
-                if not named:
+                ids = node.message_ids
+                if not ids:
                     continue
-                tokens = max(0, int(node.tokens))
-                leaves.append((tokens, _POLICIES[node.gc_policy.value], node.created_at, named))
-                total += tokens
-                every.extend(named)
-                for message_id in named:
-                    keys.setdefault(message_id, []).append(key)
-            children[key] = (total, every)
-    engine = construct(
+                tokens.append(max(0, int(node.tokens)))
+                policies.append(_POLICIES[node.gc_policy.value])
+                created.append(node.created_at)
+                named.append(ids)
+                for message_id in ids:
+                    owner.setdefault(message_id, key)
+    reading.budget = construct(
         InstructionBudget,
         session_id=budget.session_id or "",
         agent_id=budget.agent_id or "main",
@@ -284,7 +303,7 @@ def read_budget(budget: Any) -> BudgetReading:
         context_limit=int(budget.context_limit),
         entries=entries,
     )
-    return BudgetReading(engine, None if copied else leaves, keys, children)
+    return reading
 
 
 def _unnamed_tokens(entry: Any) -> bool:
@@ -382,15 +401,15 @@ def jaato_removals(
         touched: dict[str, None] = {}
         unmatched: list[str] = []
         for message_id in item.message_ids:
-            keys = reading.keys.get(message_id)
-            if not keys:
+            key = reading.owner.get(message_id)
+            if key is None:
                 unmatched.append(message_id)
-            for key in keys or ():
+            else:
                 touched[key] = None
         for key in touched:
             if key in done:
                 continue
-            tokens, named = reading.children[key]
+            tokens, named = reading.child(key)
             if all(i in gone for i in named):
                 done.add(key)
                 items.append(jaato.GCRemovalItem(source, key, tokens, str(item.reason), named))
@@ -466,7 +485,7 @@ class JaatoPlugin:
         self._options: dict[str, Any] = {}
         # The engine's copy of each message of the last history collected, by the JAATO
         # object's identity, with what it was made from (see ``_engine_history``).
-        self._converted: dict[int, tuple[Any, tuple[Any, ...], Message]] = {}
+        self._converted: dict[int, tuple[Any, str, Any, tuple[Any, ...], Message]] = {}
 
     @property
     def name(self) -> str:
@@ -512,8 +531,9 @@ class JaatoPlugin:
     ) -> tuple[list[Any], Any]:
         """JAATO's ``collect``: the strategy run on JAATO's history and budget, answered in
         JAATO's objects. The given history and budget are never changed."""
-        with cyclic_gc_paused():  # tens of thousands of objects made: see cyclic_gc_paused
-            return self._collect(history, context_usage, config, reason, budget)
+        # The cycle collector is left running: JAATO owns the process (cyclic_gc_paused is
+        # for the engine's own entry points).
+        return self._collect(history, context_usage, config, reason, budget)
 
     def _engine_history(self, history: Sequence[Any]) -> list[Message]:
         """The engine's copy of JAATO's history. JAATO hands a plugin the same message objects
@@ -521,19 +541,34 @@ class JaatoPlugin:
         the new turns), so a message converted last time is reused while it is the same
         object with the same id, role and part objects; JAATO replaces a part to change it
         (``dataclasses.replace``, as its media eviction does), never edits one in place. Only
-        the last history's messages are remembered."""
-        known, converted = self._converted, {}
+        the last history's messages are remembered. A message reused makes nothing new: the
+        cycle collector, left running in JAATO's process, walks whatever is made."""
+        known = self._converted
         messages = []
         for message in history:
-            made_from = (message.message_id, message.role, *map(id, message.parts or ()))
             hit = known.get(id(message))
-            if hit is not None and hit[0] is message and hit[1] == made_from:
-                copy = hit[2]
-            else:
-                copy = engine_message(message)
-            converted[id(message)] = (message, made_from, copy)
-            messages.append(copy)
-        self._converted = converted
+            parts = message.parts or ()
+            if (
+                hit is None
+                or hit[0] is not message
+                or hit[1] != message.message_id
+                or hit[2] is not message.role
+                or len(hit[3]) != len(parts)
+                or not all(map(is_, hit[3], parts))
+            ):
+                hit = (
+                    message,
+                    message.message_id,
+                    message.role,
+                    tuple(parts),
+                    engine_message(message),
+                )
+                known[id(message)] = hit
+            messages.append(hit[4])
+        if len(known) > len(messages):  # forget what left the history
+            present = set(map(id, history))
+            for stale in [k for k in known if k not in present]:
+                del known[stale]
         return messages
 
     def _collect(
@@ -549,9 +584,9 @@ class JaatoPlugin:
         messages = self._engine_history(history)
         reading = read_budget(budget) if budget is not None else None
         index = None
-        if reading is not None and reading.leaves is not None:
+        if reading is not None and not reading.copied:
             index, _ = index_by_id(
-                messages, turn_layout(messages), reading.leaves, _COUNTER, budgeted=True
+                messages, turn_layout(messages), reading.leaves(), _COUNTER, budgeted=True
             )
         try:
             engine_reason = GCTriggerReason(reason.value)
