@@ -172,8 +172,11 @@ def test_the_entry_points_name_each_strategys_jaato_plugin_under_its_own_name() 
         for spec in STRATEGY_SPECS
     }
     assert not set(registered) & {"gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"}
+    plugins = importlib.import_module(module)
     for spec in STRATEGY_SPECS:
-        assert JAATO_PLUGINS[spec.jaato_plugin].spec is spec
+        plugin = JAATO_PLUGINS[spec.jaato_plugin]
+        assert plugin.spec is spec
+        assert getattr(plugins, plugin.__qualname__) is plugin, "what the entry point loads"
 
 
 # --- The docs list what the specs declare -----------------------------------------------------
