@@ -160,25 +160,48 @@ def _read_by_id(
     conversation: SourceEntry | None,
     counter: TokenCounter,
 ) -> tuple[ConversationIndex, int]:
-    """The index for a budget of any shape, and the tokens of the messages it covers.
+    """The index for a budget of any shape, and the tokens of the messages it covers."""
+    leaves: Iterable[BudgetLeaf] = ()
+    if conversation is not None:
+        leaves = (
+            (entry.tokens, entry.gc_policy, entry.created_at, entry.message_ids)
+            for _, entry in conversation.walk()
+            if not entry.children and entry.message_ids
+        )
+    return index_by_id(history, layout, leaves, counter, budgeted=conversation is not None)
+
+
+BudgetLeaf = tuple[int, GCPolicy, float | None, Sequence[str]]
+"""A conversation leaf of a budget as an index reads it: tokens, stored policy, creation time
+and the messages it names."""
+
+
+def index_by_id(
+    history: list[Message],
+    layout: TurnLayout,
+    leaves: Iterable[BudgetLeaf],
+    counter: TokenCounter,
+    *,
+    budgeted: bool,
+) -> tuple[ConversationIndex, int]:
+    """The index of ``history`` from a budget's conversation leaves naming messages, and the
+    tokens of the messages it covers (an adapter reading another framework's budget hands its
+    leaves in directly).
 
     Every leaf naming messages shares its tokens among them (the first takes the remainder); a
-    message no leaf names is counted, as the budget builder would.
+    message no leaf names is counted, as the budget builder would. Without a budget
+    (``budgeted`` false), the original request is locked as the budget builder would lock it.
     """
     tokens: dict[str, int] = {}
     policies: dict[str, GCPolicy] = {}
     created: dict[str, float] = {}
-    if conversation is not None:
-        for _, entry in conversation.walk():
-            if entry.children or not entry.message_ids:
-                continue
-            share, remainder = divmod(entry.tokens, len(entry.message_ids))
-            for position, message_id in enumerate(entry.message_ids):
-                tokens[message_id] = share + (remainder if position == 0 else 0)
-                policies[message_id] = entry.gc_policy
-                created[message_id] = entry.created_at or 0.0
-    # Without a budget, the original request is locked as the budget builder would lock it.
-    original = None if conversation is not None else original_request(history)
+    for leaf_tokens, policy, created_at, message_ids in leaves:
+        share, remainder = divmod(leaf_tokens, len(message_ids))
+        for position, message_id in enumerate(message_ids):
+            tokens[message_id] = share + (remainder if position == 0 else 0)
+            policies[message_id] = policy
+            created[message_id] = created_at or 0.0
+    original = None if budgeted else original_request(history)
     for position, message in enumerate(history):
         if message.message_id not in tokens:
             tokens[message.message_id] = count_message(message, counter)
@@ -301,10 +324,13 @@ class Collection:
         first = self.history[self.layout.starts[position]]
         return turn_key_of(self.layout.indices[position], first)
 
-    def turn_unit(self, position: int, left: list[int] | None = None) -> Unit:
+    def turn_unit(
+        self, position: int, left: list[int] | None = None, policy: GCPolicy | None = None
+    ) -> Unit:
         """Turn ``position`` as one unit; with ``left`` (the positions earlier phases did not
         take of it), only those messages, its policy and time still the whole turn's. A turn's
-        messages are a run of the history: its figures are read as slices."""
+        messages are a run of the history: its figures are read as slices. ``policy``: the
+        turn's, when the caller has just found every message of it has that one."""
         start, end = self.layout.span(position)
         figures = self.figures
         if left is None:
@@ -317,7 +343,7 @@ class Collection:
             self.turn_key(position),
             ids,
             sum(tokens),
-            most_protective(figures.policies[start:end]),
+            policy or most_protective(figures.policies[start:end]),
             min(figures.created_at[start:end]),
             self.layout.indices[position],
             position,
@@ -388,7 +414,7 @@ class Collection:
                 and policies[start:end].count(GCPolicy.EPHEMERAL) == end - start
             )
             if wholly:
-                yield self.turn_unit(turn)
+                yield self.turn_unit(turn, policy=GCPolicy.EPHEMERAL)
             while pending is not None and pending.turn_position == turn:
                 if not wholly and pending.policy is GCPolicy.EPHEMERAL:
                     yield pending

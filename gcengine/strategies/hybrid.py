@@ -118,6 +118,7 @@ SPEC = StrategySpec(
     label="hybrid",
     description="drop ancient turns, summarize the middle",
     reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, "summarize_middle_turns", *SUMMARIZING_READS),
+    jaato_plugin="gc_gcengine_hybrid",
     keys=HybridKeys,
     inserts=("summary", "notice"),
     starter_policies={

@@ -86,6 +86,7 @@ SPEC = StrategySpec(
     label="summarize",
     description="replace old turns with a summary",
     reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, *SUMMARIZING_READS),
+    jaato_plugin="gc_gcengine_summarize",
     keys=SummarizeKeys,
     options={SUMMARIZER: SUMMARIZER_OPTION},
     inserts=("summary", "notice"),

@@ -42,4 +42,5 @@ SPEC = StrategySpec(
     label="truncate",
     description="drop the oldest turns",
     reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE),
+    jaato_plugin="gc_gcengine_truncate",
 )
