@@ -1,0 +1,94 @@
+"""The provider's own counting, measured from the model calls a file recorded.
+
+A transcript holds the conversation but not all of what each call sent, and the engine counts
+Claude's messages with another model's vocabulary (cl100k). Each call's recorded prompt says
+what the provider counted, so two figures follow:
+
+* the **factor**: between two consecutive calls of one context the prompt grows by what the
+  first call produced and what came back before the next (its output, the tool results, the
+  user's words). The recorded growth over the counted text of those messages, summed over
+  every such pair, is how many provider tokens a counted token is. A pair across a compaction
+  (or any pair whose prompt shrank) says nothing about growth and is left out. Each
+  message's fixed cost (``MESSAGE_OVERHEAD_TOKENS``) is taken out of both sides, since the
+  budget adds it unscaled.
+* the **unseen overhead**: the first call's prompt less the (scaled) messages before it is
+  what the file does not hold (system prompt, tool definitions, injected context); every
+  later call sends it again, so the budget holds it as one locked entry.
+
+Thinking: Anthropic strips thinking blocks of earlier assistant turns from the context but
+keeps those of the current tool loop, and a Claude Code session is mostly one long tool loop.
+The engine counts thinking parts as zero, so whatever thinking the provider kept is inside
+the measured growth and the factor carries it; in the real transcripts measured it was about
+1 % of the growth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from gcengine.messages import Message
+from gcengine.session.model import RecordedUsage
+from gcengine.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, count_messages
+
+MIN_PAIRS = 3
+"""Fewer pairs of consecutive calls than this measure nothing worth scaling by."""
+_PLAUSIBLE = (0.5, 4.0)
+"""A factor outside this range means the calls and the messages were not matched right."""
+
+
+@dataclass(frozen=True)
+class ProviderCounting:
+    """What the recorded calls say about the provider's counting (see the module)."""
+
+    factor: float
+    overhead: int
+    pairs: int = 0
+    counted: int = 0
+    grown: int = 0
+
+
+def measure_provider_counting(
+    contexts: Sequence[Sequence[Message]],
+    usage: Sequence[RecordedUsage],
+    counter: TokenCounter,
+) -> ProviderCounting | None:
+    """The factor and unseen overhead of the calls ``usage`` records over ``contexts`` (each
+    context the agent held, in order: those its compactions replaced, then the history), or
+    None when too few calls can be placed (a call is placed by the first message it
+    produced)."""
+    grown = counted = pairs = 0
+    first: tuple[int, int, int] | None = None  # the first call: prompt, text and messages before
+    for context in contexts:
+        position = {message.message_id: i for i, message in enumerate(context)}
+        calls = [
+            (position[u.message_id], u.prompt_tokens)
+            for u in usage
+            if u.message_id is not None and u.message_id in position
+        ]
+        if not calls:
+            continue
+        texts = [n - MESSAGE_OVERHEAD_TOKENS for n in count_messages(context, counter)]
+        if first is None:
+            first = (calls[0][1], sum(texts[: calls[0][0]]), calls[0][0])
+        for (start, before), (end, after) in pairwise(calls):
+            if end <= start or after < before:
+                continue
+            grown += after - before - (end - start) * MESSAGE_OVERHEAD_TOKENS
+            counted += sum(texts[start:end])
+            pairs += 1
+    if first is None or pairs < MIN_PAIRS or counted <= 0:
+        return None
+    factor = round(grown / counted, 4)
+    if not _PLAUSIBLE[0] <= factor <= _PLAUSIBLE[1]:
+        return None
+    prompt, text, messages = first
+    seen = round(text * factor) + messages * MESSAGE_OVERHEAD_TOKENS
+    return ProviderCounting(
+        factor=factor,
+        overhead=max(0, prompt - seen),
+        pairs=pairs,
+        counted=counted,
+        grown=grown,
+    )
