@@ -29,8 +29,14 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from gcengine.messages import Message
-from gcengine.session.model import RecordedUsage
-from gcengine.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, count_messages
+from gcengine.session.model import RecordedUsage, Session
+from gcengine.tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    TokenCounter,
+    count_messages,
+    counter_by_name,
+    scaled_parts,
+)
 
 MIN_PAIRS = 3
 """Fewer pairs of consecutive calls than this measure nothing worth scaling by."""
@@ -91,4 +97,34 @@ def measure_provider_counting(
         pairs=pairs,
         counted=counted,
         grown=grown,
+    )
+
+
+@dataclass(frozen=True)
+class LocalEstimate:
+    """A scaled session's figures beside what the local counter alone says (the page shows
+    both, so the scaling is never hidden)."""
+
+    scale: float
+    local_counter: str
+    local_tokens: int
+    """The history counted with the local counter, unscaled."""
+    scaled_tokens: int
+    """The same history as the budget counts it (scaled)."""
+    unseen_overhead: int
+
+
+def local_estimate(session: Session) -> LocalEstimate | None:
+    """The history counted with the local counter next to its scaled figure, for a session
+    whose counter is a ``ScaledCounter``; None for any other."""
+    scaled = scaled_parts(session.token_counter)
+    if scaled is None:
+        return None
+    local = counter_by_name(scaled[1])
+    return LocalEstimate(
+        scale=scaled[0],
+        local_counter=local.name,
+        local_tokens=sum(count_messages(session.history, local)),
+        scaled_tokens=sum(count_messages(session.history, counter_by_name(session.token_counter))),
+        unseen_overhead=session.unseen_overhead or 0,
     )
