@@ -3,6 +3,7 @@ the provider's counting beside the local estimate."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from django.urls import reverse
 
 from jaato_web.dashboard import background
 from jaato_web.dashboard.models import Project
+from tests.engine.agent_transcripts import Shape, generated_claude_code_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -41,3 +43,23 @@ def test_the_page_names_the_window_source_and_both_counts(
     assert f"scaled by <strong>{estimate['scale']}</strong>" in html
     assert f"as counted locally: {estimate['local_tokens']:,}" in html
     assert f"{estimate['unseen_overhead']:,} tokens of system prompt, tool definitions" in html
+
+
+def test_a_tried_window_reaches_the_planner_and_the_runs_links(
+    client: Client, project: Project
+) -> None:
+    rows = generated_claude_code_rows(Shape(turns=12, compact_after=(6,)))
+    data = "\n".join(json.dumps(row) for row in rows).encode()
+    receipt = background.session_upload(project=project, filename="generated.jsonl", data=data)
+    session = receipt.session
+    assert session is not None
+    page = reverse("session_detail", args=[session.pk])
+    html = client.get(page, {"window": 50_000}).content.decode()
+    plan = f"{reverse('session_plan', args=[session.pk])}?context_length=50000"
+    assert f'href="{plan}"' in html
+    assert "Plan the next request in 50,000 tokens" in html
+    assert 'href="?window=50000&amp;archived_runs=1#runs-heading"' in html
+    planned = client.get(plan).content.decode()
+    assert 'name="context_length" value="50000"' in planned
+    own = client.get(page).content.decode()
+    assert f'href="{reverse("session_plan", args=[session.pk])}"' in own
