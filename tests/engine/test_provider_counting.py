@@ -177,3 +177,10 @@ def test_the_budget_is_the_history_plus_the_unseen_overhead(
     assert budget.total_tokens() == figures + overhead
     assert budget.locked_tokens() >= overhead
     assert counter_by_name(counter.name).name == counter.name
+
+
+def test_the_usage_report_says_why_the_window_is_what_it_is() -> None:
+    session = load_session(COMPACTED[2][0])
+    report = gcengine.usage_report(session, gcengine.GCConfig())
+    assert report.context_limit_source == session.context_limit_source
+    assert "auto-compacted at 170,251" in (report.context_limit_source or "")
