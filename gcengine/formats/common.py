@@ -504,6 +504,7 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
         extra=parsed.extra,
         token_counter=counter.name,
         unseen_overhead=calibration.overhead if calibration is not None else None,
+        context_overheads=list(calibration.overheads) if calibration is not None else [],
         warnings=parsed.warnings,
     )
     session.budget = rebuild_budget(session, counter)

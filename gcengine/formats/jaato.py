@@ -392,9 +392,14 @@ def _apply_engine_view(parsed: ParsedSession, view: Any) -> None:
             view.get("context_limit_source"), (*path, "context_limit_source"), optional=True
         )
     if view.get("provider_scale") is not None:
+        overheads = expect_list(view.get("context_overheads") or [], (*path, "context_overheads"))
         parsed.provider_counting = ProviderCounting(
             factor=_scale(view["provider_scale"], (*path, "provider_scale")),
             overhead=parse_count(view.get("unseen_overhead") or 0, (*path, "unseen_overhead")),
+            overheads=tuple(
+                None if value is None else parse_count(value, (*path, "context_overheads", i))
+                for i, value in enumerate(overheads)
+            ),
         )
     parsed.system_instructions = [
         validate_model(SystemInstruction, raw, (*path, "system_instructions", i))
@@ -556,7 +561,11 @@ def _provider_scale(session: Session) -> dict[str, Any]:
     scaled = scaled_parts(session.token_counter)
     if scaled is None:
         return {}
-    return {"provider_scale": scaled[0], "unseen_overhead": session.unseen_overhead or 0}
+    return {
+        "provider_scale": scaled[0],
+        "unseen_overhead": session.unseen_overhead or 0,
+        "context_overheads": list(session.context_overheads),
+    }
 
 
 def _scale(value: Any, path: JsonPath) -> float:

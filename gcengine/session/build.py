@@ -349,9 +349,13 @@ def history_before(session: Session, compaction: ObservedCompaction | str) -> Se
     seen = {m.message_id for m in context}
     seen.update(m.message_id for c in earlier for m in c.replaced)
     usage = [u for u in session.recorded_usage if u.message_id in seen]
+    overheads = session.context_overheads
+    overhead = overheads[position] if position < len(overheads) else None
     before = session.model_copy(
         update={
             "session_id": f"{session.session_id}@{chosen.compaction_id}",
+            "unseen_overhead": overhead if overhead is not None else session.unseen_overhead,
+            "context_overheads": overheads[: position + 1],
             "history": context,
             "compactions": earlier,
             "recorded_usage": usage,

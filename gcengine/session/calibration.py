@@ -11,9 +11,12 @@ what the provider counted, so two figures follow:
   (or any pair whose prompt shrank) says nothing about growth and is left out. Each
   message's fixed cost (``MESSAGE_OVERHEAD_TOKENS``) is taken out of both sides, since the
   budget adds it unscaled.
-* the **unseen overhead**: the first call's prompt less the (scaled) messages before it is
-  what the file does not hold (system prompt, tool definitions, injected context); every
-  later call sends it again, so the budget holds it as one locked entry.
+* the **unseen overhead**: a context's first call's prompt less the (scaled) messages before
+  it is what the file does not hold (system prompt, tool definitions, injected context);
+  every later call of that context sends it again, so the budget holds it as one locked
+  entry. It is measured per context: after a compaction Claude Code sends more of it (it
+  attaches the files read last again), 29-36 k against 26 k at the start in the real
+  transcripts.
 
 Thinking: Anthropic strips thinking blocks of earlier assistant turns from the context but
 keeps those of the current tool loop, and a Claude Code session is mostly one long tool loop.
@@ -50,6 +53,9 @@ class ProviderCounting:
 
     factor: float
     overhead: int
+    """The overhead of the last context measured (the history's, when it has a call)."""
+    overheads: tuple[int | None, ...] = ()
+    """Each context's overhead, in the order given; None where no call was placed."""
     pairs: int = 0
     counted: int = 0
     grown: int = 0
@@ -65,7 +71,7 @@ def measure_provider_counting(
     None when too few calls can be placed (a call is placed by the first message it
     produced)."""
     grown = counted = pairs = 0
-    first: tuple[int, int, int] | None = None  # the first call: prompt, text and messages before
+    firsts: list[tuple[int, int, int] | None] = []  # per context: prompt, text, messages before
     for context in contexts:
         position = {message.message_id: i for i, message in enumerate(context)}
         calls = [
@@ -74,26 +80,31 @@ def measure_provider_counting(
             if u.message_id is not None and u.message_id in position
         ]
         if not calls:
+            firsts.append(None)
             continue
         texts = [n - MESSAGE_OVERHEAD_TOKENS for n in count_messages(context, counter)]
-        if first is None:
-            first = (calls[0][1], sum(texts[: calls[0][0]]), calls[0][0])
+        firsts.append((calls[0][1], sum(texts[: calls[0][0]]), calls[0][0]))
         for (start, before), (end, after) in pairwise(calls):
             if end <= start or after < before:
                 continue
             grown += after - before - (end - start) * MESSAGE_OVERHEAD_TOKENS
             counted += sum(texts[start:end])
             pairs += 1
-    if first is None or pairs < MIN_PAIRS or counted <= 0:
+    if pairs < MIN_PAIRS or counted <= 0:
         return None
     factor = round(grown / counted, 4)
     if not _PLAUSIBLE[0] <= factor <= _PLAUSIBLE[1]:
         return None
-    prompt, text, messages = first
-    seen = round(text * factor) + messages * MESSAGE_OVERHEAD_TOKENS
+    overheads = tuple(
+        None
+        if first is None
+        else max(0, first[0] - round(first[1] * factor) - first[2] * MESSAGE_OVERHEAD_TOKENS)
+        for first in firsts
+    )
     return ProviderCounting(
         factor=factor,
-        overhead=max(0, prompt - seen),
+        overhead=next(o for o in reversed(overheads) if o is not None),
+        overheads=overheads,
         pairs=pairs,
         counted=counted,
         grown=grown,

@@ -255,6 +255,11 @@ class Session(BaseModel):
         description="prompt tokens the file does not hold (system prompt, tool definitions, "
         "injected context), measured from its recorded usage; a locked budget entry",
     )
+    context_overheads: list[int | None] = Field(
+        default_factory=list,
+        description="the unseen overhead of each context the file held, in order: the one "
+        "each compaction replaced, then the history's (None: not measured); empty when none was",
+    )
     warnings: list[str] = Field(default_factory=list)
 
     @field_serializer("turn_accounting")
