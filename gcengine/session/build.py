@@ -54,7 +54,7 @@ from gcengine.tokens import (
 UNSEEN_OVERHEAD_KEY = "unseen_overhead"
 UNSEEN_OVERHEAD_LABEL = (
     "Not in the file: system prompt, tool definitions, injected context "
-    "(the first call's recorded prompt less the messages it saw)"
+    "(the recorded prompt of the context's first call less the messages it saw)"
 )
 
 
