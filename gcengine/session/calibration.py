@@ -20,9 +20,11 @@ what the provider counted, so two figures follow:
 
 Thinking: Anthropic strips thinking blocks of earlier assistant turns from the context but
 keeps those of the current tool loop, and a Claude Code session is mostly one long tool loop.
-The engine counts thinking parts as zero, so whatever thinking the provider kept is inside
-the measured growth and the factor carries it; in the real transcripts measured it was about
-1 % of the growth.
+What the provider keeps cannot be counted from the file: Claude 4 models return a summary of
+their thinking, not the thinking they were billed for, and Claude Code's ``output_tokens`` is
+often the value at the start of the stream. So thinking parts still count zero, and whatever
+thinking the provider kept is inside the measured growth: the factor carries it (the visible
+thinking text is about 1 % of the growth in the real transcripts).
 """
 
 from __future__ import annotations
