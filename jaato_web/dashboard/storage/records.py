@@ -7,7 +7,6 @@ import dataclasses
 from typing import Any, TypedDict
 
 import gcengine
-from gcengine.session.calibration import local_estimate
 from jaato_web.dashboard.storage.turns import clipped, pretty_json
 
 # In a replay's series each collection keeps its figures, not the anchors it lost.
@@ -114,7 +113,7 @@ def drift_record(engine: gcengine.Session) -> dict[str, Any]:
 
 def _local_estimate(engine: gcengine.Session) -> dict[str, Any] | None:
     """The history counted locally beside its scaled figure, for a scaled session."""
-    estimate = local_estimate(engine)
+    estimate = gcengine.local_estimate(engine)
     if estimate is None:
         return None
     return {
