@@ -2,7 +2,8 @@
 
 ``model``: the ``Session`` value and what it holds; ``figures``: what each message counts for
 in the budget (its figure, policy and time); ``index``: the conversation laid out flat;
-``build``: the budget built from them; ``checks``: what the session's own records say is off.
+``build``: the budget built from them; ``calibration``: the provider's counting measured from
+the recorded calls; ``checks``: what the session's own records say is off.
 Everything is importable from ``gcengine.session`` itself.
 """
 
@@ -13,6 +14,12 @@ from gcengine.session.build import (
     history_before,
     rebuild_budget,
     turn_name,
+)
+from gcengine.session.calibration import (
+    LocalEstimate,
+    ProviderCounting,
+    local_estimate,
+    measure_provider_counting,
 )
 from gcengine.session.checks import (
     MessageDrift,
@@ -61,8 +68,10 @@ __all__ = [
     "ContextLimitOrigin",
     "Copied",
     "InterruptedTurn",
+    "LocalEstimate",
     "MessageDrift",
     "ObservedCompaction",
+    "ProviderCounting",
     "RecordedUsage",
     "Session",
     "SourceFormat",
@@ -82,6 +91,8 @@ __all__ = [
     "is_request",
     "iso_to_epoch",
     "latest_request",
+    "local_estimate",
+    "measure_provider_counting",
     "message_counts",
     "message_figure",
     "original_request",
