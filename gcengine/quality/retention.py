@@ -281,8 +281,15 @@ _MESSAGE_ID = attrgetter("message_id")
 def _not_carried(message: Message, other: Message | None) -> bool:
     """Whether ``message`` is not carried into a context where ``other`` has its id, when
     ``other`` is not that very message (which callers check first, without a call: a replay
-    asks this of hundreds of messages at each collection, and most are)."""
-    return other is None or other != message
+    asks this of hundreds of messages at each collection, and most are). Only what the model
+    reads counts: a collection marking a kept message in its metadata (a closing answer whose
+    tool work went) leaves it in view."""
+    return (
+        other is None
+        or other.parts != message.parts
+        or other.role is not message.role
+        or other.kind is not message.kind
+    )
 
 
 class AnchorScorer:

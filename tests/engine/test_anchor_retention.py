@@ -443,9 +443,17 @@ def test_a_replay_scores_each_collection_when_asked() -> None:
     )
     config = gcengine.load_gc_config({"type": "summarize"}, env={})
     scored = gcengine.simulate(session, config, score_anchors=True)
-    assert scored.events
-    assert all(e.retention is not None and e.retention.anchors for e in scored.events)
-    assert all(e.retention.invented.checked for e in scored.events if e.retention)
+    assert all(e.retention is not None for e in scored.events)
+    # A collection that finds only the chain's own summary left to take writes no summary of
+    # it (it would cover no turn): it took nothing, and nothing went out of view.
+    took = [e for e in scored.events if e.result.items_collected]
+    assert took
+    assert all(e.retention and e.retention.anchors for e in took)
+    summarized = [e for e in took if "summary_number" in e.result.details]
+    assert summarized
+    assert all(e.retention and e.retention.invented.checked for e in summarized)
+    idle = [e for e in scored.events if not e.result.items_collected]
+    assert all(e.retention and e.retention.removed_messages == 0 for e in idle)
     plain = gcengine.simulate(session, config)
     assert [e.retention for e in plain.events] == [None] * len(plain.events)
     assert plain.steps == scored.steps
