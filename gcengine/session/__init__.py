@@ -14,6 +14,7 @@ from gcengine.session.build import (
     rebuild_budget,
     turn_name,
 )
+from gcengine.session.calls import CallTimeline, CompactionOnTimeline, ModelCall, call_timeline
 from gcengine.session.checks import (
     MessageDrift,
     TokenDrift,
@@ -55,10 +56,13 @@ __all__ = [
     "CLARIFICATION_TURN_TYPES",
     "CLOSING_ANSWER_KEY",
     "RECORDED",
+    "CallTimeline",
+    "CompactionOnTimeline",
     "ContextLimitOrigin",
     "Copied",
     "InterruptedTurn",
     "MessageDrift",
+    "ModelCall",
     "ObservedCompaction",
     "RecordedUsage",
     "Session",
@@ -70,6 +74,7 @@ __all__ = [
     "TurnAccounting",
     "build_budget",
     "build_conversation",
+    "call_timeline",
     "closing_answer_ids",
     "conversation_tree",
     "counted_figures",
