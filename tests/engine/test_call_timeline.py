@@ -5,12 +5,16 @@ between calls with the size after each."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import gcengine
-from tests.engine.agent_transcripts import Shape, generated_claude_code_rows, jsonl
+from tests.engine.agent_transcripts import (
+    Shape,
+    generated_autonomous_claude_code_rows,
+    generated_claude_code_rows,
+    jsonl,
+)
 
 FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 SPOTTER = FORMATS / "spotter"
@@ -98,55 +102,10 @@ def test_a_size_the_file_records_after_a_compaction_is_kept_as_the_files() -> No
     assert compaction.after_calls == 6
 
 
-def autonomous_rows(calls: int, compact_after: int) -> list[dict[str, Any]]:
-    """One user request, then ``calls`` model calls each running a tool (each response split
-    over two rows sharing its ``message.id``), the prompt growing by 1,000 a call, and an
-    auto compaction after call ``compact_after`` that records no size after it."""
-    rows: list[dict[str, Any]] = []
-    parent: str | None = None
-
-    def row(kind: str, **fields: Any) -> None:
-        nonlocal parent
-        uuid = f"00000000-0000-4000-8000-{len(rows):012d}"
-        rows.append(
-            {"parentUuid": parent, "isSidechain": False, "sessionId": "autonomous", "type": kind}
-            | {"uuid": uuid, "version": "2.1.39", "timestamp": "2026-03-01T10:00:00.000Z"}
-            | fields
-        )
-        parent = uuid
-
-    row("user", message={"role": "user", "content": "Fix every failing test."})
-    prompt = 20_000
-    for number in range(1, calls + 1):
-        call_id = f"toolu_{number}"
-        usage = {
-            "input_tokens": 2,
-            "cache_creation_input_tokens": 998,
-            "cache_read_input_tokens": prompt - 1_000,
-            "output_tokens": 50,
-        }
-        blocks = [
-            {"type": "text", "text": f"Step {number}."},
-            {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"n": number}},
-        ]
-        for block in blocks:
-            message = {"id": f"msg_{number}", "role": "assistant", "model": "claude-opus-4-6"}
-            row("assistant", message=message | {"content": [block], "usage": usage})
-        result = {"type": "tool_result", "tool_use_id": call_id, "content": f"ok {number}"}
-        row("user", message={"role": "user", "content": [result]})
-        prompt += 1_000
-        if number == compact_after:
-            last, parent = parent, None
-            meta = {"trigger": "auto", "preTokens": prompt}
-            row("system", subtype="compact_boundary", logicalParentUuid=last, compactMetadata=meta)
-            summary = "This session is being continued from a previous conversation. Summary."
-            row("user", message={"role": "user", "content": summary}, isCompactSummary=True)
-            prompt = 30_000
-    return rows
-
-
 def test_a_long_autonomous_turn_is_hundreds_of_calls_and_one_compaction() -> None:
-    session = gcengine.load_session(jsonl(autonomous_rows(300, compact_after=170)))
+    session = gcengine.load_session(
+        jsonl(generated_autonomous_claude_code_rows((300,), compact_after=170))
+    )
     timeline = gcengine.call_timeline(session)
     assert len(timeline.calls) == 300
     (compaction,) = timeline.compactions
