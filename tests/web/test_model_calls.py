@@ -152,4 +152,9 @@ def test_replay_and_run_at_the_compaction_carry_the_window_tried(
     assert ">call 138<" in chart
     assert ">call 217<" not in chart
     assert "the same calls would have kept the context between" in chart
+    assert re.search(
+        r"At call 138 the agent sent 141,787 tokens \(as the provider counted\); under .+ "
+        r"the context there would have held [\d,]+ tokens \(counted here\)\.",
+        chart,
+    )
     assert re.search(r"<td>before call \d+</td>", detail)

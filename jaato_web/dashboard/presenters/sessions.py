@@ -465,7 +465,7 @@ def usage_chart(
         positions = [(float(c["before_turn"]), c) for c in marks]
         steps = _steps_by_turn(series)
         where = "turn"
-    return _drawn(
+    chart = _drawn(
         _thinned_points(calls),
         steps,
         positions,
@@ -474,6 +474,25 @@ def usage_chart(
         per_call=per_call,
         series=series,
         policy_label=policy_label,
+    )
+    if chart is not None and per_call and series is not None and calls:
+        chart.sentences.append(_at_last_call(calls[-1], series, policy_label))
+    return chart
+
+
+def _at_last_call(agent: tuple[int, int], series: dict[str, Any], policy_label: str) -> str:
+    """The agent's recorded input at the last call drawn beside the policy's context there
+    (after any collection the policy made before it)."""
+    number, tokens = agent
+    policy = next(
+        (step[3] for step in series["steps"] if len(step) > 4 and step[4] == number), None
+    )
+    said = f"At call {number:,} the agent sent {tokens:,} tokens (as the provider counted)"
+    if policy is None:
+        return f"{said}; the replay made no check at that call."
+    return (
+        f"{said}; under {policy_label or 'this policy'} the context there would have held "
+        f"{policy:,} tokens (counted here)."
     )
 
 
