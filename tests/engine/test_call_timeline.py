@@ -122,3 +122,11 @@ def test_a_session_without_recorded_usage_has_no_calls() -> None:
         [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     )
     assert gcengine.call_timeline(session) == gcengine.CallTimeline()
+
+
+def test_the_codex_rollout_has_each_of_its_calls_placed() -> None:
+    (path,) = (FORMATS / "codemie_code").glob("rollout-*.jsonl")
+    timeline = gcengine.call_timeline(gcengine.load_session(path))
+    assert len(timeline.calls) == 66
+    assert all(call.messages_seen is not None for call in timeline.calls)
+    assert timeline.compactions == []
