@@ -507,10 +507,11 @@ def _steps_by_turn(series: dict[str, Any] | None) -> list[tuple[float, int]]:
 
 def _steps_by_call(series: dict[str, Any] | None) -> list[tuple[float, int]]:
     """A replay's checks placed on the calls: one before a call at that call, one at a turn's
-    start or end just after the call before it."""
+    start or end at the call before it (at the first call, before any was made)."""
     steps: list[tuple[float, int]] = []
-    made = 0.0
-    for _, _, before, after, *rest in series["steps"] if series else []:
+    rows = series["steps"] if series else []
+    made = float(next((row[4] for row in rows if len(row) > 4 and row[4] is not None), 0))
+    for _, _, before, after, *rest in rows:
         call = rest[0] if rest else None
         if call is not None:
             made = float(call)
