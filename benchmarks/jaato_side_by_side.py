@@ -26,7 +26,13 @@ Figures are medians of ``--repeat`` runs:
   ``_update_conversation_budget``, which also makes the budget snapshot it emits) and collect;
 * ``run_gc``: our whole run on the loaded session (collect, the new session and its budget
   updated from what the run removed and inserted). Two ratios are printed: ``ratio`` is
-  collect against collect, ``run`` JAATO's collect alone against our whole run.
+  collect against collect, ``run`` JAATO's collect alone against our whole run;
+* ``inside``: when the engine is installed in JAATO's venv too, JAATO's collect against our
+  ``gc_gcengine_budget`` plugin called by the timing script as JAATO calls it, with JAATO's
+  own history and budget objects (converting them and the answer back included), on the same
+  budget: one plugin for every collection, as a session keeps it, which reuses the messages
+  it converted the time before (the first of the runs converts them all); ``cold``, a new
+  plugin for each collection, which converts every message every time.
 
 Whichever release pip installs works: jaato-server 1.x (``jaato_server.shared``; Python 3.12 or
 later gets it) and 0.x (a top-level ``shared`` package; what pip picks under Python 3.11).
@@ -224,7 +230,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     header = (
         f"{'shape':<24} {'JAATO budget':<13} {'JAATO ms':>9} {'+build':>9} "
         f"{'ours ms':>8} {'+build':>8} {'run_gc':>8} {'ratio':>6} {'ratio+b':>7} "
-        f"{'run':>6}  freed (JAATO | ours)"
+        f"{'run':>6} {'inside':>7} {'cold':>6}  freed (JAATO | ours)"
     )
     print(header)
     print("-" * len(header))
@@ -240,11 +246,18 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             ratio = theirs["collect_ms"] / mine["collect_ms"]
             ratio_built = theirs["build_collect_ms"] / mine["build_collect_ms"]
             ratio_run = theirs["collect_ms"] / mine["run_ms"]
+            ratio_inside, ratio_cold = (
+                f"{theirs['collect_ms'] / theirs[key]['collect_ms']:{width}.1f}x"
+                if key in theirs
+                else " " * (width - 2) + "n/a"
+                for key, width in (("inside", 6), ("inside_cold", 5))
+            )
             print(
                 f"{row['shape']:<24} {mode:<13} {theirs['collect_ms']:9.1f} "
                 f"{theirs['build_collect_ms']:9.1f} {mine['collect_ms']:8.1f} "
                 f"{mine['build_collect_ms']:8.1f} {mine['run_ms']:8.1f} {ratio:5.1f}x "
-                f"{ratio_built:6.1f}x {ratio_run:5.1f}x  {freed(theirs)} | {freed(mine)}"
+                f"{ratio_built:6.1f}x {ratio_run:5.1f}x {ratio_inside} {ratio_cold}  "
+                f"{freed(theirs)} | {freed(mine)}"
             )
 
 

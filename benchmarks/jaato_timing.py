@@ -187,6 +187,18 @@ def measure(
     }
 
 
+class Fresh:
+    """A new plugin for every collection: nothing kept from the last one (our plugin reuses
+    the messages it converted last time, as a JAATO session calls the same plugin with mostly
+    the same messages collection after collection)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def collect(self, *args: Any, **kwargs: Any) -> Any:
+        return self.make().collect(*args, **kwargs)
+
+
 def run(manifest: dict[str, Any]) -> dict[str, Any]:
     loaded = load_gc_from_file(manifest["gc_config"])
     if loaded is None:
@@ -194,6 +206,17 @@ def run(manifest: dict[str, Any]) -> dict[str, Any]:
     plugin, config = loaded
     if plugin.name != "gc_budget":
         fail(f"gc.json loaded {plugin.name}, not gc_budget")
+    # The engine's plugin as JAATO loads it, when the engine is installed beside JAATO.
+    inside = None
+    factory = JAATO["gc"].discover_gc_plugins().get("gc_gcengine_budget")
+    if factory is not None:
+        options = dict(plugin._config)
+
+        def inside() -> Any:
+            made = factory()
+            made.initialize(options)
+            return made
+
     results = []
     for shape in manifest["shapes"]:
         with open(shape["session"], encoding="utf-8") as handle:
@@ -212,6 +235,13 @@ def run(manifest: dict[str, Any]) -> dict[str, Any]:
                 else:
                     build = rebuilt_builder(state, shape["percent"])
                 row[mode] = measure(build, state.history, turns, plugin, config, manifest["repeat"])
+                if inside is not None:  # ours inside JAATO: its objects in, conversion included
+                    row[mode]["inside"] = measure(
+                        build, state.history, turns, inside(), config, manifest["repeat"]
+                    )
+                    row[mode]["inside_cold"] = measure(
+                        build, state.history, turns, Fresh(inside), config, manifest["repeat"]
+                    )
             except Exception as error:  # one mode failing is reported
                 row[mode] = {"error": f"{type(error).__name__}: {error}"}
                 traceback.print_exc(file=sys.stderr)

@@ -70,13 +70,13 @@ def most_protective(policies: Iterable[GCPolicy | str]) -> GCPolicy:
     removed together (a tool exchange, a turn) must be treated as. Policies may be given as
     their string values (``"locked"``); values that name no policy are ignored, and nothing
     at all counts as ephemeral."""
-    present = set(policies)
-    if len(present) == 1:  # most groups: every member ephemeral
-        only = next(iter(present))
-        if isinstance(only, GCPolicy):
-            return only
+    given = list(policies)
+    # Searched in the list, never put in a set: a policy's hash is computed in Python, while
+    # the list compares identity (then the string) in C. Most groups have one policy.
+    if given and isinstance(given[0], GCPolicy) and given.count(given[0]) == len(given):
+        return given[0]
     for policy in POLICY_ORDER:
-        if policy in present:
+        if policy in given:
             return policy
     return GCPolicy.EPHEMERAL
 

@@ -53,7 +53,13 @@ from gcengine._json import (
 )
 from gcengine.errors import ConfigError, format_json_path
 from gcengine.gc.strategy import NOOP_NOTIFICATION_FIELDS
-from gcengine.strategies import DEFAULT_STRATEGY, ENGINE_STRATEGIES, STRATEGY_SPECS, strategy_spec
+from gcengine.strategies import (
+    DEFAULT_STRATEGY,
+    ENGINE_PLUGIN_NAMES,
+    ENGINE_STRATEGIES,
+    STRATEGY_SPECS,
+    strategy_spec,
+)
 from gcengine.strategies.common import CommonKeys, TrailingKeys
 from gcengine.strategies.hybrid import HybridKeys
 from gcengine.strategies.keys import UNSET, KeyKind, KeySpec, checked, declared_keys, options_model
@@ -346,13 +352,20 @@ def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
 
 
 def _strategy(value: Any, key: str) -> str:
+    """The strategy a gc.json's ``type`` names: JAATO's names (``budget``, ``gc_budget``) or
+    the name the engine registers it under for JAATO (``gcengine_budget``,
+    ``gc_gcengine_budget``); all name the engine's strategy."""
     if isinstance(value, str):
+        if value in ENGINE_PLUGIN_NAMES:
+            return ENGINE_PLUGIN_NAMES[value].name
         name = value if value.startswith("gc_") else f"gc_{value}"
         if name in ENGINE_STRATEGIES:
             return name
     allowed = ", ".join(spec.short_name for spec in STRATEGY_SPECS)
     raise ConfigError(
-        f"{value!r} is not a strategy ({allowed}, with or without the gc_ prefix)", key
+        f"{value!r} is not a strategy ({allowed}, with or without the gc_ prefix, or "
+        "gcengine_<strategy>)",
+        key,
     )
 
 

@@ -329,6 +329,50 @@ class CachingCounter:
 _HASH_BITS = (1 << 64) - 1
 
 
+_SCALE_PREFIX = "scaled:"
+
+
+class ScaledCounter:
+    """Another counter's figures scaled to a provider's own counting (``factor`` provider
+    tokens per counted token, measured from a file's recorded usage: ``gcengine.session.
+    calibration``), for a model whose tokenizer the engine does not ship (Claude).
+
+    Its name carries the factor and the counter it scales (``scaled:1.3210:tiktoken:
+    cl100k_base``), so ``counter_by_name`` gives the same counter back and every figure made
+    after a collection is made alike.
+    """
+
+    def __init__(self, inner: TokenCounter, factor: float) -> None:
+        self.inner = inner
+        self.factor = round(factor, 4)
+        self.media = media_of(inner)
+
+    @property
+    def name(self) -> str:
+        return f"{_SCALE_PREFIX}{self.factor:.4f}:{self.inner.name}"
+
+    @property
+    def exact(self) -> bool:
+        return False
+
+    def count(self, text: str) -> int:
+        return round(self.inner.count(text) * self.factor)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [round(tokens * self.factor) for tokens in count_texts(self.inner, texts)]
+
+
+def scaled_parts(name: str) -> tuple[float, str] | None:
+    """The factor and the scaled counter's name of a ``ScaledCounter``'s name, else None."""
+    if not name.startswith(_SCALE_PREFIX):
+        return None
+    factor, _, inner = name.removeprefix(_SCALE_PREFIX).partition(":")
+    try:
+        return float(factor), inner
+    except ValueError:
+        return None
+
+
 def _fingerprint(text: str) -> int:
     """A text's 64-bit hash and its length, as one number.
 
@@ -460,6 +504,8 @@ def _cached_counter(encoding_name: str, media: MediaProvider) -> TokenCounter:
 
 def counter_by_name(name: str) -> TokenCounter:
     """The counter that reports ``name`` (as stored next to a figure), or the best fallback."""
+    if (scaled := scaled_parts(name)) is not None:
+        return ScaledCounter(counter_by_name(scaled[1]), scaled[0])
     text, _, media = name.partition(_MEDIA_SUFFIX)
     provider: MediaProvider = (
         media if media in get_args(MediaProvider) else DEFAULT_MEDIA_PROVIDER  # type: ignore[assignment]
@@ -522,9 +568,15 @@ class TokenCounting:
 
 def token_counting(model: str | None, counter_name: str) -> TokenCounting:
     """Whether figures counted by ``counter_name`` for ``model`` are exact, and why not."""
-    text_counter = counter_name.partition(_MEDIA_SUFFIX)[0]
-    wanted = model_encoding(model)
     notes: list[str] = []
+    scaled = scaled_parts(counter_name)
+    if scaled is not None:
+        notes.append(
+            f"scaled by {scaled[0]:g} to the provider's own counting, measured from the "
+            "calls the file recorded"
+        )
+    text_counter = (scaled[1] if scaled else counter_name).partition(_MEDIA_SUFFIX)[0]
+    wanted = model_encoding(model)
     if not text_counter.startswith("tiktoken:"):
         notes.append("no tokenizer vocabulary could be loaded: about four characters a token")
     elif wanted is None:

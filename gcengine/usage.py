@@ -74,7 +74,11 @@ class UsageReport(BaseModel):
     model: str | None
     context_limit: int
     context_limit_origin: str = Field(
-        description="where the window came from: the file, the model's known limit, a default"
+        description="where the window came from: the file, the model's known limit, inferred "
+        "from what the file shows, an override, a default"
+    )
+    context_limit_source: str | None = Field(
+        default=None, description="why the window is what it is, in words"
     )
     total_tokens: int
     percent_used: float
@@ -190,6 +194,7 @@ def usage_report(session: Session, config: GCConfig) -> UsageReport:
         model=session.model,
         context_limit=budget.context_limit,
         context_limit_origin=session.context_limit_origin.value,
+        context_limit_source=session.context_limit_source,
         total_tokens=total,
         percent_used=round(percent, 2),
         tokens_remaining=budget.available_tokens(),

@@ -36,6 +36,10 @@ def with_context_limit(session: Session, limit: int) -> Session:
         update={
             "context_limit": limit,
             "context_limit_origin": ContextLimitOrigin.OVERRIDE,
+            "context_limit_source": (
+                f"override: {limit:,} tokens instead of the session's {session.context_limit:,} "
+                f"({session.context_limit_origin.value})"
+            ),
             "budget": budget,
         }
     )

@@ -28,3 +28,17 @@ class InputError(Exception):
 
     def payload(self) -> dict[str, Any]:
         return {"detail": str(self), "reason": self.reason, "key": self.key, **self.details()}
+
+
+def without_nul(text: str, key: str, refusal: type[InputError] = InputError) -> str:
+    """``text`` for a field people write (a name, a message, a comment), refused naming the
+    field when it holds a NUL character.
+
+    Text read from sessions keeps its NUL (tool output holds it; ``dashboard.storage.text``
+    stores it losslessly); a person's words never need one, and Django's forms refuse it too
+    ("Null characters are not allowed"), so the API and the agent tools refuse it alike.
+    ``refusal`` is the service's own subclass, which its pages catch.
+    """
+    if "\x00" in text:
+        raise refusal("holds a NUL character (\\u0000); remove it", key)
+    return text

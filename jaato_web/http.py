@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -65,6 +66,14 @@ def query_id(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if 0 <= value <= MAX_ID else None
+
+
+def local_url(request: HttpRequest, url: str) -> bool:
+    """Whether ``url`` (a form's ``next``, a referer) is on this site, to send the user back
+    to; a control character (a NUL in a forged form) would make no header, so it is not."""
+    return url.isprintable() and url_has_allowed_host_and_scheme(
+        url, {request.get_host()}, require_https=request.is_secure()
+    )
 
 
 def query_int(value: object, default: int = 0) -> int:

@@ -31,7 +31,7 @@ from gcengine._json import (
     text_or_none,
 )
 from gcengine.budget import InstructionBudget
-from gcengine.context_limits import DEFAULT_CONTEXT_LIMIT, context_limit_for_model
+from gcengine.context_limits import choose_window
 from gcengine.errors import JsonPath, SessionFormatError
 from gcengine.messages import InlineData, Message, MessageKind, Part, Turn, split_into_turns
 from gcengine.session import (
@@ -47,7 +47,8 @@ from gcengine.session import (
     rebuild_budget,
     user_inputs_shared,
 )
-from gcengine.tokens import TokenCounter, counter_for_model
+from gcengine.session.calibration import ProviderCounting, measure_provider_counting
+from gcengine.tokens import ScaledCounter, TokenCounter, counter_for_model, model_encoding
 
 SessionSource = bytes | bytearray | str | os.PathLike[str] | Mapping[str, Any] | list[Any]
 
@@ -375,6 +376,8 @@ class ParsedSession:
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     context_limit_origin: ContextLimitOrigin | None = None
+    context_limit_source: str | None = None
+    provider_counting: ProviderCounting | None = None
     recorded_usage: list[RecordedUsage] = field(default_factory=list)
     compactions: list[ObservedCompaction] = field(default_factory=list)
     subagents: list[Subagent] = field(default_factory=list)
@@ -450,14 +453,25 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
     """Stamp stable turn indices, settle the context limit and build the budget."""
     history = parsed.history
     stamp_turn_indices(history)
+    window = choose_window(
+        parsed.model,
+        file_limit=parsed.file_context_limit,
+        peak_prompt=max((u.prompt_tokens for u in parsed.recorded_usage), default=None),
+        auto_compactions=[
+            c.tokens_before
+            for c in parsed.compactions
+            if c.trigger == "auto" and c.tokens_before is not None
+        ],
+    )
+    limit, origin = window.limit, ContextLimitOrigin(window.origin)
     if parsed.file_context_limit is not None:
-        limit = parsed.file_context_limit
         origin = parsed.context_limit_origin or ContextLimitOrigin.FILE
-    elif (known := context_limit_for_model(parsed.model)) is not None:
-        limit, origin = known, ContextLimitOrigin.MODEL
-    else:
-        limit, origin = DEFAULT_CONTEXT_LIMIT, ContextLimitOrigin.DEFAULT
-    counter = counter or counter_for_model(parsed.model)
+    calibration = None
+    if counter is None:
+        counter = counter_for_model(parsed.model)
+        calibration = parsed.provider_counting or provider_counting(parsed, counter)
+        if calibration is not None:
+            counter = ScaledCounter(counter, calibration.factor)
     session_id = parsed.session_id or derived_session_id(history)
     session = Session.model_construct(  # type: ignore[call-arg]  # budget is set below
         session_id=session_id,
@@ -466,6 +480,13 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
         model=parsed.model,
         context_limit=limit,
         context_limit_origin=origin,
+        context_limit_source=(
+            parsed.context_limit_source
+            if parsed.file_context_limit is not None and parsed.context_limit_source
+            else window.source
+            if origin.value == window.origin
+            else None
+        ),
         description=parsed.description,
         created_at=parsed.created_at,
         updated_at=parsed.updated_at,
@@ -482,10 +503,27 @@ def assemble(parsed: ParsedSession, counter: TokenCounter | None) -> Session:
         metadata=parsed.metadata,
         extra=parsed.extra,
         token_counter=counter.name,
+        unseen_overhead=calibration.overhead if calibration is not None else None,
+        context_overheads=list(calibration.overheads) if calibration is not None else [],
         warnings=parsed.warnings,
     )
     session.budget = rebuild_budget(session, counter)
     return session
+
+
+def provider_counting(parsed: ParsedSession, counter: TokenCounter) -> ProviderCounting | None:
+    """The provider's counting measured from the calls a Claude Code file recorded, where
+    ``counter`` only estimates the model's (``gcengine.session.calibration``); None elsewhere.
+
+    Only Claude Code files so far: each of their calls records its whole prompt (cached or
+    not) and names the first message it produced, which places it in the conversation.
+    """
+    if parsed.source_format is not SourceFormat.CLAUDE_CODE or not parsed.recorded_usage:
+        return None
+    if model_encoding(parsed.model) is not None:
+        return None
+    contexts = [compaction.replaced for compaction in parsed.compactions] + [parsed.history]
+    return measure_provider_counting(contexts, parsed.recorded_usage, counter)
 
 
 @dataclass

@@ -61,6 +61,8 @@ from gcengine.session import (
     SystemInstruction,
     TurnAccounting,
 )
+from gcengine.session.calibration import ProviderCounting
+from gcengine.tokens import scaled_parts
 
 ENGINE_METADATA_KEY = "gcengine"
 WRITTEN_VERSION = "2.1"
@@ -386,6 +388,19 @@ def _apply_engine_view(parsed: ParsedSession, view: Any) -> None:
             view.get("context_limit_origin", "file"),
             (*path, "context_limit_origin"),
         )
+        parsed.context_limit_source = expect_str(
+            view.get("context_limit_source"), (*path, "context_limit_source"), optional=True
+        )
+    if view.get("provider_scale") is not None:
+        overheads = expect_list(view.get("context_overheads") or [], (*path, "context_overheads"))
+        parsed.provider_counting = ProviderCounting(
+            factor=_scale(view["provider_scale"], (*path, "provider_scale")),
+            overhead=parse_count(view.get("unseen_overhead") or 0, (*path, "unseen_overhead")),
+            overheads=tuple(
+                None if value is None else parse_count(value, (*path, "context_overheads", i))
+                for i, value in enumerate(overheads)
+            ),
+        )
     parsed.system_instructions = [
         validate_model(SystemInstruction, raw, (*path, "system_instructions", i))
         for i, raw in enumerate(
@@ -539,6 +554,26 @@ def _write_message(message: Message) -> dict[str, Any]:
     return written
 
 
+def _provider_scale(session: Session) -> dict[str, Any]:
+    """The factor and unseen overhead a session's figures were scaled by, when they were: a
+    file read back counts alike even when its history no longer holds what they were
+    measured from (a collected session's)."""
+    scaled = scaled_parts(session.token_counter)
+    if scaled is None:
+        return {}
+    return {
+        "provider_scale": scaled[0],
+        "unseen_overhead": session.unseen_overhead or 0,
+        "context_overheads": list(session.context_overheads),
+    }
+
+
+def _scale(value: Any, path: JsonPath) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 100:
+        raise SessionFormatError("must be a positive number below 100", path)
+    return float(value)
+
+
 def write_session_file(session: Session) -> dict[str, Any]:
     """The session as a JAATO 2.1 file (a JSON-ready dict)."""
     absent = [name for name in ("created_at", "updated_at") if getattr(session, name) is None]
@@ -548,6 +583,12 @@ def write_session_file(session: Session) -> dict[str, Any]:
         "model": session.model,
         "context_limit": session.context_limit,
         "context_limit_origin": session.context_limit_origin.value,
+        **(
+            {"context_limit_source": session.context_limit_source}
+            if session.context_limit_source is not None
+            else {}
+        ),
+        **_provider_scale(session),
         "system_instructions": [i.model_dump() for i in session.system_instructions],
         "recorded_budget": session.recorded_budget.snapshot() if session.recorded_budget else None,
         "recorded_prompt_tokens": session.recorded_prompt_tokens,

@@ -13,15 +13,27 @@ Removal units:
   message answering them (merged when answers span several calls), so no result is ever left
   without its call or a call without its result;
 * inside an older turn, a notice the collector wrote earlier;
+* inside an older turn, the model's text between two exchanges (or between the request and the
+  first one): a run of model messages followed by an exchange, so a turn's closing answer and a
+  plain chat turn's answer go only with their turn;
 * a budget entry outside the conversation (an ephemeral plugin entry, the enrichment source).
 
 A unit takes the most protective policy of its members, so pulling a tool result never drags a
 preservable or locked call with it.
 
+These pieces of a turn (``Collection.inner_units``) let a collection work inside a long
+autonomous turn, one request followed by hundreds of model calls: every strategy takes them once
+the whole turns it may take are gone (``Collection.oldest_units``), and ``gc_reachability``
+sweeps the same exchanges as its segments.
+
 Sealed, nothing taken from them: the last ``preserve_recent_turns`` conversation turns and
-pinned turns (stable index or message id). A turn holding locked content (the original request)
-never goes whole, but an ephemeral exchange inside it may go: the first request often starts
-the longest tool loop of a session. Without a budget, the original request is still locked.
+pinned turns (stable index or message id). With ``preserve_recent_exchanges``, only the latest
+that many tool exchanges of the recent turns are sealed: a recent turn starting before them may
+lose its older pieces, never go whole. A turn holding locked content (the original request) or
+the current task (the latest request, ``latest_request``) never goes whole, and the request
+itself is never a piece: the first request often starts the longest tool loop of a session.
+Without a budget, the original request is still locked. An agent's own compaction summary
+(``is_agent_summary``) is sealed below the pressure threshold.
 """
 
 from __future__ import annotations
@@ -43,7 +55,7 @@ from gcengine.budget import (
     SourceEntry,
     most_protective,
 )
-from gcengine.conversation import ConversationIndex, index_of, turn_key_of
+from gcengine.conversation import ConversationIndex, Exchange, index_of, turn_key_of
 from gcengine.gc.types import (
     ContextUsage,
     GCRemovalItem,
@@ -61,10 +73,17 @@ from gcengine.messages import (
     TurnLayout,
     read_under,
     starts_turn,
+    tool_traffic,
     turn_layout,
     uuid_shaped,
 )
-from gcengine.session import CLOSING_ANSWER_KEY, closing_answer_ids, original_request
+from gcengine.session import (
+    CLOSING_ANSWER_KEY,
+    closing_answer_ids,
+    is_agent_summary,
+    latest_request,
+    original_request,
+)
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
 if TYPE_CHECKING:
@@ -160,25 +179,48 @@ def _read_by_id(
     conversation: SourceEntry | None,
     counter: TokenCounter,
 ) -> tuple[ConversationIndex, int]:
-    """The index for a budget of any shape, and the tokens of the messages it covers.
+    """The index for a budget of any shape, and the tokens of the messages it covers."""
+    leaves: Iterable[BudgetLeaf] = ()
+    if conversation is not None:
+        leaves = (
+            (entry.tokens, entry.gc_policy, entry.created_at, entry.message_ids)
+            for _, entry in conversation.walk()
+            if not entry.children and entry.message_ids
+        )
+    return index_by_id(history, layout, leaves, counter, budgeted=conversation is not None)
+
+
+BudgetLeaf = tuple[int, GCPolicy, float | None, Sequence[str]]
+"""A conversation leaf of a budget as an index reads it: tokens, stored policy, creation time
+and the messages it names."""
+
+
+def index_by_id(
+    history: list[Message],
+    layout: TurnLayout,
+    leaves: Iterable[BudgetLeaf],
+    counter: TokenCounter,
+    *,
+    budgeted: bool,
+) -> tuple[ConversationIndex, int]:
+    """The index of ``history`` from a budget's conversation leaves naming messages, and the
+    tokens of the messages it covers (an adapter reading another framework's budget hands its
+    leaves in directly).
 
     Every leaf naming messages shares its tokens among them (the first takes the remainder); a
-    message no leaf names is counted, as the budget builder would.
+    message no leaf names is counted, as the budget builder would. Without a budget
+    (``budgeted`` false), the original request is locked as the budget builder would lock it.
     """
     tokens: dict[str, int] = {}
     policies: dict[str, GCPolicy] = {}
     created: dict[str, float] = {}
-    if conversation is not None:
-        for _, entry in conversation.walk():
-            if entry.children or not entry.message_ids:
-                continue
-            share, remainder = divmod(entry.tokens, len(entry.message_ids))
-            for position, message_id in enumerate(entry.message_ids):
-                tokens[message_id] = share + (remainder if position == 0 else 0)
-                policies[message_id] = entry.gc_policy
-                created[message_id] = entry.created_at or 0.0
-    # Without a budget, the original request is locked as the budget builder would lock it.
-    original = None if conversation is not None else original_request(history)
+    for leaf_tokens, policy, created_at, message_ids in leaves:
+        share, remainder = divmod(leaf_tokens, len(message_ids))
+        for position, message_id in enumerate(message_ids):
+            tokens[message_id] = share + (remainder if position == 0 else 0)
+            policies[message_id] = policy
+            created[message_id] = created_at or 0.0
+    original = None if budgeted else original_request(history)
     for position, message in enumerate(history):
         if message.message_id not in tokens:
             tokens[message.message_id] = count_message(message, counter)
@@ -263,6 +305,11 @@ class Collection:
     # The most the notice a collection leaves can cost (0 without notices): taken into the
     # stopping rule, so a run lands at the target with its notice in.
     notice_reserve: int = 0
+    # Where the sealed recent exchanges begin (``preserve_recent_exchanges``): no piece of a
+    # turn reaching this position is taken. The history's length when nothing is cut so.
+    open_before: int = 0
+    # The turns an agent's own compaction summary opens (sealed below pressure).
+    agent_summaries: frozenset[int] = frozenset()
 
     @cached_property
     def target_tokens(self) -> int:
@@ -301,10 +348,13 @@ class Collection:
         first = self.history[self.layout.starts[position]]
         return turn_key_of(self.layout.indices[position], first)
 
-    def turn_unit(self, position: int, left: list[int] | None = None) -> Unit:
+    def turn_unit(
+        self, position: int, left: list[int] | None = None, policy: GCPolicy | None = None
+    ) -> Unit:
         """Turn ``position`` as one unit; with ``left`` (the positions earlier phases did not
         take of it), only those messages, its policy and time still the whole turn's. A turn's
-        messages are a run of the history: its figures are read as slices."""
+        messages are a run of the history: its figures are read as slices. ``policy``: the
+        turn's, when the caller has just found every message of it has that one."""
         start, end = self.layout.span(position)
         figures = self.figures
         if left is None:
@@ -317,7 +367,7 @@ class Collection:
             self.turn_key(position),
             ids,
             sum(tokens),
-            most_protective(figures.policies[start:end]),
+            policy or most_protective(figures.policies[start:end]),
             min(figures.created_at[start:end]),
             self.layout.indices[position],
             position,
@@ -351,25 +401,87 @@ class Collection:
         units like any other, and a unit with a locked member is itself locked. Units are made
         as a strategy asks for them, so one that stops early makes no more.
         """
-        layout, sealed = self.layout, self.sealed
+        layout, sealed, open_before = self.layout, self.sealed, self.open_before
         first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
-        conversation, indices = InstructionSource.CONVERSATION, layout.indices
-        for turn, positions, key, ids, tokens, policy, created in self.figures.exchanges_from(
-            first
-        ):
-            if turn not in sealed:
-                yield Unit(
-                    conversation,
-                    key,
-                    ids,
-                    tokens,
-                    policy,
-                    created,
-                    indices[turn],
-                    turn,
-                    False,
-                    positions,
-                )
+        held: list[Exchange] = []  # the exchanges of the turn being read
+        for exchange in self.figures.exchanges_from(first):
+            if held and exchange.turn != held[0].turn:
+                yield from self._pieces(held)
+                held = []
+            if exchange.turn not in sealed and exchange.positions[-1] < open_before:
+                held.append(exchange)
+        if held:
+            yield from self._pieces(held)
+
+    def _pieces(self, exchanges: list[Exchange]) -> Iterator[Unit]:
+        """A turn's exchanges as units, each after the model text leading up to it."""
+        turn = exchanges[0].turn
+        index = self.layout.indices[turn]
+        conversation = InstructionSource.CONVERSATION
+        start = self.layout.starts[turn]
+        for exchange in exchanges:
+            text = self._text_before(exchange.positions[0], start)
+            if text:
+                yield self.piece_unit(turn, text, f"{exchange.key}/text")
+            turn_key, positions = exchange.key, exchange.positions
+            yield Unit(
+                conversation,
+                turn_key,
+                exchange.message_ids,
+                exchange.tokens,
+                exchange.policy,
+                exchange.created_at,
+                index,
+                turn,
+                False,
+                positions,
+            )
+            start = positions[-1] + 1
+
+    def _text_before(self, position: int, start: int) -> list[int]:
+        """The model's text messages just before ``position``, back to ``start`` or to any
+        other message (a request, a result): what the model said leading up to an exchange."""
+        history, text = self.history, []
+        for p in range(position - 1, start - 1, -1):
+            message = history[p]
+            if message.role is not Role.MODEL or message.kind is not MessageKind.CHAT:
+                break
+            if tool_traffic(message) is not None:
+                break
+            text.append(p)
+        return text[::-1]
+
+    def piece_unit(self, turn: int, positions: list[int], key: str) -> Unit:
+        """Messages of turn ``turn`` as one unit, with the most protective of their policies."""
+        figures = self.figures
+        return Unit(
+            InstructionSource.CONVERSATION,
+            key,
+            [self.ids[p] for p in positions],
+            sum([figures.tokens[p] for p in positions]),
+            most_protective([figures.policies[p] for p in positions]),
+            min([figures.created_at[p] for p in positions]),
+            self.layout.indices[turn],
+            turn,
+            False,
+            positions,
+        )
+
+    def oldest_units(self, kinds: set[MessageKind]) -> Iterator[Unit]:
+        """What truncating and summarizing take, oldest first: removable turns of ``kinds``
+        whole, then the pieces of the turns that may not go whole (the turn of the current
+        task, of the original request, a recent turn reaching back before the sealed
+        exchanges). Turns first, so a policy that turns suffice for takes what it always
+        took; pieces only while that is not enough. A locked piece never goes, a preservable
+        one only under pressure."""
+        kept = {GCPolicy.LOCKED} if self.under_pressure else {GCPolicy.LOCKED, GCPolicy.PRESERVABLE}
+        kinds_of = self.layout.kinds
+        yield from (self.turn_unit(p) for p in self.removable_turns() if kinds_of[p] in kinds)
+        yield from (
+            unit
+            for unit in self.inner_units()
+            if unit.turn_position in self.protected and unit.policy not in kept
+        )
 
     def ephemeral_units(self) -> Iterator[Unit]:
         """Ephemeral content of the conversation, oldest first, as asked for: a removable turn
@@ -388,7 +500,7 @@ class Collection:
                 and policies[start:end].count(GCPolicy.EPHEMERAL) == end - start
             )
             if wholly:
-                yield self.turn_unit(turn)
+                yield self.turn_unit(turn, policy=GCPolicy.EPHEMERAL)
             while pending is not None and pending.turn_position == turn:
                 if not wholly and pending.policy is GCPolicy.EPHEMERAL:
                     yield pending
@@ -440,9 +552,20 @@ def start_collection(
         if layout.kinds.count(MessageKind.CHAT) == len(layout)
         else [p for p, kind in enumerate(layout.kinds) if kind is MessageKind.CHAT]
     )
-    recent = set(chat[-preserve_recent:]) if preserve_recent else set()
-    sealed = recent | pinned_turns(layout, ids, config)
-    return Collection(
+    recent = list(chat[-preserve_recent:]) if preserve_recent else []
+    open_before = _recent_exchanges_start(figures, recent, config.preserve_recent_exchanges)
+    # A recent turn that begins before the sealed exchanges is not sealed: its older pieces
+    # may go, though never the turn whole.
+    unsealed_recent = {p for p in recent if layout.starts[p] < open_before}
+    sealed = set(recent) - unsealed_recent | pinned_turns(layout, ids, config)
+    task = latest_request(history)
+    current = {layout.turn_of(task)} if task is not None else set()
+    agent = frozenset(
+        p
+        for p, kind in enumerate(layout.kinds)
+        if kind is MessageKind.SUMMARY and is_agent_summary(history[layout.starts[p]])
+    )
+    collection = Collection(
         history=history,
         ids=ids,
         config=config,
@@ -453,8 +576,32 @@ def start_collection(
         context_limit=limit,
         preserve_recent=preserve_recent,
         sealed=sealed,
-        protected=sealed | figures.locked_turns,
+        protected=sealed | unsealed_recent | current | figures.locked_turns,
+        open_before=open_before,
+        agent_summaries=agent,
     )
+    if agent and not collection.under_pressure:
+        # The agent's own summary is the only record of what it compacted: like every
+        # preservable message it may go only under pressure, and never into a summary of it.
+        collection.sealed |= agent
+        collection.protected |= agent
+    return collection
+
+
+def _recent_exchanges_start(
+    figures: ConversationIndex, recent: Sequence[int], exchanges: int | None
+) -> int:
+    """Where the latest ``exchanges`` tool exchanges of the ``recent`` turns begin: the
+    history's length when ``exchanges`` is None or 0 is kept of more, the start of the recent
+    turns when they hold no more than that many."""
+    history_end = len(figures.messages)
+    if not recent or exchanges is None:
+        return history_end if not recent else figures.layout.starts[recent[0]]
+    first = figures.layout.starts[recent[0]]
+    starts = [e.positions[0] for e in figures.exchanges_from(recent[0])]
+    if len(starts) <= exchanges:
+        return first
+    return starts[-exchanges] if exchanges else history_end
 
 
 def _usage_figures(usage: ContextUsage, counted: int) -> tuple[int, int]:
@@ -767,11 +914,39 @@ def apply(
                 index for p in collection.protected if (index := layout.indices[p]) is not None
             ),
             **decision.details,
+            **_agent_summaries_taken(collection, decision),
         },
         error=None,
         removal_list=removal_list,
     )
     return new_history, result
+
+
+def _agent_summaries_taken(collection: Collection, decision: Decision) -> dict[str, Any]:
+    """What a run says when it takes an agent's own compaction summary (only ever under
+    pressure): which, and whether into its new summary or for good."""
+    starts = collection.layout.starts
+    taken = [
+        collection.ids[starts[p]]
+        for p in sorted(collection.agent_summaries)
+        if starts[p] in decision.removed_positions
+    ]
+    if not taken:
+        return {}
+    percent = collection.tokens_before * 100 / max(collection.context_limit, 1)
+    where = (
+        "folded into the new summary"
+        if decision.inserted is not None
+        else "removed without a summary of it"
+    )
+    return {
+        "agent_summaries_taken": taken,
+        "agent_summary_note": (
+            f"usage was {percent:.0f}%, at or above the pressure threshold "
+            f"({collection.config.pressure_percent:g}%), so the agent's own compaction summary "
+            f"was {where}"
+        ),
+    }
 
 
 def failed(

@@ -7,7 +7,7 @@ complete tool exchanges (see ``plan``). The strategies themselves are ``gcengine
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,7 +17,6 @@ from gcengine.errors import SummarizerError
 from gcengine.gc.plan import (
     Collection,
     Decision,
-    Unit,
     apply,
     failed,
     marked_message,
@@ -302,13 +301,4 @@ def _recent_turns_kept(collection: Collection, decision: Decision) -> int:
         1
         for p, kind in enumerate(collection.layout.kinds)
         if kind is MessageKind.CHAT and p not in gone and p not in locked
-    )
-
-
-def whole_turns(collection: Collection, kinds: set[MessageKind]) -> Iterator[Unit]:
-    """Removable turns of ``kinds`` as units, oldest first, built as they are asked for."""
-    return (
-        collection.turn_unit(p)
-        for p in collection.removable_turns()
-        if collection.layout.kinds[p] in kinds
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gcengine._fast import construct
 from gcengine.gc.plan import Collection, Decision, Unit, marked_message
 from gcengine.gc.summarizers import (
     DEFAULT_MAX_SUMMARY_TOKENS,
@@ -17,7 +18,7 @@ from gcengine.gc.summarizers import (
     summary_text,
 )
 from gcengine.gc.types import RemovalReason
-from gcengine.messages import MessageKind
+from gcengine.messages import MessageKind, Turn
 from gcengine.tokens import TokenCounter, count_message
 
 # Tokens a summary's text can gain from being joined with JAATO's markers (a line break the
@@ -46,7 +47,8 @@ def summarize_units(
     options: Mapping[str, Any],
     decision: Decision,
 ) -> None:
-    """Replace ``units`` (whole turns, oldest first) with one summary in the chain.
+    """Replace ``units`` (whole turns, then pieces of turns, oldest first) with one summary
+    in the chain; nothing when they hold nothing but summaries.
 
     An earlier summary among them is folded into the new one, which records the turns and the
     summary it covers, so nothing the chain held is lost. A summary never costs what it
@@ -54,12 +56,13 @@ def summarize_units(
     stay within that, and a summary that does not (or turns too small to leave it room) are
     truncated instead, the details saying why (``summary_skipped``).
     """
-    if not units:
-        return
-    positions = {u.turn_position for u in units}
-    turns = [collection.turn(p) for p in sorted(p for p in positions if p is not None)]
+    turns = _turns_of(collection, units)
     earlier = [t for t in turns if t.kind is MessageKind.SUMMARY]
     covered = [t for t in turns if t.kind is not MessageKind.SUMMARY]
+    if not covered:
+        # Nothing but summaries: a summary of them would cover no turn and keep less than
+        # they hold (an agent's compaction summary is the only record of what it compacted).
+        return
     previous = earlier[-1].messages[0] if earlier else None
     cap, most = summary_limits(collection, options, counter)
     replaced = sum(unit.tokens for unit in units)
@@ -121,6 +124,28 @@ def summarize_units(
             f"the {summarizer.name} summary ({tokens:,} tokens) was longer than "
             f"max_summary_tokens ({cap:,}) allows"
         )
+
+
+def _turns_of(collection: Collection, units: list[Unit]) -> list[Turn]:
+    """The turns ``units`` take, oldest first: each whole, or only the messages its pieces
+    take (a long turn's older exchanges), so the summary covers what goes and nothing else."""
+    taken: dict[int, list[int]] = {}
+    whole: set[int] = set()
+    for unit in units:
+        if unit.turn_position is None:
+            continue
+        taken.setdefault(unit.turn_position, []).extend(unit.positions)
+        if unit.whole_turn:
+            whole.add(unit.turn_position)
+    history, layout = collection.history, collection.layout
+    return [
+        collection.turn(p)
+        if p in whole
+        else construct(
+            Turn, index=layout.indices[p], messages=[history[q] for q in sorted(taken[p])]
+        )
+        for p in sorted(taken)
+    ]
 
 
 def _summary_body(text: str) -> str:

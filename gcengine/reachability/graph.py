@@ -47,7 +47,7 @@ from gcengine.reachability.anchors import (
     message_anchors,
 )
 from gcengine.reachability.kinds import IMPORTANCE
-from gcengine.session import original_request
+from gcengine.session import latest_request, original_request
 
 HALF_LIFE_TURNS = 10
 """Recency halves every this many turns since a segment was last referred to."""
@@ -226,6 +226,7 @@ class Plan:
         collection, segments = self.collection, self.segments
         roots, reachable, scores = self.roots, self.reachable, self.scores
         sealed, protected = collection.sealed, collection.protected
+        open_before = collection.open_before
         kept = kept_policies(collection)
         found: list[Candidate] = []
         for turn, numbers in self.by_turn.items():
@@ -239,7 +240,7 @@ class Plan:
                     rest = number
                 if number in roots or segment.policy in kept:
                     whole = False
-                elif segment.exchange:
+                elif segment.exchange and segment.positions[-1] < open_before:
                     found.append(Candidate(reachable[number], scores[number], False, number))
             if whole and rest is not None:
                 found.append(
@@ -518,7 +519,7 @@ def _roots(collection: Collection, plan: Plan) -> dict[int, str]:
         request = original_request(collection.history)
         if request is not None:
             add(_segment_at(plan, request), "holds the original request")
-        latest = _latest_request(collection, chat)
+        latest = latest_request(collection.history)
         if latest is not None:
             add(_segment_at(plan, latest), "holds the latest user message, the current task")
     if options.pinned:
@@ -526,27 +527,38 @@ def _roots(collection: Collection, plan: Plan) -> dict[int, str]:
             add(plan.by_turn.get(turn, ()), "is in a pinned turn")
     if options.recent_turns:
         noun = "turn" if options.recent_turns == 1 else f"{options.recent_turns:,} turns"
-        for turn in chat[-options.recent_turns :]:
-            add(plan.by_turn.get(turn, ()), f"is in the latest {noun}")
+        add(_recent(plan, chat[-options.recent_turns :]), f"is in the latest {noun}")
     if options.active_file_turns:
-        _add_active_files(plan, chat[-options.active_file_turns :], options.active_file_turns, add)
+        recent = _recent(plan, chat[-options.active_file_turns :])
+        _add_active_files(plan, recent, options.active_file_turns, add)
     return roots
 
 
+def _recent(plan: Plan, turns: list[int]) -> list[int]:
+    """The segments of ``turns``, except the exchanges before the sealed recent ones
+    (``preserve_recent_exchanges``): a long turn's older work is no root for being recent."""
+    open_before = plan.collection.open_before
+    return [
+        number
+        for turn in turns
+        for number in plan.by_turn.get(turn, ())
+        if not plan.segments[number].exchange or plan.segments[number].positions[0] >= open_before
+    ]
+
+
 def _add_active_files(
-    plan: Plan, turns: list[int], count: int, add: Callable[[Iterable[int], str], None]
+    plan: Plan, recent: list[int], count: int, add: Callable[[Iterable[int], str], None]
 ) -> None:
-    """The latest work on each file the given turns read, edit or name, and the latest read
-    of each line they name in one."""
+    """The latest work on each file the ``recent`` segments (of the latest turns) read, edit
+    or name, and the latest read of each line they name in one."""
     graph = plan.graph
     files: set[str] = set()
     lines: set[tuple[str, int]] = set()
-    for turn in turns:
-        for number in plan.by_turn.get(turn, ()):
-            for position in graph.segments[number].positions:
-                found = graph.anchors[position]
-                files.update(a for a in found.anchors if a.startswith(FILE))
-                lines.update(found.lines)
+    for number in recent:
+        for position in graph.segments[number].positions:
+            found = graph.anchors[position]
+            files.update(a for a in found.anchors if a.startswith(FILE))
+            lines.update(found.lines)
     turns_do = "turn works on" if count == 1 else f"{count:,} turns work on"
     turns_name = "turn names" if count == 1 else f"{count:,} turns name"
     for file_key in sorted(files):
@@ -569,18 +581,6 @@ def _add_active_files(
 def _segment_at(plan: Plan, position: int) -> list[int]:
     turn = plan.collection.layout.turn_of(position)
     return [n for n in plan.by_turn.get(turn, ()) if position in plan.segments[n].positions]
-
-
-def _latest_request(collection: Collection, chat: list[int]) -> int | None:
-    """The position of the latest user message that is not a tool result: the current task."""
-    history = collection.history
-    for turn in reversed(chat):
-        start, end = collection.layout.span(turn)
-        for position in range(start, end):
-            message = history[position]
-            if message.role is Role.USER and not message.is_function_response:
-                return position
-    return None
 
 
 def _mark(

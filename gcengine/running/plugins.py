@@ -2,7 +2,9 @@
 
 A package registers a plugin as ``[project.entry-points."jaato.gc_plugins"] gc_x = "pkg:factory"``;
 the factory takes no arguments and returns a plugin. This package registers its five
-strategies there, so JAATO finds them too.
+strategies there for JAATO, under names of their own (``gc_gcengine_budget``: JAATO's objects
+in, JAATO's out, ``gcengine.running.jaato_plugins``); here those names load the engine's own
+strategies.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from gcengine.errors import PluginError
 from gcengine.gc.types import GCPlugin
-from gcengine.strategies import ENGINE_STRATEGIES
+from gcengine.strategies import ENGINE_PLUGIN_NAMES, ENGINE_STRATEGIES
 
 ENTRY_POINT_GROUP = "jaato.gc_plugins"
 
@@ -22,17 +24,20 @@ def discover_gc_plugins() -> dict[str, Callable[[], Any]]:
     """Every installed plugin by name, third-party ones included; ours are always there."""
     factories: dict[str, Callable[[], Any]] = dict(ENGINE_STRATEGIES)
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.name in factories:
-            continue
+        if entry_point.name in factories or entry_point.name in ENGINE_PLUGIN_NAMES:
+            continue  # the engine's own, registered for JAATO
         factories[entry_point.name] = entry_point.load
     return factories
 
 
 def load_gc_plugin(name: str, config: Mapping[str, Any] | None = None) -> GCPlugin:
-    """An initialised plugin. ``truncate`` and ``gc_truncate`` are the same name.
+    """An initialised plugin. ``truncate``, ``gc_truncate`` and the names it is registered
+    under for JAATO (``gcengine_truncate``, ``gc_gcengine_truncate``) are the same strategy.
 
     The engine's own names win over any installed plugin of the same name, so they are found
     without reading every installed package's entry points (milliseconds a run)."""
+    if name in ENGINE_PLUGIN_NAMES:
+        name = ENGINE_PLUGIN_NAMES[name].name
     factories: Mapping[str, Callable[[], Any]] = ENGINE_STRATEGIES
     if name not in factories and f"gc_{name}" not in factories:
         factories = discover_gc_plugins()

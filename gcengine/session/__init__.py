@@ -2,7 +2,8 @@
 
 ``model``: the ``Session`` value and what it holds; ``figures``: what each message counts for
 in the budget (its figure, policy and time); ``index``: the conversation laid out flat;
-``build``: the budget built from them; ``checks``: what the session's own records say is off.
+``build``: the budget built from them; ``calibration``: the provider's counting measured from
+the recorded calls; ``checks``: what the session's own records say is off.
 Everything is importable from ``gcengine.session`` itself.
 """
 
@@ -13,6 +14,12 @@ from gcengine.session.build import (
     history_before,
     rebuild_budget,
     turn_name,
+)
+from gcengine.session.calibration import (
+    LocalEstimate,
+    ProviderCounting,
+    local_estimate,
+    measure_provider_counting,
 )
 from gcengine.session.calls import CallTimeline, CompactionOnTimeline, ModelCall, call_timeline
 from gcengine.session.checks import (
@@ -28,6 +35,9 @@ from gcengine.session.figures import (
     RECORDED,
     closing_answer_ids,
     counted_figures,
+    is_agent_summary,
+    is_request,
+    latest_request,
     message_figure,
     original_request,
     recorded_clarifications,
@@ -61,9 +71,11 @@ __all__ = [
     "ContextLimitOrigin",
     "Copied",
     "InterruptedTurn",
+    "LocalEstimate",
     "MessageDrift",
     "ModelCall",
     "ObservedCompaction",
+    "ProviderCounting",
     "RecordedUsage",
     "Session",
     "SourceFormat",
@@ -80,7 +92,12 @@ __all__ = [
     "counted_figures",
     "history_before",
     "index_conversation",
+    "is_agent_summary",
+    "is_request",
     "iso_to_epoch",
+    "latest_request",
+    "local_estimate",
+    "measure_provider_counting",
     "message_counts",
     "message_figure",
     "original_request",

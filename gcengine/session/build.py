@@ -5,7 +5,8 @@ Budget layout built from a history::
     conversation (PARTIAL)
       turn_<index>               one container per turn, keyed by its stable index
         <message_id>             one leaf per message, holding that message's id
-    system                       one LOCKED child per system instruction the file carried
+    system                       one LOCKED child per system instruction the file carried,
+      unseen_overhead            and one for the prompt the file does not hold, when measured
     thinking                     the reasoning tokens the file recorded (not in the context)
 
 Each message's figure and policy are ``gcengine.session.figures``'.
@@ -37,6 +38,7 @@ from gcengine.messages import (
     turn_number,
 )
 from gcengine.session.figures import (
+    RECORDED,
     recorded_clarifications,
     recorded_message_figures,
     role_label,
@@ -47,6 +49,12 @@ from gcengine.tokens import (
     TokenCounter,
     counter_by_name,
     load_counter,
+)
+
+UNSEEN_OVERHEAD_KEY = "unseen_overhead"
+UNSEEN_OVERHEAD_LABEL = (
+    "Not in the file: system prompt, tool definitions, injected context "
+    "(the recorded prompt of the context's first call less the messages it saw)"
 )
 
 
@@ -213,6 +221,7 @@ def build_budget(
     system_instructions: Sequence[SystemInstruction] = (),
     recorded_budget: InstructionBudget | None = None,
     thinking_tokens: int | None = None,
+    unseen_overhead: int | None = None,
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
     figure: Figure | None = None,
@@ -220,7 +229,9 @@ def build_budget(
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
-    kept as recorded. ``reuse`` and ``figure`` are ``build_conversation``'s.
+    kept as recorded. ``unseen_overhead`` is the prompt the file does not hold
+    (``Session.unseen_overhead``): a locked system entry of its own. ``reuse`` and ``figure``
+    are ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -245,6 +256,20 @@ def build_budget(
                 created_at=created_base + position / 1000,
                 message_ids=[],
             )
+        set_fresh(system, "tokens", sum(child.tokens for child in system.children.values()))
+    if unseen_overhead:
+        system = budget.entries[InstructionSource.SYSTEM]
+        system.children[UNSEEN_OVERHEAD_KEY] = construct(
+            SourceEntry,
+            source=InstructionSource.SYSTEM,
+            tokens=unseen_overhead,
+            gc_policy=GCPolicy.LOCKED,
+            label=UNSEEN_OVERHEAD_LABEL,
+            children={},
+            metadata={"counted_by": RECORDED},
+            created_at=created_base,
+            message_ids=[],
+        )
         set_fresh(system, "tokens", sum(child.tokens for child in system.children.values()))
     if history or recorded_budget is None or not _has_conversation(recorded_budget):
         budget.entries[InstructionSource.CONVERSATION] = build_conversation(
@@ -293,6 +318,7 @@ def rebuild_budget(
         system_instructions=session.system_instructions,
         recorded_budget=session.recorded_budget,
         thinking_tokens=sum(thinking) if thinking else None,
+        unseen_overhead=session.unseen_overhead,
         created_base=iso_to_epoch(session.created_at) or 0.0,
         reuse=reuse.get_entry(InstructionSource.CONVERSATION) if reuse is not None else None,
         figure=figure,
@@ -323,9 +349,13 @@ def history_before(session: Session, compaction: ObservedCompaction | str) -> Se
     seen = {m.message_id for m in context}
     seen.update(m.message_id for c in earlier for m in c.replaced)
     usage = [u for u in session.recorded_usage if u.message_id in seen]
+    overheads = session.context_overheads
+    overhead = overheads[position] if position < len(overheads) else None
     before = session.model_copy(
         update={
             "session_id": f"{session.session_id}@{chosen.compaction_id}",
+            "unseen_overhead": overhead if overhead is not None else session.unseen_overhead,
+            "context_overheads": overheads[: position + 1],
             "history": context,
             "compactions": earlier,
             "recorded_usage": usage,

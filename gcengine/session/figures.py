@@ -198,6 +198,57 @@ def original_request(history: Sequence[Message]) -> int | None:
     return None
 
 
+_ASIDE_OPENINGS = ("[Request interrupted by user", "<system-reminder>", "<task-notification>")
+"""How rows a user did not type begin: an interruption, a reminder, a task notification."""
+
+
+def is_request(message: Message) -> bool:
+    """Whether a message is a request the user made: user text, not a tool result, a summary
+    or notice, a meta row (Claude Code's ``isMeta``: skill text, reminders) or an
+    interruption marker."""
+    if (
+        message.role is not Role.USER
+        or message.kind is not MessageKind.CHAT
+        or message.is_function_response
+    ):
+        return False
+    source = message.metadata.get("source") if message.metadata else None
+    if isinstance(source, dict) and source.get("isMeta") is True:
+        return False
+    return not message.text.lstrip().startswith(_ASIDE_OPENINGS)
+
+
+def latest_request(history: Sequence[Message]) -> int | None:
+    """Where the current task is: the latest request the user made (``is_request``), else
+    the latest user message that is not a tool result."""
+    fallback = None
+    for position in range(len(history) - 1, -1, -1):
+        message = history[position]
+        if is_request(message):
+            return position
+        if (
+            fallback is None
+            and message.role is Role.USER
+            and message.kind is MessageKind.CHAT
+            and not message.is_function_response
+        ):
+            fallback = position
+    return fallback
+
+
+def is_agent_summary(message: Message) -> bool:
+    """Whether a message is a summary an agent wrote when it compacted its own context
+    (Claude Code's ``isCompactSummary``, Codex's ``compacted``, an OpenHands condensation),
+    not one of the summary chain JAATO and this engine write (``[Context Summary``...)."""
+    return message.kind is MessageKind.SUMMARY and not message.text.startswith(
+        SUMMARY_CHAIN_OPENING
+    )
+
+
+SUMMARY_CHAIN_OPENING = "[Context Summary"
+"""How every summary of the chain JAATO and this engine write begins."""
+
+
 def message_policy(
     message: Message,
     original: str | None,

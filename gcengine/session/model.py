@@ -53,6 +53,8 @@ class SourceFormat(StrEnum):
 class ContextLimitOrigin(StrEnum):
     FILE = "file"
     MODEL = "model"
+    INFERRED = "inferred"  # from what the file shows: a context above the model's window, or
+    # the agent's own auto-compactions (``gcengine.context_limits.choose_window``)
     DEFAULT = "default"
     OVERRIDE = "override"  # set by whoever asks "what if the window were this size?"
 
@@ -217,6 +219,9 @@ class Session(BaseModel):
     model: str | None = None
     context_limit: int = Field(ge=0)
     context_limit_origin: ContextLimitOrigin
+    context_limit_source: str | None = Field(
+        default=None, description="why the window is what it is, in words (None: not recorded)"
+    )
     description: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
@@ -244,6 +249,17 @@ class Session(BaseModel):
         default_factory=dict, description="other top-level fields of the file, kept verbatim"
     )
     token_counter: str = Field(description="the counter that made the budget's counted figures")
+    unseen_overhead: int | None = Field(
+        default=None,
+        ge=0,
+        description="prompt tokens the file does not hold (system prompt, tool definitions, "
+        "injected context), measured from its recorded usage; a locked budget entry",
+    )
+    context_overheads: list[int | None] = Field(
+        default_factory=list,
+        description="the unseen overhead of each context the file held, in order: the one "
+        "each compaction replaced, then the history's (None: not measured); empty when none was",
+    )
     warnings: list[str] = Field(default_factory=list)
 
     @field_serializer("turn_accounting")

@@ -30,14 +30,24 @@ NEW_POLICY_STRATEGY = budget.SPEC
 ENGINE_STRATEGIES: dict[str, type[Strategy]] = {spec.name: spec.plugin for spec in STRATEGY_SPECS}
 """The engine's own plugin classes, by plugin name."""
 
+ENGINE_PLUGIN_NAMES: dict[str, StrategySpec] = {
+    name: spec
+    for spec in STRATEGY_SPECS
+    for name in (spec.jaato_plugin, spec.jaato_plugin.removeprefix("gc_"))
+}
+"""The names each strategy is registered under for JAATO (``gc_gcengine_budget``) and the
+``type`` a gc.json gives for it (``gcengine_budget``): the same strategy as ``gc_budget`` here."""
+
 _BY_NAME: dict[str, StrategySpec] = {
     **{spec.name: spec for spec in STRATEGY_SPECS},
     **{spec.short_name: spec for spec in STRATEGY_SPECS},
+    **ENGINE_PLUGIN_NAMES,
 }
 
 
 def strategy_spec(name: str) -> StrategySpec:
-    """The spec of the strategy named ``gc_budget`` or ``budget``; ``KeyError`` for a name
+    """The spec of the strategy named ``gc_budget``, ``budget``, or by its own JAATO plugin name
+    (``gc_gcengine_budget``, ``gcengine_budget``); ``KeyError`` for a name
     no strategy of the engine has."""
     try:
         return _BY_NAME[name]
@@ -60,6 +70,7 @@ def starter_policies() -> dict[str, dict[str, Any]]:
 
 __all__ = [
     "DEFAULT_STRATEGY",
+    "ENGINE_PLUGIN_NAMES",
     "ENGINE_STRATEGIES",
     "NEW_POLICY_STRATEGY",
     "STRATEGY_SPECS",

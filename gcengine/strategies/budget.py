@@ -197,6 +197,7 @@ SPEC = StrategySpec(
     label="budget",
     description="policy-aware, ephemeral content first",
     reads=EVERY_STRATEGY_READS,
+    jaato_plugin="gc_gcengine_budget",
     conversation_only=False,
     starter_policies={
         "Budget 80/60": {

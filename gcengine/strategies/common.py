@@ -14,6 +14,10 @@ from pydantic import BaseModel, Field, field_validator
 
 from gcengine.strategies.keys import KeySpec
 
+DEFAULT_RECENT_EXCHANGES = 10
+"""The recent tool exchanges a policy keeps when it does not say: coding agents work in a few
+turns of hundreds of calls, where keeping recent turns whole would keep everything."""
+
 NOOP_TEMPLATE = "noop_notification_template"
 """The key of the no-op notice's wording, read by the strategies that write one."""
 
@@ -70,6 +74,19 @@ class CommonKeys(BaseModel):
             plugin_option=True,
         ),
     ] = 5
+    preserve_recent_exchanges: Annotated[
+        int | None,
+        KeySpec(
+            "Preserve recent exchanges",
+            "Within the preserved recent turns, how many of the latest tool exchanges a "
+            "collection never touches: the older exchanges of a long turn (and the model's "
+            "text between them) may go, the current request always stays; empty keeps the "
+            "recent turns whole, as JAATO does.",
+            "whole_number",
+            minimum=0,
+            written_when_default=False,
+        ),
+    ] = DEFAULT_RECENT_EXCHANGES
     max_turns: Annotated[
         int | None,
         KeySpec(
@@ -184,6 +201,7 @@ EVERY_STRATEGY_READS: tuple[str, ...] = (
     "target_percent",
     "pressure_percent",
     "preserve_recent_turns",
+    "preserve_recent_exchanges",
     "max_turns",
     "auto_trigger",
     "check_before_send",

@@ -73,24 +73,22 @@ class HybridStrategy(Strategy):
         )
         middle_size = DEFAULT_MIDDLE_TURNS if middle_size is None else int(middle_size)
         kinds = collection.layout.kinds
-        unprotected_chat = [
-            p for p in collection.removable_turns() if kinds[p] is not MessageKind.SUMMARY
-        ]
-        # Recent turns are protected, so every unprotected turn comes before them.
-        middle = unprotected_chat[-middle_size:] if middle_size else []
-        ancient = unprotected_chat[: len(unprotected_chat) - len(middle)]  # middle is a suffix
-        take_until_target(
-            collection,
-            (collection.turn_unit(p) for p in ancient),
-            RemovalReason.TRUNCATED,
-            decision,
-        )
+        # Oldest first: removable turns, then pieces of the turns that may not go whole (a long
+        # turn's older exchanges); the middle generation is the youngest of them.
+        units = list(collection.oldest_units({MessageKind.CHAT, MessageKind.NOTICE}))
+        middle = units[-middle_size:] if middle_size else []
+        ancient = units[: len(units) - len(middle)]  # middle is a suffix
+        take_until_target(collection, ancient, RemovalReason.TRUNCATED, decision)
         truncated = len(decision.removed)
         decision.details["turns_truncated"] = truncated
         if collection.still_short(decision) and middle:
-            summaries = [p for p in collection.removable_turns() if kinds[p] is MessageKind.SUMMARY]
-            units = [collection.turn_unit(p) for p in sorted(summaries + middle)]
-            summarize_units(collection, units, counter, self._options, decision)
+            summaries = [
+                collection.turn_unit(p)
+                for p in collection.removable_turns()
+                if kinds[p] is MessageKind.SUMMARY
+            ]
+            chosen = sorted(summaries + middle, key=lambda unit: unit.positions[0])
+            summarize_units(collection, chosen, counter, self._options, decision)
         elif middle and truncated:
             # JAATO's hybrid summarizes every collection's middle; this one reaches the target
             # with the oldest turns first and keeps the middle word for word when that is
@@ -118,6 +116,7 @@ SPEC = StrategySpec(
     label="hybrid",
     description="drop ancient turns, summarize the middle",
     reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, "summarize_middle_turns", *SUMMARIZING_READS),
+    jaato_plugin="gc_gcengine_hybrid",
     keys=HybridKeys,
     inserts=("summary", "notice"),
     starter_policies={

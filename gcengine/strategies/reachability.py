@@ -500,6 +500,7 @@ SPEC = StrategySpec(
     label="reachability",
     description="stash what no later turn refers to, lowest score first",
     reads=(*EVERY_STRATEGY_READS, *ReachabilityKeys.model_fields),
+    jaato_plugin="gc_gcengine_reachability",
     keys=ReachabilityKeys,
     stashes=True,
     keeps="its roots (the current task, the latest turns, the files being worked on)",

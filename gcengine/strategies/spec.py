@@ -27,7 +27,10 @@ class StrategySpec:
     ``short_name`` is what JAATO's ``type`` says, ``budget``) and says what its notices say
     (``template``, ``placeholders`` with their meanings, ``noop_notice``). ``reads`` are the
     ``gc.json`` keys its collections and replays honour, the common ones and its own
-    (``plugin_config.<option>`` for an option inside ``plugin_config``); ``keys`` is the model
+    (``plugin_config.<option>`` for an option inside ``plugin_config``). ``jaato_plugin`` is
+    the name JAATO loads it by (``jaato.gc_plugins``, ``gcengine.running.jaato_plugins``), also
+    accepted as ``type`` in ``gc.json``: its own, never one of JAATO's, so installing the engine
+    beside JAATO never changes what JAATO's names load. ``keys`` is the model
     declaring its own keys (``GCConfig`` is composed of such models) and ``options`` its own
     ``plugin_config`` options.
 
@@ -42,6 +45,7 @@ class StrategySpec:
     label: str
     description: str
     reads: tuple[str, ...]
+    jaato_plugin: str
     keys: type[BaseModel] | None = None
     options: Mapping[str, KeySpec] = field(default_factory=dict)
     inserts: tuple[Insert, ...] = ("notice",)

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel
 
 from gcengine.gc.plan import Collection, Decision
-from gcengine.gc.strategy import Notices, Strategy, whole_turns
+from gcengine.gc.strategy import Notices, Strategy
 from gcengine.gc.summarizers import DEFAULT_MAX_SUMMARY_TOKENS
 from gcengine.gc.summarizing import summarize_units, summary_limits, units_for_summary
 from gcengine.messages import MessageKind
@@ -67,8 +67,8 @@ class SummarizeStrategy(Strategy):
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
         decision = Decision(details={"preserve_count": collection.preserve_recent})
-        candidates = whole_turns(
-            collection, {MessageKind.CHAT, MessageKind.SUMMARY, MessageKind.NOTICE}
+        candidates = collection.oldest_units(
+            {MessageKind.CHAT, MessageKind.SUMMARY, MessageKind.NOTICE}
         )
         _, most = summary_limits(collection, self._options, counter)
         summarize_units(
@@ -86,6 +86,7 @@ SPEC = StrategySpec(
     label="summarize",
     description="replace old turns with a summary",
     reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, *SUMMARIZING_READS),
+    jaato_plugin="gc_gcengine_summarize",
     keys=SummarizeKeys,
     options={SUMMARIZER: SUMMARIZER_OPTION},
     inserts=("summary", "notice"),

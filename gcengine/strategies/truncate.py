@@ -1,9 +1,10 @@
-"""``gc_truncate``: drop the oldest removable turns until the target is reached (JAATO's)."""
+"""``gc_truncate``: drop the oldest removable turns until the target is reached (JAATO's),
+then, inside a long turn, its oldest exchanges and the model's text between them."""
 
 from __future__ import annotations
 
 from gcengine.gc.plan import Collection, Decision, take_until_target
-from gcengine.gc.strategy import Notices, Strategy, whole_turns
+from gcengine.gc.strategy import Notices, Strategy
 from gcengine.gc.types import RemovalReason
 from gcengine.messages import MessageKind
 from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE
@@ -32,7 +33,7 @@ class TruncateStrategy(Strategy):
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
         decision = Decision(details={"preserve_count": collection.preserve_recent})
-        candidates = whole_turns(collection, {MessageKind.CHAT, MessageKind.NOTICE})
+        candidates = collection.oldest_units({MessageKind.CHAT, MessageKind.NOTICE})
         take_until_target(collection, candidates, self.removal_reason, decision)
         return decision
 
@@ -42,4 +43,5 @@ SPEC = StrategySpec(
     label="truncate",
     description="drop the oldest turns",
     reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE),
+    jaato_plugin="gc_gcengine_truncate",
 )

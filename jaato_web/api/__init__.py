@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import Field, NinjaAPI, Schema, Status
 from ninja.operation import Operation
 
@@ -31,6 +32,7 @@ from jaato_web.api import (
     teams,
     uploads,
 )
+from jaato_web.api.errors import unreadable_upload_reason
 from jaato_web.dashboard import selectors
 from jaato_web.errors import InputError
 from jaato_web.teams.access import NoProject
@@ -156,6 +158,14 @@ def not_found(request: HttpRequest, error: Http404) -> HttpResponse:
 def permission_denied(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
     """The caller reaches the project but their role lacks the action; the message says which."""
     return api.create_response(request, {"detail": str(error) or "Not allowed."}, status=403)
+
+
+@api.exception_handler(MultiPartParserError)
+def unreadable_upload(request: HttpRequest, error: MultiPartParserError) -> HttpResponse:
+    """An upload Django cannot read (a file name too long for its headers): 400 saying why,
+    where debug mode would otherwise answer django-ninja's 500 with a traceback."""
+    reason = unreadable_upload_reason(error)
+    return api.create_response(request, {"detail": reason, "reason": reason}, status=400)
 
 
 @api.exception_handler(NoProject)

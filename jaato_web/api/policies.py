@@ -272,8 +272,9 @@ def _gc_json(version: PolicyVersion) -> HttpResponse:
     "/{int:policy_id}/default", response=DefaultOut, summary="Make it the default", auth=EDIT_POLICY
 )
 def set_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
-    """The default policy runs on every upload, and pins from a history page go to it."""
-    policy = _policy(request, policy_id, PolicyKind.GC)
+    """The default policy runs on every upload, and pins from a history page go to it; a
+    planner config is refused by the service, saying why."""
+    policy = _policy(request, policy_id)
     services.project_set_default_policy(
         project=policy.project, policy=policy, actor=access_of(request).user
     )
@@ -287,7 +288,7 @@ def set_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
     auth=EDIT_POLICY,
 )
 def unset_default(request: HttpRequest, policy_id: int) -> dict[str, object]:
-    policy = _policy(request, policy_id, PolicyKind.GC)
+    policy = _policy(request, policy_id)
     if policy.project.default_policy_id == policy.pk:
         services.project_set_default_policy(
             project=policy.project, policy=None, actor=access_of(request).user

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field, ModelWrapValidatorHandler, model_validator
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 import gcengine
 from jaato_web.dashboard import presenters, services, storage
@@ -19,11 +19,18 @@ from jaato_web.http import MAX_ID
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 Index = Annotated[int, Field(ge=0, le=MAX_ID)]
 PageNumber = Annotated[int, Field(ge=1, le=MAX_ID)]
+# A stored turn's index is a 32-bit column (``SessionTurn.turn_index``): no session can have a
+# turn beyond it, so a pin there, even in a policy for every session, would keep nothing.
+TurnIndex = Annotated[int, Field(ge=0, le=2**31 - 1)]
 
 
 class ObjectIn(Schema):
     """A request body that must be a JSON object: ninja would otherwise read the fields of any
-    value given (a list has no ``base_version``, so ``[]`` passed as "nothing given")."""
+    value given (a list has no ``base_version``, so ``[]`` passed as "nothing given"). A field
+    it does not declare is refused (422 naming it) rather than ignored: a misspelt or outdated
+    field would otherwise change nothing and answer success."""
+
+    model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="wrap")
     @classmethod
@@ -529,8 +536,8 @@ class PolicyPinsIn(ObjectIn):
     version with ``message`` (or one listing the change). With ``session_id`` every turn and
     message pinned must exist in that session."""
 
-    pin_turn_indices: list[Index] = Field(default_factory=list, max_length=10_000)
-    unpin_turn_indices: list[Index] = Field(default_factory=list, max_length=10_000)
+    pin_turn_indices: list[TurnIndex] = Field(default_factory=list, max_length=10_000)
+    unpin_turn_indices: list[TurnIndex] = Field(default_factory=list, max_length=10_000)
     pin_message_ids: list[str] = Field(default_factory=list, max_length=10_000)
     unpin_message_ids: list[str] = Field(default_factory=list, max_length=10_000)
     message: str = Field(default="", max_length=500)
@@ -547,7 +554,7 @@ class SessionPinIn(ObjectIn):
     """Pin (or unpin) one turn, by stable index, or one message of this session only;
     ``pinned`` null toggles."""
 
-    turn_index: Index | None = None
+    turn_index: TurnIndex | None = None
     message_id: str | None = Field(default=None, max_length=200)
     pinned: bool | None = None
 

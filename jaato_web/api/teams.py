@@ -13,6 +13,7 @@ from jaato_web.api.auth import MANAGE_MEMBERS, VIEW, access_of
 from jaato_web.api.paging import paged
 from jaato_web.api.schemas import Id, ObjectIn, PageNumber
 from jaato_web.dashboard.models import AuditAction, AuditEvent, Project
+from jaato_web.errors import without_nul
 from jaato_web.teams import selectors, services
 from jaato_web.teams.models import Membership
 from jaato_web.teams.permissions import Role
@@ -101,6 +102,7 @@ def list_members(request: HttpRequest, project_id: int) -> list[Membership]:
 )
 def add_member(request: HttpRequest, project_id: int, payload: MemberIn) -> Status[object]:
     project = _project(request, project_id)
+    without_nul(payload.username, "username")  # a lookup PostgreSQL would refuse
     user = get_user_model().objects.filter(username=payload.username, is_active=True).first()
     if user is None:
         return Status(

@@ -1,9 +1,9 @@
-"""The Django admin for what the dashboard stores: for looking, mostly.
+"""The Django admin for what the dashboard stores: for looking only.
 
-Sessions, runs, ledgers, summaries and replays are written by the services and read by the
-pages; the admin shows them but never edits them, so an uploaded original or a run's ledger
-stays what it was. Projects and policy names can be edited; a policy's versions cannot (a new
-version is saved through the services, which check for concurrent edits).
+Projects, sessions, policies, runs, ledgers, summaries and replays are written by the
+services and read by the pages; the admin shows them but never edits them, so an uploaded
+original or a run's ledger stays what it was, and every change goes through the services that
+check concurrent edits and write the audit log.
 
 List pages never load the big columns: the original bytes, packed sessions, message JSON and
 replay series are deferred or left out.
@@ -34,14 +34,10 @@ from jaato_web.readonly_admin import ReadOnlyAdmin
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ReadOnlyAdmin):
     list_display = ("name", "slug", "default_policy", "run_default_policy_on_upload", "created_at")
     list_select_related = ("default_policy",)
     search_fields = ("name", "slug")
-    readonly_fields = ("created_at",)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(AgentSession)
@@ -90,20 +86,19 @@ class PolicyVersionInline(admin.TabularInline):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-
-@admin.register(Policy)
-class PolicyAdmin(admin.ModelAdmin):
-    list_display = ("name", "project", "created_at")
-    list_select_related = ("project",)
-    search_fields = ("name", "description")
-    readonly_fields = ("created_at",)
-    inlines = (PolicyVersionInline,)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # a policy is created with its first version, through the services
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(Policy)
+class PolicyAdmin(ReadOnlyAdmin):
+    list_display = ("name", "project", "created_at")
+    list_select_related = ("project",)
+    search_fields = ("name", "description")
+    inlines = (PolicyVersionInline,)
 
 
 @admin.register(PolicyVersion)

@@ -17,7 +17,14 @@ from django.conf import settings
 from django.db import models
 
 import gcengine
-from jaato_web.dashboard.storage import StoredMessage, message_views, unpack_turn
+from jaato_web.dashboard.storage import (
+    NulSafeCharField,
+    NulSafeJSONField,
+    NulSafeTextField,
+    StoredMessage,
+    message_views,
+    unpack_turn,
+)
 
 
 class JobStatus(models.TextChoices):
@@ -35,8 +42,8 @@ class BackgroundWork(models.Model):
     """
 
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    progress = models.CharField(max_length=200, blank=True)
-    error = models.TextField(blank=True)
+    progress = NulSafeCharField(max_length=200, blank=True)
+    error = NulSafeTextField(blank=True)
     claimed_by = models.CharField(
         max_length=100, blank=True, help_text="The worker process running it ('host:pid')."
     )
@@ -70,13 +77,13 @@ class Project(models.Model):
         help_text="Runs on every upload when GC on upload is enabled.",
     )
     run_default_policy_on_upload = models.BooleanField(default=True)
-    retention_gates = models.JSONField(
+    retention_gates = NulSafeJSONField(
         null=True,
         blank=True,
         help_text="Least anchor retention per class ({'decisions': 0.95}); empty means the "
         "engine's defaults (gcengine.DEFAULT_RETENTION_GATES).",
     )
-    prices = models.JSONField(
+    prices = NulSafeJSONField(
         null=True,
         blank=True,
         help_text="The price table replays are costed with (gcengine.ModelPrice entries); "
@@ -92,13 +99,13 @@ class AgentSession(models.Model):
     """An uploaded agent session, with the figures list pages show."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
-    label = models.CharField(max_length=300, help_text="The uploaded file's name.")
-    sha256 = models.CharField(max_length=64)
+    label = NulSafeCharField(max_length=300, help_text="The uploaded file's name.")
+    sha256 = NulSafeCharField(max_length=64)
     size_bytes = models.PositiveBigIntegerField()
-    source_format = models.CharField(max_length=40)
-    format_version = models.CharField(max_length=40, blank=True)
-    model_name = models.CharField(max_length=200, blank=True)
-    engine_session_id = models.CharField(max_length=200, blank=True)
+    source_format = NulSafeCharField(max_length=40)
+    format_version = NulSafeCharField(max_length=40, blank=True)
+    model_name = NulSafeCharField(max_length=200, blank=True)
+    engine_session_id = NulSafeCharField(max_length=200, blank=True)
     context_limit = models.PositiveBigIntegerField()
     context_limit_origin = models.CharField(max_length=40)
     turn_count = models.PositiveIntegerField()
@@ -109,9 +116,9 @@ class AgentSession(models.Model):
     eligible_tokens = models.PositiveBigIntegerField()
     utilization_percent = models.FloatField()
     token_counter = models.CharField(max_length=100)
-    drift = models.JSONField(default=dict, help_text="Recorded vs counted token figures.")
-    warnings = models.JSONField(default=list)
-    agent_state = models.JSONField(
+    drift = NulSafeJSONField(default=dict, help_text="Recorded vs counted token figures.")
+    warnings = NulSafeJSONField(default=list)
+    agent_state = NulSafeJSONField(
         default=dict,
         help_text="Interrupted turn, sub-agents, compactions: storage.StoredAgentState.",
     )
@@ -123,7 +130,7 @@ class AgentSession(models.Model):
         related_name="derived_sessions",
         help_text="The run whose stash this session was restored from, if it was.",
     )
-    restored_segments = models.JSONField(
+    restored_segments = NulSafeJSONField(
         default=list, blank=True, help_text="The stashed segments put back, by segment id."
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -162,10 +169,10 @@ class SessionTurn(models.Model):
     position = models.PositiveIntegerField(help_text="0-based place in the history.")
     turn_index = models.IntegerField(null=True, help_text="The stable turn index, if any.")
     kind = models.CharField(max_length=20)
-    budget_key = models.CharField(
+    budget_key = NulSafeCharField(
         max_length=200, blank=True, help_text="The turn's key in the budget tree (turn_<index>)."
     )
-    budget_label = models.CharField(max_length=300, blank=True)
+    budget_label = NulSafeCharField(max_length=300, blank=True)
     budget_policy = models.CharField(
         max_length=20, blank=True, help_text="The turn's policy in the tree (partial if mixed)."
     )
@@ -173,7 +180,7 @@ class SessionTurn(models.Model):
     tokens = models.PositiveBigIntegerField()
     policy = models.CharField(max_length=20, help_text="The most protective policy inside.")
     tool_calls = models.PositiveIntegerField(default=0)
-    preview = models.CharField(max_length=300, blank=True)
+    preview = NulSafeCharField(max_length=300, blank=True)
     packed = models.BinaryField(
         default=b"",
         help_text="The turn's figures and messages (pydantic's JSON), zstd-compressed.",
@@ -201,7 +208,7 @@ class SessionPin(models.Model):
 
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="pins")
     turn_index = models.IntegerField(null=True, blank=True)
-    message_id = models.CharField(max_length=200, blank=True)
+    message_id = NulSafeCharField(max_length=200, blank=True)
     author = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -237,16 +244,16 @@ class BudgetNode(models.Model):
     run = models.ForeignKey(
         "GCRun", null=True, on_delete=models.CASCADE, related_name="budget_nodes"
     )
-    path = models.CharField(max_length=400, help_text="Keys from the root, joined by '/'.")
-    parent_path = models.CharField(max_length=400, blank=True)
+    path = NulSafeCharField(max_length=400, help_text="Keys from the root, joined by '/'.")
+    parent_path = NulSafeCharField(max_length=400, blank=True)
     position = models.PositiveIntegerField()
     depth = models.PositiveSmallIntegerField()
-    key = models.CharField(max_length=200)
-    label = models.CharField(max_length=300, blank=True)
+    key = NulSafeCharField(max_length=200)
+    label = NulSafeCharField(max_length=300, blank=True)
     policy = models.CharField(max_length=20)
     tokens = models.PositiveBigIntegerField()
     child_count = models.PositiveIntegerField()
-    message_ids = models.JSONField(default=list)
+    message_ids = NulSafeJSONField(default=list)
 
     class Meta:
         indexes = [models.Index(fields=["session", "run", "parent_path", "position"])]
@@ -300,11 +307,12 @@ class Policy(models.Model):
 class PolicyVersion(models.Model):
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    config = models.JSONField(
+    config = NulSafeJSONField(
         help_text="The gc.json as gcengine.dump_gc_config writes it, or the planner settings "
         "as gcengine.PlannerConfig dumps them."
     )
-    message = models.CharField(max_length=500, blank=True)
+    # A person's message has no NUL (refused); one the dashboard writes may name message ids.
+    message = NulSafeCharField(max_length=500, blank=True)
     author = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -325,13 +333,13 @@ class GCRun(BackgroundWork):
     policy_version = models.ForeignKey(
         PolicyVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
-    policy_label = models.CharField(
+    policy_label = NulSafeCharField(
         max_length=220,
         blank=True,
         help_text="The version as named when run ('Budget 80/60 v3'); empty for a pasted "
         "gc.json. Kept when the version is deleted.",
     )
-    config = models.JSONField(help_text="The exact gc.json the run used.")
+    config = NulSafeJSONField(help_text="The exact gc.json the run used.")
     plugin = models.CharField(max_length=100)
     trigger = models.CharField(max_length=40, default="manual", help_text="manual or upload")
     tokens_before = models.PositiveBigIntegerField(null=True)
@@ -340,7 +348,7 @@ class GCRun(BackgroundWork):
     items_collected = models.PositiveIntegerField(null=True)
     turns_after = models.PositiveIntegerField(null=True)
     context_limit = models.PositiveBigIntegerField(null=True)
-    compaction_id = models.CharField(
+    compaction_id = NulSafeCharField(
         max_length=200,
         blank=True,
         help_text="Run on the history just before this compaction the agent performed.",
@@ -350,8 +358,8 @@ class GCRun(BackgroundWork):
     locked_after = models.PositiveBigIntegerField(null=True)
     preservable_after = models.PositiveBigIntegerField(null=True)
     eligible_after = models.PositiveBigIntegerField(null=True)
-    result = models.JSONField(null=True, help_text="gcengine.GCResult without its removal list.")
-    retention = models.JSONField(
+    result = NulSafeJSONField(null=True, help_text="gcengine.GCResult without its removal list.")
+    retention = NulSafeJSONField(
         null=True,
         blank=True,
         help_text="gcengine.AnchorRetention of what the run took out of view; empty for runs "
@@ -414,10 +422,10 @@ class Removal(models.Model):
     )
     seq = models.PositiveIntegerField()
     source = models.CharField(max_length=40)
-    child_key = models.CharField(max_length=400, blank=True)
+    child_key = NulSafeCharField(max_length=400, blank=True)
     reason = models.CharField(max_length=60)
     tokens_freed = models.BigIntegerField()
-    message_ids = models.JSONField(default=list)
+    message_ids = NulSafeJSONField(default=list)
     turn_index = models.IntegerField(null=True)
     turn_position = models.PositiveIntegerField(
         null=True, help_text="Position of the turn in the session before the run."
@@ -425,7 +433,7 @@ class Removal(models.Model):
     # Why a reachability run took the item (empty for other strategies).
     reachable = models.BooleanField(null=True)
     score = models.FloatField(null=True)
-    explanation = models.TextField(blank=True)
+    explanation = NulSafeTextField(blank=True)
     action = models.CharField(max_length=20, blank=True, help_text="stashed or deleted")
 
     class Meta:
@@ -446,16 +454,16 @@ class StashedSegment(models.Model):
     removal = models.OneToOneField(
         Removal, on_delete=models.CASCADE, related_name="stashed", help_text="Its ledger item."
     )
-    segment_id = models.CharField(max_length=400)
+    segment_id = NulSafeCharField(max_length=400)
     kind = models.CharField(max_length=20)
     turn_index = models.IntegerField(null=True)
     tokens = models.PositiveBigIntegerField()
     score = models.FloatField()
     reachable = models.BooleanField()
-    reason = models.TextField()
-    anchors = models.JSONField(default=list, help_text="Its anchors as written.")
-    anchors_text = models.TextField(blank=True, help_text="The anchors, one a line, to search.")
-    text = models.TextField(help_text="What it says, tools' arguments and results included.")
+    reason = NulSafeTextField()
+    anchors = NulSafeJSONField(default=list, help_text="Its anchors as written.")
+    anchors_text = NulSafeTextField(blank=True, help_text="The anchors, one a line, to search.")
+    text = NulSafeTextField(help_text="What it says, tools' arguments and results included.")
 
     class Meta:
         constraints = [
@@ -472,14 +480,14 @@ class KeptSegment(models.Model):
 
     run = models.ForeignKey(GCRun, on_delete=models.CASCADE, related_name="kept_segments")
     position = models.PositiveIntegerField(help_text="Its place among the session's segments.")
-    segment_id = models.CharField(max_length=400)
+    segment_id = NulSafeCharField(max_length=400)
     kind = models.CharField(max_length=20)
     turn_index = models.IntegerField(null=True)
     tokens = models.PositiveBigIntegerField()
     score = models.FloatField()
     reachable = models.BooleanField()
     root = models.BooleanField()
-    reason = models.TextField()
+    reason = NulSafeTextField()
 
     class Meta:
         constraints = [
@@ -497,11 +505,11 @@ class Summary(models.Model):
 
     run = models.ForeignKey(GCRun, on_delete=models.CASCADE, related_name="summaries")
     number = models.PositiveIntegerField(null=True)
-    message_id = models.CharField(max_length=100)
-    text = models.TextField()
+    message_id = NulSafeCharField(max_length=100)
+    text = NulSafeTextField()
     tokens = models.PositiveBigIntegerField()
-    covers_turns = models.JSONField(default=list)
-    covers_summary = models.JSONField(null=True, help_text="The earlier summary it folds in.")
+    covers_turns = NulSafeJSONField(default=list)
+    covers_summary = NulSafeJSONField(null=True, help_text="The earlier summary it folds in.")
     summarizer = models.CharField(max_length=100, blank=True)
     written_by_run = models.BooleanField(default=False)
     inserted_before_position = models.PositiveIntegerField(
@@ -527,23 +535,23 @@ class Replay(BackgroundWork):
     policy_version = models.ForeignKey(
         PolicyVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="replays"
     )
-    policy_label = models.CharField(
+    policy_label = NulSafeCharField(
         max_length=220,
         blank=True,
         help_text="The version as named when replayed ('Budget 80/60 v3'); empty for a "
         "pasted gc.json. Kept when the version is deleted.",
     )
-    config = models.JSONField()
+    config = NulSafeJSONField()
     config_digest = models.CharField(max_length=64)
     context_limit = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="A window tried instead of the session's own, if any."
     )
-    compaction_id = models.CharField(
+    compaction_id = NulSafeCharField(
         max_length=200,
         blank=True,
         help_text="Replayed on the history just before this compaction the agent performed.",
     )
-    series = models.JSONField(null=True, help_text="Steps and events, as the chart draws them.")
+    series = NulSafeJSONField(null=True, help_text="Steps and events, as the chart draws them.")
     retention_pending = models.BooleanField(
         default=False,
         help_text="The replay is drawn and its worker is scoring each collection's anchor "
@@ -575,10 +583,10 @@ class IngestJob(BackgroundWork):
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="ingest_jobs")
-    filename = models.CharField(max_length=300)
+    filename = NulSafeCharField(max_length=300)
     sha256 = models.CharField(max_length=64)
     size_bytes = models.PositiveBigIntegerField()
-    error_path = models.CharField(max_length=400, blank=True)
+    error_path = NulSafeCharField(max_length=400, blank=True)
     session = models.ForeignKey(
         AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -651,13 +659,13 @@ class AuditEvent(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_name = models.CharField(
+    actor_name = NulSafeCharField(
         max_length=150, help_text="Kept when the user is deleted; 'system' for automatic work."
     )
     action = models.CharField(max_length=30, choices=AuditAction.choices)
-    target = models.CharField(max_length=300, help_text="What it acted on, in words.")
+    target = NulSafeCharField(max_length=300, help_text="What it acted on, in words.")
     target_url = models.CharField(max_length=300, blank=True)
-    detail = models.JSONField(default=dict)
+    detail = NulSafeJSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

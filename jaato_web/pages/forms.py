@@ -27,6 +27,7 @@ import gcengine
 from jaato_web.dashboard import services
 from jaato_web.dashboard.models import AuditAction, PolicyVersion, Project
 from jaato_web.dashboard.presenters import strategy_of, turn_index_of
+from jaato_web.http import query_int
 from jaato_web.teams.permissions import Role
 
 # --- Sessions, runs and replays ---------------------------------------------------------
@@ -355,10 +356,10 @@ def form_values(config: Mapping[str, Any]) -> dict[str, Any]:
                 value = _number(value) if value else 0  # no pressure is continuous mode: 0
             case "text":
                 value = value or ""
-            case "turn_list":
-                value = [_turn_shown(v) for v in value or []]
-            case "id_list":
-                value = list(value or [])
+            case "turn_list" | "id_list":
+                # A refused file's value may be anything; only a list has items to show.
+                items = list(value) if isinstance(value, list | tuple) else []
+                value = [_turn_shown(v) for v in items] if field.kind == "turn_list" else items
         values[FORM_FIELD_OF_KEY.get(key, key)] = value
     values["strategy"] = strategy_of(config)
     for key, fields in SUBFIELDS.items():
@@ -618,7 +619,8 @@ class PolicySaveForm(forms.Form):
 class PolicyImportForm(forms.Form):
     """A gc.json to import, uploaded or pasted; the engine reads it, in either shape."""
 
-    file = forms.FileField(required=False)
+    # An empty file is the engine's to refuse, with the message the API gives for it.
+    file = forms.FileField(required=False, allow_empty_file=True)
     text = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
@@ -762,7 +764,7 @@ def price_table_posted(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], l
     error the engine names (``prices[1].input_per_mtok``) is shown on the right row."""
     entries: list[dict[str, Any]] = []
     rows: list[int] = []
-    count = min(int(data.get("price-count") or 0), 500)
+    count = min(query_int(data.get("price-count")), 500)  # a forged count is no rows
     for row in range(count):
         values = {
             name: str(data.get(f"price-{row}-{name}", "")).strip() for name, _ in PRICE_FIELDS

@@ -121,12 +121,17 @@ def policy_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @requires(Action.EDIT_POLICY)
 def policy_default(request: HttpRequest, policy_id: int) -> HttpResponse:
-    """Mark the policy as the project's default (it runs on every upload), or unmark it."""
-    policy = _access(request).policy(policy_id, PolicyKind.GC)
+    """Mark the policy as the project's default (it runs on every upload), or unmark it; the
+    service's refusal (a planner config) is said on the list the button was on."""
+    policy = _access(request).policy(policy_id)
     project = policy.project
     if request.POST.get("default") == "on":
-        services.project_set_default_policy(project=project, policy=policy, actor=request.user)
-        messages.success(request, f"{policy.name} is now the default: it runs on every upload.")
+        try:
+            services.project_set_default_policy(project=project, policy=policy, actor=request.user)
+        except services.PolicyKindError as refusal:
+            messages.error(request, refusal.reason)
+        else:
+            messages.success(request, f"{policy.name} is now the default: it runs on every upload.")
     elif project.default_policy_id == policy.pk:
         services.project_set_default_policy(project=project, policy=None, actor=request.user)
         messages.success(request, f"{policy.name} is no longer the default; uploads run no GC.")
@@ -388,6 +393,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
         form = PolicyImportForm()
         return render(request, "policies/import.html", _import_context(form, project))
     form = PolicyImportForm(request.POST, request.FILES)
+    status = 400
     if form.is_valid():
         name = form.cleaned_data["name"]
         message = form.cleaned_data["message"] or "imported"
@@ -404,6 +410,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
             )
         except services.UploadTooLarge as error:
             form.add_error("file" if form.filename() else "text", error.reason)
+            status = error.status
         except gcengine.ConfigError as error:
             # A bad value of a key the editor has a control for is fixed there, next to the
             # control; anything else (not JSON, an unknown key) is shown here, with its key.
@@ -414,6 +421,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
                 parsed,
                 name or services.policy_name_from_file(form.filename()),
                 message,
+                error,
             )
             if editor:
                 return editor
@@ -426,7 +434,7 @@ def policy_import(request: HttpRequest) -> HttpResponse:
                 messages.warning(request, f"{policy.name}: {warning}")
             return redirect("policy_edit", policy_id=policy.pk)
     # Refused: the form again, with why, as the answer to a request that stored nothing.
-    return render(request, "policies/import.html", _import_context(form, project), status=400)
+    return render(request, "policies/import.html", _import_context(form, project), status=status)
 
 
 # Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
@@ -444,15 +452,19 @@ def _import_into_editor(
     parsed: dict[str, Any],
     name: str,
     message: str,
+    error: gcengine.ConfigError,
 ) -> HttpResponse | None:
-    """Show the refused file in the editor, each engine message next to its control; None
-    when the editor's reading of the file is valid (the problem is in the file's shape)."""
+    """Show the refused file in the editor, each engine message next to its control and the
+    refusal on top naming its gc.json key, as the API does; None when the editor's reading of
+    the file is valid (the problem is in the file's shape). Nothing was stored: a 400."""
     form = PolicyForm(form_values(flat_gc_json(parsed)))
     if form.is_valid():
         return None
     save_form = PolicySaveForm(initial={"name": name, "message": message}, new=True)
-    context = _editor_context(request, project, None, form, save_form, imported=True, latest=None)
-    return render(request, "policies/editor.html", context)
+    context = _editor_context(
+        request, project, None, form, save_form, imported=str(error), latest=None
+    )
+    return render(request, "policies/editor.html", context, status=400)
 
 
 @require_GET

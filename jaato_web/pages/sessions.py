@@ -10,7 +10,6 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import get_template
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -21,6 +20,7 @@ from jaato_web.dashboard.models import AgentSession, PolicyVersion, Project
 from jaato_web.http import (
     PageRequest,
     htmx_target,
+    local_url,
     query_id,
     redirect_after_post,
 )
@@ -378,7 +378,7 @@ def session_pins_to_policy(request: PageRequest, session_id: int) -> HttpRespons
 def _back_to(request: PageRequest, session: AgentSession) -> str:
     """Where a form on the session page returns: the page it came from, on this site."""
     url = request.POST.get("next", "")
-    if url_has_allowed_host_and_scheme(url, {request.get_host()}):
+    if local_url(request, url):
         return url
     return reverse("session_detail", args=[session.pk])
 

@@ -11,7 +11,6 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
@@ -20,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from jaato_web.dashboard import presenters
 from jaato_web.dashboard import selectors as dashboard_selectors
 from jaato_web.dashboard.models import Project
-from jaato_web.http import client_address, query_id
+from jaato_web.http import client_address, local_url, query_id
 from jaato_web.pages.forms import (
     AuditFilterForm,
     MemberAddForm,
@@ -51,9 +50,7 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     """Django's authentication form, throttled: after repeated failures for a name (or from an
     address) further tries are refused with 429 until the window passes."""
     next_url = request.POST.get("next") or request.GET.get("next") or ""
-    if not url_has_allowed_host_and_scheme(
-        next_url, {request.get_host()}, require_https=request.is_secure()
-    ):
+    if not local_url(request, next_url):
         next_url = ""
     form = AuthenticationForm(request, data=request.POST or None)
     refused = ""
@@ -115,7 +112,7 @@ def project_switch(request: HttpRequest) -> HttpResponse:
     project = _access(request).project(query_id(raw))
     request.session[CURRENT_PROJECT_KEY] = project.pk
     next_url = request.POST.get("next", "")
-    if url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
+    if local_url(request, next_url):
         return redirect(next_url)
     return redirect("session_list")
 

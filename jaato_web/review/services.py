@@ -14,7 +14,7 @@ from django.db import transaction
 
 from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import AuditAction, JobStatus
-from jaato_web.errors import InputError
+from jaato_web.errors import InputError, without_nul
 from jaato_web.review.models import (
     COMMENT_MAX_CHARS,
     NOTE_MAX_CHARS,
@@ -33,8 +33,8 @@ class ReviewError(InputError):
 
 
 def _plain_text(value: str, *, key: str, limit: int, required: bool) -> str:
-    """Trimmed text with ``\\n`` line ends, within ``limit`` characters."""
-    text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
+    """Trimmed text with ``\\n`` line ends, within ``limit`` characters, without NUL."""
+    text = without_nul(value, key, ReviewError).replace("\r\n", "\n").replace("\r", "\n").strip()
     if required and not text:
         raise ReviewError("Write something first: the comment is empty.", key)
     if len(text) > limit:

@@ -36,7 +36,7 @@ from jaato_web.dashboard.models import (
     Replay,
 )
 from jaato_web.teams.models import ApiToken, Membership
-from jaato_web.teams.permissions import ACTION_LABELS, Action, Role, role_allows
+from jaato_web.teams.permissions import ACTION_LABELS, PERMISSIONS, Action, Role, role_allows
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -48,6 +48,23 @@ CURRENT_PROJECT_KEY = "current_project"
 TOKEN_PREFIX = "jgc_"
 # A token's last use is written at most this often, so API calls do not each write a row.
 TOKEN_TOUCH_INTERVAL = timedelta(minutes=1)
+
+
+class RoleRefused(PermissionDenied):
+    """A member whose role lacks the action: the message says so, and the role, the action
+    and the project are kept so the 403 page can say what role is needed and where."""
+
+    def __init__(self, *, role: Role, action: Action, project_id: int) -> None:
+        super().__init__(
+            f"As a {role.label.lower()} of this project you may not {ACTION_LABELS[action]}."
+        )
+        self.role = role
+        self.action = action
+        self.project_id = project_id
+
+    @property
+    def needed(self) -> Role:
+        return PERMISSIONS[self.action]
 
 
 class NoProject(Exception):
@@ -95,9 +112,8 @@ class Access:
         self.project_id = project_id
         wanted = action or self.action
         if not self.allows(project_id, wanted):
-            role = Role(self.roles[project_id]).label.lower()
-            raise PermissionDenied(
-                f"As a {role} of this project you may not {ACTION_LABELS[wanted]}."
+            raise RoleRefused(
+                role=Role(self.roles[project_id]), action=wanted, project_id=project_id
             )
 
     # --- Objects, found only among the user's projects -------------------------------------

@@ -1,5 +1,5 @@
-"""Admin for members (editable: a site admin can seat a project's first admin) and read-only
-views of tokens and sign-in attempts, which only their own flows may write."""
+"""Read-only admin views of members, tokens and sign-in attempts, which only their own flows
+may write (the Members page keeps every project with an admin and writes the audit log)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from jaato_web.teams.models import ApiToken, Membership, SignInAttempt
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(ReadOnlyAdmin):
     list_display = ("user", "project", "role", "created_at")
     list_filter = ("role", "project")
     search_fields = ("user__username", "project__name")

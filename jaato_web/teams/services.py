@@ -15,7 +15,7 @@ from django.utils.text import slugify
 
 from jaato_web.dashboard.audit import audit_record
 from jaato_web.dashboard.models import AuditAction, Project
-from jaato_web.errors import InputError
+from jaato_web.errors import InputError, without_nul
 from jaato_web.teams.access import TOKEN_PREFIX, token_digest
 from jaato_web.teams.models import ApiToken, Membership, SignInAttempt
 from jaato_web.teams.permissions import Role
@@ -42,7 +42,7 @@ class MembershipError(InputError):
 @transaction.atomic
 def project_create(*, name: str, creator: User) -> Project:
     """A new project; its creator is its first admin."""
-    name = name.strip()[:200] or "Untitled project"
+    name = without_nul(name, "name").strip()[:200] or "Untitled project"
     base = slugify(name)[:40] or "project"
     slug, n = base, 1
     while Project.objects.filter(slug=slug).exists():
@@ -148,7 +148,7 @@ def token_create(*, user: User, name: str, projects: list[Project]) -> NewToken:
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user,
-        name=name.strip()[:100] or "token",
+        name=without_nul(name, "name").strip()[:100] or "token",
         prefix=secret[: len(TOKEN_PREFIX) + 6],
         digest=token_digest(secret),
     )

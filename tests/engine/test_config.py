@@ -49,6 +49,8 @@ JAATO_TEMPLATE = (
         ("hybrid", "gc_hybrid"),
         ("budget", "gc_budget"),
         ("gc_truncate", "gc_truncate"),
+        ("gcengine_budget", "gc_budget"),
+        ("gc_gcengine_reachability", "gc_reachability"),
         ("gc_summarize", "gc_summarize"),
         ("gc_hybrid", "gc_hybrid"),
         ("gc_budget", "gc_budget"),

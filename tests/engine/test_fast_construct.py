@@ -159,7 +159,12 @@ EVERY_FIELD: dict[type[BaseModel], dict[str, Any]] = {
         "anchors": ["code:BILL-4012"],
         "recorded": [],
     },
-    Stash: {"segments": [], "deleted": {"m9": "m8"}, "notice_id": "n1"},
+    Stash: {
+        "segments": [],
+        "deleted": {"m9": "m8"},
+        "notice_id": "n1",
+        "recorded_prompt_tokens": 90_118,
+    },
     PlannerItem: {
         "id": "msg-7",
         "source": Source.CONVERSATION,

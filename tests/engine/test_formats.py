@@ -531,7 +531,7 @@ def test_anthropic_messages(counter: TokenCounter) -> None:
     response = session.history[2].function_responses[0]
     assert (response.call_id, response.name) == ("toolu_01", "read_log")
     assert session.recorded_prompt_tokens == 398 + 256
-    assert session.context_limit == 1_000_000  # Sonnet 4.6: 1M standard (model limits table)
+    assert session.context_limit == 200_000  # Sonnet 4.6: 1M only when asked for (model table)
     assert len(session.turns()) == 1
     assert roundtrip(session, counter) == session
 

@@ -58,6 +58,7 @@ def test_the_dump_writes_keys_in_the_tables_order() -> None:
     every_key_set = load(
         {
             "type": "hybrid",
+            "preserve_recent_exchanges": 20,
             "max_turns": 40,
             "pinned_turn_indices": [3],
             "pinned_message_ids": ["m"],

@@ -121,7 +121,7 @@ def test_a_plugin_keeps_its_own_options_over_the_policys_until_shut_down(
         pytest.param(3, 5, [], {0, 1, 2}, id="fewer-turns-than-preserved"),
         pytest.param(10, 2, [0, 3], {0, 3, 8, 9}, id="pinned"),
         pytest.param(5, 2, [0, 100], {0, 3, 4}, id="pin-out-of-range"),
-        pytest.param(5, 0, [2], {0, 2}, id="no-recent-turns"),
+        pytest.param(5, 0, [2], {0, 2, 4}, id="no-recent-turns"),
     ],
 )
 def test_truncate_removes_every_unprotected_turn_and_keeps_the_rest(
@@ -132,7 +132,8 @@ def test_truncate_removes_every_unprotected_turn_and_keeps_the_rest(
     range ignored, no recent turns).
 
     JAATO expects 7 and 6 items for the first two; ours keep turn 0 as well, since it holds the
-    locked original request.
+    locked original request, and with no recent turns the latest turn, since it holds the
+    current task.
     """
     session = plain_turns(turns, counter)
     config = policy(

@@ -289,7 +289,8 @@ def test_a_pin_names_a_turn_or_a_message() -> None:
     ("model", "limits"),
     [
         ("claude-sonnet-4-5-20250929", (200_000, 64_000)),
-        ("anthropic/claude-opus-4-6", (1_000_000, 128_000)),
+        ("anthropic/claude-opus-4-6", (200_000, 128_000)),
+        ("claude-opus-4-6[1m]", (1_000_000, 128_000)),
         ("gpt-5.4-mini", (1_050_000, 128_000)),
         ("gpt-5-mini", (400_000, 128_000)),
         ("llama-3.3-70b", (131_072, None)),

@@ -157,7 +157,7 @@ def test_the_command_line_exports_scores_and_prices(
     assert main(["export-policy", str(config), "--json", "--session", str(session)]) == 0
     assert json.loads(capsys.readouterr().out)["context_window"] == 200_000  # claude-sonnet-4
 
-    assert main(["export-policy", str(config), "--json", "--model", "claude-opus-4-6"]) == 0
+    assert main(["export-policy", str(config), "--json", "--model", "claude-opus-4-6[1m]"]) == 0
     assert json.loads(capsys.readouterr().out)["context_window"] == 1_000_000
 
     assert main(["export-policy", str(config)]) == 2

@@ -28,12 +28,18 @@ from tests.engine.strategies import leaves, model, policy, result, session_at, u
 STRATEGIES = ["truncate", "summarize", "hybrid", "budget", "reachability"]
 
 
-def test_the_package_registers_its_strategies_under_jaatos_entry_point_group() -> None:
+def test_the_package_registers_its_strategies_for_jaato_under_names_of_their_own() -> None:
+    """What JAATO's ``discover_gc_plugins`` reads: the engine's names load its JAATO plugins,
+    and none of JAATO's own names is registered by the engine."""
     from importlib.metadata import entry_points
 
-    registered = {ep.name: ep.load() for ep in entry_points(group="jaato.gc_plugins")}
-    assert {name: cls().name for name, cls in registered.items() if name in STRATEGY_NAMES} == {
-        name: name for name in STRATEGY_NAMES
+    ours = {
+        ep.name: ep.load()
+        for ep in entry_points(group="jaato.gc_plugins")
+        if ep.value.startswith("gcengine.")
+    }
+    assert {name: cls().name for name, cls in ours.items()} == {
+        f"gc_gcengine_{short}": f"gc_gcengine_{short}" for short in STRATEGIES
     }
 
 
@@ -44,6 +50,8 @@ def test_all_five_strategies_are_discoverable_and_load_by_either_name() -> None:
     assert set(STRATEGY_NAMES) <= set(discover_gc_plugins())
     assert load_gc_plugin("truncate").name == "gc_truncate"
     assert load_gc_plugin("gc_budget", {"preserve_recent_turns": 2}).name == "gc_budget"
+    assert load_gc_plugin("gcengine_hybrid").name == "gc_hybrid"
+    assert load_gc_plugin("gc_gcengine_reachability").name == "gc_reachability"
     with pytest.raises(PluginError, match="no GC plugin named 'fifo'"):
         load_gc_plugin("fifo")
 

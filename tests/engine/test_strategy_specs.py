@@ -159,11 +159,24 @@ def test_starter_policies_load_as_their_strategy_and_come_in_the_demos_order() -
     assert starter_policies()["Budget 80/60"]["threshold_percent"] == 80, "a new copy each time"
 
 
-def test_the_entry_points_name_the_registrys_classes() -> None:
+def test_the_entry_points_name_each_strategys_jaato_plugin_under_its_own_name() -> None:
+    """Registered for JAATO under the names the specs declare, never one of JAATO's own (which
+    would replace JAATO's plugins), each pointing at that strategy's JAATO plugin class."""
+    from gcengine.running.jaato_plugins import JAATO_PLUGINS
+
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["entry-points"]["jaato.gc_plugins"] == {
-        spec.name: f"{spec.plugin.__module__}:{spec.plugin.__qualname__}" for spec in STRATEGY_SPECS
+    registered = project["entry-points"]["jaato.gc_plugins"]
+    module = "gcengine.running.jaato_plugins"
+    assert registered == {
+        spec.jaato_plugin: f"{module}:{JAATO_PLUGINS[spec.jaato_plugin].__qualname__}"
+        for spec in STRATEGY_SPECS
     }
+    assert not set(registered) & {"gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"}
+    plugins = importlib.import_module(module)
+    for spec in STRATEGY_SPECS:
+        plugin = JAATO_PLUGINS[spec.jaato_plugin]
+        assert plugin.spec is spec
+        assert getattr(plugins, plugin.__qualname__) is plugin, "what the entry point loads"
 
 
 # --- The docs list what the specs declare -----------------------------------------------------

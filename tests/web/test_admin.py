@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
@@ -76,12 +77,34 @@ def test_run_page_in_admin_leaves_out_the_collected_session(
     assert "Session after" not in html
 
 
-def test_projects_can_be_edited(admin_client: Client, project: Project) -> None:
+@pytest.mark.parametrize(
+    "model",
+    [m for m in admin.site._registry if m._meta.app_label in {"dashboard", "review", "teams"}],
+    ids=lambda m: m.__name__,
+)
+def test_every_stored_model_is_read_only(admin_client: Client, model: type) -> None:
+    """What the dashboard stores is written only by its services (which keep history and the
+    audit log); the admin may show it but never add, change or delete it."""
+    model_admin = admin.site._registry[model]
+    request = admin_client.get("/admin/").wsgi_request
+
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_change_permission(request)
+    assert not model_admin.has_delete_permission(request)
+    for inline in model_admin.get_inline_instances(request):
+        assert not inline.has_add_permission(request, None)
+        assert not inline.has_change_permission(request)
+        assert not inline.has_delete_permission(request)
+
+
+def test_a_project_cannot_be_edited_in_the_admin(admin_client: Client, project: Project) -> None:
+    url = reverse("admin:dashboard_project_change", args=[project.pk])
+
     response = admin_client.post(
-        admin_url(Project, "change", project.pk),
-        {"name": "Renamed", "slug": project.slug, "run_default_policy_on_upload": "on"},
+        url, {"name": "Renamed", "slug": project.slug, "run_default_policy_on_upload": "on"}
     )
 
-    assert response.status_code == 302
+    assert response.status_code == 403
     project.refresh_from_db()
-    assert project.name == "Renamed"
+    assert project.name != "Renamed"
+    assert admin_client.get(url).status_code == 200  # still shown

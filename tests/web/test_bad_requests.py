@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from jaato_web.dashboard import background, services
-from jaato_web.dashboard.models import AgentSession, GCRun, Policy, Project
+from jaato_web.dashboard.models import AgentSession, GCRun, IngestJob, Policy, Project
 from tests.web.test_mcp_http import over_asgi
 from tests.web.uploads import BUDGET_POLICY, session_file
 
@@ -172,6 +172,39 @@ def test_a_file_name_longer_than_a_file_system_takes_is_cut_not_a_failure(
     label = answer.json()["session"]["label"]
     assert len(label) == 255
     assert label.endswith(".json")
+
+
+def _multipart_with_name(field: str, filename: str, data: bytes) -> tuple[bytes, str]:
+    """A multipart body naming the file as a browser or curl sends it: the test client's own
+    files are cut to 255 characters before they are sent, so it never sends a longer name."""
+    boundary = "jaato-boundary"
+    head = (
+        f"--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="{field}"; filename="{filename}"\r\n'
+        "Content-Type: application/json\r\n\r\n"
+    ).encode()
+    return head + data + f"\r\n--{boundary}--\r\n".encode(), boundary
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [("/sessions/upload/", "files"), ("/api/sessions", "file"), ("/api/sessions/uploads", "files")],
+)
+def test_a_file_name_too_long_to_be_read_is_refused_naming_the_limit(
+    client: Client, project: Project, url: str, field: str
+) -> None:
+    body, boundary = _multipart_with_name(field, "x" * 1_005, session_file(4))
+
+    answer = _post(client, url, body, f"multipart/form-data; boundary={boundary}")
+
+    assert answer.status_code == 400
+    text = answer.json()["detail"] if url.startswith("/api/") else answer.content.decode()
+    assert "file name" in text
+    assert "1,024 bytes" in text
+    assert not AgentSession.objects.exists()
+    assert not IngestJob.objects.exists()
+    if not url.startswith("/api/"):
+        assert 'rel="stylesheet"' in text  # the dashboard's page, not a bare "Bad Request"
 
 
 def test_the_service_refuses_a_name_nothing_can_store(project: Project) -> None:

@@ -191,7 +191,9 @@ def test_one_missing_turn_pins_nothing(editor: Caller, stored_session: AgentSess
         call(editor, "context_gc_pin", {"session_id": stored_session.pk, "turn_indices": [0, 99]})
     )
     assert (error["status"], error["code"]) == (400, "bad_input")  # as the local server's
-    assert error["message"] == f"turn_index: {stored_session.label} has no turn 99"
+    assert error["message"] == (
+        f"turn_index: {stored_session.label} has no turn 99: its turn indices run from 0 to 7"
+    )
     assert not SessionPin.objects.exists()
     assert audit(AuditAction.PIN) == []
 

@@ -164,3 +164,52 @@ def test_versions_page_offers_a_viewer_no_restore_or_edit(
     # Comparing and exporting are reading.
     assert reverse("policy_versions_compare", args=[restorable.pk]) in reads
     assert reverse("policy_export", args=[restorable.pk, 1]) in reads
+
+
+@pytest.mark.parametrize(
+    ("name", "page", "needed"),
+    [
+        ("session_upload", "Session upload", "editor"),
+        ("policy_new", "Policy new", "editor"),
+        ("policy_edit", "Policy edit", "editor"),
+    ],
+)
+def test_a_viewer_refused_a_page_is_told_which_page_which_role_and_the_way_back(
+    viewer: Client, budget_policy: Policy, name: str, page: str, needed: str
+) -> None:
+    args = [budget_policy.pk] if name == "policy_edit" else []
+    came_from = reverse("session_list")
+
+    response = viewer.get(reverse(name, args=args), headers={"referer": came_from})
+
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert 'rel="stylesheet"' in html  # the dashboard's page, not a bare "403 Forbidden"
+    assert f"<h1>Not allowed: {page}</h1>" in html
+    assert f"<code>{response.request['PATH_INFO']}</code>" in html
+    assert "Your role in Default project is <strong>viewer</strong>" in html
+    assert f"needs the <strong>{needed}</strong> role" in html
+    assert f'href="{came_from}"' in html
+
+
+def test_a_refused_page_never_sends_back_to_another_site(viewer: Client) -> None:
+    response = viewer.get(reverse("session_upload"), headers={"referer": "https://evil.example/x"})
+
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "evil.example" not in html
+    assert f'href="{reverse("session_list")}"' in html
+
+
+def test_the_api_still_refuses_a_viewer_in_json(
+    viewer: Client, stored_session: AgentSession
+) -> None:
+    response = viewer.post(
+        reverse("api:start_run", args=[stored_session.pk]),
+        {"config": {"type": "budget"}},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 403
+    assert response["content-type"].startswith("application/json")
+    assert "As a viewer of this project you may not" in response.json()["detail"]

@@ -161,6 +161,78 @@ def test_the_api_pins_in_a_session_and_in_a_policy(
     assert missing.json()["key"] == "turn_index"
 
 
+def test_a_turn_the_session_lacks_is_refused_naming_it_and_the_range(
+    client: Client, two_sessions: tuple[AgentSession, AgentSession], project: Project
+) -> None:
+    """20-turn sessions have turn indices 0 to 19; a pin beyond them would keep nothing."""
+    one, _ = two_sessions
+    policy = services.policy_create(project=project, name="Budget", config=BUDGET_POLICY)
+
+    in_session = client.post(
+        f"/api/sessions/{one.pk}/pins", {"turn_index": 20}, content_type="application/json"
+    )
+    in_policy = client.post(
+        f"/api/policies/{policy.pk}/pins",
+        {"pin_turn_indices": [3, 25, 20], "session_id": one.pk},
+        content_type="application/json",
+    )
+
+    assert (in_session.status_code, in_session.json()["key"]) == (400, "turn_index")
+    assert in_session.json()["reason"] == (
+        f"{one.label} has no turn 20: its turn indices run from 0 to 19"
+    )
+    assert (in_policy.status_code, in_policy.json()["key"]) == (400, "turn_index")
+    assert in_policy.json()["reason"] == (
+        f"{one.label} has no turns 20, 25: its turn indices run from 0 to 19"
+    )
+    assert policy.versions.count() == 1
+    assert not one.pins.exists()
+
+
+@pytest.mark.parametrize("field", ["pin_turn_indices", "unpin_turn_indices"])
+def test_a_policy_pin_beyond_any_storable_turn_is_refused(
+    client: Client, project: Project, field: str
+) -> None:
+    """A policy's pins apply to every session, so without ``session_id`` no session's range
+    bounds them; but no session can have a turn past a stored turn index's 32 bits."""
+    policy = services.policy_create(project=project, name="Budget", config=BUDGET_POLICY)
+
+    answer = client.post(
+        f"/api/policies/{policy.pk}/pins",
+        {field: [2**63 - 1]},
+        content_type="application/json",
+    )
+    session_pin = client.post(
+        "/api/sessions/1/pins", {"turn_index": 2**31}, content_type="application/json"
+    )
+
+    assert answer.status_code == 422
+    assert answer.json()["detail"][0]["loc"][-2:] == [field, 0]
+    assert session_pin.status_code == 422
+    assert policy.versions.count() == 1
+
+
+def test_a_pins_body_with_fields_the_endpoint_does_not_know_is_refused(
+    client: Client, two_sessions: tuple[AgentSession, AgentSession], project: Project
+) -> None:
+    """The body an older docs/api.md described: its fields would be ignored, pinning nothing."""
+    one, _ = two_sessions
+    policy = services.policy_create(project=project, name="Budget", config=BUDGET_POLICY)
+
+    answer = client.post(
+        f"/api/policies/{policy.pk}/pins",
+        {"turn_index": 3, "pinned": True, "session_id": one.pk, "author": "me"},
+        content_type="application/json",
+    )
+
+    assert answer.status_code == 422
+    unknown = {
+        error["loc"][-1] for error in answer.json()["detail"] if error["type"] == "extra_forbidden"
+    }
+    assert unknown == {"turn_index", "pinned", "author"}
+    assert policy.versions.count() == 1
+
+
 def test_archived_items_leave_lists_and_pickers_and_come_back(
     client: Client, two_sessions: tuple[AgentSession, AgentSession], project: Project
 ) -> None:

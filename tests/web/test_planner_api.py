@@ -191,13 +191,26 @@ def test_planner_configs_through_the_policies_api(client: Client, budget_policy:
     assert [p["name"] for p in policies] == [budget_policy.name]
 
 
-def test_a_planner_config_cannot_be_the_default_or_exported_as_gc_json(
+def test_a_planner_config_cannot_be_exported_as_gc_json(client: Client, project: Project) -> None:
+    config = services.policy_create(project=project, name="P", config={}, kind=PolicyKind.PLANNER)
+
+    export = client.get(f"/api/policies/{config.pk}/versions/1/gc.json")
+
+    assert export.status_code == 404
+
+
+def test_a_planner_config_made_the_default_is_refused_naming_why(
     client: Client, project: Project
 ) -> None:
     config = services.policy_create(project=project, name="P", config={}, kind=PolicyKind.PLANNER)
 
-    default = client.put(f"/api/policies/{config.pk}/default")
-    export = client.get(f"/api/policies/{config.pk}/versions/1/gc.json")
+    answer = client.put(f"/api/policies/{config.pk}/default")
 
-    assert default.status_code == 404
-    assert export.status_code == 404
+    assert answer.status_code == 400
+    assert answer.json()["key"] == "policy"
+    assert answer.json()["reason"] == (
+        "P is a planner config, not a GC policy: only a GC policy can be the project's "
+        "default, which runs on every upload."
+    )
+    project.refresh_from_db()
+    assert project.default_policy is None

@@ -126,3 +126,21 @@ def test_deleting_one_goes_back_to_the_planner_configs(
     response = client.post(reverse("policy_delete", args=[planner_config.pk]))
 
     assert response["Location"] == reverse("planner_config_list")
+
+
+def test_a_planner_config_cannot_be_made_the_default_and_the_page_says_why(
+    client: Client, project: Project, planner_config: Policy, budget_policy: Policy
+) -> None:
+    services.project_set_default_policy(project=project, policy=budget_policy)
+
+    response = client.post(
+        reverse("policy_default", args=[planner_config.pk]), {"default": "on"}, follow=True
+    )
+
+    shown = [str(message) for message in response.context["messages"]]
+    assert shown == [
+        "Roomy is a planner config, not a GC policy: only a GC policy can be the project's "
+        "default, which runs on every upload."
+    ]
+    project.refresh_from_db()
+    assert project.default_policy == budget_policy

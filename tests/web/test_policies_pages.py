@@ -324,11 +324,75 @@ def test_import_of_a_bad_value_opens_the_editor_with_the_message_at_its_field(cl
     answer = client.post(reverse("policy_import"), {"text": json.dumps(bad), "name": "from jaato"})
 
     html = answer.content.decode()
-    assert answer.status_code == 200
+    assert answer.status_code == 400
     assert 'id="import-problem"' in html
     assert "must be below threshold_percent" in errors_for(html, "target_percent")
     assert re.search(r'name="target_percent"[^>]*value="95"', html)
     assert 'value="from jaato"' in html
+    assert not Policy.objects.exists()
+
+
+_BUDGET = {"type": "budget", "threshold_percent": 80, "target_percent": 60}
+
+
+def _gc_json(**changes: Any) -> bytes:
+    return json.dumps({**_BUDGET, **changes}).encode()
+
+
+# gc.json files the engine refuses, and the key each refusal must name (None: the file as a
+# whole is wrong, before any key is read).
+REFUSED_GC_JSON: list[tuple[str, bytes, str | None]] = [
+    ("not JSON", b'{"type": "budget",', None),
+    ("not UTF-8", b'{"type": "budget", "x": "\xff\xfe"}', None),
+    ("empty", b"", None),
+    ("only whitespace", b"   \n", None),
+    ("a list", b"[1, 2]", None),
+    ("a string", b'"budget"', None),
+    ("a number", b"42", None),
+    ("null", b"null", None),
+    ("too big", b'{"type": "budget", "x": "' + b"a" * 300_000 + b'"}', None),
+    ("unknown key", _gc_json(treshold_percent=80), "treshold_percent"),
+    ("unknown type", _gc_json(type="nonesuch"), "type"),
+    ("type not text", _gc_json(type=3), "type"),
+    ("threshold text", _gc_json(threshold_percent="high"), "threshold_percent"),
+    ("threshold over 100", _gc_json(threshold_percent=150), "threshold_percent"),
+    ("threshold negative", _gc_json(threshold_percent=-5), "threshold_percent"),
+    ("threshold NaN", b'{"type": "budget", "threshold_percent": NaN}', "threshold_percent"),
+    ("target above threshold", _gc_json(target_percent=95), "target_percent"),
+    ("pressure text", _gc_json(pressure_percent="x"), "pressure_percent"),
+    ("recent turns fraction", _gc_json(preserve_recent_turns=2.5), "preserve_recent_turns"),
+    ("recent turns negative", _gc_json(preserve_recent_turns=-1), "preserve_recent_turns"),
+    ("max turns text", _gc_json(max_turns="many"), "max_turns"),
+    ("auto trigger text", _gc_json(auto_trigger="yes please"), "auto_trigger"),
+    ("pinned turns not a list", _gc_json(pinned_turn_indices=3), "pinned_turn_indices"),
+    ("pinned turns text", _gc_json(pinned_turn_indices=["a"]), "pinned_turn_indices"),
+    ("pinned messages not a list", _gc_json(pinned_message_ids=5), "pinned_message_ids"),
+    ("plugin_config not an object", _gc_json(plugin_config=3), "plugin_config"),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "key"), [c[1:] for c in REFUSED_GC_JSON], ids=[c[0] for c in REFUSED_GC_JSON]
+)
+def test_a_refused_gc_json_is_a_4xx_naming_its_key_on_the_page_as_in_the_api(
+    client: Client, data: bytes, key: str | None
+) -> None:
+    api = client.post("/api/policies/import", {"file": SimpleUploadedFile("x.json", data)})
+    uploaded = client.post(reverse("policy_import"), {"file": SimpleUploadedFile("x.json", data)})
+    pages = [uploaded]
+    if data.strip() and data.isascii():  # what a person can paste (a blank paste is no file)
+        pages.append(client.post(reverse("policy_import"), {"text": data.decode()}))
+
+    refusal = api.json()
+    assert api.status_code in (400, 413)
+    assert refusal["key"] == key
+    for page in pages:
+        assert page.status_code == api.status_code
+        html = page.content.decode()
+        # The import form's errors, or the notice on top of the editor the file was opened in.
+        shown = re.findall(r'class="field-error">([^<]*)<', html)
+        shown += re.findall(r'id="import-problem">(.*?)</div>', html, re.DOTALL)
+        assert any(escape(refusal["detail"]) in message for message in shown), shown
     assert not Policy.objects.exists()
 
 

@@ -83,6 +83,17 @@ def test_import_reads_both_shapes_and_jaato_shipped_files(project, path):
     assert services.config_canonical(exported) == version.config
 
 
+@pytest.mark.parametrize("spelling", ["gcengine_budget", "gc_gcengine_budget"])
+def test_import_reads_a_gc_json_naming_the_engines_jaato_plugin(project, spelling):
+    """The gc.json a JAATO user writes for the engine's plugin imports as that strategy."""
+    raw = f'{{"type": "{spelling}", "target_percent": 50}}'.encode()
+
+    policy = services.policy_import(project=project, name=spelling, data=raw)
+
+    assert policy.versions.get().config["type"] == "budget"
+    assert policy.versions.get().config["target_percent"] == 50
+
+
 def test_pasted_text_is_never_read_as_a_server_path(project, tmp_path):
     secret = tmp_path / "gc.json"
     secret.write_text('{"type": "budget"}')

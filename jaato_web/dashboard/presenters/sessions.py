@@ -241,6 +241,10 @@ class DriftView:
     provider_difference: int | None
     largest: list[DriftLine]
     figures: FigureSources
+    window_source: str = ""
+    """Why the window is what it is, in words (empty for a session stored without it)."""
+    local_estimate: dict[str, Any] | None = None
+    """A scaled session's history counted locally beside its scaled figure (``drift_record``)."""
 
 
 @dataclass(frozen=True)
@@ -312,6 +316,8 @@ def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
             )
             for m in drift.get("largest") or []
         ],
+        window_source=str(drift.get("window_source") or ""),
+        local_estimate=drift.get("local_estimate") or None,
     )
 
 

@@ -43,9 +43,10 @@ class PolicyKindError(InputError):
     """A planner config where a GC policy is needed (a run, a default, pins), or the other
     way round."""
 
-    def __init__(self, policy: Policy, key: str = "policy") -> None:
+    def __init__(self, policy: Policy, key: str = "policy", why: str = "") -> None:
         wanted = "planner config" if policy.kind == PolicyKind.GC else "GC policy"
-        super().__init__(f"{policy.name} is a {policy.get_kind_display()}, not a {wanted}", key)
+        reason = f"{policy.name} is a {policy.get_kind_display()}, not a {wanted}"
+        super().__init__(f"{reason}: {why}" if why else reason, key)
 
 
 def project_default() -> Project:
@@ -60,7 +61,9 @@ def project_set_default_policy(
     *, project: Project, policy: Policy | None, actor: Actor = None
 ) -> None:
     if policy is not None:
-        gc_policy_checked(policy)
+        gc_policy_checked(
+            policy, why="only a GC policy can be the project's default, which runs on every upload."
+        )
     Project.objects.filter(pk=project.pk).update(default_policy=policy)
     project.default_policy = policy
     audit_record(
@@ -78,10 +81,11 @@ def config_validated(config: Any) -> gcengine.GCConfig:
     return gcengine.load_gc_config(config, env={})
 
 
-def gc_policy_checked(policy: Policy, key: str = "policy") -> Policy:
-    """``policy`` when it is a GC policy; a planner config cannot run, pin or be a default."""
+def gc_policy_checked(policy: Policy, key: str = "policy", why: str = "") -> Policy:
+    """``policy`` when it is a GC policy; a planner config cannot run, pin or be a default
+    (``why`` says which of these was asked, for the refusal)."""
     if policy.kind != PolicyKind.GC:
-        raise PolicyKindError(policy, key)
+        raise PolicyKindError(policy, key, why)
     return policy
 
 

@@ -14,6 +14,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Max, Min
 from django.urls import reverse
 
 import gcengine
@@ -30,7 +31,7 @@ from jaato_web.dashboard.models import (
     SessionTurn,
 )
 from jaato_web.dashboard.services.common import UploadTooLarge, config_validated
-from jaato_web.errors import InputError
+from jaato_web.errors import InputError, without_nul
 
 if TYPE_CHECKING:
     from jaato_web.dashboard.services.common import Actor
@@ -141,7 +142,7 @@ def config_canonical(config: Any, kind: str = PolicyKind.GC) -> dict[str, Any]:
 
 
 def _policy_name_checked(project: Project, name: str, kind: str) -> str:
-    name = name.strip()
+    name = without_nul(name, "name").strip()
     noun = PolicyKind(kind).label if kind != PolicyKind.GC else "policy"
     if not name:
         raise PolicyNameError(f"give the {noun} a name")
@@ -166,6 +167,7 @@ def policy_create(
     planner settings (each kind has its own names)."""
     if kind not in PolicyKind.values:
         raise InputError(f"kind is {' or '.join(PolicyKind.values)}, not {kind!r}", "kind")
+    without_nul(message, "message")
     stored = config_canonical(config, kind)
     name = _policy_name_checked(project, name, kind)
     try:
@@ -204,6 +206,8 @@ def policy_import(
     """
     raw = data.encode() if isinstance(data, str) else data
     policy_size_check(len(raw))
+    without_nul(name, "name")
+    without_nul(message, "message")
     config = config_validated(raw)
     given = name.strip()
     if not given:
@@ -276,6 +280,7 @@ def policy_save(
     *, policy: Policy, config: Any, base_number: int, message: str = "", actor: Actor = None
 ) -> PolicyVersion:
     """Store a new version, unless someone saved since ``base_number`` was loaded."""
+    without_nul(message, "message")
     stored = config_canonical(config, policy.kind)
     current = _latest_locked(policy)
     if current.number != base_number:
@@ -359,6 +364,7 @@ def policy_pins_change(
         raise PinError(f"{policy.name} is a planner config: only a GC policy holds pins", "policy")
     if not change:
         raise PinError("name at least one turn or message to pin or unpin", "turn_index")
+    without_nul(message, "message")
     if session is not None:
         _pin_targets_check(session, change.pin_turns, change.pin_messages)
     with transaction.atomic():
@@ -438,6 +444,8 @@ def session_pin(
 def _pin_targets_check(
     session: AgentSession, turn_indices: Iterable[int], message_ids: Iterable[str]
 ) -> None:
+    """Refuse a turn or message the session lacks (a pin there would keep nothing), naming it
+    and, for turns, the range of turn indices the session has."""
     turns = SessionTurn.objects.filter(session=session)
     wanted_turns = set(turn_indices)
     found = set(turns.filter(turn_index__in=wanted_turns).values_list("turn_index", flat=True))
@@ -445,7 +453,13 @@ def _pin_targets_check(
     if missing_turns:
         shown = ", ".join(str(t) for t in missing_turns)
         noun = "turn" if len(missing_turns) == 1 else "turns"
-        raise PinError(f"{session.label} has no {noun} {shown}", "turn_index")
+        bounds = turns.aggregate(low=Min("turn_index"), high=Max("turn_index"))
+        has = (
+            f"its turn indices run from {bounds['low']} to {bounds['high']}"
+            if bounds["low"] is not None
+            else "it has no turns"
+        )
+        raise PinError(f"{session.label} has no {noun} {shown}: {has}", "turn_index")
     wanted_ids = set(message_ids)
     if wanted_ids:
         # Messages are stored packed, turn by turn; message pins are rare, so scan.

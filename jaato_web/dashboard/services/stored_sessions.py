@@ -150,6 +150,9 @@ def _preparer(field: models.Field[Any, Any]) -> Callable[[Any], Any]:
     through the database's adapter) cost 3 microseconds a row, this a fifth of one."""
     if isinstance(field, models.JSONField):
         assert field.encoder is None, f"{field} has an encoder of its own, which this ignores"
+        escape = storage.escape_nul_in if isinstance(field, storage.NulSafeJSONField) else None
+        if escape is not None:
+            return lambda value: None if value is None else to_json(escape(value)).decode()
         return lambda value: None if value is None else to_json(value).decode()
     return lambda value: field.get_db_prep_save(value, connection)
 
@@ -162,13 +165,13 @@ def rows_insert(
     A long session is stored as tens of thousands of rows (its turns, a run's ledger), and
     ``bulk_create`` spent most of their time building a model instance for each and preparing
     every value through its field; here only values a column cannot take as they are (JSON,
-    bytes) go through their field.
+    bytes, text that may hold NUL) go through their field.
     """
     fields = {field.name: field for field in model._meta.concrete_fields}
     prepared = [
         (number, _preparer(fields[name]))
         for number, name in enumerate(names)
-        if isinstance(fields[name], models.JSONField | models.BinaryField)
+        if isinstance(fields[name], models.JSONField | models.BinaryField | storage.NulSafeText)
     ]
     quote = connection.ops.quote_name
     sql = (

@@ -16,7 +16,8 @@ One module per concern, every name used outside the package exported here: ``pac
 anything is compressed, and an upload's original), ``turns`` (the turn rows and the history
 view), ``budget`` (the tree above the turns, and a run's turns after it), ``documents`` (a
 session's document, the session a run left, a run's stash) and ``records`` (JSON kept on rows:
-retention, a replay's series, drift, the agent's state).
+retention, a replay's series, drift, the agent's state); and ``text``, the fields that keep text
+holding NUL in columns PostgreSQL would refuse it in.
 """
 
 from jaato_web.dashboard.storage.budget import (
@@ -60,6 +61,13 @@ from jaato_web.dashboard.storage.records import (
     retention_read,
     retention_record,
 )
+from jaato_web.dashboard.storage.text import (
+    NulSafeCharField,
+    NulSafeJSONField,
+    NulSafeText,
+    NulSafeTextField,
+    escape_nul_in,
+)
 from jaato_web.dashboard.storage.turns import (
     PART_TEXT_CHARS,
     PREVIEW_CHARS,
@@ -93,6 +101,10 @@ __all__ = [
     "AfterTurn",
     "MessageFigure",
     "NodeRow",
+    "NulSafeCharField",
+    "NulSafeJSONField",
+    "NulSafeText",
+    "NulSafeTextField",
     "Original",
     "StoredAgentState",
     "StoredMessage",
@@ -105,6 +117,7 @@ __all__ = [
     "clipped",
     "decompressed",
     "drift_record",
+    "escape_nul_in",
     "figure_sources",
     "message_figures",
     "message_views",

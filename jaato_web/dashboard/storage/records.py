@@ -3,6 +3,7 @@ between recorded and counted figures, and the agent's own state beyond the conve
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, TypedDict
 
 import gcengine
@@ -98,6 +99,8 @@ def drift_record(engine: gcengine.Session) -> dict[str, Any]:
         "difference_percent": drift.difference_percent,
         "provider_prompt_tokens": drift.provider_prompt_tokens,
         "counted_context_tokens": drift.counted_context_tokens,
+        "window_source": engine.context_limit_source,
+        "local_estimate": _local_estimate(engine),
         "largest": [
             {
                 "message_id": m.message_id,
@@ -108,6 +111,17 @@ def drift_record(engine: gcengine.Session) -> dict[str, Any]:
             for m in largest[:DRIFT_MESSAGES_SHOWN]
             if m.counted != m.recorded
         ],
+    }
+
+
+def _local_estimate(engine: gcengine.Session) -> dict[str, Any] | None:
+    """The history counted locally beside its scaled figure, for a scaled session."""
+    estimate = gcengine.local_estimate(engine)
+    if estimate is None:
+        return None
+    return {
+        **dataclasses.asdict(estimate),
+        "difference": estimate.scaled_tokens - estimate.local_tokens,
     }
 
 

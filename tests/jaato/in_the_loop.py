@@ -1,0 +1,240 @@
+"""The project's plugins inside JAATO's own GC pass (CI's JAATO step; see swap.py).
+
+Each plugin is loaded the way JAATO loads one (``discover_gc_plugins`` by its name), and
+collected through ``shared.gc_support.run_gc`` with JAATO's ``GCConfig``, a real
+``InstructionBudget`` laid out as a JAATO session lays its conversation out (a child per
+message naming it), and JAATO's ``apply_gc_removal_list`` applied to the result, on a history
+with tool calls, an audio attachment and a pinned turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jaato import FunctionCall, Message, Part, Role, ToolResult
+from shared import gc_support
+from shared.instruction_budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from shared.plugins.gc import (
+    GCConfig,
+    GCResult,
+    GCTriggerReason,
+    discover_gc_plugins,
+    ensure_tool_call_integrity,
+    estimate_message_tokens,
+    load_gc_from_file,
+)
+from shared.plugins.telemetry.null_plugin import NullTelemetryPlugin
+
+OURS = [
+    "gc_gcengine_truncate",
+    "gc_gcengine_summarize",
+    "gc_gcengine_hybrid",
+    "gc_gcengine_budget",
+    "gc_gcengine_reachability",
+]
+JAATOS = ["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
+TURNS = 24
+PINNED = 3
+PRESERVE = 4
+
+
+def history() -> list[Message]:
+    """``TURNS`` turns: a request, a tool call and its result, an answer; every fourth
+    request carries audio, every turn reads a different file."""
+    messages: list[Message] = []
+    for turn in range(TURNS):
+        request = [Part(text=f"Turn {turn}: look at module_{turn}.py and fix the bug in it.")]
+        if turn % 4 == 1:
+            request.append(Part(inline_data={"mime_type": "audio/wav", "data": b"\0" * 40_000}))
+        messages.append(Message(role=Role.USER, parts=request))
+        call = FunctionCall(id=f"call_{turn}", name="readFile", args={"path": f"module_{turn}.py"})
+        messages.append(
+            Message(role=Role.MODEL, parts=[Part(text="Reading."), Part(function_call=call)])
+        )
+        result = ToolResult(call_id=f"call_{turn}", name="readFile", result="x = 1\n" * 400)
+        messages.append(Message(role=Role.TOOL, parts=[Part(function_response=result)]))
+        messages.append(Message(role=Role.MODEL, parts=[Part(text=f"Fixed module_{turn}.py.")]))
+    return messages
+
+
+def session_budget(messages: list[Message], layout: str = "messages") -> InstructionBudget:
+    """The budget a JAATO session keeps: its system prompt locked, and a conversation child per
+    message (``msg_<n>``, naming it), the original request locked, the rest ephemeral; or, with
+    ``layout="turns"``, those children inside a child per turn (``turn_<n>``), the shape of a
+    budget JAATO restores from a session file this engine wrote."""
+    budget = InstructionBudget.create_default(session_id="loop", context_limit=20_000)
+    budget.set_entry(InstructionSource.SYSTEM, 2_000, GCPolicy.LOCKED)
+    conversation = budget.get_entry(InstructionSource.CONVERSATION)
+    for n, message in enumerate(messages):
+        key, turn = f"msg_{n}", f"turn_{n // 4 + 1}"
+        policy = GCPolicy.LOCKED if n == 0 else GCPolicy.EPHEMERAL
+        tokens = estimate_message_tokens(message)
+        if layout == "messages":
+            budget.add_child(
+                InstructionSource.CONVERSATION,
+                key,
+                tokens,
+                policy,
+                label=turn,
+                created_at=float(n),
+                message_ids=[message.message_id],
+            )
+            continue
+        if turn not in conversation.children:
+            budget.add_child(InstructionSource.CONVERSATION, turn, 0, GCPolicy.PARTIAL)
+        conversation.children[turn].children[key] = SourceEntry(
+            source=InstructionSource.CONVERSATION,
+            tokens=tokens,
+            gc_policy=policy,
+            label=key,
+            created_at=float(n),
+            message_ids=[message.message_id],
+        )
+    return budget
+
+
+def usage(budget: InstructionBudget) -> dict[str, Any]:
+    total = budget.total_tokens()
+    return {
+        "total_tokens": total,
+        "prompt_tokens": total,
+        "context_limit": budget.context_limit,
+        "percent_used": budget.utilization_percent(),
+        "turns": TURNS,
+    }
+
+
+def collect_in_jaato(
+    name: str, layout: str = "messages"
+) -> tuple[list[Message], list[Message], GCResult, InstructionBudget]:
+    plugin = discover_gc_plugins()[name]()
+    plugin.initialize({"preserve_recent_turns": PRESERVE, "notify_on_gc": True})
+    messages = history()
+    budget = session_budget(messages, layout)
+    config = GCConfig(
+        threshold_percent=80.0,
+        target_percent=50.0,
+        pressure_percent=90.0,
+        preserve_recent_turns=PRESERVE,
+        pinned_turn_indices=[PINNED],
+    )
+    context = usage(budget)
+    assert context["percent_used"] > 80.0, "the history must start above the threshold"
+    collect, reason = plugin.should_collect(context, config)
+    assert collect
+    assert reason is GCTriggerReason.THRESHOLD
+
+    def apply(new: list[Message], result: GCResult, span: Any) -> None:
+        if result.success:
+            gc_support.apply_gc_removal_list(
+                result, budget=budget, cache_plugin=None, on_trace=lambda _: None, gc_span=span
+            )
+
+    new_history, result = gc_support.run_gc(
+        gc_plugin=plugin,
+        history=list(messages),
+        context_usage=context,
+        gc_config=config,
+        trigger_reason=reason,
+        budget=budget,
+        cache_plugin=None,
+        telemetry=NullTelemetryPlugin(),
+        on_trace=lambda _: None,
+        on_collected=apply,
+    )
+    return messages, new_history, result, budget
+
+
+def turns_of(messages: list[Message]) -> dict[str, int]:
+    return {m.message_id: n // 4 for n, m in enumerate(messages)}
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_a_collection_inside_jaatos_gc_pass(name: str) -> None:
+    messages, new_history, result, budget = collect_in_jaato(name)
+    assert isinstance(result, GCResult)
+    assert result.success, result.error
+    assert result.plugin_name == name
+    assert result.trigger_reason is GCTriggerReason.THRESHOLD
+    assert result.items_collected > 0
+    assert result.removal_list
+    # Usage came down, by JAATO's own budget once JAATO applied the removal list.
+    assert budget.utilization_percent() < 80.0
+
+    given = {id(m) for m in messages}
+    turn = turns_of(messages)
+    kept = [m for m in new_history if id(m) in given]
+    inserted = [m for m in new_history if id(m) not in given]
+    # Kept messages are the very objects given; what was inserted is JAATO's own shape.
+    for message in inserted:
+        assert message.role is Role.USER
+        text = message.parts[0].text
+        assert text.startswith(("[System: ", "[Context Summary"))
+    kept_turns = {turn[m.message_id] for m in kept}
+    # The original request, the pinned turn and the latest turns are all still there, whole.
+    assert messages[0] in kept
+    for protected in (PINNED, *range(TURNS - PRESERVE, TURNS)):
+        assert protected in kept_turns
+        assert sum(1 for m in kept if turn[m.message_id] == protected) == 4
+    # Something of the audio-carrying turns went (they are the heaviest and oldest).
+    assert len(kept) < len(messages)
+
+    # Tool calls and results stay paired: JAATO's integrity repair has nothing to do.
+    assert ensure_tool_call_integrity(list(new_history)) == new_history
+
+    # JAATO's budget is in step with the history: each conversation child names a message
+    # still there, and each kept message still has its child.
+    conversation = budget.get_entry(InstructionSource.CONVERSATION)
+    named = {i for child in conversation.children.values() for i in child.message_ids}
+    assert named == {m.message_id for m in kept}
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_jaato_loads_the_projects_plugin_from_gc_json(name: str, tmp_path: Any) -> None:
+    path = tmp_path / "gc.json"
+    path.write_text(f'{{"type": "{name}", "preserve_recent_turns": 3, "target_percent": 50}}')
+    loaded = load_gc_from_file(str(path))
+    assert loaded is not None, "JAATO could not load the gc.json"
+    plugin, config = loaded
+    assert plugin.name == name
+    assert type(plugin).__module__ == "gcengine.running.jaato_plugins"
+    assert config.target_percent == 50
+
+
+def test_discovery_keeps_jaatos_names_for_jaatos_plugins() -> None:
+    found = discover_gc_plugins()
+    for name in JAATOS:
+        assert found[name].__module__.startswith("shared.plugins."), name
+    for name in OURS:
+        assert found[name].__module__ == "gcengine.running.jaato_plugins", name
+        assert found[name]().name == name
+
+
+def test_media_pressure_is_jaatos_reason() -> None:
+    plugin = discover_gc_plugins()["gc_gcengine_budget"]()
+    plugin.initialize({})
+    config = GCConfig(media_bytes_threshold=1_000)
+    collect, reason = plugin.should_collect({"percent_used": 1.0, "media_bytes": 5_000}, config)
+    assert collect
+    assert reason is GCTriggerReason.MEDIA_PRESSURE
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_a_budget_of_turn_children_stays_in_step(name: str) -> None:
+    """JAATO removes top-level children only: a turn child goes when every message it names
+    went, and a turn that keeps a message keeps its child."""
+    _, new_history, result, budget = collect_in_jaato(name, layout="turns")
+    assert result.success, result.error
+    kept = {m.message_id for m in new_history}
+    conversation = budget.get_entry(InstructionSource.CONVERSATION)
+    left = {
+        key: {i for leaf in child.children.values() for i in leaf.message_ids}
+        for key, child in conversation.children.items()
+        if child.children  # not the summary child JAATO adds, which names no message
+    }
+    for key, named in left.items():
+        assert named & kept, f"{key} names only messages that left the history"
+    assert {i for named in left.values() for i in named} >= kept - {
+        m.message_id for m in new_history if m.parts[0].text and m.parts[0].text.startswith("[")
+    }
