@@ -111,3 +111,28 @@ def test_a_replay_at_a_real_compaction_reads_call_by_call(name: str, calls: int)
     step = at_calls[first.call_number - 1]
     assert step.tokens_before == first.result.tokens_before
     assert first.turn_index == timeline.calls[first.call_number - 1].turn_index
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["258c7280-ae70-4798-800f-63464d01a85d.jsonl", "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"],
+)
+def test_under_its_own_window_a_policy_collects_before_the_agent_compacted(name: str) -> None:
+    """Each of these sessions auto-compacted at 167-170 k of a 200,000-token window; budget
+    80/60, checked before every call, collects between two calls inside the turn, before the
+    call where the agent compacted, down to its target."""
+    session = gcengine.load_session(SPOTTER / name)
+    (compaction,) = session.compactions
+    timeline = gcengine.call_timeline(session)
+    before = gcengine.history_before(session, compaction)
+
+    replay = gcengine.simulate(before, policy())
+
+    window = before.context_limit
+    first = next(e for e in replay.events if e.result.items_collected)
+    assert first.point == "pre_call"
+    assert first.call_number is not None
+    assert first.call_number < timeline.compactions[0].after_calls
+    assert first.turn_index == timeline.calls[first.call_number - 1].turn_index
+    assert first.result.tokens_before >= 0.8 * window
+    assert first.result.tokens_after <= 0.6 * window
