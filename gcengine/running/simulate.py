@@ -2,9 +2,12 @@
 
 Before each turn is sent (``pre_message``, when ``check_before_send``) and after it (the
 post-turn check), the strategy's ``should_collect`` decides; a collection runs on the history
-as it stands then. The series this returns draws the sawtooth of threshold mode (climb to the
-threshold, fall to the target) and the ripple of continuous mode (a small collection whenever
-usage passes the target).
+as it stands then. Where the file recorded the agent's model calls, it decides before each of
+them too (``pre_call``), as an agent checks before every request: a long autonomous turn of
+hundreds of calls is collected inside it, and each such step names its call, so the policy's
+size at a call can be read beside the size the agent's own call recorded. The series this
+returns draws the sawtooth of threshold mode (climb to the threshold, fall to the target) and
+the ripple of continuous mode (a small collection whenever usage passes the target).
 
 It is incremental: usage is a running total of per-message figures (the same figures the budget
 builder uses), and the conversation is laid out (``index_conversation``) only when a collection
@@ -36,6 +39,7 @@ from gcengine.quality.retention import AnchorRetention, AnchorScorer, session_co
 from gcengine.running.run import plugin_for, without_entries
 from gcengine.session import (
     Session,
+    call_timeline,
     conversation_tree,
     index_conversation,
     iso_to_epoch,
@@ -46,7 +50,7 @@ from gcengine.session import (
 )
 from gcengine.tokens import TokenCounter, counter_by_name
 
-Point = Literal["pre_message", "post_turn"]
+Point = Literal["pre_message", "pre_call", "post_turn"]
 
 
 class SimulationStep(BaseModel):
@@ -60,6 +64,11 @@ class SimulationStep(BaseModel):
     tokens_before: int
     tokens_after: int
     collected: bool = False
+    call_number: int | None = Field(
+        default=None,
+        description="at a pre_call check, the recorded model call (``call_timeline``'s "
+        "number) about to be made",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -77,6 +86,9 @@ class SimulationEvent(BaseModel):
     result: GCResult
     retention: AnchorRetention | None = Field(
         default=None, description="what the collection kept of the anchors it took out of view"
+    )
+    call_number: int | None = Field(
+        default=None, description="at a pre_call check, the recorded model call about to be made"
     )
 
     @computed_field  # type: ignore[prop-decorator]
@@ -147,8 +159,9 @@ def simulate(
     *,
     score_anchors: bool = False,
 ) -> Simulation:
-    """The per-turn usage series, GC events and requests of ``session`` replayed under
-    ``config``; with ``score_anchors``, each collection's anchor retention too."""
+    """The usage series (per turn, and per model call where the file recorded them), GC
+    events and requests of ``session`` replayed under ``config``; with ``score_anchors``, each
+    collection's anchor retention too."""
     return _Replay(session, config, plugin_for(config, plugin), score_anchors).run()
 
 
@@ -199,6 +212,12 @@ class _Replay:
         self.base = _outside_conversation(self.outside)
         self.window: list[Message] = []
         self.window_tokens = 0
+        # The recorded call each message of the history opened (its response's first message).
+        self.calls = {
+            call.message_id: call.number
+            for call in call_timeline(session).calls
+            if call.message_id is not None
+        }
         # The index of the window as it was laid out last (at or after the last collection).
         self.index: ConversationIndex | None = None
         self.turns_done = 0
@@ -224,6 +243,9 @@ class _Replay:
             if self.config.check_before_send:
                 self.check(turn.index, "pre_message")
             for message in turn.messages:
+                call = self.calls.get(message.message_id)
+                if call is not None:
+                    self.check(turn.index, "pre_call", call)
                 previous = self.window[-1] if self.window else None
                 if message.role is Role.MODEL and (previous is None or previous.role != Role.MODEL):
                     self.request(turn.index)
@@ -281,7 +303,7 @@ class _Replay:
         self.index = index
         return index
 
-    def check(self, turn_index: int | None, point: Point) -> None:
+    def check(self, turn_index: int | None, point: Point, call: int | None = None) -> None:
         tokens = self.base + self.window_tokens
         usage = {
             "total_tokens": tokens,
@@ -291,7 +313,11 @@ class _Replay:
         }
         wanted, reason = self.plugin.should_collect(usage, self.config)
         step = SimulationStep(
-            turn_index=turn_index, point=point, tokens_before=tokens, tokens_after=tokens
+            turn_index=turn_index,
+            point=point,
+            tokens_before=tokens,
+            tokens_after=tokens,
+            call_number=call,
         )
         self.simulation.steps.append(step)
         if not wanted or reason is None:
@@ -305,6 +331,7 @@ class _Replay:
                 reason=reason,
                 result=result,
                 retention=retention,
+                call_number=call,
             )
         )
         if result.success:

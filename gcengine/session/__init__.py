@@ -21,6 +21,7 @@ from gcengine.session.calibration import (
     local_estimate,
     measure_provider_counting,
 )
+from gcengine.session.calls import CallTimeline, CompactionOnTimeline, ModelCall, call_timeline
 from gcengine.session.checks import (
     MessageDrift,
     TokenDrift,
@@ -65,11 +66,14 @@ __all__ = [
     "CLARIFICATION_TURN_TYPES",
     "CLOSING_ANSWER_KEY",
     "RECORDED",
+    "CallTimeline",
+    "CompactionOnTimeline",
     "ContextLimitOrigin",
     "Copied",
     "InterruptedTurn",
     "LocalEstimate",
     "MessageDrift",
+    "ModelCall",
     "ObservedCompaction",
     "ProviderCounting",
     "RecordedUsage",
@@ -82,6 +86,7 @@ __all__ = [
     "TurnAccounting",
     "build_budget",
     "build_conversation",
+    "call_timeline",
     "closing_answer_ids",
     "conversation_tree",
     "counted_figures",

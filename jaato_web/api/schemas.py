@@ -75,9 +75,12 @@ class SessionOut(Schema):
 class SessionDetailOut(SessionOut):
     """``agent_state``: what the agent's record holds besides the conversation: an
     interrupted turn and its waiting calls, the compactions it performed (when, trigger,
-    recorded tokens before and after, what they replaced, the summary), tool calls and results
-    that lost their other half, failed tool results, sub-agents, plugin states, and the context
-    size each model call reported (``usage``: [turn number, prompt tokens])."""
+    recorded tokens before and after, what they replaced, the summary; ``after_call``: the
+    calls before it; ``tokens_after_source``: ``file``, or ``first call after`` where the file
+    records no size after it), tool calls and results that lost their other half, failed tool
+    results, sub-agents, plugin states, and each model call the file recorded (``calls``:
+    [call number, turn number, input, uncached, cache read, cache write, output]; a session
+    stored before calls were kept has ``usage``: [turn number, prompt tokens] instead)."""
 
     drift: dict[str, Any]
     warnings: list[str]

@@ -138,6 +138,17 @@ def turn_page_number(*, session: AgentSession, turn_index: int) -> int | None:
     return None if position is None else position // TURNS_PER_PAGE + 1
 
 
+def turn_index_range(*, session: AgentSession) -> tuple[int, int] | None:
+    """The first and last stable turn index of the history, or None when it has none: after
+    an agent's compaction its turns go on from the turns it replaced, not from the first."""
+    found = SessionTurn.objects.filter(session=session).aggregate(
+        first=Min("turn_index"), last=Max("turn_index")
+    )
+    if found["first"] is None or found["last"] is None:
+        return None
+    return int(found["first"]), int(found["last"])
+
+
 def session_turn_page(*, session: AgentSession, number: Any) -> Page[SessionTurn]:
     """One page of the history (``TURNS_PER_PAGE`` turns) in one query."""
     return Paginator(_TurnsByPosition(session), TURNS_PER_PAGE).get_page(number)

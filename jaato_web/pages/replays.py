@@ -77,20 +77,18 @@ def _replay_context(replay: Replay) -> dict[str, Any]:
 
 def _beside_the_agent(replay: Replay, series: dict[str, Any], title: str) -> dict[str, Any]:
     """A replay on the history before one of the agent's compactions, drawn over the agent's
-    own recorded usage of the same turns."""
+    own recorded usage of the same calls (turns, for a session stored before its calls were)."""
     state = replay.session.agent_state
     compactions = state.get("compactions") or []
     compaction = next((c for c in compactions if c["id"] == replay.compaction_id), None)
-    before_turn = compaction.get("before_turn") if compaction else None
     return {
         "compaction": compaction,
         "usage_chart": presenters.usage_chart(
-            state.get("usage") or [],
-            compactions,
+            state,
             replay.context_limit or replay.session.context_limit,
             series=series,
             policy_label=title,
-            up_to_turn=before_turn,
+            compaction_id=replay.compaction_id,
         ),
         "policy_label": title,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import get_template
@@ -84,6 +85,9 @@ def session_detail(request: PageRequest, session_id: int) -> HttpResponse:
     if target == "runs":
         context = {"session": session, **_runs(session, request.GET)}
         return render(request, "sessions/detail.html#runs", context)
+    if target == "model-call-list":
+        context = {"session": session, **_calls(session, request.GET)}
+        return render(request, "sessions/detail.html#model-calls", context)
     return _session_page(request, project, session)
 
 
@@ -99,10 +103,11 @@ def _jump_to_turn(request: PageRequest, session: AgentSession) -> HttpResponse:
         )
     url = reverse("session_detail", args=[session.pk])
     if page is None:
+        first, last = _turn_numbers(session) or (1, session.turn_count)
         messages.error(
             request,
             f"{session.label} has no turn {request.GET.get('turn')}: "
-            f"its turns run from 1 to {session.turn_count:,}.",
+            f"its turns run from {first:,} to {last:,}.",
         )
         return redirect(f"{url}?{query.urlencode()}#history-heading")
     query["turns"] = str(page)
@@ -216,14 +221,11 @@ def _session_page(
         "replay_form": replay_form or forms.ReplayForm(initial=replay_initial, versions=versions),
         "replay": replay,
         "no_turns": "" if session.turn_count else presenters.no_turns(session),
-        "usage_chart": presenters.usage_chart(
-            session.agent_state.get("usage") or [],
-            session.agent_state.get("compactions") or [],
-            window or session.context_limit,
-        ),
+        "usage_chart": presenters.usage_chart(session.agent_state, window or session.context_limit),
         "compaction_retention": _compaction_retention(session),
         **_history(request, project, session, versions),
         **_runs(session, request.GET),
+        **_calls(session, request.GET),
     }
     return render(request, "sessions/detail.html", context, status=status)
 
@@ -281,6 +283,7 @@ def _history(
     )
     turn_list = fragments.stored_session_fragment(session, "turns", shown, draw)
     return {
+        "turn_numbers": _turn_numbers(session),
         "turn_pager": presenters.pager(page, "turns"),
         "turn_list": fragments.with_csrf_token(turn_list, request),
         "session_pins": presenters.pin_summary(*here),
@@ -290,6 +293,14 @@ def _history(
             selectors.policy_latest_versions(project=project) if versions is None else versions
         ),
     }
+
+
+def _turn_numbers(session: AgentSession) -> tuple[int, int] | None:
+    """The numbers of the history's first and last turns, as the history shows them."""
+    found = selectors.turn_index_range(session=session)
+    return (
+        None if found is None else (gcengine.turn_number(found[0]), gcengine.turn_number(found[1]))
+    )
 
 
 def _frozen_pins(pins: presenters.Pins) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -370,6 +381,23 @@ def _back_to(request: PageRequest, session: AgentSession) -> str:
     if local_url(request, url):
         return url
     return reverse("session_detail", args=[session.pk])
+
+
+# A long autonomous session makes hundreds of model calls: its table is paged.
+CALLS_PER_PAGE = 100
+
+
+def _calls(session: AgentSession, query: QueryDict) -> dict[str, Any]:
+    """A page of the model calls the file recorded, each with its input split and output, and
+    the compactions between them; open when a page of it was asked for."""
+    state = session.agent_state
+    page = Paginator(state.get("calls") or [], CALLS_PER_PAGE).get_page(query.get("calls"))
+    return {
+        "call_page": page,
+        "call_rows": presenters.call_rows(page.object_list, state.get("compactions") or []),
+        "call_pager": presenters.pager(page, "calls"),
+        "calls_open": "calls" in query,
+    }
 
 
 def _runs(session: AgentSession, query: QueryDict) -> dict[str, Any]:

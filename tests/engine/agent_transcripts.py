@@ -267,6 +267,63 @@ def generated_claude_code_subagent(agent_id: str, shape: Shape) -> list[dict[str
     return [{**r, "isSidechain": True, "agentId": agent_id} for r in rows if r["type"] != "summary"]
 
 
+def generated_autonomous_claude_code_rows(
+    calls_per_request: tuple[int, ...], compact_after: int | None = None
+) -> list[dict[str, Any]]:
+    """A Claude Code session as agents run today: each user request followed by that many
+    model calls, each running a tool (its response written over two rows sharing its
+    ``message.id``), the prompt growing by 1,000 tokens a call from 20,000, and, after call
+    ``compact_after`` (counted over the session), an auto compaction that records no size
+    after it (as Claude Code 2.1 writes none), after which the prompt starts again at 30,000."""
+    rows: list[dict[str, Any]] = []
+    parent: str | None = None
+
+    def row(kind: str, **fields: Any) -> None:
+        nonlocal parent
+        uuid = f"00000000-0000-4000-8000-{len(rows):012d}"
+        made = {"parentUuid": parent, "isSidechain": False, "sessionId": "autonomous"}
+        made |= {"type": kind, "uuid": uuid, "version": "2.1.39"}
+        rows.append(made | {"timestamp": _at(len(rows) // 60, len(rows) % 60)} | fields)
+        parent = uuid
+
+    prompt, number = 20_000, 0
+    for request, calls in enumerate(calls_per_request):
+        row("user", message={"role": "user", "content": f"Task {request}: fix every failing test."})
+        for _ in range(calls):
+            number += 1
+            call_id = f"toolu_{number}"
+            usage = {
+                "input_tokens": 2,
+                "cache_creation_input_tokens": 998,
+                "cache_read_input_tokens": prompt - 1_000,
+                "output_tokens": 50,
+            }
+            blocks = [
+                {"type": "text", "text": f"Step {number}: running the tests again."},
+                {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"step": number}},
+            ]
+            for block in blocks:
+                message = {"id": f"msg_{number}", "role": "assistant", "model": "claude-opus-4-6"}
+                row("assistant", message=message | {"content": [block], "usage": usage})
+            output = f"step {number}: " + "test output line\n" * 40
+            result = {"type": "tool_result", "tool_use_id": call_id, "content": output}
+            row("user", message={"role": "user", "content": [result]})
+            prompt += 1_000
+            if number == compact_after:
+                last, parent = parent, None
+                meta = {"trigger": "auto", "preTokens": prompt}
+                row(
+                    "system",
+                    subtype="compact_boundary",
+                    logicalParentUuid=last,
+                    compactMetadata=meta,
+                )
+                summary = f"{SUMMARY_OPENING}\nSummary: steps up to {number} done."
+                row("user", message={"role": "user", "content": summary}, isCompactSummary=True)
+                prompt = 30_000
+    return rows
+
+
 # --- Codex ------------------------------------------------------------------------------------
 
 

@@ -62,7 +62,7 @@ def test_the_session_page_shows_each_compaction_its_summary_and_the_real_usage(
     # The history marks where it happened: the page holding the first compaction's turn.
     assert html.count("The agent compacted its context here") >= 1
     assert f"The agent compacted before turn {second['before_turn']} (auto)" in html
-    assert len(state["usage"]) == 60  # one point per model call the transcript records
+    assert len(state["calls"]) == 60  # one row per model call the transcript records
 
 
 def test_a_policy_replayed_before_a_compaction_is_drawn_beside_the_agent(

@@ -269,7 +269,7 @@ def test_a_long_replay_says_where_usage_ended_and_its_line_ends_there() -> None:
 
 
 def test_the_usage_chart_of_one_turn_names_that_turn_once() -> None:
-    chart = presenters.usage_chart([[1, 1200], [1, 1500]], [], 8_192)
+    chart = presenters.usage_chart({"usage": [[1, 1200], [1, 1500]]}, 8_192)
 
     assert chart is not None
-    assert [label for _, label in chart.x_ticks] == [1]
+    assert [label for _, label in chart.x_ticks] == ["turn 1"]

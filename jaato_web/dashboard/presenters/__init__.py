@@ -79,7 +79,10 @@ from jaato_web.dashboard.presenters.runs import (
     summary_views,
 )
 from jaato_web.dashboard.presenters.sessions import (
+    CallRow,
+    CompactionMark,
     Pins,
+    call_rows,
     drift_view,
     message_views,
     part_view,
@@ -111,6 +114,8 @@ __all__ = [
     "COMPACT_CHART_WIDTH",
     "PLANNER_LABELS",
     "TURNS_SHOWN",
+    "CallRow",
+    "CompactionMark",
     "Left",
     "Pins",
     "PolicySummary",
@@ -119,6 +124,7 @@ __all__ = [
     "RetentionView",
     "SummaryView",
     "budget_rows",
+    "call_rows",
     "caps_origin",
     "chart_title",
     "code_counts",

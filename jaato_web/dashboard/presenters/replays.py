@@ -73,7 +73,7 @@ def replay_chart(
     limit = int(series["context_limit"]) or 1
     steps = series["steps"]
     values: list[float] = []
-    for _, _, before, after in steps:
+    for _, _, before, after, *_ in steps:
         values.append(before / limit * 100)
         if after != before:
             values.append(after / limit * 100)
@@ -94,9 +94,11 @@ def replay_chart(
     points = " ".join(f"{x(i)},{y(v)}" for i, v in enumerate(values))
     event_marks: list[tuple[float, float]] = []
     total_steps = max(len(steps) - 1, 1)
-    step_of_turn = {turn: i for i, (turn, _, _, _) in enumerate(steps)}
+    step_of_turn = {step[0]: i for i, step in enumerate(steps)}
+    # A collection before a recorded call is marked at that call, not at its turn's end.
+    step_of_call = {step[4]: i for i, step in enumerate(steps) if len(step) > 4 and step[4]}
     for event in series["events"]:
-        step = step_of_turn.get(event["turn_index"], 0)
+        step = step_of_call.get(event.get("call")) or step_of_turn.get(event["turn_index"], 0)
         event_marks.append(
             (round(step / total_steps * width, 1), y(event["tokens_after"] / limit * 100))
         )
@@ -171,7 +173,9 @@ def replay_events(
         events.append(
             ReplayEvent(
                 turn_index=e["turn_index"],
-                point=str(e["point"]).replace("_", " "),
+                point=f"before call {e['call']:,}"
+                if e.get("call")
+                else str(e["point"]).replace("_", " "),
                 reason=str(e["reason"]).replace("_", " "),
                 success=bool(e["success"]),
                 items=int(e["items"]),

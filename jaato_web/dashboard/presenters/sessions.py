@@ -322,87 +322,250 @@ def drift_view(drift: dict[str, Any], counter: str) -> DriftView:
 
 
 @dataclass(frozen=True)
+class CallRow:
+    """One model call in the session page's table of calls (``storage.recorded_calls``), and
+    the compaction just before it, if the agent compacted there."""
+
+    number: int
+    turn: int | None
+    input: int
+    uncached: int | None
+    cache_read: int | None
+    cache_write: int | None
+    output: int | None
+    compaction_before: dict[str, Any] | None = None
+
+
+def call_rows(
+    rows: Iterable[Sequence[int | None]], compactions: Iterable[dict[str, Any]]
+) -> list[CallRow]:
+    """The table's rows for stored calls, each after a compaction carrying it."""
+    before_call = {
+        int(c["after_call"]) + 1: c for c in compactions if c.get("after_call") is not None
+    }
+    return [
+        CallRow(
+            number=int(row[0] or 0),
+            turn=row[1],
+            input=int(row[2] or 0),
+            uncached=row[3],
+            cache_read=row[4],
+            cache_write=row[5],
+            output=row[6],
+            compaction_before=before_call.get(int(row[0] or 0)),
+        )
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class CompactionMark:
+    """A compaction drawn on the usage chart: the drop from its size before to its size
+    after, where it fell ("call 139", "turn 12"), and its sizes written beside the drop on the
+    side with room for them."""
+
+    x: float
+    y_before: float
+    y_after: float
+    where: str
+    sizes: str
+    label_x: float
+    label_anchor: str
+
+
+@dataclass(frozen=True)
 class UsageChart:
-    """The context size the agent's model calls reported, turn by turn, with the compactions
-    the agent performed marked on it, and (when a policy was replayed on the same turns) the
-    size that policy would have kept: server-drawn geometry and the facts in words."""
+    """The context size the agent's model calls reported, call by call (turn by turn for a
+    session stored before its calls were), with the compactions the agent performed marked on
+    it and their sizes before and after, and (when a policy was replayed on the same history)
+    the size that policy would have kept: server-drawn geometry and the facts in words."""
 
     width: int
     height: int
     agent_points: str
     policy_points: str
     limit_y: float | None
-    compactions: list[tuple[float, float, float, str]]
+    compactions: list[CompactionMark]
     y_ticks: list[tuple[float, str]]
-    x_ticks: list[tuple[float, int]]
+    x_ticks: list[tuple[float, str]]
     sentences: list[str]
+    per_call: bool = False
 
 
-# Where the usage chart's axis names turns, as shares of the way from the first to the last.
+# Where the usage chart's axis names turns or calls, as shares of the way from first to last.
 X_TICKS = (0, 0.5, 1)
+# Points of the agent's curve drawn at most: each bucket keeps its lowest and highest call, so
+# no drop or peak is lost.
+USAGE_POINTS = 2000
+
+
+def _thinned_points(points: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    if len(points) <= USAGE_POINTS:
+        return points
+    bucket = -(-len(points) // (USAGE_POINTS // 2))
+    kept: list[tuple[int, int]] = []
+    for start in range(0, len(points), bucket):
+        chunk = points[start : start + bucket]
+        low = min(range(len(chunk)), key=lambda i: chunk[i][1])
+        high = max(range(len(chunk)), key=lambda i: chunk[i][1])
+        kept.extend(chunk[i] for i in sorted({low, high}))
+    return kept
+
+
+def _sizes(mark: dict[str, Any]) -> str:
+    before, after = mark.get("tokens_before"), mark.get("tokens_after")
+    return f"{before:,} → {after:,}" if before is not None and after is not None else ""
+
+
+def _compaction_sentence(mark: dict[str, Any], per_call: bool) -> str:
+    before, after = mark.get("tokens_before"), mark.get("tokens_after")
+    if before is not None and after is not None:
+        figures = f" from {before:,} to {after:,} tokens"
+        if mark.get("tokens_after_source") == "first call after":
+            figures += f" (the size after it is the input of call {mark['after_call'] + 1:,})"
+    else:
+        figures = " (the file records no sizes for it)"
+    trigger = f" ({mark['trigger']})" if mark.get("trigger") else ""
+    where = f", after call {mark['after_call']:,}," if per_call else ""
+    return f"The agent compacted before turn {mark['before_turn']}{trigger}{where}{figures}."
 
 
 def usage_chart(
-    usage: Sequence[Sequence[int]],
-    compactions: Sequence[dict[str, Any]],
+    state: dict[str, Any],
     limit: int,
     *,
     series: dict[str, Any] | None = None,
     policy_label: str = "",
-    up_to_turn: int | None = None,
+    compaction_id: str = "",
 ) -> UsageChart | None:
-    """``usage`` is ``[turn number, prompt tokens]`` per call (``storage.recorded_usage_curve``)
-    and ``compactions`` the stored ones; ``series`` a replay (``storage.replay_series``) drawn
-    over the same turns, and ``up_to_turn`` the last turn to show (a compaction's)."""
-    calls = [(t, tokens) for t, tokens in usage if up_to_turn is None or t <= up_to_turn]
-    marks = [
-        c
-        for c in compactions
-        if c.get("before_turn") is not None
-        and (up_to_turn is None or c["before_turn"] <= up_to_turn + 1)
-    ]
-    steps = []
-    if series is not None:
-        for turn, _, before, after in series["steps"]:
-            if turn is not None:
-                steps.append((gcengine.turn_number(turn), before))
-                steps.append((gcengine.turn_number(turn), after))
+    """The chart of a session's ``agent_state``: per model call when it holds the calls
+    (``storage.recorded_calls``; x is the call, y the input the provider recorded), else per
+    turn from the older ``usage`` points ([turn number, prompt tokens] per call). ``series`` is
+    a replay (``storage.replay_series``) drawn over the same calls or turns, and
+    ``compaction_id`` the compaction it was replayed before: the chart ends there."""
+    compactions = list(state.get("compactions") or [])
+    chosen = next((c for c in compactions if c["id"] == compaction_id), None)
+    per_call = "calls" in state and all(c.get("after_call") is not None for c in compactions)
+    if per_call:
+        last = chosen["after_call"] if chosen else None
+        calls = [
+            (int(row[0]), int(row[2])) for row in state["calls"] if last is None or row[0] <= last
+        ]
+        marks = [c for c in compactions if last is None or c["after_call"] <= last]
+        positions = [(float(c["after_call"]) + 0.5, c) for c in marks]
+        steps = _steps_by_call(series)
+        where = "call"
+    else:
+        up_to_turn = chosen.get("before_turn") if chosen else None
+        calls = [
+            (int(t), int(tokens))
+            for t, tokens in state.get("usage") or []
+            if up_to_turn is None or t <= up_to_turn
+        ]
+        marks = [
+            c
+            for c in compactions
+            if c.get("before_turn") is not None
+            and (up_to_turn is None or c["before_turn"] <= up_to_turn + 1)
+        ]
+        positions = [(float(c["before_turn"]), c) for c in marks]
+        steps = _steps_by_turn(series)
+        where = "turn"
+    chart = _drawn(
+        _thinned_points(calls),
+        steps,
+        positions,
+        limit,
+        where=where,
+        per_call=per_call,
+        series=series,
+        policy_label=policy_label,
+    )
+    if chart is not None and per_call and series is not None and calls:
+        chart.sentences.append(_at_last_call(calls[-1], series, policy_label))
+    return chart
+
+
+def _at_last_call(agent: tuple[int, int], series: dict[str, Any], policy_label: str) -> str:
+    """The agent's recorded input at the last call drawn beside the policy's context there
+    (after any collection the policy made before it)."""
+    number, tokens = agent
+    policy = next(
+        (step[3] for step in series["steps"] if len(step) > 4 and step[4] == number), None
+    )
+    said = f"At call {number:,} the agent sent {tokens:,} tokens (as the provider counted)"
+    if policy is None:
+        return f"{said}; the replay made no check at that call."
+    return (
+        f"{said}; under {policy_label or 'this policy'} the context there would have held "
+        f"{policy:,} tokens (counted here)."
+    )
+
+
+def _steps_by_turn(series: dict[str, Any] | None) -> list[tuple[float, int]]:
+    steps: list[tuple[float, int]] = []
+    for turn, _, before, after, *_ in series["steps"] if series else []:
+        if turn is not None:
+            steps.append((gcengine.turn_number(turn), before))
+            steps.append((gcengine.turn_number(turn), after))
+    return steps
+
+
+def _steps_by_call(series: dict[str, Any] | None) -> list[tuple[float, int]]:
+    """A replay's checks placed on the calls: one before a call at that call, one at a turn's
+    start or end at the call before it (at the first call, before any was made)."""
+    steps: list[tuple[float, int]] = []
+    rows = series["steps"] if series else []
+    made = float(next((row[4] for row in rows if len(row) > 4 and row[4] is not None), 0))
+    for _, _, before, after, *rest in rows:
+        call = rest[0] if rest else None
+        if call is not None:
+            made = float(call)
+        steps.append((made, before))
+        steps.append((made, after))
+    return steps
+
+
+def _drawn(
+    calls: list[tuple[int, int]],
+    steps: list[tuple[float, int]],
+    marks: list[tuple[float, dict[str, Any]]],
+    limit: int,
+    *,
+    where: str,
+    per_call: bool,
+    series: dict[str, Any] | None,
+    policy_label: str,
+) -> UsageChart | None:
     if not calls and not steps:
         return None
-    turns = [t for t, _ in calls] + [t for t, _ in steps] + [int(c["before_turn"]) for c in marks]
-    first, last = min(turns), max(turns)
+    xs = [float(t) for t, _ in calls] + [t for t, _ in steps] + [x for x, _ in marks]
+    first, last = min(xs), max(xs)
     span = max(last - first, 1)
     top = max(
         [limit, *(tokens for _, tokens in calls), *(tokens for _, tokens in steps)]
-        + [int(c.get("tokens_before") or 0) for c in marks]
+        + [int(c.get("tokens_before") or 0) for _, c in marks]
     )
     top = int(max(top, 1))
     width, height = CHART_WIDTH, CHART_HEIGHT
 
-    def x(turn: float) -> float:
-        return round((turn - first) / span * width, 1)
+    def x(at: float) -> float:
+        return round((at - first) / span * width, 1)
 
     def y(tokens: float) -> float:
         return round(height - tokens / top * height, 1)
 
-    sentences = []
-    for c in marks:
-        before, after = c.get("tokens_before"), c.get("tokens_after")
-        figures = (
-            f" from {before:,} to {after:,} tokens"
-            if before is not None and after is not None
-            else " (the file records no sizes for it)"
-        )
-        trigger = f" ({c['trigger']})" if c.get("trigger") else ""
-        sentences.append(f"The agent compacted before turn {c['before_turn']}{trigger}{figures}.")
+    sentences = [_compaction_sentence(c, per_call) for _, c in marks]
     if steps:
         low = min(tokens for _, tokens in steps)
         high = max(tokens for _, tokens in steps)
         collections = sum(1 for e in series["events"] if e["success"]) if series else 0
         sentences.append(
-            f"Under {policy_label or 'this policy'}, the same turns would have kept the context "
-            f"between {low:,} and {high:,} tokens, with {counted(collections, 'collection')}."
+            f"Under {policy_label or 'this policy'}, the same {where}s would have kept the "
+            f"context between {low:,} and {high:,} tokens, with "
+            f"{counted(collections, 'collection')}."
         )
+    ticks = sorted({round(first + (last - first) * s) for s in X_TICKS})
     return UsageChart(
         width=width,
         height=height,
@@ -410,16 +573,20 @@ def usage_chart(
         policy_points=" ".join(f"{x(t)},{y(tokens)}" for t, tokens in steps),
         limit_y=y(limit) if limit else None,
         compactions=[
-            (
-                x(c["before_turn"]),
-                y(c.get("tokens_before") or 0),
-                y(c.get("tokens_after") or 0),
-                f"turn {c['before_turn']}",
+            CompactionMark(
+                x=x(at),
+                y_before=y(c.get("tokens_before") or 0),
+                y_after=y(c.get("tokens_after") or 0),
+                where=f"call {c['after_call'] + 1:,}" if per_call else f"turn {c['before_turn']}",
+                sizes=_sizes(c),
+                label_x=x(at) + (6 if x(at) < width / 2 else -6),
+                label_anchor="start" if x(at) < width / 2 else "end",
             )
-            for c in marks
+            for at, c in marks
         ],
         y_ticks=[(y(top * share), f"{round(top * share):,}") for share in (0, 0.25, 0.5, 0.75, 1)],
-        # The first, middle and last turns, each once: a chart of one turn names it once.
-        x_ticks=[(x(t), t) for t in sorted({round(first + (last - first) * s) for s in X_TICKS})],
+        # The first, middle and last, each once: a chart of one turn names it once.
+        x_ticks=[(x(t), f"{where} {t:,}") for t in ticks],
         sentences=sentences,
+        per_call=per_call,
     )

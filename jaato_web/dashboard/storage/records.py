@@ -41,7 +41,8 @@ def requests_read(rows: list[list[Any]]) -> list[gcengine.PromptRequest]:
 def replay_series(
     simulation: gcengine.Simulation, without_gc: list[gcengine.PromptRequest], *, scored: bool
 ) -> dict[str, Any]:
-    """A replay as stored: compact step tuples (a 10,000-turn replay has 20,000 steps), each
+    """A replay as stored: compact step tuples [turn index, point, tokens before, after, the
+    recorded call it came before or None] (a 10,000-turn replay has 20,000 steps), each
     request as [turn index, tokens, tokens shared with the request before], the same replay's
     requests without GC, and when ``scored`` each collection's anchor retention (None for a
     collection that failed). A series not scored has no ``retention`` in its events."""
@@ -53,12 +54,14 @@ def replay_series(
         "pressure_percent": simulation.pressure_percent,
         "continuous_mode": simulation.continuous_mode,
         "steps": [
-            [s.turn_index, s.point, s.tokens_before, s.tokens_after] for s in simulation.steps
+            [s.turn_index, s.point, s.tokens_before, s.tokens_after, s.call_number]
+            for s in simulation.steps
         ],
         "events": [
             {
                 "turn_index": e.turn_index,
                 "point": e.point,
+                "call": e.call_number,
                 "reason": e.reason.value,
                 "success": e.result.success,
                 "items": e.result.items_collected,
@@ -185,7 +188,7 @@ class StoredAgentState(TypedDict):
     compactions: list[dict[str, Any]]
     tool_pair_problems: list[dict[str, Any]]
     tool_pair_problem_count: int
-    usage: list[list[int]]
+    calls: list[list[int | None]]
 
 
 def _turn_of(message: gcengine.Message) -> int | None:
@@ -204,6 +207,8 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
         if response.is_error
     ]
     problems = gcengine.tool_pair_report(engine)
+    timeline = gcengine.call_timeline(engine)
+    placed = {c.compaction_id: c for c in timeline.compactions}
     scores = gcengine.score_observed_compactions(engine) if engine.compactions else {}
     return {
         "interrupted": None
@@ -265,7 +270,12 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
                 "at": compaction.at,
                 "trigger": compaction.trigger,
                 "tokens_before": compaction.tokens_before,
-                "tokens_after": compaction.tokens_after,
+                # Where the file records no size after it, the first call after it does.
+                "tokens_after": placed[compaction.compaction_id].tokens_after,
+                "tokens_after_source": placed[compaction.compaction_id].tokens_after_source,
+                "after_call": placed[compaction.compaction_id].after_calls
+                if timeline.calls
+                else None,
                 "summary": compaction.summary,
                 "before_turn": gcengine.turn_number(compaction.before_turn)
                 if compaction.before_turn is not None
@@ -287,33 +297,23 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
             for problem in problems[:STATE_ITEMS_SHOWN]
         ],
         "tool_pair_problem_count": len(problems),
-        "usage": recorded_usage_curve(engine),
+        "calls": recorded_calls(timeline),
     }
 
 
-# The agent's recorded usage is drawn, not listed: more points than a chart has pixels only
-# cost storage, and each bucket keeps its lowest and highest call so no drop or peak is lost.
-USAGE_POINTS = 2000
-
-
-def recorded_usage_curve(engine: gcengine.Session) -> list[list[int]]:
-    """The context size each model call reported, as [turn number, prompt tokens] in call
-    order: the session's real usage curve, compactions included (the file's own figures)."""
-    turn_of = {m.message_id: m.turn_index for m in engine.history}
-    for compaction in engine.compactions:
-        turn_of.update((m.message_id, m.turn_index) for m in compaction.replaced)
-    points = [
-        [gcengine.turn_number(turn), usage.prompt_tokens]
-        for usage in engine.recorded_usage
-        if (turn := turn_of.get(usage.message_id or "")) is not None
+def recorded_calls(timeline: gcengine.CallTimeline) -> list[list[int | None]]:
+    """Each model call the file recorded, in order, as [call number, turn number, input,
+    uncached, cache read, cache write, output] (None where the file gave no figure): the
+    session's real usage curve and its table of calls."""
+    return [
+        [
+            call.number,
+            gcengine.turn_number(call.turn_index) if call.turn_index is not None else None,
+            call.prompt_tokens,
+            call.uncached_tokens,
+            call.cache_read_tokens,
+            call.cache_write_tokens,
+            call.output_tokens,
+        ]
+        for call in timeline.calls
     ]
-    if len(points) <= USAGE_POINTS:
-        return points
-    bucket = -(-len(points) // (USAGE_POINTS // 2))
-    kept: list[list[int]] = []
-    for start in range(0, len(points), bucket):
-        chunk = points[start : start + bucket]
-        low = min(range(len(chunk)), key=lambda i: chunk[i][1])
-        high = max(range(len(chunk)), key=lambda i: chunk[i][1])
-        kept.extend(chunk[i] for i in sorted({low, high}))
-    return kept
