@@ -138,8 +138,10 @@ def test_a_summarizing_run_before_a_compaction_sets_its_summary_beside_the_agent
 ) -> None:
     """Run on the history just before the agent's second compaction (a 1,000-token window,
     so the policy has work to do): the page shows the agent's own summary of that compaction,
-    whole and open, beside the policy's figures, and the policy's summary in the chain, which
-    folds in the summary the agent wrote at its first compaction."""
+    whole and open, beside the policy's figures, and the policy's summary in the chain. The
+    summary the agent wrote at its first compaction is the only record of what it compacted:
+    below the pressure setting (this policy has none) the run keeps it as it is, and its own
+    summary does not fold it in."""
     summarize = services.policy_create(
         project=project,
         name="Summarize",
@@ -176,4 +178,6 @@ def test_a_summarizing_run_before_a_compaction_sets_its_summary_beside_the_agent
     assert "Summary 1" in chain
     assert "written by this run" in chain
     assert escape(written.text) in chain
-    assert first["summary"] in written.text
+    assert first["summary"] not in written.text
+    kept = [s.text for s in selectors.run_summaries(run=run).filter(written_by_run=False)]
+    assert kept == [first["summary"]]
