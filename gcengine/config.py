@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from copy import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, computed_field, field_validator
 from pydantic.fields import FieldInfo
@@ -184,6 +184,12 @@ class GCJsonField:
         """The value a ``gc.json`` without the key gets: ``GCConfig``'s (a new list or dict
         each time)."""
         return GCConfig.model_fields[self.attribute].get_default(call_default_factory=True)
+
+    @property
+    def nullable(self) -> bool:
+        """Whether the key may be null: an editor left empty writes null when the default is
+        something else (no recent exchange count keeps recent turns whole, as JAATO does)."""
+        return type(None) in get_args(GCConfig.model_fields[self.attribute].annotation)
 
 
 def _readers(key: str) -> tuple[str, ...]:

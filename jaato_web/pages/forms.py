@@ -397,7 +397,8 @@ def _bounds(field: gcengine.GCJsonField) -> dict[str, Any]:
 
 def _control(field: gcengine.GCJsonField, *, optional: bool = False) -> forms.Field:
     """The control that edits one key (or one option of an object key), by its kind;
-    ``optional``: it may be left empty, which leaves the key unset (its default is null)."""
+    ``optional``: it may be left empty, which makes the key null (unset where that is its
+    default)."""
     control: forms.Field
     match field.kind:
         case "choice" if field.key == "type":
@@ -503,7 +504,7 @@ class PolicyForm(forms.Form):
                 self.fields["plugin_options"] = _plugin_options_control()
             else:
                 self.fields[FORM_FIELD_OF_KEY.get(key, key)] = _control(
-                    field, optional=field.default is None
+                    field, optional=field.default is None or field.nullable
                 )
 
     @property
@@ -589,7 +590,9 @@ class PolicyForm(forms.Form):
             if field.kind in ("turn_list", "id_list"):
                 value = value or []
             elif value in (None, "") and not self.fields[FORM_FIELD_OF_KEY.get(key, key)].required:
-                continue
+                if field.default is None:
+                    continue
+                value = None  # left empty: null, which is not what the key's default says
             config[key] = value
         options = dict(data.get("plugin_options") or {})
         for key in PLUGIN_OPTIONS:

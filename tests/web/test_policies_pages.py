@@ -174,6 +174,20 @@ def test_the_pinned_turns_field_takes_the_numbers_the_session_page_shows(
     assert "turn number" in errors_for(refused.content.decode(), "pinned_turn_indices")
 
 
+def test_recent_exchanges_left_empty_keep_recent_turns_whole(client: Client, policy):
+    """The key's default is a count, so an empty field must be written as null (JAATO's
+    whole recent turns), not dropped back to the default."""
+    data = form_data(TRUNCATE_POLICY, message="whole recent turns", base_version=1)
+    assert data["preserve_recent_exchanges"] == 10  # the default, shown
+    client.post(edit_url(policy), {**data, "preserve_recent_exchanges": ""})
+    latest = policy.versions.order_by("-number").first()
+    assert latest.config["preserve_recent_exchanges"] is None
+    html = client.get(edit_url(policy)).content.decode()
+    control = html[html.index('name="preserve_recent_exchanges"') :].split(">", 1)[0]
+    assert "required" not in control
+    assert 'value="' not in control
+
+
 def test_save_needs_a_message(client: Client, policy):
     answer = client.post(edit_url(policy), form_data(TRUNCATE_POLICY, base_version=1))
 
