@@ -14,6 +14,12 @@ the summary (a summary message, never the user's words), and the rows after that
 context. The session's history is the context after the last compaction; each
 ``ObservedCompaction`` holds the rows it replaced.
 
+Turns: only a person's prompt opens a turn. Rows Claude Code writes in the user's name for
+other reasons stay messages of the turn in progress, marked ``metadata["injected"]`` with what
+they are: skill text and caveats (``isMeta``), system reminders, background task
+notifications, "[Request interrupted by user...]" and the wrappers of local commands
+(``<command-name>``, ``<local-command-stdout>``); so is a compaction's summary.
+
 Usage: one API response is written as several assistant rows that share ``message.id``; it is
 recorded once (``Session.recorded_usage``), with the figures of its last row (the earlier
 rows hold streaming snapshots).
@@ -29,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gcengine._fast import construct
+from gcengine._fast import construct, set_fresh
 from gcengine._json import expect_mapping, json_type, parse_count, text_or_none
 from gcengine.errors import JsonPath, SessionFormatError
 from gcengine.formats.anthropic import read_blocks
@@ -39,7 +45,6 @@ from gcengine.formats.common import (
     Replacement,
     record_step,
     settle_replacements,
-    stamp_turn_indices,
 )
 from gcengine.messages import Message, MessageKind, PartType, Role, derive_message_id
 from gcengine.session import RecordedUsage, SourceFormat, Subagent
@@ -58,6 +63,19 @@ ROW_TYPES = frozenset(
 )
 _ROW_KEYS = ("uuid", "sessionId", "leafUuid", "messageId")
 _COMPACTION_AGENT = "acompact"
+# What a user row's text starts with when Claude Code wrote it, not the person: the name kept
+# in ``metadata["injected"]`` for each.
+_INJECTED_OPENINGS = (
+    ("<system-reminder>", "system-reminder"),
+    ("<task-notification>", "task-notification"),
+    ("[Request interrupted by user", "interruption"),
+    ("<command-name>", "local-command"),
+    ("<command-message>", "local-command"),
+    ("<local-command-", "local-command"),
+    ("<bash-input>", "local-command"),
+    ("<bash-stdout>", "local-command"),
+    ("<bash-stderr>", "local-command"),
+)
 _NO_MODEL = "<synthetic>"
 
 
@@ -208,6 +226,8 @@ def _read_message_row(thread: _Thread, row: Mapping[str, Any], kind: str, path: 
         metadata["model"] = model
         thread.model = model
     summary = row.get("isCompactSummary") is True
+    if role is Role.USER and not summary and (injected := _injected(row, parts)):
+        metadata["injected"] = injected
     thread.messages.append(
         construct(
             Message,
@@ -221,6 +241,59 @@ def _read_message_row(thread: _Thread, row: Mapping[str, Any], kind: str, path: 
     )
     if kind == "assistant" and message.get("usage") is not None:
         _record_usage(thread, row, message, message_id, path)
+
+
+def _injected(row: Mapping[str, Any], parts: list[Any]) -> str | None:
+    """What a user row is when Claude Code wrote it rather than the person (None for a
+    prompt): every text it holds is a reminder, a notification, an interruption or a local
+    command's wrapper, or the row is marked ``isMeta``."""
+    if row.get("isMeta") is True:
+        return "meta"
+    texts = [part.text.lstrip() for part in parts if part.type is PartType.TEXT and part.text]
+    found: set[str] = set()
+    for text in texts:
+        name = next((n for opening, n in _INJECTED_OPENINGS if text.startswith(opening)), None)
+        if name is None:
+            return None
+        found.add(name)
+    return "+".join(sorted(found)) or None
+
+
+def _stamp_prompt_turns(messages: list[Message]) -> None:
+    """Number turns so that only a person's prompt opens one (see the module's docstring).
+
+    A prompt that arrives while a call made earlier still waits for its result (a person who
+    typed while a tool ran) joins the turn in progress, so no turn parts a call from its
+    result. Rows before the first prompt share its turn, and a compaction's summary is the
+    turn in progress's (it stands apart all the same, as every summary does).
+    """
+    answered = {
+        part.function_response.call_id
+        for message in messages
+        for part in message.parts
+        if part.function_response is not None
+    }
+    waiting: set[str | None] = set()
+    turn, begun = 0, False
+    for message in messages:
+        prompt = (
+            message.kind is MessageKind.CHAT
+            and message.role is Role.USER
+            and not message.is_function_response
+            and "injected" not in message.metadata
+        )
+        if prompt:
+            if begun and not waiting:
+                turn += 1
+            begun = True
+        elif message.role is Role.MODEL:
+            begun = True
+        for part in message.parts:
+            if part.function_call is not None and part.function_call.id in answered:
+                waiting.add(part.function_call.id)
+            if part.function_response is not None:
+                waiting.discard(part.function_response.call_id)
+        set_fresh(message, "turn_index", turn)
 
 
 def _record_usage(
@@ -283,7 +356,7 @@ def _parsed(reading: _Reading) -> ParsedSession:
     )
     _split_at_compactions(parsed, main)
     for agent_id, thread in reading.sidechains.items():
-        stamp_turn_indices(thread.messages)
+        _stamp_prompt_turns(thread.messages)
         parsed.subagents.append(
             Subagent(
                 agent_id=agent_id,
@@ -313,6 +386,7 @@ def _split_at_compactions(parsed: ParsedSession, thread: _Thread) -> None:
         if message.kind is MessageKind.SUMMARY and not any(0 <= position - b <= 2 for b in marked):
             cuts.append((position, None))
     cuts.sort(key=lambda cut: cut[0])
+    _stamp_prompt_turns(messages)
     replacements = []
     start = 0
     for position, row in cuts:
