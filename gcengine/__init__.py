@@ -61,7 +61,14 @@ from gcengine.errors import (
     TurnNotFoundError,
     format_json_path,
 )
-from gcengine.formats import LoadLimits, dump_session, load_session
+from gcengine.formats import (
+    READABLE_CONTAINERS,
+    READABLE_FORMATS,
+    LoadLimits,
+    ReadableFormat,
+    dump_session,
+    load_session,
+)
 from gcengine.gc import (
     GCPlugin,
     GCRemovalItem,
@@ -131,6 +138,7 @@ from gcengine.quality.export import (
     export_policy,
     export_window,
 )
+from gcengine.quality.handoff import compaction_handoff
 from gcengine.quality.prompt_cache import (
     DEFAULT_PRICES,
     CacheCost,
@@ -258,6 +266,8 @@ __all__ = [
     "NOTIFICATION_FIELD_MEANINGS",
     "PLUGIN_CONFIG_FIELDS",
     "POLICY_ORDER",
+    "READABLE_CONTAINERS",
+    "READABLE_FORMATS",
     "STASH_ACTIONS",
     "STRATEGY_SPECS",
     "Analysis",
@@ -327,6 +337,7 @@ __all__ = [
     "PromptRequest",
     "PruneRefused",
     "ReachabilityRoots",
+    "ReadableFormat",
     "RecencyRetention",
     "RecordedLeaf",
     "RecordedUsage",
@@ -380,6 +391,7 @@ __all__ = [
     "check_pruning",
     "commit_plan",
     "compact_json",
+    "compaction_handoff",
     "context_limit_checked",
     "context_usage",
     "count_message",

@@ -254,9 +254,8 @@ def _hook_anchors(transcript: Path) -> str:
     """For ``SessionStart`` after a compaction: what the compaction left out, as Claude Code
     takes context from a hook (``hookSpecificOutput.additionalContext``); empty when nothing."""
     import gcengine  # the engine is only needed here; the rest of the client is stdlib
-    from gcengine.quality.handoff import compaction_handoff
 
-    text = compaction_handoff(gcengine.load_session(transcript))
+    text = gcengine.compaction_handoff(gcengine.load_session(transcript))
     if not text:
         return ""
     output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
