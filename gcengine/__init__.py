@@ -66,8 +66,10 @@ from gcengine.formats import (
     READABLE_FORMATS,
     LoadLimits,
     ReadableFormat,
+    dump_in_source_format,
     dump_session,
     load_session,
+    source_export_suffix,
 )
 from gcengine.gc import (
     GCPlugin,
@@ -400,6 +402,7 @@ __all__ = [
     "cyclic_gc_paused",
     "discover_gc_plugins",
     "dump_gc_config",
+    "dump_in_source_format",
     "dump_session",
     "export_policy",
     "export_window",
@@ -447,6 +450,7 @@ __all__ = [
     "session_scorer",
     "session_with_history",
     "simulate",
+    "source_export_suffix",
     "split_into_turns",
     "starter_policies",
     "strategy_spec",

@@ -39,8 +39,10 @@ __all__ = [
     "ReadableFormat",
     "SessionSource",
     "detect_and_parse",
+    "dump_in_source_format",
     "dump_session",
     "load_session",
+    "source_export_suffix",
 ]
 
 
@@ -184,3 +186,22 @@ def dump_session(session: Session, *, indent: int | None = 2) -> str:
         found = find_non_finite(written)
         assert found is not None
         raise SessionFormatError(*found) from None
+
+
+# The formats a session can be written back in, with the file name's ending for each.
+_SOURCE_WRITERS = {SourceFormat.CLAUDE_CODE: (claude_code.write_transcript, "jsonl")}
+
+
+def source_export_suffix(session: Session) -> str | None:
+    """The file ending of ``dump_in_source_format``'s output for ``session``, or None when its
+    format cannot be written back (only JAATO's own file can then hold it)."""
+    writer = _SOURCE_WRITERS.get(session.source_format)
+    return writer[1] if writer else None
+
+
+def dump_in_source_format(session: Session) -> str | None:
+    """The session in the format it was read from, where that format can hold a collected
+    context and be resumed from (a Claude Code transcript: ``claude_code.write_transcript``);
+    None for the others."""
+    writer = _SOURCE_WRITERS.get(session.source_format)
+    return writer[0](session) if writer else None

@@ -31,6 +31,8 @@ the ``acompact-`` agent is the one that wrote a compaction.
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,8 +48,8 @@ from gcengine.formats.common import (
     record_step,
     settle_replacements,
 )
-from gcengine.messages import Message, MessageKind, PartType, Role, derive_message_id
-from gcengine.session import RecordedUsage, SourceFormat, Subagent
+from gcengine.messages import Message, MessageKind, Part, PartType, Role, derive_message_id
+from gcengine.session import RecordedUsage, Session, SourceFormat, Subagent
 
 ROW_TYPES = frozenset(
     {
@@ -428,3 +430,132 @@ def _replacement(
         summary=summary.text if summary is not None and summary.text else None,
         metadata=dict(row) if row is not None else {},
     )
+
+
+# --- Writing ----------------------------------------------------------------------------------
+
+# Fields of the row a written summary or notice copies from the row before it, so it reads as
+# one of the session's own rows.
+_SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "slug")
+_UUID_NAMESPACE = uuid.UUID("6f1c6a4e-2a54-4a43-9a55-1f6d0f6b4c1d")
+
+
+def write_transcript(session: Session) -> str:
+    """The session's context as a Claude Code transcript (JSON Lines) that Claude Code can
+    resume: each kept row as it was read (its content written back from its parts), the rows
+    a collection removed gone, and the ``parentUuid`` chain re-linked: each row's parent is the
+    row before it, so walking back from the last row visits every row written, in order
+    (Claude Code's own file branches at parallel tool calls and at the progress rows left out,
+    which a chain through removed rows could not follow).
+
+    Only the conversation is written: not the progress, file-history and other records kept
+    in ``metadata``, nor a tool result row's ``toolUseResult``, nor the rows of earlier
+    compactions (the context ended at the last one), nor the sub-agents' files. The last
+    compaction's boundary row stays before its summary when the summary is kept. A summary or
+    notice this engine wrote becomes a user row in Claude Code's own shape: a summary that opens
+    the context marked ``isCompactSummary`` (as Claude Code marks its own), any other ``isMeta``.
+    """
+    rows: list[dict[str, Any]] = []
+    history_ids = {message.message_id for message in session.history}
+    last = session.compactions[-1] if session.compactions else None
+    if last is not None and last.summary_message_id in history_ids and last.metadata:
+        rows.append(dict(last.metadata))
+    for message in session.history:
+        source = message.metadata.get("source")
+        if isinstance(source, Mapping) and source.get("type") in ("user", "assistant"):
+            row = _kept_row(source, message)
+        else:
+            row = _written_row(message, rows[-1] if rows else None, session.session_id)
+        row["parentUuid"] = rows[-1]["uuid"] if rows else None
+        rows.append(row)
+    return "".join(
+        json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows
+    )
+
+
+def _kept_row(source: Mapping[str, Any], message: Message) -> dict[str, Any]:
+    """A row read from the file, as it was: its content written back from the message, less
+    ``toolUseResult``, the second copy of a tool's output Claude Code keeps for its display
+    (a quarter to a half of a long session's file; the result itself is in the content)."""
+    row = {k: v for k, v in source.items() if k != "toolUseResult"}
+    body = dict(row.get("message") or {})
+    body["content"] = _content(message, plain_prompt=row.get("type") == "user")
+    row["message"] = body
+    return row
+
+
+def _written_row(
+    message: Message, before: Mapping[str, Any] | None, session_id: str
+) -> dict[str, Any]:
+    """A message with no row of its own (a summary or notice a collection wrote)."""
+    row: dict[str, Any] = {"parentUuid": before.get("uuid") if before else None}
+    row.update({k: before[k] for k in _SESSION_FIELDS if before is not None and k in before})
+    row.setdefault("sessionId", session_id)
+    row["type"] = "user" if message.role is not Role.MODEL else "assistant"
+    row["message"] = {
+        "role": "assistant" if message.role is Role.MODEL else "user",
+        "content": _content(message, plain_prompt=message.role is not Role.MODEL),
+    }
+    opens_context = before is None or before.get("subtype") == "compact_boundary"
+    if message.kind is MessageKind.SUMMARY and opens_context:
+        row["isCompactSummary"] = True
+        row["isVisibleInTranscriptOnly"] = True
+    elif message.kind is not MessageKind.CHAT:
+        # Claude Code reads a summary row as the start of a context: one further on is a note.
+        row["isMeta"] = True
+    row["uuid"] = _row_uuid(message.message_id)
+    if before is not None and "timestamp" in before:
+        row["timestamp"] = before["timestamp"]
+    return row
+
+
+def _row_uuid(message_id: str) -> str:
+    """The message's id when it is a UUID, as Claude Code's row ids are; else one made from it,
+    the same every time."""
+    try:
+        return str(uuid.UUID(message_id))
+    except ValueError:
+        return str(uuid.uuid5(_UUID_NAMESPACE, message_id))
+
+
+def _content(message: Message, *, plain_prompt: bool) -> str | list[dict[str, Any]]:
+    """A message's parts as Anthropic content blocks; a prompt of text alone as the string
+    Claude Code writes for one."""
+    if plain_prompt and len(message.parts) == 1 and message.parts[0].type is PartType.TEXT:
+        part = message.parts[0]
+        if not part.extra:
+            return part.text or ""
+    return [_written_block(part) for part in message.parts]
+
+
+def _written_block(part: Part) -> dict[str, Any]:
+    """One part as the Anthropic content block it was read from (``anthropic.read_blocks``)."""
+    if part.type is PartType.TEXT:
+        return {"type": "text", "text": part.text, **part.extra}
+    if part.type is PartType.THOUGHT:
+        return {"type": "thinking", "thinking": part.text, **part.extra}
+    if part.function_call is not None:
+        call = part.function_call
+        return {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": call.args,
+            **part.extra,
+        }
+    if part.function_response is not None:
+        response = part.function_response
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": response.call_id,
+            "content": response.result,
+        }
+        if response.is_error:
+            block["is_error"] = True
+        return {**block, **response.extra}
+    if part.inline_data is not None:
+        data = part.inline_data
+        source = {"type": "base64", "media_type": data.mime_type, "data": data.data}
+        return {"type": "image", "source": source}
+    assert part.opaque is not None
+    return {"type": part.opaque.kind, **part.opaque.data}
