@@ -43,8 +43,8 @@
   }
 
   function setUp(zone) {
-    var input = zone.querySelector('input[type="file"]:not([data-folder-input])');
-    var folder = zone.querySelector("[data-folder-input]");
+    var input = zone.querySelector('input[type="file"]');
+    var folder = zone.querySelector("[data-choose-folder]");
     var list = zone.querySelector("[data-file-list]");
     if (!input) {
       return;
@@ -85,9 +85,15 @@
     input.addEventListener("change", function () {
       listFiles(input, list);
     });
-    if (folder) {
-      folder.addEventListener("change", function () {
-        listFiles(folder, list);
+    // The same picker, for a folder: every file in it and its subfolders is sent.
+    if (folder && "webkitdirectory" in input) {
+      folder.hidden = false;
+      folder.addEventListener("click", function () {
+        input.setAttribute("webkitdirectory", "");
+        input.click();
+      });
+      input.addEventListener("change", function () {
+        input.removeAttribute("webkitdirectory");
       });
     }
 
