@@ -61,7 +61,16 @@ from gcengine.errors import (
     TurnNotFoundError,
     format_json_path,
 )
-from gcengine.formats import LoadLimits, dump_session, load_session
+from gcengine.formats import (
+    READABLE_CONTAINERS,
+    READABLE_FORMATS,
+    LoadLimits,
+    ReadableFormat,
+    dump_in_source_format,
+    dump_session,
+    load_session,
+    source_export_suffix,
+)
 from gcengine.gc import (
     GCPlugin,
     GCRemovalItem,
@@ -131,6 +140,7 @@ from gcengine.quality.export import (
     export_policy,
     export_window,
 )
+from gcengine.quality.handoff import compaction_handoff
 from gcengine.quality.prompt_cache import (
     DEFAULT_PRICES,
     CacheCost,
@@ -264,6 +274,8 @@ __all__ = [
     "NOTIFICATION_FIELD_MEANINGS",
     "PLUGIN_CONFIG_FIELDS",
     "POLICY_ORDER",
+    "READABLE_CONTAINERS",
+    "READABLE_FORMATS",
     "STASH_ACTIONS",
     "STRATEGY_SPECS",
     "Analysis",
@@ -337,6 +349,7 @@ __all__ = [
     "PromptRequest",
     "PruneRefused",
     "ReachabilityRoots",
+    "ReadableFormat",
     "RecencyRetention",
     "RecordedLeaf",
     "RecordedUsage",
@@ -391,6 +404,7 @@ __all__ = [
     "check_pruning",
     "commit_plan",
     "compact_json",
+    "compaction_handoff",
     "context_limit_checked",
     "context_usage",
     "count_message",
@@ -399,6 +413,7 @@ __all__ = [
     "cyclic_gc_paused",
     "discover_gc_plugins",
     "dump_gc_config",
+    "dump_in_source_format",
     "dump_session",
     "export_policy",
     "export_window",
@@ -447,6 +462,7 @@ __all__ = [
     "session_scorer",
     "session_with_history",
     "simulate",
+    "source_export_suffix",
     "split_into_turns",
     "starter_policies",
     "strategy_spec",

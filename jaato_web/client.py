@@ -11,19 +11,26 @@ of the files of an upload (every file's result is printed); 2 bad usage or an un
 file (nothing is sent); 3 the dashboard could not be reached; 4 a run that ended failed; 141
 the reader of the output went away (``jaato-gc sessions | head -1``), as for any tool stopped
 by a closed pipe.
+
+``jaato-gc hook`` is the exception: run by an agent's hooks (Claude Code's ``PreCompact``,
+``SessionEnd`` and ``SessionStart``), it always exits 0 and writes what went wrong to its log,
+so the agent is never failed or held up by the dashboard (docs/hooks.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 import time
+import traceback
 import uuid
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib import error, parse, request
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_RUN_FAILED = 0, 1, 2, 3, 4
@@ -96,14 +103,18 @@ class Api:
         """Every file in one request; the answer has a result per file, and a refused file
         (an HTTP status of 400 or 413 for the whole answer when none was taken) is still an
         answer to print, not an error."""
+        return self.upload_files([(path.name, path.read_bytes()) for path in paths], project)
+
+    def upload_files(self, files: Sequence[tuple[str, bytes]], project: int | None) -> Any:
+        """``upload`` of files held in memory, each a name and its bytes."""
         boundary = uuid.uuid4().hex
         body = b""
-        for path in paths:
+        for name, data in files:
             body += (
                 f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
-                f'filename="{path.name}"\r\nContent-Type: application/json\r\n\r\n'
+                f'filename="{name}"\r\nContent-Type: application/json\r\n\r\n'
             ).encode()
-            body += path.read_bytes() + b"\r\n"
+            body += data + b"\r\n"
         body += f"--{boundary}--\r\n".encode()
         return self.call(
             "POST",
@@ -204,6 +215,109 @@ def _audit(api: Api, args: argparse.Namespace) -> Any:
     return api.call("GET", "/audit", query=query)
 
 
+# --- The agent hook ---------------------------------------------------------------------------
+
+# Claude Code runs a SessionEnd hook for 1.5 s unless CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS says
+# more, and other hooks for 600 s: a hook that uploads stops well before either.
+HOOK_TIMEOUT_SECONDS = {"SessionEnd": 1.2}
+HOOK_DEFAULT_TIMEOUT_SECONDS = 20.0
+UPLOADED_ON = frozenset({"PreCompact", "SessionEnd"})
+
+
+def hook_log_path() -> Path:
+    """Where ``jaato-gc hook`` writes what it did: ``JAATO_HOOK_LOG``, else the user's state
+    folder."""
+    named = os.environ.get("JAATO_HOOK_LOG", "").strip()
+    if named:
+        return Path(named).expanduser()
+    state = os.environ.get("XDG_STATE_HOME", "").strip() or str(Path.home() / ".local" / "state")
+    return Path(state) / "jaato-gc" / "hook.log"
+
+
+def transcript_archive(transcript: Path, session_id: str | None) -> tuple[str, bytes]:
+    """The transcript, with its sub-agents' files when Claude Code wrote any (beside it, in
+    ``<session>/subagents/``), as the upload the dashboard reads: the file alone, or a zip of
+    it and its ``subagents`` folder."""
+    stem = session_id or transcript.stem
+    agents = sorted((transcript.parent / stem / "subagents").glob("agent-*.jsonl"))
+    if not agents:
+        return transcript.name, transcript.read_bytes()
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.write(transcript, transcript.name)
+        for agent in agents:
+            archive.write(agent, f"{stem}/subagents/{agent.name}")
+    return f"{stem}.zip", packed.getvalue()
+
+
+def _hook_anchors(transcript: Path) -> str:
+    """For ``SessionStart`` after a compaction: what the compaction left out, as Claude Code
+    takes context from a hook (``hookSpecificOutput.additionalContext``); empty when nothing."""
+    import gcengine  # the engine is only needed here; the rest of the client is stdlib
+
+    text = gcengine.compaction_handoff(gcengine.load_session(transcript))
+    if not text:
+        return ""
+    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    return json.dumps(output)
+
+
+def run_hook(args: argparse.Namespace, stdin: IO[str], stdout: IO[str]) -> list[str]:
+    """Do what the hook's event asks; the lines to log. Raises on any failure (``_hook``
+    logs it)."""
+    event = json.loads(stdin.read() or "{}")
+    if not isinstance(event, dict):
+        raise ValueError(f"the hook's input is not a JSON object: {str(event)[:80]}")
+    name = str(event.get("hook_event_name") or "")
+    transcript = Path(str(event.get("transcript_path") or "")).expanduser()
+    session_id = event.get("session_id") if isinstance(event.get("session_id"), str) else None
+    why = event.get("trigger") or event.get("source") or event.get("reason") or ""
+    said = f"{name or 'hook'} {why}".strip()
+    lines: list[str] = []
+    if not transcript.is_file():
+        raise FileNotFoundError(f"{said}: no transcript at {transcript}")
+    if name == "SessionStart":
+        if args.anchors and event.get("source") == "compact":
+            handed = _hook_anchors(transcript)
+            if handed:
+                stdout.write(handed + "\n")
+            lines.append(f"{said}: {'handed' if handed else 'no'} lost anchors to the agent")
+        return lines
+    if name not in UPLOADED_ON:
+        return [f"{said}: nothing to do for this event"]
+    token = os.environ.get("JAATO_TOKEN", "").strip()
+    if not token:
+        raise ValueError("JAATO_TOKEN is not set: nothing was uploaded")
+    timeout = args.timeout or HOOK_TIMEOUT_SECONDS.get(name, HOOK_DEFAULT_TIMEOUT_SECONDS)
+    filename, data = transcript_archive(transcript, session_id)
+    answer = Api(args.url, token, timeout=timeout).upload_files([(filename, data)], args.project)
+    for result in answer.get("results", []):
+        lines.append(f"{said}: {_line(result)}")
+    return lines
+
+
+def _hook(args: argparse.Namespace) -> int:
+    """``jaato-gc hook``: never fails and never speaks but to hand the agent context; every
+    outcome goes to the log."""
+    log = Path(args.log).expanduser() if args.log else hook_log_path()
+    started = time.monotonic()
+    try:
+        lines = run_hook(args, sys.stdin, sys.stdout)
+    except Exception as problem:  # whatever it is, the agent goes on; the log says what
+        detail = problem if isinstance(problem, (ClientError, OSError, ValueError)) else None
+        lines = [f"failed: {detail or traceback.format_exc(limit=3)}"]
+    elapsed = time.monotonic() - started
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        with log.open("a", encoding="utf-8") as written:
+            for line in lines:
+                written.write(f"{stamp} ({elapsed:.1f} s) {line.rstrip()}\n")
+    except OSError:
+        pass  # no log to write to: still nothing for the agent to wait on
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="jaato-gc",
@@ -259,6 +373,26 @@ def parser() -> argparse.ArgumentParser:
     audit.add_argument("--actor")
     audit.add_argument("--page", type=int, default=1)
     audit.set_defaults(func=_audit)
+
+    hook = commands.add_parser(
+        "hook",
+        help="for an agent's hooks: upload its transcript (PreCompact, SessionEnd), hand it "
+        "what a compaction lost (SessionStart --anchors); always exits 0",
+    )
+    hook.add_argument("--project", type=int)
+    hook.add_argument(
+        "--timeout", type=float, help="seconds for the upload (default: 20, 1.2 on SessionEnd)"
+    )
+    hook.add_argument(
+        "--log", help="the log file (default: JAATO_HOOK_LOG or ~/.local/state/jaato-gc/hook.log)"
+    )
+    hook.add_argument(
+        "--anchors",
+        action="store_true",
+        help="on SessionStart after a compaction, print the files, errors, decisions and open "
+        "work it left out, as context for the agent",
+    )
+    hook.set_defaults(func=None)
     return top
 
 
@@ -364,6 +498,8 @@ def _show(answer: Any, as_json: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "hook":
+        return _hook(args)
     token = os.environ.get("JAATO_TOKEN", "").strip()
     if not token:
         print(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gcengine._json import find_non_finite, json_type
@@ -28,18 +29,58 @@ from gcengine.formats.common import (
     assemble,
     decode_source,
 )
-from gcengine.session import Session
+from gcengine.session import Session, SourceFormat
 from gcengine.tokens import TokenCounter
 
-__all__ = ["LoadLimits", "SessionSource", "detect_and_parse", "dump_session", "load_session"]
+__all__ = [
+    "READABLE_CONTAINERS",
+    "READABLE_FORMATS",
+    "LoadLimits",
+    "ReadableFormat",
+    "SessionSource",
+    "detect_and_parse",
+    "dump_in_source_format",
+    "dump_session",
+    "load_session",
+    "source_export_suffix",
+]
 
-_WHAT_WE_READ = (
-    "a JAATO session file (version + history) or its history alone, a JAATO budget snapshot "
-    "(entries), "
-    "OpenAI Chat Completions messages, OpenAI Responses items, Anthropic Messages, "
-    "a Claude Code transcript, a Codex CLI rollout, OpenTelemetry GenAI spans, a Langfuse "
-    "export, an OpenHands event stream or a SWE-agent trajectory"
+
+@dataclass(frozen=True)
+class ReadableFormat:
+    """A format ``load_session`` reads: what people call it and what holds it. The one list
+    the engine's refusals and the dashboard's upload page both name formats from."""
+
+    source_format: SourceFormat
+    name: str
+    holds: str
+
+
+READABLE_FORMATS: tuple[ReadableFormat, ...] = (
+    ReadableFormat(SourceFormat.JAATO, "JAATO session file", "1.x, 2.1, 2.10, or its history"),
+    ReadableFormat(SourceFormat.JAATO_BUDGET_SNAPSHOT, "JAATO budget snapshot", "its entries"),
+    ReadableFormat(SourceFormat.OPENAI_CHAT, "OpenAI Chat Completions", "messages (JSON)"),
+    ReadableFormat(SourceFormat.OPENAI_RESPONSES, "OpenAI Responses", "items (JSON)"),
+    ReadableFormat(SourceFormat.ANTHROPIC_MESSAGES, "Anthropic Messages", "messages (JSON)"),
+    ReadableFormat(
+        SourceFormat.CLAUDE_CODE,
+        "Claude Code transcript",
+        "<session>.jsonl, with its subagents/agent-*.jsonl files",
+    ),
+    ReadableFormat(SourceFormat.CODEX, "Codex CLI rollout", "rollout-*.jsonl"),
+    ReadableFormat(SourceFormat.OTEL_GENAI, "OpenTelemetry GenAI spans", "OTLP JSON"),
+    ReadableFormat(SourceFormat.LANGFUSE, "Langfuse export", "a trace with its observations"),
+    ReadableFormat(SourceFormat.OPENHANDS, "OpenHands event stream", "events (JSON)"),
+    ReadableFormat(SourceFormat.SWE_AGENT, "SWE-agent trajectory", ".traj"),
 )
+
+# What holds several files of one session together, read as one upload.
+READABLE_CONTAINERS: tuple[str, ...] = (
+    "a zip of a session with its sub-agents' files",
+    "a Claude Code session's files chosen or dropped together, or its folder",
+)
+
+_WHAT_WE_READ = "one of: " + ", ".join(f"{f.name} ({f.holds})" for f in READABLE_FORMATS)
 
 
 def detect_and_parse(data: Any) -> ParsedSession:
@@ -145,3 +186,22 @@ def dump_session(session: Session, *, indent: int | None = 2) -> str:
         found = find_non_finite(written)
         assert found is not None
         raise SessionFormatError(*found) from None
+
+
+# The formats a session can be written back in, with the file name's ending for each.
+_SOURCE_WRITERS = {SourceFormat.CLAUDE_CODE: (claude_code.write_transcript, "jsonl")}
+
+
+def source_export_suffix(session: Session) -> str | None:
+    """The file ending of ``dump_in_source_format``'s output for ``session``, or None when its
+    format cannot be written back (only JAATO's own file can then hold it)."""
+    writer = _SOURCE_WRITERS.get(session.source_format)
+    return writer[1] if writer else None
+
+
+def dump_in_source_format(session: Session) -> str | None:
+    """The session in the format it was read from, where that format can hold a collected
+    context and be resumed from (a Claude Code transcript: ``claude_code.write_transcript``);
+    None for the others."""
+    writer = _SOURCE_WRITERS.get(session.source_format)
+    return writer[0](session) if writer else None

@@ -14,6 +14,12 @@ the summary (a summary message, never the user's words), and the rows after that
 context. The session's history is the context after the last compaction; each
 ``ObservedCompaction`` holds the rows it replaced.
 
+Turns: only a person's prompt opens a turn. Rows Claude Code writes in the user's name for
+other reasons stay messages of the turn in progress, marked ``metadata["injected"]`` with what
+they are: skill text and caveats (``isMeta``), system reminders, background task
+notifications, "[Request interrupted by user...]" and the wrappers of local commands
+(``<command-name>``, ``<local-command-stdout>``); so is a compaction's summary.
+
 Usage: one API response is written as several assistant rows that share ``message.id``; it is
 recorded once (``Session.recorded_usage``), with the figures of its last row (the earlier
 rows hold streaming snapshots).
@@ -25,11 +31,13 @@ the ``acompact-`` agent is the one that wrote a compaction.
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gcengine._fast import construct
+from gcengine._fast import construct, set_fresh
 from gcengine._json import expect_mapping, json_type, parse_count, text_or_none
 from gcengine.errors import JsonPath, SessionFormatError
 from gcengine.formats.anthropic import read_blocks
@@ -39,10 +47,9 @@ from gcengine.formats.common import (
     Replacement,
     record_step,
     settle_replacements,
-    stamp_turn_indices,
 )
-from gcengine.messages import Message, MessageKind, PartType, Role, derive_message_id
-from gcengine.session import RecordedUsage, SourceFormat, Subagent
+from gcengine.messages import Message, MessageKind, Part, PartType, Role, derive_message_id
+from gcengine.session import RecordedUsage, Session, SourceFormat, Subagent
 
 ROW_TYPES = frozenset(
     {
@@ -58,6 +65,19 @@ ROW_TYPES = frozenset(
 )
 _ROW_KEYS = ("uuid", "sessionId", "leafUuid", "messageId")
 _COMPACTION_AGENT = "acompact"
+# What a user row's text starts with when Claude Code wrote it, not the person: the name kept
+# in ``metadata["injected"]`` for each.
+_INJECTED_OPENINGS = (
+    ("<system-reminder>", "system-reminder"),
+    ("<task-notification>", "task-notification"),
+    ("[Request interrupted by user", "interruption"),
+    ("<command-name>", "local-command"),
+    ("<command-message>", "local-command"),
+    ("<local-command-", "local-command"),
+    ("<bash-input>", "local-command"),
+    ("<bash-stdout>", "local-command"),
+    ("<bash-stderr>", "local-command"),
+)
 _NO_MODEL = "<synthetic>"
 
 
@@ -208,6 +228,8 @@ def _read_message_row(thread: _Thread, row: Mapping[str, Any], kind: str, path: 
         metadata["model"] = model
         thread.model = model
     summary = row.get("isCompactSummary") is True
+    if role is Role.USER and not summary and (injected := _injected(row, parts)):
+        metadata["injected"] = injected
     thread.messages.append(
         construct(
             Message,
@@ -221,6 +243,59 @@ def _read_message_row(thread: _Thread, row: Mapping[str, Any], kind: str, path: 
     )
     if kind == "assistant" and message.get("usage") is not None:
         _record_usage(thread, row, message, message_id, path)
+
+
+def _injected(row: Mapping[str, Any], parts: list[Any]) -> str | None:
+    """What a user row is when Claude Code wrote it rather than the person (None for a
+    prompt): every text it holds is a reminder, a notification, an interruption or a local
+    command's wrapper, or the row is marked ``isMeta``."""
+    if row.get("isMeta") is True:
+        return "meta"
+    texts = [part.text.lstrip() for part in parts if part.type is PartType.TEXT and part.text]
+    found: set[str] = set()
+    for text in texts:
+        name = next((n for opening, n in _INJECTED_OPENINGS if text.startswith(opening)), None)
+        if name is None:
+            return None
+        found.add(name)
+    return "+".join(sorted(found)) or None
+
+
+def _stamp_prompt_turns(messages: list[Message]) -> None:
+    """Number turns so that only a person's prompt opens one (see the module's docstring).
+
+    A prompt that arrives while a call made earlier still waits for its result (a person who
+    typed while a tool ran) joins the turn in progress, so no turn parts a call from its
+    result. Rows before the first prompt share its turn, and a compaction's summary is the
+    turn in progress's (it stands apart all the same, as every summary does).
+    """
+    answered = {
+        part.function_response.call_id
+        for message in messages
+        for part in message.parts
+        if part.function_response is not None
+    }
+    waiting: set[str | None] = set()
+    turn, begun = 0, False
+    for message in messages:
+        prompt = (
+            message.kind is MessageKind.CHAT
+            and message.role is Role.USER
+            and not message.is_function_response
+            and "injected" not in message.metadata
+        )
+        if prompt:
+            if begun and not waiting:
+                turn += 1
+            begun = True
+        elif message.role is Role.MODEL:
+            begun = True
+        for part in message.parts:
+            if part.function_call is not None and part.function_call.id in answered:
+                waiting.add(part.function_call.id)
+            if part.function_response is not None:
+                waiting.discard(part.function_response.call_id)
+        set_fresh(message, "turn_index", turn)
 
 
 def _record_usage(
@@ -283,7 +358,7 @@ def _parsed(reading: _Reading) -> ParsedSession:
     )
     _split_at_compactions(parsed, main)
     for agent_id, thread in reading.sidechains.items():
-        stamp_turn_indices(thread.messages)
+        _stamp_prompt_turns(thread.messages)
         parsed.subagents.append(
             Subagent(
                 agent_id=agent_id,
@@ -313,6 +388,7 @@ def _split_at_compactions(parsed: ParsedSession, thread: _Thread) -> None:
         if message.kind is MessageKind.SUMMARY and not any(0 <= position - b <= 2 for b in marked):
             cuts.append((position, None))
     cuts.sort(key=lambda cut: cut[0])
+    _stamp_prompt_turns(messages)
     replacements = []
     start = 0
     for position, row in cuts:
@@ -354,3 +430,132 @@ def _replacement(
         summary=summary.text if summary is not None and summary.text else None,
         metadata=dict(row) if row is not None else {},
     )
+
+
+# --- Writing ----------------------------------------------------------------------------------
+
+# Fields of the row a written summary or notice copies from the row before it, so it reads as
+# one of the session's own rows.
+_SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "slug")
+_UUID_NAMESPACE = uuid.UUID("6f1c6a4e-2a54-4a43-9a55-1f6d0f6b4c1d")
+
+
+def write_transcript(session: Session) -> str:
+    """The session's context as a Claude Code transcript (JSON Lines) that Claude Code can
+    resume: each kept row as it was read (its content written back from its parts), the rows
+    a collection removed gone, and the ``parentUuid`` chain re-linked: each row's parent is the
+    row before it, so walking back from the last row visits every row written, in order
+    (Claude Code's own file branches at parallel tool calls and at the progress rows left out,
+    which a chain through removed rows could not follow).
+
+    Only the conversation is written: not the progress, file-history and other records kept
+    in ``metadata``, nor a tool result row's ``toolUseResult``, nor the rows of earlier
+    compactions (the context ended at the last one), nor the sub-agents' files. The last
+    compaction's boundary row stays before its summary when the summary is kept. A summary or
+    notice this engine wrote becomes a user row in Claude Code's own shape: a summary that opens
+    the context marked ``isCompactSummary`` (as Claude Code marks its own), any other ``isMeta``.
+    """
+    rows: list[dict[str, Any]] = []
+    history_ids = {message.message_id for message in session.history}
+    last = session.compactions[-1] if session.compactions else None
+    if last is not None and last.summary_message_id in history_ids and last.metadata:
+        rows.append(dict(last.metadata))
+    for message in session.history:
+        source = message.metadata.get("source")
+        if isinstance(source, Mapping) and source.get("type") in ("user", "assistant"):
+            row = _kept_row(source, message)
+        else:
+            row = _written_row(message, rows[-1] if rows else None, session.session_id)
+        row["parentUuid"] = rows[-1]["uuid"] if rows else None
+        rows.append(row)
+    return "".join(
+        json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows
+    )
+
+
+def _kept_row(source: Mapping[str, Any], message: Message) -> dict[str, Any]:
+    """A row read from the file, as it was: its content written back from the message, less
+    ``toolUseResult``, the second copy of a tool's output Claude Code keeps for its display
+    (a quarter to a half of a long session's file; the result itself is in the content)."""
+    row = {k: v for k, v in source.items() if k != "toolUseResult"}
+    body = dict(row.get("message") or {})
+    body["content"] = _content(message, plain_prompt=row.get("type") == "user")
+    row["message"] = body
+    return row
+
+
+def _written_row(
+    message: Message, before: Mapping[str, Any] | None, session_id: str
+) -> dict[str, Any]:
+    """A message with no row of its own (a summary or notice a collection wrote)."""
+    row: dict[str, Any] = {"parentUuid": before.get("uuid") if before else None}
+    row.update({k: before[k] for k in _SESSION_FIELDS if before is not None and k in before})
+    row.setdefault("sessionId", session_id)
+    row["type"] = "user" if message.role is not Role.MODEL else "assistant"
+    row["message"] = {
+        "role": "assistant" if message.role is Role.MODEL else "user",
+        "content": _content(message, plain_prompt=message.role is not Role.MODEL),
+    }
+    opens_context = before is None or before.get("subtype") == "compact_boundary"
+    if message.kind is MessageKind.SUMMARY and opens_context:
+        row["isCompactSummary"] = True
+        row["isVisibleInTranscriptOnly"] = True
+    elif message.kind is not MessageKind.CHAT:
+        # Claude Code reads a summary row as the start of a context: one further on is a note.
+        row["isMeta"] = True
+    row["uuid"] = _row_uuid(message.message_id)
+    if before is not None and "timestamp" in before:
+        row["timestamp"] = before["timestamp"]
+    return row
+
+
+def _row_uuid(message_id: str) -> str:
+    """The message's id when it is a UUID, as Claude Code's row ids are; else one made from it,
+    the same every time."""
+    try:
+        return str(uuid.UUID(message_id))
+    except ValueError:
+        return str(uuid.uuid5(_UUID_NAMESPACE, message_id))
+
+
+def _content(message: Message, *, plain_prompt: bool) -> str | list[dict[str, Any]]:
+    """A message's parts as Anthropic content blocks; a prompt of text alone as the string
+    Claude Code writes for one."""
+    if plain_prompt and len(message.parts) == 1 and message.parts[0].type is PartType.TEXT:
+        part = message.parts[0]
+        if not part.extra:
+            return part.text or ""
+    return [_written_block(part) for part in message.parts]
+
+
+def _written_block(part: Part) -> dict[str, Any]:
+    """One part as the Anthropic content block it was read from (``anthropic.read_blocks``)."""
+    if part.type is PartType.TEXT:
+        return {"type": "text", "text": part.text, **part.extra}
+    if part.type is PartType.THOUGHT:
+        return {"type": "thinking", "thinking": part.text, **part.extra}
+    if part.function_call is not None:
+        call = part.function_call
+        return {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": call.args,
+            **part.extra,
+        }
+    if part.function_response is not None:
+        response = part.function_response
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": response.call_id,
+            "content": response.result,
+        }
+        if response.is_error:
+            block["is_error"] = True
+        return {**block, **response.extra}
+    if part.inline_data is not None:
+        data = part.inline_data
+        source = {"type": "base64", "media_type": data.mime_type, "data": data.data}
+        return {"type": "image", "source": source}
+    assert part.opaque is not None
+    return {"type": part.opaque.kind, **part.opaque.data}

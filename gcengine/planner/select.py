@@ -8,9 +8,11 @@ The steps are the specification's (``docs/planner.md``):
 2. policy filters, each removal recorded: duplicates, items not meant for the model, tool
    results without their call, calls without their results (outside the current turn, which
    may end in calls still waiting), expired TTLs;
-3. the required set (system items, sticky pins, the whole current turn), never trimmed;
+3. the required set (system items, sticky pins, the whole current turn), never trimmed; a
+   current turn larger than the budget keeps only its latest user message required;
 4. candidates per section: pins one by one in priority order, older turns whole and most
-   recent first, RAG parts by score;
+   recent first (a turn that works with tools and does not fit whole gives its newest
+   exchanges), RAG parts by score;
 5. each active section gets its share of what is left, the remainder to conversation first;
 6. pass 1 packs each section in its own allocation: pins and turns as a prefix (stop at the
    first that does not fit, so history stays contiguous), RAG first-fit;
@@ -370,6 +372,29 @@ class _Selection:
                 self.section[position] = Section.SYSTEM_PINNED
         self.required_tokens = total
         self.over_budget = total > self.budget
+        if self.over_budget and self._current_task_only():
+            self._take_required()
+
+    def _current_task_only(self) -> bool:
+        """When the current turn alone exceeds the budget (an agent's autonomous turn of
+        hundreds of calls), only its latest user request stays required: the current task.
+        The rest of the turn competes as the newest candidates, exchange by exchange
+        (``_prefix`` splits it), so the plan holds the request and the latest work on it
+        instead of nothing. Whether anything was given up."""
+        current, latest = self.current_turn, self.latest_user
+        if current is None:
+            return False
+        given_up = False
+        for position, turn in enumerate(self.items.turn):
+            if turn == current and position != latest and self.required[position]:
+                if self.items.source[position] is Source.PINNED or not self.alive[position]:
+                    continue  # a pin keeps what it asked for; a dropped item stays dropped
+                self.required[position] = False
+                self.included[position] = False
+                self.reason[position] = self.detail[position] = self.section[position] = None
+                self.by_turn[position] = False
+                given_up = True
+        return given_up
 
     # Step 4: candidates.
 
@@ -455,10 +480,43 @@ class _Selection:
             unit = units[index]
             cost = sum([tokens[p] for p in unit if not included[p]])
             if cost > purse.left:
+                if section is Section.CONVERSATION and self._works_with_tools(unit):
+                    # A working turn too large to go whole gives its newest exchanges that fit:
+                    # an agent's turn of hundreds of calls would otherwise stop the history
+                    # here. A turn of plain messages stays whole, question with answer.
+                    for exchange in self._exchanges(unit):
+                        spent = sum([tokens[p] for p in exchange if not included[p]])
+                        if spent > purse.left:
+                            break
+                        purse.left -= spent
+                        self._take(section, exchange, pass_no, spent)
                 return _Cut(index, purse.left)
             purse.left -= cost
             self._take(section, unit, pass_no, cost)
         return None
+
+    def _works_with_tools(self, unit: list[int]) -> bool:
+        calls, answers = self.items.tool_calls, self.items.tool_call_ids
+        return any(calls[p] or answers[p] for p in unit)
+
+    def _exchanges(self, unit: list[int]) -> list[list[int]]:
+        """A turn's members as the smallest units that keep tool pairs together, newest
+        first: a message with the calls it makes and every result answering them; any other
+        message alone."""
+        calls, answers = self.items.tool_calls, self.items.tool_call_ids
+        groups: list[list[int]] = []
+        group_of: dict[str, int] = {}
+        for position in unit:
+            joined = next((group_of[c] for c in answers[position] if c in group_of), None)
+            if joined is None:
+                joined = len(groups)
+                groups.append([])
+            groups[joined].append(position)
+            for call in calls[position]:
+                group_of[call] = joined
+        # A message making calls joins the group of the first call it answers, if any; the
+        # newest group is the one holding the newest member.
+        return sorted(groups, key=lambda group: group[-1], reverse=True)
 
     def _first_fit(self, parts: list[int], purse: _Purse, pass_no: int) -> list[int]:
         """Include each part that fits in the purse, in order; the parts that did not."""

@@ -154,7 +154,11 @@ def run_diff(request: HttpRequest, run_id: int, page: PageNumber = 1) -> dict[st
     summary="The session after the run, as a JAATO file",
     auth=VIEW,
 )
-def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_session_export(
+    request: HttpRequest, run_id: int, source_format: bool = False
+) -> HttpResponse:
+    """``source_format=true``: in the format it was uploaded in (a Claude Code transcript),
+    refused with 409 for a format that cannot hold it."""
     run = _run(request, run_id)
     after = services.session_after_of(run)
     if after is None:
@@ -163,6 +167,19 @@ def run_session_export(request: HttpRequest, run_id: int) -> HttpResponse:
             status=409,
             content_type="application/json",
         )
+    if source_format:
+        text = gcengine.dump_in_source_format(after)
+        if text is None:
+            detail = f"a {after.source_format} session cannot be written back in its format"
+            return HttpResponse(
+                storage.pretty_json({"detail": detail}),
+                status=409,
+                content_type="application/json",
+            )
+        response = HttpResponse(text, content_type="application/jsonl; charset=utf-8")
+        suffix = gcengine.source_export_suffix(after)
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.{suffix}"'
+        return response
     document = gcengine.dump_session(after, indent=None)
     response = HttpResponse(document, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.session.json"'

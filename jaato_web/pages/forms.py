@@ -67,8 +67,13 @@ class UploadForm(DashboardForm):
     # replace ``BaseForm.files`` at run time; the stubs cannot know that.
     files = MultipleFileField(  # type: ignore[assignment]
         label="Session files",
-        help_text="JAATO session files, budget snapshots, OpenAI or Anthropic exports (JSON).",
+        help_text="Each file is read on its own, except a Claude Code session's sub-agent "
+        "files, read with their session when they come with it (or in its folder or a zip).",
     )
+    # What the page names as readable: the engine's own list, so it names every format the
+    # upload takes and nothing it does not.
+    readable_formats = gcengine.READABLE_FORMATS
+    readable_containers = gcengine.READABLE_CONTAINERS
 
     # Left out, the upload goes to the current project.
     project = forms.ModelChoiceField(
@@ -77,7 +82,9 @@ class UploadForm(DashboardForm):
 
     def __init__(self, *args: Any, projects: QuerySet[Project], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["files"].widget.attrs.update({"accept": ".json,.jsonl,application/json"})
+        self.fields["files"].widget.attrs.update(
+            {"accept": ".json,.jsonl,.traj,.zip,application/json,application/zip"}
+        )
         project_field = self.fields["project"]
         assert isinstance(project_field, forms.ModelChoiceField)
         project_field.queryset = projects

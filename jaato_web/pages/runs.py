@@ -159,6 +159,22 @@ def run_export_session(request: PageRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 @requires(Action.VIEW)
+def run_export_source(request: PageRequest, run_id: int) -> HttpResponse:
+    """The session as the run left it, in the format it was uploaded in (a Claude Code
+    transcript Claude Code can resume), where that format can hold it."""
+    run = request.access.run(run_id)
+    after = services.session_after_of(run)
+    if after is None:
+        raise Http404("This run has not finished, so there is no collected session.")
+    text = gcengine.dump_in_source_format(after)
+    if text is None:
+        raise Http404(f"A {after.source_format} session cannot be written back in its format.")
+    suffix = gcengine.source_export_suffix(after)
+    return _attachment(text, _export_name(run, f"gc.{suffix}"), "application/jsonl")
+
+
+@require_GET
+@requires(Action.VIEW)
 def run_export_ledger_json(request: PageRequest, run_id: int) -> HttpResponse:
     run = request.access.run(run_id)
     records = presenters.ledger_records(selectors.run_removals(run=run))

@@ -73,6 +73,11 @@ urlpatterns: list[URLPattern] = [
         name="run_export_session",
     ),
     path(
+        "runs/<int:run_id>/export/session.source",
+        runs.run_export_source,
+        name="run_export_source",
+    ),
+    path(
         "runs/<int:run_id>/export/ledger.json",
         runs.run_export_ledger_json,
         name="run_export_ledger_json",

@@ -26,6 +26,7 @@ from gcengine import (
     Session,
     SourceFormat,
 )
+from gcengine.messages import tool_pair_problems
 from gcengine.tokens import TokenCounter
 from tests.engine.agent_transcripts import (
     GENERATORS,
@@ -172,7 +173,8 @@ def test_a_claude_code_compaction_is_observed_with_every_recorded_field(
     summary = session.history[0]
     assert summary.message_id == summary_row["uuid"]
     assert summary.kind is MessageKind.SUMMARY
-    assert compaction.before_turn == summary.turn_index == 2
+    # It belongs to the turn in progress when the agent compacted; the next prompt opens turn 2.
+    assert compaction.before_turn == summary.turn_index == 1
     leaves = {
         e.message_ids[0]: e.gc_policy
         for _, e in session.budget.entries[InstructionSource.CONVERSATION].walk()
@@ -180,7 +182,7 @@ def test_a_claude_code_compaction_is_observed_with_every_recorded_field(
     }
     assert leaves[summary.message_id] is GCPolicy.PRESERVABLE
     assert leaves[session.history[1].message_id] is GCPolicy.LOCKED
-    assert [t.index for t in session.turns()] == [2, 3, 4]
+    assert [t.index for t in session.turns()] == [1, 2, 3]
     assert roundtrip(session, counter) == session
 
 
@@ -224,7 +226,7 @@ def test_history_before_a_compaction_is_the_context_it_replaced(counter: TokenCo
     }
     assert before.budget == gcengine.rebuild_budget(before, counter)
     assert before.budget.total_tokens() > 0
-    assert [t.index for t in before.turns()] == [2, 3, 4]
+    assert [t.index for t in before.turns()] == [1, 2, 3]
     earliest = gcengine.history_before(session, first.compaction_id)
     assert [m.message_id for m in earliest.history] == first.context_before
     assert earliest.compactions == []
@@ -727,3 +729,28 @@ def test_otel_messages_recorded_on_an_event_are_read(counter: TokenCounter) -> N
         }
     ]
     assert load([span], counter).history == load([REFERENCE_SPAN], counter).history
+
+
+SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
+# Human prompts per real session (its README's count: user rows with text, leaving out tool
+# results, meta rows, compact summaries, command wrappers and interrupts).
+SPOTTER_PROMPTS = {
+    "258c7280-ae70-4798-800f-63464d01a85d.jsonl": 2,
+    "4d5611e5-241a-462a-8d15-5122611a9569.jsonl": 2,
+    "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl": 2,
+    "short.jsonl": 1,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPOTTER_PROMPTS))
+def test_only_a_persons_prompts_open_turns_of_a_real_claude_code_session(
+    name: str, counter: TokenCounter
+) -> None:
+    session = load((SPOTTER / name).read_bytes(), counter)
+    everything = [m for c in session.compactions for m in c.replaced] + session.history
+    assert len({m.turn_index for m in everything}) == SPOTTER_PROMPTS[name]
+    # Skill text, notifications, interruptions and command wrappers stay, in the turn going on.
+    injected = [m for m in everything if "injected" in m.metadata]
+    assert injected
+    assert all(m.role is Role.USER and m.turn_index is not None for m in injected)
+    assert not tool_pair_problems(everything)

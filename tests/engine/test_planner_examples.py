@@ -249,7 +249,7 @@ def test_example_5_required_items_over_budget_are_never_trimmed() -> None:
 # Example 6: tool chains, turn units, orphans.
 
 
-def test_example_6_tool_chains_leave_with_their_turn() -> None:
+def test_example_6_tool_chains_leave_with_their_exchange() -> None:
     items = Items()
     items.sys()
     items.msg("u1", 20, turn=1)
@@ -275,14 +275,16 @@ def test_example_6_tool_chains_leave_with_their_turn() -> None:
         "a2b": "recent",
         "a2": "policy/dangling_tool_call",
         "t9": "policy/orphan_tool_result",
+        # Turn 1 works with tools and does not fit whole: its newest exchange that fits (the
+        # answer after its call) goes; the call leaves with its result.
+        "a1b": "recent",
         "u1": "budget/does_not_fit",
         "a1": "budget/does_not_fit",
         "t1": "budget/does_not_fit",
-        "a1b": "budget/does_not_fit",
     }
     turn_1 = [item for item in result.excluded if item.turn == 1]
     assert {item.atom_id for item in turn_1} == {"turn_1"}
-    assert result.estimated_tokens_total == 775
+    assert result.estimated_tokens_total == 775 + 30
 
 
 # Example 7: pin priorities, sticky pins, newest-first tie-break.

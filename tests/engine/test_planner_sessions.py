@@ -453,7 +453,8 @@ def test_cli_plan_prints_the_budget_the_sections_and_what_is_left_out(
     code, out, err = run_cli("plan", str(V21), "--context-length", "600", capsys=capsys)
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0] == "ctx tokens: 24 / 0 (window 600) over budget +24"
+    # No budget at all: only the current task, the latest user request, stays required.
+    assert lines[0] == "ctx tokens: 8 / 0 (window 600) over budget +8"
     assert "budget    window 600 (model) - completion 150 (quarter_window) - safety 512" in out
     assert "turn_0" in out
     assert "budget/required_exceeds_budget" in out
@@ -495,3 +496,39 @@ def test_cli_plan_takes_a_model_or_a_window_not_both(capsys: pytest.CaptureFixtu
         run_cli("plan", str(V21), "--model", "gpt-4o", "--context-length", "9", capsys=capsys)
     assert stop.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+# An agent's session: a few prompts, hundreds of calls, resumed after a compaction.
+
+SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
+SPOTTER_COMPACTED = sorted(p for p in SPOTTER.glob("*.jsonl") if p.name != "short.jsonl")
+
+
+@pytest.mark.parametrize("path", SPOTTER_COMPACTED, ids=lambda p: p.name[:8])
+def test_a_real_agent_session_after_its_compaction_plans_its_task_and_latest_work(
+    path: Path, counter: TokenCounter
+) -> None:
+    session = gcengine.load_session(path, counter=counter)
+    caps = gcengine.session_caps(session, context_length=30_000)
+    result = gcengine.plan_context(gcengine.plan_items(session), caps, gcengine.PlannerConfig())
+
+    prompts = [
+        m
+        for m in session.history
+        if m.role is gcengine.Role.USER
+        and m.kind is MessageKind.CHAT
+        and not m.is_function_response
+        and "injected" not in m.metadata
+    ]
+    included = {item.id for item in result.included}
+    assert not result.over_budget
+    # The current task: the latest request, wherever it stands in its long turn.
+    latest = [item for item in result.included if item.detail is Detail.LATEST_USER_MESSAGE]
+    assert len(latest) == 1
+    if prompts:
+        assert prompts[-1].message_id in included
+    # Its latest work, up to the budget, instead of nothing.
+    assert result.estimated_tokens_total > result.prompt_budget * 0.8
+    history = [m for m in session.history if m.message_id in included]
+    assert not gcengine.tool_pair_problems(history)
+    assert session.history[-1].message_id in included

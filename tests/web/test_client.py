@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -274,3 +276,141 @@ def test_jaatos_own_gc_json_files_import_as_policies_and_run(
     assert from_file["items_collected"] == run["items_collected"]
     assert from_file["tokens_after"] == run["tokens_after"]
     assert errors == ""
+
+
+# --- jaato-gc hook ---------------------------------------------------------------------------
+
+SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
+SPOTTER_SESSION = "258c7280-ae70-4798-800f-63464d01a85d"
+
+
+def _hook_event(name: str, **fields: str) -> str:
+    """What Claude Code writes on a hook's stdin for a real session of the fixtures."""
+    return json.dumps(
+        {
+            "session_id": SPOTTER_SESSION,
+            "transcript_path": str(SPOTTER / f"{SPOTTER_SESSION}.jsonl"),
+            "cwd": "/home/USER/projects/spotter",
+            "hook_event_name": name,
+            **fields,
+        }
+    )
+
+
+def _run_hook(env: dict[str, str], stdin: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jaato_web.client", "hook", *extra],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_precompact_hook_uploads_a_real_transcript_with_its_subagents(
+    live_server, project, tmp_path
+):
+    ed = make_member(project, "ed", Role.EDITOR)
+    token = team_services.token_create(user=ed, name="hook", projects=[project]).secret
+    log = tmp_path / "hook.log"
+    env = {"JAATO_TOKEN": token, "JAATO_URL": live_server.url, "JAATO_HOOK_LOG": str(log)}
+
+    done = _run_hook(env, _hook_event("PreCompact", trigger="auto", custom_instructions=""))
+
+    assert done.returncode == 0
+    assert done.stdout == ""  # Claude Code would show it for nothing: the log has it
+    assert f"PreCompact auto: {SPOTTER_SESSION}.zip\tstored\tsession " in log.read_text()
+    stored = project.sessions.get()
+    engine = dashboard_services.engine_session_of(stored)
+    assert {agent.agent_id for agent in engine.subagents} == {"a881341", "acompact-fffbd0"}
+    assert len(engine.compactions) == 1
+
+
+def test_the_precompact_hook_uploads_a_real_codex_rollout(live_server, project, tmp_path):
+    ed = make_member(project, "ed", Role.EDITOR)
+    token = team_services.token_create(user=ed, name="hook", projects=[project]).secret
+    log = tmp_path / "hook.log"
+    [rollout] = (SPOTTER.parent / "codemie_code").glob("rollout-*.jsonl")
+    event = {
+        "session_id": "019e1625-789d-76c0-80ab-3724b5ddb799",
+        "transcript_path": str(rollout),
+        "cwd": "/workspace",
+        "hook_event_name": "PreCompact",
+        "model": "gpt-5.5",
+        "trigger": "auto",
+    }
+    env = {"JAATO_TOKEN": token, "JAATO_URL": live_server.url, "JAATO_HOOK_LOG": str(log)}
+
+    done = _run_hook(env, json.dumps(event))
+
+    assert (done.returncode, done.stdout) == (0, "")
+    assert f"PreCompact auto: {rollout.name}\tstored\tsession " in log.read_text()
+    assert project.sessions.get().source_format == "codex"
+
+
+def test_the_hook_with_the_dashboard_down_exits_0_at_once_and_logs_why(tmp_path):
+    log = tmp_path / "nested" / "hook.log"
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    env = {"JAATO_TOKEN": "t", "JAATO_URL": f"http://127.0.0.1:{port}", "JAATO_HOOK_LOG": str(log)}
+
+    started = time.monotonic()
+    done = _run_hook(env, _hook_event("SessionEnd", reason="prompt_input_exit"))
+    elapsed = time.monotonic() - started
+
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert elapsed < 5
+    assert "failed: cannot reach" in log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("stdin", "env", "logged"),
+    [
+        ("not json", {"JAATO_TOKEN": "t"}, "failed:"),
+        (_hook_event("PreCompact", trigger="manual"), {"JAATO_TOKEN": ""}, "JAATO_TOKEN"),
+        (
+            json.dumps({"hook_event_name": "SessionEnd", "transcript_path": "/nope.jsonl"}),
+            {},
+            "no transcript at /nope.jsonl",
+        ),
+    ],
+    ids=["bad-input", "no-token", "no-transcript"],
+)
+def test_the_hook_never_fails_the_agent(tmp_path, stdin, env, logged):
+    log = tmp_path / "hook.log"
+    done = _run_hook({**env, "JAATO_HOOK_LOG": str(log)}, stdin)
+
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert logged in log.read_text()
+
+
+def test_the_hook_hands_the_agent_what_its_compaction_left_out(tmp_path):
+    log = tmp_path / "hook.log"
+    done = _run_hook(
+        {"JAATO_HOOK_LOG": str(log)}, _hook_event("SessionStart", source="compact"), "--anchors"
+    )
+
+    assert done.returncode == 0
+    output = json.loads(done.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "SessionStart"
+    handed = output["additionalContext"]
+    # A file the compacted conversation read by this path, which its summary does not hold.
+    assert "/lib/spotter/services/transcript_renderer.ex" in handed
+    assert "Files:" in handed
+    assert "handed lost anchors" in log.read_text()
+    # Without --anchors, or on a start that follows no compaction, it says nothing.
+    assert (
+        _run_hook(
+            {"JAATO_HOOK_LOG": str(log)}, _hook_event("SessionStart", source="compact")
+        ).stdout
+        == ""
+    )
+    assert (
+        _run_hook(
+            {"JAATO_HOOK_LOG": str(log)}, _hook_event("SessionStart", source="startup"), "--anchors"
+        ).stdout
+        == ""
+    )

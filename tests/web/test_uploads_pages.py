@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.test import Client
 from django.urls import reverse
 
+import gcengine
 from gcengine.synthetic import SessionShape, generate_session_file
-from jaato_web.dashboard import background
+from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import AgentSession, IngestJob, JobStatus, Project
 from tests.web.conftest import session_bytes
 
@@ -362,3 +364,66 @@ def test_an_upload_that_runs_the_default_policy_has_nothing_to_explain(
     assert "data-gc-on-upload" not in html
     assert single["gc_skipped_because"] == ""
     assert "switched off on this server" in off["gc_skipped_because"]
+
+
+SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
+SPOTTER_SESSION = "258c7280-ae70-4798-800f-63464d01a85d"
+
+
+def spotter_files(*, folder_order: bool = False) -> list[SimpleUploadedFile]:
+    """A real Claude Code session's files as a browser sends them, chosen together or as its
+    folder (the session file last, as a folder's listing may put it)."""
+    agents = sorted((SPOTTER / SPOTTER_SESSION / "subagents").glob("agent-*.jsonl"))
+    files = [a_file(path.name, path.read_bytes()) for path in agents]
+    session = a_file(
+        f"{SPOTTER_SESSION}.jsonl", (SPOTTER / f"{SPOTTER_SESSION}.jsonl").read_bytes()
+    )
+    return [*files, session] if folder_order else [session, *files]
+
+
+@pytest.mark.parametrize("where", ["page", "api"])
+@pytest.mark.parametrize("folder_order", [False, True], ids=["files", "folder"])
+def test_a_claude_code_session_uploaded_with_its_subagent_files_is_one_session(
+    client: Client, project: Project, where: str, folder_order: bool
+) -> None:
+    url = URL if where == "page" else "/api/sessions/uploads"
+    other = a_file("other.json", other_session(4))
+    answer = client.post(url, {"files": [*spotter_files(folder_order=folder_order), other]})
+
+    assert answer.status_code == 200
+    assert AgentSession.objects.count() == 2
+    stored = AgentSession.objects.get(source_format="claude_code")
+    engine = services.engine_session_of(stored)
+    assert {agent.agent_id for agent in engine.subagents} == {"a881341", "acompact-fffbd0"}
+    if where == "api":
+        names = [result["filename"] for result in answer.json()["results"]]
+        assert sorted(names) == sorted([f"{SPOTTER_SESSION}.zip", "other.json"])
+
+
+def test_a_subagent_file_without_its_session_is_an_upload_of_its_own(
+    client: Client, project: Project
+) -> None:
+    [agent] = [f for f in spotter_files() if f.name == "agent-a881341.jsonl"]
+    answer = client.post("/api/sessions/uploads", {"files": [agent]})
+
+    # Read as the file it is (a sub-agent's rows alone hold no session's conversation).
+    [result] = answer.json()["results"]
+    assert result["filename"] == "agent-a881341.jsonl"
+
+
+def test_the_page_names_every_format_the_upload_reads_and_takes_folders_and_zips(
+    client: Client, project: Project
+) -> None:
+    html = client.get(reverse("session_upload")).content.decode()
+
+    listed = html.split("data-readable-formats", 1)[1].split("</ul>", 1)[0]
+    for readable in gcengine.READABLE_FORMATS:
+        assert readable.name in listed
+    assert "zip" in listed
+    assert "folder" in listed
+    assert "data-choose-folder" in html
+    assert re.search(r'accept="[^"]*\.zip', html)
+
+
+def test_every_format_the_engine_reads_is_in_its_list() -> None:
+    assert {f.source_format for f in gcengine.READABLE_FORMATS} == set(gcengine.SourceFormat)

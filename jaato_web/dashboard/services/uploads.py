@@ -9,14 +9,17 @@ what the receipt asks for.
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import logging
+import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
@@ -198,8 +201,84 @@ def upload_outcomes(
 ) -> list[UploadOutcome]:
     """Several files uploaded at once, each ``receive``d on its own: one that is empty, too
     large or not a session file is reported and stores nothing, and the others are stored all
-    the same."""
-    return [_upload_one(upload, receive) for upload in files]
+    the same. A Claude Code session's sub-agent files that come with it are one upload with it
+    (``uploads_grouped``)."""
+    return [_upload_one(upload, receive) for upload in uploads_grouped(files)]
+
+
+# How far into a sub-agent's file its first row, which names its session, is looked for.
+_FIRST_ROWS_BYTES = 256 * 1024
+
+
+def uploads_grouped(files: Iterable[UploadedFile[Any]]) -> list[UploadedFile[Any]]:
+    """The files of an upload as the sessions they hold: each Claude Code sub-agent file
+    (``agent-*.jsonl``, from the session's ``subagents`` folder) that came with its session's
+    file (the one named ``<sessionId>.jsonl``, or whose rows carry that ``sessionId``) joins
+    it in one zip, ``<session>.zip``, read as a zip of a session and its sub-agents is; every
+    other file stays an upload of its own.
+
+    Files chosen together or a folder dropped or chosen whole (a browser sends a folder's
+    files without their folders) so become the session the agent wrote, not one session per
+    file.
+    """
+    uploads = list(files)
+    agents = [u for u in uploads if _is_agent_file(u.name or "")]
+    if not agents:
+        return uploads
+    sessions = {
+        key: upload
+        for upload in uploads
+        if upload not in agents and (upload.name or "").endswith(".jsonl")
+        for key in {(upload.name or "").removesuffix(".jsonl"), _session_id_of(upload)}
+        if key
+    }
+    joined: dict[int, list[UploadedFile[Any]]] = {}
+    for agent in agents:
+        session = sessions.get(_session_id_of(agent) or "")
+        if session is not None:
+            joined.setdefault(id(session), []).append(agent)
+    taken = {id(agent) for group in joined.values() for agent in group}
+    grouped: list[UploadedFile[Any]] = []
+    for upload in uploads:
+        if id(upload) in taken:
+            continue
+        with_agents = joined.get(id(upload))
+        grouped.append(_session_zip(upload, with_agents) if with_agents else upload)
+    return grouped
+
+
+def _is_agent_file(name: str) -> bool:
+    return name.rsplit("/", 1)[-1].startswith("agent-") and name.endswith(".jsonl")
+
+
+def _session_id_of(upload: UploadedFile[Any]) -> str | None:
+    """The ``sessionId`` the first rows of a JSON Lines file name, if any."""
+    upload.seek(0)
+    start = upload.read(_FIRST_ROWS_BYTES)
+    upload.seek(0)
+    for line in start.splitlines()[:20]:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("sessionId"), str):
+            return str(row["sessionId"])
+    return None
+
+
+def _session_zip(session: UploadedFile[Any], agents: list[UploadedFile[Any]]) -> UploadedFile[Any]:
+    """A session file and its sub-agents' files as one zip, laid out as Claude Code writes
+    them: ``<session>.jsonl`` and ``<session>/subagents/agent-*.jsonl``."""
+    name = session.name or "session.jsonl"
+    stem = name.removesuffix(".jsonl")
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for upload, member in [(session, name)] + [
+            (agent, f"{stem}/subagents/{agent.name}") for agent in agents
+        ]:
+            upload.seek(0)
+            archive.writestr(member, upload.read())
+    return SimpleUploadedFile(f"{stem}.zip", packed.getvalue(), "application/zip")
 
 
 def uploads_status(outcomes: list[UploadOutcome]) -> int:

@@ -272,3 +272,25 @@ def test_a_claude_code_session_shows_the_agents_compaction_and_its_usage(
     expect(chart.locator("polyline.usage-chart__agent")).to_have_count(1)
     expect(chart.locator("line.usage-chart__compaction")).to_have_count(1)
     expect(chart).to_contain_text(f"The agent compacted before turn {compaction['before_turn']}")
+
+
+SPOTTER = Path(__file__).parents[2] / "fixtures" / "formats" / "spotter"
+
+
+def test_a_claude_code_session_chosen_with_its_subagent_files_is_one_session(
+    page: Page, page_log: PageLog, settings: Any
+) -> None:
+    settings.JAATO_INLINE_INGEST_BYTES = 10 * 1024 * 1024  # read at once, not by a worker
+    stem = "258c7280-ae70-4798-800f-63464d01a85d"
+    files = [SPOTTER / f"{stem}.jsonl", *sorted((SPOTTER / stem / "subagents").glob("*.jsonl"))]
+    page.goto(UPLOAD_URL)
+    expect(page.get_by_role("button", name="Choose a folder")).to_be_visible()
+
+    results = upload(page, files)
+
+    expect(results.locator(".outcome__file")).to_have_text([f"{stem}.zip"])
+    expect(outcome(results, f"{stem}.zip").locator(".badge")).to_have_text("stored")
+    stored = AgentSession.objects.get()
+    agents = {agent.agent_id for agent in services.engine_session_of(stored).subagents}
+    assert agents == {"a881341", "acompact-fffbd0"}
+    assert_quiet(page_log)
