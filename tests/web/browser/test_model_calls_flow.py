@@ -66,14 +66,15 @@ def test_the_usage_chart_per_call_and_the_table_of_calls(
 def test_go_to_turn_takes_a_turn_after_the_compaction(
     page: Page, page_log: PageLog, real: AgentSession
 ) -> None:
-    """Five turns numbered 3 to 7 (they go on from the turns the compaction replaced): the
-    browser lets turn 7 through and the page opens at it."""
+    """The history after the compaction shows turns 1 and 2 (a person's two prompts; the
+    agent's summary takes the turn it interrupted): the browser lets the last through and
+    the page opens at it."""
     page.goto(f"/sessions/{real.pk}/")
-    page.locator("#jump-turn").fill("7")
+    page.locator("#jump-turn").fill("2")
     page.locator(".jump-to-turn").get_by_role("button", name="Go").click()
 
-    page.wait_for_url(re.compile(r"#turn-7$"))
-    expect(page.locator("#turn-7")).to_be_visible()
+    page.wait_for_url(re.compile(r"#turn-2$"))
+    expect(page.locator("#turn-2")).to_be_visible()
     assert_quiet(page_log)
 
 
