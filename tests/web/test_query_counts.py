@@ -27,9 +27,10 @@ pytestmark = pytest.mark.django_db
 # header's project switcher one more.
 ACCESS_QUERIES = 4
 # Session page: session with its project, policy versions, replay, the session's own pins,
-# the default policy and its pins, runs count and page. The top of its budget tree and its
-# page of turns are read once per process, then drawn from memory (jaato_web.pages.fragments).
-SESSION_PAGE_QUERIES = ACCESS_QUERIES + 8
+# the default policy and its pins, the first and last turn the history shows ("Go to turn"),
+# runs count and page. The top of its budget tree and its page of turns are read once per
+# process, then drawn from memory (jaato_web.pages.fragments).
+SESSION_PAGE_QUERIES = ACCESS_QUERIES + 9
 # Run page: run with session and policy, summaries, ledger count and the comment counts of its
 # page; the review panel's verdicts and comment count (its threads and replies add two more
 # once there are comments). Both tree tops, the ledger's rows and the page of turns with its
