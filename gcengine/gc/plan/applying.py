@@ -1,0 +1,246 @@
+"""Applying a decision: the history, budget and result a collection leaves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import compress
+from typing import TYPE_CHECKING, Any
+
+from gcengine._fast import construct
+from gcengine.gc.types import (
+    GCRemovalItem,
+    GCResult,
+    GCTriggerReason,
+)
+from gcengine.messages import (
+    Message,
+    MessageKind,
+    starts_turn,
+)
+from gcengine.session import (
+    CLOSING_ANSWER_KEY,
+    closing_answer_ids,
+)
+from gcengine.tokens import TokenCounter, count_message, load_counter
+
+if TYPE_CHECKING:
+    # Policies sit above the machinery that carries them out: named in signatures only.
+    pass
+
+
+from gcengine.gc.plan.collection import Collection
+from gcengine.gc.plan.decision import Decision, notice_message, touched_turns
+
+
+def _turns_after(
+    collection: Collection,
+    first: int,
+    touched: list[int],
+    inserts: Sequence[Message],
+    removed: set[int],
+    taken_whole: set[int],
+) -> int:
+    """How many turns the new history has, without splitting it again; ``inserts`` go before
+    turn ``first``, the first of those ``touched``, if any; ``taken_whole`` are the turns
+    none of whose messages is left.
+
+    Splitting depends only on each turn's first message. So while the new history ends a turn
+    where the old one did, a turn that keeps its first message stays one turn; only turns that
+    lost it, or that follow a place where the split changed, are looked at again.
+    """
+    history, layout = collection.history, collection.layout
+    turns = first
+    opener = history[layout.starts[first - 1]] if first else None
+    for message in inserts:
+        if starts_turn(message, opener):
+            turns += 1
+            opener = message
+    in_step = not inserts  # the split so far ends where the old one did
+    turn = first
+    for lost in [*(t for t in touched if layout.starts[t] in removed), len(layout)]:
+        while turn < lost:  # these turns keep their first message
+            if in_step:
+                turns += lost - turn
+                turn = lost
+                opener = history[layout.starts[turn - 1]]
+                break
+            head = history[layout.starts[turn]]
+            if starts_turn(head, opener):
+                turns += 1
+                opener = head
+            else:
+                turns, opener = _split_rest(collection, turn, removed, turns, opener)
+            in_step = opener is head
+            turn += 1
+        if turn == len(layout):
+            break
+        if turn not in taken_whole:  # a turn with nothing left has nothing to split
+            turns, opener = _split_rest(collection, turn, removed, turns, opener)
+        in_step = opener is history[layout.starts[turn]]
+        turn += 1
+    return turns
+
+
+def _split_rest(
+    collection: Collection, turn: int, removed: set[int], turns: int, opener: Message | None
+) -> tuple[int, Message | None]:
+    """Continue splitting through the messages ``turn`` keeps: the turns count and opener."""
+    start, end = collection.layout.span(turn)
+    for position in range(start, end):
+        message = collection.history[position]
+        if position not in removed and starts_turn(message, opener):
+            turns += 1
+            opener = message
+    return turns, opener
+
+
+def _closing_answers_kept(
+    collection: Collection, touched: Sequence[int], removed: set[int]
+) -> dict[int, Message]:
+    """The closing answers of the touched turns that stay while messages before them go,
+    by position, marked as closing answers (``CLOSING_ANSWER_KEY``): their policy must
+    outlive the tool work that told it, or the next run of the same policy would take them."""
+    marked: dict[int, Message] = {}
+    for turn in touched:
+        start, end = collection.layout.span(turn)
+        if all(p in removed for p in range(start, end)):
+            continue
+        messages = collection.history[start:end]
+        closing = closing_answer_ids(messages)
+        for position, message in enumerate(messages, start):
+            if (
+                message.message_id in closing
+                and position not in removed
+                and message.metadata.get(CLOSING_ANSWER_KEY) is not True
+            ):
+                marked[position] = message.model_copy(
+                    update={"metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
+                )
+    return marked
+
+
+def apply(
+    collection: Collection,
+    decision: Decision,
+    *,
+    plugin_name: str,
+    reason: GCTriggerReason,
+    counter: TokenCounter | None,
+    notification: str | None = None,
+    write_notice: bool = True,
+) -> tuple[list[Message], GCResult]:
+    """Build the new history and the result; ``notification`` goes into the history as a
+    notice when ``write_notice`` (a no-op notice is only reported: it would grow the context)."""
+    removed = decision.removed_positions
+    history, layout = collection.history, collection.layout
+    inserts = [m for m in (decision.inserted,) if m is not None]
+    if notification is not None and write_notice:
+        inserts.append(notice_message(collection, decision, notification))
+    # Inserts go before the first turn anything was taken from: at a turn boundary, so they
+    # never split a turn that keeps some of its messages. Turns before it and after the last
+    # one touched are kept as they are, by slicing. A notice that nothing could be taken goes
+    # first, where JAATO puts it.
+    touched = sorted(touched_turns(collection, decision))
+    if touched:
+        first = touched[0]
+        start, end = layout.starts[first], layout.span(touched[-1])[1]
+    elif inserts:
+        first, start, end = 0, 0, 0
+    else:
+        first, start, end = len(layout), len(history), len(history)
+    keep = bytearray(b"\x01") * (end - start)
+    for position in removed:
+        keep[position - start] = 0
+    marked = _closing_answers_kept(collection, touched, removed)
+    if marked:
+        kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
+    else:
+        kept = list(compress(history[start:end], keep))
+    new_history = [*history[:start], *inserts, *kept, *history[end:]]
+    counter = counter or load_counter()
+    added = sum(
+        count_message(m, counter)
+        for m in inserts
+        if m.kind is not MessageKind.CHAT and not collection.figures.covers(m.message_id)
+    )
+    removal_list = [
+        GCRemovalItem(
+            unit.source,
+            unit.key,
+            unit.tokens,
+            why,
+            list(unit.message_ids),
+            unit.turn_index,
+            unit.verdict,
+        )
+        for unit, why in decision.removed
+    ]
+    tokens_after = collection.tokens_before - decision.freed + added
+    # Every figure here is the engine's own: the result is made without validating it again.
+    result = construct(
+        GCResult,
+        success=True,
+        items_collected=len(removal_list),
+        tokens_before=collection.tokens_before,
+        tokens_after=tokens_after,
+        plugin_name=plugin_name,
+        trigger_reason=reason,
+        notification=notification,
+        details={
+            "target_tokens": collection.target_tokens,
+            "tokens_to_free": max(0, collection.to_free),
+            "turns_before": len(layout),
+            "turns_after": _turns_after(
+                collection, first, touched, inserts, removed, decision.turns_taken_whole()
+            ),
+            "protected_turns": sorted(
+                index for p in collection.protected if (index := layout.indices[p]) is not None
+            ),
+            **decision.details,
+            **_agent_summaries_taken(collection, decision),
+        },
+        error=None,
+        removal_list=removal_list,
+    )
+    return new_history, result
+
+
+def _agent_summaries_taken(collection: Collection, decision: Decision) -> dict[str, Any]:
+    """What a run says when it takes an agent's own compaction summary (only ever under
+    pressure): which, and whether into its new summary or for good."""
+    starts = collection.layout.starts
+    taken = [
+        collection.ids[starts[p]]
+        for p in sorted(collection.agent_summaries)
+        if starts[p] in decision.removed_positions
+    ]
+    if not taken:
+        return {}
+    percent = collection.tokens_before * 100 / max(collection.context_limit, 1)
+    where = (
+        "folded into the new summary"
+        if decision.inserted is not None
+        else "removed without a summary of it"
+    )
+    return {
+        "agent_summaries_taken": taken,
+        "agent_summary_note": (
+            f"usage was {percent:.0f}%, at or above the pressure threshold "
+            f"({collection.config.pressure_percent:g}%), so the agent's own compaction summary "
+            f"was {where}"
+        ),
+    }
+
+
+def failed(
+    collection: Collection, plugin_name: str, reason: GCTriggerReason, error: str
+) -> GCResult:
+    return GCResult(
+        success=False,
+        items_collected=0,
+        tokens_before=collection.tokens_before,
+        tokens_after=collection.tokens_before,
+        plugin_name=plugin_name,
+        trigger_reason=reason,
+        error=error,
+    )

@@ -1,0 +1,389 @@
+"""A collection under way: what it may take, what is sealed, and how it starts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from gcengine._fast import construct
+from gcengine.budget import (
+    GCPolicy,
+    InstructionBudget,
+    InstructionSource,
+    most_protective,
+)
+from gcengine.conversation import ConversationIndex, Exchange, turn_key_of
+from gcengine.gc.types import (
+    ContextUsage,
+)
+from gcengine.messages import (
+    Message,
+    MessageKind,
+    Role,
+    Turn,
+    TurnLayout,
+    tool_traffic,
+)
+from gcengine.session import (
+    is_agent_summary,
+    latest_request,
+)
+from gcengine.tokens import TokenCounter, load_counter
+
+if TYPE_CHECKING:
+    # Policies sit above the machinery that carries them out: named in signatures only.
+    from gcengine.config import GCConfig
+    from gcengine.gc.plan.decision import Decision
+
+
+from gcengine.gc.plan.units import Unit, read_conversation
+
+
+@dataclass
+class Collection:
+    """Everything a strategy needs to decide, computed once per collection.
+
+    Whole-history facts are flat lists by position (``ids``, ``layout``, ``figures``); turns and
+    units are built on demand, for the turns a strategy reaches.
+    """
+
+    history: list[Message]
+    ids: list[str]
+    config: GCConfig
+    layout: TurnLayout
+    figures: ConversationIndex
+    budget: InstructionBudget | None
+    tokens_before: int
+    context_limit: int
+    preserve_recent: int
+    # Turns nothing may be taken from (recent and pinned), and turns that may not go whole:
+    # those plus any turn holding locked content, whose other exchanges may still go.
+    sealed: set[int] = field(default_factory=set)
+    protected: set[int] = field(default_factory=set)
+    # The most the notice a collection leaves can cost (0 without notices): taken into the
+    # stopping rule, so a run lands at the target with its notice in.
+    notice_reserve: int = 0
+    # Where the sealed recent exchanges begin (``preserve_recent_exchanges``): no piece of a
+    # turn reaching this position is taken. The history's length when nothing is cut so.
+    open_before: int = 0
+    # The turns an agent's own compaction summary opens (sealed below pressure).
+    agent_summaries: frozenset[int] = frozenset()
+
+    @cached_property
+    def target_tokens(self) -> int:
+        return int(self.context_limit * self.config.target_percent / 100)
+
+    @cached_property
+    def to_free(self) -> int:
+        return self.tokens_before - self.target_tokens
+
+    @cached_property
+    def under_pressure(self) -> bool:
+        """Whether usage before collecting is at or above ``pressure_percent``: only then may
+        preservable content (summaries, closing answers, clarifications) go, and never in
+        continuous mode (no pressure threshold)."""
+        pressure = self.config.pressure_percent
+        if pressure is None or not self.context_limit:
+            return False
+        return self.tokens_before / self.context_limit * 100 >= pressure
+
+    def still_short(self, decision: Decision) -> bool:
+        """Whether the decision, with what it will insert (its summary, the notice), still
+        leaves usage above the target."""
+        return decision.freed < self.to_free + self.notice_reserve + decision.summary_reserve
+
+    @property
+    def turn_count(self) -> int:
+        return len(self.layout)
+
+    def turn(self, position: int) -> Turn:
+        start, end = self.layout.span(position)
+        return construct(
+            Turn, index=self.layout.indices[position], messages=self.history[start:end]
+        )
+
+    def turn_key(self, position: int) -> str:
+        first = self.history[self.layout.starts[position]]
+        return turn_key_of(self.layout.indices[position], first)
+
+    def turn_unit(
+        self, position: int, left: list[int] | None = None, policy: GCPolicy | None = None
+    ) -> Unit:
+        """Turn ``position`` as one unit; with ``left`` (the positions earlier phases did not
+        take of it), only those messages, its policy and time still the whole turn's. A turn's
+        messages are a run of the history: its figures are read as slices. ``policy``: the
+        turn's, when the caller has just found every message of it has that one."""
+        start, end = self.layout.span(position)
+        figures = self.figures
+        if left is None:
+            left = list(range(start, end))
+            ids, tokens = self.ids[start:end], figures.tokens[start:end]
+        else:
+            ids, tokens = [self.ids[p] for p in left], [figures.tokens[p] for p in left]
+        return Unit(
+            InstructionSource.CONVERSATION,
+            self.turn_key(position),
+            ids,
+            sum(tokens),
+            policy or most_protective(figures.policies[start:end]),
+            min(figures.created_at[start:end]),
+            self.layout.indices[position],
+            position,
+            True,
+            left,
+        )
+
+    def open_positions(self, message_ids: Iterable[str]) -> list[int]:
+        """Where the messages with these ids are, outside sealed turns and locked messages:
+        a budget entry naming messages takes them with it, but never a protected one, nor a
+        protected copy of a message whose id repeats."""
+        if not message_ids:
+            return []
+        wanted, layout, policies = set(message_ids), self.layout, self.figures.policies
+        return [
+            p
+            for p, message_id in enumerate(self.ids)
+            if message_id in wanted
+            and layout.turn_of(p) not in self.sealed
+            and policies[p] is not GCPolicy.LOCKED
+        ]
+
+    def removable_turns(self) -> Iterator[int]:
+        """Positions of turns a strategy may remove whole, oldest first, as it asks for them."""
+        return (p for p in range(len(self.layout)) if p not in self.protected)
+
+    def inner_units(self) -> Iterator[Unit]:
+        """Tool exchanges and notices inside unsealed turns, oldest first, as asked for.
+
+        A turn holding locked content (the original request) is not sealed: its exchanges are
+        units like any other, and a unit with a locked member is itself locked. Units are made
+        as a strategy asks for them, so one that stops early makes no more.
+        """
+        layout, sealed, open_before = self.layout, self.sealed, self.open_before
+        first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
+        held: list[Exchange] = []  # the exchanges of the turn being read
+        for exchange in self.figures.exchanges_from(first):
+            if held and exchange.turn != held[0].turn:
+                yield from self._pieces(held)
+                held = []
+            if exchange.turn not in sealed and exchange.positions[-1] < open_before:
+                held.append(exchange)
+        if held:
+            yield from self._pieces(held)
+
+    def _pieces(self, exchanges: list[Exchange]) -> Iterator[Unit]:
+        """A turn's exchanges as units, each after the model text leading up to it."""
+        turn = exchanges[0].turn
+        index = self.layout.indices[turn]
+        conversation = InstructionSource.CONVERSATION
+        start = self.layout.starts[turn]
+        for exchange in exchanges:
+            text = self._text_before(exchange.positions[0], start)
+            if text:
+                yield self.piece_unit(turn, text, f"{exchange.key}/text")
+            turn_key, positions = exchange.key, exchange.positions
+            yield Unit(
+                conversation,
+                turn_key,
+                exchange.message_ids,
+                exchange.tokens,
+                exchange.policy,
+                exchange.created_at,
+                index,
+                turn,
+                False,
+                positions,
+            )
+            start = positions[-1] + 1
+
+    def _text_before(self, position: int, start: int) -> list[int]:
+        """The model's text messages just before ``position``, back to ``start`` or to any
+        other message (a request, a result): what the model said leading up to an exchange."""
+        history, text = self.history, []
+        for p in range(position - 1, start - 1, -1):
+            message = history[p]
+            if message.role is not Role.MODEL or message.kind is not MessageKind.CHAT:
+                break
+            if tool_traffic(message) is not None:
+                break
+            text.append(p)
+        return text[::-1]
+
+    def piece_unit(self, turn: int, positions: list[int], key: str) -> Unit:
+        """Messages of turn ``turn`` as one unit, with the most protective of their policies."""
+        figures = self.figures
+        return Unit(
+            InstructionSource.CONVERSATION,
+            key,
+            [self.ids[p] for p in positions],
+            sum([figures.tokens[p] for p in positions]),
+            most_protective([figures.policies[p] for p in positions]),
+            min([figures.created_at[p] for p in positions]),
+            self.layout.indices[turn],
+            turn,
+            False,
+            positions,
+        )
+
+    def oldest_units(self, kinds: set[MessageKind]) -> Iterator[Unit]:
+        """What truncating and summarizing take, oldest first: removable turns of ``kinds``
+        whole, then the pieces of the turns that may not go whole (the turn of the current
+        task, of the original request, a recent turn reaching back before the sealed
+        exchanges). Turns first, so a policy that turns suffice for takes what it always
+        took; pieces only while that is not enough. A locked piece never goes, a preservable
+        one only under pressure."""
+        kept = {GCPolicy.LOCKED} if self.under_pressure else {GCPolicy.LOCKED, GCPolicy.PRESERVABLE}
+        kinds_of = self.layout.kinds
+        yield from (self.turn_unit(p) for p in self.removable_turns() if kinds_of[p] in kinds)
+        yield from (
+            unit
+            for unit in self.inner_units()
+            if unit.turn_position in self.protected and unit.policy not in kept
+        )
+
+    def ephemeral_units(self) -> Iterator[Unit]:
+        """Ephemeral content of the conversation, oldest first, as asked for: a removable turn
+        whose every message is ephemeral as one unit, and in any other unsealed turn its
+        ephemeral tool exchanges and notices (gc_budget's phase 1b). One pass, turn by turn,
+        so a collection that stops early looks at no further turn."""
+        policies, layout = self.figures.policies, self.layout
+        exchanges = self.inner_units()
+        pending = next(exchanges, None)
+        for turn in range(len(layout)):
+            if turn in self.sealed:
+                continue
+            start, end = layout.span(turn)
+            wholly = (
+                turn not in self.protected
+                and policies[start:end].count(GCPolicy.EPHEMERAL) == end - start
+            )
+            if wholly:
+                yield self.turn_unit(turn, policy=GCPolicy.EPHEMERAL)
+            while pending is not None and pending.turn_position == turn:
+                if not wholly and pending.policy is GCPolicy.EPHEMERAL:
+                    yield pending
+                pending = next(exchanges, None)
+
+
+def pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:
+    """Positions of the turns the policy pins, by stable index or by a message's id."""
+    pinned_indices = set(config.pinned_turn_indices)
+    pinned_ids = set(config.pinned_message_ids)
+    turns: set[int] = set()
+    if pinned_indices:
+        turns.update(
+            turn
+            for turn, index in enumerate(layout.indices)
+            if index is not None and index in pinned_indices
+        )
+    if pinned_ids:
+        turns.update(layout.turn_of(p) for p, i in enumerate(ids) if i in pinned_ids)
+    return turns
+
+
+def preserve_count(config: GCConfig, plugin_options: Mapping[str, Any]) -> int:
+    """``preserve_recent_turns`` from the plugin's own options, else the policy's (as JAATO)."""
+    value = plugin_options.get("preserve_recent_turns", config.preserve_recent_turns)
+    return int(value)
+
+
+def start_collection(
+    history: Sequence[Message],
+    context_usage: ContextUsage,
+    config: GCConfig,
+    budget: InstructionBudget | None,
+    counter: TokenCounter | None,
+    preserve_recent: int,
+    conversation: ConversationIndex | None = None,
+) -> Collection:
+    history = list(history)
+    counter = counter or load_counter()
+    figures, tokens_before = read_conversation(history, budget, counter, conversation)
+    layout = figures.layout
+    ids = layout.message_ids
+    if budget is not None:
+        limit = budget.context_limit
+    else:
+        tokens_before, limit = _usage_figures(context_usage, tokens_before)
+    chat: Sequence[int] = (
+        range(len(layout))
+        if layout.kinds.count(MessageKind.CHAT) == len(layout)
+        else [p for p, kind in enumerate(layout.kinds) if kind is MessageKind.CHAT]
+    )
+    recent = list(chat[-preserve_recent:]) if preserve_recent else []
+    open_before = _recent_exchanges_start(figures, recent, config.preserve_recent_exchanges)
+    # A recent turn that begins before the sealed exchanges is not sealed: its older pieces
+    # may go, though never the turn whole.
+    unsealed_recent = {p for p in recent if layout.starts[p] < open_before}
+    sealed = set(recent) - unsealed_recent | pinned_turns(layout, ids, config)
+    task = latest_request(history)
+    current = {layout.turn_of(task)} if task is not None else set()
+    agent = frozenset(
+        p
+        for p, kind in enumerate(layout.kinds)
+        if kind is MessageKind.SUMMARY and is_agent_summary(history[layout.starts[p]])
+    )
+    collection = Collection(
+        history=history,
+        ids=ids,
+        config=config,
+        layout=layout,
+        figures=figures,
+        budget=budget,
+        tokens_before=tokens_before,
+        context_limit=limit,
+        preserve_recent=preserve_recent,
+        sealed=sealed,
+        protected=sealed | unsealed_recent | current | figures.locked_turns,
+        open_before=open_before,
+        agent_summaries=agent,
+    )
+    if agent and not collection.under_pressure:
+        # The agent's own summary is the only record of what it compacted: like every
+        # preservable message it may go only under pressure, and never into a summary of it.
+        collection.sealed |= agent
+        collection.protected |= agent
+    return collection
+
+
+def _recent_exchanges_start(
+    figures: ConversationIndex, recent: Sequence[int], exchanges: int | None
+) -> int:
+    """Where the latest ``exchanges`` tool exchanges of the ``recent`` turns begin: the
+    history's length when ``exchanges`` is None or 0 is kept of more, the start of the recent
+    turns when they hold no more than that many."""
+    history_end = len(figures.messages)
+    if not recent or exchanges is None:
+        return history_end if not recent else figures.layout.starts[recent[0]]
+    first = figures.layout.starts[recent[0]]
+    starts = [e.positions[0] for e in figures.exchanges_from(recent[0])]
+    if len(starts) <= exchanges:
+        return first
+    return starts[-exchanges] if exchanges else history_end
+
+
+def _usage_figures(usage: ContextUsage, counted: int) -> tuple[int, int]:
+    """Tokens in context and the context limit, without a budget: the caller's usage, as JAATO
+    hands it to a plugin (``total_tokens``, ``context_limit``, ``percent_used``, any of them
+    absent), else the history as counted here.
+
+    The usage covers what the history does not (system prompt, tools), so a collection frees
+    history tokens against the usage the agent reported, not against the history alone.
+    """
+    total = _positive(usage.get("total_tokens"))
+    limit = _positive(usage.get("context_limit"))
+    percent = _positive(usage.get("percent_used"))
+    if total is None:
+        total = round(percent * limit / 100) if percent and limit else counted
+    if limit is None:
+        limit = round(total * 100 / percent) if percent else total
+    return int(total), max(int(limit), 1)
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value) if value > 0 else None

@@ -1,0 +1,149 @@
+"""What a strategy decides to take, and the messages a collector writes."""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gcengine.gc.types import (
+    RemovalReason,
+)
+from gcengine.messages import (
+    Message,
+    MessageKind,
+    Part,
+    Role,
+    uuid_shaped,
+)
+
+if TYPE_CHECKING:
+    # Policies sit above the machinery that carries them out: named in signatures only.
+    pass
+
+
+from gcengine.gc.plan.collection import Collection
+from gcengine.gc.plan.units import Unit
+
+
+def marked_message(kind: MessageKind, text: str, seed: Iterable[str], **metadata: Any) -> Message:
+    """A summary or notice: a user-role message (JAATO's shape) that says what it is."""
+    digest = hashlib.blake2b(f"{kind.value}:{text}".encode(), digest_size=16)
+    for message_id in seed:
+        digest.update(message_id.encode())
+    return Message(
+        role=Role.USER,
+        parts=[Part.from_text(text)],
+        message_id=uuid_shaped(digest.hexdigest()),
+        kind=kind,
+        metadata=metadata,
+    )
+
+
+def notice_message(collection: Collection, decision: Decision, notification: str) -> Message:
+    """The notice a collection leaves: JAATO's ``[System: ...]`` user message."""
+    return marked_message(
+        MessageKind.NOTICE,
+        f"[System: {notification}]",
+        sorted({collection.ids[p] for p in decision.removed_positions}),
+    )
+
+
+@dataclass
+class Decision:
+    """What a strategy chose; ``apply`` turns it into a history and a result."""
+
+    removed: list[tuple[Unit, str]] = field(default_factory=list)
+    inserted: Message | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    # Both kept as units are added: strategies ask after every candidate.
+    freed: int = 0
+    removed_positions: set[int] = field(default_factory=set)
+    # The most the summary this decision will write may cost (0 while it writes none).
+    summary_reserve: int = 0
+
+    def remove(self, unit: Unit, reason: str) -> None:
+        self.removed.append((unit, reason))
+        self.freed += unit.tokens
+        self.removed_positions.update(unit.positions)
+
+    def turns_taken_whole(self) -> set[int]:
+        """The positions of the turns a whole-turn unit took: every message they had left."""
+        return {
+            unit.turn_position
+            for unit, _ in self.removed
+            if unit.whole_turn and unit.turn_position is not None
+        }
+
+    @property
+    def inserted_tokens(self) -> int:
+        return int(self.details.get("summary_tokens") or 0) if self.inserted is not None else 0
+
+    def truncate_instead(self, why: str) -> None:
+        """Drop the summary and truncate the turns it would have replaced, saying why."""
+        self.removed = [
+            (unit, RemovalReason.TRUNCATED if reason == RemovalReason.SUMMARIZED else reason)
+            for unit, reason in self.removed
+        ]
+        self.inserted = None
+        self.summary_reserve = 0
+        summarized = int(self.details.pop("turns_summarized", 0) or 0)
+        for key in ("summary_number", "summarizer"):
+            self.details.pop(key, None)
+        if "turns_truncated" in self.details:
+            self.details["turns_truncated"] = int(self.details["turns_truncated"]) + summarized
+            self.details["turns_summarized"] = 0
+        self.details["summary_tokens"] = 0
+        self.details["summary_skipped"] = why
+
+
+def take_until_target(
+    collection: Collection, candidates: Iterable[Unit], reason: str, decision: Decision
+) -> None:
+    """Take candidates in order until the collection is at or below its target.
+
+    What the run will insert (its summary, the notice) counts: a run stops only once usage
+    with those in is at or below the target. Candidates may be generated lazily: none is asked
+    for once the target is met.
+    """
+    if not collection.still_short(decision):
+        return
+    for unit in candidates:
+        decision.remove(unit, reason)
+        if not collection.still_short(decision):
+            return
+
+
+def oldest_first(
+    collection: Collection,
+    entries: list[Unit],
+    turn_units: Iterable[Unit],
+    key: Callable[[Unit], Any],
+) -> Iterable[Unit]:
+    """``sorted(entries + list(turn_units), key=key)``, where ``key`` orders by ``created_at``
+    first, without building every turn's units when the order is already known.
+
+    ``turn_units`` come oldest turn first, in history order within a turn. When creation times
+    increase along the history, that is their sorted order, so they only need merging with the
+    budget entries outside the conversation, lazily; the merge is stable (entries first on
+    equal keys), exactly as the sort of the concatenation.
+    """
+    if not collection.figures.created_in_order:
+        return sorted([*entries, *turn_units], key=key)
+    if not entries:
+        return turn_units
+    return heapq.merge(sorted(entries, key=key), turn_units, key=key)
+
+
+def touched_turns(collection: Collection, decision: Decision) -> set[int]:
+    """The turns a decision takes messages from: a conversation unit's own, and those of the
+    messages an entry outside the conversation names."""
+    touched: set[int] = set()
+    for unit, _ in decision.removed:
+        if unit.turn_position is not None:
+            touched.add(unit.turn_position)
+        else:
+            touched.update(map(collection.layout.turn_of, unit.positions))
+    return touched
