@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,6 +74,10 @@ FILTERS_SILENTLY = {"policy_runs", "api:apply_status"}
 # Every name, label and file of project B carries this; no answer to A's members may.
 B_MARKER = "bravo-private"
 KWARG = re.compile(r"<(?:\w+:)?(\w+)>")
+# Routes whose URL kwarg takes another sample than its name's: (route, kwarg) -> sample.
+SAMPLE_OF = {("run_export_source", "run_id"): "transcript_run_id"}
+# A real Claude Code transcript (tests/fixtures/formats/README.md says whose).
+TRANSCRIPT = Path(__file__).resolve().parents[1] / "fixtures/formats/spotter/short.jsonl"
 SAFE = ("GET", "HEAD", "OPTIONS")
 
 
@@ -86,6 +91,9 @@ class Side:
     project: Project
     session: AgentSession
     run: GCRun
+    # A run of a Claude Code session: what only a transcript's run offers (its export in the
+    # format it came in) has something to answer with.
+    transcript_run: GCRun
     replay: Replay
     job: IngestJob
     policy: Policy
@@ -103,6 +111,7 @@ class Side:
             "project_id": self.project.pk,
             "session_id": self.session.pk,
             "run_id": self.run.pk,
+            "transcript_run_id": self.transcript_run.pk,
             "seq": self.seq,
             "replay_id": self.replay.pk,
             "job_id": self.job.pk,
@@ -145,6 +154,11 @@ def _side(
         project=project, name=f"{prefix} planner", config={}, kind=PolicyKind.PLANNER
     )
     run = run_finished(session, policy_version=first)
+    transcript = background.session_upload(
+        project=project, filename=f"{prefix}-transcript.jsonl", data=TRANSCRIPT.read_bytes()
+    ).session
+    assert transcript is not None
+    transcript_run = run_finished(transcript, policy_version=first)
     with capture(execute=True):
         replay = background.replay_request(session=session, config=TIGHT_BUDGET)
     job = IngestJob.objects.create(
@@ -157,6 +171,7 @@ def _side(
         project=project,
         session=session,
         run=run,
+        transcript_run=transcript_run,
         replay=replay,
         job=job,
         policy=policy,
@@ -425,7 +440,9 @@ def _caller(label: str, user: User | None, role: str | None, name: str | None) -
 
 def send(caller: Caller, route: Route, ids: Ids) -> HttpResponseBase:
     """One request, rolled back afterwards; the caller's sign-in survives a sign-out."""
-    url = reverse(route.name, kwargs={k: ids[k] for k in route.kwargs})
+    url = reverse(
+        route.name, kwargs={k: ids[SAMPLE_OF.get((route.name, k), k)] for k in route.kwargs}
+    )
     query = QUERIES.get(route.name)
     if query is not None:
         url = f"{url}?{query(ids)}"
