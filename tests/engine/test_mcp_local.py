@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, Tool
+from mcp.types import CallToolResult
 
 from gcengine import generate_session_file, load_gc_config, load_session
 from gcengine.mcp_tools import FileStore, build_server
 from gcengine.synthetic import SessionShape
 from tests.event_loops import run_async
-from tests.mcp_results import check_against_schema, refusal_of
+from tests.mcp_results import CheckedCalls, ToolSamples, call_every_tool, refusal_of
 
 SHAPE = SessionShape(turns=6, user_chars=200, model_chars=300, tool_result_chars=600, seed=3)
 TOOLS = {
@@ -509,55 +509,22 @@ def test_configure_changes_roots_and_batches(long_folder: Path) -> None:
 def test_every_answer_and_refusal_matches_the_tools_output_schema(long_folder: Path) -> None:
     """What a client on the TypeScript SDK checks: each tool's structured content, answers and
     refusals alike, against the output schema it publishes."""
-    session = "agent/long.json"
+    samples = ToolSamples(
+        session="agent/long.json",
+        missing_session="agent/gone.json",
+        unpin_turn=0,
+        protected_segment="turn_11",
+        other_stash={"session_id": "agent/long.json"},
+        configure={},
+    )
 
-    async def run() -> list[tuple[Tool, CallToolResult]]:
+    async def run() -> CheckedCalls:
         async with Client(build_server(FileStore(long_folder)), raise_exceptions=True) as client:
-            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            checked: list[tuple[Tool, CallToolResult]] = []
-
-            async def called(name: str, arguments: dict[str, Any]) -> CallToolResult:
-                result = await client.call_tool(name, arguments)
-                checked.append((tools[name], result))
-                return result
-
-            await called("context_analyze_usage", {"session_id": session})
-            await called("context_analyze_usage", {"session_id": "agent/gone.json"})
-            await called("context_gc_pin", {"session_id": session, "turn_indices": [0]})
-            await called("context_gc_unpin", {"session_id": session, "turn_indices": [0]})
-            await called("context_gc_pin", {"session_id": session, "turn_indices": [99]})
-            await called("context_gc_analyze", {"session_id": session, "limit": 2})
-            await called("context_gc_analyze", {"session_id": session, "segment_ids": ["x"]})
-            await called("context_gc_prune", {"session_id": session, "action": "auto"})
-            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_11"]})
-            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_99"]})
-            pruned = (await called("context_gc_prune", {"session_id": session})).structured_content
-            assert pruned is not None
-            first = pruned["ledger"][0]["segment_id"]
-            await called("context_stash_search", {"run_id": pruned["run_id"]})
-            await called("context_stash_search", {"session_id": session})
-            for into in ("content", "session"):
-                await called(
-                    "context_stash_retrieve",
-                    {"run_id": pruned["run_id"], "segment_ids": [first], "into": into},
-                )
-            await called(
-                "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": ["gone"]}
-            )
-            await called("context_gc_configure", {"threshold_percent": 2})
-            await called("context_gc_configure", {"target_percent": 95})
-            return checked
+            return await call_every_tool(client, samples)
 
     checked = run_async(run)
-    assert {tool.name for tool, _ in checked} == TOOLS
-    for tool, result in checked:
-        check_against_schema(tool, result)
-    refusals = [result for _, result in checked if result.is_error]
-    assert {refusal_of(result)["code"] for result in refusals} >= {
-        "confirm_needed",
-        "protected",
-        "not_found",
-    }
+    assert checked.listed == TOOLS
+    checked.check()
 
 
 def test_no_answer_names_the_servers_folder(long_folder: Path) -> None:

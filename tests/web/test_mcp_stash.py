@@ -14,7 +14,6 @@ from mcp import Client
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.types import CallToolResult, Tool
 
 from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import (
@@ -27,7 +26,7 @@ from jaato_web.dashboard.models import (
 )
 from jaato_web.mcp.http import mcp_server
 from tests.event_loops import run_async
-from tests.mcp_results import check_against_schema, refusal_of
+from tests.mcp_results import CheckedCalls, ToolSamples, call_every_tool, refusal_of
 
 from .conftest import Caller
 from .test_mcp_tools import OPENAI_MESSAGES, audit, call, calls, data_of
@@ -318,55 +317,20 @@ def test_every_answer_and_refusal_matches_the_tools_output_schema(
 ) -> None:
     """What a client on the TypeScript SDK checks: each tool's structured content, answers and
     refusals alike, against the output schema it publishes."""
-    session = stored_session.pk
+    samples = ToolSamples(
+        session=stored_session.pk,
+        missing_session=999_999,
+        unpin_turn=1,
+        protected_segment="turn_0",
+        other_stash={"run_id": 999_999},
+        configure={"session_id": stored_session.pk},
+    )
 
-    async def run() -> tuple[list[str], list[tuple[Tool, CallToolResult]]]:
+    async def run() -> CheckedCalls:
         auth_context_var.set(
             AuthenticatedUser(AccessToken(token=editor.secret, client_id="t", scopes=[]))
         )
         async with Client(mcp_server(), raise_exceptions=True) as client:
-            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            checked: list[tuple[Tool, CallToolResult]] = []
+            return await call_every_tool(client, samples)
 
-            async def called(name: str, arguments: dict[str, Any]) -> CallToolResult:
-                result = await client.call_tool(name, arguments)
-                checked.append((tools[name], result))
-                return result
-
-            await called("context_analyze_usage", {"session_id": session})
-            await called("context_analyze_usage", {"session_id": 999_999})
-            await called("context_gc_pin", {"session_id": session, "turn_indices": [0]})
-            await called("context_gc_unpin", {"session_id": session, "turn_indices": [1]})
-            await called("context_gc_pin", {"session_id": session, "turn_indices": [99]})
-            await called("context_gc_analyze", {"session_id": session, "limit": 2})
-            await called("context_gc_analyze", {"session_id": session, "segment_ids": ["x"]})
-            await called("context_gc_prune", {"session_id": session, "action": "auto"})
-            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_0"]})
-            await called("context_gc_prune", {"session_id": session, "segment_ids": ["turn_99"]})
-            pruned = (await called("context_gc_prune", {"session_id": session})).structured_content
-            assert pruned is not None
-            first = pruned["ledger"][0]["segment_id"]
-            await called("context_stash_search", {"run_id": pruned["run_id"]})
-            await called("context_stash_search", {"run_id": 999_999})
-            for into in ("content", "session"):
-                await called(
-                    "context_stash_retrieve",
-                    {"run_id": pruned["run_id"], "segment_ids": [first], "into": into},
-                )
-            await called(
-                "context_stash_retrieve", {"run_id": pruned["run_id"], "segment_ids": ["gone"]}
-            )
-            await called("context_gc_configure", {"session_id": session, "threshold_percent": 2})
-            await called("context_gc_configure", {"session_id": session, "target_percent": 95})
-            return list(tools), checked
-
-    listed, checked = run_async(run)
-    assert {tool.name for tool, _ in checked} == set(listed)
-    for tool, result in checked:
-        check_against_schema(tool, result)
-    refusals = [result for _, result in checked if result.is_error]
-    assert {refusal_of(result)["code"] for result in refusals} >= {
-        "confirm_needed",
-        "protected",
-        "not_found",
-    }
+    run_async(run).check()
