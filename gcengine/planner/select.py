@@ -376,8 +376,9 @@ class _Selection:
             self._take_required()
 
     def _current_task_only(self) -> bool:
-        """When the current turn alone exceeds the budget (an agent's autonomous turn of
-        hundreds of calls), only its latest user request stays required: the current task.
+        """When what is required (the system prompt, the pins and the whole current turn)
+        exceeds the budget, as an agent's autonomous turn of hundreds of calls does, only the
+        current turn's latest user request stays required: the current task.
         The rest of the turn competes as the newest candidates, exchange by exchange
         (``_prefix`` splits it), so the plan holds the request and the latest work on it
         instead of nothing. Whether anything was given up."""

@@ -237,11 +237,20 @@ def test_turns_without_tool_calls_are_sent_whole_or_not_at_all(given_inputs: Inp
     for item in given_inputs[0]:
         if item.turn is not None:
             sizes[item.turn] = sizes.get(item.turn, 0) + item.tokens
+    # What stays required beside the current turn: the system prompt and the pins.
+    beside = sum(
+        item.tokens
+        for item, in_plan in decided(result)
+        if in_plan and item.turn != current and item.reason in (Reason.REQUIRED, Reason.PINNED)
+    )
     for turn, states in turns.items():
         if turn in with_tools:
             continue
-        if turn == current and sizes[turn] > result.prompt_budget:
-            continue  # too large whole: the latest user request stays, the rest competes
+        if turn == current and len(states) == 2:
+            # Too large whole beside what else is required: the latest user request stays,
+            # the rest competes.
+            assert beside + sizes[turn] > result.prompt_budget, f"turn {turn} is split"
+            continue
         assert len(states) == 1, f"turn {turn} is split"
         if turn == current:
             assert states == {True}
