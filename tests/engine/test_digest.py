@@ -1,0 +1,173 @@
+"""The digest summarizer: the state of the work in sections, within the cap, and at Claude
+Code's own summary size keeping more anchors than Claude Code's summary of the same context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import gcengine
+from gcengine.gc.digest import DigestSummarizer
+from gcengine.gc.plan import marked_message
+from gcengine.gc.summarizers import SummaryRequest, summarizer_from_options
+from gcengine.messages import (
+    FunctionCall,
+    FunctionResponse,
+    Message,
+    MessageKind,
+    Part,
+    Role,
+    split_into_turns,
+)
+from gcengine.quality.retention import session_scorer
+from gcengine.session import history_before
+from gcengine.tokens import TokenCounter, counter_by_name
+from tests.engine.strategies import policy, session_at
+
+FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+REAL = [
+    *sorted((FORMATS / "spotter").glob("*-*.jsonl")),
+    FORMATS / "codemie_code" / "session-624a4a58.jsonl",
+]
+
+
+def _user(text: str, mid: str) -> Message:
+    return Message(role=Role.USER, parts=[Part.from_text(text)], message_id=mid)
+
+
+def _call(mid: str, call_id: str, name: str, text: str = "", **args: object) -> Message:
+    parts = [Part.from_text(text)] if text else []
+    parts.append(Part.from_function_call(FunctionCall(id=call_id, name=name, args=args)))
+    return Message(role=Role.MODEL, parts=parts, message_id=mid)
+
+
+def _result(mid: str, call_id: str, name: str, result: str, error: bool = False) -> Message:
+    response = FunctionResponse(call_id=call_id, name=name, result=result, is_error=error)
+    return Message(role=Role.USER, parts=[Part.from_function_response(response)], message_id=mid)
+
+
+def _work() -> list[Message]:
+    """A session that reads a file, edits it, creates a test, fails a test run then passes it,
+    fails a type check it never fixes, decides, and leaves a todo open."""
+    return [
+        _user("Fix the rounding in src/billing/tax.py. Never change the public API.", "u1"),
+        _call("m1", "c1", "Read", file_path="src/billing/tax.py"),
+        _result("r1", "c1", "Read", "def round_money(x): ..."),
+        _call(
+            "m2", "c2", "Edit", "I'll use Decimal instead of float.", file_path="src/billing/tax.py"
+        ),
+        _result("r2", "c2", "Edit", "ok"),
+        _call("m3", "c3", "Write", file_path="tests/test_tax.py", content="def test_cap(): ..."),
+        _result("r3", "c3", "Write", "ok"),
+        _call("m4", "c4", "Bash", command="pytest tests/test_tax.py"),
+        _result("r4", "c4", "Bash", "E AssertionError: 0.1 != 0.10\n1 failed", error=True),
+        _call("m5", "c5", "Bash", command="mypy src"),
+        _result("r5", "c5", "Bash", "src/billing/tax.py:3: error: Missing return [return]", True),
+        _call("m6", "c6", "Bash", command="pytest tests/test_tax.py"),
+        _result("r6", "c6", "Bash", "1 passed"),
+        _call(
+            "m7",
+            "c7",
+            "TodoWrite",
+            todos=[
+                {"content": "Fix rounding", "status": "completed"},
+                {"content": "Document the InvoiceError codes", "status": "pending"},
+            ],
+        ),
+        _result("r7", "c7", "TodoWrite", "ok"),
+        _user("Now also cap the VAT at 20 %.", "u2"),
+    ]
+
+
+def _digest(messages: list[Message], cap: int, counter: TokenCounter) -> str:
+    return DigestSummarizer().summarize(
+        SummaryRequest(split_into_turns(messages), None, cap, counter)
+    )
+
+
+def test_the_digest_says_the_task_files_errors_decisions_and_open_work(
+    counter: TokenCounter,
+) -> None:
+    text = _digest(_work(), 600, counter)
+    sections = {block.split("\n", 1)[0]: block.split("\n", 1)[1] for block in text.split("## ")[1:]}
+    assert "Now also cap the VAT at 20 %." in sections["Current task"]
+    assert "src/billing/tax.py: read, edited" in sections["Files"]
+    assert "tests/test_tax.py: created" in sections["Files"]
+    errors = sections["Errors"]
+    assert "fixed: Bash pytest tests/test_tax.py: E AssertionError: 0.1 != 0.10" in errors
+    assert "open: Bash mypy src: src/billing/tax.py:3: error: Missing return" in errors
+    # Open errors come first: they are what the agent must still act on.
+    assert errors.index("open:") < errors.index("fixed:")
+    assert "user: Never change the public API." in sections["Decisions"]
+    assert "agent: I'll use Decimal instead of float." in sections["Decisions"]
+    assert "[pending] Document the InvoiceError codes" in sections["Open work"]
+    assert "Fix rounding" not in sections["Open work"]
+    assert "round_money" not in text  # a name only a file read held is output, not a fact
+
+
+@pytest.mark.parametrize("cap", [12, 40, 90, 200])
+def test_the_digest_keeps_within_its_cap_by_priority_the_same_every_time(
+    cap: int, counter: TokenCounter
+) -> None:
+    text = _digest(_work(), cap, counter)
+    assert counter.count(text) <= cap
+    assert text == _digest(_work(), cap, counter)
+    if cap >= 40:
+        # The current task is the first section filled, whatever else is cut.
+        assert text.startswith("## Current task\nNow also cap the VAT at 20 %.")
+    if counter.count(_digest(_work(), 10_000, counter)) > cap:
+        assert "more facts omitted to stay within" in text
+
+
+def test_the_digest_is_chosen_through_the_summarizer_option() -> None:
+    assert summarizer_from_options({"summarizer": "digest"}).name == "digest"
+
+
+@pytest.mark.parametrize("strategy", ["gc_summarize", "gc_hybrid"])
+def test_summarize_and_hybrid_write_a_digest_when_the_policy_asks(
+    strategy: str, counter: TokenCounter
+) -> None:
+    session = session_at(30, 95, counter)
+    outcome = gcengine.run_gc(
+        session,
+        policy(
+            type=strategy,
+            preserve_recent_turns=2,
+            summarize_middle_turns=26,
+            plugin_config={"summarizer": "digest"},
+        ),
+    )
+    summaries = [m for m in outcome.session.history if m.kind is MessageKind.SUMMARY]
+    assert summaries
+    assert summaries[0].metadata["summarizer"] == "digest"
+    assert "## " in summaries[0].text
+
+
+def _kept(scorer: object, context: list[Message], summary: Message) -> dict[str, int]:
+    retention = scorer.score(context, [summary], [summary])  # type: ignore[attr-defined]
+    return {part.anchor_class.value: part.retained for part in retention.classes}
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name[:8])
+def test_at_claude_codes_own_summary_size_the_digest_keeps_more_anchors(path: Path) -> None:
+    """The context just before each real compaction, summarized by the digest within the
+    tokens of Claude Code's own summary (its ``isCompactSummary`` message), both scored the
+    same way against that context: the digest keeps at least 1.2 times the anchors.
+    (Anchors kept are keyword survival, a floor on what was lost, not what the agent would
+    recall.)"""
+    session = gcengine.load_session(path)
+    counter = counter_by_name(session.token_counter)
+    pool = {m.message_id: m for m in session.history}
+    assert session.compactions
+    for compaction in session.compactions:
+        before = history_before(session, compaction)
+        agents = pool[compaction.summary_message_id]
+        size = counter.count(agents.text)
+        body = DigestSummarizer().summarize(SummaryRequest(before.turns(), None, size, counter))
+        assert counter.count(body) <= size
+        digest = marked_message(MessageKind.SUMMARY, body, [])
+        scorer = session_scorer(before)
+        by_agent = _kept(scorer, before.history, agents)
+        by_digest = _kept(scorer, before.history, digest)
+        assert sum(by_digest.values()) >= 1.2 * sum(by_agent.values()), (by_agent, by_digest)
