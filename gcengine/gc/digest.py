@@ -6,7 +6,8 @@ the names the work is about. The digest reads those from the turns (tool calls a
 results as Claude Code, JAATO and Codex write them, and the conversation's text) and writes
 them in sections, filled by priority within the token cap:
 
-1. the current task (the latest user request);
+1. the current task (the latest user request, with the ones before it when it says too
+   little to stand alone: "continue");
 2. the earlier summary it folds in;
 3. open work (a todo list's items not completed, the user's requests no answer followed,
    sentences that leave work open: TODO, next step, remaining, blocked);
@@ -51,6 +52,9 @@ _SHARES: tuple[tuple[str, float], ...] = (
     ("Earlier requests", 0.05),
 )
 _TASK_CHARS = 1200
+# A request of fewer words leans on the one before it; at most this many make the task.
+_TASK_WORDS = 6
+_TASK_REQUESTS = 3
 _LINE_CHARS = 240
 _NAMES_PER_LINE = 12
 
@@ -245,10 +249,13 @@ def _strings(value: Any) -> Iterable[str]:
 
 
 def _sections(reading: _Reading) -> list[tuple[str, list[str]]]:
-    task: list[str] = []
-    if reading.requests:
-        latest = reading.requests[-1][0][:_TASK_CHARS]
-        task = [_one_line(s) for s in sentences(latest) if s.strip()]
+    current = _current_task(reading.requests)
+    task = [
+        _one_line(sentence)
+        for text in current
+        for sentence in sentences(text[:_TASK_CHARS])
+        if sentence.strip()
+    ]
     open_work = [*reading.todos, *reversed(reading.open_sentences)]
     open_work.extend(
         f"unanswered request: {_one_line(text)}"
@@ -283,10 +290,22 @@ def _sections(reading: _Reading) -> list[tuple[str, list[str]]]:
         "Files": files,
         "Names": names,
         "Earlier requests": [
-            f"user: {_one_line(text)}" for text, _ in reversed(reading.requests[:-1])
+            f"user: {_one_line(text)}"
+            for text, _ in reversed(reading.requests[: len(reading.requests) - len(current)])
         ],
     }
     return [(title, lines[title]) for title, _ in _SHARES]
+
+
+def _current_task(requests: Sequence[tuple[str, bool]]) -> list[str]:
+    """The latest request, and when it says too little to stand alone ("continue", "yes, do
+    it") the ones before it back to one that does, oldest first."""
+    chosen: list[str] = []
+    for text, _ in reversed(requests[-_TASK_REQUESTS:]):
+        chosen.insert(0, text)
+        if len(text.split()) >= _TASK_WORDS:
+            break
+    return chosen
 
 
 def _actions(actions: Sequence[str]) -> str:

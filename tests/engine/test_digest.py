@@ -166,3 +166,37 @@ def test_the_comparison_is_printed_with_its_caveat(capsys: pytest.CaptureFixture
     assert "tokens; digest keeps" in headline
     assert "not what the agent would recall" in headline
     assert "open_work" in out
+
+
+def test_a_request_that_says_too_little_takes_the_one_before_into_the_task(
+    counter: TokenCounter,
+) -> None:
+    messages = [
+        *_work(),
+        Message(role=Role.MODEL, parts=[Part.from_text("Capped.")], message_id="m9"),
+        _user("continue", "u3"),
+    ]
+    text = _digest(messages, 600, counter)
+    assert text.startswith("## Current task\nNow also cap the VAT at 20 %.\ncontinue\n")
+    earlier = text.split("## Earlier requests\n", 1)[1]
+    assert "Fix the rounding" in earlier
+    assert "cap the VAT" not in earlier
+
+
+def test_codex_patches_and_commands_are_read_as_files_and_runs(counter: TokenCounter) -> None:
+    """Codex writes files through ``apply_patch`` and runs commands through ``exec_command``."""
+    patch = (
+        "*** Begin Patch\n*** Add File: src/vat.py\n+RATE = 20\n"
+        "*** Update File: src/billing/tax.py\n@@\n-x\n+y\n*** End Patch"
+    )
+    messages = [
+        _user("Add the VAT module and wire it into the tax code.", "u1"),
+        _call("m1", "c1", "apply_patch", input=patch),
+        _result("r1", "c1", "apply_patch", "Success"),
+        _call("m2", "c2", "exec_command", cmd="npm test"),
+        _result("r2", "c2", "exec_command", "Tests: 1 failed, 3 passed\nexit code 1"),
+    ]
+    text = _digest(messages, 600, counter)
+    assert "src/vat.py: created" in text
+    assert "src/billing/tax.py: edited" in text
+    assert "open: exec_command npm test: Tests: 1 failed, 3 passed" in text
