@@ -108,7 +108,8 @@ class _Reading:
     decisions: dict[str, None] = field(default_factory=dict)
     files: dict[str, list[str]] = field(default_factory=dict)
     names: Counter[str] = field(default_factory=Counter)
-    calls: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id: (key, path)
+    # A call's key (its tool and command, or tool and path), and whether it ran a command.
+    calls: dict[str, tuple[str, bool]] = field(default_factory=dict)
 
 
 class DigestSummarizer:
@@ -154,8 +155,8 @@ def _read(message: Message, reading: _Reading) -> None:
     for call in message.function_calls:
         _call(call.id, call.name, call.args, reading)
     for response in message.function_responses:
-        known = reading.calls.get(response.call_id or "", (response.name, None))
-        _response(known[0], response.result, response.is_error, reading)
+        key, ran = reading.calls.get(response.call_id or "", (response.name, False))
+        _response(key, ran, response.result, response.is_error, reading)
 
 
 def _decisions(text: str, cue: re.Pattern[str], speaker: str, reading: _Reading) -> None:
@@ -205,7 +206,7 @@ def _call(call_id: str | None, name: str, args: Mapping[str, Any], reading: _Rea
         ]
     key = f"{name} {_one_line(command, 120)}" if command else f"{name} {path or ''}".strip()
     if call_id:
-        reading.calls[call_id] = (key, path)
+        reading.calls[call_id] = (key, command is not None)
     for value in args.values():
         for text in _strings(value):
             _names(text, reading)
@@ -217,10 +218,13 @@ def _touch(reading: _Reading, path: str, action: str) -> None:
     reading.names[path] += 1
 
 
-def _response(key: str, result: Any, is_error: bool, reading: _Reading) -> None:
+def _response(key: str, ran: bool, result: Any, is_error: bool, reading: _Reading) -> None:
+    """An error the result reports (flagged by the tool, or a command's output that ends in a
+    failure: a file's contents that mention one are no error), or a success that fixes the
+    earlier errors of the same call."""
     text = compact_json(result) if not isinstance(result, str) else result
     first = next((line for line in text.splitlines() if _ERROR_LINE.search(line)), None)
-    if is_error or (first is not None and _looks_failed(text)):
+    if is_error or (ran and first is not None and _looks_failed(text)):
         line = first or next((line for line in text.splitlines() if line.strip()), "")
         reading.errors.append(_Error(key, _one_line(line)))
         for found in dict.fromkeys(found_in(line)):

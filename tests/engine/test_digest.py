@@ -200,3 +200,16 @@ def test_codex_patches_and_commands_are_read_as_files_and_runs(counter: TokenCou
     assert "src/vat.py: created" in text
     assert "src/billing/tax.py: edited" in text
     assert "open: exec_command npm test: Tests: 1 failed, 3 passed" in text
+
+
+def test_a_file_that_mentions_a_failure_is_no_error(counter: TokenCounter) -> None:
+    """Only a command's output that ends in a failure is an error the tool did not flag: a
+    file read that ends with ``raise Failed("error: ...")`` is the file's text."""
+    messages = [
+        _user("Read the runner and tell me how it reports failures.", "u1"),
+        _call("m1", "c1", "Read", file_path="src/runner.py"),
+        _result("r1", "c1", "Read", 'def run():\n    raise Failed("error: the run failed")'),
+    ]
+    text = _digest(messages, 600, counter)
+    assert "## Errors" not in text
+    assert "src/runner.py: read" in text
