@@ -28,6 +28,7 @@ from gcengine.formats import dump_session, load_session
 from gcengine.gc import GCRemovalItem
 from gcengine.messages import turn_label
 from gcengine.planner import PlannerConfig, plan_context, plan_items, plan_report, session_caps
+from gcengine.quality.digest import digest_against_agent
 from gcengine.quality.export import export_policy, export_window
 from gcengine.quality.prompt_cache import DEFAULT_PRICES, CacheCost, cache_cost, price_for_model
 from gcengine.quality.retention import (
@@ -105,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--session", type=Path, help="export for this session's window")
     export.add_argument("--model", help="export for this model's window")
     export.add_argument("--json", action="store_true", help="every target as JSON")
+    digest = commands.add_parser(
+        "digest-vs-agent",
+        help="the digest against the agent's own summaries at their size (anchors kept)",
+    )
+    digest.add_argument("session", type=Path)
+    digest.add_argument("--json", action="store_true", help="the comparisons as JSON")
     return parser
 
 
@@ -120,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "score": _score,
         "cost": _cost,
         "export-policy": _export,
+        "digest-vs-agent": _digest_vs_agent,
     }
     try:
         # The command owns this process and does one bulk job: the cycle collector can rest.
@@ -446,4 +454,27 @@ def _export(args: argparse.Namespace) -> int:
         for unmapped in target.unmapped:
             print(f"  not mapped: {unmapped.key} = {json.dumps(unmapped.value)}: {unmapped.why}")
         print()
+    return 0
+
+
+def _digest_vs_agent(args: argparse.Namespace) -> int:
+    compared = digest_against_agent(load_session(args.session))
+    if args.json:
+        print(json.dumps([c.model_dump(mode="json") for c in compared], indent=2))
+        return 0
+    if not compared:
+        print("the session records no compaction with a readable summary")
+    for item in compared:
+        ratio = "n/a" if item.ratio is None else f"{item.ratio:.2f}x"
+        print(
+            f"compaction {item.compaction_id}: agent's summary {item.agent_tokens:,} tokens, "
+            f"digest {item.digest_tokens:,} tokens; digest keeps {ratio} the anchors "
+            f"({item.caveat})"
+        )
+        print(f"  {'class':<12} {'anchors':>8} {'agent':>6} {'digest':>7}")
+        for agent, digest in zip(item.agent.classes, item.digest.classes, strict=True):
+            print(
+                f"  {agent.anchor_class.value:<12} {agent.anchors:>8,} {agent.retained:>6,} "
+                f"{digest.retained:>7,}"
+            )
     return 0

@@ -4,6 +4,9 @@
   sentences facts live in (numbers, dates, file paths, names, decisions) and every tool call
   with its key arguments and the gist of its result, within ``max_tokens``. JAATO's summarizer
   saw tool calls only as names, so a summary could not say what a tool found.
+* ``DigestSummarizer`` (``gcengine.gc.digest``) is deterministic and offline too, and writes
+  the state of the work in sections (task, files, errors and their status, decisions, open
+  work, names) filled by priority within ``max_tokens``.
 * ``LLMSummarizer`` asks any OpenAI-compatible chat endpoint, configured by environment
   (``JAATO_GC_LLM_BASE_URL``, ``JAATO_GC_LLM_MODEL``, ``JAATO_GC_LLM_API_KEY``,
   ``JAATO_GC_LLM_TIMEOUT``).
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gcengine.errors import SummarizerError
+from gcengine.gc.digest import DigestSummarizer
 from gcengine.messages import MessageKind, PartType, Turn
 from gcengine.text import sentences
 from gcengine.tokens import TokenCounter, compact_json
@@ -244,13 +248,15 @@ def summarizer_from_options(options: Mapping[str, object]) -> Summarizer:
     chosen = options.get("summarizer", "extractive")
     if chosen == "extractive":
         return ExtractiveSummarizer()
+    if chosen == "digest":
+        return DigestSummarizer()
     if chosen == "llm":
         return LLMSummarizer.from_environment()
     if hasattr(chosen, "summarize") and hasattr(chosen, "name"):
         return chosen
     if callable(chosen):
         return CallableSummarizer(chosen)
-    raise SummarizerError(f"unknown summarizer {chosen!r} (extractive or llm)")
+    raise SummarizerError(f"unknown summarizer {chosen!r} (extractive, digest or llm)")
 
 
 def summary_text(body: str) -> str:

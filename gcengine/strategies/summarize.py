@@ -38,10 +38,11 @@ SUMMARIZER = "summarizer"
 """The ``plugin_config`` option naming what writes summaries."""
 SUMMARIZER_OPTION = KeySpec(
     "Summarizer",
-    "What writes summaries: extractive (the default: offline and deterministic) or llm "
+    "What writes summaries: extractive (the default: offline and deterministic), digest "
+    "(offline and deterministic: the task, files, errors, decisions and open work) or llm "
     "(an OpenAI-compatible endpoint set where the engine runs).",
     "choice",
-    choices=("extractive", "llm"),
+    choices=("extractive", "digest", "llm"),
 )
 SUMMARIZING_READS = ("max_summary_tokens", f"plugin_config.{SUMMARIZER}")
 """What every strategy that writes summaries reads, besides the common keys."""

@@ -548,7 +548,7 @@ def run_scenario(name: str, scenario: dict[str, Any], **overrides: Any) -> gceng
 
 def summarizing_scenarios() -> st.SearchStrategy[dict[str, Any]]:
     """``scenarios``, with notices on or off, a summary cap, and a summarizer that keeps to it
-    (extractive) or one that writes more than it replaces."""
+    (extractive, digest) or one that writes more than it replaces."""
     return scenarios().flatmap(
         lambda scenario: st.fixed_dictionaries(
             {
@@ -561,7 +561,7 @@ def summarizing_scenarios() -> st.SearchStrategy[dict[str, Any]]:
                         "max_summary_tokens": st.sampled_from([None, 4, 40, 400]),
                     }
                 ),
-                "summarizer": st.sampled_from(["extractive", "verbose"]),
+                "summarizer": st.sampled_from(["extractive", "digest", "verbose"]),
             }
         )
     )
