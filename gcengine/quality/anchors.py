@@ -509,7 +509,7 @@ def _literal_anchors(
                 yield anchor
     if "::" in sentence or 'test "' in sentence:
         for match in _TEST_ID.finditer(sentence):
-            test = match.group(0).rstrip(_EDGE_PUNCTUATION)
+            test = match.group(0).rstrip(".,;:!?(")
             if (anchor := _literal_as_found(AnchorClass.TESTS, test, sentence, raw)) is not None:
                 yield anchor
     digits = _DIGIT.search(unpathed) is not None

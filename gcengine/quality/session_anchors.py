@@ -34,6 +34,9 @@ _TRACKER_COMMAND = re.compile(
 _BARE_ISSUE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*-[a-z0-9]{3,4})(?![\w-]|\.\d)")
 # Folders a root must be deeper than: every absolute path shares these.
 _MIN_ROOT_PARTS = 2
+# A root is looked for among this many folders, by this many of the session's paths.
+_ROOT_CANDIDATES = 4
+_ROOT_PATHS = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,22 +88,41 @@ def anchor_context(messages: Iterable[Message], texts: Iterable[str] = ()) -> An
             if call is not None and (path := argument_path(call.args)) and path.startswith("/"):
                 absolute.append(path)
     issues: set[str] = set()
+    said: list[str] = []
     for text in texts:
+        said.append(text)
         if "-" not in text:
             continue
         issues.update(m.group(1) for m in _CHILD_ISSUE.finditer(text))
         issues.update(m.group(1) for m in _TRACKER_COMMAND.finditer(text))
-    root = roots.most_common(1)[0][0] if roots else _shared_folder(absolute)
+    root = roots.most_common(1)[0][0] if roots else _shared_folder(absolute, said)
     return AnchorContext(_as_root(root), frozenset(issues))
 
 
-def _shared_folder(paths: list[str]) -> str | None:
-    """The deepest folder every path is in, when there are two paths and it is deeper than
-    the top folders every path shares (``/home/me``)."""
+def _shared_folder(paths: list[str], texts: list[str]) -> str | None:
+    """The folder the session's absolute paths are relative to: of the folder they all share
+    and the ones above it (deeper than ``/home/me``), the one whose relative spellings the
+    session writes most (``lib/tax.ex`` for ``/repo/lib/tax.ex``: the root is ``/repo``, not
+    ``/repo/lib``); the shared folder itself when the session writes none."""
     if len(paths) < 2:
         return None
     common = os.path.commonpath([os.path.dirname(p) for p in paths])
-    return common if common.count("/") >= _MIN_ROOT_PARTS else None
+    candidates: list[str] = []
+    while common.count("/") >= _MIN_ROOT_PARTS and len(candidates) < _ROOT_CANDIDATES:
+        candidates.append(common)
+        common = os.path.dirname(common)
+    if len(candidates) < 2:
+        return candidates[0] if candidates else None
+    written = "\n".join(texts).lower()
+    sample = sorted({p.lower() for p in paths})[:_ROOT_PATHS]
+
+    def spelled_relative(folder: str) -> int:
+        relative = [p[len(folder) + 1 :] for p in sample]
+        # written as it is, not as the end of a longer path (``./lib/x`` is; ``repo/lib/x`` not)
+        return sum(len(re.findall(r"(?<![\w-]/)" + re.escape(r), written)) for r in relative if r)
+
+    best = max(candidates, key=spelled_relative)
+    return best if spelled_relative(best) > 0 else candidates[0]
 
 
 def _as_root(folder: Any) -> str | None:
