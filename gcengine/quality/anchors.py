@@ -35,6 +35,7 @@ from typing import Any
 
 from gcengine.anchors import AnchorKind, Found, argument_path, found_in
 from gcengine.messages import Message, MessageKind, PartType, Role
+from gcengine.quality import anchor_shapes as shapes
 from gcengine.quality.session_anchors import NO_CONTEXT, AnchorContext, issue_ids
 from gcengine.text import sentences
 
@@ -118,7 +119,8 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         AnchorClass.COMMITS,
         "commit hashes",
         2,
-        "hexadecimal words of 7 to 40 characters holding both a digit and a letter",
+        "hexadecimal words of 7 to 12 or 40 characters holding both a digit and a letter, "
+        "not parts of a UUID",
         "the exact state work started from or must return to",
     ),
     AnchorClassInfo(
@@ -315,7 +317,7 @@ def vocabulary_words(text: str) -> list[str]:
 
 _UNIT_WORDS = (
     "% ms µs us ns s sec secs second seconds min mins minute minutes h hr hrs hour hours day "
-    "days kb mb gb tb kib mib gib byte bytes token tokens k m px x rpm rps qps usd eur gbp "
+    "days kb mb gb tb kib mib gib byte bytes token tokens k m x rpm rps qps usd eur gbp "
     "lines files tests turns requests"
 )
 _UNITS = sorted(_UNIT_WORDS.split(), key=len, reverse=True)
@@ -330,7 +332,11 @@ _QUANTITY_START = re.compile(r"[$€£\d](?<![\w.$€£]\d)")
 _DIGIT = re.compile(r"\d")
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][0-9a-z.]+)?(?![\w.])")
 _HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
-_COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+# Seven to twelve digits (a short hash) or forty (a whole one), not a part of a UUID
+# (5a430368-9e91-...) or another hash's length (an MD5's 32).
+_COMMIT = re.compile(
+    r"(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])(?:[0-9a-f]{40}|[0-9a-f]{7,12})(?![\w-])"
+)
 # A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
 # looks for the run far faster than the pattern is tried at every character.
 _HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
@@ -340,24 +346,8 @@ _HEX_RUN = "\x01" * 7
 # start too (``\w*`` in front) backtracked through every word; and led by those words, the
 # search skips the text between them.
 _ERROR_WORD = re.compile(r"(?:error|exception)\b")
-# Errors as a topic, not one that happened ("error messages", "error handling").
-_GENERIC_ERROR = re.compile(r"\berrors? (?:messages?|handling|output|paths?|cases?|codes?)\b")
 _ERROR_MARK = re.compile(r"\b(?:traceback|failed)\b|\b(?:fail|fatal|panic):")
-# In raw output an error is a line that reports one, not code that names one ("raise
-# InvoiceError(...)" in a file that was read).
-# It reports one at its head, after what a tool writes first (a location, a time, a level, a
-# list marker): not a line of code that logs one (logger.error("sync failed")).
-_ERROR_LINE = re.compile(
-    r"^(?:[-*•❯×✗>|]+ )*(?:\S+:\d+(?::\d+)?:? )?(?:[\d:.]+ )?(?:\[\w+\] )?(?:e +)?"
-    r"(?:(?:\*\* \()?[\w.]*(?:error|exception|warning)\)?(?:\[[\w-]+\])?:|traceback\b|"
-    r"(?:fatal|panic|error)\b|(?:[\w.=~/-]+ ){0,4}failed\b)|\b\d+ failed\b"
-)
-# A line of a file as a read shows it (``  12→code``, cat -n's ``    12\tcode``).
-_SOURCE_LINE = re.compile(r"\s*\d+(?:→|\t)")
-_EXIT_CODE = re.compile(r"exit code \d+", re.IGNORECASE)
-# An ExUnit failure (``  1) test renders the page (SpotterWeb.PageTest)``).
-_FAILED_TEST = re.compile(r"\s*\d+\) test (.{3,120}?) \([\w.]+\)\s*$")
-# Every match of ``_ERROR_MARK`` and ``_ERROR_LINE`` holds one of these: text without any is
+# Every match of ``_ERROR_MARK`` and ``ERROR_LINE`` holds one of these: text without any is
 # not searched (``in`` costs a fraction of a search, which tries the pattern at every
 # character).
 _ERROR_MARK_CUES = ("traceback", "fail", "fatal:", "panic:")
@@ -377,19 +367,6 @@ _OPEN_WORK_WORDS = (
     r"follow-up|follow up|left to do|blocked"
 )
 _CONSTRAINT = re.compile(rf"\b(?:{_CONSTRAINT_WORDS})\b")
-# What a user's sentence that asks for something holds: a polite or direct ask, or a verb of
-# work at its start.
-_REQUEST = re.compile(
-    r"\b(?:please|can you|could you|would you|i want|i'd like|i need|we need|let's|make it)\b|"
-    r"^(?:add|fix|implement|make|run|check|create|update|remove|write|change|use|move|rename|"
-    r"refactor|investigate|review|commit|push|merge|close|open|start|continue|look|find|"
-    r"show|explain|test|build|deploy|debug|try|set|replace|delete|do|go|work)\b"
-)
-# What Claude Code puts in a user row that the user did not type.
-_INJECTED = ("<", "[request interrupted", "caveat:", "this session is being continued")
-REQUESTS_PER_PROMPT = 5
-_CHECKBOX = re.compile(r"^\s*[-*] \[[ xX]\] (.{3,200})$", re.MULTILINE)
-_QUESTION_TOOLS = frozenset({"AskUserQuestion"})
 _DECISION = re.compile(rf"\b(?:{_DECISION_WORDS})\b")
 _OPEN_WORK = re.compile(rf"\b(?:{_OPEN_WORK_WORDS})\b")
 
@@ -428,11 +405,6 @@ _CLASS_OF = {
     AnchorKind.URL: AnchorClass.URLS,
     AnchorKind.TAG: AnchorClass.ISSUES,
 }
-# A test function (pytest's test_cap, Go's and JUnit's TestCap), a pytest node id, an ExUnit
-# test.
-_TEST_NAME = re.compile(r"test_\w|Test[A-Z]")
-_TEST_ID = re.compile(r"[\w./-]+\.py(?:::[\w\[\]-]+)+|\btest \"[^\"\n]{3,120}\"")
-_ISSUE_URL = re.compile(r"//(?:www\.)?git(?:hub|lab)\.[\w./-]+/(?:issues|pull|merge_requests)/\d+")
 
 
 def _clip(text: str) -> str:
@@ -487,6 +459,13 @@ def _literal_anchors(
     unpathed = sentence
     for found in _in_order(raw):
         key = _folded(found.value)
+        if found.kind == AnchorKind.URL and shapes.NO_ADDRESS.search(key):
+            continue  # a template, a placeholder, a bare host or an empty search: no address
+        if found.kind == AnchorKind.TAG and (
+            shapes.COLOUR.search(sentence)
+            or (len(key) == 2 and not shapes.ISSUE_WORD.search(sentence))
+        ):
+            continue  # a colour (background: #333) or a label (Correction #4), no issue
         anchor_class = _class_of(found, key, sentence)
         if found.kind == AnchorKind.FILE:
             key = context.path_key(key)
@@ -508,7 +487,7 @@ def _literal_anchors(
             if (anchor := _literal_as_found(AnchorClass.ISSUES, issue, sentence, raw)) is not None:
                 yield anchor
     if "::" in sentence or 'test "' in sentence:
-        for match in _TEST_ID.finditer(sentence):
+        for match in shapes.TEST_ID.finditer(sentence):
             test = match.group(0).rstrip(".,;:!?(")
             if (anchor := _literal_as_found(AnchorClass.TESTS, test, sentence, raw)) is not None:
                 yield anchor
@@ -530,9 +509,9 @@ def _class_of(found: Found, key: str, sentence: str) -> AnchorClass:
     """The class of what ``gcengine.anchors`` found in a sentence: a test function is a test
     name, a link to an issue or pull request an issue, a tracker's ``PROJ-42`` an issue but in
     a sentence about an error (``BILL-4012``), an issue tag an issue."""
-    if found.kind == AnchorKind.NAME and _TEST_NAME.match(found.value):
+    if found.kind == AnchorKind.NAME and shapes.TEST_NAME.match(found.value):
         return AnchorClass.TESTS
-    if found.kind == AnchorKind.URL and _ISSUE_URL.search(key):
+    if found.kind == AnchorKind.URL and shapes.ISSUE_URL.search(key):
         return AnchorClass.ISSUES
     if found.kind == AnchorKind.CODE and "-" in key and key[0] != "[":
         return AnchorClass.ERRORS if _names_error(sentence) else AnchorClass.ISSUES
@@ -601,7 +580,7 @@ def _names_error(sentence: str) -> bool:
     """Whether a normalised sentence names an error: a word ending in error or exception,
     traceback, failed, or fail:, fatal: or panic:."""
     if "error" in sentence:
-        sentence = _GENERIC_ERROR.sub(" ", sentence)
+        sentence = shapes.GENERIC_ERROR.sub(" ", sentence)
     if ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence):
         return True
     return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
@@ -612,21 +591,30 @@ def _prose_anchors(
 ) -> Iterator[Anchor]:
     """A message's own text: its literal anchors and its sentences. ``prompt``: the user
     typed it (not an injected notice), so its requests count."""
-    if prompt and text.lstrip()[:40].lower().startswith(_INJECTED):
+    opening = text.lstrip()[:40].lower()
+    if opening.startswith(shapes.COMMAND_OUTPUT):
+        for raw, sentence in _sentence_pairs(text):  # a command's output, shown to the user
+            yield from _literal_anchors(raw, sentence, context)
+        return
+    if prompt and opening.startswith(shapes.INJECTED):
         prompt = False
     requests = 0
     if "[" in text:
-        for match in _CHECKBOX.finditer(text):
+        for match in shapes.CHECKBOX.finditer(text):
             item = match.group(1).strip()
             if anchor := _terms_anchor(AnchorClass.TASKS, item, " ".join(_folded(item).split())):
                 yield anchor
-    for raw, sentence in _sentence_pairs(text):
+    for raw, sentence, code in _prose_or_code(text):
         yield from _literal_anchors(raw, sentence, context)
-        asked = prompt and requests < REQUESTS_PER_PROMPT and _asks(sentence)
+        if code:
+            continue  # a line of code names what it handles (error, pending) and says nothing
+        asked = prompt and requests < shapes.REQUESTS_PER_PROMPT and _asks(sentence)
         request = asked and not _decides(sentence, speaker_is_user=True)
         if request and (anchor := _terms_anchor(AnchorClass.REQUESTS, raw, sentence)):
             requests += 1
             yield anchor
+        if shapes.HEADING.fullmatch(sentence) or shapes.NARRATION.match(sentence):
+            continue  # a heading announces, the agent's next step narrates: neither is a fact
         if _names_error(sentence) and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor
         if not _ANY_TRIGGER_WORD.search(sentence):
@@ -634,9 +622,21 @@ def _prose_anchors(
         decided = _decides(sentence, speaker_is_user=speaker_is_user)
         if decided and (anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence)):
             yield anchor
-        open_work = _OPEN_WORK.search(sentence)
+        open_work = _OPEN_WORK.search(sentence) and not shapes.CODE_VALUE.search(sentence)
         if open_work and (anchor := _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence)):
             yield anchor
+
+
+def _prose_or_code(text: str) -> Iterator[tuple[str, str, bool]]:
+    """(as written, normalised, whether it is code) for each sentence of ``text``: code is
+    what a fenced block (```) holds."""
+    if "```" not in text:
+        for raw, sentence in _sentence_pairs(text):
+            yield raw, sentence, False
+        return
+    for position, block in enumerate(text.split("```")):
+        for raw, sentence in _sentence_pairs(block):
+            yield raw, sentence, position % 2 == 1
 
 
 def _decides(sentence: str, *, speaker_is_user: bool) -> bool:
@@ -648,7 +648,7 @@ def _decides(sentence: str, *, speaker_is_user: bool) -> bool:
 
 def _asks(sentence: str) -> bool:
     """Whether a normalised sentence of the user's asks for something."""
-    return _REQUEST.search(sentence) is not None
+    return shapes.REQUEST.search(sentence) is not None
 
 
 def _answers(result: Any) -> Iterator[Anchor]:
@@ -691,7 +691,7 @@ def _call_anchors(args: dict[str, Any], context: AnchorContext) -> Iterator[Anch
 
 
 def _reports_error(sentence: str) -> bool:
-    """Whether a normalised sentence of output reports an error (``_ERROR_LINE``), searched
+    """Whether a normalised sentence of output reports an error (``ERROR_LINE``), searched
     for only when it holds what a match needs: "failed", one of the words a line starts
     with, or a colon and an error, exception or warning."""
     if not (
@@ -700,7 +700,7 @@ def _reports_error(sentence: str) -> bool:
         or (":" in sentence and _mentions(sentence, ("error", "exception", "warning")))
     ):
         return False
-    return _ERROR_LINE.search(sentence) is not None
+    return shapes.ERROR_LINE.search(sentence) is not None
 
 
 def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
@@ -711,12 +711,21 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
     failed result's first line, which is its error whatever it says).
     """
     found = 0
-    first = failed
-    for text in _strings(result):
+    texts = list(_strings(result))
+    # A failed result's first line is its error unless a later line reports one.
+    first = failed and not any(
+        _reports_error(" ".join(_folded(line).split()))
+        for text in texts
+        for line in text.splitlines()
+        if not shapes.SOURCE_LINE.match(line)
+    )
+    for text in texts:
         for line in text.splitlines():
-            if _SOURCE_LINE.match(line) or (first and _EXIT_CODE.fullmatch(line.strip())):
+            if shapes.SOURCE_LINE.match(line) or (
+                first and shapes.EXIT_CODE.fullmatch(line.strip())
+            ):
                 continue  # a line of a file read is code; an exit code says nothing yet
-            if "test " in line and (test := _FAILED_TEST.match(line)) is not None:
+            if "test " in line and (test := shapes.FAILED_TEST.match(line)) is not None:
                 name = f"test {test.group(1)}"
                 folded = " ".join(_folded(line).split())
                 tested = _literal_as_found(AnchorClass.TESTS, _folded(name), folded, line)
@@ -761,7 +770,7 @@ def message_anchors(message: Message, context: AnchorContext = NO_CONTEXT) -> li
             anchors.extend(_call_anchors(part.function_call.args, context))
         elif part.function_response is not None:
             response = part.function_response
-            if response.name in _QUESTION_TOOLS:
+            if response.name in shapes.QUESTION_TOOLS:
                 anchors.extend(_answers(response.result))
             else:
                 anchors.extend(_result_anchors(response.result, failed=response.is_error))

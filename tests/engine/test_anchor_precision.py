@@ -1,5 +1,5 @@
 """Anchors a reader agrees with: a hand-labelled sample of the anchors found in the real public
-transcripts (7 a class, seed 35, each labelled meaningful, weak or noise by reading it in its
+transcripts (up to 7 a class, seed 35, each labelled meaningful, weak or noise by reading it in its
 message), and the rules each class follows, with examples from those transcripts."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_the_sample_covers_every_class_that_the_transcripts_hold() -> None:
 
 
 @pytest.mark.xfail(
-    strict=True, reason="46 of 77 sampled anchors (60 %) are labelled meaningful so far"
+    strict=True, reason="56 of 72 sampled anchors (78 %) are labelled meaningful so far"
 )
 def test_most_sampled_anchors_are_meaningful() -> None:
     meaningful = sum(item["label"] == "meaningful" for item in SAMPLE)
