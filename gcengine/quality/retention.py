@@ -341,7 +341,10 @@ class AnchorScorer:
         if self._vocabulary is None:
             words: set[str] = set()
             for message in self._corpus:
-                words.update(vocabulary_words(self._view_of(message).text))
+                said = vocabulary_words(self._view_of(message).text)
+                words.update(said)
+                # a name said only inside a dotted one (SpotterWeb.Router, this.updateSession)
+                words.update(part for word in said if "." in word for part in word.split("."))
             self._vocabulary = frozenset(words)
         return self._vocabulary
 
@@ -512,8 +515,11 @@ def session_corpus(session: Session) -> list[Message]:
 
 
 def session_scorer(session: Session) -> AnchorScorer:
+    """A scorer of ``session``'s compactions: what its sub-agents said counts as said (an
+    anchor a summary takes from a sub-agent's report is not invented)."""
     counter = counter_by_name(session.token_counter)
-    return AnchorScorer(session_corpus(session), message_counts(session, counter, recorded=True))
+    corpus = [*session_corpus(session), *(m for agent in session.subagents for m in agent.history)]
+    return AnchorScorer(corpus, message_counts(session, counter, recorded=True))
 
 
 def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:

@@ -4,7 +4,9 @@ message), and the rules each class follows, with examples from those transcripts
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from functools import cache
 from pathlib import Path
 
@@ -159,3 +161,22 @@ def test_task_list_items_are_a_class() -> None:
         "wire the trace headers",
         "add the span macro",
     }
+
+
+def test_invented_is_only_what_nothing_the_history_held_names() -> None:
+    """Names the history writes inside dotted ones (SpotterWeb.Router) or only a sub-agent
+    wrote (JavaScript) are not invented; the one anchor Claude Code's summary names that
+    nothing before it did is the transcript file it points the agent to."""
+    session_id = "258c7280-ae70-4798-800f-63464d01a85d"
+    folder = FIXTURES / "formats" / "spotter"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.write(folder / f"{session_id}.jsonl", f"{session_id}.jsonl")
+        for path in sorted((folder / session_id / "subagents").glob("*.jsonl")):
+            archive.write(path, f"{session_id}/subagents/{path.name}")
+    session = gcengine.load_session(buffer.getvalue())
+    (retention,) = gcengine.score_observed_compactions(session).values()
+    assert retention.invented.checked > 100
+    assert [name.rsplit("/", 1)[-1] for name in retention.invented.examples] == [
+        f"{session_id}.jsonl"
+    ]
