@@ -19,7 +19,8 @@ whether a word is an anchor. An anchor is something a person would search for:
   one the writer marked as code (`` `convert` ``); the parts of a dotted or qualified name
   count on their own (``self.round_money``);
 * an error code: ``BILL-4012``, ruff's ``F401`` and ``SIM905``, TypeScript's ``TS2345``,
-  mypy's ``[arg-type]``;
+  mypy's ``[arg-type]`` at the end of its line (not a regex's ``[a-z]``, a CSS selector's
+  ``[data-id]`` or a log's ``[app-name]`` tag);
 * an http or https URL, with its query;
 * an issue tag: ``#412`` (not an HTML character reference, ``&#412;``).
 
@@ -94,7 +95,9 @@ _EDGES = ".:,-+@"
 _URL = re.compile(r"https?://[^\s<>\"'`)\]}|]+")
 _URL_END = ".,;:!?'\"(*"
 _BACKTICKED = re.compile(r"`([A-Za-z_][\w.-]{1,79})(?:\(\))?`")
-_BRACKETED_CODE = re.compile(r"\[[a-z]+(?:-[a-z]+)+\]")
+# mypy's code closes the line it reports on, after a space: not a regex's character class
+# ([a-z]), a CSS attribute selector (`[data-id]`, div[data-id]) or a log's tag ([app-name] ...).
+_BRACKETED_CODE = re.compile(r"(?<![^ \t\n])\[[a-z]{2,}(?:-[a-z]{2,})+\](?=[ \t]*(?:$|\n))")
 # The name before a call's "()": searched for in the few characters before each.
 _CALLED = re.compile(r"(?<!\w)[A-Za-z_][A-Za-z0-9_]{2,}\Z")
 _CALL_NAME_CHARS = 80

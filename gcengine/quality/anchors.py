@@ -35,6 +35,8 @@ from typing import Any
 
 from gcengine.anchors import AnchorKind, Found, argument_path, found_in
 from gcengine.messages import Message, MessageKind, PartType, Role
+from gcengine.quality import anchor_shapes as shapes
+from gcengine.quality.session_anchors import NO_CONTEXT, AnchorContext, issue_ids
 from gcengine.text import sentences
 
 
@@ -47,6 +49,10 @@ class AnchorClass(StrEnum):
     COMMITS = "commits"
     DECISIONS = "decisions"
     OPEN_WORK = "open_work"
+    ISSUES = "issues"
+    REQUESTS = "requests"
+    TESTS = "tests"
+    TASKS = "tasks"
 
 
 class MatchRule(StrEnum):
@@ -113,7 +119,8 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         AnchorClass.COMMITS,
         "commit hashes",
         2,
-        "hexadecimal words of 7 to 40 characters holding both a digit and a letter",
+        "hexadecimal words of 7 to 12 or 40 characters holding both a digit and a letter, "
+        "not parts of a UUID",
         "the exact state work started from or must return to",
     ),
     AnchorClassInfo(
@@ -133,6 +140,43 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         "follow-up or blocked, and pending or in-progress items of a todo tool's list",
         "what is left to do; losing it ends the task early or does it twice",
     ),
+    AnchorClassInfo(
+        AnchorClass.ISSUES,
+        "issue and ticket ids",
+        3,
+        "a tracker's ids (spotter-4te.3, and spotter-4te where the session names its children "
+        "or a tracker command names it), #123, PROJ-42 outside an error, and links to GitHub "
+        "or GitLab issues and pull requests",
+        "the work the session is for; an agent that loses the id closes or updates the wrong one",
+    ),
+    AnchorClassInfo(
+        AnchorClass.REQUESTS,
+        "the user's requests",
+        3,
+        "the sentences of the user's own prompts (not tool results, summaries or injected "
+        "notices) that ask for something (please, can you, I want, let's, or opening with a "
+        "verb of work such as fix, add or run) and are no decision, up to five a prompt; and "
+        "the user's answers to the agent's questions, as decisions",
+        "what the user asked for is the task; a summary that drops it leaves the agent "
+        "guessing, and answers to the agent's questions are the user's decisions",
+    ),
+    AnchorClassInfo(
+        AnchorClass.TESTS,
+        "test names",
+        2,
+        "pytest node ids (tests/test_tax.py::test_cap), test functions (test_cap, TestCap), "
+        'ExUnit tests (test "renders the page") and the failing tests a run lists',
+        "the check that says whether the work is done; a lost name means running everything "
+        "again or forgetting which one failed",
+    ),
+    AnchorClassInfo(
+        AnchorClass.TASKS,
+        "task-list items",
+        2,
+        "every item of a todo tool's list whatever its status, and markdown checkboxes "
+        "(- [ ] and - [x])",
+        "the plan the agent made; losing it repeats done items or skips planned ones",
+    ),
 )
 
 CLASS_INFO: dict[AnchorClass, AnchorClassInfo] = {c.anchor_class: c for c in ANCHOR_CLASSES}
@@ -143,6 +187,8 @@ LITERAL_CLASSES = frozenset(
         AnchorClass.NUMBERS,
         AnchorClass.URLS,
         AnchorClass.COMMITS,
+        AnchorClass.ISSUES,
+        AnchorClass.TESTS,
     }
 )
 
@@ -271,7 +317,7 @@ def vocabulary_words(text: str) -> list[str]:
 
 _UNIT_WORDS = (
     "% ms µs us ns s sec secs second seconds min mins minute minutes h hr hrs hour hours day "
-    "days kb mb gb tb kib mib gib byte bytes token tokens k m px x rpm rps qps usd eur gbp "
+    "days kb mb gb tb kib mib gib byte bytes token tokens k m x rpm rps qps usd eur gbp "
     "lines files tests turns requests"
 )
 _UNITS = sorted(_UNIT_WORDS.split(), key=len, reverse=True)
@@ -286,7 +332,11 @@ _QUANTITY_START = re.compile(r"[$€£\d](?<![\w.$€£]\d)")
 _DIGIT = re.compile(r"\d")
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][0-9a-z.]+)?(?![\w.])")
 _HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
-_COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+# Seven to twelve digits (a short hash) or forty (a whole one), not a part of a UUID
+# (5a430368-9e91-...) or another hash's length (an MD5's 32).
+_COMMIT = re.compile(
+    r"(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])(?:[0-9a-f]{40}|[0-9a-f]{7,12})(?![\w-])"
+)
 # A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
 # looks for the run far faster than the pattern is tried at every character.
 _HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
@@ -297,13 +347,7 @@ _HEX_RUN = "\x01" * 7
 # search skips the text between them.
 _ERROR_WORD = re.compile(r"(?:error|exception)\b")
 _ERROR_MARK = re.compile(r"\b(?:traceback|failed)\b|\b(?:fail|fatal|panic):")
-# In raw output an error is a line that reports one, not code that names one ("raise
-# InvoiceError(...)" in a file that was read).
-_ERROR_LINE = re.compile(
-    r"(?:^|\s)[\w.]*(?:error|exception|warning)(?:\[[\w-]+\])?:|^traceback\b|\bfailed\b|"
-    r"^(?:fatal|panic|error)\b"
-)
-# Every match of ``_ERROR_MARK`` and ``_ERROR_LINE`` holds one of these: text without any is
+# Every match of ``_ERROR_MARK`` and ``ERROR_LINE`` holds one of these: text without any is
 # not searched (``in`` costs a fraction of a search, which tries the pattern at every
 # character).
 _ERROR_MARK_CUES = ("traceback", "fail", "fatal:", "panic:")
@@ -359,7 +403,7 @@ _CLASS_OF = {
     AnchorKind.NAME: AnchorClass.IDENTIFIERS,
     AnchorKind.CODE: AnchorClass.ERRORS,
     AnchorKind.URL: AnchorClass.URLS,
-    AnchorKind.TAG: AnchorClass.NUMBERS,
+    AnchorKind.TAG: AnchorClass.ISSUES,
 }
 
 
@@ -400,7 +444,9 @@ def _as_written(key: str, raw: str) -> str:
     return raw[start : start + len(key)]
 
 
-def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
+def _literal_anchors(
+    raw: str, sentence: str, context: AnchorContext = NO_CONTEXT
+) -> Iterator[Anchor]:
     """Literal anchors of one sentence: ``raw`` as written (what ``gcengine.anchors`` reads,
     and to show each anchor as written) and ``sentence``, its normalised form (what numbers and
     commits are found in, and what every anchor is checked against).
@@ -413,7 +459,17 @@ def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
     unpathed = sentence
     for found in _in_order(raw):
         key = _folded(found.value)
-        if (anchor := _literal_as_found(_CLASS_OF[found.kind], key, sentence, raw)) is not None:
+        if found.kind == AnchorKind.URL and shapes.NO_ADDRESS.search(key):
+            continue  # a template, a placeholder, a bare host or an empty search: no address
+        if found.kind == AnchorKind.TAG and (
+            shapes.COLOUR.search(sentence)
+            or (len(key) == 2 and not shapes.ISSUE_WORD.search(sentence))
+        ):
+            continue  # a colour (background: #333) or a label (Correction #4), no issue
+        anchor_class = _class_of(found, key, sentence)
+        if found.kind == AnchorKind.FILE:
+            key = context.path_key(key)
+        if (anchor := _literal_as_found(anchor_class, key, sentence, raw)) is not None:
             yield anchor
         if found.kind == AnchorKind.URL or found.kind == AnchorKind.FILE:
             unpathed = unpathed.replace(key, " " * len(key))
@@ -426,6 +482,15 @@ def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
         has_unit = match.group(1) or match.group(3)
         if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)):
             yield anchor
+    if "-" in sentence:
+        for issue in issue_ids(sentence, context):
+            if (anchor := _literal_as_found(AnchorClass.ISSUES, issue, sentence, raw)) is not None:
+                yield anchor
+    if "::" in sentence or 'test "' in sentence:
+        for match in shapes.TEST_ID.finditer(sentence):
+            test = match.group(0).rstrip(".,;:!?(")
+            if (anchor := _literal_as_found(AnchorClass.TESTS, test, sentence, raw)) is not None:
+                yield anchor
     digits = _DIGIT.search(unpathed) is not None
     for match in _VERSION.finditer(unpathed) if digits and "." in unpathed else ():
         if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)) is not None:
@@ -438,6 +503,19 @@ def _literal_anchors(raw: str, sentence: str) -> Iterator[Anchor]:
     for match in _COMMIT.finditer(unpathed) if commits else ():
         if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence, raw)) is not None:
             yield anchor
+
+
+def _class_of(found: Found, key: str, sentence: str) -> AnchorClass:
+    """The class of what ``gcengine.anchors`` found in a sentence: a test function is a test
+    name, a link to an issue or pull request an issue, a tracker's ``PROJ-42`` an issue but in
+    a sentence about an error (``BILL-4012``), an issue tag an issue."""
+    if found.kind == AnchorKind.NAME and shapes.TEST_NAME.match(found.value):
+        return AnchorClass.TESTS
+    if found.kind == AnchorKind.URL and shapes.ISSUE_URL.search(key):
+        return AnchorClass.ISSUES
+    if found.kind == AnchorKind.CODE and "-" in key and key[0] != "[":
+        return AnchorClass.ERRORS if _names_error(sentence) else AnchorClass.ISSUES
+    return _CLASS_OF[found.kind]
 
 
 def _in_order(raw: str) -> Iterable[Found]:
@@ -501,30 +579,90 @@ def _mentions(sentence: str, cues: Iterable[str]) -> bool:
 def _names_error(sentence: str) -> bool:
     """Whether a normalised sentence names an error: a word ending in error or exception,
     traceback, failed, or fail:, fatal: or panic:."""
+    if "error" in sentence:
+        sentence = shapes.GENERIC_ERROR.sub(" ", sentence)
     if ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence):
         return True
     return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
 
 
-def _prose_anchors(text: str, *, speaker_is_user: bool) -> Iterator[Anchor]:
-    for raw, sentence in _sentence_pairs(text):
-        yield from _literal_anchors(raw, sentence)
+def _prose_anchors(
+    text: str, context: AnchorContext, *, speaker_is_user: bool, prompt: bool = False
+) -> Iterator[Anchor]:
+    """A message's own text: its literal anchors and its sentences. ``prompt``: the user
+    typed it (not an injected notice), so its requests count."""
+    opening = text.lstrip()[:40].lower()
+    if opening.startswith(shapes.COMMAND_OUTPUT):
+        for raw, sentence in _sentence_pairs(text):  # a command's output, shown to the user
+            yield from _literal_anchors(raw, sentence, context)
+        return
+    if prompt and opening.startswith(shapes.INJECTED):
+        prompt = False
+    requests = 0
+    if "[" in text:
+        for match in shapes.CHECKBOX.finditer(text):
+            item = match.group(1).strip()
+            if anchor := _terms_anchor(AnchorClass.TASKS, item, " ".join(_folded(item).split())):
+                yield anchor
+    for raw, sentence, code in _prose_or_code(text):
+        yield from _literal_anchors(raw, sentence, context)
+        if code:
+            continue  # a line of code names what it handles (error, pending) and says nothing
+        asked = prompt and requests < shapes.REQUESTS_PER_PROMPT and _asks(sentence)
+        request = asked and not _decides(sentence, speaker_is_user=True)
+        if request and (anchor := _terms_anchor(AnchorClass.REQUESTS, raw, sentence)):
+            requests += 1
+            yield anchor
+        if shapes.HEADING.fullmatch(sentence) or shapes.NARRATION.match(sentence):
+            continue  # a heading announces, the agent's next step narrates: neither is a fact
         if _names_error(sentence) and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor
         if not _ANY_TRIGGER_WORD.search(sentence):
             continue
-        decided = _DECISION.search(sentence) or (speaker_is_user and _CONSTRAINT.search(sentence))
+        decided = _decides(sentence, speaker_is_user=speaker_is_user)
         if decided and (anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence)):
             yield anchor
-        open_work = _OPEN_WORK.search(sentence)
+        open_work = _OPEN_WORK.search(sentence) and not shapes.CODE_VALUE.search(sentence)
         if open_work and (anchor := _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence)):
             yield anchor
 
 
-def _call_anchors(args: dict[str, Any]) -> Iterator[Anchor]:
+def _prose_or_code(text: str) -> Iterator[tuple[str, str, bool]]:
+    """(as written, normalised, whether it is code) for each sentence of ``text``: code is
+    what a fenced block (```) holds."""
+    if "```" not in text:
+        for raw, sentence in _sentence_pairs(text):
+            yield raw, sentence, False
+        return
+    for position, block in enumerate(text.split("```")):
+        for raw, sentence in _sentence_pairs(block):
+            yield raw, sentence, position % 2 == 1
+
+
+def _decides(sentence: str, *, speaker_is_user: bool) -> bool:
+    """Whether a normalised sentence is a decision: anyone's, or the user's constraint."""
+    if _DECISION.search(sentence):
+        return True
+    return speaker_is_user and _CONSTRAINT.search(sentence) is not None
+
+
+def _asks(sentence: str) -> bool:
+    """Whether a normalised sentence of the user's asks for something."""
+    return shapes.REQUEST.search(sentence) is not None
+
+
+def _answers(result: Any) -> Iterator[Anchor]:
+    """The user's answers to the agent's questions: decisions the user made."""
+    for text in _strings(result):
+        for raw, sentence in _sentence_pairs(text):
+            if anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence):
+                yield anchor
+
+
+def _call_anchors(args: dict[str, Any], context: AnchorContext) -> Iterator[Anchor]:
     path = argument_path(args)
     if path is not None:
-        key = normalised(path)
+        key = context.path_key(normalised(path))
         if (anchor := _literal_as_found(AnchorClass.PATHS, key, key, path)) is not None:
             yield anchor
     for key, value in args.items():
@@ -534,7 +672,12 @@ def _call_anchors(args: dict[str, Any]) -> Iterator[Anchor]:
                 continue
             status = str(todo.get("status", "")).lower()
             content = todo.get("content") or todo.get("title") or todo.get("text")
-            if status in _OPEN_TODO and isinstance(content, str):
+            if not isinstance(content, str):
+                continue
+            item = " ".join(_folded(content).split())
+            if (anchor := _terms_anchor(AnchorClass.TASKS, content.strip(), item)) is not None:
+                yield anchor
+            if status in _OPEN_TODO:
                 for raw, sentence in _sentence_pairs(content):
                     anchor = _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence)
                     if anchor is not None:
@@ -544,11 +687,11 @@ def _call_anchors(args: dict[str, Any]) -> Iterator[Anchor]:
             continue
         for text in _strings(value):
             for raw, sentence in _sentence_pairs(text):
-                yield from _literal_anchors(raw, sentence)
+                yield from _literal_anchors(raw, sentence, context)
 
 
 def _reports_error(sentence: str) -> bool:
-    """Whether a normalised sentence of output reports an error (``_ERROR_LINE``), searched
+    """Whether a normalised sentence of output reports an error (``ERROR_LINE``), searched
     for only when it holds what a match needs: "failed", one of the words a line starts
     with, or a colon and an error, exception or warning."""
     if not (
@@ -557,7 +700,7 @@ def _reports_error(sentence: str) -> bool:
         or (":" in sentence and _mentions(sentence, ("error", "exception", "warning")))
     ):
         return False
-    return _ERROR_LINE.search(sentence) is not None
+    return shapes.ERROR_LINE.search(sentence) is not None
 
 
 def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
@@ -568,9 +711,26 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
     failed result's first line, which is its error whatever it says).
     """
     found = 0
-    first = failed
-    for text in _strings(result):
+    texts = list(_strings(result))
+    # A failed result's first line is its error unless a later line reports one.
+    first = failed and not any(
+        _reports_error(" ".join(_folded(line).split()))
+        for text in texts
+        for line in text.splitlines()
+        if not shapes.SOURCE_LINE.match(line)
+    )
+    for text in texts:
         for line in text.splitlines():
+            if shapes.SOURCE_LINE.match(line) or (
+                first and shapes.EXIT_CODE.fullmatch(line.strip())
+            ):
+                continue  # a line of a file read is code; an exit code says nothing yet
+            if "test " in line and (test := shapes.FAILED_TEST.match(line)) is not None:
+                name = f"test {test.group(1)}"
+                folded = " ".join(_folded(line).split())
+                tested = _literal_as_found(AnchorClass.TESTS, _folded(name), folded, line)
+                if tested is not None:
+                    yield tested
             if not first and not _mentions(line.lower(), _ERROR_LINE_CUES):
                 continue
             for raw, sentence in _sentence_pairs(line):
@@ -591,21 +751,29 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
                             yield code
 
 
-def message_anchors(message: Message) -> list[Anchor]:
+def message_anchors(message: Message, context: AnchorContext = NO_CONTEXT) -> list[Anchor]:
     """The anchors a message holds for a model that no longer sees it: from its text, its
-    tool calls' arguments, and its tool results' error signatures."""
+    tool calls' arguments, and its tool results' error signatures. ``context`` is the
+    session's (``anchor_context``): the root its paths are relative to, the issue ids it
+    names."""
     speaker_is_user = message.kind is MessageKind.SUMMARY or (
         message.role is Role.USER and not message.is_function_response
     )
+    prompt = message.kind is MessageKind.CHAT and speaker_is_user
     anchors: list[Anchor] = []
     for part in message.parts:
         if part.type is PartType.TEXT and part.text:
-            anchors.extend(_prose_anchors(part.text, speaker_is_user=speaker_is_user))
+            anchors.extend(
+                _prose_anchors(part.text, context, speaker_is_user=speaker_is_user, prompt=prompt)
+            )
         elif part.function_call is not None:
-            anchors.extend(_call_anchors(part.function_call.args))
+            anchors.extend(_call_anchors(part.function_call.args, context))
         elif part.function_response is not None:
             response = part.function_response
-            anchors.extend(_result_anchors(response.result, failed=response.is_error))
+            if response.name in shapes.QUESTION_TOOLS:
+                anchors.extend(_answers(response.result))
+            else:
+                anchors.extend(_result_anchors(response.result, failed=response.is_error))
     return anchors
 
 

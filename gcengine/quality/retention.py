@@ -48,6 +48,7 @@ from gcengine.quality.anchors import (
     visible_pieces,
     vocabulary_words,
 )
+from gcengine.quality.session_anchors import AnchorContext, anchor_context
 from gcengine.session import ObservedCompaction, Session, message_counts
 from gcengine.tokens import counter_by_name
 
@@ -313,6 +314,11 @@ class AnchorScorer:
         # A scorer is shared by the requests previewing one session; its word count is not.
         self._lock = threading.Lock()
 
+    @cached_property
+    def context(self) -> AnchorContext:
+        """What the session's anchors are read with: its root, the issue ids it names."""
+        return anchor_context(self._corpus, (self._view_of(m).text for m in self._corpus))
+
     @property
     def corpus_messages(self) -> int:
         """How many messages it may come to remember: what bounds its memory."""
@@ -327,14 +333,18 @@ class AnchorScorer:
     def _anchors_of(self, message: Message) -> list[Anchor]:
         known = self._anchors.get(message.message_id)
         if known is None or known[0] is not message:
-            known = self._anchors[message.message_id] = (message, message_anchors(message))
+            anchors = message_anchors(message, self.context)
+            known = self._anchors[message.message_id] = (message, anchors)
         return known[1]
 
     def _vocabulary_words(self) -> frozenset[str]:
         if self._vocabulary is None:
             words: set[str] = set()
             for message in self._corpus:
-                words.update(vocabulary_words(self._view_of(message).text))
+                said = vocabulary_words(self._view_of(message).text)
+                words.update(said)
+                # a name said only inside a dotted one (SpotterWeb.Router, this.updateSession)
+                words.update(part for word in said if "." in word for part in word.split("."))
             self._vocabulary = frozenset(words)
         return self._vocabulary
 
@@ -505,8 +515,11 @@ def session_corpus(session: Session) -> list[Message]:
 
 
 def session_scorer(session: Session) -> AnchorScorer:
+    """A scorer of ``session``'s compactions: what its sub-agents said counts as said (an
+    anchor a summary takes from a sub-agent's report is not invented)."""
     counter = counter_by_name(session.token_counter)
-    return AnchorScorer(session_corpus(session), message_counts(session, counter, recorded=True))
+    corpus = [*session_corpus(session), *(m for agent in session.subagents for m in agent.history)]
+    return AnchorScorer(corpus, message_counts(session, counter, recorded=True))
 
 
 def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:

@@ -60,6 +60,12 @@ def test_paths_with_their_line_ranges_and_urls() -> None:
         ("paths", "src/billing/tax.py:38-40"),
         ("paths", "docs/billing.md"),
         ("urls", "https://example.com/issues/7"),
+        # the user asks for it
+        (
+            "requests",
+            "fix src/billing/tax.py:38-40 and docs/billing.md, as "
+            "https://example.com/issues/7 says.",
+        ),
     }
 
 
@@ -76,7 +82,7 @@ def test_identifiers_numbers_and_commits() -> None:
         ("numbers", "300 ms"),
         ("numbers", "$47500"),
         ("numbers", "3.12.3"),
-        ("numbers", "#412"),
+        ("issues", "#412"),
         ("numbers", "503"),
         ("commits", "a1b2c3d4e5"),
     }
@@ -225,6 +231,10 @@ def test_a_summary_is_credited_with_what_it_states_and_rewords_closely() -> None
         "decisions": (1, 1),
         # "switch round_money to half-up" holds 3 of "todo switch round_money half"
         "open_work": (1, 1),
+        "issues": (0, 0),
+        "requests": (0, 0),
+        "tests": (0, 0),
+        "tasks": (0, 0),
     }
     assert retention.score == pytest.approx((2 * 3 + 2 + 3 + 2) / (3 * 3 + 2 + 2 + 3 + 2))
     assert retention.of_class(AnchorClass.PATHS).lost == ["src/billing/tax.py:38"]
