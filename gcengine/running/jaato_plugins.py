@@ -422,23 +422,36 @@ def jaato_removals(
 
 
 def jaato_history(
-    new_history: Sequence[Message], originals: Mapping[int, Any], jaato: _Jaato
+    new_history: Sequence[Message], copies: Sequence[Message], history: Sequence[Any], jaato: _Jaato
 ) -> list[Any]:
     """The engine's new history as JAATO's: kept messages are the objects JAATO gave
-    (``originals``, by the identity of the engine's copy); a summary or notice the engine
-    wrote is made by JAATO's own helper."""
-    history: list[Any] = []
+    (``history``, whose engine copies are ``copies``, position by position); a summary or
+    notice the engine wrote is made by JAATO's own helper.
+
+    A kept message is found by the identity of its copy, or, when the engine kept it as a new
+    copy (a closing answer it marks as one while taking the tool work before it), as the next
+    message of JAATO's history under its id: a collection keeps messages in their order, so
+    the walk never goes back and repeated ids cannot swap them."""
+    at = {id(copy): position for position, copy in enumerate(copies)}
+    answer: list[Any] = []
+    after = 0  # the position in ``history`` after the last message kept
     for message in new_history:
-        original = originals.get(id(message))
-        if original is not None:
-            history.append(original)
+        position = at.get(id(message))
+        if position is None and message.kind is MessageKind.CHAT:
+            wanted = message.message_id
+            position = next(
+                (p for p in range(after, len(copies)) if copies[p].message_id == wanted), None
+            )
+        if position is not None:
+            answer.append(history[position])
+            after = position + 1
         elif message.kind is MessageKind.SUMMARY:
-            history.append(jaato.create_summary_message(_summary_body(message.text)))
+            answer.append(jaato.create_summary_message(_summary_body(message.text)))
         elif message.kind is MessageKind.NOTICE:
-            history.append(jaato.create_gc_notification_message(_notice_body(message.text)))
-        else:  # the engine only ever inserts summaries and notices
+            answer.append(jaato.create_gc_notification_message(_notice_body(message.text)))
+        else:  # the engine only ever keeps messages, inserts summaries and notices
             raise AssertionError(f"a message the engine did not keep nor write: {message}")
-    return history
+    return answer
 
 
 _SUMMARY_HEAD = "[Context Summary - Previous conversation compressed]\n"
@@ -604,10 +617,8 @@ class JaatoPlugin:
         )
         if not result.success:
             return list(history), jaato_result(result, self.name, reason, [], jaato)
-        # Kept messages are the engine's copies of JAATO's: back to JAATO's by identity.
-        originals = {id(copy): message for copy, message in zip(messages, history, strict=True)}
         removals = jaato_removals(result.removal_list, reading, jaato)
-        return jaato_history(new_history, originals, jaato), jaato_result(
+        return jaato_history(new_history, messages, history, jaato), jaato_result(
             result, self.name, reason, removals, jaato
         )
 

@@ -58,7 +58,15 @@ def history() -> list[Message]:
     return messages
 
 
-def session_budget(messages: list[Message], layout: str = "messages") -> InstructionBudget:
+def jaatos_policy(n: int) -> GCPolicy:
+    """A JAATO session's policy for message ``n``: the original request locked, the rest
+    ephemeral."""
+    return GCPolicy.LOCKED if n == 0 else GCPolicy.EPHEMERAL
+
+
+def session_budget(
+    messages: list[Message], layout: str = "messages", policy: Any = jaatos_policy
+) -> InstructionBudget:
     """The budget a JAATO session keeps: its system prompt locked, and a conversation child per
     message (``msg_<n>``, naming it), the original request locked, the rest ephemeral; or, with
     ``layout="turns"``, those children inside a child per turn (``turn_<n>``), the shape of a
@@ -68,14 +76,13 @@ def session_budget(messages: list[Message], layout: str = "messages") -> Instruc
     conversation = budget.get_entry(InstructionSource.CONVERSATION)
     for n, message in enumerate(messages):
         key, turn = f"msg_{n}", f"turn_{n // 4 + 1}"
-        policy = GCPolicy.LOCKED if n == 0 else GCPolicy.EPHEMERAL
         tokens = estimate_message_tokens(message)
         if layout == "messages":
             budget.add_child(
                 InstructionSource.CONVERSATION,
                 key,
                 tokens,
-                policy,
+                policy(n),
                 label=turn,
                 created_at=float(n),
                 message_ids=[message.message_id],
@@ -86,7 +93,7 @@ def session_budget(messages: list[Message], layout: str = "messages") -> Instruc
         conversation.children[turn].children[key] = SourceEntry(
             source=InstructionSource.CONVERSATION,
             tokens=tokens,
-            gc_policy=policy,
+            gc_policy=policy(n),
             label=key,
             created_at=float(n),
             message_ids=[message.message_id],
@@ -106,12 +113,12 @@ def usage(budget: InstructionBudget) -> dict[str, Any]:
 
 
 def collect_in_jaato(
-    name: str, layout: str = "messages"
+    name: str, layout: str = "messages", policy: Any = jaatos_policy
 ) -> tuple[list[Message], list[Message], GCResult, InstructionBudget]:
     plugin = discover_gc_plugins()[name]()
     plugin.initialize({"preserve_recent_turns": PRESERVE, "notify_on_gc": True})
     messages = history()
-    budget = session_budget(messages, layout)
+    budget = session_budget(messages, layout, policy)
     config = GCConfig(
         threshold_percent=80.0,
         target_percent=50.0,
@@ -238,3 +245,27 @@ def test_a_budget_of_turn_children_stays_in_step(name: str) -> None:
     assert {i for named in left.values() for i in named} >= kept - {
         m.message_id for m in new_history if m.parts[0].text and m.parts[0].text.startswith("[")
     }
+
+
+def engines_policy(n: int) -> GCPolicy:
+    """The policies the engine's own budget gives (what a budget restored from a session
+    file it wrote says): the original request locked, each tool call and its result
+    ephemeral, requests and the answer closing a turn's tool work preservable."""
+    if n == 0:
+        return GCPolicy.LOCKED
+    return GCPolicy.EPHEMERAL if n % 4 in (1, 2) else GCPolicy.PRESERVABLE
+
+
+def test_a_closing_answer_kept_while_its_tool_work_goes_is_jaatos_object() -> None:
+    """The budget strategy takes a turn's tool work and keeps the answer closing it, which the
+    engine marks as a closing answer (a new copy of it in the engine's history): in JAATO's
+    history the answer is still the very object JAATO gave."""
+    messages, new_history, result, _ = collect_in_jaato("gc_gcengine_budget", policy=engines_policy)
+    assert result.success, result.error
+    given = {id(m) for m in messages}
+    answers = [m for n, m in enumerate(messages) if n % 4 == 3]
+    kept_answers = [m for m in answers if m in new_history]
+    calls_gone = [m for n, m in enumerate(messages) if n % 4 == 1 and m not in new_history]
+    assert calls_gone, "the collection must take tool work"
+    assert len(kept_answers) == len(answers), "every closing answer stays"
+    assert all(id(m) in given for m in kept_answers)
