@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from operator import is_
 from typing import Any, ClassVar
 
-from gcengine._fast import construct, entry_maker
+from gcengine._fast import construct, cyclic_gc_paused, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
 from gcengine.gc.plan import BudgetLeaf, index_by_id
@@ -545,9 +545,28 @@ class JaatoPlugin:
     ) -> tuple[list[Any], Any]:
         """JAATO's ``collect``: the strategy run on JAATO's history and budget, answered in
         JAATO's objects. The given history and budget are never changed."""
-        # The cycle collector is left running: JAATO owns the process (cyclic_gc_paused is
-        # for the engine's own entry points).
-        return self._collect(history, context_usage, config, reason, budget)
+        if self._calls_back(config):
+            return self._collect(history, context_usage, config, reason, budget)
+        with cyclic_gc_paused():
+            return self._collect(history, context_usage, config, reason, budget)
+
+    def _calls_back(self, config: Any) -> bool:
+        """Whether a collection may call code of JAATO's (a ``summarizer`` callable, say).
+
+        Otherwise ``collect`` runs only the engine's own code, and pauses Python's cycle
+        collector while it does (``cyclic_gc_paused``): converting a history makes about ten
+        containers a message, and each time the collector walked its oldest generation it
+        walked JAATO's whole heap, which made a first collection several times slower. The
+        pause is the call's alone: it ends, in ``finally``, when ``collect`` returns or
+        raises, and leaves the collector as JAATO had it (off stays off; overlapping calls
+        keep it off until the last ends; objects JAATO froze stay frozen). What the engine
+        makes holds no cycle, so reference counting frees it; what another thread leaves in
+        a cycle meanwhile waits for the next full collection. Code of JAATO's may take as
+        long as it likes (an LLM call), so a collection that may call some runs with the
+        collector as JAATO left it."""
+        return any(map(callable, self._options.values())) or any(
+            map(callable, (config.plugin_config or {}).values())
+        )
 
     def _engine_history(self, history: Sequence[Any]) -> list[Message]:
         """The engine's copy of JAATO's history. JAATO hands a plugin the same message objects

@@ -9,6 +9,7 @@ with tool calls, an audio attachment and a pinned turn.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -269,3 +270,46 @@ def test_a_closing_answer_kept_while_its_tool_work_goes_is_jaatos_object() -> No
     assert calls_gone, "the collection must take tool work"
     assert len(kept_answers) == len(answers), "every closing answer stays"
     assert all(id(m) in given for m in kept_answers)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["jaato-left-it-on", "jaato-left-it-off"])
+@pytest.mark.parametrize("name", OURS)
+def test_a_collection_leaves_the_cycle_collector_as_jaato_had_it(name: str, enabled: bool) -> None:
+    """A plugin pauses Python's cycle collector for its own call only: after it, the collector
+    is on or off as JAATO left it, and nothing JAATO froze was unfrozen."""
+    was = gc.isenabled()
+    gc.freeze()  # objects JAATO froze (as a server does before forking) must stay frozen
+    frozen = gc.get_freeze_count()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        _, _, result, _ = collect_in_jaato(name)
+        assert result.success, result.error
+        assert gc.isenabled() is enabled
+        # Still frozen (a frozen object the collection let go of is freed, so the count may
+        # drop), and nothing newly frozen.
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_summarizer_of_jaatos_runs_with_the_collector_as_jaato_had_it() -> None:
+    """JAATO's own code (a summarizer callable, which may call an LLM for as long as it
+    takes) never runs with the collector paused by the plugin."""
+    seen: list[bool] = []
+
+    def summarizer(conversation: str) -> str:
+        seen.append(gc.isenabled())
+        return "The user asked for fixes to the modules."
+
+    plugin = discover_gc_plugins()["gc_gcengine_summarize"]()
+    plugin.initialize({"preserve_recent_turns": PRESERVE, "summarizer": summarizer})
+    messages = history()
+    budget = session_budget(messages)
+    config = GCConfig(threshold_percent=80.0, target_percent=50.0, preserve_recent_turns=PRESERVE)
+    assert gc.isenabled()
+    _, result = plugin.collect(
+        messages, usage(budget), config, GCTriggerReason.THRESHOLD, budget=budget
+    )
+    assert result.success, result.error
+    assert seen == [True]
