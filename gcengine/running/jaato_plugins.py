@@ -248,6 +248,8 @@ class BudgetReading:
 
 
 def read_budget(budget: Any) -> BudgetReading:
+    """One pass over JAATO's budget (see ``BudgetReading``): a session's conversation is a
+    leaf per message, so the loop reads each leaf's fields once, straight into the lists."""
     entries: dict[InstructionSource, SourceEntry] = {}
     reading = BudgetReading(construct(InstructionBudget), copied=False)
     tokens, policies, created, named = (
@@ -257,13 +259,46 @@ def read_budget(budget: Any) -> BudgetReading:
         reading.named,
     )
     owner = reading.owner
+    policy_of: dict[Any, GCPolicy] = {}  # JAATO's policies as the engine's, by member
     for jaato_source, entry in budget.entries.items():
         source = _SOURCES[jaato_source.value]
         if source is not InstructionSource.CONVERSATION:
             entries[source] = _engine_entry(entry)
             continue
         reading.conversation = entry
-        if _unnamed_tokens(entry):
+        # Tokens in a leaf naming no message (or in a conversation without children).
+        unnamed = not entry.children and bool(entry.tokens) and not entry.message_ids
+        for key, child in entry.children.items():
+            if child.children:
+                stack, nodes = [child], []
+                while stack:
+                    node = stack.pop()
+                    if node.children:
+                        stack.extend(node.children.values())
+                    else:
+                        nodes.append(node)
+            else:  # a session's budget: the child is the message's leaf
+                nodes = [child]
+            for node in nodes:
+                ids = node.message_ids
+                if not ids:
+                    unnamed = unnamed or bool(node.tokens)
+                    continue
+                count = node.tokens
+                tokens.append(count if type(count) is int and count > 0 else max(0, int(count)))
+                jaato_policy = node.gc_policy
+                policy = policy_of.get(jaato_policy)
+                if policy is None:
+                    policy = policy_of[jaato_policy] = _POLICIES[jaato_policy.value]
+                policies.append(policy)
+                created.append(node.created_at)
+                named.append(ids)
+                if len(ids) == 1:
+                    owner.setdefault(ids[0], key)
+                else:
+                    for message_id in ids:
+                        owner.setdefault(message_id, key)
+        if unnamed:
             entries[source] = _engine_entry(entry)
             reading.copied = True
         else:
@@ -279,22 +314,6 @@ def read_budget(budget: Any) -> BudgetReading:
                     "message_ids": [],
                 }
             )
-        for key, child in entry.children.items():
-            stack = [child]
-            while stack:
-                node = stack.pop()
-                if node.children:
-                    stack.extend(node.children.values())
-                    continue
-                ids = node.message_ids
-                if not ids:
-                    continue
-                tokens.append(max(0, int(node.tokens)))
-                policies.append(_POLICIES[node.gc_policy.value])
-                created.append(node.created_at)
-                named.append(ids)
-                for message_id in ids:
-                    owner.setdefault(message_id, key)
     reading.budget = construct(
         InstructionBudget,
         session_id=budget.session_id or "",
@@ -304,13 +323,6 @@ def read_budget(budget: Any) -> BudgetReading:
         entries=entries,
     )
     return reading
-
-
-def _unnamed_tokens(entry: Any) -> bool:
-    """Whether a JAATO entry holds tokens that no leaf naming messages carries."""
-    if not entry.children:
-        return bool(entry.tokens) and not entry.message_ids
-    return any(_unnamed_tokens(child) for child in entry.children.values())
 
 
 def _engine_entry(entry: Any) -> SourceEntry:
