@@ -21,12 +21,14 @@ import base64
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import is_
+from itertools import chain, compress, count
+from operator import attrgetter, is_, is_not
 from typing import Any, ClassVar
 
 from gcengine._fast import construct, cyclic_gc_paused, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
+from gcengine.conversation import ConversationIndex
 from gcengine.gc.plan import BudgetLeaf, index_by_id
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
@@ -512,6 +514,8 @@ class JaatoPlugin:
         # The engine's copy of each message of the last history collected, by the JAATO
         # object's identity, with what it was made from (see ``_engine_history``).
         self._converted: dict[int, tuple[Any, str, Any, tuple[Any, ...], Message]] = {}
+        # What the last collection read, to take over what has not changed since.
+        self._last: _LastRead | None = None
 
     @property
     def name(self) -> str:
@@ -525,12 +529,14 @@ class JaatoPlugin:
     def shutdown(self) -> None:
         self._options = {}
         self._converted = {}
+        self._last = None
         self._strategy.shutdown()
 
     def reset_for_next_session(self) -> None:
         """JAATO asks plugins shared between sessions to forget per-session state: the
         messages remembered from the last collection."""
         self._converted = {}
+        self._last = None
 
     def should_collect(self, context_usage: Mapping[str, Any], config: Any) -> tuple[bool, Any]:
         """JAATO's media pressure first (its own check, in bytes), then the strategy's
@@ -588,9 +594,11 @@ class JaatoPlugin:
         (``dataclasses.replace``, as its media eviction does), never edits one in place. Only
         the last history's messages are remembered. A message reused makes nothing new: the
         cycle collector, left running in JAATO's process, walks whatever is made."""
-        known = self._converted
-        messages = []
-        for message in history:
+        last, known = self._last, self._converted
+        seen = _Seen.of(history)
+        same = last.seen.unchanged_head(seen) if last is not None and seen is not None else 0
+        messages = last.messages[:same] if last is not None else []
+        for message in history[same:]:
             hit = known.get(id(message))
             parts = message.parts or ()
             if (
@@ -614,6 +622,7 @@ class JaatoPlugin:
             present = set(map(id, history))
             for stale in [k for k in known if k not in present]:
                 del known[stale]
+        self._last = _LastRead(history=list(history), seen=seen, messages=messages)
         return messages
 
     def _collect(
@@ -626,13 +635,12 @@ class JaatoPlugin:
     ) -> tuple[list[Any], Any]:
         jaato = _jaato()
         policy = engine_config(self.spec, config, self._options)
+        last = self._last
         messages = self._engine_history(history)
         reading = read_budget(budget) if budget is not None else None
         index = None
         if reading is not None and not reading.copied:
-            index, _ = index_by_id(
-                messages, turn_layout(messages), reading.leaves(), _COUNTER, budgeted=True
-            )
+            index = self._index(messages, reading, last)
         try:
             engine_reason = GCTriggerReason(reason.value)
         except ValueError:  # media pressure: the engine collects as for a threshold
@@ -652,6 +660,113 @@ class JaatoPlugin:
         return jaato_history(new_history, messages, history, jaato), jaato_result(
             result, self.name, reason, removals, jaato
         )
+
+    def _index(
+        self, messages: list[Message], reading: BudgetReading, last: _LastRead | None
+    ) -> ConversationIndex:
+        """The engine's index of the history from JAATO's budget: the last collection's when
+        the history is the very same messages and the budget's leaves read the same (a history
+        collected again before JAATO changed anything), else made again (on the last layout,
+        when only the budget changed)."""
+        leaves = _LeafFigures.of(reading)
+        now = self._last
+        assert now is not None  # ``_engine_history`` has just read the history
+        previous = last.index if last is not None else None
+        if previous is not None and not (
+            len(now.messages) == len(previous.messages)
+            and all(map(is_, now.messages, previous.messages))
+        ):
+            previous = None
+        if previous is not None and last is not None and last.leaves == leaves:
+            index = previous
+        else:
+            # The same messages lay out alike: a budget JAATO rebuilt with new times (as it
+            # does after each response) still reuses the layout.
+            layout = previous.layout if previous is not None else turn_layout(messages)
+            index, _ = index_by_id(messages, layout, reading.leaves(), _COUNTER, budgeted=True)
+        now.index, now.leaves = index, leaves
+        return index
+
+
+_MESSAGE_ID = attrgetter("message_id")
+_ROLE = attrgetter("role")
+_PARTS = attrgetter("parts")
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What a history's messages were when read: each message's id, role and part objects, as
+    flat lists compared at C speed (a history has tens of thousands of messages)."""
+
+    messages: list[Any]
+    ids: list[Any]
+    roles: list[Any]
+    counts: list[int]
+    parts: list[Any]
+
+    @classmethod
+    def of(cls, history: Sequence[Any]) -> _Seen | None:
+        """None for a history with a message without a list of parts (read one by one)."""
+        try:
+            lists = list(map(_PARTS, history))
+            counts = list(map(len, lists))
+            parts = list(chain.from_iterable(lists))
+        except TypeError:
+            return None
+        return cls(
+            list(history), list(map(_MESSAGE_ID, history)), list(map(_ROLE, history)), counts, parts
+        )
+
+    def unchanged_head(self, now: _Seen) -> int:
+        """How many messages ``now`` begins with that are the very objects this history began
+        with, with the same ids, roles and part objects (0 when any of those changed)."""
+        size = min(len(self.messages), len(now.messages))
+        head = next(compress(count(), map(is_not, self.messages, now.messages)), size)
+        if not head:
+            return 0
+        width = sum(now.counts[:head])
+        if (
+            now.ids[:head] != self.ids[:head]
+            or not all(map(is_, now.roles[:head], self.roles))
+            or now.counts[:head] != self.counts[:head]
+            or not all(map(is_, now.parts[:width], self.parts))
+        ):
+            return 0
+        return head
+
+
+@dataclass(frozen=True)
+class _LeafFigures:
+    """A budget's conversation leaves as read (``BudgetReading``), compared at C speed: the
+    ids they name flattened, since JAATO's lists of ids are its own and may change."""
+
+    tokens: list[int]
+    policies: list[GCPolicy]
+    created: list[float | None]
+    sizes: list[int]
+    ids: list[str]
+
+    @classmethod
+    def of(cls, reading: BudgetReading) -> _LeafFigures:
+        return cls(
+            list(reading.tokens),
+            list(reading.policies),
+            list(reading.created),
+            list(map(len, reading.named)),
+            list(chain.from_iterable(reading.named)),
+        )
+
+
+@dataclass
+class _LastRead:
+    """The last history a plugin collected, as read: JAATO's messages and what they were
+    (``seen``), their engine copies, and the index made of them with the budget's leaves."""
+
+    history: list[Any]
+    seen: _Seen | None
+    messages: list[Message]
+    index: ConversationIndex | None = None
+    leaves: _LeafFigures | None = None
 
 
 def _plugin_class(spec: StrategySpec) -> type[JaatoPlugin]:

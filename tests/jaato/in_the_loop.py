@@ -313,3 +313,57 @@ def test_a_summarizer_of_jaatos_runs_with_the_collector_as_jaato_had_it() -> Non
     )
     assert result.success, result.error
     assert seen == [True]
+
+
+def answer_of(plugin: Any, messages: list[Message], budget: InstructionBudget) -> Any:
+    """What a collection gives, comparably: the history by identity, the removals' keys,
+    tokens and messages, the figures."""
+    config = GCConfig(threshold_percent=80.0, target_percent=50.0, preserve_recent_turns=PRESERVE)
+    new, result = plugin.collect(
+        messages, usage(budget), config, GCTriggerReason.THRESHOLD, budget=budget
+    )
+    removals = [(r.child_key, r.tokens_freed, list(r.message_ids)) for r in result.removal_list]
+    kept = [id(m) if id(m) in {id(g) for g in messages} else m.parts[0].text for m in new]
+    return kept, removals, result.tokens_before, result.tokens_after
+
+
+def fresh_plugin() -> Any:
+    """The summarize plugin: its summary is written from the messages as the plugin read
+    them, so a message read stale would show in the answer."""
+    plugin = discover_gc_plugins()["gc_gcengine_summarize"]()
+    plugin.initialize({"preserve_recent_turns": PRESERVE})
+    return plugin
+
+
+def test_a_plugin_collecting_again_answers_as_a_new_one() -> None:
+    """A plugin keeps what it read of a history for the next collection: whatever JAATO
+    changed in between (a part replaced, a message's budget figure or policy), the answer is
+    the one a plugin seeing the history for the first time gives."""
+    plugin = fresh_plugin()
+    messages = history()
+    budget = session_budget(messages)
+    first = answer_of(plugin, messages, budget)
+    assert first == answer_of(fresh_plugin(), messages, budget)
+    # The same history and budget again: the same answer.
+    assert answer_of(plugin, messages, budget) == first
+
+    # JAATO replaces a part of an old request (as its media eviction replaces parts) and
+    # rebuilds the budget: the summary follows the new text.
+    messages[4].parts[0] = Part(text="Turn 1: rename the zebra_crossing module, please.")
+    budget = session_budget(messages)
+    again = answer_of(plugin, messages, budget)
+    assert again == answer_of(fresh_plugin(), messages, budget)
+    assert again != first
+
+    # Only the budget changed: the old turns are now locked, and the plugin reads that.
+    budget = session_budget(
+        messages, policy=lambda n: GCPolicy.LOCKED if n < 40 else jaatos_policy(n)
+    )
+    locked = answer_of(plugin, messages, budget)
+    assert locked == answer_of(fresh_plugin(), messages, budget)
+    assert locked != again
+
+    # JAATO appends turns: the answer is a new plugin's on the longer history.
+    messages += history()[:8]
+    budget = session_budget(messages)
+    assert answer_of(plugin, messages, budget) == answer_of(fresh_plugin(), messages, budget)
