@@ -104,6 +104,17 @@ def test_a_kept_closing_answer_stays_preservable_after_a_run_and_a_save() -> Non
         assert {i for i in preservable if policies[i] is not GCPolicy.PRESERVABLE} == set()
 
 
+def test_a_run_keeping_marked_closing_answers_leaves_the_budget_its_history_has() -> None:
+    """A run keeps closing answers as marked copies (the same parts, other metadata): the
+    budget after it, which reuses the figures of the one before, is the budget rebuilt from
+    scratch."""
+    session = demo(60)
+    outcome = run_gc(session, shipped("jaato_repo_gc.json", target_percent=2))
+    assert any(m.metadata.get("closes_tool_loop") for m in outcome.session.history)
+    counter = gcengine.counter_by_name(session.token_counter)
+    assert outcome.session.budget == gcengine.rebuild_budget(outcome.session, counter)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED)
 def test_jaato_shipped_policies_on_a_3000_turn_session_stop_once_and_say_so(name: str) -> None:
