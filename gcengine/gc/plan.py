@@ -196,13 +196,20 @@ def index_by_id(
     policies: dict[str, GCPolicy] = {}
     created: dict[str, float] = {}
     for leaf_tokens, policy, created_at, message_ids in leaves:
+        if len(message_ids) == 1:  # a leaf per message, as a session's budget has
+            message_id = message_ids[0]
+            tokens[message_id] = leaf_tokens
+            policies[message_id] = policy
+            created[message_id] = created_at or 0.0
+            continue
         share, remainder = divmod(leaf_tokens, len(message_ids))
         for position, message_id in enumerate(message_ids):
             tokens[message_id] = share + (remainder if position == 0 else 0)
             policies[message_id] = policy
             created[message_id] = created_at or 0.0
     original = None if budgeted else original_request(history)
-    for position, message in enumerate(history):
+    unnamed = set(layout.message_ids).difference(tokens.keys())
+    for position, message in enumerate(history if unnamed else ()):
         if message.message_id not in tokens:
             tokens[message.message_id] = count_message(message, counter)
             policies[message.message_id] = (
