@@ -196,12 +196,6 @@ def index_by_id(
     policies: dict[str, GCPolicy] = {}
     created: dict[str, float] = {}
     for leaf_tokens, policy, created_at, message_ids in leaves:
-        if len(message_ids) == 1:  # a leaf per message, as a session's budget has
-            message_id = message_ids[0]
-            tokens[message_id] = leaf_tokens
-            policies[message_id] = policy
-            created[message_id] = created_at or 0.0
-            continue
         share, remainder = divmod(leaf_tokens, len(message_ids))
         for position, message_id in enumerate(message_ids):
             tokens[message_id] = share + (remainder if position == 0 else 0)
@@ -710,8 +704,6 @@ def _closing_answers_kept(
         if removed.issuperset(range(start, end)):  # a turn taken whole keeps nothing
             continue
         closing = closing_answer_ids(history[start:end])
-        if not closing:
-            continue
         for position in range(start, end):
             message = history[position]
             if (
@@ -719,15 +711,13 @@ def _closing_answers_kept(
                 and position not in removed
                 and message.metadata.get(CLOSING_ANSWER_KEY) is not True
             ):
-                # Every field as the message has it, the mark added: no validation and no
-                # pydantic copy (a run keeping thousands of closing answers made each copy).
-                marked[position] = _new_message(
+                marked[position] = _new_message(  # a copy without pydantic's cost
                     {**message.__dict__, "metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
                 )
     return marked
 
 
-_new_message = entry_maker(Message)
+_new_message = entry_maker(Message)  # every field given: the message's, the mark added
 
 
 def apply(

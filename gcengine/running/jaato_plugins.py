@@ -21,8 +21,8 @@ import base64
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, count, repeat
-from operator import attrgetter, is_, is_not, not_
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, not_
 from typing import Any, ClassVar
 
 from gcengine._fast import construct, cyclic_gc_paused, entry_maker
@@ -43,6 +43,7 @@ from gcengine.messages import (
     Role,
     turn_layout,
 )
+from gcengine.running.jaato_seen import LastRead, LeafFigures, Seen
 from gcengine.strategies import STRATEGY_SPECS
 from gcengine.strategies.spec import StrategySpec
 from gcengine.tokens import ApproxCounter, TokenCounter
@@ -237,8 +238,13 @@ class BudgetReading:
     def child(self, key: str) -> tuple[int, list[str]]:
         """Top-level conversation child ``key`` of JAATO's budget: its tokens (its leaves')
         and every message it names."""
+        node = self.conversation.children[key]
+        if not node.children:  # a session's budget: the message's leaf
+            if not node.message_ids:
+                return 0, []
+            return max(0, int(node.tokens)), list(node.message_ids)
         total, every = 0, []
-        stack = [self.conversation.children[key]]
+        stack = [node]
         while stack:
             node = stack.pop()
             if node.children:
@@ -356,9 +362,10 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
     if children and not (set(map(type, counts)) == {int} and min(counts) >= 0):
         counts = [max(0, int(c)) for c in counts]
     jaato_policies = list(map(_POLICY, children))
-    policy_of = {p: _POLICIES[p.value] for p in set(jaato_policies)}
+    # By the members' identity: hashing a member of JAATO's enum runs Python code.
+    policy_of = {id(p): _POLICIES[p.value] for p in {id(p): p for p in jaato_policies}.values()}
     reading.tokens += counts
-    reading.policies += map(policy_of.__getitem__, jaato_policies)
+    reading.policies += map(policy_of.__getitem__, map(id, jaato_policies))
     reading.created += map(_CREATED, children)
     reading.named += names
     # Each id's first child owns it: the pairs in reverse, so the first is written last.
@@ -489,6 +496,9 @@ def jaato_history(
     message of JAATO's history under its id: a collection keeps messages in their order, so
     the walk never goes back and repeated ids cannot swap them."""
     at = {id(copy): position for position, copy in enumerate(copies)}
+    kept = list(map(at.get, map(id, new_history)))
+    if None not in kept:  # only messages kept as they were: every one is JAATO's
+        return list(map(history.__getitem__, kept))  # type: ignore[arg-type]
     answer: list[Any] = []
     after = 0  # the position in ``history`` after the last message kept
     for message in new_history:
@@ -557,7 +567,7 @@ class JaatoPlugin:
         # object's identity, with what it was made from (see ``_engine_history``).
         self._converted: dict[int, tuple[Any, str, Any, tuple[Any, ...], Message]] = {}
         # What the last collection read, to take over what has not changed since.
-        self._last: _LastRead | None = None
+        self._last: LastRead | None = None
 
     @property
     def name(self) -> str:
@@ -634,11 +644,14 @@ class JaatoPlugin:
         the new turns), so a message converted last time is reused while it is the same
         object with the same id, role and part objects; JAATO replaces a part to change it
         (``dataclasses.replace``, as its media eviction does), never edits one in place. Only
-        the last history's messages are remembered. A message reused makes nothing new: the
-        cycle collector, left running in JAATO's process, walks whatever is made."""
+        the last history's messages are remembered. A message reused makes nothing new. The
+        messages the history begins with that the last one began with, unchanged, are taken
+        over at once (``Seen``: compared a field at a time), as when JAATO only appended."""
         last, known = self._last, self._converted
-        seen = _Seen.of(history)
-        same = last.seen.unchanged_head(seen) if last is not None and seen is not None else 0
+        seen = Seen.of(history)
+        same = 0
+        if last is not None and last.seen is not None and seen is not None:
+            same = last.seen.unchanged_head(seen)
         messages = last.messages[:same] if last is not None else []
         for message in history[same:]:
             hit = known.get(id(message))
@@ -664,7 +677,7 @@ class JaatoPlugin:
             present = set(map(id, history))
             for stale in [k for k in known if k not in present]:
                 del known[stale]
-        self._last = _LastRead(history=list(history), seen=seen, messages=messages)
+        self._last = LastRead(seen=seen, messages=messages)
         return messages
 
     def _collect(
@@ -704,13 +717,13 @@ class JaatoPlugin:
         )
 
     def _index(
-        self, messages: list[Message], reading: BudgetReading, last: _LastRead | None
+        self, messages: list[Message], reading: BudgetReading, last: LastRead | None
     ) -> ConversationIndex:
         """The engine's index of the history from JAATO's budget: the last collection's when
         the history is the very same messages and the budget's leaves read the same (a history
         collected again before JAATO changed anything), else made again (on the last layout,
         when only the budget changed)."""
-        leaves = _LeafFigures.of(reading)
+        leaves = LeafFigures.of(reading.tokens, reading.policies, reading.created, reading.named)
         now = self._last
         assert now is not None  # ``_engine_history`` has just read the history
         previous = last.index if last is not None else None
@@ -728,87 +741,6 @@ class JaatoPlugin:
             index, _ = index_by_id(messages, layout, reading.leaves(), _COUNTER, budgeted=True)
         now.index, now.leaves = index, leaves
         return index
-
-
-_MESSAGE_ID = attrgetter("message_id")
-_ROLE = attrgetter("role")
-_PARTS = attrgetter("parts")
-
-
-@dataclass(frozen=True)
-class _Seen:
-    """What a history's messages were when read: each message's id, role and part objects, as
-    flat lists compared at C speed (a history has tens of thousands of messages)."""
-
-    messages: list[Any]
-    ids: list[Any]
-    roles: list[Any]
-    counts: list[int]
-    parts: list[Any]
-
-    @classmethod
-    def of(cls, history: Sequence[Any]) -> _Seen | None:
-        """None for a history with a message without a list of parts (read one by one)."""
-        try:
-            lists = list(map(_PARTS, history))
-            counts = list(map(len, lists))
-            parts = list(chain.from_iterable(lists))
-        except TypeError:
-            return None
-        return cls(
-            list(history), list(map(_MESSAGE_ID, history)), list(map(_ROLE, history)), counts, parts
-        )
-
-    def unchanged_head(self, now: _Seen) -> int:
-        """How many messages ``now`` begins with that are the very objects this history began
-        with, with the same ids, roles and part objects (0 when any of those changed)."""
-        size = min(len(self.messages), len(now.messages))
-        head = next(compress(count(), map(is_not, self.messages, now.messages)), size)
-        if not head:
-            return 0
-        width = sum(now.counts[:head])
-        if (
-            now.ids[:head] != self.ids[:head]
-            or not all(map(is_, now.roles[:head], self.roles))
-            or now.counts[:head] != self.counts[:head]
-            or not all(map(is_, now.parts[:width], self.parts))
-        ):
-            return 0
-        return head
-
-
-@dataclass(frozen=True)
-class _LeafFigures:
-    """A budget's conversation leaves as read (``BudgetReading``), compared at C speed: the
-    ids they name flattened, since JAATO's lists of ids are its own and may change."""
-
-    tokens: list[int]
-    policies: list[GCPolicy]
-    created: list[float | None]
-    sizes: list[int]
-    ids: list[str]
-
-    @classmethod
-    def of(cls, reading: BudgetReading) -> _LeafFigures:
-        return cls(
-            list(reading.tokens),
-            list(reading.policies),
-            list(reading.created),
-            list(map(len, reading.named)),
-            list(chain.from_iterable(reading.named)),
-        )
-
-
-@dataclass
-class _LastRead:
-    """The last history a plugin collected, as read: JAATO's messages and what they were
-    (``seen``), their engine copies, and the index made of them with the budget's leaves."""
-
-    history: list[Any]
-    seen: _Seen | None
-    messages: list[Message]
-    index: ConversationIndex | None = None
-    leaves: _LeafFigures | None = None
 
 
 def _plugin_class(spec: StrategySpec) -> type[JaatoPlugin]:
