@@ -21,12 +21,14 @@ import base64
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import is_
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, not_
 from typing import Any, ClassVar
 
-from gcengine._fast import construct, entry_maker
+from gcengine._fast import construct, cyclic_gc_paused, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
+from gcengine.conversation import ConversationIndex
 from gcengine.gc.plan import BudgetLeaf, index_by_id
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
@@ -41,6 +43,7 @@ from gcengine.messages import (
     Role,
     turn_layout,
 )
+from gcengine.running.jaato_seen import LastRead, LeafFigures, Seen
 from gcengine.strategies import STRATEGY_SPECS
 from gcengine.strategies.spec import StrategySpec
 from gcengine.tokens import ApproxCounter, TokenCounter
@@ -235,8 +238,13 @@ class BudgetReading:
     def child(self, key: str) -> tuple[int, list[str]]:
         """Top-level conversation child ``key`` of JAATO's budget: its tokens (its leaves')
         and every message it names."""
+        node = self.conversation.children[key]
+        if not node.children:  # a session's budget: the message's leaf
+            if not node.message_ids:
+                return 0, []
+            return max(0, int(node.tokens)), list(node.message_ids)
         total, every = 0, []
-        stack = [self.conversation.children[key]]
+        stack = [node]
         while stack:
             node = stack.pop()
             if node.children:
@@ -248,6 +256,8 @@ class BudgetReading:
 
 
 def read_budget(budget: Any) -> BudgetReading:
+    """One pass over JAATO's budget (see ``BudgetReading``): a session's conversation is a
+    leaf per message, so the loop reads each leaf's fields once, straight into the lists."""
     entries: dict[InstructionSource, SourceEntry] = {}
     reading = BudgetReading(construct(InstructionBudget), copied=False)
     tokens, policies, created, named = (
@@ -257,13 +267,49 @@ def read_budget(budget: Any) -> BudgetReading:
         reading.named,
     )
     owner = reading.owner
+    policy_of: dict[Any, GCPolicy] = {}  # JAATO's policies as the engine's, by member
     for jaato_source, entry in budget.entries.items():
         source = _SOURCES[jaato_source.value]
         if source is not InstructionSource.CONVERSATION:
             entries[source] = _engine_entry(entry)
             continue
         reading.conversation = entry
-        if _unnamed_tokens(entry):
+        # Tokens in a leaf naming no message (or in a conversation without children).
+        unnamed = not entry.children and bool(entry.tokens) and not entry.message_ids
+        flat = _flat_leaves(entry, reading)
+        if flat is not None:
+            unnamed = unnamed or flat
+        for key, child in () if flat is not None else entry.children.items():
+            if child.children:
+                stack, nodes = [child], []
+                while stack:
+                    node = stack.pop()
+                    if node.children:
+                        stack.extend(node.children.values())
+                    else:
+                        nodes.append(node)
+            else:  # a session's budget: the child is the message's leaf
+                nodes = [child]
+            for node in nodes:
+                ids = node.message_ids
+                if not ids:
+                    unnamed = unnamed or bool(node.tokens)
+                    continue
+                count = node.tokens
+                tokens.append(count if type(count) is int and count > 0 else max(0, int(count)))
+                jaato_policy = node.gc_policy
+                policy = policy_of.get(jaato_policy)
+                if policy is None:
+                    policy = policy_of[jaato_policy] = _POLICIES[jaato_policy.value]
+                policies.append(policy)
+                created.append(node.created_at)
+                named.append(ids)
+                if len(ids) == 1:
+                    owner.setdefault(ids[0], key)
+                else:
+                    for message_id in ids:
+                        owner.setdefault(message_id, key)
+        if unnamed:
             entries[source] = _engine_entry(entry)
             reading.copied = True
         else:
@@ -279,22 +325,6 @@ def read_budget(budget: Any) -> BudgetReading:
                     "message_ids": [],
                 }
             )
-        for key, child in entry.children.items():
-            stack = [child]
-            while stack:
-                node = stack.pop()
-                if node.children:
-                    stack.extend(node.children.values())
-                    continue
-                ids = node.message_ids
-                if not ids:
-                    continue
-                tokens.append(max(0, int(node.tokens)))
-                policies.append(_POLICIES[node.gc_policy.value])
-                created.append(node.created_at)
-                named.append(ids)
-                for message_id in ids:
-                    owner.setdefault(message_id, key)
     reading.budget = construct(
         InstructionBudget,
         session_id=budget.session_id or "",
@@ -306,11 +336,44 @@ def read_budget(budget: Any) -> BudgetReading:
     return reading
 
 
-def _unnamed_tokens(entry: Any) -> bool:
-    """Whether a JAATO entry holds tokens that no leaf naming messages carries."""
-    if not entry.children:
-        return bool(entry.tokens) and not entry.message_ids
-    return any(_unnamed_tokens(child) for child in entry.children.values())
+_CHILDREN = attrgetter("children")
+_NAMES = attrgetter("message_ids")
+_TOKENS = attrgetter("tokens")
+_POLICY = attrgetter("gc_policy")
+_CREATED = attrgetter("created_at")
+
+
+def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
+    """``read_budget``'s loop for a conversation whose children are all leaves (a session's
+    budget: a child per message), at C speed, a field at a time; None, reading nothing, for
+    any other. Else whether a leaf holds tokens naming no message."""
+    children = list(entry.children.values())
+    if any(map(_CHILDREN, children)):
+        return None
+    names = list(map(_NAMES, children))
+    counts = list(map(_TOKENS, children))
+    unnamed = any(compress(counts, map(not_, names)))
+    if not all(names):  # leaves naming no message are not read
+        children = list(compress(children, names))
+        keys = list(compress(entry.children.keys(), names))
+        names, counts = list(compress(names, names)), list(compress(counts, names))
+    else:
+        keys = list(entry.children.keys())
+    if children and not (set(map(type, counts)) == {int} and min(counts) >= 0):
+        counts = [max(0, int(c)) for c in counts]
+    jaato_policies = list(map(_POLICY, children))
+    # By the members' identity: hashing a member of JAATO's enum runs Python code.
+    policy_of = {id(p): _POLICIES[p.value] for p in {id(p): p for p in jaato_policies}.values()}
+    reading.tokens += counts
+    reading.policies += map(policy_of.__getitem__, map(id, jaato_policies))
+    reading.created += map(_CREATED, children)
+    reading.named += names
+    # Each id's first child owns it: the pairs in reverse, so the first is written last.
+    sizes = list(map(len, names))
+    ids = list(chain.from_iterable(names))
+    owners = list(chain.from_iterable(map(repeat, keys, sizes)))
+    reading.owner.update(zip(reversed(ids), reversed(owners), strict=True))
+    return unnamed
 
 
 def _engine_entry(entry: Any) -> SourceEntry:
@@ -422,23 +485,39 @@ def jaato_removals(
 
 
 def jaato_history(
-    new_history: Sequence[Message], originals: Mapping[int, Any], jaato: _Jaato
+    new_history: Sequence[Message], copies: Sequence[Message], history: Sequence[Any], jaato: _Jaato
 ) -> list[Any]:
     """The engine's new history as JAATO's: kept messages are the objects JAATO gave
-    (``originals``, by the identity of the engine's copy); a summary or notice the engine
-    wrote is made by JAATO's own helper."""
-    history: list[Any] = []
+    (``history``, whose engine copies are ``copies``, position by position); a summary or
+    notice the engine wrote is made by JAATO's own helper.
+
+    A kept message is found by the identity of its copy, or, when the engine kept it as a new
+    copy (a closing answer it marks as one while taking the tool work before it), as the next
+    message of JAATO's history under its id: a collection keeps messages in their order, so
+    the walk never goes back and repeated ids cannot swap them."""
+    at = {id(copy): position for position, copy in enumerate(copies)}
+    kept = list(map(at.get, map(id, new_history)))
+    if None not in kept:  # only messages kept as they were: every one is JAATO's
+        return list(map(history.__getitem__, kept))  # type: ignore[arg-type]
+    answer: list[Any] = []
+    after = 0  # the position in ``history`` after the last message kept
     for message in new_history:
-        original = originals.get(id(message))
-        if original is not None:
-            history.append(original)
+        position = at.get(id(message))
+        if position is None and message.kind is MessageKind.CHAT:
+            wanted = message.message_id
+            position = next(
+                (p for p in range(after, len(copies)) if copies[p].message_id == wanted), None
+            )
+        if position is not None:
+            answer.append(history[position])
+            after = position + 1
         elif message.kind is MessageKind.SUMMARY:
-            history.append(jaato.create_summary_message(_summary_body(message.text)))
+            answer.append(jaato.create_summary_message(_summary_body(message.text)))
         elif message.kind is MessageKind.NOTICE:
-            history.append(jaato.create_gc_notification_message(_notice_body(message.text)))
-        else:  # the engine only ever inserts summaries and notices
+            answer.append(jaato.create_gc_notification_message(_notice_body(message.text)))
+        else:  # the engine only ever keeps messages, inserts summaries and notices
             raise AssertionError(f"a message the engine did not keep nor write: {message}")
-    return history
+    return answer
 
 
 _SUMMARY_HEAD = "[Context Summary - Previous conversation compressed]\n"
@@ -487,6 +566,8 @@ class JaatoPlugin:
         # The engine's copy of each message of the last history collected, by the JAATO
         # object's identity, with what it was made from (see ``_engine_history``).
         self._converted: dict[int, tuple[Any, str, Any, tuple[Any, ...], Message]] = {}
+        # What the last collection read, to take over what has not changed since.
+        self._last: LastRead | None = None
 
     @property
     def name(self) -> str:
@@ -500,12 +581,14 @@ class JaatoPlugin:
     def shutdown(self) -> None:
         self._options = {}
         self._converted = {}
+        self._last = None
         self._strategy.shutdown()
 
     def reset_for_next_session(self) -> None:
         """JAATO asks plugins shared between sessions to forget per-session state: the
         messages remembered from the last collection."""
         self._converted = {}
+        self._last = None
 
     def should_collect(self, context_usage: Mapping[str, Any], config: Any) -> tuple[bool, Any]:
         """JAATO's media pressure first (its own check, in bytes), then the strategy's
@@ -532,9 +615,28 @@ class JaatoPlugin:
     ) -> tuple[list[Any], Any]:
         """JAATO's ``collect``: the strategy run on JAATO's history and budget, answered in
         JAATO's objects. The given history and budget are never changed."""
-        # The cycle collector is left running: JAATO owns the process (cyclic_gc_paused is
-        # for the engine's own entry points).
-        return self._collect(history, context_usage, config, reason, budget)
+        if self._calls_back(config):
+            return self._collect(history, context_usage, config, reason, budget)
+        with cyclic_gc_paused():
+            return self._collect(history, context_usage, config, reason, budget)
+
+    def _calls_back(self, config: Any) -> bool:
+        """Whether a collection may call code of JAATO's (a ``summarizer`` callable, say).
+
+        Otherwise ``collect`` runs only the engine's own code, and pauses Python's cycle
+        collector while it does (``cyclic_gc_paused``): converting a history makes about ten
+        containers a message, and each time the collector walked its oldest generation it
+        walked JAATO's whole heap, which made a first collection several times slower. The
+        pause is the call's alone: it ends, in ``finally``, when ``collect`` returns or
+        raises, and leaves the collector as JAATO had it (off stays off; overlapping calls
+        keep it off until the last ends; objects JAATO froze stay frozen). What the engine
+        makes holds no cycle, so reference counting frees it; what another thread leaves in
+        a cycle meanwhile waits for the next full collection. Code of JAATO's may take as
+        long as it likes (an LLM call), so a collection that may call some runs with the
+        collector as JAATO left it."""
+        return any(map(callable, self._options.values())) or any(
+            map(callable, (config.plugin_config or {}).values())
+        )
 
     def _engine_history(self, history: Sequence[Any]) -> list[Message]:
         """The engine's copy of JAATO's history. JAATO hands a plugin the same message objects
@@ -542,11 +644,16 @@ class JaatoPlugin:
         the new turns), so a message converted last time is reused while it is the same
         object with the same id, role and part objects; JAATO replaces a part to change it
         (``dataclasses.replace``, as its media eviction does), never edits one in place. Only
-        the last history's messages are remembered. A message reused makes nothing new: the
-        cycle collector, left running in JAATO's process, walks whatever is made."""
-        known = self._converted
-        messages = []
-        for message in history:
+        the last history's messages are remembered. A message reused makes nothing new. The
+        messages the history begins with that the last one began with, unchanged, are taken
+        over at once (``Seen``: compared a field at a time), as when JAATO only appended."""
+        last, known = self._last, self._converted
+        seen = Seen.of(history)
+        same = 0
+        if last is not None and last.seen is not None and seen is not None:
+            same = last.seen.unchanged_head(seen)
+        messages = last.messages[:same] if last is not None else []
+        for message in history[same:]:
             hit = known.get(id(message))
             parts = message.parts or ()
             if (
@@ -570,6 +677,7 @@ class JaatoPlugin:
             present = set(map(id, history))
             for stale in [k for k in known if k not in present]:
                 del known[stale]
+        self._last = LastRead(seen=seen, messages=messages)
         return messages
 
     def _collect(
@@ -582,13 +690,12 @@ class JaatoPlugin:
     ) -> tuple[list[Any], Any]:
         jaato = _jaato()
         policy = engine_config(self.spec, config, self._options)
+        last = self._last
         messages = self._engine_history(history)
         reading = read_budget(budget) if budget is not None else None
         index = None
         if reading is not None and not reading.copied:
-            index, _ = index_by_id(
-                messages, turn_layout(messages), reading.leaves(), _COUNTER, budgeted=True
-            )
+            index = self._index(messages, reading, last)
         try:
             engine_reason = GCTriggerReason(reason.value)
         except ValueError:  # media pressure: the engine collects as for a threshold
@@ -604,12 +711,36 @@ class JaatoPlugin:
         )
         if not result.success:
             return list(history), jaato_result(result, self.name, reason, [], jaato)
-        # Kept messages are the engine's copies of JAATO's: back to JAATO's by identity.
-        originals = {id(copy): message for copy, message in zip(messages, history, strict=True)}
         removals = jaato_removals(result.removal_list, reading, jaato)
-        return jaato_history(new_history, originals, jaato), jaato_result(
+        return jaato_history(new_history, messages, history, jaato), jaato_result(
             result, self.name, reason, removals, jaato
         )
+
+    def _index(
+        self, messages: list[Message], reading: BudgetReading, last: LastRead | None
+    ) -> ConversationIndex:
+        """The engine's index of the history from JAATO's budget: the last collection's when
+        the history is the very same messages and the budget's leaves read the same (a history
+        collected again before JAATO changed anything), else made again (on the last layout,
+        when only the budget changed)."""
+        leaves = LeafFigures.of(reading.tokens, reading.policies, reading.created, reading.named)
+        now = self._last
+        assert now is not None  # ``_engine_history`` has just read the history
+        previous = last.index if last is not None else None
+        if previous is not None and not (
+            len(now.messages) == len(previous.messages)
+            and all(map(is_, now.messages, previous.messages))
+        ):
+            previous = None
+        if previous is not None and last is not None and last.leaves == leaves:
+            index = previous
+        else:
+            # The same messages lay out alike: a budget JAATO rebuilt with new times (as it
+            # does after each response) still reuses the layout.
+            layout = previous.layout if previous is not None else turn_layout(messages)
+            index, _ = index_by_id(messages, layout, reading.leaves(), _COUNTER, budgeted=True)
+        now.index, now.leaves = index, leaves
+        return index
 
 
 def _plugin_class(spec: StrategySpec) -> type[JaatoPlugin]:

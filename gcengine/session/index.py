@@ -142,7 +142,9 @@ def index_conversation(
             known = _old_figures(old, old_turn) if old_turn is not None else {}
             for offset, message in enumerate(turn_messages):
                 was = known.get(id(message)) if known else None
-                message_tokens, made_by = was[1] if was and was[0] is message else figure(message)
+                if was is None or was[0] is not message:
+                    was = _copy_in(known, message) if known else None
+                message_tokens, made_by = was[1] if was else figure(message)
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
                 policies.append(message_policy(message, original, closing, clarifications))
@@ -215,6 +217,23 @@ def _old_figures(
     start, stop = old.layout.span(turn)
     tokens, counted_by, messages = old.tokens, old.counted_by, old.messages
     return {id(messages[p]): (messages[p], (tokens[p], counted_by[p])) for p in range(start, stop)}
+
+
+def _copy_in(
+    known: dict[int, tuple[Message, tuple[int, str]]], message: Message
+) -> tuple[Message, tuple[int, str]] | None:
+    """The figure of the message ``known`` holds that ``message`` is a copy of, with other
+    metadata only (a closing answer a collection kept and marked as one): the same id, role
+    and kind, and the very same parts, so the same figure. None for none."""
+    for old, figure in known.values():
+        if (
+            old.parts is message.parts
+            and old.message_id == message.message_id
+            and old.role is message.role
+            and old.kind is message.kind
+        ):
+            return old, figure
+    return None
 
 
 def _in_turns[T: tuple[Any, ...]](found: Sequence[T], first: int, end: int) -> Sequence[T]:

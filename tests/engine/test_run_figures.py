@@ -26,6 +26,7 @@ from gcengine import (
     run_gc,
 )
 from gcengine.strategies import STRATEGY_SPECS
+from gcengine.synthetic import SessionShape, generate_session_file
 from gcengine.tokens import TokenCounter
 from gcengine.window import with_context_limit
 from tests.engine.conftest import EXAMPLES
@@ -102,6 +103,22 @@ def test_a_kept_closing_answer_stays_preservable_after_a_run_and_a_save() -> Non
     for after in (outcome.session, load_session(gcengine.dump_session(outcome.session))):
         policies = leaf_policies(after)
         assert {i for i in preservable if policies[i] is not GCPolicy.PRESERVABLE} == set()
+
+
+def test_a_run_keeping_marked_closing_answers_leaves_the_budget_its_history_has() -> None:
+    """A run keeps closing answers as marked copies (the same parts, other metadata): the
+    budget after it, which reuses the figures of the one before, is the budget rebuilt from
+    scratch."""
+    session = gcengine.load_session(generate_session_file(SessionShape(turns=300, seed=300)))
+    session = session.model_copy(
+        update={"context_limit": session.budget.total_tokens() * 100 // 85}
+    )
+    counter = gcengine.counter_by_name(session.token_counter)
+    session.budget = gcengine.rebuild_budget(session, counter)
+    policy = {"type": "budget", "threshold_percent": 80, "target_percent": 60}
+    outcome = run_gc(session, gcengine.load_gc_config(policy, env={}))
+    assert any(m.metadata.get("closes_tool_loop") for m in outcome.session.history)
+    assert outcome.session.budget == gcengine.rebuild_budget(outcome.session, counter)
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ with tool calls, an audio attachment and a pinned turn.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -58,7 +59,15 @@ def history() -> list[Message]:
     return messages
 
 
-def session_budget(messages: list[Message], layout: str = "messages") -> InstructionBudget:
+def jaatos_policy(n: int) -> GCPolicy:
+    """A JAATO session's policy for message ``n``: the original request locked, the rest
+    ephemeral."""
+    return GCPolicy.LOCKED if n == 0 else GCPolicy.EPHEMERAL
+
+
+def session_budget(
+    messages: list[Message], layout: str = "messages", policy: Any = jaatos_policy
+) -> InstructionBudget:
     """The budget a JAATO session keeps: its system prompt locked, and a conversation child per
     message (``msg_<n>``, naming it), the original request locked, the rest ephemeral; or, with
     ``layout="turns"``, those children inside a child per turn (``turn_<n>``), the shape of a
@@ -68,14 +77,13 @@ def session_budget(messages: list[Message], layout: str = "messages") -> Instruc
     conversation = budget.get_entry(InstructionSource.CONVERSATION)
     for n, message in enumerate(messages):
         key, turn = f"msg_{n}", f"turn_{n // 4 + 1}"
-        policy = GCPolicy.LOCKED if n == 0 else GCPolicy.EPHEMERAL
         tokens = estimate_message_tokens(message)
         if layout == "messages":
             budget.add_child(
                 InstructionSource.CONVERSATION,
                 key,
                 tokens,
-                policy,
+                policy(n),
                 label=turn,
                 created_at=float(n),
                 message_ids=[message.message_id],
@@ -86,7 +94,7 @@ def session_budget(messages: list[Message], layout: str = "messages") -> Instruc
         conversation.children[turn].children[key] = SourceEntry(
             source=InstructionSource.CONVERSATION,
             tokens=tokens,
-            gc_policy=policy,
+            gc_policy=policy(n),
             label=key,
             created_at=float(n),
             message_ids=[message.message_id],
@@ -106,12 +114,12 @@ def usage(budget: InstructionBudget) -> dict[str, Any]:
 
 
 def collect_in_jaato(
-    name: str, layout: str = "messages"
+    name: str, layout: str = "messages", policy: Any = jaatos_policy
 ) -> tuple[list[Message], list[Message], GCResult, InstructionBudget]:
     plugin = discover_gc_plugins()[name]()
     plugin.initialize({"preserve_recent_turns": PRESERVE, "notify_on_gc": True})
     messages = history()
-    budget = session_budget(messages, layout)
+    budget = session_budget(messages, layout, policy)
     config = GCConfig(
         threshold_percent=80.0,
         target_percent=50.0,
@@ -238,3 +246,124 @@ def test_a_budget_of_turn_children_stays_in_step(name: str) -> None:
     assert {i for named in left.values() for i in named} >= kept - {
         m.message_id for m in new_history if m.parts[0].text and m.parts[0].text.startswith("[")
     }
+
+
+def engines_policy(n: int) -> GCPolicy:
+    """The policies the engine's own budget gives (what a budget restored from a session
+    file it wrote says): the original request locked, each tool call and its result
+    ephemeral, requests and the answer closing a turn's tool work preservable."""
+    if n == 0:
+        return GCPolicy.LOCKED
+    return GCPolicy.EPHEMERAL if n % 4 in (1, 2) else GCPolicy.PRESERVABLE
+
+
+def test_a_closing_answer_kept_while_its_tool_work_goes_is_jaatos_object() -> None:
+    """The budget strategy takes a turn's tool work and keeps the answer closing it, which the
+    engine marks as a closing answer (a new copy of it in the engine's history): in JAATO's
+    history the answer is still the very object JAATO gave."""
+    messages, new_history, result, _ = collect_in_jaato("gc_gcengine_budget", policy=engines_policy)
+    assert result.success, result.error
+    given = {id(m) for m in messages}
+    answers = [m for n, m in enumerate(messages) if n % 4 == 3]
+    kept_answers = [m for m in answers if m in new_history]
+    calls_gone = [m for n, m in enumerate(messages) if n % 4 == 1 and m not in new_history]
+    assert calls_gone, "the collection must take tool work"
+    assert len(kept_answers) == len(answers), "every closing answer stays"
+    assert all(id(m) in given for m in kept_answers)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["jaato-left-it-on", "jaato-left-it-off"])
+@pytest.mark.parametrize("name", OURS)
+def test_a_collection_leaves_the_cycle_collector_as_jaato_had_it(name: str, enabled: bool) -> None:
+    """A plugin pauses Python's cycle collector for its own call only: after it, the collector
+    is on or off as JAATO left it, and nothing JAATO froze was unfrozen."""
+    was = gc.isenabled()
+    gc.freeze()  # objects JAATO froze (as a server does before forking) must stay frozen
+    frozen = gc.get_freeze_count()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        _, _, result, _ = collect_in_jaato(name)
+        assert result.success, result.error
+        assert gc.isenabled() is enabled
+        # Still frozen (a frozen object the collection let go of is freed, so the count may
+        # drop), and nothing newly frozen.
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_summarizer_of_jaatos_runs_with_the_collector_as_jaato_had_it() -> None:
+    """JAATO's own code (a summarizer callable, which may call an LLM for as long as it
+    takes) never runs with the collector paused by the plugin."""
+    seen: list[bool] = []
+
+    def summarizer(conversation: str) -> str:
+        seen.append(gc.isenabled())
+        return "The user asked for fixes to the modules."
+
+    plugin = discover_gc_plugins()["gc_gcengine_summarize"]()
+    plugin.initialize({"preserve_recent_turns": PRESERVE, "summarizer": summarizer})
+    messages = history()
+    budget = session_budget(messages)
+    config = GCConfig(threshold_percent=80.0, target_percent=50.0, preserve_recent_turns=PRESERVE)
+    assert gc.isenabled()
+    _, result = plugin.collect(
+        messages, usage(budget), config, GCTriggerReason.THRESHOLD, budget=budget
+    )
+    assert result.success, result.error
+    assert seen == [True]
+
+
+def answer_of(plugin: Any, messages: list[Message], budget: InstructionBudget) -> Any:
+    """What a collection gives, comparably: the history by identity, the removals' keys,
+    tokens and messages, the figures."""
+    config = GCConfig(threshold_percent=80.0, target_percent=50.0, preserve_recent_turns=PRESERVE)
+    new, result = plugin.collect(
+        messages, usage(budget), config, GCTriggerReason.THRESHOLD, budget=budget
+    )
+    removals = [(r.child_key, r.tokens_freed, list(r.message_ids)) for r in result.removal_list]
+    kept = [id(m) if id(m) in {id(g) for g in messages} else m.parts[0].text for m in new]
+    return kept, removals, result.tokens_before, result.tokens_after
+
+
+def fresh_plugin() -> Any:
+    """The summarize plugin: its summary is written from the messages as the plugin read
+    them, so a message read stale would show in the answer."""
+    plugin = discover_gc_plugins()["gc_gcengine_summarize"]()
+    plugin.initialize({"preserve_recent_turns": PRESERVE})
+    return plugin
+
+
+def test_a_plugin_collecting_again_answers_as_a_new_one() -> None:
+    """A plugin keeps what it read of a history for the next collection: whatever JAATO
+    changed in between (a part replaced, a message's budget figure or policy), the answer is
+    the one a plugin seeing the history for the first time gives."""
+    plugin = fresh_plugin()
+    messages = history()
+    budget = session_budget(messages)
+    first = answer_of(plugin, messages, budget)
+    assert first == answer_of(fresh_plugin(), messages, budget)
+    # The same history and budget again: the same answer.
+    assert answer_of(plugin, messages, budget) == first
+
+    # JAATO replaces a part of an old request (as its media eviction replaces parts) and
+    # rebuilds the budget: the summary follows the new text.
+    messages[4].parts[0] = Part(text="Turn 1: rename the zebra_crossing module, please.")
+    budget = session_budget(messages)
+    again = answer_of(plugin, messages, budget)
+    assert again == answer_of(fresh_plugin(), messages, budget)
+    assert again != first
+
+    # Only the budget changed: the old turns are now locked, and the plugin reads that.
+    budget = session_budget(
+        messages, policy=lambda n: GCPolicy.LOCKED if n < 40 else jaatos_policy(n)
+    )
+    locked = answer_of(plugin, messages, budget)
+    assert locked == answer_of(fresh_plugin(), messages, budget)
+    assert locked != again
+
+    # JAATO appends turns: the answer is a new plugin's on the longer history.
+    messages += history()[:8]
+    budget = session_budget(messages)
+    assert answer_of(plugin, messages, budget) == answer_of(fresh_plugin(), messages, budget)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
-from gcengine._fast import construct
+from gcengine._fast import construct, entry_maker
 from gcengine.gc.types import (
     GCRemovalItem,
     GCResult,
@@ -101,22 +101,26 @@ def _closing_answers_kept(
     by position, marked as closing answers (``CLOSING_ANSWER_KEY``): their policy must
     outlive the tool work that told it, or the next run of the same policy would take them."""
     marked: dict[int, Message] = {}
+    history, span = collection.history, collection.layout.span
     for turn in touched:
-        start, end = collection.layout.span(turn)
-        if all(p in removed for p in range(start, end)):
+        start, end = span(turn)
+        if removed.issuperset(range(start, end)):  # a turn taken whole keeps nothing
             continue
-        messages = collection.history[start:end]
-        closing = closing_answer_ids(messages)
-        for position, message in enumerate(messages, start):
+        closing = closing_answer_ids(history[start:end])
+        for position in range(start, end):
+            message = history[position]
             if (
                 message.message_id in closing
                 and position not in removed
                 and message.metadata.get(CLOSING_ANSWER_KEY) is not True
             ):
-                marked[position] = message.model_copy(
-                    update={"metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
+                marked[position] = _new_message(  # a copy without pydantic's cost
+                    {**message.__dict__, "metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
                 )
     return marked
+
+
+_new_message = entry_maker(Message)  # every field given: the message's, the mark added
 
 
 def apply(

@@ -165,7 +165,8 @@ def index_by_id(
             policies[message_id] = policy
             created[message_id] = created_at or 0.0
     original = None if budgeted else original_request(history)
-    for position, message in enumerate(history):
+    unnamed = set(layout.message_ids).difference(tokens.keys())
+    for position, message in enumerate(history if unnamed else ()):
         if message.message_id not in tokens:
             tokens[message.message_id] = count_message(message, counter)
             policies[message.message_id] = (

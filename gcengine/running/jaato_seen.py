@@ -1,0 +1,105 @@
+"""What a JAATO plugin read of JAATO's objects at its last collection, kept on the plugin
+(``jaato_plugins.JaatoPlugin``) to take over at the next what has not changed since: JAATO
+hands a plugin the same message objects collection after collection. Only attributes are
+read here (JAATO is never imported): each history and budget is compared a field at a time,
+as flat lists, at C speed, since a session has tens of thousands of messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain, compress, count
+from operator import attrgetter, is_, is_not
+from typing import Any
+
+from gcengine.budget import GCPolicy
+from gcengine.conversation import ConversationIndex
+from gcengine.messages import Message
+
+_MESSAGE_ID = attrgetter("message_id")
+_ROLE = attrgetter("role")
+_PARTS = attrgetter("parts")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a history's messages were when read: each message's id, role and part objects, as
+    flat lists compared at C speed (a history has tens of thousands of messages)."""
+
+    messages: list[Any]
+    ids: list[Any]
+    roles: list[Any]
+    counts: list[int]
+    parts: list[Any]
+
+    @classmethod
+    def of(cls, history: Sequence[Any]) -> Seen | None:
+        """None for a history with a message without a list of parts (read one by one)."""
+        try:
+            lists = list(map(_PARTS, history))
+            counts = list(map(len, lists))
+            parts = list(chain.from_iterable(lists))
+        except TypeError:
+            return None
+        return cls(
+            list(history), list(map(_MESSAGE_ID, history)), list(map(_ROLE, history)), counts, parts
+        )
+
+    def unchanged_head(self, now: Seen) -> int:
+        """How many messages ``now`` begins with that are the very objects this history began
+        with, with the same ids, roles and part objects (0 when any of those changed)."""
+        size = min(len(self.messages), len(now.messages))
+        head = next(compress(count(), map(is_not, self.messages, now.messages)), size)
+        if not head:
+            return 0
+        width = sum(now.counts[:head])
+        if (
+            now.ids[:head] != self.ids[:head]
+            or not all(map(is_, now.roles[:head], self.roles))
+            or now.counts[:head] != self.counts[:head]
+            or not all(map(is_, now.parts[:width], self.parts))
+        ):
+            return 0
+        return head
+
+
+@dataclass(frozen=True)
+class LeafFigures:
+    """A budget's conversation leaves as read (``jaato_plugins.BudgetReading``), compared at
+    C speed: the ids they name flattened, since JAATO's lists of ids are its own and may
+    change."""
+
+    tokens: list[int]
+    policies: list[GCPolicy]
+    created: list[float | None]
+    sizes: list[int]
+    ids: list[str]
+
+    @classmethod
+    def of(
+        cls,
+        tokens: list[int],
+        policies: list[GCPolicy],
+        created: list[float | None],
+        named: list[Sequence[str]],
+    ) -> LeafFigures:
+        """The leaves as four parallel lists (each leaf's tokens, policy, time and the ids it
+        names), copied."""
+        return cls(
+            list(tokens),
+            list(policies),
+            list(created),
+            list(map(len, named)),
+            list(chain.from_iterable(named)),
+        )
+
+
+@dataclass
+class LastRead:
+    """The last history a plugin collected, as read: JAATO's messages and what they were
+    (``seen``), their engine copies, and the index made of them with the budget's leaves."""
+
+    seen: Seen | None
+    messages: list[Message]
+    index: ConversationIndex | None = None
+    leaves: LeafFigures | None = None
