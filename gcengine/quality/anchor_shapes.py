@@ -77,3 +77,30 @@ ISSUE_WORD = re.compile(
 # A URL that names no page: a template (http://127.0.0.1:${PORT}), a placeholder
 # (github.com/user/repo), a bare host (https://hexdocs.pm), an empty search (?q=).
 NO_ADDRESS = re.compile(r"\{|github\.com/(?:user|owner|org)/repo\b|^https?://[^/]+/?$|[?&]q=$")
+
+# Numbers: a quantity with its unit, a version, an HTTP status, a commit.
+UNIT_WORDS = (
+    "% ms µs us ns s sec secs second seconds min mins minute minutes h hr hrs hour hours day "
+    "days kb mb gb tb kib mib gib byte bytes token tokens k m x rpm rps qps usd eur gbp "
+    "lines files tests turns requests"
+)
+UNITS = sorted(UNIT_WORDS.split(), key=len, reverse=True)
+QUANTITY = re.compile(
+    r"(?<![\w.$€£])([$€£] ?)?(\d+(?:\.\d+)?)(?: ?(" + "|".join(map(re.escape, UNITS)) + r"))?"
+    r"(?![\w%])"
+)
+# Where a quantity can start: a currency sign, or a digit that does not continue a word or a
+# number. Led by the characters it looks for, this search skips the rest of the text; the
+# quantity's own pattern is tried at every character.
+QUANTITY_START = re.compile(r"[$€£\d](?<![\w.$€£]\d)")
+VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][0-9a-z.]+)?(?![\w.])")
+HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
+# Seven to twelve digits (a short hash) or forty (a whole one), not a part of a UUID
+# (5a430368-9e91-...) or another hash's length (an MD5's 32).
+COMMIT = re.compile(
+    r"(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])(?:[0-9a-f]{40}|[0-9a-f]{7,12})(?![\w-])"
+)
+# A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
+# looks for the run far faster than the pattern is tried at every character.
+HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
+HEX_RUN = "\x01" * 7

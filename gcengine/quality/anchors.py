@@ -315,32 +315,7 @@ def vocabulary_words(text: str) -> list[str]:
 
 # --- Finding anchors in one sentence ---------------------------------------------------------
 
-_UNIT_WORDS = (
-    "% ms µs us ns s sec secs second seconds min mins minute minutes h hr hrs hour hours day "
-    "days kb mb gb tb kib mib gib byte bytes token tokens k m x rpm rps qps usd eur gbp "
-    "lines files tests turns requests"
-)
-_UNITS = sorted(_UNIT_WORDS.split(), key=len, reverse=True)
-_QUANTITY = re.compile(
-    r"(?<![\w.$€£])([$€£] ?)?(\d+(?:\.\d+)?)(?: ?(" + "|".join(map(re.escape, _UNITS)) + r"))?"
-    r"(?![\w%])"
-)
-# Where a quantity can start: a currency sign, or a digit that does not continue a word or a
-# number. Led by the characters it looks for, this search skips the rest of the text; the
-# quantity's own pattern is tried at every character.
-_QUANTITY_START = re.compile(r"[$€£\d](?<![\w.$€£]\d)")
 _DIGIT = re.compile(r"\d")
-_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][0-9a-z.]+)?(?![\w.])")
-_HTTP_STATUS = re.compile(r"\b(?:http|status|status code)[ :=]*([1-5]\d\d)\b")
-# Seven to twelve digits (a short hash) or forty (a whole one), not a part of a UUID
-# (5a430368-9e91-...) or another hash's length (an MD5's 32).
-_COMMIT = re.compile(
-    r"(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])(?:[0-9a-f]{40}|[0-9a-f]{7,12})(?![\w-])"
-)
-# A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
-# looks for the run far faster than the pattern is tried at every character.
-_HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
-_HEX_RUN = "\x01" * 7
 # What makes a sentence an error sentence (``_names_error``). Only ever searched for: a word
 # ending in error or exception (ValueError) is found at that ending, where looking for its
 # start too (``\w*`` in front) backtracked through every word; and led by those words, the
@@ -478,7 +453,10 @@ def _literal_anchors(
             ranged = _literal_as_found(AnchorClass.PATHS, key + lines, sentence, raw)
             if ranged is not None:
                 yield ranged
-    for match in _QUANTITY.finditer(unpathed) if _QUANTITY_START.search(unpathed) else ():
+    quantities = (
+        shapes.QUANTITY.finditer(unpathed) if shapes.QUANTITY_START.search(unpathed) else ()
+    )
+    for match in quantities:
         has_unit = match.group(1) or match.group(3)
         if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)):
             yield anchor
@@ -492,15 +470,15 @@ def _literal_anchors(
             if (anchor := _literal_as_found(AnchorClass.TESTS, test, sentence, raw)) is not None:
                 yield anchor
     digits = _DIGIT.search(unpathed) is not None
-    for match in _VERSION.finditer(unpathed) if digits and "." in unpathed else ():
+    for match in shapes.VERSION.finditer(unpathed) if digits and "." in unpathed else ():
         if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)) is not None:
             yield anchor
     status = "http" in unpathed or "status" in unpathed
-    for match in _HTTP_STATUS.finditer(unpathed) if status else ():
+    for match in shapes.HTTP_STATUS.finditer(unpathed) if status else ():
         if (anchor := _literal(AnchorClass.NUMBERS, match.group(1), sentence, raw)) is not None:
             yield anchor
-    commits = digits and _HEX_RUN in unpathed.translate(_HEX_MARKS)
-    for match in _COMMIT.finditer(unpathed) if commits else ():
+    commits = digits and shapes.HEX_RUN in unpathed.translate(shapes.HEX_MARKS)
+    for match in shapes.COMMIT.finditer(unpathed) if commits else ():
         if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence, raw)) is not None:
             yield anchor
 
