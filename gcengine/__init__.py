@@ -168,6 +168,13 @@ from gcengine.quality.retention import (
     score_observed_compactions,
     session_scorer,
 )
+from gcengine.quality.session_cost import (
+    CallCost,
+    CostTotals,
+    SessionCost,
+    recorded_cost,
+    uncompacted,
+)
 from gcengine.running import (
     GCOutcome,
     Simulation,
@@ -288,6 +295,7 @@ __all__ = [
     "ApproxCounter",
     "CacheCost",
     "CachingCounter",
+    "CallCost",
     "CallTimeline",
     "ClassRetention",
     "CompactionNotFoundError",
@@ -295,6 +303,7 @@ __all__ = [
     "ConfigError",
     "ContextLimitOrigin",
     "ContextPlan",
+    "CostTotals",
     "DemoShape",
     "ExcludedItem",
     "ExportSetting",
@@ -363,6 +372,7 @@ __all__ = [
     "Section",
     "SegmentKind",
     "Session",
+    "SessionCost",
     "SessionFormatError",
     "SessionShape",
     "Simulation",
@@ -449,6 +459,7 @@ __all__ = [
     "prompt_cache_usage",
     "pruning_config",
     "rebuild_budget",
+    "recorded_cost",
     "requests_without_gc",
     "restore",
     "run_gc",
@@ -476,6 +487,7 @@ __all__ = [
     "turn_name",
     "turn_number",
     "turn_references",
+    "uncompacted",
     "usage_report",
     "with_context_limit",
     "would_collect",
