@@ -38,10 +38,11 @@ SUMMARIZER = "summarizer"
 """The ``plugin_config`` option naming what writes summaries."""
 SUMMARIZER_OPTION = KeySpec(
     "Summarizer",
-    "What writes summaries: extractive (the default: offline and deterministic) or llm "
-    "(an OpenAI-compatible endpoint set where the engine runs).",
+    "What writes summaries: extractive (the default: offline and deterministic), llm "
+    "(an OpenAI-compatible endpoint set where the engine runs) or provider (the project's "
+    "own provider, OpenAI-compatible or Anthropic, with the extractive summary when it fails).",
     "choice",
-    choices=("extractive", "llm"),
+    choices=("extractive", "llm", "provider"),
 )
 SUMMARIZING_READS = ("max_summary_tokens", f"plugin_config.{SUMMARIZER}")
 """What every strategy that writes summaries reads, besides the common keys."""
