@@ -72,6 +72,7 @@ from gcengine.formats import (
     source_export_suffix,
 )
 from gcengine.gc import (
+    ExtractiveSummarizer,
     GCPlugin,
     GCRemovalItem,
     GCResult,
@@ -79,6 +80,11 @@ from gcengine.gc import (
     RemovalReason,
     RemovalVerdict,
     context_usage,
+)
+from gcengine.gc.provider_summaries import (
+    ProviderSettings,
+    ProviderSummarizer,
+    SummaryCall,
 )
 from gcengine.gc.segments import SegmentKind
 from gcengine.gc.stash import RecordedLeaf, Stash, StashedSegment, StashError, restore
@@ -307,6 +313,7 @@ __all__ = [
     "DemoShape",
     "ExcludedItem",
     "ExportSetting",
+    "ExtractiveSummarizer",
     "FunctionCall",
     "FunctionResponse",
     "GCConfig",
@@ -356,6 +363,8 @@ __all__ = [
     "PromptBudget",
     "PromptCacheUsage",
     "PromptRequest",
+    "ProviderSettings",
+    "ProviderSummarizer",
     "PruneRefused",
     "ReachabilityRoots",
     "ReadableFormat",
@@ -388,6 +397,7 @@ __all__ = [
     "Subagent",
     "SubagentRecord",
     "SummarizerError",
+    "SummaryCall",
     "SystemInstruction",
     "TTLPolicy",
     "TTLState",

@@ -79,8 +79,8 @@ class ProviderSettings(BaseModel):
 class SummaryCall(BaseModel):
     """One summary asked of the provider: what it cost, and who wrote the summary in the end."""
 
-    protocol: ProviderProtocol
-    model: str
+    protocol: ProviderProtocol | None = Field(default=None, description="None: nothing called")
+    model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     dollars: float | None = Field(default=None, description="None when the model is unpriced")
@@ -108,27 +108,39 @@ class ProviderSummarizer:
 
     def __init__(
         self,
-        settings: ProviderSettings,
+        settings: ProviderSettings | None,
         fallback: Summarizer,
         price_per_mtok: tuple[float, float] | None = None,
+        *,
+        unavailable: str = "",
     ) -> None:
-        """``price_per_mtok``: the model's dollars per million input and output tokens."""
+        """``price_per_mtok``: the model's dollars per million input and output tokens.
+        Without ``settings`` nothing is called: the fallback writes every summary, and the
+        record says why (``unavailable``: "model-written summaries are off", say)."""
         self.settings = settings
         self.fallback = fallback
         self.price_per_mtok = price_per_mtok
+        self.unavailable = unavailable or "no provider is set"
         self.last_call: SummaryCall | None = None
 
     @property
     def name(self) -> str:
-        if self.last_call is None:
-            return f"{self.settings.protocol}:{self.settings.model}"
-        return self.last_call.written_by
+        if self.last_call is not None:
+            return self.last_call.written_by
+        if self.settings is None:
+            return self.fallback.name
+        return f"{self.settings.protocol}:{self.settings.model}"
 
     def summarize(self, request: SummaryRequest) -> str:
         started = time.monotonic()
         settings = self.settings
+        if settings is None:
+            self.last_call = SummaryCall(
+                written_by=self.fallback.name, fallback_reason=self.unavailable
+            )
+            return self.fallback.summarize(request)
         try:
-            text, (tokens_in, tokens_out) = self._ask(request)
+            text, (tokens_in, tokens_out) = self._ask(settings, request)
             reason = None
         except _Failed as failure:
             text, (tokens_in, tokens_out) = self.fallback.summarize(request), failure.usage
@@ -149,14 +161,17 @@ class ProviderSummarizer:
         )
         return text
 
-    def _ask(self, request: SummaryRequest) -> tuple[str, tuple[int | None, int | None]]:
+    @staticmethod
+    def _ask(
+        settings: ProviderSettings, request: SummaryRequest
+    ) -> tuple[str, tuple[int | None, int | None]]:
         text = transcript(request.turns)
         if request.previous_summary:
             text = f"PREVIOUS SUMMARY:\n{request.previous_summary}\n\nCONVERSATION:\n{text}"
         system = PROMPT.format(max_tokens=request.max_tokens)
-        if self.settings.protocol == "anthropic":
-            return _ask_anthropic(self.settings, system, text, request.max_tokens)
-        return _ask_openai(self.settings, system, text, request.max_tokens)
+        if settings.protocol == "anthropic":
+            return _ask_anthropic(settings, system, text, request.max_tokens)
+        return _ask_openai(settings, system, text, request.max_tokens)
 
 
 def _sdk(name: str) -> Any:

@@ -31,7 +31,9 @@ from jaato_web.dashboard.services.common import (
     config_with_session_pins,
     gc_policy_checked,
     project_default,
+    project_prices,
     project_set_default_policy,
+    project_summary_provider,
     session_pins,
 )
 from jaato_web.dashboard.services.policies import (
@@ -55,7 +57,7 @@ from jaato_web.dashboard.services.policies import (
 )
 from jaato_web.dashboard.services.quality import (
     project_gates,
-    project_prices,
+    project_provider_save,
     project_quality_save,
 )
 from jaato_web.dashboard.services.replays import REPLAYED_DIFFERENTLY, replay_series_of
@@ -123,8 +125,10 @@ __all__ = [
     "project_default",
     "project_gates",
     "project_prices",
+    "project_provider_save",
     "project_quality_save",
     "project_set_default_policy",
+    "project_summary_provider",
     "replay_series_of",
     "run_result_session",
     "session_after_of",

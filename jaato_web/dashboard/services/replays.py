@@ -135,7 +135,7 @@ def replay_draw(*, replay_id: int, lease: Lease) -> None:
             replay.session, replay.context_limit, replay.compaction_id
         )
         config = config_validated(replay.config)
-        scored_at_once = config.plugin_config.get("summarizer") == "llm"
+        scored_at_once = config.plugin_config.get("summarizer") in ("llm", "provider")
         series = replay_series_of(engine, config, scored=scored_at_once)
     except gcengine.GCEngineError as error:
         lease.failed(str(error))

@@ -34,6 +34,7 @@ from jaato_web.dashboard.services.common import (
     config_validated,
     config_with_session_pins,
     gc_policy_checked,
+    project_summary_provider,
 )
 from jaato_web.dashboard.services.stored_sessions import BULK_BATCH
 from jaato_web.dashboard.services.work import Lease
@@ -130,9 +131,15 @@ def run_queue(
 def run_collect(*, run_id: int, lease: Lease) -> None:
     """Run the engine for a queued run under ``lease`` and store everything its pages and
     exports show."""
-    run = GCRun.objects.select_related("session").get(pk=run_id)
+    run = GCRun.objects.select_related("session__project").get(pk=run_id)
     before = stored_sessions.engine_session_of(run.session, run.context_limit, run.compaction_id)
     config = config_validated(run.config)
+    if config.plugin_config.get("summarizer") == "provider":
+        # The project's provider (set by its admin), never the worker's environment alone.
+        summarizer = project_summary_provider(run.session.project)
+        config = config.model_copy(
+            update={"plugin_config": {**config.plugin_config, "summarizer": summarizer}}
+        )
     lease.progress(f"collecting with {run.plugin}")
     try:
         outcome = gcengine.run_gc(before, config, plugin=run.plugin)
