@@ -59,6 +59,7 @@ from jaato_web.dashboard.services.quality import (
     project_gates,
     project_provider_save,
     project_quality_save,
+    session_recorded_cost,
 )
 from jaato_web.dashboard.services.replays import REPLAYED_DIFFERENTLY, replay_series_of
 from jaato_web.dashboard.services.runs import VERDICT_FIELDS, plugin_names
@@ -134,6 +135,7 @@ __all__ = [
     "session_after_of",
     "session_pin",
     "session_pins",
+    "session_recorded_cost",
     "stash_restore",
     "upload_name_check",
     "upload_size_check",

@@ -14,7 +14,9 @@ from django.urls import reverse
 
 import gcengine
 from jaato_web.dashboard.audit import audit_record
-from jaato_web.dashboard.models import AuditAction, Project, SummaryProvider
+from jaato_web.dashboard.models import AgentSession, AuditAction, Project, SummaryProvider
+from jaato_web.dashboard.services import stored_sessions
+from jaato_web.dashboard.services.common import project_prices
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -99,3 +101,11 @@ def project_provider_save(
             },
         )
     return provider
+
+
+def session_recorded_cost(session: AgentSession) -> gcengine.SessionCost:
+    """What the session cost as the agent ran it: every call the upload recorded (each of its
+    contexts, its compaction call and sub-agents from a zip with the ``subagents`` folder),
+    priced with the project's table."""
+    engine = stored_sessions.engine_session_of(session)
+    return gcengine.recorded_cost(engine, project_prices(session.project))
