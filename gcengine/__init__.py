@@ -178,6 +178,7 @@ from gcengine.quality.session_cost import (
     CallCost,
     CostTotals,
     SessionCost,
+    call_dollars,
     recorded_cost,
     uncompacted,
 )
@@ -420,6 +421,7 @@ __all__ = [
     "budget_figures",
     "build_budget",
     "cache_cost",
+    "call_dollars",
     "call_timeline",
     "check_pruning",
     "commit_plan",

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from jaato_web.dashboard import background, services
 from jaato_web.dashboard.models import Project
@@ -59,3 +60,25 @@ def test_the_api_prices_every_call_with_the_projects_table(
     services.project_quality_save(project=project, gates=None, prices=table)
     again = client.get(f"/api/sessions/{receipt.session.pk}/cost").json()["cost"]
     assert again["agent"]["dollars"] == pytest.approx(2 * cost["agent"]["dollars"])
+
+
+def test_the_session_page_shows_the_whole_sessions_cost(
+    client: Client, project: Project, settings: Any
+) -> None:
+    settings.JAATO_INLINE_INGEST_BYTES = 10 * 1024 * 1024
+    receipt = background.session_upload(
+        project=project, filename=f"{NAME}.zip", data=zipped_with_subagents()
+    )
+    assert receipt.session is not None
+    html = client.get(reverse("session_detail", args=[receipt.session.pk])).content.decode()
+    table = html[html.index("data-session-cost") :]
+    table = table[: table.index("</table>")]
+    rows = {
+        label: table[table.index(f">{label}</th>") :].split("</tr>")[0]
+        for label in ("The agent", "Its compaction call", "Its sub-agents", "Total")
+    }
+    assert '<td class="num">152</td>' in rows["The agent"]
+    assert '<td class="num">1</td>' in rows["Its compaction call"]
+    assert '<td class="num">156</td>' in rows["Total"]
+    api = client.get(f"/api/sessions/{receipt.session.pk}/cost").json()["cost"]
+    assert f"${api['total']['dollars']:.4f}" in rows["Total"]
