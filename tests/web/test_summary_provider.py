@@ -11,7 +11,15 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from jaato_web.dashboard.models import AgentSession, AuditEvent, GCRun, Project, SummaryProvider
+from jaato_web.dashboard import background
+from jaato_web.dashboard.models import (
+    AgentSession,
+    AuditEvent,
+    GCRun,
+    Project,
+    Replay,
+    SummaryProvider,
+)
 from jaato_web.teams.permissions import Role
 from tests.chat_server import FakeChatServer
 from tests.web.conftest import TIGHT_SUMMARIZE, make_member, signed_in_client
@@ -124,3 +132,20 @@ def test_while_off_the_run_says_so_and_calls_nothing(
     assert FakeChatServer.requests == []
     html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert "model-written summaries are off in this project" in html
+
+
+def test_a_replay_summarizes_through_the_projects_provider_once_per_collection(
+    client: Client,
+    project: Project,
+    stored_session: AgentSession,
+    chat_server: str,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    save_provider(client, project, base_url=chat_server.removesuffix("/v1"))
+    with django_capture_on_commit_callbacks(execute=True):
+        background.replay_request(session=stored_session, config=PROVIDER_SUMMARIZE)
+    replay = Replay.objects.get()
+    assert replay.status == "done", replay.error
+    collections = [e for e in replay.series["events"] if e["success"]]
+    assert collections
+    assert len(FakeChatServer.requests) == len(collections)

@@ -167,3 +167,16 @@ def project_summary_provider(project: Project) -> gcengine.ProviderSummarizer:
         else None
     )
     return gcengine.ProviderSummarizer(chosen, fallback, per_mtok)
+
+
+def config_with_project_summarizer(
+    config: gcengine.GCConfig, project: Project
+) -> gcengine.GCConfig:
+    """``config`` with the project's provider summarizer in place of ``"provider"`` (its
+    admin's settings, never the worker's environment alone); any other config as it is."""
+    if config.plugin_config.get("summarizer") != "provider":
+        return config
+    summarizer = project_summary_provider(project)
+    return config.model_copy(
+        update={"plugin_config": {**config.plugin_config, "summarizer": summarizer}}
+    )

@@ -32,9 +32,9 @@ from jaato_web.dashboard.services import stored_sessions
 from jaato_web.dashboard.services.common import (
     compaction_checked,
     config_validated,
+    config_with_project_summarizer,
     config_with_session_pins,
     gc_policy_checked,
-    project_summary_provider,
 )
 from jaato_web.dashboard.services.stored_sessions import BULK_BATCH
 from jaato_web.dashboard.services.work import Lease
@@ -133,13 +133,7 @@ def run_collect(*, run_id: int, lease: Lease) -> None:
     exports show."""
     run = GCRun.objects.select_related("session__project").get(pk=run_id)
     before = stored_sessions.engine_session_of(run.session, run.context_limit, run.compaction_id)
-    config = config_validated(run.config)
-    if config.plugin_config.get("summarizer") == "provider":
-        # The project's provider (set by its admin), never the worker's environment alone.
-        summarizer = project_summary_provider(run.session.project)
-        config = config.model_copy(
-            update={"plugin_config": {**config.plugin_config, "summarizer": summarizer}}
-        )
+    config = config_with_project_summarizer(config_validated(run.config), run.session.project)
     lease.progress(f"collecting with {run.plugin}")
     try:
         outcome = gcengine.run_gc(before, config, plugin=run.plugin)
