@@ -72,6 +72,7 @@ from gcengine.formats import (
     source_export_suffix,
 )
 from gcengine.gc import (
+    ExtractiveSummarizer,
     GCPlugin,
     GCRemovalItem,
     GCResult,
@@ -79,6 +80,11 @@ from gcengine.gc import (
     RemovalReason,
     RemovalVerdict,
     context_usage,
+)
+from gcengine.gc.provider_summaries import (
+    ProviderSettings,
+    ProviderSummarizer,
+    SummaryCall,
 )
 from gcengine.gc.segments import SegmentKind
 from gcengine.gc.stash import RecordedLeaf, Stash, StashedSegment, StashError, restore
@@ -167,6 +173,14 @@ from gcengine.quality.retention import (
     score_collection,
     score_observed_compactions,
     session_scorer,
+)
+from gcengine.quality.session_cost import (
+    CallCost,
+    CostTotals,
+    SessionCost,
+    call_dollars,
+    recorded_cost,
+    uncompacted,
 )
 from gcengine.running import (
     GCOutcome,
@@ -288,6 +302,7 @@ __all__ = [
     "ApproxCounter",
     "CacheCost",
     "CachingCounter",
+    "CallCost",
     "CallTimeline",
     "ClassRetention",
     "CompactionNotFoundError",
@@ -295,9 +310,11 @@ __all__ = [
     "ConfigError",
     "ContextLimitOrigin",
     "ContextPlan",
+    "CostTotals",
     "DemoShape",
     "ExcludedItem",
     "ExportSetting",
+    "ExtractiveSummarizer",
     "FunctionCall",
     "FunctionResponse",
     "GCConfig",
@@ -347,6 +364,8 @@ __all__ = [
     "PromptBudget",
     "PromptCacheUsage",
     "PromptRequest",
+    "ProviderSettings",
+    "ProviderSummarizer",
     "PruneRefused",
     "ReachabilityRoots",
     "ReadableFormat",
@@ -363,6 +382,7 @@ __all__ = [
     "Section",
     "SegmentKind",
     "Session",
+    "SessionCost",
     "SessionFormatError",
     "SessionShape",
     "Simulation",
@@ -378,6 +398,7 @@ __all__ = [
     "Subagent",
     "SubagentRecord",
     "SummarizerError",
+    "SummaryCall",
     "SystemInstruction",
     "TTLPolicy",
     "TTLState",
@@ -400,6 +421,7 @@ __all__ = [
     "budget_figures",
     "build_budget",
     "cache_cost",
+    "call_dollars",
     "call_timeline",
     "check_pruning",
     "commit_plan",
@@ -449,6 +471,7 @@ __all__ = [
     "prompt_cache_usage",
     "pruning_config",
     "rebuild_budget",
+    "recorded_cost",
     "requests_without_gc",
     "restore",
     "run_gc",
@@ -476,6 +499,7 @@ __all__ = [
     "turn_name",
     "turn_number",
     "turn_references",
+    "uncompacted",
     "usage_report",
     "with_context_limit",
     "would_collect",

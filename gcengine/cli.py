@@ -9,9 +9,11 @@ of the output went away (``| head``). Errors are one line on stderr, never a tra
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +38,7 @@ from gcengine.quality.retention import (
     score_collection,
     score_observed_compactions,
 )
+from gcengine.quality.session_cost import CostTotals, recorded_cost, uncompacted
 from gcengine.running import requests_without_gc, run_gc, simulate
 from gcengine.session import Session, token_drift
 
@@ -92,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--config", type=Path, help="score a run of this gc.json policy")
     score.add_argument("--json", action="store_true", help="the scores as JSON")
     cost = commands.add_parser(
-        "cost", help="a replay's prompt-cache usage and cost, beside the same replay without GC"
+        "cost",
+        help="the whole session's recorded cost (every call, its compaction call included), "
+        "beside a policy's replay of it and the same replay without GC",
     )
     cost.add_argument("session", type=Path)
     cost.add_argument("--config", type=Path, required=True, help="the gc.json policy")
@@ -412,20 +417,68 @@ def _cost_line(label: str, cost: CacheCost) -> str:
     )
 
 
+def _with_subagents(path: Path) -> Path | bytes:
+    """A Claude Code file with the ``<session>/subagents/`` folder Claude Code writes beside it,
+    zipped with it as an upload would be (so its compaction call is read); else the file."""
+    folder = path.with_suffix("") / "subagents"
+    agents = sorted(folder.glob("agent-*.jsonl")) if path.suffix == ".jsonl" else []
+    if not agents:
+        return path
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.write(path, path.name)
+        for agent in agents:
+            archive.write(agent, f"{path.stem}/subagents/{agent.name}")
+    return buffer.getvalue()
+
+
+def _totals_line(label: str, totals: CostTotals) -> str:
+    dollars = "unpriced" if totals.dollars is None else f"${totals.dollars:,.4f}"
+    return (
+        f"{label:<10} {totals.calls:>6,} calls    {totals.uncached_tokens:>14,} uncached "
+        f"{totals.cache_read_tokens:>14,} read {totals.cache_write_tokens:>12,} written "
+        f"{totals.output_tokens:>10,} output  {dollars}"
+    )
+
+
 def _cost(args: argparse.Namespace) -> int:
-    session = load_session(args.session)
+    session = load_session(_with_subagents(args.session))
     config = load_gc_config(args.config)
     model = args.model or session.model
     price = price_for_model(model, DEFAULT_PRICES)
     if price is None:
         known = ", ".join(p.model for p in DEFAULT_PRICES)
         raise PriceTableError(f"no price for model {model!r} (priced: {known}); give --model")
-    policy = cache_cost(simulate(session, config).requests, price)
-    without = cache_cost(requests_without_gc(session), price)
+    recorded = recorded_cost(session, DEFAULT_PRICES, args.model)
+    whole = uncompacted(session)
+    policy = cache_cost(simulate(whole, config).requests, price)
+    without = cache_cost(requests_without_gc(whole), price)
     if args.json:
-        print(json.dumps({"policy": policy.model_dump(), "without_gc": without.model_dump()}))
+        print(
+            json.dumps(
+                {
+                    "recorded": recorded.model_dump(mode="json"),
+                    "policy": policy.model_dump(),
+                    "without_gc": without.model_dump(),
+                    "prices": [p.model_dump() for p in DEFAULT_PRICES],
+                }
+            )
+        )
         return 0
-    print(f"priced as {price.label or price.model} ({price.source}, {price.as_of})")
+    print(
+        f"the session as recorded: {recorded.contexts} context(s), every call priced as the "
+        "model that answered it"
+    )
+    print(_totals_line("agent", recorded.agent))
+    print(_totals_line("compaction", recorded.compaction))
+    print(_totals_line("sub-agents", recorded.subagents))
+    print(_totals_line("total", recorded.total))
+    if recorded.unpriced_models:
+        print(f"no price for {', '.join(recorded.unpriced_models)}: give --model")
+    print(
+        f"replayed over the whole session ({len(whole.history):,} messages, input only), "
+        f"priced as {price.label or price.model} ({price.source}, {price.as_of})"
+    )
     print(_cost_line("policy", policy))
     print(_cost_line("without GC", without))
     return 0

@@ -315,6 +315,9 @@ USE_TZ = True
 
 # Uploads above this size are refused with 413 before anything is read or stored.
 JAATO_UPLOAD_MAX_BYTES = env_int("JAATO_UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
+# The key of the provider that writes summaries, for projects whose admin set no key of their
+# own (never shown, exported or logged).
+JAATO_GC_PROVIDER_API_KEY = os.environ.get("JAATO_GC_PROVIDER_API_KEY", "").strip()
 # Uploads up to this size are read during the request (errors come back at once); larger
 # ones are read by the background worker while the page shows progress.
 JAATO_INLINE_INGEST_BYTES = env_int("JAATO_INLINE_INGEST_BYTES", 2 * 1024 * 1024)

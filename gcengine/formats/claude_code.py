@@ -329,6 +329,7 @@ def _record_usage(
         at=(
             thread.usage[earlier].at if earlier is not None else text_or_none(row.get("timestamp"))
         ),
+        model=model if (model := text_or_none(message.get("model"))) != _NO_MODEL else None,
     )
     if earlier is not None:
         thread.usage[earlier] = recorded

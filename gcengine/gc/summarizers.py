@@ -10,6 +10,8 @@
 * ``LLMSummarizer`` asks any OpenAI-compatible chat endpoint, configured by environment
   (``JAATO_GC_LLM_BASE_URL``, ``JAATO_GC_LLM_MODEL``, ``JAATO_GC_LLM_API_KEY``,
   ``JAATO_GC_LLM_TIMEOUT``).
+* ``provider`` asks the user's own provider through its official SDK, with the deterministic
+  summarizer behind it (``gcengine.gc.provider_summaries``).
 * Any ``str -> str`` callable (JAATO's interface) is wrapped by ``CallableSummarizer``.
 
 A summarizer that fails raises ``SummarizerError``; the collection then fails and changes
@@ -244,7 +246,8 @@ class LLMSummarizer:
 
 def summarizer_from_options(options: Mapping[str, object]) -> Summarizer:
     """The summarizer a policy asks for: ``plugin_config["summarizer"]`` is ``extractive``
-    (default), ``llm``, or (programmatically) a summarizer object or a callable."""
+    (default), ``llm``, or (programmatically) a summarizer object or a callable; ``provider``
+    is resolved before (``gcengine.gc.provider_summaries.summarizer_for``)."""
     chosen = options.get("summarizer", "extractive")
     if chosen == "extractive":
         return ExtractiveSummarizer()
@@ -256,7 +259,7 @@ def summarizer_from_options(options: Mapping[str, object]) -> Summarizer:
         return chosen
     if callable(chosen):
         return CallableSummarizer(chosen)
-    raise SummarizerError(f"unknown summarizer {chosen!r} (extractive, digest or llm)")
+    raise SummarizerError(f"unknown summarizer {chosen!r} (extractive, digest, llm or provider)")
 
 
 def summary_text(body: str) -> str:

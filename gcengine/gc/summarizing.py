@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from gcengine._fast import construct
 from gcengine.gc.plan import Collection, Decision, Unit, marked_message
+from gcengine.gc.provider_summaries import summarizer_for
 from gcengine.gc.summarizers import (
     DEFAULT_MAX_SUMMARY_TOKENS,
     SummaryRequest,
-    summarizer_from_options,
     summary_text,
 )
 from gcengine.gc.types import RemovalReason
@@ -77,7 +79,7 @@ def summarize_units(
             "than them"
         )
         return
-    summarizer = summarizer_from_options(options)
+    summarizer = summarizer_for(options)
     body = summarizer.summarize(
         SummaryRequest(
             turns=covered,
@@ -114,6 +116,10 @@ def summarize_units(
     decision.details.update(
         {"summary_number": number, "summarizer": summarizer.name, "summary_tokens": tokens}
     )
+    # A summarizer that calls a provider says what the call cost and who wrote the summary.
+    call = getattr(summarizer, "last_call", None)
+    if isinstance(call, BaseModel):
+        decision.details["summary_call"] = call.model_dump(mode="json")
     if tokens >= replaced:
         decision.truncate_instead(
             f"the {summarizer.name} summary ({tokens:,} tokens) was not smaller than the "

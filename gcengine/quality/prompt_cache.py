@@ -62,6 +62,13 @@ class ModelPrice(BaseModel):
     cache_write_per_mtok: float = Field(ge=0, allow_inf_nan=False)
     cache_read_per_mtok: float = Field(ge=0, allow_inf_nan=False)
     min_cacheable_tokens: int = Field(default=0, ge=0)
+    output_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="dollars per million output tokens; None where the table gives none (a "
+        "replay's input cost needs none)",
+    )
     source: str = Field(default="", max_length=500)
     as_of: str = Field(default="", max_length=40)
 
@@ -126,6 +133,7 @@ DEFAULT_PRICES: tuple[ModelPrice, ...] = (
         cache_write_per_mtok=3.75,
         cache_read_per_mtok=0.30,
         min_cacheable_tokens=1024,
+        output_per_mtok=15.0,
         source=f"{_ANTHROPIC} (5-minute cache writes); minimum: {_ANTHROPIC_MINIMUM}",
         as_of="2026-11-25",
     ),
@@ -146,6 +154,7 @@ DEFAULT_PRICES: tuple[ModelPrice, ...] = (
         cache_write_per_mtok=6.25,
         cache_read_per_mtok=0.50,
         min_cacheable_tokens=4096,
+        output_per_mtok=25.0,
         source=f"{_ANTHROPIC} (5-minute cache writes; Opus 4 and 4.1 cost three times as "
         f"much); minimum: {_ANTHROPIC_MINIMUM}",
         as_of="2026-11-25",
@@ -157,6 +166,7 @@ DEFAULT_PRICES: tuple[ModelPrice, ...] = (
         cache_write_per_mtok=1.25,
         cache_read_per_mtok=0.10,
         min_cacheable_tokens=4096,
+        output_per_mtok=5.0,
         source=f"{_ANTHROPIC} (5-minute cache writes); minimum: {_ANTHROPIC_MINIMUM}",
         as_of="2026-11-25",
     ),
@@ -167,6 +177,7 @@ DEFAULT_PRICES: tuple[ModelPrice, ...] = (
         cache_write_per_mtok=1.25,
         cache_read_per_mtok=0.125,
         min_cacheable_tokens=1024,
+        output_per_mtok=10.0,
         source=_OPENAI,
         as_of="2026-11-25",
     ),
@@ -177,6 +188,7 @@ DEFAULT_PRICES: tuple[ModelPrice, ...] = (
         cache_write_per_mtok=2.0,
         cache_read_per_mtok=0.50,
         min_cacheable_tokens=1024,
+        output_per_mtok=8.0,
         source=_OPENAI,
         as_of="2026-11-25",
     ),

@@ -121,6 +121,9 @@ class RecordedUsage(BaseModel):
     context_window: int | None = Field(
         default=None, ge=0, description="the model's window, where the file recorded it"
     )
+    model: str | None = Field(
+        default=None, description="the model that answered, where the file names it per call"
+    )
 
 
 class ObservedCompaction(BaseModel):

@@ -39,10 +39,11 @@ SUMMARIZER = "summarizer"
 SUMMARIZER_OPTION = KeySpec(
     "Summarizer",
     "What writes summaries: extractive (the default: offline and deterministic), digest "
-    "(offline and deterministic: the task, files, errors, decisions and open work) or llm "
-    "(an OpenAI-compatible endpoint set where the engine runs).",
+    "(offline and deterministic: the task, files, errors, decisions and open work), llm "
+    "(an OpenAI-compatible endpoint set where the engine runs) or provider (the project's "
+    "own provider, OpenAI-compatible or Anthropic, with the extractive summary when it fails).",
     "choice",
-    choices=("extractive", "digest", "llm"),
+    choices=("extractive", "digest", "llm", "provider"),
 )
 SUMMARIZING_READS = ("max_summary_tokens", f"plugin_config.{SUMMARIZER}")
 """What every strategy that writes summaries reads, besides the common keys."""

@@ -69,3 +69,27 @@ def set_project_quality(
         project=project, gates=gates, prices=prices, actor=access_of(request).user
     )
     return _quality_out(project)
+
+
+class SessionCostOut(Schema):
+    cost: gcengine.SessionCost = Field(
+        description="Every recorded call of every context priced as the model that answered "
+        "it; the agent's calls, its compaction call and its sub-agents' totalled apart"
+    )
+    prices: list[gcengine.ModelPrice] = Field(
+        description="The project's price table, each row with its source and date"
+    )
+
+
+@router.get(
+    "/sessions/{int:session_id}/cost",
+    response=SessionCostOut,
+    summary="A whole session's recorded cost, its compaction call included",
+    auth=VIEW,
+)
+def session_cost(request: HttpRequest, session_id: int) -> dict[str, object]:
+    session = access_of(request).session(session_id)
+    return {
+        "cost": services.session_recorded_cost(session),
+        "prices": services.project_prices(session.project),
+    }

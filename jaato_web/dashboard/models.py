@@ -95,6 +95,31 @@ class Project(models.Model):
         return self.name
 
 
+class SummaryProvider(models.Model):
+    """The provider that writes a project's summaries (the ``provider`` summarizer); a project
+    without one has model-written summaries off. Only an admin sets it; the key is write-only
+    (never shown, exported or logged). A table of its own, so nothing that reads projects
+    reads the key."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="summary_provider"
+    )
+    protocol = models.CharField(
+        max_length=20, choices=[("openai", "OpenAI-compatible"), ("anthropic", "Anthropic")]
+    )
+    model = models.CharField(max_length=200)
+    base_url = models.URLField(max_length=500, blank=True, help_text="Empty: the provider's API.")
+    api_key = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Write-only. Empty: JAATO_GC_PROVIDER_API_KEY where the app runs.",
+    )
+    timeout = models.FloatField(default=60.0)
+
+    def __str__(self) -> str:
+        return f"{self.get_protocol_display()} {self.model}"
+
+
 class AgentSession(models.Model):
     """An uploaded agent session, with the figures list pages show."""
 

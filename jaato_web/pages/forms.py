@@ -754,6 +754,7 @@ PRICE_FIELDS = (
     ("input_per_mtok", "Input $ / M tokens"),
     ("cache_write_per_mtok", "Cache write $ / M"),
     ("cache_read_per_mtok", "Cache read $ / M"),
+    ("output_per_mtok", "Output $ / M"),
     ("min_cacheable_tokens", "Least cacheable prompt"),
     ("source", "Source"),
     ("as_of", "Read on"),
@@ -781,11 +782,56 @@ def price_table_posted(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], l
         }
         if not values["model"] or data.get(f"price-{row}-remove"):
             continue
-        if not values["min_cacheable_tokens"]:
-            values.pop("min_cacheable_tokens")
+        for optional in ("min_cacheable_tokens", "output_per_mtok"):
+            if not values[optional]:
+                values.pop(optional)
         entries.append(values)
         rows.append(row)
     return entries, rows
+
+
+class ProviderForm(DashboardForm):
+    """The provider that writes a project's summaries; the key is write-only: the field is
+    never filled in, left empty keeps the stored key, and "remove" drops it."""
+
+    protocol = forms.ChoiceField(
+        label="Provider",
+        required=False,
+        choices=[
+            ("", "Off: the extractive summarizer writes every summary"),
+            ("openai", "OpenAI-compatible (OpenAI, Ollama, vLLM, llama.cpp)"),
+            ("anthropic", "Anthropic"),
+        ],
+    )
+    model = forms.CharField(label="Model", required=False, max_length=200)
+    base_url = forms.URLField(
+        label="Endpoint",
+        required=False,
+        max_length=500,
+        help_text="Empty: the provider's own API. An OpenAI-compatible one ends in /v1.",
+    )
+    api_key = forms.CharField(
+        label="API key",
+        required=False,
+        max_length=500,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Write-only. Empty keeps the stored key (without one: the app's "
+        "JAATO_GC_PROVIDER_API_KEY).",
+    )
+    remove_key = forms.BooleanField(label="Remove the stored key", required=False)
+    timeout = forms.FloatField(label="Timeout (seconds)", min_value=1, max_value=600, initial=60.0)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("protocol") and not cleaned.get("model"):
+            self.add_error("model", "Name the model that writes the summaries.")
+        return cleaned
+
+    def key_change(self) -> str | None:
+        """The key to store: None keeps the stored one, "" removes it."""
+        if self.cleaned_data.get("remove_key"):
+            return ""
+        return self.cleaned_data.get("api_key") or None
 
 
 class ExportForm(DashboardForm):

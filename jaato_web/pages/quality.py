@@ -12,12 +12,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 import gcengine
 from jaato_web.dashboard import presenters, selectors, services
-from jaato_web.dashboard.models import Project
+from jaato_web.dashboard.models import Project, SummaryProvider
 from jaato_web.http import PageRequest
 from jaato_web.pages.forms import (
     PRICE_FIELDS,
     ExportForm,
     GatesForm,
+    ProviderForm,
     price_rows,
     price_table_posted,
 )
@@ -35,12 +36,16 @@ def _settings_page(
     *,
     price_error: str = "",
     status: int = 200,
+    provider_form: ProviderForm | None = None,
 ) -> HttpResponse:
+    provider = SummaryProvider.objects.filter(project=project).first()
     return render(
         request,
         "quality/settings.html",
         {
             "project": project,
+            "provider_form": provider_form or _provider_form(provider),
+            "provider": provider,
             "gates_form": gates_form,
             "rows": rows,
             "fields": PRICE_FIELDS,
@@ -109,6 +114,50 @@ def project_quality_save(request: PageRequest, project_id: int) -> HttpResponse:
         messages.success(request, f"Saved the gates and prices of {project.name}.")
         return redirect("project_quality", project_id=project.pk)
     return _settings_page(request, project, gates_form, price_rows(entries), status=400)
+
+
+def _provider_form(provider: SummaryProvider | None) -> ProviderForm:
+    if provider is None:
+        return ProviderForm()
+    return ProviderForm(
+        initial={
+            "protocol": provider.protocol,
+            "model": provider.model,
+            "base_url": provider.base_url,
+            "timeout": provider.timeout,
+        }
+    )
+
+
+@require_POST
+@requires(Action.MANAGE_MEMBERS)
+def project_provider_save(request: PageRequest, project_id: int) -> HttpResponse:
+    """Set (or turn off) the provider that writes the project's summaries: admins only, as
+    it spends the project's money and holds its key."""
+    project = request.access.project(project_id)
+    form = ProviderForm(request.POST)
+    if not form.is_valid():
+        gates_form = GatesForm(initial=GatesForm.initial_for(services.project_gates(project)))
+        table = [price.model_dump() for price in services.project_prices(project)]
+        return _settings_page(
+            request, project, gates_form, price_rows(table), provider_form=form, status=400
+        )
+    data = form.cleaned_data
+    services.project_provider_save(
+        project=project,
+        protocol=data["protocol"],
+        model=data["model"],
+        base_url=data["base_url"],
+        api_key=form.key_change(),
+        timeout=data["timeout"],
+        actor=request.user,
+    )
+    messages.success(
+        request,
+        f"Model-written summaries in {project.name} are "
+        + (f"written by {data['model']}." if data["protocol"] else "off."),
+    )
+    return redirect("project_quality", project_id=project.pk)
 
 
 @require_GET

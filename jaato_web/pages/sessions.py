@@ -226,6 +226,9 @@ def _session_page(
         **_history(request, project, session, versions),
         **_runs(session, request.GET),
         **_calls(session, request.GET),
+        "cost_rows": presenters.session_cost_rows(
+            session.agent_state.get("cost_groups") or [], services.project_prices(project)
+        ),
     }
     return render(request, "sessions/detail.html", context, status=status)
 

@@ -174,5 +174,10 @@ urlpatterns: list[URLPattern] = [
         quality.project_quality_save,
         name="project_quality_save",
     ),
+    path(
+        "projects/<int:project_id>/quality/provider/",
+        quality.project_provider_save,
+        name="project_provider_save",
+    ),
     path("audit/", teams.audit_log, name="audit_log"),
 ]

@@ -65,7 +65,10 @@ ACTION_LABELS: Final[dict[Action, str]] = {
         "create, import, edit, restore and set the default policy; set the quality gates and prices"
     ),
     Action.DELETE: "archive, restore from the archive and delete sessions, runs and policies",
-    Action.MANAGE_MEMBERS: "add and remove members and change their roles",
+    Action.MANAGE_MEMBERS: (
+        "add and remove members and change their roles; set the provider that writes summaries "
+        "and its key"
+    ),
 }
 
 

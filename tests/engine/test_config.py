@@ -774,7 +774,7 @@ def test_summarize_middle_turns_zero_means_hybrid_only_truncates() -> None:
         ("batch_size", 0, "must be at least"),
         ("notify_on_gc", "yes", "must be true or false"),
         ("target_percent", 300, "must be between 0 and 100"),
-        ("summarizer", "magic", "must be extractive, digest or llm"),
+        ("summarizer", "magic", "must be extractive, digest, llm or provider"),
     ],
 )
 def test_a_plugin_config_option_of_the_wrong_kind_is_refused_naming_it(

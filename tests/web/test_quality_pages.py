@@ -229,7 +229,7 @@ def test_gates_and_prices_are_edited_on_their_page(client: Client, project: Proj
     }
     for n, row in enumerate(rows):
         for key, value in row.items():
-            data[f"price-{n}-{key}"] = value
+            data[f"price-{n}-{key}"] = "" if value is None else value  # as the page shows it
     data["price-0-remove"] = "1"  # drop claude-sonnet-4
     data.update(
         {

@@ -55,6 +55,7 @@ from jaato_web.dashboard.presenters.quality import (
     replay_retention,
     retention_view,
     run_retention,
+    session_cost_rows,
 )
 from jaato_web.dashboard.presenters.replays import (
     CHART_MAX_POINTS,
@@ -172,6 +173,7 @@ __all__ = [
     "run_retention",
     "run_story",
     "section_bars",
+    "session_cost_rows",
     "share",
     "shown",
     "step_chart",

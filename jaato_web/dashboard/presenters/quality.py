@@ -232,6 +232,43 @@ def price_terms(price: gcengine.ModelPrice) -> str:
     return terms
 
 
+CALLERS = (
+    ("agent", "The agent"),
+    ("compaction", "Its compaction call"),
+    ("sub-agent", "Its sub-agents"),
+)
+
+
+def session_cost_rows(
+    groups: Sequence[Sequence[Any]], prices: Sequence[gcengine.ModelPrice]
+) -> list[dict[str, Any]]:
+    """What the session cost as recorded (``storage.cost_groups``: tokens per caller and
+    model), priced with ``prices``: a row per caller that made calls, then the total; dollars
+    None where a model has no price."""
+    rows: list[dict[str, Any]] = []
+    total: dict[str, Any] = {"label": "Total", "calls": 0, "tokens": 0, "output": 0, "dollars": 0.0}
+    for caller, label in CALLERS:
+        chosen = [g for g in groups if g[0] == caller]
+        if not chosen:
+            continue
+        row: dict[str, Any] = {"label": label, "calls": 0, "tokens": 0, "output": 0, "dollars": 0.0}
+        for _, model, calls, uncached, read, written, output in chosen:
+            price = gcengine.price_for_model(model, prices)
+            dollars = (
+                gcengine.call_dollars(uncached, read, written, output, price) if price else None
+            )
+            for target in (row, total):
+                target["calls"] += calls
+                target["tokens"] += uncached + read + written
+                target["output"] += output
+                if dollars is None or target["dollars"] is None:
+                    target["dollars"] = None
+                else:
+                    target["dollars"] += dollars
+        rows.append(row)
+    return [*rows, total] if rows else []
+
+
 def cost_view(
     series: Mapping[str, Any], prices: Sequence[gcengine.ModelPrice], model: str
 ) -> CostView | None:

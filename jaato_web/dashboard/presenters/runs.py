@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,6 +239,29 @@ class RunStory:
     over_limit: OverLimit | None
 
 
+def summary_call_text(call: Mapping[str, Any]) -> str:
+    """What the provider summarizer's call did (``gcengine.SummaryCall``): who wrote the
+    summary, what the call cost, or why the extractive summarizer wrote it instead."""
+    reason = call.get("fallback_reason")
+    if reason:
+        return (
+            f"The provider did not write the summary ({str(reason).rstrip('.')}), so the "
+            f"{call.get('written_by')} summarizer did."
+        )
+    tokens_in, tokens_out = call.get("input_tokens"), call.get("output_tokens")
+    used = (
+        f"{tokens_in:,} tokens in and {tokens_out or 0:,} out"
+        if isinstance(tokens_in, int)
+        else "tokens not reported"
+    )
+    dollars = call.get("dollars")
+    cost = f"${dollars:,.4f}" if isinstance(dollars, int | float) else "no price for the model"
+    return (
+        f"{call.get('model')} wrote the summary through the {call.get('protocol')} API: "
+        f"{used}, {cost}."
+    )
+
+
 def run_story(run: Any, summaries: Sequence[SummaryView]) -> RunStory:
     """``summaries``: the run's summary chain (the one it wrote, if any, is told)."""
     limit = run.context_limit or 0
@@ -293,6 +316,9 @@ def run_story(run: Any, summaries: Sequence[SummaryView]) -> RunStory:
             f" It summarized {counted(written.covers_count, 'turn')} into summary "
             f"{written.number} ({counted(written.tokens, 'token')})."
         )
+    call = details.get("summary_call")
+    if isinstance(call, dict):
+        outcome += f" {summary_call_text(call)}"
     skipped = str(details.get("summary_skipped") or "")
     if skipped:
         # The engine writes no summary that would not be smaller than what it replaces.

@@ -92,7 +92,7 @@ def dry_run_config(
     pinned = services.config_with_session_pins(config, session)
     if pinned is not config:
         notes.append(PINS_NOTE)
-    if pinned.plugin_config.get("summarizer") != "llm":
+    if pinned.plugin_config.get("summarizer") not in ("llm", "provider"):
         return pinned, notes
     data = gcengine.dump_gc_config(pinned)
     data["plugin_config"] = {**data["plugin_config"], "summarizer": "extractive"}

@@ -31,7 +31,9 @@ from jaato_web.dashboard.services.common import (
     config_with_session_pins,
     gc_policy_checked,
     project_default,
+    project_prices,
     project_set_default_policy,
+    project_summary_provider,
     session_pins,
 )
 from jaato_web.dashboard.services.policies import (
@@ -55,8 +57,9 @@ from jaato_web.dashboard.services.policies import (
 )
 from jaato_web.dashboard.services.quality import (
     project_gates,
-    project_prices,
+    project_provider_save,
     project_quality_save,
+    session_recorded_cost,
 )
 from jaato_web.dashboard.services.replays import REPLAYED_DIFFERENTLY, replay_series_of
 from jaato_web.dashboard.services.runs import VERDICT_FIELDS, plugin_names
@@ -123,13 +126,16 @@ __all__ = [
     "project_default",
     "project_gates",
     "project_prices",
+    "project_provider_save",
     "project_quality_save",
     "project_set_default_policy",
+    "project_summary_provider",
     "replay_series_of",
     "run_result_session",
     "session_after_of",
     "session_pin",
     "session_pins",
+    "session_recorded_cost",
     "stash_restore",
     "upload_name_check",
     "upload_size_check",

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
 import gcengine
 from jaato_web.dashboard.audit import audit_record
-from jaato_web.dashboard.models import AgentSession, AuditAction, Policy, PolicyKind, Project
+from jaato_web.dashboard.models import (
+    AgentSession,
+    AuditAction,
+    Policy,
+    PolicyKind,
+    Project,
+    SummaryProvider,
+)
 from jaato_web.errors import InputError
 
 if TYPE_CHECKING:
@@ -121,3 +129,54 @@ def config_with_session_pins(config: gcengine.GCConfig, session: AgentSession) -
     data["pinned_turn_indices"] = sorted(set(config.pinned_turn_indices) | turns)
     data["pinned_message_ids"] = list(dict.fromkeys([*config.pinned_message_ids, *sorted(ids)]))
     return config_validated(data)
+
+
+def project_prices(project: Project) -> list[gcengine.ModelPrice]:
+    """The price table the project's replays are costed with."""
+    if project.prices is None:
+        return list(gcengine.DEFAULT_PRICES)
+    return gcengine.load_price_table(project.prices)
+
+
+def project_summary_provider(project: Project) -> gcengine.ProviderSummarizer:
+    """The ``provider`` summarizer of the project's runs: its provider when an admin set one
+    (its key, else the app's ``JAATO_GC_PROVIDER_API_KEY``), priced from the project's table;
+    else the extractive summarizer writes every summary and the run says why."""
+    fallback = gcengine.ExtractiveSummarizer()
+    provider = SummaryProvider.objects.filter(project=project).first()
+    if provider is None:
+        return gcengine.ProviderSummarizer(
+            None,
+            fallback,
+            unavailable="model-written summaries are off in this project (an admin sets the "
+            "provider on its quality page)",
+        )
+    chosen = gcengine.ProviderSettings.model_validate(
+        {
+            "protocol": provider.protocol,
+            "model": provider.model,
+            "base_url": provider.base_url or None,
+            "api_key": provider.api_key or settings.JAATO_GC_PROVIDER_API_KEY or None,
+            "timeout": provider.timeout,
+        }
+    )
+    price = gcengine.price_for_model(provider.model, project_prices(project))
+    per_mtok = (
+        (price.input_per_mtok, price.output_per_mtok)
+        if price is not None and price.output_per_mtok is not None
+        else None
+    )
+    return gcengine.ProviderSummarizer(chosen, fallback, per_mtok)
+
+
+def config_with_project_summarizer(
+    config: gcengine.GCConfig, project: Project
+) -> gcengine.GCConfig:
+    """``config`` with the project's provider summarizer in place of ``"provider"`` (its
+    admin's settings, never the worker's environment alone); any other config as it is."""
+    if config.plugin_config.get("summarizer") != "provider":
+        return config
+    summarizer = project_summary_provider(project)
+    return config.model_copy(
+        update={"plugin_config": {**config.plugin_config, "summarizer": summarizer}}
+    )

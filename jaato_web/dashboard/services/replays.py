@@ -24,6 +24,7 @@ from jaato_web.dashboard.services import stored_sessions
 from jaato_web.dashboard.services.common import (
     compaction_checked,
     config_validated,
+    config_with_project_summarizer,
     config_with_session_pins,
     gc_policy_checked,
 )
@@ -129,13 +130,14 @@ def replay_draw(*, replay_id: int, lease: Lease) -> None:
     deterministic, so the second pass draws the same chart; but with the LLM summarizer each
     collection calls the endpoint, whose summaries may differ, and calling it twice costs
     twice: such a replay is scored as it is drawn, in one pass."""
-    replay = Replay.objects.select_related("session").get(pk=replay_id)
+    replay = Replay.objects.select_related("session__project").get(pk=replay_id)
     try:
         engine = stored_sessions.engine_session_of(
             replay.session, replay.context_limit, replay.compaction_id
         )
         config = config_validated(replay.config)
-        scored_at_once = config.plugin_config.get("summarizer") == "llm"
+        scored_at_once = config.plugin_config.get("summarizer") in ("llm", "provider")
+        config = config_with_project_summarizer(config, replay.session.project)
         series = replay_series_of(engine, config, scored=scored_at_once)
     except gcengine.GCEngineError as error:
         lease.failed(str(error))

@@ -32,6 +32,7 @@ from jaato_web.dashboard.services import stored_sessions
 from jaato_web.dashboard.services.common import (
     compaction_checked,
     config_validated,
+    config_with_project_summarizer,
     config_with_session_pins,
     gc_policy_checked,
 )
@@ -130,9 +131,9 @@ def run_queue(
 def run_collect(*, run_id: int, lease: Lease) -> None:
     """Run the engine for a queued run under ``lease`` and store everything its pages and
     exports show."""
-    run = GCRun.objects.select_related("session").get(pk=run_id)
+    run = GCRun.objects.select_related("session__project").get(pk=run_id)
     before = stored_sessions.engine_session_of(run.session, run.context_limit, run.compaction_id)
-    config = config_validated(run.config)
+    config = config_with_project_summarizer(config_validated(run.config), run.session.project)
     lease.progress(f"collecting with {run.plugin}")
     try:
         outcome = gcengine.run_gc(before, config, plugin=run.plugin)

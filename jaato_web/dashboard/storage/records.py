@@ -189,6 +189,7 @@ class StoredAgentState(TypedDict):
     tool_pair_problems: list[dict[str, Any]]
     tool_pair_problem_count: int
     calls: list[list[int | None]]
+    cost_groups: list[list[Any]]
 
 
 def _turn_of(message: gcengine.Message) -> int | None:
@@ -298,6 +299,7 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
         ],
         "tool_pair_problem_count": len(problems),
         "calls": recorded_calls(timeline),
+        "cost_groups": cost_groups(engine),
     }
 
 
@@ -317,3 +319,20 @@ def recorded_calls(timeline: gcengine.CallTimeline) -> list[list[int | None]]:
         ]
         for call in timeline.calls
     ]
+
+
+def cost_groups(engine: gcengine.Session) -> list[list[Any]]:
+    """Every recorded call's tokens (all contexts, the compaction call and sub-agents), summed
+    per caller and model, ``[caller, model, calls, uncached, read, written, output]``: what the
+    session page prices with the project's table as it stands then."""
+    groups: dict[tuple[str, str | None], list[Any]] = {}
+    for call in gcengine.recorded_cost(engine, ()).calls:
+        group = groups.setdefault(
+            (call.caller, call.model), [call.caller, call.model, 0, 0, 0, 0, 0]
+        )
+        group[2] += 1
+        group[3] += call.uncached_tokens
+        group[4] += call.cache_read_tokens
+        group[5] += call.cache_write_tokens
+        group[6] += call.output_tokens
+    return list(groups.values())
