@@ -181,12 +181,8 @@ def replay_gate_failures(
     series: Mapping[str, Any], gates: Mapping[gcengine.AnchorClass, float]
 ) -> int:
     """How many of a replay's collections leave some class under the project's gate."""
-    return sum(
-        1
-        for e in series["events"]
-        if e.get("retention")
-        and gcengine.gate_failures(gcengine.AnchorRetention.model_validate(e["retention"]), gates)
-    )
+    scores = (storage.retention_read(e.get("retention")) for e in series["events"])
+    return sum(1 for score in scores if score is not None and gcengine.gate_failures(score, gates))
 
 
 @dataclass(frozen=True)
