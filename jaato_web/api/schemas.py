@@ -229,9 +229,8 @@ class GateFailureOut(Schema):
 class RunDetailOut(RunOut):
     result: dict[str, Any] | None
     anchor_retention: gcengine.AnchorRetention | None = Field(
-        description="Of the anchors of the context before the run, what it kept in view, "
-        "beside the tokens after; null while ``retention_pending``, for a run not finished, "
-        "or stored before runs were scored on the whole context"
+        description="What the run kept in view of its context before's anchors; null while "
+        "``retention_pending``, for a run not finished, or stored before runs were scored"
     )
     retention_pending: bool = Field(
         description="The run is done and its ledger complete; its anchor retention is being "
@@ -436,10 +435,9 @@ class ReplayOut(Schema):
     compaction_id: str
     series: dict[str, Any] | None
     anchor_retention: gcengine.AnchorRetention | None = Field(
-        description="Every collection of the replay pooled, each scored on its whole context: "
-        "what they kept in view of the anchors of the context before each; null while "
-        "``retention_pending``, when ``unscored_because`` says why, or for a replay drawn "
-        "before replays were scored on the whole context"
+        description="Every collection of the replay pooled, each on its whole context; null "
+        "while ``retention_pending``, when ``unscored_because`` says why, or for a replay drawn "
+        "before replays were scored"
     )
     retention_pending: bool = Field(
         description="The replay is done and its series complete but for each collection's "
@@ -603,8 +601,7 @@ class RankIn(ObjectIn):
     by: str = Field(
         default="retention",
         description="What ranks first after staying within the window: retention (the "
-        "fewest collections under a gate, then the highest anchor retention at equal size), "
-        "cost or tokens",
+        "fewest collections under a gate, then anchor retention at equal size), cost or tokens",
     )
     context_limit: int | None = Field(
         default=None,
@@ -620,13 +617,8 @@ class RankedOnSession(Schema):
     over_window_checks: int
     tokens_sent: int
     tokens_without_gc: int
-    anchor_retention: gcengine.AnchorRetention = Field(
-        description="the replay's collections pooled, each scored on its whole context"
-    )
-    anchor_retention_at_equal_size: gcengine.AnchorRetention = Field(
-        description="the history collected once, scored with the context after cut to the "
-        "size of the smallest any ranked version leaves (``size``): what retention ranks by"
-    )
+    anchor_retention: gcengine.AnchorRetention
+    anchor_retention_at_equal_size: gcengine.AnchorRetention
     collections_under_gate: int
     cost: float | None
     cost_without_gc: float | None
@@ -640,13 +632,8 @@ class RankedPolicy(Schema):
     over_window_checks: int
     tokens_sent: int
     tokens_without_gc: int
-    anchor_retention: gcengine.AnchorRetention = Field(
-        description="the replay's collections pooled, each scored on its whole context"
-    )
-    anchor_retention_at_equal_size: gcengine.AnchorRetention = Field(
-        description="the history collected once, scored with the context after cut to the "
-        "size of the smallest any ranked version leaves (``size``): what retention ranks by"
-    )
+    anchor_retention: gcengine.AnchorRetention
+    anchor_retention_at_equal_size: gcengine.AnchorRetention
     collections_under_gate: int
     cost: float | None
     cost_without_gc: float | None
