@@ -156,3 +156,35 @@ def test_a_policy_that_keeps_everything_loses_its_lead_at_claude_codes_size(
     assert equal["all"].score is not None
     assert equal["claude_code"].score is not None
     assert equal["all"].score < equal["claude_code"].score
+
+
+@pytest.mark.parametrize("path", COMPACTED[:1], ids=lambda p: p.name[:8])
+def test_policies_on_a_real_context_compare_at_claude_codes_size_in_either_order(
+    path: Path, counter: TokenCounter
+) -> None:
+    """gc_budget and summarize collect the context Claude Code compacted; all three are
+    scored at the size of the smallest, the same figures whichever order they come in."""
+    session = gcengine.load_session(path, counter=counter)
+    before, claude_code = _claude_codes_compaction(session)
+    scorer = session_scorer(session)
+    alone = gcengine.with_context_limit(
+        session.model_copy(update={"history": before, "compactions": []}),
+        scorer.tokens_of(before),
+    )
+    config = {"threshold_percent": 10, "target_percent": 5}
+    afters = {"claude_code": claude_code}
+    for kind in ("gc_budget", "summarize"):
+        policy = gcengine.load_gc_config({"type": kind, **config}, env={})
+        afters[kind] = gcengine.run_gc(alone, policy).session.history
+    forth = scores_at_equal_size(scorer, before, afters)
+    back = scores_at_equal_size(session_scorer(session), before, dict(reversed(afters.items())))
+    assert forth == back
+    size = scorer.tokens_of(claude_code)
+    assert min(scorer.tokens_of(after) for after in afters.values()) == size
+    for kind in ("gc_budget", "summarize"):
+        whole = scorer.score_change(before, afters[kind])
+        assert whole.tokens_after > size
+        assert forth[kind].tokens_after <= size
+        assert forth[kind].score is not None
+        assert whole.score is not None
+        assert forth[kind].score < whole.score
