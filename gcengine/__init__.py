@@ -171,7 +171,9 @@ from gcengine.quality.retention import (
     load_retention_gates,
     pooled_retention,
     score_collection,
+    score_collections_at_equal_size,
     score_observed_compactions,
+    scores_at_equal_size,
     session_scorer,
 )
 from gcengine.quality.session_cost import (
@@ -477,7 +479,9 @@ __all__ = [
     "run_gc",
     "same_record",
     "score_collection",
+    "score_collections_at_equal_size",
     "score_observed_compactions",
+    "scores_at_equal_size",
     "session_caps",
     "session_from_record",
     "session_record",

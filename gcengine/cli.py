@@ -36,6 +36,7 @@ from gcengine.quality.prompt_cache import DEFAULT_PRICES, CacheCost, cache_cost,
 from gcengine.quality.retention import (
     AnchorRetention,
     score_collection,
+    score_collections_at_equal_size,
     score_observed_compactions,
 )
 from gcengine.quality.session_cost import CostTotals, recorded_cost, uncompacted
@@ -92,7 +93,13 @@ def _parser() -> argparse.ArgumentParser:
         help="anchor retention of a policy's run (--config) or of the agent's own compactions",
     )
     score.add_argument("session", type=Path)
-    score.add_argument("--config", type=Path, help="score a run of this gc.json policy")
+    score.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="score a run of this gc.json policy; given more than once, each run is scored "
+        "too at the size of the smallest context any of them leaves",
+    )
     score.add_argument("--json", action="store_true", help="the scores as JSON")
     cost = commands.add_parser(
         "cost",
@@ -358,9 +365,11 @@ def _ratio(value: float | None) -> str:
 def _retention_lines(retention: AnchorRetention) -> list[str]:
     if retention.unscorable is not None:
         return [f"unscorable: {retention.unscorable}"]
+    at_size = "" if retention.size is None else f", cut to {retention.size:,} for equal size"
     lines = [
-        f"anchor retention {_ratio(retention.score)} over {retention.anchors:,} anchors in "
-        f"{retention.removed_messages:,} messages taken out of view "
+        f"anchor retention {_ratio(retention.score)} over {retention.anchors:,} anchors of the "
+        f"context before ({retention.tokens_before:,} tokens), in "
+        f"{retention.tokens_after:,} tokens after{at_size} "
         "(keyword survival: a floor on what was lost, not what the agent remembers)",
         f"  {'class':<12} {'weight':>6} {'anchors':>8} {'kept':>6} {'recall':>7}  first lost",
     ]
@@ -385,12 +394,18 @@ def _retention_lines(retention: AnchorRetention) -> list[str]:
 
 def _score(args: argparse.Namespace) -> int:
     session = load_session(args.session)
-    if args.config is not None:
-        outcome = run_gc(session, load_gc_config(args.config))
-        if not outcome.result.success:
-            print(f"error: {outcome.result.error}", file=sys.stderr)
-            return EXIT_FAILED
-        scores = {"run": score_collection(session, outcome.session.history)}
+    if args.config:
+        afters = {}
+        for path in args.config:
+            outcome = run_gc(session, load_gc_config(path))
+            if not outcome.result.success:
+                print(f"error: {path}: {outcome.result.error}", file=sys.stderr)
+                return EXIT_FAILED
+            afters["run" if len(args.config) == 1 else f"run {path}"] = outcome.session.history
+        scores = {name: score_collection(session, after) for name, after in afters.items()}
+        if len(afters) > 1:
+            equal = score_collections_at_equal_size(session, afters)
+            scores |= {f"{name} at equal size": retention for name, retention in equal.items()}
     else:
         scores = score_observed_compactions(session)
     if args.json:
@@ -401,7 +416,10 @@ def _score(args: argparse.Namespace) -> int:
     for name, retention in scores.items():
         print(
             "\n".join(
-                [name if name == "run" else f"compaction {name}", *_retention_lines(retention)]
+                [
+                    name if name.startswith("run") else f"compaction {name}",
+                    *_retention_lines(retention),
+                ]
             )
         )
     return 0

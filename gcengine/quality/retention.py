@@ -1,18 +1,24 @@
-"""Anchor retention: how many of the anchors a compaction took out of the model's view it can
-still see, weighted by class.
+"""Anchor retention: of the anchors in the model's whole context before a compaction, how many
+it can still see after, weighted by class, beside the tokens that context takes.
 
-The inputs are what the model saw before and after: the messages that went (or changed) are
-the source span, and what stays in view (messages kept, the summary written) is searched for
-their anchors. It needs no model and gives the same figures every time.
+The inputs are what the model saw before and after. Every anchor of the context before
+counts; one held by a message kept unchanged is still in view, and one held only by
+messages that went (or changed) is looked for in everything still in view (messages kept,
+the summary written). Keeping more never scores lower, so a compaction that removes less
+scores at least as high: rankings compare policies at equal size (``score_at_size``,
+``scores_at_equal_size``), each context cut to the same token budget. It needs no model and
+gives the same figures every time.
 
 * ``score`` is ``sum(weight * kept) / sum(weight * anchors)`` over every class; None when
-  what went held no anchor (nothing to lose);
+  the context before held no anchor (nothing to lose);
 * per class: anchors, how many are kept, and the first ones lost;
+* the tokens of the context before and after (``tokens_before``, ``tokens_after``), and the
+  token budget the context after was cut to for an equal-size score (``size``);
 * invented anchors: literal anchors of a new summary that appear nowhere in the session (a
   word of them the session never used), a hallucination proxy;
 * the compression ratio: tokens of what came in (summaries, notices) over tokens of what went;
-* recency: retention of the anchors last mentioned in the oldest third of what went, against
-  those in the newest third.
+* recency: retention of the anchors last mentioned in the oldest third of the context before,
+  against those in the newest third.
 
 Stashed content counts as removed: the model cannot see it, whatever can bring it back.
 """
@@ -62,7 +68,8 @@ def _share(part: int, whole: int) -> float | None:
 
 
 class ClassRetention(BaseModel):
-    """One class's anchors in what went, and how many of them the model can still see."""
+    """One class's anchors in the context before, and how many of them the model can still
+    see."""
 
     anchor_class: AnchorClass
     weight: int
@@ -90,8 +97,8 @@ class InventedAnchors(BaseModel):
 
 
 class RecencyRetention(BaseModel):
-    """Weighted anchors last mentioned in the oldest and in the newest third of what went,
-    and how many of each the model can still see."""
+    """Weighted anchors last mentioned in the oldest and in the newest third of the context
+    before, and how many of each the model can still see."""
 
     oldest_weight: int = 0
     oldest_retained: int = 0
@@ -122,10 +129,11 @@ def _empty_classes() -> list[ClassRetention]:
 
 
 class AnchorRetention(BaseModel):
-    """What one compaction (or several, pooled) kept of the anchors it took out of view.
+    """What one compaction (or several, pooled) kept in view of the anchors of the whole
+    context before it.
 
     ``unscorable`` says why there is no score at all (an encrypted summary); otherwise
-    ``score`` is None only when what went held no anchor.
+    ``score`` is None only when the context before held no anchor.
     """
 
     classes: list[ClassRetention] = Field(default_factory=_empty_classes)
@@ -134,6 +142,15 @@ class AnchorRetention(BaseModel):
     removed_messages: int = 0
     removed_tokens: int = 0
     replacement_tokens: int = 0
+    tokens_before: int = Field(default=0, description="tokens of the context before")
+    tokens_after: int = Field(
+        default=0, description="tokens of the context after (cut to ``size`` when one is set)"
+    )
+    size: int | None = Field(
+        default=None,
+        description="the token budget the context after was cut to, oldest first, for a "
+        "comparison at equal size; None for the context as the compaction left it",
+    )
     compactions: int = Field(default=1, description="how many compactions this pools")
     unscorable: str | None = None
 
@@ -186,8 +203,17 @@ def pooled_retention(items: Iterable[AnchorRetention]) -> AnchorRetention:
         removed_messages=sum(i.removed_messages for i in scored),
         removed_tokens=sum(i.removed_tokens for i in scored),
         replacement_tokens=sum(i.replacement_tokens for i in scored),
+        tokens_before=sum(i.tokens_before for i in scored),
+        tokens_after=sum(i.tokens_after for i in scored),
+        size=_pooled_size(scored),
         compactions=sum(i.compactions for i in scored),
     )
+
+
+def _pooled_size(scored: Sequence[AnchorRetention]) -> int | None:
+    """The budget of equal-size scores pooled, when they share one and are all at one."""
+    sizes = {item.size for item in scored}
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 # --- Gates -------------------------------------------------------------------------------------
@@ -324,6 +350,9 @@ class AnchorScorer:
         """How many messages it may come to remember: what bounds its memory."""
         return len(self._corpus)
 
+    def tokens_of(self, messages: Iterable[Message]) -> int:
+        return sum(map(self._tokens, messages))
+
     def _view_of(self, message: Message) -> _View:
         known = self._views.get(message.message_id)
         if known is None or known[0] is not message:
@@ -360,34 +389,54 @@ class AnchorScorer:
         came_in = [
             m for m in after if (o := earlier.get(m.message_id)) is not m and _not_carried(m, o)
         ]
-        return self.score(removed, after, came_in)
+        return self.score(before, after, removed, came_in)
+
+    def score_at_size(
+        self, before: Sequence[Message], after: Sequence[Message], size: int
+    ) -> AnchorRetention:
+        """``score_change`` with the context after cut to ``size`` tokens (``cut_to_size``):
+        what a policy keeps at that budget, comparable with any other policy's there."""
+        cut = cut_to_size(after, self._tokens, size)
+        return self.score_change(before, cut).model_copy(update={"size": size})
 
     def score(
         self,
+        before: Sequence[Message],
+        after: Sequence[Message],
         removed: Sequence[Message],
-        visible: Sequence[Message],
         replacement: Sequence[Message] = (),
     ) -> AnchorRetention:
-        """``removed``: what the model no longer sees, oldest first; ``visible``: everything
-        it still sees; ``replacement``: what came in for it (summaries, notices), part of
-        ``visible`` too."""
-        found: dict[tuple[AnchorClass, str], tuple[Anchor, int]] = {}
-        for position, message in enumerate(removed):
+        """``before``: the whole context before, oldest first; ``after``: everything the model
+        still sees; ``removed``: the messages of ``before`` it no longer sees unchanged;
+        ``replacement``: what came in for them (summaries, notices), part of ``after`` too.
+
+        An anchor some kept message holds is in view as it was; only the ones held by
+        removed messages alone are looked for in ``after`` (most of a context is kept)."""
+        gone = {m.message_id for m in removed}
+        # Each anchor's last mention in the context before, and whether a message kept
+        # unchanged holds it.
+        found: dict[tuple[AnchorClass, str], tuple[Anchor, int, bool]] = {}
+        for position, message in enumerate(before):
+            carried = message.message_id not in gone
             for anchor in self._anchors_of(message):
-                found[(anchor.anchor_class, anchor.key)] = (anchor, position)
-        views = list(map(self._view_of, visible))
+                key = (anchor.anchor_class, anchor.key)
+                known = found.get(key)
+                found[key] = (anchor, position, carried or (known is not None and known[2]))
+        views = list(map(self._view_of, after))
         with self._lock:
-            in_view = _InView(views, self._words_in_view(visible, views))
-            retained = [_retained(anchor, in_view) for anchor, _ in found.values()]
-        # A collection can take hundreds of thousands of anchors out of view: they are counted
-        # by class, third and fate in one pass, and the models built from the counts.
-        thirds = [_third(position, len(removed)) for position in range(len(removed))]
+            in_view = _InView(views, self._words_in_view(after, views))
+            retained = [
+                carried or _retained(anchor, in_view) for anchor, _, carried in found.values()
+            ]
+        # A context can hold hundreds of thousands of anchors: they are counted by class,
+        # third and fate in one pass, and the models built from the counts.
+        thirds = [_third(position, len(before)) for position in range(len(before))]
         counts = Counter(
             (anchor.anchor_class, thirds[position], kept)
-            for (anchor, position), kept in zip(found.values(), retained, strict=True)
+            for (anchor, position, _), kept in zip(found.values(), retained, strict=True)
         )
         lost: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
-        for (anchor, _), kept in zip(found.values(), retained, strict=True):
+        for (anchor, _, _), kept in zip(found.values(), retained, strict=True):
             if not kept and len(shown := lost[anchor.anchor_class]) < LOST_SHOWN:
                 shown.append(anchor.text)
         classes = _empty_classes()
@@ -411,8 +460,10 @@ class AnchorScorer:
             invented=self._invented(replacement),
             recency=recency,
             removed_messages=len(removed),
-            removed_tokens=sum(self._tokens(m) for m in removed),
-            replacement_tokens=sum(self._tokens(m) for m in replacement),
+            removed_tokens=self.tokens_of(removed),
+            replacement_tokens=self.tokens_of(replacement),
+            tokens_before=self.tokens_of(before),
+            tokens_after=self.tokens_of(after),
         )
 
     def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> _WordCount:
@@ -447,9 +498,42 @@ class AnchorScorer:
         return invented
 
 
-def _third(position: int, removed: int) -> int:
-    """-1 for a message in the oldest third of ``removed`` messages, 1 in the newest, else 0."""
-    share = (position + 0.5) / removed
+def cut_to_size(
+    context: Sequence[Message], tokens: Callable[[Message], int], size: int
+) -> list[Message]:
+    """``context`` cut to at most ``size`` tokens: messages kept verbatim go oldest first,
+    then the summaries a compaction wrote (its own product, which a budget is for), oldest
+    first. Comparing two contexts at the smaller one's size cuts only the larger; one within
+    ``size`` is left as it is."""
+    order = sorted(
+        range(len(context)),
+        key=lambda i: (context[i].kind is MessageKind.SUMMARY, i),
+    )
+    total = sum(map(tokens, context))
+    dropped: set[int] = set()
+    for index in order:
+        if total <= size:
+            break
+        dropped.add(index)
+        total -= tokens(context[index])
+    return [m for i, m in enumerate(context) if i not in dropped]
+
+
+def scores_at_equal_size(
+    scorer: AnchorScorer, before: Sequence[Message], afters: Mapping[str, Sequence[Message]]
+) -> dict[str, AnchorRetention]:
+    """Several policies' contexts after one context ``before``, each scored at the size of the
+    smallest (``AnchorScorer.score_at_size``): a policy that removes less gains nothing from
+    it. The size depends only on the set of contexts, so the comparison is symmetric."""
+    if not afters:
+        return {}
+    size = min(scorer.tokens_of(after) for after in afters.values())
+    return {name: scorer.score_at_size(before, after, size) for name, after in afters.items()}
+
+
+def _third(position: int, messages: int) -> int:
+    """-1 for a message in the oldest third of ``messages``, 1 in the newest, else 0."""
+    share = (position + 0.5) / messages
     return -1 if share < 1 / 3 else 1 if share > 2 / 3 else 0
 
 
@@ -523,9 +607,17 @@ def session_scorer(session: Session) -> AnchorScorer:
 
 
 def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:
-    """What a collection that left ``after`` of ``session``'s history kept of the anchors it
-    took out of view (a run: ``score_collection(session, run_gc(...).session.history)``)."""
+    """What a collection that left ``after`` of ``session``'s history kept in view of the
+    anchors of that history (a run: ``score_collection(session, run_gc(...).session.history)``)."""
     return session_scorer(session).score_change(session.history, after)
+
+
+def score_collections_at_equal_size(
+    session: Session, afters: Mapping[str, Sequence[Message]]
+) -> dict[str, AnchorRetention]:
+    """Collections of ``session``'s history (by name) scored at the size of the smallest
+    context any of them left (``scores_at_equal_size``)."""
+    return scores_at_equal_size(session_scorer(session), session.history, afters)
 
 
 def _unreadable(messages: Sequence[Message]) -> bool:
@@ -533,8 +625,8 @@ def _unreadable(messages: Sequence[Message]) -> bool:
 
 
 def score_observed_compactions(session: Session) -> dict[str, AnchorRetention]:
-    """Every compaction the agent performed, by id, scored as a policy's would be: what it
-    replaced against the context that followed it (what it kept, and its summary).
+    """Every compaction the agent performed, by id, scored as a policy's would be: the
+    context before it against the context that followed it (what it kept, and its summary).
 
     A compaction whose summary the file holds only as an opaque or encrypted item (a Codex
     or OpenAI remote compaction) is unscorable: nobody can read what it kept.
@@ -575,4 +667,4 @@ def _observed(
             "cannot be read",
         )
     after = [*inserted, *kept]
-    return scorer.score(compaction.replaced, after, inserted)
+    return scorer.score(before, after, compaction.replaced, inserted)

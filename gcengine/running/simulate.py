@@ -85,7 +85,9 @@ class SimulationEvent(BaseModel):
     reason: GCTriggerReason
     result: GCResult
     retention: AnchorRetention | None = Field(
-        default=None, description="what the collection kept of the anchors it took out of view"
+        default=None,
+        description="what the collection kept in view of the anchors of the window before it, "
+        "beside the tokens after",
     )
     call_number: int | None = Field(
         default=None, description="at a pre_call check, the recorded model call about to be made"

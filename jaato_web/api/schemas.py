@@ -229,7 +229,7 @@ class GateFailureOut(Schema):
 class RunDetailOut(RunOut):
     result: dict[str, Any] | None
     anchor_retention: gcengine.AnchorRetention | None = Field(
-        description="What the run kept of the anchors it took out of view; null while "
+        description="What the run kept in view of its context before's anchors; null while "
         "``retention_pending``, for a run not finished, or stored before runs were scored"
     )
     retention_pending: bool = Field(
@@ -435,9 +435,9 @@ class ReplayOut(Schema):
     compaction_id: str
     series: dict[str, Any] | None
     anchor_retention: gcengine.AnchorRetention | None = Field(
-        description="Every collection of the replay pooled: what they kept of the anchors "
-        "they took out of view; null while ``retention_pending``, when ``unscored_because`` "
-        "says why, or for a replay drawn before replays were scored"
+        description="Every collection of the replay pooled, each on its whole context; null "
+        "while ``retention_pending``, when ``unscored_because`` says why, or for a replay drawn "
+        "before replays were scored"
     )
     retention_pending: bool = Field(
         description="The replay is done and its series complete but for each collection's "
@@ -601,7 +601,7 @@ class RankIn(ObjectIn):
     by: str = Field(
         default="retention",
         description="What ranks first after staying within the window: retention (the "
-        "fewest collections under a gate, then the highest anchor retention), cost or tokens",
+        "fewest collections under a gate, then anchor retention at equal size), cost or tokens",
     )
     context_limit: int | None = Field(
         default=None,
@@ -618,6 +618,7 @@ class RankedOnSession(Schema):
     tokens_sent: int
     tokens_without_gc: int
     anchor_retention: gcengine.AnchorRetention
+    anchor_retention_at_equal_size: gcengine.AnchorRetention
     collections_under_gate: int
     cost: float | None
     cost_without_gc: float | None
@@ -632,6 +633,7 @@ class RankedPolicy(Schema):
     tokens_sent: int
     tokens_without_gc: int
     anchor_retention: gcengine.AnchorRetention
+    anchor_retention_at_equal_size: gcengine.AnchorRetention
     collections_under_gate: int
     cost: float | None
     cost_without_gc: float | None

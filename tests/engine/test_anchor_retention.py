@@ -269,12 +269,11 @@ def test_recency_compares_the_oldest_third_with_the_newest() -> None:
     session = hand_session()
     written = summary("Still to do: switch round_money to half-up.")
     retention = gcengine.score_collection(session, without_the_middle(session, written))
-    # Of the six messages that went, the first two are the oldest third (the constraint,
-    # tests/test_tax.py, src/billing/tax.py and its line: weight 12; round_money is mentioned
-    # again later) and the last two the newest (round_money and the open work, weight 4); the
-    # summary keeps only the newest.
+    # Of the nine messages of the context before, the first three are the oldest third (the
+    # constraint and tests/test_tax.py: weight 6) and the last three the newest (round_money
+    # and the open work, weight 4); the summary keeps only the newest.
     assert retention.recency.model_dump() == {
-        "oldest_weight": 12,
+        "oldest_weight": 6,
         "oldest_retained": 0,
         "newest_weight": 4,
         "newest_retained": 4,
@@ -511,8 +510,14 @@ def compactions(draw: st.DrawFn) -> tuple[list[Message], list[Message]]:
     return removed, [*kept, summary(draw(TEXTS))]
 
 
-def score(removed: list[Message], visible: list[Message]) -> gcengine.AnchorRetention:
-    return AnchorScorer([*removed, *visible], lambda m: 1).score(removed, visible, visible[-1:])
+def score(
+    removed: list[Message], visible: list[Message], after: list[Message] | None = None
+) -> gcengine.AnchorRetention:
+    """The context before is what went and what was kept (``visible`` but its summary); the
+    context after is ``visible``, or ``after`` when given."""
+    before = [*removed, *visible[:-1]]
+    after = visible if after is None else after
+    return AnchorScorer([*removed, *visible, *after], lambda m: 1).score_change(before, after)
 
 
 def recalls(retention: gcengine.AnchorRetention) -> list[tuple[int, int]]:
@@ -556,7 +561,7 @@ def test_removing_an_anchor_from_what_is_kept_never_raises_the_score(
     anchor = data.draw(st.sampled_from(anchors))
     pieces = sorted(anchor.terms) if anchor.terms else [anchor.key]
     cut = [m.model_copy(update={"parts": [Part.from_text(_cut(m.text, pieces))]}) for m in visible]
-    before, after = score(removed, visible), score(removed, cut)
+    before, after = score(removed, visible), score(removed, visible, cut)
     assert before.score is not None
     assert after.score is not None
     assert after.score <= before.score
@@ -573,7 +578,7 @@ def test_the_order_of_kept_sentences_does_not_change_the_score(
     sentences = [s for m in visible for s in re.split(r"(?<=\.) ", m.text)]
     random.shuffle(sentences)
     shuffled = [summary("\n".join(sentences))]
-    before, after = score(removed, visible), score(removed, shuffled)
+    before, after = score(removed, visible), score(removed, visible, shuffled)
     assert after.score == before.score
     assert recalls(after) == recalls(before)
 

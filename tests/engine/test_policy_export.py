@@ -171,6 +171,18 @@ def test_the_command_line_exports_scores_and_prices(
     assert main(["score", str(session)]) == 0
     assert "records no compaction of its own" in capsys.readouterr().out
 
+    # Two policies: each run as it stands, and both at the smaller one's size (the second
+    # keeps more).
+    keep_more = tmp_path / "keep-more.json"
+    keep_more.write_text(json.dumps({"type": "truncate", "target_percent": 70}))
+    runs = ["score", str(session), "--config", str(config), "--config", str(keep_more)]
+    assert main([*runs, "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    sizes = {scored[f"run {path} at equal size"]["size"] for path in (config, keep_more)}
+    assert sizes == {min(scored[f"run {path}"]["tokens_after"] for path in (config, keep_more))}
+    assert main(runs) == 0
+    assert "for equal size" in capsys.readouterr().out
+
     assert main(["cost", str(session), "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "priced as Claude Sonnet 4" in out

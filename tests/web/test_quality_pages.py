@@ -87,13 +87,20 @@ def test_the_run_page_says_what_was_kept_and_flags_the_gates(
     html = client.get(reverse("run_detail", args=[truncated.pk])).content.decode()
     kept = sum(c.retained for c in retention.classes)
     assert (
-        f"Anchor retention {presenters.share(retention.score)}: {kept:,} of "
-        f"{retention.anchors:,} anchors in the {retention.removed_messages:,} messages the run "
-        "took out of view are still in view, weighted by class."
+        f"Anchor retention {presenters.share(retention.score)}: {kept:,} of the "
+        f"{retention.anchors:,} anchors in the context before the run are still in view after "
+        f"it, weighted by class, in {retention.tokens_after:,} tokens (of "
+        f"{retention.tokens_before:,} before)."
     ) in html
-    # A truncation keeps none of the decisions and open work it removes: both gates fail.
+    # A truncation keeps none of the decisions it removes, only the ones it leaves: the
+    # share of the whole context's is under the gate.
+    decisions = retention.of_class(gcengine.AnchorClass.DECISIONS).recall
+    assert decisions is not None
+    assert decisions < 0.95
     assert "Under the project's retention gates:" in html
-    assert "decisions and constraints 0.0 %, under the gate of 95.0 %" in html
+    assert (
+        f"decisions and constraints {presenters.share(decisions)}, under the gate of 95.0 %"
+    ) in html
     assert 'data-under-gate="decisions"' in html
     assert "It is not what the agent remembers" in html
     # What went is what the run's ledger freed, the figures the agent recorded included.
@@ -127,10 +134,13 @@ def test_the_review_queue_flags_a_run_under_a_gate_and_not_one_above(
         run.pk: html.split(f"Run {run.pk}</a>", 1)[1].split("</tr>", 1)[0]
         for run in (truncated, untouched)
     }
+    retention = storage.retention_read(truncated.retention)
+    assert retention is not None
+    decisions = retention.of_class(gcengine.AnchorClass.DECISIONS).recall
     assert "under a gate" in rows[truncated.pk]
-    assert "decisions and constraints 0.0 %" in rows[truncated.pk]
+    assert f"decisions and constraints {presenters.share(decisions)}" in rows[truncated.pk]
     assert "under a gate" not in rows[untouched.pk]
-    assert "n/a" in rows[untouched.pk]  # it took nothing out: nothing to score
+    assert "100.0 %" in rows[untouched.pk]  # it took nothing out: it kept every anchor
 
 
 def test_a_run_is_done_with_its_ledger_before_its_retention_is_scored(
@@ -431,6 +441,10 @@ def test_the_api_ranks_as_the_page_does(
     assert [r["rank"] for r in ranks] == [1, 2]
     assert ranks[0]["cost"] <= ranks[1]["cost"]
     assert ranks[0]["sessions"][0]["session_id"] == demo.pk
+    # Retention is compared at equal size: the larger context after is cut to the smaller's.
+    equal = [r["sessions"][0]["anchor_retention_at_equal_size"] for r in ranks]
+    assert equal[0]["size"] == equal[1]["size"] == max(e["tokens_after"] for e in equal) > 0
+    assert [r["anchor_retention_at_equal_size"]["size"] for r in ranks] == [equal[0]["size"]] * 2
     refused = client.post(
         "/api/policies/rank",
         {"session_ids": [demo.pk], "version_ids": [a.pk], "by": "mood"},

@@ -90,21 +90,24 @@ def retention_view(
         )
         for part in retention.classes
     ]
-    went = counted(retention.removed_messages, "message")
     if retention.unscorable is not None:
         sentence = f"No anchor retention for {what}: {retention.unscorable}."
     elif not retention.anchors:
-        sentence = (
-            f"The {went} {what} took out of view held no anchors, so there is nothing to score."
-            if retention.removed_messages
-            else f"{what.capitalize()} took nothing out of view, so there is nothing to score."
-        )
+        sentence = "The context before held no anchors, so there is nothing to score."
     else:
         kept = sum(part.retained for part in retention.classes)
+        at_size = (
+            f", its context cut to {counted(retention.size, 'token')} oldest first to compare "
+            "at equal size"
+            if retention.size is not None
+            else ""
+        )
         sentence = (
-            f"Anchor retention {share(retention.score)}: {kept:,} of "
-            f"{counted(retention.anchors, 'anchor')} in the {went} {what} took out of view "
-            "are still in view, weighted by class."
+            f"Anchor retention {share(retention.score)}: {kept:,} of the "
+            f"{counted(retention.anchors, 'anchor')} in the context before {what} are still "
+            f"in view after it, weighted by class, in "
+            f"{counted(retention.tokens_after, 'token')} (of "
+            f"{retention.tokens_before:,} before){at_size}."
         )
     return RetentionView(
         score=retention.score,
@@ -150,7 +153,8 @@ def _recency_sentence(recency: gcengine.RecencyRetention) -> str:
     if recency.oldest is None and recency.newest is None:
         return ""
     return (
-        f"Anchors last mentioned in the oldest third of what went: {share(recency.oldest)} "
+        f"Anchors last mentioned in the oldest third of the context before: "
+        f"{share(recency.oldest)} "
         f"still in view; in the newest third: {share(recency.newest)}."
     )
 
@@ -162,9 +166,11 @@ def run_retention(run: Any, gates: Mapping[gcengine.AnchorClass, float]) -> Rete
 
 def replay_retention(series: Mapping[str, Any]) -> gcengine.AnchorRetention | None:
     """Every collection of a replay pooled, each anchor counted once; None for a series
-    stored before collections were scored."""
+    stored before collections were scored, or scored only on what went (no tokens before)."""
     scored = [e["retention"] for e in series["events"] if e.get("retention")]
     if not any("retention" in e for e in series["events"]):
+        return None
+    if any("tokens_before" not in record for record in scored):
         return None
     return gcengine.pooled_retention(
         gcengine.AnchorRetention.model_validate(record) for record in scored
@@ -175,12 +181,8 @@ def replay_gate_failures(
     series: Mapping[str, Any], gates: Mapping[gcengine.AnchorClass, float]
 ) -> int:
     """How many of a replay's collections leave some class under the project's gate."""
-    return sum(
-        1
-        for e in series["events"]
-        if e.get("retention")
-        and gcengine.gate_failures(gcengine.AnchorRetention.model_validate(e["retention"]), gates)
-    )
+    scores = (storage.retention_read(e.get("retention")) for e in series["events"])
+    return sum(1 for score in scores if score is not None and gcengine.gate_failures(score, gates))
 
 
 @dataclass(frozen=True)
@@ -344,15 +346,16 @@ class RankRow:
     collections: str
     under_gate: int
     retention: str
+    size: str
     recalls: list[str]
     tokens_sent: str
     cost: str
 
 
 def ranking_rows(ranking: Any) -> tuple[list[str], list[RankRow]]:
-    """The ranking's table: the anchor classes any policy took anchors of (their labels, for
-    the header), and a row per policy in rank order."""
-    pooled = [r.retention for r in ranking.ranks]
+    """The ranking's table: the anchor classes the sessions' histories hold (their labels, for
+    the header), and a row per policy in rank order, its retention at equal size."""
+    pooled = [r.at_equal_size for r in ranking.ranks]
     classes = [c.anchor_class for c in gcengine.pooled_retention(pooled).classes if c.anchors]
     rows = []
     for rank, retention in zip(ranking.ranks, pooled, strict=True):
@@ -374,6 +377,7 @@ def ranking_rows(ranking: Any) -> tuple[list[str], list[RankRow]]:
                 collections=f"{rank.collections:,}",
                 under_gate=rank.collections_under_gate,
                 retention=share(retention.score),
+                size=counted(retention.tokens_after, "token"),
                 recalls=[share(retention.of_class(c).recall) for c in classes],
                 tokens_sent=sent,
                 cost=cost,

@@ -2,19 +2,23 @@
 added up (staying within the window, anchor retention against the project's gates, tokens
 sent, prompt-cache cost), the versions ranked, and the sessions where they differ most.
 
+Retention ranks at equal size: each version collects each session's whole history once, and
+every version's context after is cut to the smallest one's tokens (oldest first, summaries
+last) before it is scored, so a version that removes less gains nothing from it.
+
 Each replay is the one a preview's chart draws (``policies.replay``), scored, and kept in
 the same cache.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gcengine
 from jaato_web.dashboard import services, storage
 from jaato_web.dashboard.models import AgentSession
-from jaato_web.dashboard.previews.policies import replay
+from jaato_web.dashboard.previews.policies import _scorer, dry_run_config, replay
 from jaato_web.errors import InputError
 
 # Sessions one ranking replays at most; each is replayed once per policy (and cached).
@@ -23,7 +27,8 @@ RANK_SESSIONS_MAX = 20
 DIFFER_MOST_SHOWN = 5
 # What a ranking puts first, after staying within the window; the rest break ties.
 RANK_ORDERS = {
-    "retention": "the fewest collections under a gate, then the highest anchor retention",
+    "retention": "the fewest collections under a gate, then the highest anchor retention at "
+    "equal size",
     "cost": "the lowest cost with prompt caching",
     "tokens": "the fewest tokens sent",
 }
@@ -36,8 +41,9 @@ class RankError(InputError):
 
 @dataclass(frozen=True)
 class PolicyOnSession:
-    """One policy replayed on one session: what it sent, what its collections kept of the
-    anchors they took out of view, and what that costs with the prompt cache counted."""
+    """One policy replayed on one session: what it sent, what its collections kept in view of
+    the anchors of the context before each, what it keeps of the whole history at the size
+    every policy ranked is cut to, and what that costs with the prompt cache counted."""
 
     session: AgentSession
     collections: int
@@ -48,6 +54,7 @@ class PolicyOnSession:
     collections_under_gate: int
     cost: float | None
     cost_without_gc: float | None
+    at_equal_size: gcengine.AnchorRetention | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,14 @@ class PolicyRank:
     @property
     def retention(self) -> gcengine.AnchorRetention:
         return gcengine.pooled_retention(s.retention for s in self.sessions)
+
+    @property
+    def at_equal_size(self) -> gcengine.AnchorRetention:
+        """Each session's history collected once, scored at the size every version ranked
+        is cut to there, pooled."""
+        return gcengine.pooled_retention(
+            s.at_equal_size for s in self.sessions if s.at_equal_size is not None
+        )
 
     @property
     def tokens_sent(self) -> int:
@@ -95,9 +110,10 @@ class PolicyRank:
 
     def order(self, by: str) -> tuple[float, ...]:
         """Staying within the window first, then ``by`` (a ``RANK_ORDERS`` key), then the
-        others: the fewest collections under a gate and the highest anchor retention
-        (nothing taken out counts as nothing lost), the lowest cost, the fewest tokens."""
-        score = self.retention.score
+        others: the fewest collections under a gate and the highest anchor retention at equal
+        size (a history without anchors counts as nothing lost), the lowest cost, the fewest
+        tokens."""
+        score = self.at_equal_size.score
         retention = (self.collections_under_gate, -(1.0 if score is None else score))
         cost = (self.cost if self.cost is not None else float("inf"),)
         tokens = (self.tokens_sent,)
@@ -157,6 +173,20 @@ def _on_session(
     )
 
 
+def _at_equal_size(
+    session: AgentSession, configs: list[gcengine.GCConfig], context_limit: int | None
+) -> list[gcengine.AnchorRetention]:
+    """Each config's collection of the session's whole history, as a dry run would make it,
+    scored at the size of the smallest context any of them leaves."""
+    engine = services.engine_session_of(session, context_limit)
+    afters = {
+        str(n): gcengine.run_gc(engine, dry_run_config(session, config)[0]).session.history
+        for n, config in enumerate(configs)
+    }
+    scores = gcengine.scores_at_equal_size(_scorer(session, engine), engine.history, afters)
+    return [scores[str(n)] for n in range(len(configs))]
+
+
 def _spread(values: list[float]) -> float:
     return max(values) - min(values) if len(values) > 1 else 0.0
 
@@ -172,34 +202,38 @@ def rank(
     """``versions`` (policy versions) replayed on each of ``sessions`` (against
     ``context_limit`` tokens instead of each one's window, when given), ranked ``by`` one of
     ``RANK_ORDERS`` (see ``PolicyRank.order``), with the sessions where they differ most: the
-    widest spread of anchor retention, then of cost relative to the cheapest."""
+    widest spread of anchor retention at equal size, then of cost relative to the
+    cheapest."""
     if by not in RANK_ORDERS:
         raise RankError(f"no ranking by {by!r} (one of {', '.join(RANK_ORDERS)})", "by")
     projects = {s.project_id for s in sessions} | {v.policy.project_id for v in versions}
     if len(projects) > 1:
         raise RankError("the sessions and versions ranked must be of one project")
+    configs = [services.config_validated(version.config) for version in versions]
+    equal = [_at_equal_size(session, configs, context_limit) for session in sessions]
     ranks = [
         PolicyRank(
             version=version,
             sessions=[
-                _on_session(
-                    session,
-                    services.config_validated(version.config),
-                    gates,
-                    prices,
-                    context_limit,
+                replace(
+                    _on_session(session, config, gates, prices, context_limit),
+                    at_equal_size=equal[index][position],
                 )
-                for session in sessions
+                for index, session in enumerate(sessions)
             ],
         )
-        for version in versions
+        for position, (version, config) in enumerate(zip(versions, configs, strict=True))
     ]
     ranks.sort(key=lambda r: r.order(by))
     ranks = [PolicyRank(r.version, r.sessions, rank=n) for n, r in enumerate(ranks, 1)]
     spreads = []
     for index, session in enumerate(sessions):
         on_it = [r.sessions[index] for r in ranks]
-        scores = [s.retention.score for s in on_it if s.retention.score is not None]
+        scores = [
+            s.at_equal_size.score
+            for s in on_it
+            if s.at_equal_size is not None and s.at_equal_size.score is not None
+        ]
         costs = [s.cost for s in on_it if s.cost is not None]
         cheapest = min(costs, default=0.0)
         spreads.append(

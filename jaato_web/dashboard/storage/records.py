@@ -24,7 +24,11 @@ def retention_figures(retention: gcengine.AnchorRetention) -> dict[str, Any]:
 
 
 def retention_read(record: dict[str, Any] | None) -> gcengine.AnchorRetention | None:
-    return None if record is None else gcengine.AnchorRetention.model_validate(record)
+    """None for a record stored before scores counted the whole context (it has no tokens
+    before): its figure scored only what went, which cannot be compared with the new one."""
+    if record is None or "tokens_before" not in record:
+        return None
+    return gcengine.AnchorRetention.model_validate(record)
 
 
 def _requests(requests: list[gcengine.PromptRequest]) -> list[list[int | None]]:
