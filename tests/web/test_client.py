@@ -397,8 +397,8 @@ def test_the_hook_hands_the_agent_what_its_compaction_left_out(tmp_path):
     output = json.loads(done.stdout)["hookSpecificOutput"]
     assert output["hookEventName"] == "SessionStart"
     handed = output["additionalContext"]
-    # A file the compacted conversation read by this path, which its summary does not hold.
-    assert "/lib/spotter/services/transcript_renderer.ex" in handed
+    # A file the compacted conversation worked on, which its summary names by no spelling.
+    assert "- lib/spotter/transcripts/project.ex" in handed
     assert "Files:" in handed
     assert "handed lost anchors" in log.read_text()
     # Without --anchors, or on a start that follows no compaction, it says nothing.
