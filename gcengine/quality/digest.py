@@ -67,8 +67,8 @@ def digest_against_agent(session: Session) -> list[SummaryAtSize]:
                 compaction_id=compaction.compaction_id,
                 agent_tokens=size,
                 digest_tokens=counter.count(body),
-                agent=scorer.score(before.history, [agents], [agents]),
-                digest=scorer.score(before.history, [digest], [digest]),
+                agent=scorer.score(before.history, [agents], before.history, [agents]),
+                digest=scorer.score(before.history, [digest], before.history, [digest]),
             )
         )
     return compared

@@ -180,12 +180,12 @@ def without_the_middle(session: gcengine.Session, *inserted: Message) -> list[Me
     return [*history[:2], *inserted, history[-1]]
 
 
-def test_a_truncation_that_keeps_none_of_them_scores_zero() -> None:
+def test_a_truncation_that_keeps_none_of_them_keeps_only_the_request() -> None:
     session = hand_session()
     retention = gcengine.score_collection(session, without_the_middle(session))
     assert retention.removed_messages == 6
-    assert retention.anchors == 7
-    assert retention.score == 0
+    assert retention.anchors == 8  # the seven in the middle, and the request, kept
+    assert (retention.of_class(AnchorClass.REQUESTS).retained, retention.score) == (1, 3 / 21)
     assert retention.compression_ratio == 0
     assert retention.of_class(AnchorClass.PATHS).lost == [
         "tests/test_tax.py",
@@ -232,11 +232,11 @@ def test_a_summary_is_credited_with_what_it_states_and_rewords_closely() -> None
         # "switch round_money to half-up" holds 3 of "todo switch round_money half"
         "open_work": (1, 1),
         "issues": (0, 0),
-        "requests": (0, 0),
+        "requests": (1, 1),  # "Please fix the rounding bug.", kept
         "tests": (0, 0),
         "tasks": (0, 0),
     }
-    assert retention.score == pytest.approx((2 * 3 + 2 + 3 + 2) / (3 * 3 + 2 + 2 + 3 + 2))
+    assert retention.score == pytest.approx((2 * 3 + 2 + 3 + 2 + 3) / (3 * 3 + 2 + 2 + 3 + 2 + 3))
     assert retention.of_class(AnchorClass.PATHS).lost == ["src/billing/tax.py:38"]
     assert retention.invented.model_dump() == {
         "checked": 3,  # tests/test_tax.py, round_money, src/billing/tax.py
@@ -270,16 +270,16 @@ def test_recency_compares_the_oldest_third_with_the_newest() -> None:
     written = summary("Still to do: switch round_money to half-up.")
     retention = gcengine.score_collection(session, without_the_middle(session, written))
     # Of the nine messages of the context before, the first three are the oldest third (the
-    # constraint and tests/test_tax.py: weight 6) and the last three the newest (round_money
-    # and the open work, weight 4); the summary keeps only the newest.
+    # request, kept, the constraint and tests/test_tax.py: weight 9) and the last three the
+    # newest (round_money and the open work, weight 4); the summary keeps only the newest.
     assert retention.recency.model_dump() == {
-        "oldest_weight": 6,
-        "oldest_retained": 0,
+        "oldest_weight": 9,
+        "oldest_retained": 3,
         "newest_weight": 4,
         "newest_retained": 4,
-        "oldest": 0.0,
+        "oldest": pytest.approx(1 / 3),
         "newest": 1.0,
-        "bias": 1.0,
+        "bias": pytest.approx(2 / 3),
     }
 
 
@@ -374,8 +374,9 @@ def test_pooling_counts_every_anchor_once_and_skips_the_unscorable() -> None:
     pooled = gcengine.pooled_retention([kept, lost, unscorable])
     assert pooled.compactions == 2
     assert pooled.anchors == kept.anchors + lost.anchors
-    weight = 2 * (3 * 3 + 2 + 2 + 3 + 2)
-    assert pooled.score == pytest.approx((2 + 2) / weight)
+    weight = 2 * (3 * 3 + 2 + 2 + 3 + 2 + 3)
+    # round_money and the open work the summary kept, and the request both kept.
+    assert pooled.score == pytest.approx((2 + 2 + 3 + 3) / weight)
 
 
 # --- The agent's own compactions ---------------------------------------------------------------

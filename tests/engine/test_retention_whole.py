@@ -99,7 +99,7 @@ def test_removing_less_no_longer_loses_to_removing_more_on_the_hand_session() ->
     # for the second, which keeps the message with round_money and the open work too.
     fewer = gcengine.score_collection(session, [history[0], history[3], history[-1]])
     more = gcengine.score_collection(session, [history[0], history[3], history[7], history[-1]])
-    assert fewer.anchors == more.anchors == 7
+    assert fewer.anchors == more.anchors == 8  # the seven, and the request both keep
     assert fewer.score is not None
     assert more.score is not None
     assert more.score > fewer.score
@@ -134,7 +134,7 @@ def test_claude_codes_compaction_is_scored_on_the_whole_context(
     assert observed.tokens_after == scorer.tokens_of(after) < 5_000
     assert observed.anchors > 250
     assert observed.score is not None
-    assert 0.2 < observed.score < 0.35
+    assert 0.2 < observed.score < 0.4
 
 
 @pytest.mark.parametrize("path", COMPACTED, ids=lambda p: p.name[:8])
