@@ -32,7 +32,6 @@ from jaato_web.dashboard import (
 )
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind
 from jaato_web.http import PageRequest, htmx_target, query_id
-from jaato_web.pages.forms import PolicySaveForm
 from jaato_web.pages.planner_forms import (
     MODEL_CHOICES,
     PlanForm,
@@ -41,6 +40,7 @@ from jaato_web.pages.planner_forms import (
     planner_form_values,
     planner_help,
 )
+from jaato_web.pages.policies_forms import PolicySaveForm
 from jaato_web.teams.access import requires
 from jaato_web.teams.permissions import Action
 

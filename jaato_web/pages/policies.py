@@ -31,7 +31,7 @@ from jaato_web.dashboard import (
 from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, PolicyVersion, Project
 from jaato_web.http import query_id
 from jaato_web.pages import forms
-from jaato_web.pages.forms import (
+from jaato_web.pages.policies_forms import (
     APPLIES_TO,
     KEY_FIELDS,
     NOOP_PLACEHOLDERS,

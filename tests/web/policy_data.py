@@ -8,7 +8,7 @@ from typing import Any
 
 from jaato_web.dashboard import background
 from jaato_web.dashboard.models import AgentSession, Project
-from jaato_web.pages.forms import form_values
+from jaato_web.pages.policies_forms import form_values
 from tests.web.uploads import session_file
 
 GC_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gc"

@@ -16,7 +16,7 @@ from django.utils.html import escape
 import gcengine
 from jaato_web.dashboard import background
 from jaato_web.dashboard.models import AgentSession, Policy, Project
-from jaato_web.pages.forms import form_values
+from jaato_web.pages.policies_forms import form_values
 from tests.web.policy_data import form_data
 
 pytestmark = pytest.mark.django_db
