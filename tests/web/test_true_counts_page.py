@@ -36,7 +36,10 @@ def test_the_page_names_the_window_source_and_both_counts(
     assert session.context_limit == 200_000
     html = client.get(reverse("session_detail", args=[session.pk])).content.decode()
     assert "(known limit of the model)" in html
-    assert "the agent auto-compacted at 167,094 tokens" in html
+    # Why, in a sentence under the figures (the figure itself stays short).
+    why = html[html.index('id="window-source"') :].split("</p>", 1)[0]
+    assert "Why this window: model table: claude-opus-4-6 runs in 200,000 tokens" in why
+    assert "the agent auto-compacted at 167,094 tokens" in why
     estimate = session.drift["local_estimate"]
     assert estimate["local_counter"] == "tiktoken:cl100k_base"
     assert estimate["scaled_tokens"] > estimate["local_tokens"]
