@@ -116,7 +116,13 @@ def token_drift(session: Session, counter: TokenCounter | None = None) -> TokenD
         for message, counted in zip(session.history, counts, strict=True)
         if message.message_id in figures
     ]
-    counted_context = sum(counts) + sum(counter.count(i.text) for i in session.system_instructions)
+    # What the model was sent: the messages, the system instructions the file holds, and what
+    # the file does not hold but its recorded usage shows (a locked entry of the budget).
+    counted_context = (
+        sum(counts)
+        + sum(counter.count(i.text) for i in session.system_instructions)
+        + (session.unseen_overhead or 0)
+    )
     return TokenDrift(
         counter=counter.name,
         messages=drifts,

@@ -46,6 +46,14 @@ def test_the_page_names_the_window_source_and_both_counts(
     assert f"scaled by <strong>{estimate['scale']}</strong>" in html
     assert f"as counted locally: {estimate['local_tokens']:,}" in html
     assert f"{estimate['unseen_overhead']:,} tokens of system prompt, tool definitions" in html
+    # The context set beside the provider's last prompt holds what the file does not.
+    drift = session.drift
+    assert drift["counted_context_tokens"] == session.total_tokens
+    assert (
+        abs(drift["counted_context_tokens"] - drift["provider_prompt_tokens"])
+        < 0.1 * (drift["provider_prompt_tokens"])
+    )
+    assert f"of which {estimate['unseen_overhead']:,} the file does not hold" in html
 
 
 def test_a_tried_window_reaches_the_planner_and_the_runs_links(
