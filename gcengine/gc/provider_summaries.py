@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError
@@ -194,27 +195,14 @@ def _ask_openai(
         timeout=settings.timeout,
         max_retries=0,
     )
-    try:
+    with _sdk_failures(openai, openai.OpenAIError, "an OpenAI chat completion", settings):
         answer = client.chat.completions.create(
             model=settings.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": text}],
             max_tokens=max_tokens,
             temperature=0,
         )
-    except openai.APITimeoutError:
-        raise _Failed(f"no answer within {settings.timeout:g} s") from None
-    except openai.APIStatusError as error:
-        raise _Failed(f"the endpoint answered HTTP {error.status_code}") from None
-    except openai.APIConnectionError as error:
-        raise _Failed(f"cannot reach the endpoint: {error}") from None
-    except (openai.OpenAIError, ValueError) as error:
-        raise _Failed(f"the answer is not an OpenAI chat completion: {error}") from None
-    usage = getattr(answer, "usage", None)
-    counts = (
-        (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
-        if usage is not None
-        else (None, None)
-    )
+    counts = _usage_counts(answer, "prompt_tokens", "completion_tokens")
     choices = getattr(answer, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise _Failed("the answer is not an OpenAI chat completion (no choices)", counts)
@@ -238,7 +226,7 @@ def _ask_anthropic(
         timeout=settings.timeout,
         max_retries=0,
     )
-    try:
+    with _sdk_failures(anthropic, anthropic.AnthropicError, "an Anthropic message", settings):
         answer = client.messages.create(
             model=settings.model,
             system=system,
@@ -246,20 +234,7 @@ def _ask_anthropic(
             max_tokens=max_tokens,
             temperature=0,
         )
-    except anthropic.APITimeoutError:
-        raise _Failed(f"no answer within {settings.timeout:g} s") from None
-    except anthropic.APIStatusError as error:
-        raise _Failed(f"the endpoint answered HTTP {error.status_code}") from None
-    except anthropic.APIConnectionError as error:
-        raise _Failed(f"cannot reach the endpoint: {error}") from None
-    except (anthropic.AnthropicError, ValueError) as error:
-        raise _Failed(f"the answer is not an Anthropic message: {error}") from None
-    usage = getattr(answer, "usage", None)
-    counts = (
-        (getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
-        if usage is not None
-        else (None, None)
-    )
+    counts = _usage_counts(answer, "input_tokens", "output_tokens")
     blocks = getattr(answer, "content", None)
     if not isinstance(blocks, list):
         raise _Failed("the answer is not an Anthropic message (no content)", counts)
@@ -279,3 +254,29 @@ def summarizer_for(options: Mapping[str, object]) -> Summarizer:
     if options.get("summarizer") == "provider":
         return ProviderSummarizer(ProviderSettings.from_environment(), ExtractiveSummarizer())
     return summarizer_from_options(options)
+
+
+@contextmanager
+def _sdk_failures(
+    sdk: Any, base: type[Exception], answer: str, settings: ProviderSettings
+) -> Iterator[None]:
+    """A call through either official SDK, its failures said alike: both name their timeout,
+    status and connection errors the same."""
+    try:
+        yield
+    except sdk.APITimeoutError:
+        raise _Failed(f"no answer within {settings.timeout:g} s") from None
+    except sdk.APIStatusError as error:
+        raise _Failed(f"the endpoint answered HTTP {error.status_code}") from None
+    except sdk.APIConnectionError as error:
+        raise _Failed(f"cannot reach the endpoint: {error}") from None
+    except (base, ValueError) as error:
+        raise _Failed(f"the answer is not {answer}: {error}") from None
+
+
+def _usage_counts(answer: Any, given: str, written: str) -> tuple[int | None, int | None]:
+    """Tokens in and out as the answer's usage names them, None where it has none."""
+    usage = getattr(answer, "usage", None)
+    if usage is None:
+        return None, None
+    return getattr(usage, given, None), getattr(usage, written, None)
