@@ -78,12 +78,14 @@ def autonomous_history(messages: int = 400, seed: int = 0) -> list[Message]:
     return history
 
 
-def session_at_usage(history: list[Message], counter: TokenCounter, usage: float) -> Session:
+def session_at_usage(
+    history: list[Message], counter: TokenCounter, usage: float, session_id: str = "autonomous"
+) -> Session:
     """A session of ``history`` whose window puts it at ``usage`` percent."""
     budget = gcengine.build_budget(history, counter, context_limit=1_000_000)
     limit = max(1, int(budget.total_tokens() * 100 / usage))
     return Session(
-        session_id="autonomous",
+        session_id=session_id,
         source_format=SourceFormat.JAATO,
         context_limit=limit,
         context_limit_origin=ContextLimitOrigin.FILE,

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 
 import gcengine
 from gcengine import (
-    ContextLimitOrigin,
     DemoShape,
     FunctionCall,
     FunctionResponse,
@@ -34,13 +33,13 @@ from gcengine import (
     Role,
     SegmentKind,
     Session,
-    SourceFormat,
     StashError,
 )
 from gcengine.reachability.graph import AUTO_DELETE_BELOW
 from gcengine.reachability.kinds import IMPORTANCE
 from gcengine.running import load_gc_plugin
 from gcengine.tokens import TokenCounter
+from tests.engine.autonomous import session_at_usage
 from tests.engine.strategies import policy
 
 # --- A small coding session, written out: who names what --------------------------------------
@@ -126,17 +125,7 @@ def coding_history() -> list[Message]:
 
 def session_of(history: list[Message], counter: TokenCounter, usage: float = 90.0) -> Session:
     """A session of ``history`` whose window puts it at ``usage`` percent."""
-    budget = gcengine.build_budget(history, counter, context_limit=1_000_000)
-    limit = max(1, int(budget.total_tokens() * 100 / usage))
-    return Session(
-        session_id="coding",
-        source_format=SourceFormat.JAATO,
-        context_limit=limit,
-        context_limit_origin=ContextLimitOrigin.FILE,
-        history=history,
-        budget=gcengine.build_budget(history, counter, context_limit=limit),
-        token_counter=counter.name,
-    )
+    return session_at_usage(history, counter, usage, session_id="coding")
 
 
 def reachability(**fields: Any) -> gcengine.GCConfig:
