@@ -37,12 +37,20 @@ Without a budget, the original request is still locked. An agent's own compactio
 """
 
 from gcengine.gc.plan.applying import apply, failed
-from gcengine.gc.plan.collection import Collection, pinned_turns, preserve_count, start_collection
+from gcengine.gc.plan.collection import (
+    Collection,
+    jaato_rules,
+    pinned_turns,
+    preserve_count,
+    start_collection,
+)
 from gcengine.gc.plan.decision import (
     Decision,
+    jaato_turn_details,
     marked_message,
     notice_message,
     oldest_first,
+    take_every_turn,
     take_until_target,
     touched_turns,
 )
@@ -56,12 +64,15 @@ __all__ = [
     "apply",
     "failed",
     "index_by_id",
+    "jaato_rules",
+    "jaato_turn_details",
     "marked_message",
     "notice_message",
     "oldest_first",
     "pinned_turns",
     "preserve_count",
     "start_collection",
+    "take_every_turn",
     "take_until_target",
     "touched_turns",
 ]
