@@ -136,10 +136,9 @@ class HybridStrategy(Strategy):
         else:
             take_every_turn(collection, RemovalReason.TRUNCATED, decision)
         summarized = sum(1 for _, why in decision.removed if why == RemovalReason.SUMMARIZED)
-        inserted = 1 if decision.inserted is not None else 0
         decision.details.update(
             {
-                **jaato_turn_details(collection, decision, inserted),
+                **jaato_turn_details(collection, decision),
                 "turns_truncated": len(decision.removed) - summarized,
                 "turns_summarized": summarized,
                 "preserve_recent": collection.preserve_recent,

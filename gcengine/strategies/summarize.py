@@ -102,8 +102,7 @@ class SummarizeStrategy(Strategy):
         units = [collection.turn_unit(p) for p in collection.removable_turns()]
         if units:
             summarize_units(collection, units, counter, self._options, decision)
-        inserted = 1 if decision.inserted is not None else 0
-        decision.details.update(jaato_turn_details(collection, decision, inserted))
+        decision.details.update(jaato_turn_details(collection, decision))
         decision.details.setdefault("summary_tokens", 0)
         return decision
 

@@ -122,19 +122,14 @@ def take_every_turn(collection: Collection, reason: str, decision: Decision) -> 
         decision.remove(collection.turn_unit(position), reason)
 
 
-def jaato_turn_details(
-    collection: Collection, decision: Decision, inserted: int = 0
-) -> dict[str, Any]:
-    """The details JAATO's truncate, summarize and hybrid give: the turns before and after
-    (``inserted``: the summary's turn; the notice is not counted, as in JAATO), and the
-    positions of the turns kept."""
+def jaato_turn_details(collection: Collection, decision: Decision) -> dict[str, Any]:
+    """What JAATO's truncate, summarize and hybrid add to the details (beside the turns
+    before and after every strategy gives): the recent turns preserved and the positions of
+    the turns kept."""
     taken = decision.turns_taken_whole()
-    kept = [p for p in range(collection.turn_count) if p not in taken]
     return {
-        "turns_before": collection.turn_count,
-        "turns_after": len(kept) + inserted,
         "preserve_count": collection.preserve_recent,
-        "preserved_indices": kept,
+        "preserved_indices": [p for p in range(collection.turn_count) if p not in taken],
     }
 
 
