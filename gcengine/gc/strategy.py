@@ -92,11 +92,13 @@ class Strategy:
         the target (``continuous``; JAATO says ``threshold`` there too).
 
         ``max_turns`` triggers in both modes (JAATO's budget strategy skips it in continuous).
+        Under JAATO's rules truncate, summarize and hybrid have no continuous mode, as JAATO's
+        have none: the threshold or the turn limit.
         """
         if not config.auto_trigger:
             return False, None
         percent = float(context_usage.get("percent_used", 0.0))
-        if config.continuous_mode:
+        if config.continuous_mode and not self.follows_jaato(config):
             if percent > config.target_percent:
                 return True, GCTriggerReason.CONTINUOUS
         elif percent >= config.threshold_percent:

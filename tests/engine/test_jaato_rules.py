@@ -144,6 +144,24 @@ def test_a_collection_that_takes_nothing_puts_jaatos_no_op_notice_first(
     assert new[1:] == history
 
 
+@pytest.mark.parametrize("name", ["truncate", "summarize", "hybrid"])
+def test_jaatos_truncate_summarize_and_hybrid_have_no_continuous_mode(name: str) -> None:
+    """Reference §3.2: their ``should_collect`` ignores continuous mode: the threshold only."""
+    plugin = load_gc_plugin(name)
+    continuous = {"type": name, "pressure_percent": 0, "target_percent": 40}
+    usage = {"percent_used": 60.0, "turns": 3}
+    assert plugin.should_collect(usage, policy(**continuous)) == (
+        True,
+        GCTriggerReason.CONTINUOUS,
+    )
+    assert plugin.should_collect(usage, policy(**continuous, rules="jaato")) == (False, None)
+    usage = {"percent_used": 85.0, "turns": 3}
+    assert plugin.should_collect(usage, policy(**continuous, rules="jaato")) == (
+        True,
+        GCTriggerReason.THRESHOLD,
+    )
+
+
 # --- summarize ------------------------------------------------------------------------------
 
 
