@@ -50,7 +50,7 @@ def collect(
 ) -> tuple[list[Message], GCResult]:
     """JAATO's call: the plugin started with ``options``, JAATO's usage dict, no budget."""
     plugin = load_gc_plugin(name, options or {})
-    collected: tuple[list[Message], GCResult] = plugin.collect(  # type: ignore[call-arg]
+    collected: tuple[list[Message], GCResult] = plugin.collect(
         history,
         {"percent_used": 80.0},
         policy(type=name, **JAATO, **config),
