@@ -10,6 +10,7 @@ results) and the policy key itself.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 from gcengine import ConfigError, GCPolicy, Message, MessageKind, Role, build_budget, dump_gc_config
 from gcengine.gc import GCResult, GCTriggerReason, RemovalReason
 from gcengine.running import load_gc_plugin, run_gc
+from gcengine.running.jaato_plugins import engine_config
+from gcengine.strategies import strategy_spec
 from gcengine.tokens import TokenCounter
 from tests.engine.strategies import collect as collect_with_budget
 from tests.engine.strategies import leaves, model, policy, result, session_at, user
@@ -409,3 +412,35 @@ def test_jaatos_truncate_keeps_exactly_the_protected_turns_with_tool_pairs_whole
     if inserted:
         assert outcome.session.history[0] is inserted[0]
         assert inserted[0].kind is MessageKind.NOTICE
+
+
+# --- in JAATO -------------------------------------------------------------------------------
+
+
+def jaatos_config(**plugin_config: Any) -> SimpleNamespace:
+    """JAATO's ``GCConfig`` as the plugins read it (attributes only)."""
+    return SimpleNamespace(
+        threshold_percent=80.0,
+        target_percent=60.0,
+        pressure_percent=None,
+        max_turns=None,
+        auto_trigger=True,
+        check_before_send=True,
+        preserve_recent_turns=5,
+        pinned_turn_indices=[],
+        plugin_config=plugin_config,
+    )
+
+
+def test_in_jaato_the_config_means_jaatos_rules_unless_the_options_say_engine() -> None:
+    """The plugins JAATO loads read the config JAATO hands them as JAATO means it; the
+    plugin's options (gc.json's ``plugin_config``, which JAATO's loader hands the plugin at
+    ``initialize``, or JAATO's ``GCConfig.plugin_config``) choose the engine's."""
+    spec = strategy_spec("truncate")
+    assert engine_config(spec, jaatos_config(), {}).rules == "jaato"
+    assert engine_config(spec, jaatos_config(), {"rules": "engine"}).rules == "engine"
+    assert engine_config(spec, jaatos_config(rules="engine"), {}).rules == "engine"
+    assert engine_config(spec, jaatos_config(rules="engine"), {"rules": "jaato"}).rules == "jaato"
+    with pytest.raises(ConfigError) as raised:
+        engine_config(spec, jaatos_config(), {"rules": "strict"})
+    assert raised.value.key == "plugin_config.rules"
