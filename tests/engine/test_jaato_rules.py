@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import gcengine
 from gcengine import ConfigError, GCPolicy, Message, MessageKind, Role, build_budget, dump_gc_config
 from gcengine.gc import GCResult, GCTriggerReason, RemovalReason
 from gcengine.running import load_gc_plugin, run_gc
@@ -299,6 +300,24 @@ def test_budget_with_a_budget_collects_alike_under_both_rules(counter: TokenCoun
     jaato = run_gc(session, policy(type="budget", rules="jaato"))
     assert jaato.result == engine.result
     assert jaato.session.history == engine.session.history
+
+
+def test_a_replay_follows_the_rules(counter: TokenCounter) -> None:
+    """A replay collects with the same engine: under JAATO's rules each collection takes every
+    turn not recent or locked, under the engine's it stops at the target."""
+    session = session_at(30, 120, counter, tool_every=0)
+    keep = {"type": "truncate", "preserve_recent_turns": 2, "target_percent": 40}
+    engine = gcengine.simulate(session, policy(**keep))
+    jaato = gcengine.simulate(session, policy(**keep, rules="jaato"))
+    assert engine.events
+    assert jaato.events
+    for event in engine.events:
+        assert event.result.tokens_after <= event.result.details["target_tokens"]
+    for event in jaato.events:
+        assert event.result.details["turns_after"] == 1 + 2  # the original request's, two recent
+    assert min(e.result.tokens_after for e in jaato.events) < min(
+        e.result.tokens_after for e in engine.events
+    )
 
 
 # --- what stays the engine's under JAATO's rules ----------------------------------------------
