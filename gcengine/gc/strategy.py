@@ -2,7 +2,10 @@
 
 Every strategy stops as soon as usage is at or below ``target_percent`` (oldest first), never
 removes locked content, recent or pinned turns, and removes whole turns or, inside older turns,
-complete tool exchanges (see ``plan``). The strategies themselves are ``gcengine.strategies``.
+complete tool exchanges (see ``plan``). Under JAATO's plugins' rules (``rules`` "jaato", for
+the strategies JAATO also has) truncate, summarize and hybrid instead take every turn that is
+not recent, pinned or locked, whole, and put the summary and notice at the top, as JAATO's
+do. The strategies themselves are ``gcengine.strategies``.
 """
 
 from __future__ import annotations

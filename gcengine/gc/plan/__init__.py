@@ -34,6 +34,11 @@ the current task (the latest request, ``latest_request``) never goes whole, and 
 itself is never a piece: the first request often starts the longest tool loop of a session.
 Without a budget, the original request is still locked. An agent's own compaction summary
 (``is_agent_summary``) is sealed below the pressure threshold.
+
+Under JAATO's plugins' rules (``Collection.jaato_rules``) the last ``preserve_recent_turns``
+turns, whatever they hold, and pinned turns are sealed whole, a turn holding locked content
+is protected, and nothing else is: no piece of a turn is a unit, the current task and an
+agent's summary are not kept, and without a budget nothing is locked, as in JAATO.
 """
 
 from gcengine.gc.plan.applying import apply, failed
