@@ -370,12 +370,26 @@ def load_jaato_gc_config(
     ``plugin_config.rules``) it is read with ``rules: "jaato"``. A file naming the engine's
     plugin for JAATO (``gcengine_budget``) or the reachability strategy (JAATO has none) is
     read as ``load_gc_config`` reads it. Policies written in the engine or the dashboard are
-    read with ``load_gc_config``: their JAATO names mean the engine's rules."""
-    config = load_gc_config(source, env=env)
-    flat, _ = _flatten(_decode(source))
-    if not implies_jaatos_rules(flat):
-        return config, False
-    return load_gc_config({**flat, "rules": "jaato"}, env=env), True
+    read with ``load_gc_config``: their JAATO names mean the engine's rules.
+
+    A flat file leaving out ``pressure_percent`` or ``notify_on_gc`` means what JAATO's loader
+    makes of it: continuous mode (no pressure) and notices on (``JAATO_LOADER_DEFAULTS``); the
+    design-document shape is not JAATO's, so it is read as ``load_gc_config`` reads it."""
+    load_gc_config(source, env=env)  # every refusal as the engine words it
+    flat, shape = _flatten(_decode(source))
+    if shape != "plugin":
+        absent = {key: value for key, value in JAATO_LOADER_DEFAULTS.items() if key not in flat}
+        if "continuous_mode" in flat:
+            absent.pop("pressure_percent", None)
+        flat = {**absent, **flat}
+    jaatos = implies_jaatos_rules(flat)
+    return load_gc_config({**flat, "rules": "jaato"} if jaatos else flat, env=env), jaatos
+
+
+# What JAATO's gc.json loader gives a key a flat file leaves out, where it differs from the
+# engine's default: no ``pressure_percent`` is continuous mode (0 and null are too), and
+# notices are on (its plugins' own default is off; the loader's wins).
+JAATO_LOADER_DEFAULTS: dict[str, Any] = {"pressure_percent": None, "notify_on_gc": True}
 
 
 def implies_jaatos_rules(data: Mapping[str, Any]) -> bool:

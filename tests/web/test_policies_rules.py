@@ -49,6 +49,21 @@ def test_a_jaato_file_naming_jaatos_plugin_is_imported_with_jaatos_rules(
     assert '<option value="jaato" selected>jaato</option>' in html
 
 
+@pytest.mark.parametrize("named", ["budget", "gcengine_budget"])
+def test_keys_a_jaato_file_leaves_out_mean_what_jaatos_loader_makes_of_them(
+    client: Client, named: str
+) -> None:
+    # JAATO's loader: no pressure_percent is continuous mode, and notices are on.
+    imported(client, {"type": named, "threshold_percent": 80, "target_percent": 60}, "short")
+    config = gcengine.load_gc_config(stored_config("short"), env={})
+    assert config.pressure_percent is None
+    assert config.notify_on_gc is True
+    # Keys the file gives are read as given.
+    imported(client, {"type": named, "pressure_percent": 85, "notify_on_gc": False}, "full")
+    config = gcengine.load_gc_config(stored_config("full"), env={})
+    assert (config.pressure_percent, config.notify_on_gc) == (85, False)
+
+
 def test_the_design_shape_and_no_type_name_jaatos_plugins_too(client: Client) -> None:
     imported(client, {"plugin": "gc_hybrid", "config": {}}, "design")
     imported(client, {"threshold_percent": 85}, "no type")
