@@ -347,7 +347,7 @@ _CONSTRAINT = re.compile(rf"\b(?:{_CONSTRAINT_WORDS})\b")
 # In what the user did not type (a summary, an injected notice) "only" and "instead" describe
 # ("Dialyzer infers only :error", "used X instead"); the other words still direct.
 _RESTATED_CONSTRAINT = re.compile(
-    r"\b(?:" + _CONSTRAINT_WORDS.replace("only|instead|", "") + r")\b"
+    r"\b(?:" + "|".join(sorted(set(_CONSTRAINT_WORDS.split("|")) - {"only", "instead"})) + r")\b"
 )
 _DECISION = re.compile(rf"\b(?:{_DECISION_WORDS})\b")
 _OPEN_WORK = re.compile(rf"\b(?:{_OPEN_WORK_WORDS})\b")
