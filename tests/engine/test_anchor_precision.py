@@ -226,6 +226,19 @@ def test_a_test_runs_tests_are_named_and_its_tally_is_no_error() -> None:
     assert not of_class("tests", installed)
 
 
+def test_the_codex_sessions_failing_vitest_test_is_one_test_in_its_patch_and_its_run() -> None:
+    """In the real Codex CLI rollout the agent adds a vitest test with apply_patch and runs it
+    (it fails first): both name one test, by the words a summary would write."""
+    rollout = "codemie_code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+    anchors = extracted(rollout)
+    test = ("tests", "sets default context compaction threshold to 90%")
+    assert test in anchors["459819d7-c766-54a6-bbf0-69819a001559"]  # the patch
+    assert test in anchors["55613624-8f51-5757-faea-38ef0f4be02b"]  # the failing run
+    assert ("errors", "tests 1 failed | 15 skipped (16)") not in anchors[
+        "55613624-8f51-5757-faea-38ef0f4be02b"
+    ]
+
+
 def test_test_names_in_javascript_sources_are_tests() -> None:
     patch = call(
         "apply_patch",
