@@ -298,8 +298,8 @@ class ReachabilityStrategy(Strategy):
             "items": "segments removed (turns and tool exchanges)",
             "stashed": "segments put in the run's stash, which can be restored",
             "deleted": "segments deleted for good",
-            "freed": "tokens freed",
-            "tokens_freed": "tokens freed",
+            "freed": "tokens freed, less the summary written",
+            "tokens_freed": "tokens freed, less the summary written",
         },
         noop=False,
     )
