@@ -717,7 +717,8 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
         (line, name)
         for text, run in zip(texts, runs, strict=True)
         for line in text.splitlines()
-        if (name := named_tests.output_test_name(line, run=run)) is not None
+        if (run or "test " in line)
+        and (name := named_tests.output_test_name(line, run=run)) is not None
     ]
     # A failed result's first line is its error unless a later line reports one or it names
     # the tests that failed; lines that say how far the tool got are no first line.
@@ -733,8 +734,7 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
     )
     for line, name in tests:
         folded = " ".join(_folded(line).split())
-        tested = _literal_as_found(AnchorClass.TESTS, _folded(name), folded, line)
-        if tested is not None:
+        if tested := _literal_as_found(AnchorClass.TESTS, _folded(name), folded, line):
             yield tested
     for text in texts:
         for line in text.splitlines():

@@ -30,6 +30,8 @@ _TALLY = re.compile(
     r"\d+ (?:passing|failing)\b)",
     re.IGNORECASE | re.MULTILINE,
 )
+# Every tally holds one of these words (as the runners write them, in lower case).
+_TALLY_CUES = ("pass", "fail", "skipped")
 # A test's line in a run: a mark and its name, with the time it took (vitest ``× name 1312ms``,
 # jest ``✕ name (5 ms)``); vitest's ``FAIL file > suite > name``; jest's ``● suite › name``.
 _MARKED = re.compile(r"\s*[✓✔√×✕✗✘]\s+(.{3,200}?)(?:\s+\(?\d+(?:\.\d+)? ?m?s\)?)?\s*$")
@@ -47,6 +49,8 @@ def source_names(sentence: str) -> list[str]:
 
 def is_test_run(text: str) -> bool:
     """Whether a tool's output is a JavaScript test run's (it prints a tally)."""
+    if not any(word in text for word in _TALLY_CUES):
+        return False  # most output is none: a look for the words is a fraction of a search
     return _TALLY.search(text) is not None
 
 
