@@ -7,12 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import gcengine
 from gcengine import MessageKind, Session
 from gcengine.strategies import strategy_spec
 from gcengine.tokens import TokenCounter, count_message
-from tests.engine.test_reachability import coding_history, reachability, session_of
+from tests.engine.test_reachability import (
+    coding_history,
+    demo_scenarios,
+    demo_session,
+    reachability,
+    session_of,
+)
 
 
 @pytest.fixture
@@ -120,6 +127,31 @@ def test_restoring_everything_after_a_digest_gives_back_the_session(
     stash = outcome.result.stash
     assert stash is not None
     assert stash.summary_id in {m.message_id for m in outcome.session.history}
+    back = gcengine.restore(outcome.session, stash, [s.segment_id for s in stash.segments])
+    assert back.history == session.history
+    assert back.budget == session.budget
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario=demo_scenarios())
+def test_with_a_digest_the_target_is_reached_and_restoring_everything_undoes_the_run(
+    scenario: dict[str, Any],
+) -> None:
+    session = demo_session(scenario)
+    config = digesting(**scenario["policy"])
+    outcome = gcengine.run_gc(session, config)
+    result = outcome.result
+    target = session.context_limit * scenario["policy"]["target_percent"] // 100
+    if result.tokens_after > target:  # then it took all it may, as a run aiming at 0 does
+        everything = gcengine.run_gc(
+            session, digesting(**scenario["policy"] | {"target_percent": 0})
+        )
+        assert [i.message_ids for i in result.removal_list] == [
+            i.message_ids for i in everything.result.removal_list
+        ]
+    stash = result.stash
+    if stash is None or not stash.segments:
+        return
     back = gcengine.restore(outcome.session, stash, [s.segment_id for s in stash.segments])
     assert back.history == session.history
     assert back.budget == session.budget
