@@ -70,20 +70,35 @@ def summarize_units(
     truncated instead, the details saying why (``summary_skipped``). Under JAATO's rules the
     summary is used whatever it costs, as JAATO's plugins use it.
     """
+    turns = _turns_of(collection, units)
+    if all(t.kind is MessageKind.SUMMARY for t in turns):
+        # Nothing but summaries: a summary of them would cover no turn and keep less than
+        # they hold (an agent's compaction summary is the only record of what it compacted).
+        return
+    for unit in units:
+        decision.remove(unit, RemovalReason.SUMMARIZED)
+    summarize_taken(collection, units, counter, options, decision)
+
+
+def summarize_taken(
+    collection: Collection,
+    units: list[Unit],
+    counter: TokenCounter,
+    options: Mapping[str, Any],
+    decision: Decision,
+) -> None:
+    """Write the summary of ``units``, which ``decision`` takes already (whatever the reason:
+    the reachability strategy stashes what it summarizes), as ``summarize_units`` does."""
     jaato = collection.jaato_rules
     turns = _turns_of(collection, units)
     earlier = [t for t in turns if t.kind is MessageKind.SUMMARY]
     covered = [t for t in turns if t.kind is not MessageKind.SUMMARY]
     if not covered:
-        # Nothing but summaries: a summary of them would cover no turn and keep less than
-        # they hold (an agent's compaction summary is the only record of what it compacted).
         return
     previous = earlier[-1].messages[0] if earlier else None
     cap, most = summary_limits(collection, options, counter)
     replaced = sum(unit.tokens for unit in units)
     room = min(most, replaced - 1)  # the most the summary message may cost
-    for unit in units:
-        decision.remove(unit, RemovalReason.SUMMARIZED)
     decision.details["turns_summarized"] = len(units) if jaato else len(covered)
     text_room = cap if jaato else min(cap, room - (most - cap))
     if text_room <= 0:

@@ -47,7 +47,8 @@ SUMMARIZER = "summarizer"
 """The ``plugin_config`` option naming what writes summaries."""
 SUMMARIZER_OPTION = KeySpec(
     "Summarizer",
-    "What writes summaries: extractive (the default: offline and deterministic), digest "
+    "What writes summaries: extractive (summarize's and hybrid's default; reachability writes "
+    "a summary of what it stashes only when one is named: offline and deterministic), digest "
     "(offline and deterministic: the task, files, errors, decisions and open work), llm "
     "(an OpenAI-compatible endpoint set where the engine runs) or provider (the project's "
     "own provider, OpenAI-compatible or Anthropic, with the extractive summary when it fails).",

@@ -176,10 +176,10 @@ def _control(field: gcengine.GCJsonField, *, optional: bool = False) -> forms.Fi
                 widget=forms.Select(attrs={"data-strategy-select": ""}),
             )
         case "choice" if field.key in PLUGIN_OPTIONS:  # unset, the strategy's own default
-            default = field.choices[0]
+            # (the summarizer: extractive for summarize and hybrid, none for reachability)
             control = forms.ChoiceField(
                 required=False,
-                choices=[("", f"{default} (default)"), *((c, c) for c in field.choices)],
+                choices=[("", "the strategy's default"), *((c, c) for c in field.choices)],
             )
         case "choice":
             control = forms.ChoiceField(choices=[(c, c) for c in field.choices])
