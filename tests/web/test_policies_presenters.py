@@ -22,7 +22,8 @@ def test_table_marks_only_the_fields_that_differ():
     target = next(row for row in rows if row.key == "target_percent")
     assert differs == ["target_percent"]
     assert target.values == ["60", "50"]
-    assert [row.key for row in rows][:3] == ["type", "threshold_percent", "target_percent"]
+    # The strategy, then whose rules it follows, then the figures.
+    assert [row.key for row in rows][:4] == ["type", "rules", "threshold_percent", "target_percent"]
 
 
 def test_pinned_turns_read_as_the_session_page_numbers_them():
