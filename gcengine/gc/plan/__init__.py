@@ -46,7 +46,7 @@ from gcengine.gc.plan.decision import (
     take_until_target,
     touched_turns,
 )
-from gcengine.gc.plan.units import BudgetLeaf, Unit, index_by_id
+from gcengine.gc.plan.units import BudgetLeaf, Unit, index_by_id, index_in_order
 
 __all__ = [
     "BudgetLeaf",
@@ -56,6 +56,7 @@ __all__ = [
     "apply",
     "failed",
     "index_by_id",
+    "index_in_order",
     "marked_message",
     "notice_message",
     "oldest_first",
