@@ -19,8 +19,10 @@ timed in this process on the same history and tree.
 
 Figures are medians of ``--repeat`` runs:
 
-* ``collect``: collect on a budget built just before and not timed. Our budget carries its
-  conversation index, made while the budget is built, so this excludes building the index;
+* ``collect``: collect on a budget built just before and not timed, nor is the usage handed
+  to it (JAATO's session works that out, ``get_context_usage``, before it calls whichever
+  plugin it has: the same cost for both sides). Our budget carries its conversation index,
+  made while the budget is built, so this excludes building the index;
 * ``build+collect``: building the budget (ours: ``rebuild_budget``, index included, token
   counter cache warm; JAATO file: ``restore_conversation_from_snapshot``; JAATO rebuilt:
   ``_update_conversation_budget``, which also makes the budget snapshot it emits) and collect;
@@ -32,7 +34,9 @@ Figures are medians of ``--repeat`` runs:
   own history and budget objects (converting them and the answer back included), on the same
   budget: one plugin for every collection, as a session keeps it, which reuses the messages
   it converted the time before (the first of the runs converts them all); ``cold``, a new
-  plugin for each collection, which converts every message every time.
+  plugin for each collection, which converts every message every time. JAATO's collect and
+  ours in JAATO are timed in turn, round by round, in JAATO's process, so the ``inside`` and
+  ``cold`` ratios compare runs under the same load.
 
 Whichever release pip installs works: jaato-server 1.x (``jaato_server.shared``; Python 3.12 or
 later gets it) and 0.x (a top-level ``shared`` package; what pip picks under Python 3.11).
@@ -114,8 +118,7 @@ def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> d
     def build() -> gcengine.InstructionBudget:
         return gcengine.rebuild_budget(session, counter)
 
-    def collect(budget: gcengine.InstructionBudget) -> Any:
-        usage = context_usage(budget, turns)
+    def collect(budget: gcengine.InstructionBudget, usage: dict[str, Any]) -> Any:
         return plugin.collect(  # type: ignore[call-arg]
             session.history,
             usage,
@@ -125,18 +128,22 @@ def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> d
             counter=collect_counter,
         )
 
+    # The usage handed to ``collect`` is worked out before it, as on JAATO's side: not timed.
     collect_times, total_times, build_times = [], [], []
     for _ in range(repeat):
         budget = build()
+        usage = context_usage(budget, turns)
         started = time.perf_counter()
-        collect(budget)
+        collect(budget, usage)
         collect_times.append(time.perf_counter() - started)
     for _ in range(repeat):
         started = time.perf_counter()
         budget = build()
         built = time.perf_counter()
-        collect(budget)
-        total_times.append(time.perf_counter() - started)
+        usage = context_usage(budget, turns)
+        resumed = time.perf_counter()
+        collect(budget, usage)
+        total_times.append(time.perf_counter() - resumed + built - started)
         build_times.append(built - started)
     run_times = []
     for _ in range(repeat):
@@ -144,7 +151,7 @@ def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> d
         gcengine.run_gc(session, config, plugin=plugin)
         run_times.append(time.perf_counter() - started)
     budget = build()
-    new_history, result = collect(budget)
+    new_history, result = collect(budget, context_usage(budget, turns))
     total = budget.total_tokens()
     freed = sum(item.tokens_freed for item in result.removal_list)
     kept = {message.message_id for message in new_history}
