@@ -1,6 +1,8 @@
 """JAATO's side of ``jaato_side_by_side.py``: run by JAATO's interpreter, never by ours.
 
-Imports only the standard library and jaato-server (``jaato_server``, ``jaato_sdk``). Reads a
+Imports the standard library and jaato-server (``jaato_server``, ``jaato_sdk``), and the
+engine only when it is installed beside JAATO (its plugin in JAATO, and its own collect and
+``run_gc`` timed in turn with JAATO's, see ``measure``). Reads a
 manifest (argument 1) naming JAATO session files, a ``gc.json`` and a repeat count; loads each
 file with JAATO's own serializer, builds JAATO's ``InstructionBudget`` and times the
 ``gc_budget`` plugin's ``collect``. Prints one JSON object on stdout; on failure, an object
@@ -152,10 +154,14 @@ def measure(
     plugins: dict[str, Any],
     config: Any,
     repeat: int,
+    timers: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each plugin's figures, by name, timed in turn round by round (JAATO's, then ours in
-    JAATO, warm and cold): on a loaded machine every side sees the same load, so the ratios
-    hold even when the times move."""
+    JAATO, warm and cold, then each of ``timers``: the engine's own collect and run, each a
+    function preparing the call to time): on a loaded machine every side sees the same load,
+    so the ratios hold even when the times move."""
+    timers = timers or {}
+    timer_times: dict[str, list[float]] = {name: [] for name in timers}
 
     def collect(plugin: Any, budget: Any, usage: dict[str, Any]) -> tuple[list[Any], Any]:
         return plugin.collect(history, usage, config, GCTriggerReason.THRESHOLD, budget=budget)
@@ -172,6 +178,11 @@ def measure(
             started = time.perf_counter()
             collect(plugin, budget, usage)
             collect_times[name].append(time.perf_counter() - started)
+        for name, prepare in timers.items():
+            call = prepare()
+            started = time.perf_counter()
+            call()
+            timer_times[name].append(time.perf_counter() - started)
     for _ in range(repeat):
         for name, plugin in plugins.items():
             started = time.perf_counter()
@@ -182,7 +193,9 @@ def measure(
             collect(plugin, budget, usage)
             total_times[name].append(time.perf_counter() - resumed + built - started)
             build_times[name].append(built - started)
-    figures = {}
+    figures: dict[str, dict[str, Any]] = {
+        name: {"collect_ms": median_ms(times)} for name, times in timer_times.items()
+    }
     for name, plugin in plugins.items():
         budget = build()
         usage = usage_of(budget, history, turns)
@@ -205,6 +218,21 @@ def measure(
             "details_tokens_freed": result.details.get("tokens_freed"),
         }
     return figures
+
+
+def engine_timers(shape: dict[str, Any]) -> dict[str, Any]:
+    """The engine's own collect and ``run_gc`` on the session the driver made (the same
+    generated shape, made the same way), when the engine is importable here: timed in turn
+    with JAATO's collect. None otherwise (the driver then times them in its own process)."""
+    try:
+        import jaato_side_by_side as driver  # beside this script; it imports the engine
+    except ImportError:
+        return {}
+    import gcengine
+
+    session = driver.session_at(gcengine.SessionShape(**shape["engine_shape"]), shape["percent"])
+    config = gcengine.load_gc_config(driver.POLICY, env={})
+    return driver.engine_timers(session, config)
 
 
 class Fresh:
@@ -248,6 +276,7 @@ def run(manifest: dict[str, Any]) -> dict[str, Any]:
             message.message_id = raw["message_id"]
         turns = len(state.turn_accounting) or int(data.get("turn_count") or 0)
         row: dict[str, Any] = {"name": shape["name"], "messages": len(state.history)}
+        timers = engine_timers(shape)
         for mode in manifest["modes"]:
             try:
                 if mode == "file":
@@ -257,7 +286,9 @@ def run(manifest: dict[str, Any]) -> dict[str, Any]:
                 plugins = {"jaato": plugin}
                 if inside is not None:  # ours inside JAATO: its objects in, conversion included
                     plugins.update(inside=inside(), inside_cold=Fresh(inside))
-                figures = measure(build, state.history, turns, plugins, config, manifest["repeat"])
+                figures = measure(
+                    build, state.history, turns, plugins, config, manifest["repeat"], timers
+                )
                 row[mode] = figures.pop("jaato")
                 row[mode].update(figures)
             except Exception as error:  # one mode failing is reported
