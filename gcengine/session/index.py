@@ -183,8 +183,10 @@ def index_conversation(
             revisions.setdefault(old_revision, edits)
         shift, turn_shift = starts[first] - old_start, first - old_first
         if exchange_figures:
+            # Made as tuples of their fields: ``_replace`` costs several times as much, and a
+            # run copies every exchange of the turns it left alone.
             exchanges += [
-                e._replace(turn=e.turn + turn_shift, positions=[p + shift for p in e.positions])
+                Exchange(e.turn + turn_shift, [p + shift for p in e.positions], *e[2:])
                 for e in _in_turns(old.exchanges or [], old_first, old_first + end - first)
             ]
         else:
