@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +110,7 @@ def _closing_answers_kept(
         start, end = span(turn)
         if removed.issuperset(range(start, end)):  # a turn taken whole keeps nothing
             continue
+        positions: Iterator[int]
         if flags is not None:
             closing = None
             positions = compress(range(start, end), flags[start:end])
