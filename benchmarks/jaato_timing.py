@@ -23,6 +23,7 @@ Two budgets per session:
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import sys
@@ -175,11 +176,13 @@ def measure(
         for name, plugin in plugins.items():
             budget = build()
             usage = usage_of(budget, history, turns)
+            gc.collect()  # what the last call left is not this one's to collect
             started = time.perf_counter()
             collect(plugin, budget, usage)
             collect_times[name].append(time.perf_counter() - started)
         for name, prepare in timers.items():
             call = prepare()
+            gc.collect()
             started = time.perf_counter()
             call()
             timer_times[name].append(time.perf_counter() - started)
@@ -189,6 +192,7 @@ def measure(
             budget = build()
             built = time.perf_counter()
             usage = usage_of(budget, history, turns)
+            gc.collect()
             resumed = time.perf_counter()
             collect(plugin, budget, usage)
             total_times[name].append(time.perf_counter() - resumed + built - started)
