@@ -48,9 +48,9 @@ later gets it) and 0.x (a top-level ``shared`` package; what pip picks under Pyt
 
 The benchmark pauses Python's cycle collector on neither side (our plugin in JAATO pauses it
 for its own call, as it always does); each timed call starts after a full collection, untimed,
-so that none pays for the garbage of the one before. JAATO's trace log (on by default in JAATO: a line
-per removed item appended to a file in the temp directory) is switched off with its own
-``JAATO_TRACE_LOG=""`` unless ``--jaato-trace`` is given; ours has nothing similar.
+so that none pays for the garbage of the one before. JAATO's trace log (on by default in
+JAATO: a line per removed item appended to a file in the temp directory) is switched off with
+its own ``JAATO_TRACE_LOG=""`` unless ``--jaato-trace`` is given; ours has nothing similar.
 
 The freed columns are items in the removal list, messages gone from the history and budget
 tokens freed, each in that budget's own units, with usage after; they show whether the two did
