@@ -17,10 +17,17 @@ file): ``file``, JAATO's load path restoring the file's budget, the same tree an
 ours; ``rebuilt``, the per-message budget a running JAATO session makes (chars/4). Ours is
 timed in this process on the same history and tree.
 
-Figures are medians of ``--repeat`` runs:
+Figures are medians of ``--repeat`` runs. When the engine is importable under JAATO's
+interpreter too (installed in its venv, as the ``inside`` column needs), our ``collect`` and
+``run_gc`` are timed there as well, on the same generated session, in turn with JAATO's
+collect round by round, and the ``ours ms``, ``run_gc``, ``ratio`` and ``run`` columns are
+those: both sides under the same load. Otherwise they are timed in this process, after
+JAATO's side has finished:
 
-* ``collect``: collect on a budget built just before and not timed. Our budget carries its
-  conversation index, made while the budget is built, so this excludes building the index;
+* ``collect``: collect on a budget built just before and not timed, nor is the usage handed
+  to it (JAATO's session works that out, ``get_context_usage``, before it calls whichever
+  plugin it has: the same cost for both sides). Our budget carries its conversation index,
+  made while the budget is built, so this excludes building the index;
 * ``build+collect``: building the budget (ours: ``rebuild_budget``, index included, token
   counter cache warm; JAATO file: ``restore_conversation_from_snapshot``; JAATO rebuilt:
   ``_update_conversation_budget``, which also makes the budget snapshot it emits) and collect;
@@ -32,14 +39,18 @@ Figures are medians of ``--repeat`` runs:
   own history and budget objects (converting them and the answer back included), on the same
   budget: one plugin for every collection, as a session keeps it, which reuses the messages
   it converted the time before (the first of the runs converts them all); ``cold``, a new
-  plugin for each collection, which converts every message every time.
+  plugin for each collection, which converts every message every time. JAATO's collect and
+  ours in JAATO are timed in turn, round by round, in JAATO's process, so the ``inside`` and
+  ``cold`` ratios compare runs under the same load.
 
 Whichever release pip installs works: jaato-server 1.x (``jaato_server.shared``; Python 3.12 or
 later gets it) and 0.x (a top-level ``shared`` package; what pip picks under Python 3.11).
 
-Neither side pauses Python's cycle collector. JAATO's trace log (on by default in JAATO: a line
-per removed item appended to a file in the temp directory) is switched off with its own
-``JAATO_TRACE_LOG=""`` unless ``--jaato-trace`` is given; ours has nothing similar.
+The benchmark pauses Python's cycle collector on neither side (our plugin in JAATO pauses it
+for its own call, as it always does); each timed call starts after a full collection, untimed,
+so that none pays for the garbage of the one before. JAATO's trace log (on by default in
+JAATO: a line per removed item appended to a file in the temp directory) is switched off with
+its own ``JAATO_TRACE_LOG=""`` unless ``--jaato-trace`` is given; ours has nothing similar.
 
 The freed columns are items in the removal list, messages gone from the history and budget
 tokens freed, each in that budget's own units, with usage after; they show whether the two did
@@ -50,6 +61,8 @@ value; JAATO does not change the budget in ``collect`` (the session applies the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
 import json
 import os
 import shutil
@@ -59,6 +72,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,18 +119,23 @@ def median_ms(times: list[float]) -> float:
     return statistics.median(times) * 1000
 
 
-def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> dict[str, Any]:
+Timed = Callable[[], Callable[[], Any]]
+"""Prepares one timed call (untimed: a budget built, say) and returns it."""
+
+
+def engine_timers(session: gcengine.Session, config: gcengine.GCConfig) -> dict[str, Timed]:
+    """Our two timed calls on ``session``: ``collect`` (on a budget built, and the usage
+    worked out, before it) and the whole ``run_gc``. ``jaato_timing.py`` times them too, in
+    turn with JAATO's collect, when the engine is importable beside JAATO."""
     plugin = load_gc_plugin("gc_budget", plugin_options(config))
     counter = counter_by_name(session.token_counter)
     collect_counter = load_counter()
     turns = len(session.turns())
 
-    def build() -> gcengine.InstructionBudget:
-        return gcengine.rebuild_budget(session, counter)
-
-    def collect(budget: gcengine.InstructionBudget) -> Any:
+    def collect() -> Callable[[], Any]:
+        budget = gcengine.rebuild_budget(session, counter)
         usage = context_usage(budget, turns)
-        return plugin.collect(  # type: ignore[call-arg]
+        return lambda: plugin.collect(  # type: ignore[call-arg]
             session.history,
             usage,
             config,
@@ -125,26 +144,37 @@ def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> d
             counter=collect_counter,
         )
 
-    collect_times, total_times, build_times = [], [], []
-    for _ in range(repeat):
-        budget = build()
+    def run() -> Callable[[], Any]:
+        return lambda: gcengine.run_gc(session, config, plugin=plugin)
+
+    return {"ours_collect": collect, "ours_run": run}
+
+
+def ours(session: gcengine.Session, config: gcengine.GCConfig, repeat: int) -> dict[str, Any]:
+    timers = engine_timers(session, config)
+    counter = counter_by_name(session.token_counter)
+
+    def build() -> gcengine.InstructionBudget:
+        return gcengine.rebuild_budget(session, counter)
+
+    def timed(prepare: Timed) -> float:
+        call = prepare()
+        gc.collect()  # what the last call left is not this one's to collect
         started = time.perf_counter()
-        collect(budget)
-        collect_times.append(time.perf_counter() - started)
+        call()
+        return time.perf_counter() - started
+
+    collect_times = [timed(timers["ours_collect"]) for _ in range(repeat)]
+    total_times, build_times = [], []
     for _ in range(repeat):
         started = time.perf_counter()
-        budget = build()
-        built = time.perf_counter()
-        collect(budget)
-        total_times.append(time.perf_counter() - started)
-        build_times.append(built - started)
-    run_times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        gcengine.run_gc(session, config, plugin=plugin)
-        run_times.append(time.perf_counter() - started)
+        build()
+        built = time.perf_counter() - started
+        total_times.append(built + timed(timers["ours_collect"]))
+        build_times.append(built)
+    run_times = [timed(timers["ours_run"]) for _ in range(repeat)]
     budget = build()
-    new_history, result = collect(budget)
+    new_history, result = timers["ours_collect"]()()
     total = budget.total_tokens()
     freed = sum(item.tokens_freed for item in result.removal_list)
     kept = {message.message_id for message in new_history}
@@ -243,9 +273,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             if "error" in theirs:
                 print(f"{row['shape']:<24} {mode:<13} unavailable: {theirs['error']}")
                 continue
-            ratio = theirs["collect_ms"] / mine["collect_ms"]
+            # Ours timed in turn with JAATO's collect in JAATO's process, where it could be.
+            collect_ms = theirs.get("ours_collect", mine)["collect_ms"]
+            run_ms = theirs["ours_run"]["collect_ms"] if "ours_run" in theirs else mine["run_ms"]
+            ratio = theirs["collect_ms"] / collect_ms
             ratio_built = theirs["build_collect_ms"] / mine["build_collect_ms"]
-            ratio_run = theirs["collect_ms"] / mine["run_ms"]
+            ratio_run = theirs["collect_ms"] / run_ms
             ratio_inside, ratio_cold = (
                 f"{theirs['collect_ms'] / theirs[key]['collect_ms']:{width}.1f}x"
                 if key in theirs
@@ -254,8 +287,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             )
             print(
                 f"{row['shape']:<24} {mode:<13} {theirs['collect_ms']:9.1f} "
-                f"{theirs['build_collect_ms']:9.1f} {mine['collect_ms']:8.1f} "
-                f"{mine['build_collect_ms']:8.1f} {mine['run_ms']:8.1f} {ratio:5.1f}x "
+                f"{theirs['build_collect_ms']:9.1f} {collect_ms:8.1f} "
+                f"{mine['build_collect_ms']:8.1f} {run_ms:8.1f} {ratio:5.1f}x "
                 f"{ratio_built:6.1f}x {ratio_run:5.1f}x {ratio_inside} {ratio_cold}  "
                 f"{freed(theirs)} | {freed(mine)}"
             )
@@ -296,6 +329,7 @@ def main() -> None:
                         "session": str(path),
                         "context_limit": session.context_limit,
                         "percent": USAGE_PERCENT,
+                        "engine_shape": dataclasses.asdict(shape),
                     }
                 )
             manifest = {

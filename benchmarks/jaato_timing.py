@@ -1,6 +1,8 @@
 """JAATO's side of ``jaato_side_by_side.py``: run by JAATO's interpreter, never by ours.
 
-Imports only the standard library and jaato-server (``jaato_server``, ``jaato_sdk``). Reads a
+Imports the standard library and jaato-server (``jaato_server``, ``jaato_sdk``), and the
+engine only when it is installed beside JAATO (its plugin in JAATO, and its own collect and
+``run_gc`` timed in turn with JAATO's, see ``measure``). Reads a
 manifest (argument 1) naming JAATO session files, a ``gc.json`` and a repeat count; loads each
 file with JAATO's own serializer, builds JAATO's ``InstructionBudget`` and times the
 ``gc_budget`` plugin's ``collect``. Prints one JSON object on stdout; on failure, an object
@@ -21,6 +23,7 @@ Two budgets per session:
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import sys
@@ -146,45 +149,94 @@ def rebuilt_builder(state: Any, percent: float):
 
 
 def measure(
-    build: Any, history: list[Any], turns: int, plugin: Any, config: Any, repeat: int
-) -> dict[str, Any]:
-    def collect(budget: Any) -> tuple[list[Any], Any]:
-        usage = usage_of(budget, history, turns)
+    build: Any,
+    history: list[Any],
+    turns: int,
+    plugins: dict[str, Any],
+    config: Any,
+    repeat: int,
+    timers: dict[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Each plugin's figures, by name, timed in turn round by round (JAATO's, then ours in
+    JAATO, warm and cold, then each of ``timers``: the engine's own collect and run, each a
+    function preparing the call to time): on a loaded machine every side sees the same load,
+    so the ratios hold even when the times move."""
+    timers = timers or {}
+    timer_times: dict[str, list[float]] = {name: [] for name in timers}
+
+    def collect(plugin: Any, budget: Any, usage: dict[str, Any]) -> tuple[list[Any], Any]:
         return plugin.collect(history, usage, config, GCTriggerReason.THRESHOLD, budget=budget)
 
-    collect_times, total_times, build_times = [], [], []
+    # The usage is the session's (``get_context_usage``), worked out before JAATO calls a
+    # plugin, the same whichever plugin it calls: it is not timed.
+    collect_times: dict[str, list[float]] = {name: [] for name in plugins}
+    total_times: dict[str, list[float]] = {name: [] for name in plugins}
+    build_times: dict[str, list[float]] = {name: [] for name in plugins}
     for _ in range(repeat):
-        budget = build()
-        started = time.perf_counter()
-        collect(budget)
-        collect_times.append(time.perf_counter() - started)
+        for name, plugin in plugins.items():
+            budget = build()
+            usage = usage_of(budget, history, turns)
+            gc.collect()  # what the last call left is not this one's to collect
+            started = time.perf_counter()
+            collect(plugin, budget, usage)
+            collect_times[name].append(time.perf_counter() - started)
+        for name, prepare in timers.items():
+            call = prepare()
+            gc.collect()
+            started = time.perf_counter()
+            call()
+            timer_times[name].append(time.perf_counter() - started)
     for _ in range(repeat):
-        started = time.perf_counter()
-        budget = build()
-        built = time.perf_counter()
-        collect(budget)
-        total_times.append(time.perf_counter() - started)
-        build_times.append(built - started)
-    budget = build()
-    usage = usage_of(budget, history, turns)
-    new_history, result = collect(budget)
-    total = budget.total_tokens()
-    freed = sum(item.tokens_freed for item in result.removal_list)
-    kept = {id(message) for message in new_history}
-    return {
-        "collect_ms": median_ms(collect_times),
-        "build_collect_ms": median_ms(total_times),
-        "build_ms": median_ms(build_times),
-        "budget_tokens": total,
-        "context_limit": budget.context_limit,
-        "percent_before": round(usage["percent_used"], 2),
-        "items": result.items_collected,
-        "reasons": dict(Counter(item.reason for item in result.removal_list)),
-        "messages_removed": sum(1 for message in history if id(message) not in kept),
-        "budget_tokens_freed": freed,
-        "percent_after": round((total - freed) * 100 / input_limit(budget), 2),
-        "details_tokens_freed": result.details.get("tokens_freed"),
+        for name, plugin in plugins.items():
+            started = time.perf_counter()
+            budget = build()
+            built = time.perf_counter()
+            usage = usage_of(budget, history, turns)
+            gc.collect()
+            resumed = time.perf_counter()
+            collect(plugin, budget, usage)
+            total_times[name].append(time.perf_counter() - resumed + built - started)
+            build_times[name].append(built - started)
+    figures: dict[str, dict[str, Any]] = {
+        name: {"collect_ms": median_ms(times)} for name, times in timer_times.items()
     }
+    for name, plugin in plugins.items():
+        budget = build()
+        usage = usage_of(budget, history, turns)
+        new_history, result = collect(plugin, budget, usage)
+        total = budget.total_tokens()
+        freed = sum(item.tokens_freed for item in result.removal_list)
+        kept = {id(message) for message in new_history}
+        figures[name] = {
+            "collect_ms": median_ms(collect_times[name]),
+            "build_collect_ms": median_ms(total_times[name]),
+            "build_ms": median_ms(build_times[name]),
+            "budget_tokens": total,
+            "context_limit": budget.context_limit,
+            "percent_before": round(usage["percent_used"], 2),
+            "items": result.items_collected,
+            "reasons": dict(Counter(item.reason for item in result.removal_list)),
+            "messages_removed": sum(1 for message in history if id(message) not in kept),
+            "budget_tokens_freed": freed,
+            "percent_after": round((total - freed) * 100 / input_limit(budget), 2),
+            "details_tokens_freed": result.details.get("tokens_freed"),
+        }
+    return figures
+
+
+def engine_timers(shape: dict[str, Any]) -> dict[str, Any]:
+    """The engine's own collect and ``run_gc`` on the session the driver made (the same
+    generated shape, made the same way), when the engine is importable here: timed in turn
+    with JAATO's collect. None otherwise (the driver then times them in its own process)."""
+    try:
+        import jaato_side_by_side as driver  # beside this script; it imports the engine
+    except ImportError:
+        return {}
+    import gcengine
+
+    session = driver.session_at(gcengine.SessionShape(**shape["engine_shape"]), shape["percent"])
+    config = gcengine.load_gc_config(driver.POLICY, env={})
+    return driver.engine_timers(session, config)
 
 
 class Fresh:
@@ -228,20 +280,21 @@ def run(manifest: dict[str, Any]) -> dict[str, Any]:
             message.message_id = raw["message_id"]
         turns = len(state.turn_accounting) or int(data.get("turn_count") or 0)
         row: dict[str, Any] = {"name": shape["name"], "messages": len(state.history)}
+        timers = engine_timers(shape)
         for mode in manifest["modes"]:
             try:
                 if mode == "file":
                     build = file_builder(state, shape["context_limit"])
                 else:
                     build = rebuilt_builder(state, shape["percent"])
-                row[mode] = measure(build, state.history, turns, plugin, config, manifest["repeat"])
+                plugins = {"jaato": plugin}
                 if inside is not None:  # ours inside JAATO: its objects in, conversion included
-                    row[mode]["inside"] = measure(
-                        build, state.history, turns, inside(), config, manifest["repeat"]
-                    )
-                    row[mode]["inside_cold"] = measure(
-                        build, state.history, turns, Fresh(inside), config, manifest["repeat"]
-                    )
+                    plugins.update(inside=inside(), inside_cold=Fresh(inside))
+                figures = measure(
+                    build, state.history, turns, plugins, config, manifest["repeat"], timers
+                )
+                row[mode] = figures.pop("jaato")
+                row[mode].update(figures)
             except Exception as error:  # one mode failing is reported
                 row[mode] = {"error": f"{type(error).__name__}: {error}"}
                 traceback.print_exc(file=sys.stderr)

@@ -118,6 +118,7 @@ class ConversationIndex:
     builder also records every turn's tool exchanges (``turn_exchanges``), with their figures
     or as ``exchange_groups`` whose figures are worked out when a collection reaches them, and
     the id of the original request; any other index finds the exchanges in the messages.
+    ``closing`` flags the closing answers when the builder made the index.
     ``known`` holds every message id the figures cover when that is more than the history's
     (a budget naming messages the history no longer has). ``revisions`` are those the messages
     count their edits against, with their counts when the index was made (given by a builder,
@@ -138,6 +139,10 @@ class ConversationIndex:
     exchange_groups: list[ExchangeGroup] | None = None
     original: str | None = None
     created_base: float = 0.0
+    # By position, whether the message is its turn's closing answer (``closing_answer_ids``),
+    # when the builder recorded it as it read each turn: a collection keeping such an answer
+    # while taking the tool work before it then reads no message to find it.
+    closing: bytearray | None = None
     revisions: dict[Revision, int] = field(default_factory=dict, repr=False)
     graph: object = field(default=None, repr=False)
 

@@ -21,15 +21,15 @@ import base64
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
+from itertools import chain, compress, count, repeat
 from operator import attrgetter, is_, not_
 from typing import Any, ClassVar
 
-from gcengine._fast import construct, cyclic_gc_paused, entry_maker
+from gcengine._fast import Revision, construct, cyclic_gc_paused, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex
-from gcengine.gc.plan import BudgetLeaf, index_by_id
+from gcengine.gc.plan import BudgetLeaf, index_by_id, index_in_order
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import (
@@ -41,6 +41,7 @@ from gcengine.messages import (
     Part,
     PartType,
     Role,
+    read_new,
     turn_layout,
 )
 from gcengine.running.jaato_seen import LastRead, LeafFigures, Seen
@@ -196,7 +197,8 @@ def engine_message(message: Any) -> Message:
     parts = [p for p in map(engine_part, message.parts or ()) if p is not None]
     return _new_message(
         {
-            "role": _ROLES[message.role.value],
+            # The member's own attribute: ``value`` is a property, run a message at a time.
+            "role": _ROLES[message.role._value_],
             "parts": parts,
             "message_id": message.message_id,
             "kind": MessageKind.CHAT,
@@ -347,20 +349,28 @@ _CREATED = attrgetter("created_at")
 
 def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
     """``read_budget``'s loop for a conversation whose children are all leaves (a session's
-    budget: a child per message), at C speed, a field at a time; None, reading nothing, for
-    any other. Else whether a leaf holds tokens naming no message."""
+    budget: a child per message) or all containers of leaves (a budget JAATO restored from a
+    file: a container per turn), at C speed, a field at a time, leaves in the tree's order;
+    None, reading nothing, for any other. Else whether a leaf holds tokens naming no message.
+    A leaf of a container is owned by the container's key, as ``apply_gc_removal_list``
+    removes top-level children only."""
     children = list(entry.children.values())
-    if any(map(_CHILDREN, children)):
-        return None
+    keys = list(entry.children.keys())
+    groups = list(map(_CHILDREN, children))
+    if any(groups):
+        if not all(groups):
+            return None
+        children = list(chain.from_iterable(map(dict.values, groups)))
+        if any(map(_CHILDREN, children)):
+            return None
+        keys = list(chain.from_iterable(map(repeat, keys, map(len, groups))))
     names = list(map(_NAMES, children))
     counts = list(map(_TOKENS, children))
     unnamed = any(compress(counts, map(not_, names)))
     if not all(names):  # leaves naming no message are not read
         children = list(compress(children, names))
-        keys = list(compress(entry.children.keys(), names))
+        keys = list(compress(keys, names))
         names, counts = list(compress(names, names)), list(compress(counts, names))
-    else:
-        keys = list(entry.children.keys())
     if children and not (set(map(type, counts)) == {int} and min(counts) >= 0):
         counts = [max(0, int(c)) for c in counts]
     jaato_policies = list(map(_POLICY, children))
@@ -510,25 +520,32 @@ def jaato_history(
     kept = list(map(at.get, map(id, new_history)))
     if None not in kept:  # only messages kept as they were: every one is JAATO's
         return list(map(history.__getitem__, kept))  # type: ignore[arg-type]
-    answer: list[Any] = []
-    after = 0  # the position in ``history`` after the last message kept
-    for message in new_history:
-        position = at.get(id(message))
-        if position is None and message.kind is MessageKind.CHAT:
+    # Only the messages not found by identity are looked at, each where the walk stands: the
+    # position after the message kept before it.
+    written: dict[int, Any] = {}
+    for at_new in compress(count(), map(is_, kept, repeat(None))):
+        message = new_history[at_new]
+        if message.kind is MessageKind.CHAT:
+            before = at_new - 1
+            while before >= 0 and kept[before] is None:
+                before -= 1
+            after = kept[before] + 1 if before >= 0 else 0  # type: ignore[operator]
             wanted = message.message_id
-            position = next(
+            kept[at_new] = next(
                 (p for p in range(after, len(copies)) if copies[p].message_id == wanted), None
             )
-        if position is not None:
-            answer.append(history[position])
-            after = position + 1
-        elif message.kind is MessageKind.SUMMARY:
-            answer.append(jaato.create_summary_message(_summary_body(message.text)))
+            if kept[at_new] is not None:
+                continue
+        if message.kind is MessageKind.SUMMARY:
+            written[at_new] = jaato.create_summary_message(_summary_body(message.text))
         elif message.kind is MessageKind.NOTICE:
-            answer.append(jaato.create_gc_notification_message(_notice_body(message.text)))
+            written[at_new] = jaato.create_gc_notification_message(_notice_body(message.text))
         else:  # the engine only ever keeps messages, inserts summaries and notices
             raise AssertionError(f"a message the engine did not keep nor write: {message}")
-    return answer
+    return [
+        history[position] if position is not None else written[at_new]
+        for at_new, position in enumerate(kept)
+    ]
 
 
 _SUMMARY_HEAD = "[Context Summary - Previous conversation compressed]\n"
@@ -579,6 +596,8 @@ class JaatoPlugin:
         self._converted: dict[int, tuple[Any, str, Any, tuple[Any, ...], Message]] = {}
         # What the last collection read, to take over what has not changed since.
         self._last: LastRead | None = None
+        # What the messages this plugin converts count their edits against.
+        self._revision = Revision()
 
     @property
     def name(self) -> str:
@@ -664,6 +683,7 @@ class JaatoPlugin:
         if last is not None and last.seen is not None and seen is not None:
             same = last.seen.unchanged_head(seen)
         messages = last.messages[:same] if last is not None else []
+        made: list[Message] = []
         for message in history[same:]:
             hit = known.get(id(message))
             parts = message.parts or ()
@@ -683,7 +703,11 @@ class JaatoPlugin:
                     engine_message(message),
                 )
                 known[id(message)] = hit
+                made.append(hit[4])
             messages.append(hit[4])
+        # The index of these messages (``ConversationIndex``) notes what each counts its edits
+        # against: the new ones are told so as they are made, not looked at one by one there.
+        read_new(made, self._revision)
         if len(known) > len(messages):  # forget what left the history
             present = set(map(id, history))
             for stale in [k for k in known if k not in present]:
@@ -749,7 +773,9 @@ class JaatoPlugin:
             # The same messages lay out alike: a budget JAATO rebuilt with new times (as it
             # does after each response) still reuses the layout.
             layout = previous.layout if previous is not None else turn_layout(messages)
-            index, _ = index_by_id(messages, layout, reading.leaves(), _COUNTER, budgeted=True)
+            index, _ = index_in_order(
+                messages, layout, reading.tokens, reading.policies, reading.created, reading.named
+            ) or index_by_id(messages, layout, reading.leaves(), _COUNTER, budgeted=True)
         now.index, now.leaves = index, leaves
         return index
 

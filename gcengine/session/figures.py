@@ -149,35 +149,42 @@ the policy kept, so one policy run twice would take more than run once."""
 def closing_answer_ids(turn: Sequence[Message]) -> frozenset[str]:
     """The answer that closes a turn which took several model messages and used tools, or
     that a collection marked as one (``CLOSING_ANSWER_KEY``)."""
-    answers = [message for message in turn if message.role is Role.MODEL]
     marked = frozenset(
-        message.message_id
-        for message in answers
-        if message.metadata and message.metadata.get(CLOSING_ANSWER_KEY) is True
+        [
+            message.message_id
+            for message in turn
+            if message.metadata
+            and message.role is Role.MODEL
+            and message.metadata.get(CLOSING_ANSWER_KEY) is True
+        ]
     )
-    closing = _closing_answer(answers)
+    closing = _closing_answer(turn)
     return marked if closing is None else marked | {closing.message_id}
 
 
-def _closing_answer(answers: Sequence[Message]) -> Message | None:
-    """The text answer closing a turn's model messages ``answers``, when they used tools."""
-    if len(answers) < 2:  # most turns: one answer, which closes nothing
-        return None
-    used_tools = False
+def _closing_answer(turn: Sequence[Message]) -> Message | None:
+    """The text answer closing the model messages of ``turn``, when there are several and
+    they used tools. One pass, each message's part types read once: a collection asks this
+    of every turn it takes a part of, a budget rebuilt after it of every turn it reads."""
+    answers, used_tools = 0, False
     closing: Message | None = None
-    for message in answers:
-        if message.is_text_only:
+    for message in turn:
+        if message.role is not Role.MODEL:
+            continue
+        answers += 1
+        types = [part.type for part in message.parts]  # as ``is_text_only``
+        if types and types.count(PartType.TEXT) == len(types):
             closing = message
-        elif any(part.type is PartType.FUNCTION_CALL for part in message.parts):
+        elif PartType.FUNCTION_CALL in types:
             used_tools = True
-    return closing if used_tools else None
+    return closing if used_tools and answers >= 2 else None
 
 
 def without_needless_marks(turn: Sequence[Message]) -> list[Message]:
     """``turn`` with the closing-answer mark taken off the answer its turn shows again to be
     the closing one (the tool work before it was put back): the message as it was before a
     collection marked it."""
-    closing = _closing_answer([message for message in turn if message.role is Role.MODEL])
+    closing = _closing_answer(turn)
     if closing is None or closing.metadata.get(CLOSING_ANSWER_KEY) is not True:
         return list(turn)
     metadata = {k: v for k, v in closing.metadata.items() if k != CLOSING_ANSWER_KEY}

@@ -118,6 +118,7 @@ def index_conversation(
     counted_by: list[str] = []
     policies: list[GCPolicy] = []
     created: list[float] = []
+    closing_flags = bytearray()
     revisions: dict[Revision, int] = {}
     messages_revision = revision or Revision()
     exchanges: list[Exchange] = []
@@ -135,6 +136,7 @@ def index_conversation(
             stop = starts[turn + 1] if turn + 1 < len(starts) else size
             turn_messages = messages[start:stop]
             closing = closing_answer_ids(turn_messages)
+            closing_flags.extend([m.message_id in closing for m in turn_messages])
             clock, width = turn_time(layout.indices, turn)
             step = width / (stop - start)
             traffic: list[TrafficMember] = []
@@ -175,12 +177,16 @@ def index_conversation(
         counted_by += (old.counted_by or ())[old_start:old_stop]
         policies += old.policies[old_start:old_stop]
         created += old.created_at[old_start:old_stop]
+        assert old.closing is not None  # the builder's own index, as ``_can_copy_turns`` checks
+        closing_flags += old.closing[old_start:old_stop]
         for old_revision, edits in old.revisions.items():
             revisions.setdefault(old_revision, edits)
         shift, turn_shift = starts[first] - old_start, first - old_first
         if exchange_figures:
+            # Made as tuples of their fields: ``_replace`` costs several times as much, and a
+            # run copies every exchange of the turns it left alone.
             exchanges += [
-                e._replace(turn=e.turn + turn_shift, positions=[p + shift for p in e.positions])
+                Exchange(e.turn + turn_shift, [p + shift for p in e.positions], *e[2:])
                 for e in _in_turns(old.exchanges or [], old_first, old_first + end - first)
             ]
         else:
@@ -203,6 +209,7 @@ def index_conversation(
         exchange_groups=None if exchange_figures else groups,
         original=original,
         created_base=created_base,
+        closing=closing_flags,
         revisions=revisions,
     )
     return index, copied
@@ -255,6 +262,7 @@ def _can_copy_turns(
     recorded = old.exchanges if exchange_figures else old.exchange_groups
     return (
         old.counted_by is not None
+        and old.closing is not None
         and old.basis == basis
         and old.original == original
         and old.created_base == created_base

@@ -180,3 +180,79 @@ def test_what_is_kept_of_a_session_goes_with_it(counter: TokenCounter) -> None:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_a_budget_of_a_leaf_per_message_in_order_is_read_by_position_as_by_id(
+    counter: TokenCounter,
+) -> None:
+    """A JAATO session's budget names each message in one leaf of its own, in history order:
+    read position by position (``index_in_order``), it gives the index reading it by id
+    gives; any other budget is left to the reading by id."""
+    from gcengine.gc.plan import index_by_id, index_in_order
+    from gcengine.messages import turn_layout
+
+    session = session_at(30, 90, counter, tool_every=2, seed=12)
+    history = session.history
+    layout = turn_layout(history)
+    conversation = session.budget.entries[InstructionSource.CONVERSATION]
+    leaves = [e for _, e in conversation.walk() if not e.children and e.message_ids]
+    assert [e.message_ids[0] for e in leaves] == layout.message_ids
+    # Figures a JAATO budget could hold: a time missing, policies and tokens of its own.
+    tokens = [e.tokens + n % 7 for n, e in enumerate(leaves)]
+    policies = [e.gc_policy for e in leaves]
+    created: list[float | None] = [e.created_at for e in leaves]
+    created[3] = None
+    named = [list(e.message_ids) for e in leaves]
+
+    def by_id() -> tuple[Any, int]:
+        given = zip(tokens, policies, created, named, strict=True)
+        return index_by_id(history, layout, given, counter, budgeted=True)
+
+    read = index_in_order(history, layout, list(tokens), list(policies), created, named)
+    assert read is not None
+    (index, total), (expected, expected_total) = read, by_id()
+    assert total == expected_total == sum(tokens)
+    assert index.tokens == expected.tokens
+    assert index.policies == expected.policies
+    assert index.created_at == expected.created_at
+    assert index.layout is layout
+    assert all(index.covers(i) for i in layout.message_ids)
+
+    # Out of order, a leaf naming two messages, a message no leaf names: read by id.
+    swapped = [named[1], named[0], *named[2:]]
+    assert index_in_order(history, layout, tokens, policies, created, swapped) is None
+    paired = [named[0] + named[1], *named[2:]]
+    assert index_in_order(history, layout, tokens[1:], policies[1:], created[1:], paired) is None
+    assert index_in_order(history, layout, tokens[1:], policies[1:], created[1:], named[1:]) is None
+
+
+def test_the_builder_flags_each_turns_closing_answer_also_in_turns_it_copies(
+    counter: TokenCounter,
+) -> None:
+    """The index a budget is built with flags the closing answers (``closing_answer_ids`` of
+    each turn), in the turns it reads and in those a budget after a run copies from the one
+    before; a run collecting from the flags answers as one reading the messages."""
+    from gcengine.session import closing_answer_ids
+
+    session = session_at(60, 95, counter, tool_every=1, seed=13)
+    outcome = gcengine.run_gc(session, CONFIG)
+    marked = [m for m in outcome.session.history if m.metadata.get("closes_tool_loop")]
+    assert marked, "the run keeps closing answers while their tool work goes"
+    for budget, history in (
+        (session.budget, session.history),
+        (outcome.budget_after, outcome.session.history),
+    ):
+        index = budget_index(budget)
+        assert index is not None
+        assert index.closing is not None
+        flagged = [bool(flag) for flag in index.closing]
+        expected = []
+        for turn in range(len(index.layout)):
+            start, end = index.layout.span(turn)
+            closing = closing_answer_ids(history[start:end])
+            expected += [m.message_id in closing for m in history[start:end]]
+        assert flagged == expected
+    # Collected again: from the index's flags, and from a copy of the budget (read from its
+    # tree, no flags).
+    again = outcome.session
+    assert collect(again, again.budget) == collect(again, again.budget.model_copy(deep=True))

@@ -361,12 +361,17 @@ def answer_of(plugin: Any, messages: list[Message], budget: InstructionBudget) -
     return kept, removals, result.tokens_before, result.tokens_after
 
 
+def plugin_named(name: str, rules: str) -> Any:
+    """A plugin as JAATO loads it, under either rules."""
+    plugin = discover_gc_plugins()[name]()
+    plugin.initialize(options(rules, preserve_recent_turns=PRESERVE))
+    return plugin
+
+
 def fresh_plugin(rules: str) -> Any:
     """The summarize plugin: its summary is written from the messages as the plugin read
     them, so a message read stale would show in the answer."""
-    plugin = discover_gc_plugins()["gc_gcengine_summarize"]()
-    plugin.initialize(options(rules, preserve_recent_turns=PRESERVE))
-    return plugin
+    return plugin_named("gc_gcengine_summarize", rules)
 
 
 @pytest.mark.parametrize("rules", RULES)
@@ -402,3 +407,35 @@ def test_a_plugin_collecting_again_answers_as_a_new_one(rules: str) -> None:
     messages += history()[:8]
     budget = session_budget(messages)
     assert answer_of(plugin, messages, budget) == answer_of(fresh_plugin(rules), messages, budget)
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("layout", ["messages", "turns"])
+@pytest.mark.parametrize("name", ["gc_gcengine_summarize", "gc_gcengine_budget"])
+def test_a_plugin_collecting_after_its_own_collection_answers_as_a_new_one(
+    name: str, layout: str, rules: str
+) -> None:
+    """What a session does between two collections: the history the plugin answered (less
+    what it removed, with the summary it inserted), turns appended, the budget rebuilt from
+    it. The plugin, which keeps what it read the time before, answers as a new one."""
+    plugin = plugin_named(name, rules)
+    messages = history()
+    config = GCConfig(threshold_percent=80.0, target_percent=50.0, preserve_recent_turns=PRESERVE)
+    budget = session_budget(messages, layout)
+    collected, result = plugin.collect(
+        messages, usage(budget), config, GCTriggerReason.THRESHOLD, budget=budget
+    )
+    assert result.success, result.error
+    assert len(collected) < len(messages)
+    grown = [*collected, *history()[:12]]
+    budget = session_budget(grown, layout)
+    again = answer_of(plugin, grown, budget)
+    assert again == answer_of(plugin_named(name, rules), grown, budget)
+    assert again[1], "the second collection takes something too"
+    # Collected again, and grown again: still a new plugin's answer.
+    after, result = plugin.collect(
+        grown, usage(budget), config, GCTriggerReason.THRESHOLD, budget=budget
+    )
+    grown = [*after, *history()[:8]]
+    budget = session_budget(grown, layout)
+    assert answer_of(plugin, grown, budget) == answer_of(plugin_named(name, rules), grown, budget)

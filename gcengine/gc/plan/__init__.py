@@ -59,7 +59,7 @@ from gcengine.gc.plan.decision import (
     take_until_target,
     touched_turns,
 )
-from gcengine.gc.plan.units import BudgetLeaf, Unit, index_by_id
+from gcengine.gc.plan.units import BudgetLeaf, Unit, index_by_id, index_in_order
 
 __all__ = [
     "BudgetLeaf",
@@ -69,6 +69,7 @@ __all__ = [
     "apply",
     "failed",
     "index_by_id",
+    "index_in_order",
     "jaato_rules",
     "jaato_turn_details",
     "marked_message",

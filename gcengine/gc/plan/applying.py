@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
@@ -95,22 +95,32 @@ def _split_rest(
 
 
 def _closing_answers_kept(
-    collection: Collection, touched: Sequence[int], removed: set[int]
+    collection: Collection, touched: Sequence[int], removed: set[int], taken_whole: set[int]
 ) -> dict[int, Message]:
     """The closing answers of the touched turns that stay while messages before them go,
     by position, marked as closing answers (``CLOSING_ANSWER_KEY``): their policy must
-    outlive the tool work that told it, or the next run of the same policy would take them."""
+    outlive the tool work that told it, or the next run of the same policy would take them.
+    ``taken_whole``: the turns a whole-turn unit took, passed over unread."""
     marked: dict[int, Message] = {}
     history, span = collection.history, collection.layout.span
+    flags = collection.figures.closing  # the builder's: no message read to find them
     for turn in touched:
+        if turn in taken_whole:
+            continue
         start, end = span(turn)
         if removed.issuperset(range(start, end)):  # a turn taken whole keeps nothing
             continue
-        closing = closing_answer_ids(history[start:end])
-        for position in range(start, end):
+        positions: Iterator[int]
+        if flags is not None:
+            closing = None
+            positions = compress(range(start, end), flags[start:end])
+        else:
+            closing = closing_answer_ids(history[start:end])
+            positions = iter(range(start, end)) if closing else iter(())
+        for position in positions:
             message = history[position]
             if (
-                message.message_id in closing
+                (closing is None or message.message_id in closing)
                 and position not in removed
                 and message.metadata.get(CLOSING_ANSWER_KEY) is not True
             ):
@@ -160,7 +170,8 @@ def apply(
     keep = bytearray(b"\x01") * (end - start)
     for position in removed:
         keep[position - start] = 0
-    marked = _closing_answers_kept(collection, touched, removed)
+    taken_whole = decision.turns_taken_whole()
+    marked = _closing_answers_kept(collection, touched, removed, taken_whole)
     if marked:
         kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
     else:
@@ -203,9 +214,7 @@ def apply(
             "target_tokens": collection.target_tokens,
             "tokens_to_free": max(0, collection.to_free),
             "turns_before": len(layout),
-            "turns_after": _turns_after(
-                collection, first, touched, inserts, removed, decision.turns_taken_whole()
-            ),
+            "turns_after": _turns_after(collection, first, touched, inserts, removed, taken_whole),
             "protected_turns": sorted(
                 index for p in collection.protected if (index := layout.indices[p]) is not None
             ),

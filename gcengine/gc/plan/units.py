@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from gcengine._fast import REVISION_KEY, Revision
@@ -190,6 +191,32 @@ def index_by_id(
         known=tokens.keys(),
     )
     return index, sum(tokens.values())
+
+
+def index_in_order(
+    history: list[Message],
+    layout: TurnLayout,
+    tokens: list[int],
+    policies: list[GCPolicy],
+    created: list[float | None],
+    named: Sequence[Sequence[str]],
+) -> tuple[ConversationIndex, int] | None:
+    """``index_by_id`` of a budget, for leaves given as parallel lists (each leaf's tokens,
+    policy, time and the ids it names), when they are laid out as a session's budget is: each
+    leaf naming one message, the leaves naming the history's messages in order, each once. The
+    figures are then the leaves' own, position by position, and no message is looked up by
+    id; None for any other budget (``index_by_id`` reads it). ``tokens`` and ``policies`` are
+    kept by the index: the caller hands over lists it no longer changes."""
+    ids = layout.message_ids
+    if len(named) != len(ids) or len(set(ids)) != len(ids):
+        return None
+    flat = list(chain.from_iterable(named))
+    # As many ids as leaves, none empty (a leaf naming nothing is not read): one id a leaf.
+    if len(flat) != len(ids) or flat != ids:
+        return None
+    times = [0.0 if c is None else c for c in created] if None in created else list(created)
+    index = ConversationIndex(history, layout, tokens, policies, times)  # type: ignore[arg-type]
+    return index, index.total
 
 
 def read_conversation(
