@@ -1,0 +1,134 @@
+"""How long compare-and-rank takes at the demo's size: 3 sessions x 4 policies.
+
+The demo is loaded as ``./dev serve`` loads it (``manage.py load_demo``: the starter policies
+and a 240-turn session), two more demo sessions of the same shape are uploaded (other seeds),
+and the first four starter policies are ranked over the three sessions, every process cache
+emptied before each ranking (as a worker that has read nothing), in a throwaway SQLite
+database. Medians of ``--repeat`` rankings:
+
+* ``rank, cold``: ``previews.rank`` in this process, nothing cached;
+* ``rank, warm``: the same again with the sessions and replays cached.
+
+``--profile`` prints where a cold ranking spends its time (cProfile, by cumulative time).
+
+    python benchmarks/ranking.py [--repeat 3] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SESSIONS = 3
+POLICIES = 4
+TARGET_SECONDS = 3.0
+
+
+def setup_django(database: Path) -> None:
+    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "jaato_web.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def demo_inputs() -> tuple[list[Any], list[Any]]:
+    """The demo loaded as ``./dev serve`` loads it, two more sessions of its shape, and the
+    first ``POLICIES`` starter policies' latest versions."""
+    import json
+    from dataclasses import replace
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    import gcengine
+    from jaato_web.dashboard import background, selectors, services
+    from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind
+    from jaato_web.teams.management.commands.load_demo import DEMO_SHAPE
+
+    call_command("load_demo", stdout=StringIO())
+    project = services.project_default()
+    for seed in range(1, SESSIONS):
+        data = json.dumps(
+            gcengine.generate_demo_session(replace(DEMO_SHAPE, seed=DEMO_SHAPE.seed + seed))
+        ).encode()
+        name = f"demo-{seed}.json"
+        receipt = background.session_upload(project=project, filename=name, data=data)
+        if receipt.session is None:
+            assert receipt.job is not None
+            background.ingest_job_execute(job_id=receipt.job.pk)
+    sessions = list(AgentSession.objects.filter(project=project).order_by("pk")[:SESSIONS])
+    names = list(gcengine.starter_policies())[:POLICIES]
+    versions = [
+        selectors.policy_latest_version(
+            policy=Policy.objects.get(project=project, kind=PolicyKind.GC, name=name)
+        )
+        for name in names
+    ]
+    return sessions, versions
+
+
+def timed(function: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        setup_django(Path(folder) / "bench.sqlite3")
+        from jaato_web import caches
+        from jaato_web.dashboard import previews, services
+
+        sessions, versions = demo_inputs()
+        project = sessions[0].project
+        gates, prices = services.project_gates(project), services.project_prices(project)
+
+        def rank() -> Any:
+            return previews.rank(sessions, versions, gates, prices)
+
+        cold, warm = [], []
+        for _ in range(args.repeat):
+            caches.clear_all()
+            cold.append(timed(rank))
+            warm.append(timed(rank))
+        print(
+            f"{len(sessions)} sessions ({', '.join(str(s.turn_count) for s in sessions)} turns) "
+            f"x {len(versions)} policies ({', '.join(v.policy.name for v in versions)})"
+        )
+        print(
+            f"rank, cold {statistics.median(cold):6.2f} s   "
+            f"rank, warm {statistics.median(warm):6.2f} s   "
+            f"(median of {args.repeat}; load average {os.getloadavg()[0]:.2f})"
+        )
+        if args.profile:
+            caches.clear_all()
+            profile = cProfile.Profile()
+            profile.runcall(rank)
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(45)
+            print(out.getvalue())
+        return 0 if statistics.median(cold) < TARGET_SECONDS else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
