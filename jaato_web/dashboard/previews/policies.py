@@ -242,10 +242,12 @@ def replay(
     *,
     scored: bool = False,
     without_gc: list[gcengine.PromptRequest] | None = None,
+    scorer: gcengine.AnchorScorer | None = None,
 ) -> dict[str, Any]:
     """The turn-by-turn replay series (``storage.replay_series``), computed once per
     session, gc.json and window; ``scored``, with each collection's anchor retention
-    (``without_gc``: the session's requests without GC, when the caller has them).
+    (``without_gc`` and ``scorer``: what the caller shares between replays of one session,
+    ``services.replay_series_of``).
 
     A chart needs no scores, and scoring is most of a long replay (a 10,000-turn session in
     continuous mode: about 2.5 s replayed, 9 s more scored), so only what pools the scores
@@ -254,7 +256,9 @@ def replay(
     series = _cached_series(session, used, context_limit, scored)
     if series is None:
         engine = services.engine_session_of(session, context_limit)
-        series = services.replay_series_of(engine, used, scored=scored, without_gc=without_gc)
+        series = services.replay_series_of(
+            engine, used, scored=scored, without_gc=without_gc, scorer=scorer
+        )
         _replays.put(_replay_key(session, used, context_limit, scored), series)
     return series
 

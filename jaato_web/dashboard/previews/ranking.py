@@ -151,10 +151,13 @@ def _on_session(
     gates: gcengine.RetentionGates,
     prices: list[gcengine.ModelPrice],
     context_limit: int | None,
-    without_gc: list[gcengine.PromptRequest],
+    shared: tuple[list[gcengine.PromptRequest], gcengine.AnchorScorer],
     at_equal_size: gcengine.AnchorRetention,
 ) -> PolicyOnSession:
-    series = replay(session, config, context_limit, scored=True, without_gc=without_gc)
+    without_gc, scorer = shared
+    series = replay(
+        session, config, context_limit, scored=True, without_gc=without_gc, scorer=scorer
+    )
     limit = int(series["context_limit"]) or 1
     scored = [
         gcengine.AnchorRetention.model_validate(e["retention"])
@@ -212,22 +215,21 @@ def rank(
     cheapest. ``progress`` is told before each replay (the inputs are checked by
     ``services.ranking_get_or_queue``).
 
-    A session is read once and its requests without GC replayed once, whatever the number
-    of versions: every version's cost is weighed against the same baseline."""
+    A session is read once, its requests without GC replayed once (every version's cost is
+    weighed against the same baseline) and each of its messages' anchors read once, whatever
+    the number of versions."""
     configs = [services.config_validated(version.config) for version in versions]
     on: list[list[PolicyOnSession]] = [[] for _ in versions]
     done = 0
     for session in sessions:
         engine = services.engine_session_of(session, context_limit)
         equal = _at_equal_size(session, configs, context_limit)
-        without_gc = gcengine.requests_without_gc(engine)
+        shared = (gcengine.requests_without_gc(engine), gcengine.replay_scorer(engine))
         for position, (version, config) in enumerate(zip(versions, configs, strict=True)):
             if progress is not None:
                 progress(done, session, version)
             on[position].append(
-                _on_session(
-                    session, config, gates, prices, context_limit, without_gc, equal[position]
-                )
+                _on_session(session, config, gates, prices, context_limit, shared, equal[position])
             )
             done += 1
     ranks = sorted(

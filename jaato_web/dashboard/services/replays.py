@@ -186,17 +186,19 @@ def replay_series_of(
     *,
     scored: bool,
     without_gc: list[gcengine.PromptRequest] | None = None,
+    scorer: gcengine.AnchorScorer | None = None,
 ) -> dict[str, Any]:
     """The stored series of a replay: the policy's (``scored``: with each collection's anchor
     retention), and the requests the same session sends without GC, which its cost is
     weighed against (``without_gc`` when the caller has them already: they are the same for
-    every policy, so a ranking replays them once a session).
+    every policy, so a ranking replays them once a session; ``scorer`` likewise, a
+    ``gcengine.replay_scorer`` of the session, so it reads each message's anchors once).
 
     With the cycle collector paused in a web process too (the editor's chart): a replay
     makes millions of short-lived objects, none in a cycle, and the collections they set off
     walked the whole process (a 10,000-turn continuous replay: 2.4 s paused, 2.75 s not)."""
     with gcengine.cyclic_gc_paused():
-        simulation = gcengine.simulate(engine, config, score_anchors=scored)
+        simulation = gcengine.simulate(engine, config, score_anchors=scored, scorer=scorer)
         if without_gc is None:
             without_gc = gcengine.requests_without_gc(engine)
     return storage.replay_series(simulation, without_gc, scored=scored)
