@@ -357,6 +357,69 @@ def _flatten(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     return {"type": data.get("plugin", DEFAULT_STRATEGY.short_name), **inner}, "plugin"
 
 
+def load_jaato_gc_config(
+    source: str | bytes | os.PathLike[str] | Mapping[str, Any] | list[Any],
+    *,
+    env: Mapping[str, str] | None = None,
+) -> tuple[GCConfig, bool]:
+    """A ``gc.json`` that came from JAATO, read as JAATO means it, and whether that made it
+    JAATO's rules (for the caller to say so).
+
+    A file naming one of JAATO's own plugins (``truncate``, ``gc_budget``; or none, which is
+    JAATO's truncate) runs JAATO's plugin in JAATO, so unless it sets ``rules`` (or
+    ``plugin_config.rules``) it is read with ``rules: "jaato"``. A file naming the engine's
+    plugin for JAATO (``gcengine_budget``) or the reachability strategy (JAATO has none) is
+    read as ``load_gc_config`` reads it. Policies written in the engine or the dashboard are
+    read with ``load_gc_config``: their JAATO names mean the engine's rules.
+
+    A flat file leaving out ``pressure_percent`` or ``notify_on_gc`` means what JAATO's loader
+    makes of it: continuous mode (no pressure) and notices on (``JAATO_LOADER_DEFAULTS``); the
+    design-document shape is not JAATO's, so it is read as ``load_gc_config`` reads it."""
+    load_gc_config(source, env=env)  # every refusal as the engine words it
+    flat, shape = _flatten(_decode(source))
+    if shape != "plugin":
+        absent = {key: value for key, value in JAATO_LOADER_DEFAULTS.items() if key not in flat}
+        if "continuous_mode" in flat:
+            absent.pop("pressure_percent", None)
+        flat = {**absent, **flat}
+    jaatos = implies_jaatos_rules(flat)
+    return load_gc_config({**flat, "rules": "jaato"} if jaatos else flat, env=env), jaatos
+
+
+# What JAATO's gc.json loader gives a key a flat file leaves out, where it differs from the
+# engine's default: no ``pressure_percent`` is continuous mode (0 and null are too), and
+# notices are on (its plugins' own default is off; the loader's wins).
+JAATO_LOADER_DEFAULTS: dict[str, Any] = {"pressure_percent": None, "notify_on_gc": True}
+
+
+def implies_jaatos_rules(data: Mapping[str, Any]) -> bool:
+    """Whether a ``gc.json`` from JAATO (either shape, valid or not) means JAATO's rules: it
+    names one of JAATO's own plugins, or none (JAATO's truncate), and sets no ``rules``
+    (``load_jaato_gc_config``)."""
+    flat = flatten_gc_json(data)
+    named = flat.get("type", DEFAULT_STRATEGY.short_name)
+    options = flat.get("plugin_config")
+    try:
+        strategy = strategy_spec(_strategy(named, "type"))
+    except ConfigError:
+        return False
+    return not (
+        named in ENGINE_PLUGIN_NAMES
+        or "rules" not in strategy.reads
+        or "rules" in flat
+        or (isinstance(options, Mapping) and "rules" in options)
+    )
+
+
+def flatten_gc_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat shape of either ``gc.json`` shape, as far as it can be read, without checking
+    it: ``{"plugin": p, "config": {...}}`` is ``{"type": p, ...}``."""
+    if "plugin" not in data and "config" not in data:
+        return dict(data)
+    inner = data.get("config")
+    return {"type": data.get("plugin"), **(inner if isinstance(inner, Mapping) else {})}
+
+
 def _strategy(value: Any, key: str) -> str:
     """The strategy a gc.json's ``type`` names: JAATO's names (``budget``, ``gc_budget``) or
     the name the engine registers it under for JAATO (``gcengine_budget``,
@@ -401,6 +464,10 @@ def _validated(values: dict[str, Any]) -> GCConfig:
             _continuous_mode(values, found)
     if "plugin_config" in found:
         found["plugin_config"] = _plugin_config_checked(found["plugin_config"], found["plugin"])
+        if "rules" in found["plugin_config"]:
+            # Over the key, as JAATO's plugins read their options; held by the key alone, so
+            # a policy says its rules in one place (``export_gc_json`` writes them back).
+            found["rules"] = found["plugin_config"].pop("rules")
     config = GCConfig(**found)
     _check_percentages(config)
     _check_templates(config)
@@ -541,6 +608,22 @@ def _check_templates(config: GCConfig) -> None:
     for key, problem, used in template_checks(config):
         if used:
             raise ConfigError(problem, key)
+
+
+def export_gc_json(config: GCConfig) -> dict[str, Any]:
+    """The ``gc.json`` that makes JAATO run this policy as the engine runs it: ``type`` names
+    the engine's plugin for JAATO (``gcengine_budget``; JAATO's own name would run JAATO's own
+    plugin), and ``plugin_config.rules`` its rules (the plugin's options, which JAATO's loader
+    hands it; it drops a top-level ``rules``), always written, since the plugin follows
+    JAATO's rules when it is not told. JAATO needs the engine installed to load it; the
+    engine and the dashboard read the file back as the same policy."""
+    data = dump_gc_config(config)
+    spec = strategy_spec(config.plugin)
+    data["type"] = spec.jaato_plugin.removeprefix("gc_")
+    data.pop("rules", None)
+    if "rules" in spec.reads:
+        data["plugin_config"] = {**data.get("plugin_config", {}), "rules": config.rules}
+    return data
 
 
 def dump_gc_config(config: GCConfig) -> dict[str, Any]:

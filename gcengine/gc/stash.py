@@ -87,11 +87,13 @@ class Stash(BaseModel):
     """What one reachability run stashed, in the order it took it. ``deleted`` holds the place
     of every message the run deleted instead (the id of the message before it), so segments
     can still be put back in order around them; ``notice_id`` is the notice the run wrote, if
-    any, which goes once every stashed segment is back."""
+    any, and ``summary_id`` the summary of what it stashed, if it wrote one: each goes once
+    every stashed segment is back (the summary says which are back before that)."""
 
     segments: list[StashedSegment] = Field(default_factory=list)
     deleted: dict[str, str | None] = Field(default_factory=dict)
     notice_id: str | None = None
+    summary_id: str | None = None
     recorded_prompt_tokens: int | None = Field(
         default=None,
         description="the provider's last prompt size the session recorded before the run: "
@@ -123,9 +125,11 @@ def restore(session: Session, stash: Stash, segment_ids: Iterable[str]) -> Sessi
     Each message goes back right after the message that stood before it, or, when that one is
     gone too (stashed and not restored, or deleted), after the nearest one before it that is
     here; where the history was changed otherwise, after the last message of an earlier or
-    the same turn. The notice the run wrote goes once every stashed segment is back, and the
-    figures the file recorded for the messages come back with them; the provider's last
-    prompt size once the history is the one the run started from.
+    the same turn. The notice and the summary the run wrote go once every stashed segment is
+    back; until then the summary's ``restored_segments`` name those that are (what it says
+    of them is in view again, as written). The figures the file recorded for the messages
+    come back with them; the provider's last prompt size once the history is the one the run
+    started from.
     """
     wanted = list(dict.fromkeys(segment_ids))
     if not wanted:
@@ -137,11 +141,17 @@ def restore(session: Session, stash: Stash, segment_ids: Iterable[str]) -> Sessi
         raise StashError(f"segment {back[0]!r} is in the session already")
     history = _unmarked(_put_back(session.history, stash, chosen), chosen)
     restored = {segment.segment_id for segment in chosen}
-    everything_back = all(
-        s.segment_id in restored or all(i in present for i in s.message_ids) for s in stash.segments
-    )
-    if everything_back and stash.notice_id is not None:
-        history = [m for m in history if m.message_id != stash.notice_id]
+    back_now = {
+        s.segment_id
+        for s in stash.segments
+        if s.segment_id in restored or all(i in present for i in s.message_ids)
+    }
+    everything_back = len(back_now) == len(stash.segments)
+    if everything_back:
+        written = {stash.notice_id, stash.summary_id}
+        history = [m for m in history if m.message_id not in written]
+    elif stash.summary_id is not None:
+        history = _summary_marked(history, stash.summary_id, back_now)
     leaves = [leaf for segment in chosen for leaf in segment.recorded]
     # The history the run started from, whole again only when the run deleted nothing.
     whole = everything_back and not stash.deleted
@@ -156,6 +166,16 @@ def restore(session: Session, stash: Stash, segment_ids: Iterable[str]) -> Sessi
         updated, counter_by_name(session.token_counter), reuse=session.budget
     )
     return updated
+
+
+def _summary_marked(history: list[Message], summary_id: str, back: set[str]) -> list[Message]:
+    """The history with the run's summary naming the stashed segments back in view."""
+    return [
+        m.model_copy(update={"metadata": {**m.metadata, "restored_segments": sorted(back)}})
+        if m.message_id == summary_id
+        else m
+        for m in history
+    ]
 
 
 def _unmarked(history: list[Message], chosen: list[StashedSegment]) -> list[Message]:

@@ -2,7 +2,10 @@
 
 Every strategy stops as soon as usage is at or below ``target_percent`` (oldest first), never
 removes locked content, recent or pinned turns, and removes whole turns or, inside older turns,
-complete tool exchanges (see ``plan``). The strategies themselves are ``gcengine.strategies``.
+complete tool exchanges (see ``plan``). Under JAATO's plugins' rules (``rules`` "jaato", for
+the strategies JAATO also has) truncate, summarize and hybrid instead take every turn that is
+not recent, pinned or locked, whole, and put the summary and notice at the top, as JAATO's
+do. The strategies themselves are ``gcengine.strategies``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from gcengine.gc.plan import (
     Decision,
     apply,
     failed,
+    jaato_rules,
     marked_message,
     notice_message,
     preserve_count,
@@ -68,6 +72,9 @@ class Strategy:
 
     name: ClassVar[str]
     notices: ClassVar[Notices]
+    # Whether the policy's ``rules`` "jaato" changes how it collects: JAATO's plugins' rules
+    # exist for the strategies JAATO has a plugin of, where they differ from the engine's.
+    follows_rules: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}
@@ -88,11 +95,13 @@ class Strategy:
         the target (``continuous``; JAATO says ``threshold`` there too).
 
         ``max_turns`` triggers in both modes (JAATO's budget strategy skips it in continuous).
+        Under JAATO's rules truncate, summarize and hybrid have no continuous mode, as JAATO's
+        have none: the threshold or the turn limit.
         """
         if not config.auto_trigger:
             return False, None
         percent = float(context_usage.get("percent_used", 0.0))
-        if config.continuous_mode:
+        if config.continuous_mode and not self.follows_jaato(config):
             if percent > config.target_percent:
                 return True, GCTriggerReason.CONTINUOUS
         elif percent >= config.threshold_percent:
@@ -124,15 +133,21 @@ class Strategy:
             counter,
             preserve_count(config, self._options),
             conversation,
+            jaato_rules=self.follows_jaato(config),
         )
         return self.collect_from(collection, reason, counter)
+
+    def follows_jaato(self, config: GCConfig) -> bool:
+        """Whether a collection follows JAATO's plugins' rules (``rules`` "jaato")."""
+        return self.follows_rules and jaato_rules(config, self._options)
 
     def collect_from(
         self, collection: Collection, reason: GCTriggerReason, counter: TokenCounter
     ) -> tuple[list[Message], GCResult]:
         """``collect`` on a collection already started (what a dry run has laid out)."""
         config = collection.config
-        if not self.has_work(collection):
+        jaato = collection.jaato_rules
+        if not jaato and not self.has_work(collection):
             decision = Decision(
                 details={"message": "Already at or below target, nothing to collect"}
             )
@@ -141,7 +156,7 @@ class Strategy:
             )
         template = config.notification_template or self.notices.template
         notifies = self._notifies(config)
-        if notifies:
+        if notifies and not jaato:
             collection.notice_reserve = self._notice_bound(collection, template, counter)
         try:
             decision = self.decide(collection, counter)
@@ -149,7 +164,11 @@ class Strategy:
             return list(collection.history), failed(collection, self.name, reason, str(error))
         notification = None
         if decision.removed and notifies:
-            notification, decision = self._settle(collection, decision, template, counter)
+            if jaato:  # JAATO's notice, whatever it costs
+                fields = self.notification_fields(collection, decision)
+                notification = render_template(template, fields)
+            else:
+                notification, decision = self._settle(collection, decision, template, counter)
         if not decision.removed:
             return self._nothing_taken(collection, decision, config, reason, counter, notifies)
         new_history, result = apply(
@@ -159,6 +178,7 @@ class Strategy:
             reason=reason,
             counter=counter,
             notification=notification,
+            at_top=jaato,
         )
         return new_history, self.completed(collection, decision, new_history, result)
 
@@ -228,7 +248,8 @@ class Strategy:
     ) -> tuple[list[Message], GCResult]:
         """A collection was needed but took nothing: everything left is protected, or what may
         go is not worth its notice. JAATO's truncate, summarize and hybrid say so in a no-op
-        notice; it is reported, never written, since it would grow the context."""
+        notice; under the engine's rules it is reported, never written, since it would grow
+        the context; under JAATO's it goes at the top of the history, as JAATO's does."""
         all_protected = "message" not in decision.details
         if all_protected:
             decision.details.update(
@@ -251,11 +272,16 @@ class Strategy:
             reason=reason,
             counter=counter,
             notification=notification,
-            write_notice=False,
+            write_notice=collection.jaato_rules,
+            at_top=collection.jaato_rules,
         )
 
     def notification_fields(self, collection: Collection, decision: Decision) -> dict[str, int]:
-        """Every variable any JAATO template uses, as each strategy's ``notices`` say."""
+        """Every variable any JAATO template uses, as each strategy's ``notices`` say; under
+        JAATO's rules every turn counts, whatever it holds, and ``kept`` is every turn kept,
+        as in JAATO's notices."""
+        if collection.jaato_rules:
+            return _jaato_fields(collection, decision)
         kinds = collection.layout.kinds
         truncated = summarized = 0
         for unit, why in decision.removed:
@@ -289,6 +315,22 @@ def render_template(template: str, fields: Mapping[str, int]) -> str:
         return template.format_map(_AsWritten(fields))
     except (ValueError, IndexError, AttributeError, TypeError):
         return template
+
+
+def _jaato_fields(collection: Collection, decision: Decision) -> dict[str, int]:
+    """A notice's variables as JAATO's truncate, summarize and hybrid fill them in."""
+    summarized = sum(1 for _, why in decision.removed if why == RemovalReason.SUMMARIZED)
+    removed = len(decision.removed)  # whole turns only, under JAATO's rules
+    freed = decision.freed - decision.inserted_tokens
+    return {
+        "removed": removed,
+        "kept": collection.turn_count - removed,
+        "truncated": removed - summarized,
+        "summarized": summarized,
+        "items": removed,
+        "freed": freed,
+        "tokens_freed": freed,
+    }
 
 
 def _recent_turns_kept(collection: Collection, decision: Decision) -> int:

@@ -23,6 +23,17 @@ from gcengine.gc.types import RemovalReason
 from gcengine.messages import MessageKind, Turn
 from gcengine.tokens import TokenCounter, count_message
 
+NO_SUMMARIZER = (
+    "No summarizer function configured. Provide a 'summarizer' callable in plugin config."
+)
+"""JAATO's error when summarizing without a summarizer (JAATO's rules)."""
+
+
+def summarizer_given(options: Mapping[str, Any]) -> bool:
+    """Whether the plugin's options name a summarizer (JAATO's rules have no default one)."""
+    return options.get("summarizer") is not None
+
+
 # Tokens a summary's text can gain from being joined with JAATO's markers (a line break the
 # empty wrapper merges, say): part of the most a summary message may cost.
 _SUMMARY_JOIN_SLACK = 2
@@ -56,23 +67,40 @@ def summarize_units(
     summary it covers, so nothing the chain held is lost. A summary never costs what it
     replaces or more, nor more than ``max_summary_tokens`` allows: the summarizer is asked to
     stay within that, and a summary that does not (or turns too small to leave it room) are
-    truncated instead, the details saying why (``summary_skipped``).
+    truncated instead, the details saying why (``summary_skipped``). Under JAATO's rules the
+    summary is used whatever it costs, as JAATO's plugins use it.
     """
+    turns = _turns_of(collection, units)
+    if all(t.kind is MessageKind.SUMMARY for t in turns):
+        # Nothing but summaries: a summary of them would cover no turn and keep less than
+        # they hold (an agent's compaction summary is the only record of what it compacted).
+        return
+    for unit in units:
+        decision.remove(unit, RemovalReason.SUMMARIZED)
+    summarize_taken(collection, units, counter, options, decision)
+
+
+def summarize_taken(
+    collection: Collection,
+    units: list[Unit],
+    counter: TokenCounter,
+    options: Mapping[str, Any],
+    decision: Decision,
+) -> None:
+    """Write the summary of ``units``, which ``decision`` takes already (whatever the reason:
+    the reachability strategy stashes what it summarizes), as ``summarize_units`` does."""
+    jaato = collection.jaato_rules
     turns = _turns_of(collection, units)
     earlier = [t for t in turns if t.kind is MessageKind.SUMMARY]
     covered = [t for t in turns if t.kind is not MessageKind.SUMMARY]
     if not covered:
-        # Nothing but summaries: a summary of them would cover no turn and keep less than
-        # they hold (an agent's compaction summary is the only record of what it compacted).
         return
     previous = earlier[-1].messages[0] if earlier else None
     cap, most = summary_limits(collection, options, counter)
     replaced = sum(unit.tokens for unit in units)
     room = min(most, replaced - 1)  # the most the summary message may cost
-    for unit in units:
-        decision.remove(unit, RemovalReason.SUMMARIZED)
-    decision.details["turns_summarized"] = len(covered)
-    text_room = min(cap, room - (most - cap))
+    decision.details["turns_summarized"] = len(units) if jaato else len(covered)
+    text_room = cap if jaato else min(cap, room - (most - cap))
     if text_room <= 0:
         decision.truncate_instead(
             f"the turns to summarize cost {replaced:,} tokens, too few for a summary smaller "
@@ -120,6 +148,9 @@ def summarize_units(
     call = getattr(summarizer, "last_call", None)
     if isinstance(call, BaseModel):
         decision.details["summary_call"] = call.model_dump(mode="json")
+    if jaato:
+        decision.details["summary_length"] = len(body)
+        return
     if tokens >= replaced:
         decision.truncate_instead(
             f"the {summarizer.name} summary ({tokens:,} tokens) was not smaller than the "

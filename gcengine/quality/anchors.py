@@ -36,6 +36,7 @@ from typing import Any
 from gcengine.anchors import AnchorKind, Found, argument_path, found_in
 from gcengine.messages import Message, MessageKind, PartType, Role
 from gcengine.quality import anchor_shapes as shapes
+from gcengine.quality import named_tests
 from gcengine.quality.session_anchors import NO_CONTEXT, AnchorContext, issue_ids
 from gcengine.text import sentences
 
@@ -94,8 +95,8 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         AnchorClass.NUMBERS,
         "numbers with units",
         2,
-        "amounts with a currency or a unit (47,500 tokens, 300 ms, 12 %), versions (3.12.3), "
-        "issue and pull request numbers (#412) and HTTP status codes",
+        "amounts with a currency or a unit (47,500 tokens, 300 ms, 12 %), versions (3.12.3) "
+        "and HTTP status codes; not counts of things (5 tests) or code's values (width: 100%)",
         "a rounded or invented figure ('about 50,000') reads as true; a figure matches with "
         "or without its thousands separators",
     ),
@@ -165,7 +166,8 @@ ANCHOR_CLASSES: tuple[AnchorClassInfo, ...] = (
         "test names",
         2,
         "pytest node ids (tests/test_tax.py::test_cap), test functions (test_cap, TestCap), "
-        'ExUnit tests (test "renders the page") and the failing tests a run lists',
+        'ExUnit tests (test "renders the page"), the failing tests a run lists, and JavaScript '
+        "tests by name: it(...), test(...) and describe(...) in sources, a test run's lines",
         "the check that says whether the work is done; a lost name means running everything "
         "again or forgetting which one failed",
     ),
@@ -283,7 +285,7 @@ def key_terms(sentence: str) -> frozenset[str]:
     # Read word by word: a long sentence's first terms are all it needs.
     for match in _TERM.finditer(sentence.replace("'", "")):
         word = match.group()
-        if word in _STOP_WORDS or (len(word) < 3 and not word.isdigit()) or word in terms:
+        if word in shapes.STOP_WORDS or (len(word) < 3 and not word.isdigit()) or word in terms:
             continue
         terms.append(word)
         if len(terms) == MAX_TERMS:
@@ -342,36 +344,29 @@ _OPEN_WORK_WORDS = (
     r"follow-up|follow up|left to do|blocked"
 )
 _CONSTRAINT = re.compile(rf"\b(?:{_CONSTRAINT_WORDS})\b")
+# In what the user did not type (a summary, an injected notice) "only" and "instead" describe
+# ("Dialyzer infers only :error", "used X instead"); the other words still direct.
+_RESTATED_CONSTRAINT = re.compile(
+    r"\b(?:" + "|".join(sorted(set(_CONSTRAINT_WORDS.split("|")) - {"only", "instead"})) + r")\b"
+)
 _DECISION = re.compile(rf"\b(?:{_DECISION_WORDS})\b")
 _OPEN_WORK = re.compile(rf"\b(?:{_OPEN_WORK_WORDS})\b")
-
-
-def _shared_beginnings(words: Iterable[str]) -> str:
-    """An alternation of ``words`` in which words that begin alike share that beginning
-    (``cho(?:ose|se)``), so a search tries each beginning once at a character, not once a
-    word. It matches what the plain alternation matches; a search finds the same sentences."""
-    branches: dict[str, list[str]] = {}
-    for word in words:
-        branches.setdefault(word[:1], []).append(word[1:])
-    alternatives = [
-        re.escape(first) + _shared_beginnings(rests) if first else ""
-        for first, rests in sorted(branches.items())
-    ]
-    if len(alternatives) == 1:
-        return alternatives[0]
-    return "(?:" + "|".join(alternatives) + ")"
 
 
 # Whether a sentence holds any of those words: most do not, and this one search (a word
 # boundary checked once a character, not once a word) spares the three.
 _ANY_TRIGGER_WORD = re.compile(
     r"\b"
-    + _shared_beginnings(f"{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS}".split("|"))
+    + shapes.shared_beginnings(
+        f"{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS}".split("|")
+    )
     + r"\b"
 )
 # A search pattern (\bname\b, *.py) is not a fact about the work.
 _PATTERN_KEYS = frozenset({"pattern", "regex", "glob", "include", "exclude"})
 _OPEN_TODO = frozenset({"pending", "in_progress", "in progress", "todo", "open"})
+# A todo tool's list and its items' text: Claude Code's TodoWrite, Codex's update_plan.
+_TODO_KEYS, _TODO_TEXT = frozenset({"todos", "plan"}), ("content", "title", "text", "step")
 # The class each kind ``gcengine.anchors`` finds is counted in; an issue tag is a number.
 _CLASS_OF = {
     AnchorKind.FILE: AnchorClass.PATHS,
@@ -434,21 +429,26 @@ def _literal_anchors(
     unpathed = sentence
     for found in _in_order(raw):
         key = _folded(found.value)
-        if found.kind == AnchorKind.URL and shapes.NO_ADDRESS.search(key):
-            continue  # a template, a placeholder, a bare host or an empty search: no address
+        if found.kind == AnchorKind.URL and (
+            shapes.NO_ADDRESS.search(key) or _cut_by_placeholder(key, sentence)
+        ):
+            continue  # a template, a placeholder, a bare host or a search: no address
         if found.kind == AnchorKind.TAG and (
             shapes.COLOUR.search(sentence)
             or (len(key) == 2 and not shapes.ISSUE_WORD.search(sentence))
         ):
             continue  # a colour (background: #333) or a label (Correction #4), no issue
         anchor_class = _class_of(found, key, sentence)
-        if found.kind == AnchorKind.FILE:
-            key = context.path_key(key)
-        if (anchor := _literal_as_found(anchor_class, key, sentence, raw)) is not None:
+        if found.kind == AnchorKind.FILE:  # after a variable (${LIB_DIR}/x.sh), no root
+            key = context.path_key(key.removeprefix("/") if f"}}{key}" in sentence else key)
+        # an installed library's or a temporary file is not one the session works on
+        dependency = found.kind == AnchorKind.FILE and shapes.FOREIGN_PATH.search(key)
+        anchor = None if dependency else _literal_as_found(anchor_class, key, sentence, raw)
+        if anchor is not None:
             yield anchor
         if found.kind == AnchorKind.URL or found.kind == AnchorKind.FILE:
             unpathed = unpathed.replace(key, " " * len(key))
-        if found.start is not None:
+        if found.start is not None and not dependency:
             lines = f":{found.start}" + (f"-{found.end}" if found.end is not None else "")
             ranged = _literal_as_found(AnchorClass.PATHS, key + lines, sentence, raw)
             if ranged is not None:
@@ -457,8 +457,9 @@ def _literal_anchors(
         shapes.QUANTITY.finditer(unpathed) if shapes.QUANTITY_START.search(unpathed) else ()
     )
     for match in quantities:
-        has_unit = match.group(1) or match.group(3)
-        if has_unit and (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)):
+        if not (match.group(1) or match.group(3)) or shapes.code_value(unpathed, match):
+            continue  # no unit, or code's (width: 100%, "$0")
+        if anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw):
             yield anchor
     if "-" in sentence:
         for issue in issue_ids(sentence, context):
@@ -469,6 +470,9 @@ def _literal_anchors(
             test = match.group(0).rstrip(".,;:!?(")
             if (anchor := _literal_as_found(AnchorClass.TESTS, test, sentence, raw)) is not None:
                 yield anchor
+    for test in named_tests.source_names(sentence):
+        if (anchor := _literal_as_found(AnchorClass.TESTS, test, sentence, raw)) is not None:
+            yield anchor
     digits = _DIGIT.search(unpathed) is not None
     for match in shapes.VERSION.finditer(unpathed) if digits and "." in unpathed else ():
         if (anchor := _literal(AnchorClass.NUMBERS, match.group(0), sentence, raw)) is not None:
@@ -481,6 +485,12 @@ def _literal_anchors(
     for match in shapes.COMMIT.finditer(unpathed) if commits else ():
         if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence, raw)) is not None:
             yield anchor
+
+
+def _cut_by_placeholder(url: str, sentence: str) -> bool:
+    """Whether a URL runs on into a placeholder (``.../packages/<name>``): a template."""
+    at = sentence.find(url)
+    return at >= 0 and sentence[at + len(url) : at + len(url) + 1] in shapes.URL_PLACEHOLDER
 
 
 def _class_of(found: Found, key: str, sentence: str) -> AnchorClass:
@@ -543,7 +553,9 @@ def visible_pieces(message: Message) -> Iterator[str]:
 
 
 def _sentence_pairs(text: str) -> Iterator[tuple[str, str]]:
-    """(as written, normalised) for each sentence of ``text``."""
+    """(as written, normalised) for each sentence of ``text``, terminal colour codes left out."""
+    if "\x1b" in text:
+        text = shapes.ANSI_ESCAPE.sub("", text)
     for piece in sentences(text):
         raw = piece.strip()
         if raw and (sentence := " ".join(_folded(raw).split())):
@@ -554,12 +566,14 @@ def _mentions(sentence: str, cues: Iterable[str]) -> bool:
     return any(cue in sentence for cue in cues)
 
 
-def _names_error(sentence: str) -> bool:
-    """Whether a normalised sentence names an error: a word ending in error or exception,
-    traceback, failed, or fail:, fatal: or panic:."""
+def _names_error(sentence: str, raw: str | None = None) -> bool:
+    """Whether a normalised sentence names an error: a word ending in error or exception (in
+    ``raw``, the sentence as written, an error type or the word itself), traceback, failed, or
+    fail:, fatal: or panic:."""
     if "error" in sentence:
         sentence = shapes.GENERIC_ERROR.sub(" ", sentence)
-    if ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence):
+    named = ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence)
+    if named and (raw is None or shapes.ERROR_NAME.search(shapes.GENERIC_ERROR.sub(" ", raw))):
         return True
     return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
 
@@ -593,14 +607,17 @@ def _prose_anchors(
             yield anchor
         if shapes.HEADING.fullmatch(sentence) or shapes.NARRATION.match(sentence):
             continue  # a heading announces, the agent's next step narrates: neither is a fact
-        if _names_error(sentence) and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
+        error = _names_error(sentence, raw)
+        if error and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor
         if not _ANY_TRIGGER_WORD.search(sentence):
             continue
-        decided = _decides(sentence, speaker_is_user=speaker_is_user)
+        decided = _decides(sentence, speaker_is_user=speaker_is_user, typed=prompt)
         if decided and (anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence)):
             yield anchor
-        open_work = _OPEN_WORK.search(sentence) and not shapes.CODE_VALUE.search(sentence)
+        open_work = _OPEN_WORK.search(sentence) and not (
+            shapes.CODE_VALUE.search(sentence) or shapes.PENDING_DATA.search(sentence)
+        )
         if open_work and (anchor := _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence)):
             yield anchor
 
@@ -617,11 +634,13 @@ def _prose_or_code(text: str) -> Iterator[tuple[str, str, bool]]:
             yield raw, sentence, position % 2 == 1
 
 
-def _decides(sentence: str, *, speaker_is_user: bool) -> bool:
-    """Whether a normalised sentence is a decision: anyone's, or the user's constraint."""
+def _decides(sentence: str, *, speaker_is_user: bool, typed: bool = True) -> bool:
+    """Whether a normalised sentence is a decision: anyone's, or the user's constraint
+    (``typed``: the user wrote it; else a summary or a notice restates it)."""
     if _DECISION.search(sentence):
         return True
-    return speaker_is_user and _CONSTRAINT.search(sentence) is not None
+    constraint = _CONSTRAINT if typed else _RESTATED_CONSTRAINT
+    return speaker_is_user and constraint.search(sentence) is not None
 
 
 def _asks(sentence: str) -> bool:
@@ -630,9 +649,11 @@ def _asks(sentence: str) -> bool:
 
 
 def _answers(result: Any) -> Iterator[Anchor]:
-    """The user's answers to the agent's questions: decisions the user made."""
+    """The user's answers to the agent's questions: decisions the user made (each answer the
+    tool quotes, else what it says)."""
     for text in _strings(result):
-        for raw, sentence in _sentence_pairs(text):
+        answers = shapes.ANSWER.findall(text)
+        for raw, sentence in (p for a in answers or [text] for p in _sentence_pairs(a)):
             if anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence):
                 yield anchor
 
@@ -644,12 +665,12 @@ def _call_anchors(args: dict[str, Any], context: AnchorContext) -> Iterator[Anch
         if (anchor := _literal_as_found(AnchorClass.PATHS, key, key, path)) is not None:
             yield anchor
     for key, value in args.items():
-        todos = value if key.lower() == "todos" else None
+        todos = value if key.lower() in _TODO_KEYS else None
         for todo in todos if isinstance(todos, list) else ():
             if not isinstance(todo, dict):
                 continue
             status = str(todo.get("status", "")).lower()
-            content = todo.get("content") or todo.get("title") or todo.get("text")
+            content = next((todo[k] for k in _TODO_TEXT if todo.get(k)), None)
             if not isinstance(content, str):
                 continue
             item = " ".join(_folded(content).split())
@@ -657,12 +678,13 @@ def _call_anchors(args: dict[str, Any], context: AnchorContext) -> Iterator[Anch
                 yield anchor
             if status in _OPEN_TODO:
                 for raw, sentence in _sentence_pairs(content):
-                    anchor = _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence)
-                    if anchor is not None:
+                    if anchor := _terms_anchor(AnchorClass.OPEN_WORK, raw, sentence):
                         yield anchor
     for key, value in args.items():
-        if key.lower() in _PATTERN_KEYS:
-            continue
+        if key.lower() in _PATTERN_KEYS or (
+            key.lower().endswith("id") and isinstance(value, str) and shapes.COMMIT.fullmatch(value)
+        ):
+            continue  # a search pattern; a task's or a shell's id (task_id: b0be39e), no commit
         for text in _strings(value):
             for raw, sentence in _sentence_pairs(text):
                 yield from _literal_anchors(raw, sentence, context)
@@ -689,26 +711,38 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
     failed result's first line, which is its error whatever it says).
     """
     found = 0
-    texts = list(_strings(result))
-    # A failed result's first line is its error unless a later line reports one.
-    first = failed and not any(
-        _reports_error(" ".join(_folded(line).split()))
-        for text in texts
+    texts = [shapes.ANSI_ESCAPE.sub("", t) if "\x1b" in t else t for t in _strings(result)]
+    runs = [named_tests.is_test_run(text) for text in texts]
+    tests = [
+        (line, name)
+        for text, run in zip(texts, runs, strict=True)
         for line in text.splitlines()
-        if not shapes.SOURCE_LINE.match(line)
+        if (run or "test " in line)
+        and (name := named_tests.output_test_name(line, run=run)) is not None
+    ]
+    # A failed result's first line is its error unless a later line reports one or it names
+    # the tests that failed; lines that say how far the tool got are no first line.
+    first = (
+        failed
+        and not tests
+        and not any(
+            _reports_error(" ".join(_folded(line).split()))
+            for text in texts
+            for line in text.splitlines()
+            if not shapes.SOURCE_LINE.match(line)
+        )
     )
+    for line, name in tests:
+        folded = " ".join(_folded(line).split())
+        if tested := _literal_as_found(AnchorClass.TESTS, _folded(name), folded, line):
+            yield tested
     for text in texts:
         for line in text.splitlines():
             if shapes.SOURCE_LINE.match(line) or (
-                first and shapes.EXIT_CODE.fullmatch(line.strip())
+                first
+                and (shapes.EXIT_CODE.fullmatch(line.strip()) or shapes.PROGRESS_LINE.match(line))
             ):
-                continue  # a line of a file read is code; an exit code says nothing yet
-            if "test " in line and (test := shapes.FAILED_TEST.match(line)) is not None:
-                name = f"test {test.group(1)}"
-                folded = " ".join(_folded(line).split())
-                tested = _literal_as_found(AnchorClass.TESTS, _folded(name), folded, line)
-                if tested is not None:
-                    yield tested
+                continue  # a line of a file read is code; an exit code or progress says nothing
             if not first and not _mentions(line.lower(), _ERROR_LINE_CUES):
                 continue
             for raw, sentence in _sentence_pairs(line):
@@ -764,18 +798,3 @@ def literal_anchors_of(message: Message) -> list[Anchor]:
         for raw, sentence in _sentence_pairs(piece)
         for anchor in _literal_anchors(raw, sentence)
     ]
-
-
-# Common English words that carry no fact of their own. Negations and modal verbs stay terms:
-# "never" and "always" are what a constraint says.
-_STOP_WORDS_TEXT = """
-a about above after again all also am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further
-had has have having he her here hers herself him himself his how i if in into is it its
-itself just me more most my myself no nor now of off on once or other our ours ourselves out
-over own same she so some such than that the their theirs them themselves then there these
-they this those through to too under until up very was we were what when where which while
-who whom why will with would you your yours yourself yourselves let lets please thanks
-thank ok okay yes sure one two get got see seen look looks use used using want like
-"""
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())

@@ -133,8 +133,12 @@ def _trigger(config: GCConfig, draft: _Draft) -> tuple[float, list[str]]:
 
 
 def _summarizes(config: GCConfig) -> bool:
-    """Whether the policy's strategy writes summaries (the targets' compaction does)."""
-    return strategy_spec(config.plugin).summarizes
+    """Whether the policy's strategy writes summaries (the targets' compaction does): one that
+    writes them only on request, when the policy names a summarizer."""
+    spec = strategy_spec(config.plugin)
+    return spec.summarizes and (
+        not spec.summary_on_request or bool(config.plugin_config.get("summarizer"))
+    )
 
 
 _AGENT_NAME = "names the agent for JAATO; it changes nothing a collection does"

@@ -27,9 +27,11 @@ from gcengine.messages import Message
 # A tracker's child issue (``spotter-4te.3``, ``proj-a1b.12``): a project word, a short id with
 # a letter, and a child number.
 _CHILD_ISSUE = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*-(?=[a-z0-9]*[a-z])[a-z0-9]{3,4})\.\d{1,3}\b")
-# A tracker command naming an issue (beads' ``bd show``, ``bd close``, ...).
+# A tracker command naming an issue (beads' ``bd show``, ``bd close``, ...), not the parent of
+# the child it names (``bd show spotter-4te.1`` names spotter-4te.1 alone).
 _TRACKER_COMMAND = re.compile(
-    r"\bbd (?:show|close|update|create|reopen|dep add|edit)\s+([a-z][a-z0-9]*-[a-z0-9]{3,4})\b"
+    r"\bbd (?:show|close|update|create|reopen|dep add|edit)\s+([a-z][a-z0-9]*-[a-z0-9]{3,4})"
+    r"(?![\w-]|\.\d)"
 )
 _BARE_ISSUE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*-[a-z0-9]{3,4})(?![\w-]|\.\d)")
 # Folders a root must be deeper than: every absolute path shares these.

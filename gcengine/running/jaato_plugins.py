@@ -45,6 +45,8 @@ from gcengine.messages import (
 )
 from gcengine.running.jaato_seen import LastRead, LeafFigures, Seen
 from gcengine.strategies import STRATEGY_SPECS
+from gcengine.strategies.common import CommonKeys
+from gcengine.strategies.keys import checked, declared_keys
 from gcengine.strategies.spec import StrategySpec
 from gcengine.tokens import ApproxCounter, TokenCounter
 
@@ -401,6 +403,8 @@ _SHARED_FIELDS = (
     "check_before_send",
     "preserve_recent_turns",
 )
+_RULES = next(spec for name, _, spec in declared_keys(CommonKeys) if name == "rules")
+
 # Plugin options (JAATO's ``initialize`` config, gc.json's plugin_config merged in) that are
 # policy keys in the engine.
 _OPTION_KEYS = (
@@ -416,8 +420,15 @@ def engine_config(spec: StrategySpec, config: Any, options: Mapping[str, Any]) -
 
     Its continuous mode is JAATO's: no pressure (0 or None). Notices follow the plugin's
     ``notify_on_gc`` option, off by default as in JAATO's plugins. The media fields are JAATO's
-    own trigger (``should_collect`` asks JAATO's ``media_pressure_reason``)."""
-    values: dict[str, Any] = {"plugin": spec.name, "notify_on_gc": False}
+    own trigger (``should_collect`` asks JAATO's ``media_pressure_reason``). The config means
+    what JAATO says it means: JAATO's plugins' rules, unless the plugin's options (gc.json's
+    ``plugin_config``) say ``"rules": "engine"``."""
+    rules = {**(config.plugin_config or {}), **options}.get("rules", "jaato")
+    values: dict[str, Any] = {
+        "plugin": spec.name,
+        "notify_on_gc": False,
+        "rules": checked("plugin_config.rules", rules, _RULES),
+    }
     for name in _SHARED_FIELDS:
         values[name] = getattr(config, name)
     values["pressure_percent"] = config.pressure_percent or None

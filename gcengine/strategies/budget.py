@@ -12,7 +12,7 @@ from gcengine.gc.plan import Collection, Decision, Unit, oldest_first, take_unti
 from gcengine.gc.strategy import Notices, Strategy
 from gcengine.gc.types import ContextUsage, GCResult, GCTriggerReason, RemovalReason
 from gcengine.messages import Message
-from gcengine.strategies.common import EVERY_STRATEGY_READS
+from gcengine.strategies.common import EVERY_STRATEGY_READS, RULES
 from gcengine.strategies.spec import StrategySpec
 from gcengine.strategies.truncate import TruncateStrategy
 from gcengine.tokens import TokenCounter
@@ -29,7 +29,9 @@ class BudgetStrategy(Strategy):
     entries, and complete tool exchanges and notices inside older turns); 2. whole older turns
     that hold nothing preservable; 3. preservable content, only when usage is at or above
     ``pressure_percent`` and never in continuous mode. Locked content never goes. Without a
-    budget it falls back to truncation and says so.
+    budget it falls back to truncation and says so: to the target under the engine's rules,
+    every turn that is not recent, pinned or locked under JAATO's (JAATO's fallback). With a
+    budget, both rules collect as above.
     """
 
     name = "gc_budget"
@@ -58,7 +60,7 @@ class BudgetStrategy(Strategy):
         counter: TokenCounter | None = None,
         conversation: ConversationIndex | None = None,
     ) -> tuple[list[Message], GCResult]:
-        if budget is None:
+        if budget is None:  # the fallback, a truncate, reads the rules; the phases do not
             fallback = _FallbackTruncate()
             fallback.initialize(self._options)
             new_history, result = fallback.collect(
@@ -196,7 +198,7 @@ SPEC = StrategySpec(
     plugin=BudgetStrategy,
     label="budget",
     description="policy-aware, ephemeral content first",
-    reads=EVERY_STRATEGY_READS,
+    reads=(*EVERY_STRATEGY_READS, RULES),
     jaato_plugin="gc_gcengine_budget",
     conversation_only=False,
     starter_policies={

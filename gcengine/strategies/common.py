@@ -8,7 +8,7 @@ with the others it reads. A strategy's own keys are declared in its module.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -21,10 +21,28 @@ turns of hundreds of calls, where keeping recent turns whole would keep everythi
 NOOP_TEMPLATE = "noop_notification_template"
 """The key of the no-op notice's wording, read by the strategies that write one."""
 
+RULES = "rules"
+"""The key saying whose rules a collection follows, read by the strategies JAATO also has."""
+
 
 class CommonKeys(BaseModel):
     """When a collection runs, what it keeps, and what it says, for every strategy."""
 
+    rules: Annotated[
+        Literal["engine", "jaato"],
+        KeySpec(
+            "Rules",
+            "Whose rules a collection follows: engine (stop at the target, keep the original "
+            "request, summary and notice where the removed turns were, an offline summarizer "
+            "by default) or jaato (JAATO's own plugins': every turn not recent or pinned goes, "
+            "whatever the target; summary and notice at the top; no summarizer is a failure; "
+            "budget without a budget truncates). Tool calls stay with their results, and "
+            "locked content stays, under both.",
+            "choice",
+            choices=("engine", "jaato"),
+            written_when_default=False,
+        ),
+    ] = "engine"
     threshold_percent: Annotated[
         float,
         KeySpec(

@@ -1,5 +1,6 @@
 """``gc_hybrid``: generational, JAATO's: truncate ancient turns, summarize the middle, keep
-recent ones."""
+recent ones; under JAATO's rules, every turn that is not recent, pinned or locked into one
+summary (truncated without a summarizer)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ from typing import Annotated
 
 from pydantic import BaseModel
 
-from gcengine.gc.plan import Collection, Decision, take_until_target
+from gcengine.gc.plan import (
+    Collection,
+    Decision,
+    jaato_turn_details,
+    take_every_turn,
+    take_until_target,
+)
 from gcengine.gc.strategy import Notices, Strategy
-from gcengine.gc.summarizing import summarize_units
+from gcengine.gc.summarizing import summarize_units, summarizer_given
 from gcengine.gc.types import RemovalReason
 from gcengine.messages import MessageKind
-from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE
+from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE, RULES
 from gcengine.strategies.keys import KeySpec
 from gcengine.strategies.spec import StrategySpec
 from gcengine.strategies.summarize import SUMMARIZING_READS
@@ -65,6 +72,7 @@ class HybridStrategy(Strategy):
         },
         noop=True,
     )
+    follows_rules = True
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
         decision = Decision()
@@ -72,6 +80,8 @@ class HybridStrategy(Strategy):
             "summarize_middle_turns", collection.config.summarize_middle_turns
         )
         middle_size = DEFAULT_MIDDLE_TURNS if middle_size is None else int(middle_size)
+        if collection.jaato_rules:
+            return self._jaato_decision(collection, counter, middle_size)
         kinds = collection.layout.kinds
         # Oldest first: removable turns, then pieces of the turns that may not go whole (a long
         # turn's older exchanges); the middle generation is the youngest of them.
@@ -110,12 +120,47 @@ class HybridStrategy(Strategy):
         )
         return decision
 
+    def _jaato_decision(
+        self, collection: Collection, counter: TokenCounter, middle_size: int
+    ) -> Decision:
+        """JAATO's: with a summarizer, the ancient and middle generations (every turn that is
+        not protected) into one summary; without one, all of them truncated. The middle
+        generation's size changes nothing taken, as in JAATO; a summarizer that fails fails
+        the collection."""
+        decision = Decision()
+        had_summarizer = summarizer_given(self._options)
+        if had_summarizer:
+            units = [collection.turn_unit(p) for p in collection.removable_turns()]
+            if units:
+                summarize_units(collection, units, counter, self._options, decision)
+        else:
+            take_every_turn(collection, RemovalReason.TRUNCATED, decision)
+        summarized = sum(1 for _, why in decision.removed if why == RemovalReason.SUMMARIZED)
+        decision.details.update(
+            {
+                **jaato_turn_details(collection, decision),
+                "turns_truncated": len(decision.removed) - summarized,
+                "turns_summarized": summarized,
+                "preserve_recent": collection.preserve_recent,
+                "summarize_middle": middle_size,
+                "had_summarizer": had_summarizer,
+                "summary_tokens": decision.details.get("summary_tokens", 0),
+            }
+        )
+        return decision
+
 
 SPEC = StrategySpec(
     plugin=HybridStrategy,
     label="hybrid",
     description="drop ancient turns, summarize the middle",
-    reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, "summarize_middle_turns", *SUMMARIZING_READS),
+    reads=(
+        *EVERY_STRATEGY_READS,
+        NOOP_TEMPLATE,
+        RULES,
+        "summarize_middle_turns",
+        *SUMMARIZING_READS,
+    ),
     jaato_plugin="gc_gcengine_hybrid",
     keys=HybridKeys,
     inserts=("summary", "notice"),

@@ -21,6 +21,12 @@ each turn once usage passes the target (``incremental``); the full collection st
 the threshold. A plugin instance remembers how many of its collections each segment survived
 (a segment is *old* once it has survived one), as an agent or a replay keeps one plugin.
 
+With a summarizer (``plugin_config.summarizer``, as summarize and hybrid read it; none by
+default), a collection also writes a summary of what it stashes, where the first of it stood,
+counted in what it frees so usage still ends at the target. The stash names it: restoring a
+segment marks it (``restored_segments``), and restoring them all takes it out, so the history
+the run started from comes back.
+
 Its own keys (``roots``, ``weights``, ``action``, ``incremental``, ``batch_size``) and its
 ``SPEC`` are declared here; the model it decides with is ``gcengine.reachability``.
 """
@@ -38,6 +44,7 @@ from gcengine.errors import ConfigError, GCEngineError
 from gcengine.gc.plan import Collection, Decision, Unit
 from gcengine.gc.stash import Stash, StashedSegment
 from gcengine.gc.strategy import Notices, Strategy
+from gcengine.gc.summarizing import summarize_taken, summary_limits
 from gcengine.gc.types import (
     ContextUsage,
     GCResult,
@@ -51,6 +58,7 @@ from gcengine.reachability.graph import AUTO_DELETE_BELOW, Candidate, Plan
 from gcengine.strategies.common import EVERY_STRATEGY_READS
 from gcengine.strategies.keys import KeySpec
 from gcengine.strategies.spec import StrategySpec
+from gcengine.strategies.summarize import SUMMARIZER, SUMMARIZING_READS
 from gcengine.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -286,12 +294,12 @@ class ReachabilityStrategy(Strategy):
             "removed": "conversation turns removed whole",
             "kept": "recent conversation turns kept whole",
             "truncated": "conversation turns removed whole",
-            "summarized": "0: the reachability strategy writes no summary",
+            "summarized": "stashed conversation turns its summary covers (0 without a summarizer)",
             "items": "segments removed (turns and tool exchanges)",
             "stashed": "segments put in the run's stash, which can be restored",
             "deleted": "segments deleted for good",
-            "freed": "tokens freed",
-            "tokens_freed": "tokens freed",
+            "freed": "tokens freed, less the summary written",
+            "tokens_freed": "tokens freed, less the summary written",
         },
         noop=False,
     )
@@ -357,6 +365,9 @@ class ReachabilityStrategy(Strategy):
         named = named_segments(self._options)
         check_named(plan, named)
         chosen = set(named)
+        summarizing = bool(self._options.get(SUMMARIZER))
+        if summarizing:  # what the summary may cost counts as it takes
+            decision.summary_reserve = summary_limits(collection, self._options, counter)[1]
         for candidate in plan.candidates:
             if chosen and plan.segments[candidate.segment].segment_id not in chosen:
                 continue
@@ -378,6 +389,9 @@ class ReachabilityStrategy(Strategy):
                 else RemovalReason.UNREACHABLE
             )
             decision.remove(unit, reason)
+        stashed = [u for u, _ in decision.removed if u.verdict and u.verdict.action == "stashed"]
+        if summarizing and stashed:
+            summarize_taken(collection, stashed, counter, self._options, decision)
         self._pending = (plan, set(taken))
         verdicts = [unit.verdict for unit, _ in decision.removed if unit.verdict]
         decision.details.update(
@@ -405,6 +419,8 @@ class ReachabilityStrategy(Strategy):
         verdicts = [unit.verdict for unit, _ in decision.removed if unit.verdict]
         fields["stashed"] = sum(1 for v in verdicts if v.action == "stashed")
         fields["deleted"] = len(verdicts) - fields["stashed"]
+        if decision.inserted is not None:
+            fields["summarized"] = int(decision.details.get("turns_summarized") or 0)
         return fields
 
     def completed(
@@ -457,7 +473,10 @@ class ReachabilityStrategy(Strategy):
         known = collection.figures.ids
         notices = [m.message_id for m in new_history if m.kind is MessageKind.NOTICE]
         notice = next((i for i in notices if i not in known), None)
-        stash = construct(Stash, segments=segments, deleted=deleted, notice_id=notice)
+        summary = decision.inserted.message_id if decision.inserted is not None else None
+        stash = construct(
+            Stash, segments=segments, deleted=deleted, notice_id=notice, summary_id=summary
+        )
         return result.model_copy(update={"stash": stash})
 
 
@@ -499,9 +518,11 @@ SPEC = StrategySpec(
     plugin=ReachabilityStrategy,
     label="reachability",
     description="stash what no later turn refers to, lowest score first",
-    reads=(*EVERY_STRATEGY_READS, *ReachabilityKeys.model_fields),
+    reads=(*EVERY_STRATEGY_READS, *ReachabilityKeys.model_fields, *SUMMARIZING_READS),
     jaato_plugin="gc_gcengine_reachability",
     keys=ReachabilityKeys,
+    inserts=("summary", "notice"),
+    summary_on_request=True,
     stashes=True,
     keeps="its roots (the current task, the latest turns, the files being worked on)",
     starter_policies={

@@ -34,7 +34,9 @@ class StrategySpec:
     declaring its own keys (``GCConfig`` is composed of such models) and ``options`` its own
     ``plugin_config`` options.
 
-    ``inserts``: what a collection may write into the conversation. ``conversation_only``:
+    ``inserts``: what a collection may write into the conversation; ``summary_on_request``:
+    a summary only when its policy names a summarizer (``plugin_config.summarizer``), none by
+    default. ``conversation_only``:
     it takes only from the conversation, so what lies outside it stays. ``stashes``: it puts
     what it takes in a stash and explains each removal (``verdict``). ``keeps``: what it
     always keeps beyond the rules every strategy follows, in words (empty when nothing).
@@ -49,6 +51,7 @@ class StrategySpec:
     keys: type[BaseModel] | None = None
     options: Mapping[str, KeySpec] = field(default_factory=dict)
     inserts: tuple[Insert, ...] = ("notice",)
+    summary_on_request: bool = False
     conversation_only: bool = True
     stashes: bool = False
     keeps: str = ""

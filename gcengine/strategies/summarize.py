@@ -1,5 +1,7 @@
 """``gc_summarize``: replace the oldest removable turns with one summary, chained to the
-previous one (JAATO's). Its keys, the summary's cap and the summarizer, are hybrid's too."""
+previous one (JAATO's); under JAATO's rules, every turn that is not recent, pinned or locked,
+and no summarizer is a failure. Its keys, the summary's cap and the summarizer, are hybrid's
+too."""
 
 from __future__ import annotations
 
@@ -7,12 +9,19 @@ from typing import Annotated
 
 from pydantic import BaseModel
 
-from gcengine.gc.plan import Collection, Decision
+from gcengine.errors import SummarizerError
+from gcengine.gc.plan import Collection, Decision, jaato_turn_details
 from gcengine.gc.strategy import Notices, Strategy
 from gcengine.gc.summarizers import DEFAULT_MAX_SUMMARY_TOKENS
-from gcengine.gc.summarizing import summarize_units, summary_limits, units_for_summary
+from gcengine.gc.summarizing import (
+    NO_SUMMARIZER,
+    summarize_units,
+    summarizer_given,
+    summary_limits,
+    units_for_summary,
+)
 from gcengine.messages import MessageKind
-from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE
+from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE, RULES
 from gcengine.strategies.keys import KeySpec
 from gcengine.strategies.spec import StrategySpec
 from gcengine.tokens import TokenCounter
@@ -38,7 +47,8 @@ SUMMARIZER = "summarizer"
 """The ``plugin_config`` option naming what writes summaries."""
 SUMMARIZER_OPTION = KeySpec(
     "Summarizer",
-    "What writes summaries: extractive (the default: offline and deterministic), digest "
+    "What writes summaries: extractive (summarize's and hybrid's default; reachability writes "
+    "a summary of what it stashes only when one is named: offline and deterministic), digest "
     "(offline and deterministic: the task, files, errors, decisions and open work), llm "
     "(an OpenAI-compatible endpoint set where the engine runs) or provider (the project's "
     "own provider, OpenAI-compatible or Anthropic, with the extractive summary when it fails).",
@@ -66,8 +76,11 @@ class SummarizeStrategy(Strategy):
         },
         noop=True,
     )
+    follows_rules = True
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        if collection.jaato_rules:
+            return self._jaato_decision(collection, counter)
         decision = Decision(details={"preserve_count": collection.preserve_recent})
         candidates = collection.oldest_units(
             {MessageKind.CHAT, MessageKind.SUMMARY, MessageKind.NOTICE}
@@ -82,12 +95,24 @@ class SummarizeStrategy(Strategy):
         )
         return decision
 
+    def _jaato_decision(self, collection: Collection, counter: TokenCounter) -> Decision:
+        """JAATO's: every turn that is not protected into one summary; no summarizer fails."""
+        if not summarizer_given(self._options):
+            raise SummarizerError(NO_SUMMARIZER)
+        decision = Decision()
+        units = [collection.turn_unit(p) for p in collection.removable_turns()]
+        if units:
+            summarize_units(collection, units, counter, self._options, decision)
+        decision.details.update(jaato_turn_details(collection, decision))
+        decision.details.setdefault("summary_tokens", 0)
+        return decision
+
 
 SPEC = StrategySpec(
     plugin=SummarizeStrategy,
     label="summarize",
     description="replace old turns with a summary",
-    reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, *SUMMARIZING_READS),
+    reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, RULES, *SUMMARIZING_READS),
     jaato_plugin="gc_gcengine_summarize",
     keys=SummarizeKeys,
     options={SUMMARIZER: SUMMARIZER_OPTION},

@@ -1,13 +1,20 @@
-"""``gc_truncate``: drop the oldest removable turns until the target is reached (JAATO's),
-then, inside a long turn, its oldest exchanges and the model's text between them."""
+"""``gc_truncate``: drop the oldest removable turns until the target is reached, then, inside
+a long turn, its oldest exchanges and the model's text between them; under JAATO's rules,
+every turn that is not recent, pinned or locked, whatever the target (JAATO's)."""
 
 from __future__ import annotations
 
-from gcengine.gc.plan import Collection, Decision, take_until_target
+from gcengine.gc.plan import (
+    Collection,
+    Decision,
+    jaato_turn_details,
+    take_every_turn,
+    take_until_target,
+)
 from gcengine.gc.strategy import Notices, Strategy
 from gcengine.gc.types import RemovalReason
 from gcengine.messages import MessageKind
-from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE
+from gcengine.strategies.common import EVERY_STRATEGY_READS, NOOP_TEMPLATE, RULES
 from gcengine.strategies.spec import StrategySpec
 from gcengine.tokens import TokenCounter
 
@@ -30,8 +37,14 @@ class TruncateStrategy(Strategy):
         noop=True,
     )
     removal_reason = RemovalReason.TRUNCATED
+    follows_rules = True
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:
+        if collection.jaato_rules:
+            decision = Decision()
+            take_every_turn(collection, self.removal_reason, decision)
+            decision.details.update(jaato_turn_details(collection, decision))
+            return decision
         decision = Decision(details={"preserve_count": collection.preserve_recent})
         candidates = collection.oldest_units({MessageKind.CHAT, MessageKind.NOTICE})
         take_until_target(collection, candidates, self.removal_reason, decision)
@@ -42,6 +55,6 @@ SPEC = StrategySpec(
     plugin=TruncateStrategy,
     label="truncate",
     description="drop the oldest turns",
-    reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE),
+    reads=(*EVERY_STRATEGY_READS, NOOP_TEMPLATE, RULES),
     jaato_plugin="gc_gcengine_truncate",
 )

@@ -268,8 +268,9 @@ def export_policy(request: HttpRequest, version_id: int) -> HttpResponse:
 
 
 def _gc_json(version: PolicyVersion) -> HttpResponse:
-    """The flat gc.json JAATO's own loader reads (``gcengine.dump_gc_config``)."""
-    document = gcengine.dump_gc_config(services.config_validated(version.config))
+    """The flat gc.json that makes JAATO run the version as the engine does: the engine's
+    plugin for JAATO, with the policy's rules (``gcengine.export_gc_json``)."""
+    document = gcengine.export_gc_json(services.config_validated(version.config))
     response = HttpResponse(
         storage.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
     )

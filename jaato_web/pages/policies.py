@@ -50,7 +50,6 @@ from jaato_web.pages.policies_forms import (
     add_config_error,
     default_values,
     field_for_key,
-    flat_gc_json,
     form_values,
 )
 from jaato_web.review import selectors as review_selectors
@@ -438,11 +437,23 @@ def policy_import(request: HttpRequest) -> HttpResponse:
             form.add_error("name", error.reason)
         else:
             messages.success(request, f"Imported {policy.name} as version 1.")
-            for warning in services.config_validated(raw).warnings:
+            config, jaatos = services.jaato_config_validated(raw)
+            if jaatos:
+                messages.info(request, _jaatos_rules_note(policy.name, config))
+            for warning in config.warnings:
                 messages.warning(request, f"{policy.name}: {warning}")
             return redirect("policy_edit", policy_id=policy.pk)
     # Refused: the form again, with why, as the answer to a request that stored nothing.
     return render(request, "policies/import.html", _import_context(form, project), status=status)
+
+
+def _jaatos_rules_note(name: str, config: gcengine.GCConfig) -> str:
+    """Why an imported policy follows JAATO's rules, and where to choose the engine's."""
+    return (
+        f"{name} follows JAATO's rules: the file names JAATO's own {config.strategy_name} "
+        "plugin and sets no rules, so it is read as JAATO runs it. The editor's Rules "
+        "control says what that changes, and chooses the engine's rules instead."
+    )
 
 
 # Keys a gc.json may hold; an unknown key in a file has no control, even if a field is named
@@ -465,7 +476,10 @@ def _import_into_editor(
     """Show the refused file in the editor, each engine message next to its control and the
     refusal on top naming its gc.json key, as the API does; None when the editor's reading of
     the file is valid (the problem is in the file's shape). Nothing was stored: a 400."""
-    form = PolicyForm(form_values(flat_gc_json(parsed)))
+    flat = gcengine.flatten_gc_json(parsed)
+    if gcengine.implies_jaatos_rules(flat):  # as the file would be imported once fixed
+        flat["rules"] = "jaato"
+    form = PolicyForm(form_values(flat))
     if form.is_valid():
         return None
     save_form = PolicySaveForm(initial={"name": name, "message": message}, new=True)
@@ -478,10 +492,11 @@ def _import_into_editor(
 @require_GET
 @requires(Action.VIEW)
 def policy_export(request: HttpRequest, policy_id: int, number: int) -> HttpResponse:
-    """A version as the gc.json JAATO's own loader reads (``gcengine.dump_gc_config``)."""
+    """A version as the gc.json that makes JAATO run it as the engine does: the engine's
+    plugin for JAATO, with the policy's rules (``gcengine.export_gc_json``)."""
     policy = _access(request).policy(policy_id, PolicyKind.GC)
     version = selectors.policy_version_by_number(policy=policy, number=number)
-    document = gcengine.dump_gc_config(services.config_validated(version.config))
+    document = gcengine.export_gc_json(services.config_validated(version.config))
     response = HttpResponse(
         storage.pretty_json(document) + "\n", content_type="application/json; charset=utf-8"
     )

@@ -106,15 +106,6 @@ def _number(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def flat_gc_json(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The flat shape of either gc.json shape, as far as it can be read (for refilling a form
-    from a file the engine refused; the engine itself decides what is valid)."""
-    if "plugin" in data or "config" in data:
-        inner = data.get("config")
-        return {"type": data.get("plugin"), **(inner if isinstance(inner, Mapping) else {})}
-    return dict(data)
-
-
 def _turn_shown(index: Any) -> Any:
     """A pinned turn as the editor shows it: a stable index as the session page's number; a
     value that is no index (from an imported file the engine refused) as it was written."""
@@ -185,10 +176,10 @@ def _control(field: gcengine.GCJsonField, *, optional: bool = False) -> forms.Fi
                 widget=forms.Select(attrs={"data-strategy-select": ""}),
             )
         case "choice" if field.key in PLUGIN_OPTIONS:  # unset, the strategy's own default
-            default = field.choices[0]
+            # (the summarizer: extractive for summarize and hybrid, none for reachability)
             control = forms.ChoiceField(
                 required=False,
-                choices=[("", f"{default} (default)"), *((c, c) for c in field.choices)],
+                choices=[("", "the strategy's default"), *((c, c) for c in field.choices)],
             )
         case "choice":
             control = forms.ChoiceField(choices=[(c, c) for c in field.choices])

@@ -1,6 +1,7 @@
 """Anchors a reader agrees with: a hand-labelled sample of the anchors found in the real public
-transcripts (up to 7 a class, seed 35, each labelled meaningful, weak or noise by reading it in its
-message), and the rules each class follows, with examples from those transcripts."""
+transcripts (drawn by ``tests/engine/anchor_sample.py``: up to 7 a class spread across the
+transcripts, seed 36; each labelled meaningful, weak or noise by reading it in its message), and
+the rules each class follows, with examples from those transcripts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from gcengine import Message, Part, Role
 from gcengine.quality.retention import session_corpus, session_scorer
 from gcengine.quality.session_anchors import anchor_context
 from tests.engine.strategies import user
-from tests.engine.test_anchor_retention import call, found, tool_result
+from tests.engine.test_anchor_retention import call, found, summary, tool_result
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SAMPLE = json.loads((FIXTURES / "anchor_precision_sample.json").read_text())["anchors"]
@@ -40,15 +41,14 @@ def test_every_sampled_anchor_is_still_found_in_its_class() -> None:
 
 def test_the_sample_covers_every_class_that_the_transcripts_hold() -> None:
     classes = {item["anchor_class"] for item in SAMPLE}
-    assert {"paths", "errors", "issues", "requests", "tests"} <= classes
+    assert {"paths", "errors", "issues", "requests", "tests", "tasks"} <= classes
 
 
 def test_most_sampled_anchors_are_meaningful() -> None:
-    """A reader calls 56 of the 72 sampled anchors meaningful (78 %; the goal is 85 %, which
-    numbers and first lines of failed commands still keep it from): the share may not drop,
+    """A reader calls 64 of the 73 sampled anchors meaningful (88 %): at least 85 % must be,
     and the sample's anchors are still extracted in their class (the test above)."""
     meaningful = sum(item["label"] == "meaningful" for item in SAMPLE)
-    assert meaningful / len(SAMPLE) >= 0.77
+    assert meaningful / len(SAMPLE) >= 0.85
 
 
 # --- The rules, with what the real transcripts write ------------------------------------------
@@ -154,11 +154,231 @@ def test_task_list_items_are_a_class() -> None:
         "m1",
     )
     checklist = user("- [ ] Wire the trace headers\n- [x] Add the span macro", "u1")
-    assert {key for cls, key in found(todos, checklist) if cls == "tasks"} == {
+    plan = call(  # Codex CLI's plan tool
+        "update_plan",
+        {"plan": [{"step": "Run focused verification", "status": "pending"}]},
+        "m2",
+    )
+    assert {key for cls, key in found(todos, checklist, plan) if cls == "tasks"} == {
         "add the refunds migration",
         "wire the trace headers",
         "add the span macro",
+        "run focused verification",
     }
+    assert of_class("open_work", plan) == {"run focused verification"}
+
+
+def of_class(anchor_class: str, *messages: Message) -> set[str]:
+    return {key for cls, key in found(*messages) if cls == anchor_class}
+
+
+def test_a_count_of_things_and_a_colour_code_are_no_numbers() -> None:
+    said = Message(
+        role=Role.MODEL,
+        parts=[Part.from_text("All 5 tests pass (297 tests, 2 files). The poll waits 300 ms.")],
+        message_id="m1",
+    )
+    coloured = user(
+        "<local-command-stdout>\x1b[2mCompacted\x1b[22m in 4 s</local-command-stdout>", "u1"
+    )
+    assert of_class("numbers", said, coloured) == {"300 ms", "4 s"}
+
+
+# The end of a real vitest run (the Codex CLI rollout in tests/fixtures/formats/codemie_code).
+VITEST_RUN = (
+    " ❯ src/agents/plugins/__tests__/codemie-code-reasoning.test.ts (16 tests | 1 failed | 15 "
+    "skipped) 1316ms\n"
+    "       × sets default context compaction threshold to 90% 1312ms\n\n"
+    "⎯⎯⎯⎯⎯⎯⎯ Failed Tests 1 ⎯⎯⎯⎯⎯⎯⎯\n\n"
+    " FAIL  src/agents/plugins/__tests__/codemie-code-reasoning.test.ts > CodeMie Code Plugin — "
+    "Reasoning Sanitization Integration > Compaction Config > sets default context compaction "
+    "threshold to 90%\n"
+    "AssertionError: expected undefined to deeply equal { auto: true, prune: true, …(1) }\n\n"
+    " Test Files  1 failed (1)\n"
+    "      Tests  1 failed | 15 skipped (16)\n"
+    "   Start at  11:42:09\n"
+)
+JEST_RUN = (
+    "FAIL src/sync/session-sync.test.ts\n"
+    "  SessionSync\n"
+    "    ✓ should process all messages on first sync (4 ms)\n"
+    "    ✕ should skip if no new messages (3 ms)\n\n"
+    "  ● SessionSync › should skip if no new messages\n\n"
+    "    expect(received).toBe(expected) // Object.is equality\n\n"
+    "Test Suites: 1 failed, 1 total\n"
+    "Tests:       1 failed, 1 passed, 2 total\n"
+)
+
+
+def test_a_test_runs_tests_are_named_and_its_tally_is_no_error() -> None:
+    vitest = tool_result("exec_command", VITEST_RUN, "t1", failed=True)
+    jest = tool_result("Bash", JEST_RUN, "t2", failed=True)
+    assert of_class("tests", vitest) == {"sets default context compaction threshold to 90%"}
+    assert of_class("tests", jest) == {
+        "should process all messages on first sync",
+        "should skip if no new messages",
+    }
+    assert of_class("errors", vitest) == {
+        "assertionerror: expected undefined to deeply equal { auto: true, prune: true, …(1) }"
+    }
+    # a check mark is a test only in a test run's output
+    installed = tool_result("Bash", "  ✓ Claude plugin copied successfully (2 ms)", "t3")
+    assert not of_class("tests", installed)
+
+
+def test_the_codex_sessions_failing_vitest_test_is_one_test_in_its_patch_and_its_run() -> None:
+    """In the real Codex CLI rollout the agent adds a vitest test with apply_patch and runs it
+    (it fails first): both name one test, by the words a summary would write."""
+    rollout = "codemie_code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+    anchors = extracted(rollout)
+    test = ("tests", "sets default context compaction threshold to 90%")
+    assert test in anchors["459819d7-c766-54a6-bbf0-69819a001559"]  # the patch
+    assert test in anchors["55613624-8f51-5757-faea-38ef0f4be02b"]  # the failing run
+    assert ("errors", "tests 1 failed | 15 skipped (16)") not in anchors[
+        "55613624-8f51-5757-faea-38ef0f4be02b"
+    ]
+
+
+def test_test_names_in_javascript_sources_are_tests() -> None:
+    patch = call(
+        "apply_patch",
+        {
+            "input": "+  describe('Compaction Config', () => {\n"
+            "+    it('sets default context compaction threshold to 90%', async () => {\n"
+            '+      test.each([1, 2])("rounds %i", (n) => {\n'
+            "+      if (/^o[134]-/.test(id)) return;\n"
+        },
+        "m1",
+    )
+    assert of_class("tests", patch) == {
+        "compaction config",
+        "sets default context compaction threshold to 90%",
+        "rounds %i",
+    }
+
+
+def test_a_failed_commands_progress_is_not_its_error() -> None:
+    compiled = tool_result(
+        "Bash",
+        "Exit code 2\nCompiling 41 files (.ex)\nGenerated spotter app\n"
+        "Getting extensions in current project...\npermission denied: ./run.sh",
+        "t1",
+        failed=True,
+    )
+    assert of_class("errors", compiled) == {"permission denied: ./run.sh"}
+
+
+def test_errors_as_a_topic_or_a_behaviour_are_no_errors() -> None:
+    said = Message(
+        role=Role.MODEL,
+        parts=[
+            Part.from_text(
+                "- No session metadata → error\n- API failure → return error\n"
+                "- Span creation, attributes, error status\n"
+                "- Compile error at line 171: cannot invoke remote function"
+            )
+        ],
+        message_id="m1",
+    )
+    assert of_class("errors", said) == {
+        "- compile error at line 171: cannot invoke remote function"
+    }
+
+
+def test_only_and_instead_restated_in_a_summary_are_no_constraints() -> None:
+    restated = summary(
+        "Only Dialyzer blocks the commit. Fixed by using `with` instead of `case`. "
+        "OTEL failures must never crash the app."
+    )
+    typed = user("Only touch the sync module.", "u1")
+    assert of_class("decisions", restated) == {"otel failures must never crash the app."}
+    assert of_class("decisions", typed) == {"only touch the sync module."}
+
+
+def test_pending_data_is_no_open_work() -> None:
+    said = Message(
+        role=Role.MODEL,
+        parts=[Part.from_text("Only pending deltas are processed. Two changes are still pending.")],
+        message_id="m1",
+    )
+    assert of_class("open_work", said) == {"two changes are still pending."}
+
+
+def test_a_librarys_files_a_search_and_a_template_are_no_anchors() -> None:
+    said = Message(
+        role=Role.MODEL,
+        parts=[
+            Part.from_text(
+                "Read deps/opentelemetry_api/lib/open_telemetry/tracer.ex and lib/spotter/otel.ex. "
+                'curl "https://search.hexdocs.pm/?q=setup" and https://hex.pm/api/packages/<name> '
+                "then https://hexdocs.pm/opentelemetry_api/OpenTelemetry.html"
+            )
+        ],
+        message_id="m1",
+    )
+    assert of_class("paths", said) == {"lib/spotter/otel.ex"}
+    assert of_class("urls", said) == {"https://hexdocs.pm/opentelemetry_api/opentelemetry.html"}
+
+
+def test_a_background_tasks_id_is_no_commit() -> None:
+    polled = call("TaskOutput", {"task_id": "b0be39e", "block": True}, "m1")
+    notified = user("<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed", "u1")
+    pinned = user("Check out b0be39e before the rebase.", "u2")
+    assert not of_class("commits", polled, notified)
+    assert of_class("commits", pinned) == {"b0be39e"}
+
+
+def test_code_values_are_no_figures() -> None:
+    """A style's value, a Tailwind class, a shell's positional parameter and a status a test
+    compares are code; a figure the work states is a number."""
+    written = call(
+        "Write",
+        {
+            "content": '<div style="min-width: 100%;border-radius:50%" class="gap-2 mb-2">\n'
+            'SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"\n'
+            "assert status == 201\n"
+            "# The sync takes 50 ms and answers with status 409 on a conflict."
+        },
+        "m1",
+    )
+    assert of_class("numbers", written) == {"50 ms", "409"}
+
+
+def test_a_name_ending_in_error_is_no_error_but_an_error_type_is() -> None:
+    said = Message(
+        role=Role.MODEL,
+        parts=[
+            Part.from_text(
+                "| `lastConversationSyncError` | `string?` | Last error message (optional) |\n"
+                "The config raised a BadMapError on start."
+            )
+        ],
+        message_id="m1",
+    )
+    assert of_class("errors", said) == {"the config raised a badmaperror on start."}
+
+
+def test_a_users_answer_is_the_decision_not_the_tools_framing() -> None:
+    answered = tool_result(
+        "AskUserQuestion",
+        'User has answered your questions: "Pre-commit hook blocks on pre-existing issues. How '
+        'should we proceed?"="main was clean; fix the issues". You can now continue with the '
+        "user's answers in mind.",
+        "t1",
+    )
+    assert of_class("decisions", answered) == {"main was clean; fix the issues"}
+
+
+def test_a_tracker_command_on_a_child_names_the_child_alone() -> None:
+    closed = call("Bash", {"command": "bd close spotter-dov.3 --reason=done"}, "m1")
+    shown = call("Bash", {"command": "bd show spotter-dov"}, "m2")
+    assert of_class("issues", closed) == {"spotter-dov.3"}
+    assert of_class("issues", shown) == {"spotter-dov"}
+
+
+def test_a_path_after_a_variable_is_no_rooted_path() -> None:
+    sourced = call("Bash", {"command": '. "${LIB_DIR}/trace_context.sh"'}, "m1")
+    assert of_class("paths", sourced) == {"trace_context.sh"}
 
 
 def test_invented_is_only_what_nothing_the_history_held_names() -> None:

@@ -163,6 +163,7 @@ EVERY_FIELD: dict[type[BaseModel], dict[str, Any]] = {
         "segments": [],
         "deleted": {"m9": "m8"},
         "notice_id": "n1",
+        "summary_id": "s1",
         "recorded_prompt_tokens": 90_118,
     },
     PlannerItem: {

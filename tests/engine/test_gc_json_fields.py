@@ -58,6 +58,7 @@ def test_the_dump_writes_keys_in_the_tables_order() -> None:
     every_key_set = load(
         {
             "type": "hybrid",
+            "rules": "jaato",
             "preserve_recent_exchanges": 20,
             "max_turns": 40,
             "pinned_turn_indices": [3],
@@ -137,6 +138,7 @@ def test_each_kind_is_the_kind_of_value_the_loader_accepts(field: GCJsonField) -
 
 # For a key, values that would change a strategy's collection if it read the key.
 VARIANTS: dict[str, list[Any]] = {
+    "rules": ["jaato"],
     "noop_notification_template": ["Nothing went: {total} turns, {preserve} kept."],
     "summarize_middle_turns": [0, 1, 3, 50],
     "max_summary_tokens": [1, 8, 5_000],

@@ -5,7 +5,9 @@ a test of this engine, adapted to its API, or deliberately left out. The budget 
 are in ``test_jaato_conformance_budget.py``; the budget model's, the configuration's and the
 token cache's in ``test_jaato_conformance_model.py``.
 
-Three differences from JAATO run through the ported cases, on purpose:
+The cases here run under the engine's rules (``rules`` "engine", every policy's default); the
+same cases under JAATO's rules, where each expectation is JAATO's own, are in
+``test_jaato_rules.py``. Three differences from JAATO run through the ported cases, on purpose:
 
 * JAATO's truncate, summarize and hybrid ignore ``target_percent`` and take every turn that is
   not protected. Ours stop at the target; the ported cases set ``target_percent`` to 0, which

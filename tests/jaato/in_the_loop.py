@@ -4,7 +4,8 @@ Each plugin is loaded the way JAATO loads one (``discover_gc_plugins`` by its na
 collected through ``shared.gc_support.run_gc`` with JAATO's ``GCConfig``, a real
 ``InstructionBudget`` laid out as a JAATO session lays its conversation out (a child per
 message naming it), and JAATO's ``apply_gc_removal_list`` applied to the result, on a history
-with tool calls, an audio attachment and a pinned turn.
+with tool calls, an audio attachment and a pinned turn; under JAATO's rules (the plugins'
+default in JAATO) and under the engine's (``"rules": "engine"`` in the plugin's options).
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ OURS = [
     "gc_gcengine_reachability",
 ]
 JAATOS = ["gc_truncate", "gc_summarize", "gc_hybrid", "gc_budget"]
+# The strategies whose collections JAATO's rules change with a budget given: every turn that
+# is not protected goes, the notice first in the history.
+TAKE_EVERY_TURN = ["gc_gcengine_truncate", "gc_gcengine_summarize", "gc_gcengine_hybrid"]
+RULES = ["jaato", "engine"]
 TURNS = 24
 PINNED = 3
 PRESERVE = 4
@@ -113,11 +118,21 @@ def usage(budget: InstructionBudget) -> dict[str, Any]:
     }
 
 
+def options(rules: str, **more: Any) -> dict[str, Any]:
+    """A plugin's options as JAATO's loader hands them from a gc.json: JAATO's rules unless
+    ``plugin_config`` says ``"rules": "engine"``; a summarizer named as a gc.json can name one
+    (JAATO's rules have no default summarizer)."""
+    given: dict[str, Any] = {"summarizer": "extractive", **more}
+    if rules == "engine":
+        given["rules"] = "engine"
+    return given
+
+
 def collect_in_jaato(
-    name: str, layout: str = "messages", policy: Any = jaatos_policy
+    name: str, layout: str = "messages", policy: Any = jaatos_policy, rules: str = "jaato"
 ) -> tuple[list[Message], list[Message], GCResult, InstructionBudget]:
     plugin = discover_gc_plugins()[name]()
-    plugin.initialize({"preserve_recent_turns": PRESERVE, "notify_on_gc": True})
+    plugin.initialize(options(rules, preserve_recent_turns=PRESERVE, notify_on_gc=True))
     messages = history()
     budget = session_budget(messages, layout, policy)
     config = GCConfig(
@@ -158,9 +173,10 @@ def turns_of(messages: list[Message]) -> dict[str, int]:
     return {m.message_id: n // 4 for n, m in enumerate(messages)}
 
 
+@pytest.mark.parametrize("rules", RULES)
 @pytest.mark.parametrize("name", OURS)
-def test_a_collection_inside_jaatos_gc_pass(name: str) -> None:
-    messages, new_history, result, budget = collect_in_jaato(name)
+def test_a_collection_inside_jaatos_gc_pass(name: str, rules: str) -> None:
+    messages, new_history, result, budget = collect_in_jaato(name, rules=rules)
     assert isinstance(result, GCResult)
     assert result.success, result.error
     assert result.plugin_name == name
@@ -197,6 +213,23 @@ def test_a_collection_inside_jaatos_gc_pass(name: str) -> None:
     named = {i for child in conversation.children.values() for i in child.message_ids}
     assert named == {m.message_id for m in kept}
 
+    protected = {0, PINNED, *range(TURNS - PRESERVE, TURNS)}  # 0: locked by JAATO's budget
+    if name not in TAKE_EVERY_TURN:
+        return
+    if rules == "jaato":
+        # JAATO's: every turn that is not protected went, whatever the target; the notice
+        # first, as JAATO's plugins put it.
+        assert kept_turns == protected
+        assert new_history[0].parts[0].text.startswith("[System: ")
+    else:
+        # The engine's: truncate and summarize stopped at the target, before the newest
+        # unprotected turns, and the notice is where the removed turns were, after the
+        # original request (hybrid summarizes its whole middle generation once it must, and
+        # the tool work of the original request's turn with it).
+        if name != "gc_gcengine_hybrid":
+            assert kept_turns > protected
+            assert new_history[0] is messages[0]
+
 
 @pytest.mark.parametrize("name", OURS)
 def test_jaato_loads_the_projects_plugin_from_gc_json(name: str, tmp_path: Any) -> None:
@@ -228,11 +261,12 @@ def test_media_pressure_is_jaatos_reason() -> None:
     assert reason is GCTriggerReason.MEDIA_PRESSURE
 
 
+@pytest.mark.parametrize("rules", RULES)
 @pytest.mark.parametrize("name", OURS)
-def test_a_budget_of_turn_children_stays_in_step(name: str) -> None:
+def test_a_budget_of_turn_children_stays_in_step(name: str, rules: str) -> None:
     """JAATO removes top-level children only: a turn child goes when every message it names
     went, and a turn that keeps a message keeps its child."""
-    _, new_history, result, budget = collect_in_jaato(name, layout="turns")
+    _, new_history, result, budget = collect_in_jaato(name, layout="turns", rules=rules)
     assert result.success, result.error
     kept = {m.message_id for m in new_history}
     conversation = budget.get_entry(InstructionSource.CONVERSATION)
@@ -327,23 +361,24 @@ def answer_of(plugin: Any, messages: list[Message], budget: InstructionBudget) -
     return kept, removals, result.tokens_before, result.tokens_after
 
 
-def fresh_plugin() -> Any:
+def fresh_plugin(rules: str) -> Any:
     """The summarize plugin: its summary is written from the messages as the plugin read
     them, so a message read stale would show in the answer."""
     plugin = discover_gc_plugins()["gc_gcengine_summarize"]()
-    plugin.initialize({"preserve_recent_turns": PRESERVE})
+    plugin.initialize(options(rules, preserve_recent_turns=PRESERVE))
     return plugin
 
 
-def test_a_plugin_collecting_again_answers_as_a_new_one() -> None:
+@pytest.mark.parametrize("rules", RULES)
+def test_a_plugin_collecting_again_answers_as_a_new_one(rules: str) -> None:
     """A plugin keeps what it read of a history for the next collection: whatever JAATO
     changed in between (a part replaced, a message's budget figure or policy), the answer is
     the one a plugin seeing the history for the first time gives."""
-    plugin = fresh_plugin()
+    plugin = fresh_plugin(rules)
     messages = history()
     budget = session_budget(messages)
     first = answer_of(plugin, messages, budget)
-    assert first == answer_of(fresh_plugin(), messages, budget)
+    assert first == answer_of(fresh_plugin(rules), messages, budget)
     # The same history and budget again: the same answer.
     assert answer_of(plugin, messages, budget) == first
 
@@ -352,7 +387,7 @@ def test_a_plugin_collecting_again_answers_as_a_new_one() -> None:
     messages[4].parts[0] = Part(text="Turn 1: rename the zebra_crossing module, please.")
     budget = session_budget(messages)
     again = answer_of(plugin, messages, budget)
-    assert again == answer_of(fresh_plugin(), messages, budget)
+    assert again == answer_of(fresh_plugin(rules), messages, budget)
     assert again != first
 
     # Only the budget changed: the old turns are now locked, and the plugin reads that.
@@ -360,10 +395,10 @@ def test_a_plugin_collecting_again_answers_as_a_new_one() -> None:
         messages, policy=lambda n: GCPolicy.LOCKED if n < 40 else jaatos_policy(n)
     )
     locked = answer_of(plugin, messages, budget)
-    assert locked == answer_of(fresh_plugin(), messages, budget)
+    assert locked == answer_of(fresh_plugin(rules), messages, budget)
     assert locked != again
 
     # JAATO appends turns: the answer is a new plugin's on the longer history.
     messages += history()[:8]
     budget = session_budget(messages)
-    assert answer_of(plugin, messages, budget) == answer_of(fresh_plugin(), messages, budget)
+    assert answer_of(plugin, messages, budget) == answer_of(fresh_plugin(rules), messages, budget)

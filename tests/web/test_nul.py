@@ -220,7 +220,8 @@ def test_a_gc_json_whose_plugin_config_holds_nul_is_stored_and_exported_unchange
     assert created.status_code == 201, created.content
     assert created.json()["latest"]["config"]["plugin_config"] == {"note": note}
     exported = client.get(f"/api/policies/{created.json()['id']}/versions/1/gc.json")
-    assert json.loads(exported.content)["plugin_config"] == {"note": note}
+    # The export adds the policy's rules, for JAATO's plugin of the engine's.
+    assert json.loads(exported.content)["plugin_config"] == {"note": note, "rules": "engine"}
 
 
 # --- Every text input: the API ---------------------------------------------------------------

@@ -303,9 +303,14 @@ def test_import_file_then_export_gives_the_same_config(client: Client, path):
     exported = client.get(reverse("policy_export", args=[policy.pk, 1]))
     assert exported["Content-Disposition"] == 'attachment; filename="gc.json"'
     body = exported.content
-    assert gcengine.load_gc_config(body, env={}) == gcengine.load_gc_config(
-        path.read_bytes(), env={}
-    )
+    # JAATO's plugin named, no rules: read as JAATO runs it, and exported to run so in JAATO.
+    read_as_jaato, jaatos = gcengine.load_jaato_gc_config(path.read_bytes(), env={})
+    assert jaatos
+    assert read_as_jaato.rules == "jaato"
+    assert gcengine.load_gc_config(body, env={}) == read_as_jaato
+    document = json.loads(body)
+    assert document["type"] == f"gcengine_{read_as_jaato.strategy_name}"
+    assert document["plugin_config"]["rules"] == "jaato"
 
     again = client.post(
         reverse("policy_import"),

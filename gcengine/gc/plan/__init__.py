@@ -34,15 +34,28 @@ the current task (the latest request, ``latest_request``) never goes whole, and 
 itself is never a piece: the first request often starts the longest tool loop of a session.
 Without a budget, the original request is still locked. An agent's own compaction summary
 (``is_agent_summary``) is sealed below the pressure threshold.
+
+Under JAATO's plugins' rules (``Collection.jaato_rules``) the last ``preserve_recent_turns``
+turns, whatever they hold, and pinned turns are sealed whole, a turn holding locked content
+is protected, and nothing else is: no piece of a turn is a unit, the current task and an
+agent's summary are not kept, and without a budget nothing is locked, as in JAATO.
 """
 
 from gcengine.gc.plan.applying import apply, failed
-from gcengine.gc.plan.collection import Collection, pinned_turns, preserve_count, start_collection
+from gcengine.gc.plan.collection import (
+    Collection,
+    jaato_rules,
+    pinned_turns,
+    preserve_count,
+    start_collection,
+)
 from gcengine.gc.plan.decision import (
     Decision,
+    jaato_turn_details,
     marked_message,
     notice_message,
     oldest_first,
+    take_every_turn,
     take_until_target,
     touched_turns,
 )
@@ -56,12 +69,15 @@ __all__ = [
     "apply",
     "failed",
     "index_by_id",
+    "jaato_rules",
+    "jaato_turn_details",
     "marked_message",
     "notice_message",
     "oldest_first",
     "pinned_turns",
     "preserve_count",
     "start_collection",
+    "take_every_turn",
     "take_until_target",
     "touched_turns",
 ]

@@ -132,14 +132,19 @@ def apply(
     counter: TokenCounter | None,
     notification: str | None = None,
     write_notice: bool = True,
+    at_top: bool = False,
 ) -> tuple[list[Message], GCResult]:
     """Build the new history and the result; ``notification`` goes into the history as a
-    notice when ``write_notice`` (a no-op notice is only reported: it would grow the context)."""
+    notice when ``write_notice`` (a no-op notice is only reported: it would grow the context).
+    ``at_top``: the notice, then the summary, go first in the history, where JAATO's plugins
+    put them (JAATO's rules)."""
     removed = decision.removed_positions
     history, layout = collection.history, collection.layout
     inserts = [m for m in (decision.inserted,) if m is not None]
     if notification is not None and write_notice:
         inserts.append(notice_message(collection, decision, notification))
+    if at_top:
+        inserts.reverse()
     # Inserts go before the first turn anything was taken from: at a turn boundary, so they
     # never split a turn that keeps some of its messages. Turns before it and after the last
     # one touched are kept as they are, by slicing. A notice that nothing could be taken goes
@@ -160,7 +165,11 @@ def apply(
         kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
     else:
         kept = list(compress(history[start:end], keep))
-    new_history = [*history[:start], *inserts, *kept, *history[end:]]
+    if at_top:
+        new_history = [*inserts, *history[:start], *kept, *history[end:]]
+        first = 0
+    else:
+        new_history = [*history[:start], *inserts, *kept, *history[end:]]
     counter = counter or load_counter()
     added = sum(
         count_message(m, counter)

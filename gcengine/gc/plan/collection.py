@@ -71,6 +71,9 @@ class Collection:
     open_before: int = 0
     # The turns an agent's own compaction summary opens (sealed below pressure).
     agent_summaries: frozenset[int] = frozenset()
+    # JAATO's plugins' rules (``rules`` "jaato"): recent and pinned turns are sealed whole,
+    # locked content stays, and every other turn is taken whatever the target.
+    jaato_rules: bool = False
 
     @cached_property
     def target_tokens(self) -> int:
@@ -284,6 +287,14 @@ def pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> se
     return turns
 
 
+def jaato_rules(config: GCConfig, plugin_options: Mapping[str, Any]) -> bool:
+    """Whether a collection follows JAATO's plugins' rules (``rules`` "jaato"): the plugin's
+    own option, else ``plugin_config``'s, else the policy's, as JAATO's plugins read every
+    option over their ``GCConfig``."""
+    rules = plugin_options.get("rules", config.plugin_config.get("rules", config.rules))
+    return bool(rules == "jaato")
+
+
 def preserve_count(config: GCConfig, plugin_options: Mapping[str, Any]) -> int:
     """``preserve_recent_turns`` from the plugin's own options, else the policy's (as JAATO)."""
     value = plugin_options.get("preserve_recent_turns", config.preserve_recent_turns)
@@ -298,16 +309,28 @@ def start_collection(
     counter: TokenCounter | None,
     preserve_recent: int,
     conversation: ConversationIndex | None = None,
+    *,
+    jaato_rules: bool = False,
 ) -> Collection:
+    """What a collection of ``history`` may take. Under JAATO's rules (``jaato_rules``) the
+    last ``preserve_recent`` turns, whatever they hold, and pinned turns are sealed whole, and
+    only locked content is protected beyond them: without a budget nothing is locked, as
+    JAATO's plugins lock nothing (the engine's own rules lock the original request)."""
     history = list(history)
     counter = counter or load_counter()
-    figures, tokens_before = read_conversation(history, budget, counter, conversation)
+    figures, tokens_before = read_conversation(
+        history, budget, counter, conversation, lock_original=not jaato_rules
+    )
     layout = figures.layout
     ids = layout.message_ids
     if budget is not None:
         limit = budget.context_limit
     else:
         tokens_before, limit = _usage_figures(context_usage, tokens_before)
+    if jaato_rules:
+        return _jaato_collection(
+            history, ids, config, figures, budget, tokens_before, limit, preserve_recent
+        )
     chat: Sequence[int] = (
         range(len(layout))
         if layout.kinds.count(MessageKind.CHAT) == len(layout)
@@ -347,6 +370,39 @@ def start_collection(
         collection.sealed |= agent
         collection.protected |= agent
     return collection
+
+
+def _jaato_collection(
+    history: list[Message],
+    ids: list[str],
+    config: GCConfig,
+    figures: ConversationIndex,
+    budget: InstructionBudget | None,
+    tokens_before: int,
+    limit: int,
+    preserve_recent: int,
+) -> Collection:
+    """A collection under JAATO's rules: the last ``preserve_recent`` turns (JAATO counts a
+    summary or notice as a turn too) and pinned turns sealed whole, turns holding locked
+    content protected; nothing inside a turn is ever a unit on its own."""
+    layout = figures.layout
+    recent = set(range(max(0, len(layout) - preserve_recent), len(layout)))
+    sealed = recent | pinned_turns(layout, ids, config)
+    return Collection(
+        history=history,
+        ids=ids,
+        config=config,
+        layout=layout,
+        figures=figures,
+        budget=budget,
+        tokens_before=tokens_before,
+        context_limit=limit,
+        preserve_recent=preserve_recent,
+        sealed=sealed,
+        protected=sealed | figures.locked_turns,
+        open_before=0,
+        jaato_rules=True,
+    )
 
 
 def _recent_exchanges_start(

@@ -116,6 +116,23 @@ def take_until_target(
             return
 
 
+def take_every_turn(collection: Collection, reason: str, decision: Decision) -> None:
+    """JAATO's rules: every turn that is not protected goes whole, whatever the target."""
+    for position in collection.removable_turns():
+        decision.remove(collection.turn_unit(position), reason)
+
+
+def jaato_turn_details(collection: Collection, decision: Decision) -> dict[str, Any]:
+    """What JAATO's truncate, summarize and hybrid add to the details (beside the turns
+    before and after every strategy gives): the recent turns preserved and the positions of
+    the turns kept."""
+    taken = decision.turns_taken_whole()
+    return {
+        "preserve_count": collection.preserve_recent,
+        "preserved_indices": [p for p in range(collection.turn_count) if p not in taken],
+    }
+
+
 def oldest_first(
     collection: Collection,
     entries: list[Unit],

@@ -122,8 +122,10 @@ def _read_by_id(
     layout: TurnLayout,
     conversation: SourceEntry | None,
     counter: TokenCounter,
+    lock_original: bool,
 ) -> tuple[ConversationIndex, int]:
-    """The index for a budget of any shape, and the tokens of the messages it covers."""
+    """The index for a budget of any shape, and the tokens of the messages it covers; without
+    a budget, the original request is locked when ``lock_original``."""
     leaves: Iterable[BudgetLeaf] = ()
     if conversation is not None:
         leaves = (
@@ -131,7 +133,8 @@ def _read_by_id(
             for _, entry in conversation.walk()
             if not entry.children and entry.message_ids
         )
-    return index_by_id(history, layout, leaves, counter, budgeted=conversation is not None)
+    budgeted = conversation is not None or not lock_original
+    return index_by_id(history, layout, leaves, counter, budgeted=budgeted)
 
 
 BudgetLeaf = tuple[int, GCPolicy, float | None, Sequence[str]]
@@ -194,8 +197,11 @@ def read_conversation(
     budget: InstructionBudget | None,
     counter: TokenCounter,
     given: ConversationIndex | None,
+    *,
+    lock_original: bool = True,
 ) -> tuple[ConversationIndex, int]:
-    """The conversation's index, and the tokens in context before collecting.
+    """The conversation's index, and the tokens in context before collecting (without a
+    budget, the original request locked as a budget would lock it, when ``lock_original``).
 
     A built budget's conversation entry keeps its index (``build_conversation``); any other
     budget laid out the same way is read once and kept, so the next collection of the same
@@ -214,7 +220,7 @@ def read_conversation(
         if conversation is not None and len(set(layout.message_ids)) == len(history):
             index = _read_as_laid_out(history, layout, conversation)
         if index is None:
-            index, covered = _read_by_id(history, layout, conversation, counter)
+            index, covered = _read_by_id(history, layout, conversation, counter, lock_original)
             return index, budget.total_tokens() if budget is not None else covered
     assert budget is not None  # an index is only ever kept for a budget's conversation
     # The conversation's total is its index's; only the small entries outside it are walked.

@@ -89,6 +89,13 @@ def config_validated(config: Any) -> gcengine.GCConfig:
     return gcengine.load_gc_config(config, env={})
 
 
+def jaato_config_validated(config: Any) -> tuple[gcengine.GCConfig, bool]:
+    """The engine's reading of a gc.json that came from JAATO (an imported file): one naming
+    JAATO's own plugin and no rules is read with JAATO's rules, as JAATO runs it; and whether
+    that was so (a page says it)."""
+    return gcengine.load_jaato_gc_config(config, env={})
+
+
 def gc_policy_checked(policy: Policy, key: str = "policy", why: str = "") -> Policy:
     """``policy`` when it is a GC policy; a planner config cannot run, pin or be a default
     (``why`` says which of these was asked, for the refusal)."""

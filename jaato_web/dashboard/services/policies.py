@@ -39,6 +39,7 @@ from jaato_web.dashboard.services.common import (
     config_validated,
     config_with_session_pins,
     gc_policy_checked,
+    jaato_config_validated,
 )
 from jaato_web.errors import InputError, without_nul
 
@@ -212,18 +213,26 @@ def policy_import(
     every policy, or pasted text) is named after its strategy, numbered if that name is taken.
     Text is encoded before it reaches the engine, which would read a string that does not look
     like JSON as a path on this server.
+
+    The file came from JAATO: one naming JAATO's own plugin (``budget``, ``gc_truncate``) and
+    no ``rules`` is stored with ``rules: "jaato"``, since that is how JAATO runs it
+    (``jaato_config_validated``); a policy written here keeps the engine's rules.
     """
     raw = data.encode() if isinstance(data, str) else data
     policy_size_check(len(raw))
     without_nul(name, "name")
     without_nul(message, "message")
-    config = config_validated(raw)
+    config, _ = jaato_config_validated(raw)
     given = name.strip()
     if not given:
         named = policy_name_from_file(filename) or f"Imported {config.strategy_name} policy"
         given = _policy_name_free(project, named)
     return policy_create(
-        project=project, name=given, config=raw, message=message or "imported", actor=actor
+        project=project,
+        name=given,
+        config=gcengine.dump_gc_config(config),
+        message=message or "imported",
+        actor=actor,
     )
 
 
