@@ -373,3 +373,52 @@ def test_the_api_refuses_a_bad_ranking_at_once_and_stores_nothing(
     )
     assert small.status_code in (400, 422)
     assert not PolicyRanking.objects.exists()
+
+
+def test_a_ranking_reads_a_replay_stored_with_its_scores_instead_of_replaying_it(
+    sessions: list[AgentSession],
+    policies: list[Policy],
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """The session page's replay of a version is the ranking's replay of it: a worker that
+    ranks reads it back, and ranks exactly as it would have replaying it."""
+    versions = [p.versions.get() for p in policies]
+    with django_capture_on_commit_callbacks(execute=True):
+        stored = background.replay_request(
+            session=sessions[0], policy_version=versions[1], context_limit=WINDOW
+        )
+    stored.refresh_from_db()
+    assert stored.status == JobStatus.DONE
+    assert not stored.retention_pending
+    replayed: list[tuple[int, bool]] = []
+    series_of = services.replay_series_of
+
+    def recorded(engine: gcengine.Session, *args: Any, scored: bool, **shared: Any) -> Any:
+        replayed.append((len(engine.history), scored))
+        return series_of(engine, *args, scored=scored, **shared)
+
+    monkeypatch.setattr(services, "replay_series_of", recorded)
+    project = sessions[0].project
+    caches.clear_all()
+    with django_capture_on_commit_callbacks(execute=True):
+        row = background.ranking_request(
+            project=project, sessions=sessions, versions=versions, context_limit=WINDOW
+        )
+    row.refresh_from_db()
+    assert row.status == JobStatus.DONE
+    assert len(replayed) == 3  # four replays, one of them read back
+
+    # The same ranking with nothing stored to read: every replay made, the same figures.
+    stored.delete()
+    caches.clear_all()
+    replayed.clear()
+    again = ranking_module.rank(
+        sessions,
+        versions,
+        services.project_gates(project),
+        services.project_prices(project),
+        context_limit=WINDOW,
+    )
+    assert len(replayed) == 4
+    assert previews.ranking_record(again) == row.result

@@ -67,7 +67,11 @@ from jaato_web.dashboard.services.quality import (
     project_quality_save,
     session_recorded_cost,
 )
-from jaato_web.dashboard.services.replays import REPLAYED_DIFFERENTLY, replay_series_of
+from jaato_web.dashboard.services.replays import (
+    REPLAYED_DIFFERENTLY,
+    replay_scored_series,
+    replay_series_of,
+)
 from jaato_web.dashboard.services.runs import VERDICT_FIELDS, plugin_names
 from jaato_web.dashboard.services.stash import RestoreError, run_result_session, stash_restore
 from jaato_web.dashboard.services.stored_sessions import (
@@ -142,6 +146,7 @@ __all__ = [
     "project_set_default_policy",
     "project_summary_provider",
     "ranking_get_or_queue",
+    "replay_scored_series",
     "replay_series_of",
     "run_result_session",
     "session_after_of",

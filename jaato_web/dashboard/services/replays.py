@@ -61,12 +61,7 @@ def replay_get_or_queue(
     if context_limit is not None:
         gcengine.context_limit_checked(context_limit)
     compaction_checked(session, compaction_id)
-    canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
-    window = context_limit if context_limit != session.context_limit else None
-    keyed: Any = canonical
-    if window or compaction_id:
-        keyed = {"gc.json": canonical, "context_limit": window, "compaction": compaction_id}
-    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+    canonical, window, digest = _replay_keyed(session, config, context_limit, compaction_id)
     label = str(policy_version) if policy_version is not None else ""
     with transaction.atomic():
         replay, created = Replay.objects.get_or_create(
@@ -117,6 +112,41 @@ def replay_get_or_queue(
                 replay.refresh_from_db()
                 queued = True
     return replay, queued
+
+
+def _replay_keyed(
+    session: AgentSession, config: Any, context_limit: int | None, compaction_id: str = ""
+) -> tuple[dict[str, Any], int | None, str]:
+    """What a replay of ``session`` under ``config`` is stored by: the gc.json as it runs on
+    the session (with its pins), the window when not the session's own, and their digest."""
+    canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
+    window = context_limit if context_limit != session.context_limit else None
+    keyed: Any = canonical
+    if window or compaction_id:
+        keyed = {"gc.json": canonical, "context_limit": window, "compaction": compaction_id}
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+    return canonical, window, digest
+
+
+def replay_scored_series(
+    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None = None
+) -> dict[str, Any] | None:
+    """The series of a replay of ``session`` under ``config`` stored done with every
+    collection scored, if there is one: what a ranking would replay again otherwise. A
+    replay drawn before replays recorded their requests, or left unscored, is not one."""
+    _, _, digest = _replay_keyed(session, gcengine.dump_gc_config(config), context_limit)
+    series = (
+        Replay.objects.filter(
+            session=session,
+            config_digest=digest,
+            status=JobStatus.DONE,
+            retention_pending=False,
+            unscored_because="",
+        )
+        .values_list("series", flat=True)
+        .first()
+    )
+    return series if isinstance(series, dict) and "requests" in series else None
 
 
 def replay_draw(*, replay_id: int, lease: Lease) -> None:
