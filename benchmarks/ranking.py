@@ -16,7 +16,8 @@ database. Medians of ``--repeat`` rankings:
 the three sessions and four policies (A, B and two more) to the ranked table, with a real
 worker (``manage.py db_worker``, started afresh for each ranking, so it has read nothing)
 taking the ranking and the page polled as htmx polls it (every 0.5 s). It says how long the
-worker took to take the ranking up and how long it worked on it.
+worker took to take the ranking up, how long it worked on it, and the worker's CPU time
+meanwhile (what other work on a shared machine does not inflate as much).
 
     python benchmarks/ranking.py [--repeat 3] [--profile] [--end-to-end]
 """
@@ -90,6 +91,12 @@ def demo_inputs() -> tuple[list[Any], list[Any]]:
     return sessions, versions
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process ``pid`` has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def end_to_end(sessions: list[Any], versions: list[Any], repeat: int) -> list[float]:
     """Seconds from asking for the compare page to the ranked table, each with a new worker."""
     import subprocess
@@ -116,6 +123,7 @@ def end_to_end(sessions: list[Any], versions: list[Any], repeat: int) -> list[fl
             while not Worker.objects.exists():  # its keeper says it is alive once it runs
                 time.sleep(0.1)
             time.sleep(1.0)  # and it has taken what load_demo left queued
+            cpu = cpu_seconds(process.pid)
             started = time.perf_counter()
             html = client.get(url).content.decode()
             row = PolicyRanking.objects.get()
@@ -125,14 +133,15 @@ def end_to_end(sessions: list[Any], versions: list[Any], repeat: int) -> list[fl
                 time.sleep(0.5)
                 html = client.get(reverse("policy_ranking", args=[row.pk])).content.decode()
             waited.append(time.perf_counter() - started)
+            cpu = cpu_seconds(process.pid) - cpu
             row.refresh_from_db()
             assert row.started_at is not None
             assert row.finished_at is not None
             print(
                 f"  click to table {waited[-1]:5.2f} s: taken up after "
                 f"{(row.started_at - row.created_at).total_seconds():4.2f} s, worked "
-                f"{(row.finished_at - row.started_at).total_seconds():4.2f} s "
-                f"(load average {os.getloadavg()[0]:.2f})"
+                f"{(row.finished_at - row.started_at).total_seconds():4.2f} s, "
+                f"its CPU {cpu:4.2f} s (load average {os.getloadavg()[0]:.2f})"
             )
         finally:
             process.terminate()

@@ -185,14 +185,21 @@ def _at_equal_size(
     session: AgentSession, configs: list[gcengine.GCConfig], context_limit: int | None
 ) -> list[gcengine.AnchorRetention]:
     """Each config's collection of the session's whole history, as a dry run would make it,
-    scored at the size of the smallest context any of them leaves."""
+    scored at the size of the smallest context any of them leaves.
+
+    Configs that leave the same context (a threshold policy and its continuous twin often
+    do, collecting the whole history once) share its score: scoring a whole history is most
+    of this, and the same context scores the same."""
     engine = services.engine_session_of(session, context_limit)
-    afters = {
-        str(n): gcengine.run_gc(engine, dry_run_config(session, config)[0]).session.history
-        for n, config in enumerate(configs)
-    }
+    afters: dict[str, list[gcengine.Message]] = {}
+    names = []
+    for n, config in enumerate(configs):
+        after = gcengine.run_gc(engine, dry_run_config(session, config)[0]).session.history
+        name = next((name for name, other in afters.items() if other == after), str(n))
+        afters.setdefault(name, after)
+        names.append(name)
     scores = gcengine.scores_at_equal_size(_scorer(session, engine), engine.history, afters)
-    return [scores[str(n)] for n in range(len(configs))]
+    return [scores[name] for name in names]
 
 
 def _spread(values: list[float]) -> float:
