@@ -422,3 +422,41 @@ def test_a_ranking_reads_a_replay_stored_with_its_scores_instead_of_replaying_it
     )
     assert len(replayed) == 4
     assert previews.ranking_record(again) == row.result
+
+
+def test_what_a_ranking_shares_between_replays_leaves_every_figure_the_engines(
+    sessions: list[AgentSession], policies: list[Policy]
+) -> None:
+    """A ranking reads each session once, replays it without GC once and reads each message's
+    anchors once for every replay: each figure is still the one the engine gives for that
+    session and policy on its own."""
+    versions = [p.versions.get() for p in policies]
+    project = sessions[0].project
+    ranked = ranking_module.rank(
+        sessions,
+        versions,
+        services.project_gates(project),
+        services.project_prices(project),
+        context_limit=WINDOW,
+    )
+    for session in sessions:
+        engine = gcengine.with_context_limit(services.engine_session_of(session), WINDOW)
+        configs = {
+            v.pk: previews.policies.dry_run_config(session, services.config_validated(v.config))[0]
+            for v in versions
+        }
+        afters = {
+            str(pk): gcengine.run_gc(engine, config).session.history
+            for pk, config in configs.items()
+        }
+        at_equal_size = gcengine.score_collections_at_equal_size(engine, afters)
+        for rank in ranked.ranks:
+            on = next(s for s in rank.sessions if s.session.pk == session.pk)
+            alone = gcengine.simulate(engine, configs[rank.version.pk], score_anchors=True)
+            pooled = gcengine.pooled_retention(
+                e.retention for e in alone.events if e.retention is not None
+            )
+            assert on.at_equal_size == at_equal_size[str(rank.version.pk)]
+            assert on.retention.score == pooled.score  # a replay keeps its scores' figures
+            assert [c.recall for c in on.retention.classes] == [c.recall for c in pooled.classes]
+            assert on.collections == sum(1 for e in alone.events if e.result.success)
