@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from argparse import ArgumentParser
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import CommandParser
 from django.db import DatabaseError, connection
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
@@ -74,7 +74,7 @@ class Command(db_worker.Command):
         "worker that stops is tried again by another, then failed."
     )
 
-    def add_arguments(self, parser: CommandParser) -> None:
+    def add_arguments(self, parser: ArgumentParser) -> None:
         super().add_arguments(parser)
         parser.set_defaults(interval=IDLE_LOOK_SECONDS)
 
