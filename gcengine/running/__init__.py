@@ -9,6 +9,7 @@ from gcengine.running.simulate import (
     Simulation,
     SimulationEvent,
     SimulationStep,
+    replay_scorer,
     requests_without_gc,
     simulate,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "discover_gc_plugins",
     "load_gc_plugin",
     "plugin_options",
+    "replay_scorer",
     "requests_without_gc",
     "run_gc",
     "simulate",

@@ -69,7 +69,14 @@ def without_entries(
     outside = [i for i in items if i.source is not InstructionSource.CONVERSATION]
     if budget is None or not outside:
         return budget
-    budget = budget.model_copy(deep=True)  # a new value, changed before anyone holds it
+    # A new value, changed before anyone holds it: only the entries it changes are copied
+    # (the recorded conversation, thousands of entries, is shared, as every value is).
+    touched = {item.source for item in outside}
+    entries = {
+        source: entry.model_copy(deep=True) if source in touched else entry
+        for source, entry in budget.entries.items()
+    }
+    budget = budget.model_copy(update={"entries": entries})
     for item in outside:
         entry = budget.get_entry(item.source)
         if entry is None:

@@ -160,11 +160,26 @@ def simulate(
     plugin: GCPlugin | str | None = None,
     *,
     score_anchors: bool = False,
+    scorer: AnchorScorer | None = None,
 ) -> Simulation:
     """The usage series (per turn, and per model call where the file recorded them), GC
     events and requests of ``session`` replayed under ``config``; with ``score_anchors``, each
-    collection's anchor retention too."""
-    return _Replay(session, config, plugin_for(config, plugin), score_anchors).run()
+    collection's anchor retention too, scored by ``scorer`` when given (``replay_scorer``
+    of the same session: replays of one session under several configs then read each
+    message's anchors once for all of them)."""
+    plugin = plugin_for(config, plugin)
+    return _Replay(session, config, plugin, score_anchors, scorer).run()
+
+
+def replay_scorer(session: Session) -> AnchorScorer:
+    """The scorer a scored replay of ``session`` makes for itself, for several replays of the
+    session to share (``simulate``'s ``scorer``): it counts a message as a replay does."""
+    figures = _Figures(
+        counter_by_name(session.token_counter),
+        recorded_message_figures(session.recorded_budget),
+        session.budget,
+    )
+    return AnchorScorer(session_corpus(session), lambda m: figures(m)[0])
 
 
 def requests_without_gc(session: Session) -> list[PromptRequest]:
@@ -199,7 +214,12 @@ class _Replay:
     """
 
     def __init__(
-        self, session: Session, config: GCConfig, plugin: GCPlugin, score_anchors: bool
+        self,
+        session: Session,
+        config: GCConfig,
+        plugin: GCPlugin,
+        score_anchors: bool,
+        scorer: AnchorScorer | None = None,
     ) -> None:
         self.session, self.config, self.plugin = session, config, plugin
         self.counter = counter_by_name(session.token_counter)
@@ -227,7 +247,7 @@ class _Replay:
         # still start with: all of that request until a collection rewrites part of it.
         self.shared_prefix = 0
         self.scorer = (
-            AnchorScorer(session_corpus(session), lambda m: self.figures(m)[0])
+            scorer or AnchorScorer(session_corpus(session), lambda m: self.figures(m)[0])
             if score_anchors
             else None
         )

@@ -240,7 +240,10 @@ def build_budget(
     if recorded_budget is not None:
         budget.agent_type = recorded_budget.agent_type
         for source, entry in recorded_budget.entries.items():
-            budget.entries[source] = entry.model_copy(deep=True)
+            # A history's conversation is built from it below: the recorded one (a tree of
+            # every message the file counted) would be copied only to be replaced.
+            if not (history and source is InstructionSource.CONVERSATION):
+                budget.entries[source] = entry.model_copy(deep=True)
     if system_instructions:
         # The budget is new and nobody holds it yet: filled in place, not edited.
         system = budget.entries[InstructionSource.SYSTEM]

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import File, Form, Router, Status, UploadedFile
+from django.urls import reverse
+from ninja import File, Form, Router, Schema, Status, UploadedFile
+from pydantic import Field
 
 import gcengine
 from jaato_web.api.auth import DELETE, EDIT_POLICY, PIN, RUN, VIEW, access_of, project_of
@@ -26,6 +28,7 @@ from jaato_web.api.schemas import (
     Id,
     Index,
     Kind,
+    ObjectIn,
     PolicyIn,
     PolicyOut,
     PolicyPinsIn,
@@ -35,8 +38,6 @@ from jaato_web.api.schemas import (
     PreviewIn,
     PreviewOut,
     Problem,
-    RankIn,
-    RankOut,
     RestoreIn,
     VersionCompareOut,
 )
@@ -48,7 +49,15 @@ from jaato_web.dashboard import (
     services,
     storage,
 )
-from jaato_web.dashboard.models import AgentSession, GCRun, Policy, PolicyKind, PolicyVersion
+from jaato_web.dashboard.models import (
+    AgentSession,
+    GCRun,
+    JobStatus,
+    Policy,
+    PolicyKind,
+    PolicyRanking,
+    PolicyVersion,
+)
 from jaato_web.errors import InputError
 from jaato_web.http import query_id
 
@@ -433,65 +442,143 @@ def compare(request: HttpRequest, payload: CompareIn) -> dict[str, object]:
     }
 
 
-def _ranked_on(on: previews.PolicyOnSession) -> dict[str, object]:
-    return {
-        "session_id": on.session.pk,
-        "collections": on.collections,
-        "over_window_checks": on.over_window_checks,
-        "tokens_sent": on.tokens_sent,
-        "tokens_without_gc": on.tokens_without_gc,
-        "anchor_retention": on.retention,
-        "anchor_retention_at_equal_size": on.at_equal_size,
-        "collections_under_gate": on.collections_under_gate,
-        "cost": on.cost,
-        "cost_without_gc": on.cost_without_gc,
+# The longest an API caller may wait for a ranking in one request, in seconds.
+RANK_WAIT_MAX = 30.0
+
+
+class RankIn(ObjectIn):
+    """Stored versions ranked over sessions of one project, by a worker; the ranking is kept,
+    and the same one asked for again is read back."""
+
+    session_ids: list[Id] = Field(min_length=1, max_length=20)
+    version_ids: list[Id] = Field(min_length=1, max_length=20)
+    by: str = Field(
+        default="retention",
+        description="What ranks first after staying within the window: retention (the "
+        "fewest collections under a gate, then anchor retention at equal size), cost or tokens",
+    )
+    context_limit: int | None = Field(
+        default=None,
+        ge=1_000,
+        le=100_000_000,
+        description="a context window to replay against instead of each session's own",
+    )
+    wait: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=RANK_WAIT_MAX,
+        description="seconds to wait for the worker to finish before answering (202 while it "
+        "has not)",
+    )
+
+
+class RankedOnSession(Schema):
+    session_id: int
+    collections: int
+    over_window_checks: int
+    tokens_sent: int
+    tokens_without_gc: int
+    anchor_retention: gcengine.AnchorRetention
+    anchor_retention_at_equal_size: gcengine.AnchorRetention
+    collections_under_gate: int
+    cost: float | None
+    cost_without_gc: float | None
+
+
+class RankedPolicy(Schema):
+    rank: int
+    policy_version_id: int
+    policy: str
+    collections: int
+    over_window_checks: int
+    tokens_sent: int
+    tokens_without_gc: int
+    anchor_retention: gcengine.AnchorRetention
+    anchor_retention_at_equal_size: gcengine.AnchorRetention
+    collections_under_gate: int
+    cost: float | None
+    cost_without_gc: float | None
+    sessions: list[RankedOnSession]
+
+
+class RankOut(Schema):
+    by: str
+    ranks: list[RankedPolicy]
+    differ_most: list[int] = Field(description="Sessions where the policies differ most")
+    unpriced_session_ids: list[int]
+
+
+class RankingOut(Schema):
+    """A ranking worked out by a worker: its progress while it runs, its result once done."""
+
+    id: int
+    status: str = Field(description="queued, running, done or failed")
+    progress: str = Field(description="what the worker is doing now")
+    replays_done: int
+    replays_total: int = Field(description="one replay per version and session")
+    elapsed_seconds: float | None = Field(description="how long the worker has worked on it")
+    error: str = Field(description="why it failed, when it did")
+    session_ids: list[int]
+    version_ids: list[int]
+    url: str = Field(description="where to poll it: GET, with ?wait=seconds to wait for it")
+    result: RankOut | None = Field(description="the ranking, once done")
+
+
+def _ranking_out(row: PolicyRanking) -> Status[dict[str, Any]]:
+    """A ranking as the API shows it: 202 while a worker has it to do, 200 once it ended."""
+    body = {
+        "id": row.pk,
+        "status": row.status,
+        "progress": row.progress,
+        "replays_done": row.replays_done,
+        "replays_total": row.replays_total,
+        "elapsed_seconds": row.elapsed_seconds,
+        "error": row.error,
+        "session_ids": row.session_ids,
+        "version_ids": row.version_ids,
+        "url": reverse("api:policy_ranking", args=[row.pk]),
+        "result": row.result if row.status == JobStatus.DONE else None,
     }
+    return Status(202 if row.is_pending else 200, body)
 
 
 @router.post(
     "/rank",
-    response={200: RankOut, 400: Problem, 404: Problem},
+    response={200: RankingOut, 202: RankingOut, 400: Problem, 404: Problem},
     summary="Rank policy versions over sessions by gates, anchor retention, cost or tokens",
     auth=VIEW,
 )
-def rank(request: HttpRequest, payload: RankIn) -> dict[str, object]:
-    """Each version replayed turn by turn on each session, as the compare page ranks them;
-    nothing is stored."""
+def rank(request: HttpRequest, payload: RankIn) -> Status[dict[str, Any]]:
+    """Each version replayed turn by turn on each session, as the compare page ranks them, by
+    a worker: 202 with the ranking to poll (``url``), or 200 with its ``result`` when the same
+    inputs were ranked before or the worker finished within ``wait`` seconds."""
     access = access_of(request)
     sessions = [access.session(i) for i in dict.fromkeys(payload.session_ids)]
     versions = [access.policy_version(i) for i in dict.fromkeys(payload.version_ids)]
-    project = sessions[0].project
-    ranking = previews.rank(
-        [s for s in sessions if s.turn_count],
-        versions,
-        services.project_gates(project),
-        services.project_prices(project),
+    row = background.ranking_request(
+        project=sessions[0].project,
+        sessions=sessions,
+        versions=versions,
         by=payload.by,
         context_limit=payload.context_limit,
     )
-    return {
-        "by": payload.by,
-        "ranks": [
-            {
-                "rank": r.rank,
-                "policy_version_id": r.version.pk,
-                "policy": presenters.policy_name(r.version),
-                "collections": r.collections,
-                "over_window_checks": r.over_window_checks,
-                "tokens_sent": r.tokens_sent,
-                "tokens_without_gc": r.tokens_without_gc,
-                "anchor_retention": r.retention,
-                "anchor_retention_at_equal_size": r.at_equal_size,
-                "collections_under_gate": r.collections_under_gate,
-                "cost": r.cost,
-                "cost_without_gc": r.cost_without_gc,
-                "sessions": [_ranked_on(on) for on in r.sessions],
-            }
-            for r in ranking.ranks
-        ],
-        "differ_most": [s.session.pk for s in ranking.differ_most],
-        "unpriced_session_ids": [s.pk for s in ranking.unpriced],
-    }
+    return _ranking_out(background.ranking_wait(ranking=row, seconds=payload.wait))
+
+
+@router.get(
+    "/rankings/{int:ranking_id}",
+    response={200: RankingOut, 202: RankingOut, 400: Problem, 404: Problem},
+    summary="A ranking: its progress while a worker ranks, its result once done",
+    auth=VIEW,
+    url_name="policy_ranking",
+)
+def ranking(request: HttpRequest, ranking_id: int, wait: float = 0.0) -> Status[dict[str, Any]]:
+    """``wait`` (seconds, at most 30) holds the answer until the ranking ends or that long
+    has passed."""
+    if not 0 <= wait <= RANK_WAIT_MAX:
+        raise InputError(f"wait at most {RANK_WAIT_MAX:g} seconds, and not less than 0", "wait")
+    row = access_of(request).ranking(ranking_id)
+    return _ranking_out(background.ranking_wait(ranking=row, seconds=wait))
 
 
 # --- Apply -----------------------------------------------------------------------------------

@@ -593,60 +593,6 @@ class PreviewIn(ConfigRef):
     )
 
 
-class RankIn(ObjectIn):
-    """Stored versions ranked over sessions of one project (each replayed, nothing stored)."""
-
-    session_ids: list[Id] = Field(min_length=1, max_length=20)
-    version_ids: list[Id] = Field(min_length=1, max_length=20)
-    by: str = Field(
-        default="retention",
-        description="What ranks first after staying within the window: retention (the "
-        "fewest collections under a gate, then anchor retention at equal size), cost or tokens",
-    )
-    context_limit: int | None = Field(
-        default=None,
-        ge=1_000,
-        le=100_000_000,
-        description="a context window to replay against instead of each session's own",
-    )
-
-
-class RankedOnSession(Schema):
-    session_id: int
-    collections: int
-    over_window_checks: int
-    tokens_sent: int
-    tokens_without_gc: int
-    anchor_retention: gcengine.AnchorRetention
-    anchor_retention_at_equal_size: gcengine.AnchorRetention
-    collections_under_gate: int
-    cost: float | None
-    cost_without_gc: float | None
-
-
-class RankedPolicy(Schema):
-    rank: int
-    policy_version_id: int
-    policy: str
-    collections: int
-    over_window_checks: int
-    tokens_sent: int
-    tokens_without_gc: int
-    anchor_retention: gcengine.AnchorRetention
-    anchor_retention_at_equal_size: gcengine.AnchorRetention
-    collections_under_gate: int
-    cost: float | None
-    cost_without_gc: float | None
-    sessions: list[RankedOnSession]
-
-
-class RankOut(Schema):
-    by: str
-    ranks: list[RankedPolicy]
-    differ_most: list[int] = Field(description="Sessions where the policies differ most")
-    unpriced_session_ids: list[int]
-
-
 class CompareIn(ObjectIn):
     session_id: Id
     a: ConfigRef

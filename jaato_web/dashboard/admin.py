@@ -23,6 +23,7 @@ from jaato_web.dashboard.models import (
     GCRun,
     IngestJob,
     Policy,
+    PolicyRanking,
     PolicyVersion,
     Project,
     Removal,
@@ -164,6 +165,17 @@ class ReplayAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Replay]:
         return super().get_queryset(request).defer("series")
+
+
+@admin.register(PolicyRanking)
+class PolicyRankingAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "project", "status", "replays_done", "replays_total", "created_at")
+    list_select_related = ("project",)
+    list_filter = ("status",)
+    exclude = ("result",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PolicyRanking]:
+        return super().get_queryset(request).defer("result")
 
 
 @admin.register(IngestJob)

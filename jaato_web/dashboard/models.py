@@ -15,6 +15,7 @@ from functools import cached_property
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 import gcengine
 from jaato_web.dashboard.storage import (
@@ -597,6 +598,51 @@ class Replay(BackgroundWork):
 
     def __str__(self) -> str:
         return f"replay of {self.session_id}"
+
+
+class PolicyRanking(BackgroundWork):
+    """Policy versions ranked over sessions (the compare page's ranking), worked out by a
+    worker and kept, so the same ranking asked for again is read back instead of replayed.
+
+    One per project and inputs: the sessions (as uploaded), the versions in the order given,
+    the order ranked by and the window (``inputs_digest``). Its progress is counted in
+    replays, one per version and session.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rankings")
+    inputs_digest = models.CharField(max_length=64)
+    session_ids = NulSafeJSONField(help_text="The sessions ranked over, the first first.")
+    version_ids = NulSafeJSONField(help_text="The policy versions ranked, in the order asked.")
+    by = models.CharField(max_length=20, help_text="What is ranked first (services.RANK_ORDERS).")
+    context_limit = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="A window tried instead of each session's own, if any."
+    )
+    replays_done = models.PositiveIntegerField(default=0)
+    replays_total = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    result = NulSafeJSONField(
+        null=True, help_text="The ranking as the API answers it (previews.ranking_record)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "inputs_digest"], name="policy_ranking_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"ranking {self.pk} ({self.status})"
+
+    @property
+    def elapsed_seconds(self) -> float | None:
+        """How long the worker has worked on it (until it ended, once it has)."""
+        if self.started_at is None:
+            return None
+        end = self.finished_at or timezone.now()
+        return max((end - self.started_at).total_seconds(), 0.0)
 
 
 class IngestJob(BackgroundWork):

@@ -35,6 +35,7 @@ from jaato_web.dashboard.models import (
     KeptSegment,
     Policy,
     PolicyKind,
+    PolicyRanking,
     PolicyVersion,
     Project,
     Removal,
@@ -488,6 +489,12 @@ def replay_get(*, projects: Collection[int], replay_id: int) -> Replay:
         Replay.objects.select_related("session__project", "policy_version__policy"),
         pk=replay_id,
         session__project__in=projects,
+    )
+
+
+def ranking_get(*, projects: Collection[int], ranking_id: int) -> PolicyRanking:
+    return get_object_or_404(
+        PolicyRanking.objects.select_related("project"), pk=ranking_id, project__in=projects
     )
 
 

@@ -28,7 +28,15 @@ from jaato_web.dashboard import (
     services,
     storage,
 )
-from jaato_web.dashboard.models import AgentSession, Policy, PolicyKind, PolicyVersion, Project
+from jaato_web.dashboard.models import (
+    AgentSession,
+    JobStatus,
+    Policy,
+    PolicyKind,
+    PolicyRanking,
+    PolicyVersion,
+    Project,
+)
 from jaato_web.http import query_id
 from jaato_web.pages import forms
 from jaato_web.pages.policies_forms import (
@@ -601,7 +609,7 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         "a_id": a_id,
         "b_id": b_id,
         "also_ids": also_ids,
-        "rank_orders": previews.RANK_ORDERS,
+        "rank_orders": services.RANK_ORDERS,
         "by": request.GET.get("by") or "retention",
         "min_window": gcengine.MIN_CONTEXT_LIMIT,
     }
@@ -609,13 +617,14 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
         a = _access(request).policy_version(a_id, PolicyKind.GC)
         b = _access(request).policy_version(b_id, PolicyKind.GC)
         window = forms.WindowForm(request.GET).chosen()
+        # Started first, so a worker ranks while this process compares A and B.
+        context |= _ranking(request, project, session, [a, b], window)
         comparison = previews.compare(
             session,
             services.config_validated(a.config),
             services.config_validated(b.config),
             window,
         )
-        gates = services.project_gates(project)
         context |= {
             "a": a,
             "b": b,
@@ -628,7 +637,6 @@ def policy_compare(request: HttpRequest) -> HttpResponse:
             "quick_a": previews.replay_is_quick(session, comparison.a.config),
             "quick_b": previews.replay_is_quick(session, comparison.b.config),
             "window": window,
-            **_ranking(request, project, session, [a, b], gates, window),
         }
     return render(request, "policies/compare.html", context)
 
@@ -638,39 +646,54 @@ def _ranking(
     project: Project,
     session: AgentSession,
     compared: list[PolicyVersion],
-    gates: dict[gcengine.AnchorClass, float],
     window: int | None,
 ) -> dict[str, Any]:
-    """Every version asked for (A, B and ``also``), each once, replayed on the sessions asked
-    for (``session``, repeated; the first at least) and ranked."""
+    """Every version asked for (A, B and ``also``), each once, ranked over the sessions asked
+    for (``session``, repeated; the first at least): read back when it was ranked before,
+    else started in the background (the page then polls ``policy_ranking``)."""
     ids = [i for i in map(query_id, request.GET.getlist("session")) if i is not None]
     chosen = selectors.sessions_by_ids(project=project, ids=ids) or [session]
     if chosen[0].pk != session.pk:
         chosen = [session, *(s for s in chosen if s.pk != session.pk)]
-    chosen = chosen[: previews.RANK_SESSIONS_MAX]
+    chosen = chosen[: services.RANK_SESSIONS_MAX]
     versions = {v.pk: v for v in compared}
     for version_id in map(query_id, request.GET.getlist("also")):
         if version_id is not None and version_id not in versions:
-            versions[version_id] = _access(request).policy_version(version_id)
-    ranked = [s for s in chosen if s.turn_count]
-    if not ranked:
-        return {"ranked_sessions": []}
+            versions[version_id] = _access(request).policy_version(version_id, PolicyKind.GC)
+    context: dict[str, Any] = {"chosen_ids": [s.pk for s in chosen]}
+    if not any(s.turn_count for s in chosen):
+        return context
     by = str(request.GET.get("by") or "retention")
-    if by not in previews.RANK_ORDERS:
+    if by not in services.RANK_ORDERS:
         by = "retention"
-    prices = services.project_prices(project)
-    ranking = previews.rank(
-        ranked, list(versions.values()), gates, prices, by=by, context_limit=window
+    row = background.ranking_request(
+        project=project,
+        sessions=chosen,
+        versions=list(versions.values()),
+        by=by,
+        context_limit=window,
     )
-    classes, rows = presenters.ranking_rows(ranking)
-    return {
-        "ranking": ranking,
-        "ranking_classes": classes,
-        "ranking_rows": rows,
-        "ranked_sessions": ranked,
-        "chosen_ids": [s.pk for s in chosen],
-        "ranked_by": previews.RANK_ORDERS[by],
-    }
+    return context | _ranking_context(row)
+
+
+def _ranking_context(row: PolicyRanking) -> dict[str, Any]:
+    """What the ranking section shows: its progress while a worker ranks, its error if it
+    failed, the ranked table once done."""
+    context: dict[str, Any] = {"ranking_job": row}
+    ranking = previews.ranking_read(row) if row.status == JobStatus.DONE else None
+    if ranking is not None:
+        classes, rows = presenters.ranking_rows(ranking)
+        context |= {"ranking": ranking, "ranking_classes": classes, "ranking_rows": rows}
+    return context
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@requires(Action.VIEW)
+def policy_ranking(request: HttpRequest, ranking_id: int) -> HttpResponse:
+    """The ranking section of the compare page, which polls it while a worker ranks."""
+    row = _access(request).ranking(ranking_id)
+    return render(request, "policies/compare.html#ranking-section", _ranking_context(row))
 
 
 # --- Apply to sessions ---------------------------------------------------------------------

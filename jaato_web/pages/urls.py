@@ -95,6 +95,7 @@ urlpatterns: list[URLPattern] = [
     path("policies/preview/chart/", policies.policy_preview_chart, name="policy_preview_chart"),
     path("policies/chart/", policies.policy_version_chart, name="policy_version_chart"),
     path("policies/compare/", policies.policy_compare, name="policy_compare"),
+    path("policies/rankings/<int:ranking_id>/", policies.policy_ranking, name="policy_ranking"),
     path("policies/runs/", policies.policy_runs, name="policy_runs"),
     path("policies/<int:policy_id>/edit/", policies.policy_edit, name="policy_edit"),
     path("policies/<int:policy_id>/default/", policies.policy_default, name="policy_default"),

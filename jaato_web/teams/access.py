@@ -31,6 +31,7 @@ from jaato_web.dashboard.models import (
     GCRun,
     IngestJob,
     Policy,
+    PolicyRanking,
     PolicyVersion,
     Project,
     Replay,
@@ -132,6 +133,11 @@ class Access:
         replay = selectors.replay_get(projects=self.project_ids, replay_id=replay_id)
         self.check(replay.session.project_id)
         return replay
+
+    def ranking(self, ranking_id: int) -> PolicyRanking:
+        ranking = selectors.ranking_get(projects=self.project_ids, ranking_id=ranking_id)
+        self.check(ranking.project_id)
+        return ranking
 
     def ingest_job(self, job_id: int) -> IngestJob:
         job = selectors.ingest_job_get(projects=self.project_ids, job_id=job_id)

@@ -39,6 +39,7 @@ from jaato_web.dashboard.models import (
     IngestJob,
     Policy,
     PolicyKind,
+    PolicyRanking,
     PolicyVersion,
     Project,
     Replay,
@@ -62,7 +63,7 @@ POSTS_THAT_ONLY_READ = {
     "api:compare": "a dry run of two policies; stores nothing",
     "api:plan_session": "plans a session's next request; stores nothing",
     "api:plan_inline": "plans the items sent; stores nothing",
-    "api:rank": "dry runs of policies over sessions; stores nothing",
+    "api:rank": "ranks policies over sessions; stores only the ranking, kept to be read back",
     "project_switch": "remembers the current project in the browser session",
     "sign_out": "ends the user's own session",
     "project_list": "starts a new project, of which the user becomes admin",
@@ -95,6 +96,7 @@ class Side:
     # format it came in) has something to answer with.
     transcript_run: GCRun
     replay: Replay
+    ranking: PolicyRanking
     job: IngestJob
     policy: Policy
     version: PolicyVersion
@@ -114,6 +116,7 @@ class Side:
             "transcript_run_id": self.transcript_run.pk,
             "seq": self.seq,
             "replay_id": self.replay.pk,
+            "ranking_id": self.ranking.pk,
             "job_id": self.job.pk,
             "policy_id": self.policy.pk,
             "number": self.version.number,
@@ -161,6 +164,8 @@ def _side(
     transcript_run = run_finished(transcript, policy_version=first)
     with capture(execute=True):
         replay = background.replay_request(session=session, config=TIGHT_BUDGET)
+    with capture(execute=True):
+        ranking = background.ranking_request(project=project, sessions=[session], versions=[first])
     job = IngestJob.objects.create(
         project=project,
         filename=f"{prefix}-big.json",
@@ -173,6 +178,7 @@ def _side(
         run=run,
         transcript_run=transcript_run,
         replay=replay,
+        ranking=ranking,
         job=job,
         policy=policy,
         version=first,

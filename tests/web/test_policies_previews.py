@@ -155,7 +155,9 @@ def test_a_chart_is_replayed_without_scores_and_a_scored_replay_serves_it_too(
     monkeypatch.setattr(
         services,
         "replay_series_of",
-        lambda *args, scored: replayed.append(scored) or series_of(*args, scored=scored),
+        lambda *args, scored, **shared: (
+            replayed.append(scored) or series_of(*args, scored=scored, **shared)
+        ),
     )
     continuous = config(pressure_percent=0)
 

@@ -394,13 +394,25 @@ def test_the_editor_preview_shows_its_anchor_retention(
     assert "Under the project's retention gates" in html
 
 
+def ranked_page(client: Client, url: str, capture: Any) -> str:
+    """The compare page at ``url`` once the worker has ranked what it asked for."""
+    with capture(execute=True):
+        assert 'data-ranking-state="queued"' in client.get(url).content.decode()
+    return client.get(url).content.decode()
+
+
 def test_the_compare_page_ranks_policies_over_sessions(
-    client: Client, demo: AgentSession, truncate: Policy, continuous: Policy
+    client: Client,
+    demo: AgentSession,
+    truncate: Policy,
+    continuous: Policy,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     a, b = truncate.versions.get(), continuous.versions.get()
     url = reverse("policy_compare")
     query = f"?session={demo.pk}&a={a.pk}&b={b.pk}&window={WINDOW}"
-    by_cost = client.get(f"{url}{query}&by=cost").content.decode()
+    capture = django_capture_on_commit_callbacks
+    by_cost = ranked_page(client, f"{url}{query}&by=cost", capture)
     engine = engine_of(demo)
     price = gcengine.price_for_model(demo.model_name, gcengine.DEFAULT_PRICES)
     assert price is not None
@@ -416,28 +428,32 @@ def test_the_compare_page_ranks_policies_over_sessions(
     assert "Ranking over 1 session" in by_cost
     assert "against a window of 20,000 tokens" in by_cost
 
-    by_retention = client.get(f"{url}{query}").content.decode()
+    by_retention = ranked_page(client, f"{url}{query}", capture)
     # The truncation's collections leave decisions under the gate; the continuous policy's
     # small ones keep the preservable content, so it ranks first by gates and retention.
     assert f'data-rank="1" data-version="{b.pk}"' in by_retention
 
 
 def test_the_api_ranks_as_the_page_does(
-    client: Client, demo: AgentSession, truncate: Policy, continuous: Policy
+    client: Client,
+    demo: AgentSession,
+    truncate: Policy,
+    continuous: Policy,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     a, b = truncate.versions.get(), continuous.versions.get()
-    answer = client.post(
-        "/api/policies/rank",
-        {
-            "session_ids": [demo.pk],
-            "version_ids": [a.pk, b.pk],
-            "by": "cost",
-            "context_limit": WINDOW,
-        },
-        content_type="application/json",
-    )
+    asked = {
+        "session_ids": [demo.pk],
+        "version_ids": [a.pk, b.pk],
+        "by": "cost",
+        "context_limit": WINDOW,
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post("/api/policies/rank", asked, content_type="application/json")
+    assert started.status_code == 202
+    answer = client.get(started.json()["url"])
     assert answer.status_code == 200
-    ranks = answer.json()["ranks"]
+    ranks = answer.json()["result"]["ranks"]
     assert [r["rank"] for r in ranks] == [1, 2]
     assert ranks[0]["cost"] <= ranks[1]["cost"]
     assert ranks[0]["sessions"][0]["session_id"] == demo.pk

@@ -5,7 +5,8 @@ The package sits above the services: a task claims the lease and calls the use c
 it the lease to report through (``services.work.Lease``), so no use case imports this package.
 ``lease`` explains the lease (claim, progress, done, failed, scored, cancel); ``keeper`` is what
 every worker's lease keeper does (beat, renew, sweep); ``tasks`` holds the tasks and the actions
-that start work (an upload read in the background, a run, a replay), which the doors call.
+that start work (an upload read in the background, a run, a replay, a ranking), which the doors
+call.
 """
 
 from jaato_web.dashboard.background.keeper import (
@@ -34,6 +35,9 @@ from jaato_web.dashboard.background.lease import (
 from jaato_web.dashboard.background.tasks import (
     ingest_job_execute,
     policy_apply,
+    ranking_execute,
+    ranking_request,
+    ranking_wait,
     replay_execute,
     replay_request,
     run_execute,
@@ -57,6 +61,9 @@ __all__ = [
     "lease_length",
     "policy_apply",
     "process_name",
+    "ranking_execute",
+    "ranking_request",
+    "ranking_wait",
     "replay_execute",
     "replay_request",
     "run_execute",

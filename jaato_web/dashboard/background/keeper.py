@@ -22,12 +22,12 @@ import gcengine
 from jaato_web.dashboard import storage
 from jaato_web.dashboard.background import tasks
 from jaato_web.dashboard.background.lease import lease_length, work_end
-from jaato_web.dashboard.models import GCRun, IngestJob, JobStatus, Replay, Worker
+from jaato_web.dashboard.models import GCRun, IngestJob, JobStatus, PolicyRanking, Replay, Worker
 from jaato_web.dashboard.services.work import DOING, ScoredModel, WorkModel
 
 logger = logging.getLogger(__name__)
 
-WORK_MODELS: tuple[WorkModel, ...] = (IngestJob, GCRun, Replay)
+WORK_MODELS: tuple[WorkModel, ...] = (IngestJob, GCRun, Replay, PolicyRanking)
 # A worker that stops twice on the same work is not sent to it a third time.
 MAX_ATTEMPTS = 2
 # A worker not seen for this long is forgotten (its row only says it was once alive).
@@ -58,6 +58,8 @@ def _task_of(model: WorkModel) -> Task[[int], None]:
     """The task that runs this kind of work."""
     if model is IngestJob:
         return tasks.ingest_upload
+    if model is PolicyRanking:
+        return tasks.execute_ranking
     return tasks.execute_run if model is GCRun else tasks.execute_replay
 
 

@@ -45,6 +45,7 @@ from jaato_web.dashboard.models import (
     IngestJob,
     IngestUpload,
     JobStatus,
+    PolicyRanking,
     Project,
 )
 from jaato_web.dashboard.services.work import (
@@ -91,7 +92,7 @@ def work_end(work: Any, model: WorkModel, pk: int, **fields: Any) -> int:
     it any more, a run records when it ended, and an upload's bytes go, whichever way it
     ended (the session keeps its own copy)."""
     cleared: dict[str, Any] = {"claimed_by": "", "lease_until": None, "progress": ""}
-    if model is GCRun:
+    if model is GCRun or model is PolicyRanking:
         cleared["finished_at"] = timezone.now()
     ended: int = work.update(**{**cleared, **fields})
     if ended and model is IngestJob:
@@ -119,9 +120,11 @@ def _held(model: WorkModel, pk: int) -> Any:
     return model.objects.filter(pk=pk, status=JobStatus.RUNNING, claimed_by=process_name())
 
 
-def work_progress(model: WorkModel, pk: int, text: str) -> None:
-    """Say what the work is doing now, renewing the lease; ``WorkLost`` if it is not ours."""
-    if not _held(model, pk).update(progress=text, lease_until=timezone.now() + lease_length()):
+def work_progress(model: WorkModel, pk: int, text: str, **fields: Any) -> None:
+    """Say what the work is doing now (with ``fields``), renewing the lease; ``WorkLost`` if
+    it is not ours."""
+    renewed = timezone.now() + lease_length()
+    if not _held(model, pk).update(**fields, progress=text, lease_until=renewed):
         raise WorkLost
 
 
@@ -181,8 +184,8 @@ class HeldWork(Lease):
     model: WorkModel
     pk: int
 
-    def progress(self, text: str) -> None:
-        work_progress(self.model, self.pk, text)
+    def progress(self, text: str, **fields: Any) -> None:
+        work_progress(self.model, self.pk, text, **fields)
 
     def done(self, **fields: Any) -> None:
         work_done(self.model, self.pk, **fields)
@@ -197,10 +200,11 @@ class HeldWork(Lease):
         work_failed(self.model, self.pk, error, **fields)
 
     def _scored_model(self) -> ScoredModel:
-        """The model of work scored once done: a run's or a replay's, never an upload's."""
+        """The model of work scored once done: a run's or a replay's, never an upload's or a
+        ranking's."""
         model = self.model
-        if issubclass(model, IngestJob):
-            raise TypeError("an upload read is not scored")
+        if issubclass(model, IngestJob | PolicyRanking):
+            raise TypeError(f"{model.__name__} is not scored")
         return model
 
 
@@ -234,6 +238,8 @@ def work_cancel(*, work: Work, actor: Actor = None) -> None:
 def _described(work: Work) -> tuple[Project, str, str]:
     if isinstance(work, IngestJob):
         return work.project, f"reading {work.filename}", reverse("ingest_job", args=[work.pk])
+    if isinstance(work, PolicyRanking):
+        return work.project, f"ranking {work.pk}", reverse("policy_ranking", args=[work.pk])
     session = work.session
     if isinstance(work, GCRun):
         return (

@@ -1,10 +1,10 @@
 """Background work from its start to its end: the actions that start it, the tasks a worker
 runs, and each use case carried out under its lease.
 
-Starting: the doors call ``session_upload``, ``run_start``, ``replay_request`` and the others
-here, not the services beneath them. Each records the work through its service, then enqueues
-its task when the transaction commits, so a worker never looks for a row not yet written, and
-work rolled back is never started.
+Starting: the doors call ``session_upload``, ``run_start``, ``replay_request``,
+``ranking_request`` and the others here, not the services beneath them. Each records the work
+through its service, then enqueues its task when the transaction commits, so a worker never
+looks for a row not yet written, and work rolled back is never started.
 
 Running: ids in, services inside, so a task survives a JSON round trip and a worker on another
 machine reads the same rows. A worker (``manage.py db_worker``) runs one task at a time in a
@@ -17,6 +17,7 @@ for seconds (only reading a stored session back pauses it, for a fraction of a s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -32,11 +33,13 @@ from jaato_web.dashboard.models import (
     AgentSession,
     GCRun,
     IngestJob,
+    PolicyRanking,
     PolicyVersion,
     Project,
     Replay,
 )
-from jaato_web.dashboard.services import replays, runs, uploads
+from jaato_web.dashboard.previews import ranking
+from jaato_web.dashboard.services import policies, replays, runs, uploads
 from jaato_web.dashboard.services.work import Lease
 
 if TYPE_CHECKING:
@@ -64,6 +67,11 @@ def execute_run(run_id: int) -> None:
 @task
 def execute_replay(replay_id: int) -> None:
     _in_worker(lambda: replay_execute(replay_id=replay_id))
+
+
+@task
+def execute_ranking(ranking_id: int) -> None:
+    _in_worker(lambda: ranking_execute(ranking_id=ranking_id))
 
 
 def _enqueue_on_commit(work: Task[[int], None], pk: int) -> None:
@@ -104,6 +112,16 @@ def replay_execute(*, replay_id: int) -> None:
         replay_id,
         "replaying turn by turn",
         lambda lease: replays.replay_draw(replay_id=replay_id, lease=lease),
+    )
+
+
+def ranking_execute(*, ranking_id: int) -> None:
+    """Rank a queued ranking's versions over its sessions and store the ranking."""
+    work_carry_out(
+        PolicyRanking,
+        ranking_id,
+        "reading the sessions",
+        lambda lease: ranking.ranking_draw(ranking_id=ranking_id, lease=lease),
     )
 
 
@@ -223,3 +241,40 @@ def replay_request(
         if queued:
             _enqueue_on_commit(execute_replay, replay.pk)
     return replay
+
+
+def ranking_request(
+    *,
+    project: Project,
+    sessions: list[AgentSession],
+    versions: list[PolicyVersion],
+    by: str = "retention",
+    context_limit: int | None = None,
+) -> PolicyRanking:
+    """The ranking of ``versions`` over ``sessions`` (``policies.ranking_get_or_queue``): the
+    one stored for the same inputs, or one queued now for a worker."""
+    with transaction.atomic():
+        row, queued = policies.ranking_get_or_queue(
+            project=project,
+            sessions=sessions,
+            versions=versions,
+            by=by,
+            context_limit=context_limit,
+        )
+        if queued:
+            _enqueue_on_commit(execute_ranking, row.pk)
+    return row
+
+
+# How often a caller waiting for a ranking reads it again, in seconds.
+RANKING_WAIT_POLL = 0.1
+
+
+def ranking_wait(*, ranking: PolicyRanking, seconds: float) -> PolicyRanking:
+    """``ranking`` as it stands once it has ended, or once ``seconds`` have passed (for the
+    API and the agent tool, which answer with the ranking rather than a page that polls)."""
+    deadline = time.monotonic() + seconds
+    while ranking.is_pending and time.monotonic() < deadline:
+        time.sleep(min(RANKING_WAIT_POLL, max(deadline - time.monotonic(), 0.0)))
+        ranking.refresh_from_db()
+    return ranking

@@ -1,7 +1,8 @@
 """What a policy or the context planner would do to a stored session, computed in this
 process and never stored: ``policies`` previews, replays and compares a policy, ``ranking``
-ranks policy versions over sessions, ``planner`` plans a session's next request, and
-``step_through`` plans it turn by turn as the agent lived it.
+ranks policy versions over sessions (in a worker, which keeps the ranking on its row),
+``planner`` plans a session's next request, and ``step_through`` plans it turn by turn as the
+agent lived it.
 
 What they compute is kept in the process's caches (``jaato_web.caches``), so the editor's
 preview at every edit and the Plan tab's every step read a session once.
@@ -36,10 +37,12 @@ from jaato_web.dashboard.previews.policies import (
     replay_weight,
 )
 from jaato_web.dashboard.previews.ranking import (
-    RANK_ORDERS,
-    RANK_SESSIONS_MAX,
     PolicyOnSession,
+    Ranking,
     rank,
+    ranking_draw,
+    ranking_read,
+    ranking_record,
 )
 from jaato_web.dashboard.previews.step_through import (
     STEPS_PER_PAGE,
@@ -52,14 +55,13 @@ __all__ = [
     "LLM_NOTE",
     "PINS_NOTE",
     "QUICK_REPLAY_TURNS",
-    "RANK_ORDERS",
-    "RANK_SESSIONS_MAX",
     "REPLAY_CACHE_STEPS",
     "STEPS_PER_PAGE",
     "CapsChoice",
     "PinChoice",
     "PolicyOnSession",
     "Preview",
+    "Ranking",
     "SessionPins",
     "SessionPlan",
     "Step",
@@ -70,6 +72,9 @@ __all__ = [
     "plan_steps",
     "preview",
     "rank",
+    "ranking_draw",
+    "ranking_read",
+    "ranking_record",
     "replay",
     "replay_cached",
     "replay_is_quick",

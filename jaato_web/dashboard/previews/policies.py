@@ -241,18 +241,31 @@ def replay(
     context_limit: int | None = None,
     *,
     scored: bool = False,
+    without_gc: list[gcengine.PromptRequest] | None = None,
+    scorer: gcengine.AnchorScorer | None = None,
 ) -> dict[str, Any]:
     """The turn-by-turn replay series (``storage.replay_series``), computed once per
-    session, gc.json and window; ``scored``, with each collection's anchor retention.
+    session, gc.json and window; ``scored``, with each collection's anchor retention
+    (``without_gc`` and ``scorer``: what the caller shares between replays of one session,
+    ``services.replay_series_of``).
 
     A chart needs no scores, and scoring is most of a long replay (a 10,000-turn session in
     continuous mode: about 2.5 s replayed, 9 s more scored), so only what pools the scores
-    (a ranking, the API's preview) asks for them."""
-    used, _ = dry_run_config(session, config)
+    (a ranking, the API's preview) asks for them. A replay stored done and scored is read
+    back rather than replayed (``services.replay_scored_series``)."""
+    used, notes = dry_run_config(session, config)
     series = _cached_series(session, used, context_limit, scored)
+    if series is None and LLM_NOTE not in notes:
+        # A replay stored with its scores (the session page's) is this one: a dry run differs
+        # from it only where it swaps an LLM summarizer for the extractive one.
+        series = services.replay_scored_series(session, used, context_limit)
+        if series is not None:
+            _replays.put(_replay_key(session, used, context_limit, True), series)
     if series is None:
         engine = services.engine_session_of(session, context_limit)
-        series = services.replay_series_of(engine, used, scored=scored)
+        series = services.replay_series_of(
+            engine, used, scored=scored, without_gc=without_gc, scorer=scorer
+        )
         _replays.put(_replay_key(session, used, context_limit, scored), series)
     return series
 

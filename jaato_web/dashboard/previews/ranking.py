@@ -7,36 +7,32 @@ every version's context after is cut to the smallest one's tokens (oldest first,
 last) before it is scored, so a version that removes less gains nothing from it.
 
 Each replay is the one a preview's chart draws (``policies.replay``), scored, and kept in
-the same cache.
+the same cache. A ranking is worked out by a worker (``ranking_draw``, under the lease of its
+``PolicyRanking`` row), which says after each replay how far it got, and stores the ranking
+as the API answers it (``ranking_record``), so the pages read it back (``ranking_read``)
+instead of replaying again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import gcengine
-from jaato_web.dashboard import services, storage
-from jaato_web.dashboard.models import AgentSession
-from jaato_web.dashboard.previews.policies import _scorer, dry_run_config, replay
-from jaato_web.errors import InputError
+from django.utils import timezone
 
-# Sessions one ranking replays at most; each is replayed once per policy (and cached).
-RANK_SESSIONS_MAX = 20
+import gcengine
+from jaato_web.dashboard import presenters, services, storage
+from jaato_web.dashboard.models import AgentSession, PolicyRanking, PolicyVersion
+from jaato_web.dashboard.previews.policies import _scorer, dry_run_config, replay
+from jaato_web.dashboard.services import RANK_ORDERS
+from jaato_web.dashboard.services.work import Lease
+
 # The sessions listed where the policies differ most.
 DIFFER_MOST_SHOWN = 5
-# What a ranking puts first, after staying within the window; the rest break ties.
-RANK_ORDERS = {
-    "retention": "the fewest collections under a gate, then the highest anchor retention at "
-    "equal size",
-    "cost": "the lowest cost with prompt caching",
-    "tokens": "the fewest tokens sent",
-}
 
-
-class RankError(InputError):
-    """A ranking that cannot be made: an unknown order, or sessions and versions of
-    different projects (whose gates and prices differ)."""
+# Told before each replay: how many are done, and the session and version replayed next.
+Progress = Callable[[int, AgentSession, Any], None]
 
 
 @dataclass(frozen=True)
@@ -141,6 +137,12 @@ class Ranking:
     ranks: list[PolicyRank]
     differ_most: list[SessionSpread]
     unpriced: list[AgentSession]
+    by: str = "retention"
+
+    @property
+    def ranked_by(self) -> str:
+        """What was ranked first, in words."""
+        return RANK_ORDERS[self.by]
 
 
 def _on_session(
@@ -149,8 +151,13 @@ def _on_session(
     gates: gcengine.RetentionGates,
     prices: list[gcengine.ModelPrice],
     context_limit: int | None,
+    shared: tuple[list[gcengine.PromptRequest], gcengine.AnchorScorer],
+    at_equal_size: gcengine.AnchorRetention,
 ) -> PolicyOnSession:
-    series = replay(session, config, context_limit, scored=True)
+    without_gc, scorer = shared
+    series = replay(
+        session, config, context_limit, scored=True, without_gc=without_gc, scorer=scorer
+    )
     limit = int(series["context_limit"]) or 1
     scored = [
         gcengine.AnchorRetention.model_validate(e["retention"])
@@ -170,6 +177,7 @@ def _on_session(
         collections_under_gate=sum(1 for r in scored if gcengine.gate_failures(r, gates)),
         cost=gcengine.cache_cost(requests, price).dollars if price else None,
         cost_without_gc=gcengine.cache_cost(baseline, price).dollars if price else None,
+        at_equal_size=at_equal_size,
     )
 
 
@@ -177,14 +185,21 @@ def _at_equal_size(
     session: AgentSession, configs: list[gcengine.GCConfig], context_limit: int | None
 ) -> list[gcengine.AnchorRetention]:
     """Each config's collection of the session's whole history, as a dry run would make it,
-    scored at the size of the smallest context any of them leaves."""
+    scored at the size of the smallest context any of them leaves.
+
+    Configs that leave the same context (a threshold policy and its continuous twin often
+    do, collecting the whole history once) share its score: scoring a whole history is most
+    of this, and the same context scores the same."""
     engine = services.engine_session_of(session, context_limit)
-    afters = {
-        str(n): gcengine.run_gc(engine, dry_run_config(session, config)[0]).session.history
-        for n, config in enumerate(configs)
-    }
+    afters: dict[str, list[gcengine.Message]] = {}
+    names = []
+    for n, config in enumerate(configs):
+        after = gcengine.run_gc(engine, dry_run_config(session, config)[0]).session.history
+        name = next((name for name, other in afters.items() if other == after), str(n))
+        afters.setdefault(name, after)
+        names.append(name)
     scores = gcengine.scores_at_equal_size(_scorer(session, engine), engine.history, afters)
-    return [scores[str(n)] for n in range(len(configs))]
+    return [scores[name] for name in names]
 
 
 def _spread(values: list[float]) -> float:
@@ -198,34 +213,48 @@ def rank(
     prices: list[gcengine.ModelPrice],
     by: str = "retention",
     context_limit: int | None = None,
+    progress: Progress | None = None,
 ) -> Ranking:
     """``versions`` (policy versions) replayed on each of ``sessions`` (against
     ``context_limit`` tokens instead of each one's window, when given), ranked ``by`` one of
     ``RANK_ORDERS`` (see ``PolicyRank.order``), with the sessions where they differ most: the
     widest spread of anchor retention at equal size, then of cost relative to the
-    cheapest."""
-    if by not in RANK_ORDERS:
-        raise RankError(f"no ranking by {by!r} (one of {', '.join(RANK_ORDERS)})", "by")
-    projects = {s.project_id for s in sessions} | {v.policy.project_id for v in versions}
-    if len(projects) > 1:
-        raise RankError("the sessions and versions ranked must be of one project")
+    cheapest. ``progress`` is told before each replay (the inputs are checked by
+    ``services.ranking_get_or_queue``).
+
+    A session is read once, its requests without GC replayed once (every version's cost is
+    weighed against the same baseline) and each of its messages' anchors read once, whatever
+    the number of versions."""
     configs = [services.config_validated(version.config) for version in versions]
-    equal = [_at_equal_size(session, configs, context_limit) for session in sessions]
-    ranks = [
-        PolicyRank(
-            version=version,
-            sessions=[
-                replace(
-                    _on_session(session, config, gates, prices, context_limit),
-                    at_equal_size=equal[index][position],
-                )
-                for index, session in enumerate(sessions)
-            ],
-        )
-        for position, (version, config) in enumerate(zip(versions, configs, strict=True))
-    ]
-    ranks.sort(key=lambda r: r.order(by))
-    ranks = [PolicyRank(r.version, r.sessions, rank=n) for n, r in enumerate(ranks, 1)]
+    on: list[list[PolicyOnSession]] = [[] for _ in versions]
+    done = 0
+    for session in sessions:
+        engine = services.engine_session_of(session, context_limit)
+        equal = _at_equal_size(session, configs, context_limit)
+        shared = (gcengine.requests_without_gc(engine), gcengine.replay_scorer(engine))
+        for position, (version, config) in enumerate(zip(versions, configs, strict=True)):
+            if progress is not None:
+                progress(done, session, version)
+            on[position].append(
+                _on_session(session, config, gates, prices, context_limit, shared, equal[position])
+            )
+            done += 1
+    ranks = sorted(
+        (PolicyRank(version=v, sessions=s) for v, s in zip(versions, on, strict=True)),
+        key=lambda r: r.order(by),
+    )
+    return _ranking(
+        [PolicyRank(r.version, r.sessions, rank=n) for n, r in enumerate(ranks, 1)],
+        sessions,
+        [s for s in sessions if gcengine.price_for_model(s.model_name, prices) is None],
+        by,
+    )
+
+
+def _ranking(
+    ranks: list[PolicyRank], sessions: list[AgentSession], unpriced: list[AgentSession], by: str
+) -> Ranking:
+    """The ranking of ``ranks`` (ranked already), with the sessions where they differ most."""
     spreads = []
     for index, session in enumerate(sessions):
         on_it = [r.sessions[index] for r in ranks]
@@ -248,5 +277,126 @@ def rank(
     return Ranking(
         ranks=ranks,
         differ_most=[s for s in spreads if s.retention_spread or s.cost_spread][:DIFFER_MOST_SHOWN],
-        unpriced=[s for s in sessions if gcengine.price_for_model(s.model_name, prices) is None],
+        unpriced=unpriced,
+        by=by,
     )
+
+
+# --- Stored: what the worker keeps, and what the pages read back ------------------------------
+
+
+def _figures(on: PolicyOnSession | PolicyRank) -> dict[str, Any]:
+    at_equal_size = on.at_equal_size
+    return {
+        "collections": on.collections,
+        "over_window_checks": on.over_window_checks,
+        "tokens_sent": on.tokens_sent,
+        "tokens_without_gc": on.tokens_without_gc,
+        "anchor_retention": storage.retention_record(on.retention),
+        "anchor_retention_at_equal_size": (
+            storage.retention_record(at_equal_size) if at_equal_size is not None else None
+        ),
+        "collections_under_gate": on.collections_under_gate,
+        "cost": on.cost,
+        "cost_without_gc": on.cost_without_gc,
+    }
+
+
+def ranking_record(ranking: Ranking) -> dict[str, Any]:
+    """The ranking as it is stored and as the API answers it (``RankOut``)."""
+    return {
+        "by": ranking.by,
+        "ranks": [
+            {
+                "rank": r.rank,
+                "policy_version_id": r.version.pk,
+                "policy": presenters.policy_name(r.version),
+                **_figures(r),
+                "sessions": [{"session_id": on.session.pk, **_figures(on)} for on in r.sessions],
+            }
+            for r in ranking.ranks
+        ],
+        "differ_most": [s.session.pk for s in ranking.differ_most],
+        "unpriced_session_ids": [s.pk for s in ranking.unpriced],
+    }
+
+
+def _on_session_read(record: dict[str, Any], session: AgentSession) -> PolicyOnSession:
+    at_equal_size = record["anchor_retention_at_equal_size"]
+    return PolicyOnSession(
+        session=session,
+        collections=record["collections"],
+        over_window_checks=record["over_window_checks"],
+        tokens_sent=record["tokens_sent"],
+        tokens_without_gc=record["tokens_without_gc"],
+        retention=gcengine.AnchorRetention.model_validate(record["anchor_retention"]),
+        collections_under_gate=record["collections_under_gate"],
+        cost=record["cost"],
+        cost_without_gc=record["cost_without_gc"],
+        at_equal_size=(
+            gcengine.AnchorRetention.model_validate(at_equal_size) if at_equal_size else None
+        ),
+    )
+
+
+def _inputs(row: PolicyRanking) -> tuple[list[AgentSession], list[PolicyVersion]] | None:
+    """The sessions and versions of ``row`` in the order it ranked them; None when one of
+    them has been deleted since."""
+    sessions = AgentSession.objects.in_bulk(row.session_ids)
+    versions = PolicyVersion.objects.select_related("policy").in_bulk(row.version_ids)
+    if len(sessions) != len(row.session_ids) or len(versions) != len(row.version_ids):
+        return None
+    return [sessions[i] for i in row.session_ids], [versions[i] for i in row.version_ids]
+
+
+def ranking_read(row: PolicyRanking) -> Ranking | None:
+    """The ranking ``row`` stored, as ``rank`` made it; None until it is done, or when a
+    session or version it ranked has been deleted since."""
+    inputs = _inputs(row) if row.result is not None else None
+    if inputs is None:
+        return None
+    sessions, versions = inputs
+    by_pk = {s.pk: s for s in sessions}
+    ranks = [
+        PolicyRank(
+            version=versions[row.version_ids.index(r["policy_version_id"])],
+            sessions=[_on_session_read(on, by_pk[on["session_id"]]) for on in r["sessions"]],
+            rank=r["rank"],
+        )
+        for r in row.result["ranks"]
+    ]
+    unpriced = [by_pk[i] for i in row.result["unpriced_session_ids"]]
+    return _ranking(ranks, sessions, unpriced, row.by)
+
+
+def ranking_draw(*, ranking_id: int, lease: Lease) -> None:
+    """Work out a queued ranking under ``lease``, saying before each replay how many are done
+    and what is replayed next, and store it."""
+    row = PolicyRanking.objects.select_related("project").get(pk=ranking_id)
+    inputs = _inputs(row)
+    if inputs is None:
+        lease.failed("a session or policy version it ranks was deleted since it was asked for")
+        return
+    sessions, versions = inputs
+    total = len(sessions) * len(versions)
+    lease.progress("reading the sessions", started_at=timezone.now(), replays_total=total)
+
+    def report(done: int, session: AgentSession, version: Any) -> None:
+        name = presenters.policy_name(version)
+        lease.progress(f"replaying {session.label} under {name}", replays_done=done)
+
+    project = row.project
+    try:
+        ranking = rank(
+            sessions,
+            versions,
+            services.project_gates(project),
+            services.project_prices(project),
+            by=row.by,
+            context_limit=row.context_limit,
+            progress=report,
+        )
+    except gcengine.GCEngineError as error:
+        lease.failed(str(error))
+        return
+    lease.done(result=ranking_record(ranking), replays_done=total)

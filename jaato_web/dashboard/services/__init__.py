@@ -40,11 +40,15 @@ from jaato_web.dashboard.services.common import (
 from jaato_web.dashboard.services.policies import (
     POLICY_MAX_BYTES,
     POLICY_NAME_MAX,
+    RANK_ORDERS,
+    RANK_SESSIONS_MAX,
+    RANK_VERSIONS_MAX,
     PinChange,
     PinError,
     PlannerConfigError,
     PolicyConflict,
     PolicyNameError,
+    RankError,
     config_canonical,
     planner_config_validated,
     policy_create,
@@ -54,6 +58,7 @@ from jaato_web.dashboard.services.policies import (
     policy_restore,
     policy_save,
     policy_size_check,
+    ranking_get_or_queue,
     session_pin,
 )
 from jaato_web.dashboard.services.quality import (
@@ -62,7 +67,11 @@ from jaato_web.dashboard.services.quality import (
     project_quality_save,
     session_recorded_cost,
 )
-from jaato_web.dashboard.services.replays import REPLAYED_DIFFERENTLY, replay_series_of
+from jaato_web.dashboard.services.replays import (
+    REPLAYED_DIFFERENTLY,
+    replay_scored_series,
+    replay_series_of,
+)
 from jaato_web.dashboard.services.runs import VERDICT_FIELDS, plugin_names
 from jaato_web.dashboard.services.stash import RestoreError, run_result_session, stash_restore
 from jaato_web.dashboard.services.stored_sessions import (
@@ -88,6 +97,9 @@ __all__ = [
     "FILENAME_MAX_CHARS",
     "POLICY_MAX_BYTES",
     "POLICY_NAME_MAX",
+    "RANK_ORDERS",
+    "RANK_SESSIONS_MAX",
+    "RANK_VERSIONS_MAX",
     "REPLAYED_DIFFERENTLY",
     "SESSION_CACHE_MESSAGES",
     "VERDICT_FIELDS",
@@ -98,6 +110,7 @@ __all__ = [
     "PolicyConflict",
     "PolicyKindError",
     "PolicyNameError",
+    "RankError",
     "RestoreError",
     "UploadNameError",
     "UploadOutcome",
@@ -132,6 +145,8 @@ __all__ = [
     "project_quality_save",
     "project_set_default_policy",
     "project_summary_provider",
+    "ranking_get_or_queue",
+    "replay_scored_series",
     "replay_series_of",
     "run_result_session",
     "session_after_of",

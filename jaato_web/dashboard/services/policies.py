@@ -1,5 +1,6 @@
 """Policies: GC policies and planner configs (a policy of another kind), their versions, the
-project's pins in a policy and a session's own pins.
+project's pins in a policy and a session's own pins, and the rankings of versions over sessions
+(recorded here, worked out by a worker: ``background.ranking_request``).
 
 Every save is a new version, checked against the version it was made from, so two people
 editing one policy never overwrite each other unseen.
@@ -7,6 +8,7 @@ editing one policy never overwrite each other unseen.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,8 +25,10 @@ from jaato_web.dashboard.audit import actor_name, audit_record
 from jaato_web.dashboard.models import (
     AgentSession,
     AuditAction,
+    JobStatus,
     Policy,
     PolicyKind,
+    PolicyRanking,
     PolicyVersion,
     Project,
     SessionPin,
@@ -33,6 +37,8 @@ from jaato_web.dashboard.models import (
 from jaato_web.dashboard.services.common import (
     UploadTooLarge,
     config_validated,
+    config_with_session_pins,
+    gc_policy_checked,
     jaato_config_validated,
 )
 from jaato_web.errors import InputError, without_nul
@@ -480,3 +486,114 @@ def _pin_targets_check(
             if not wanted_ids:
                 return
         raise PinError(f"{session.label} has no message {sorted(wanted_ids)[0]!r}", "message_id")
+
+
+# --- Rankings of versions over sessions ------------------------------------------------------
+
+# Sessions one ranking replays at most; each is replayed once per version.
+RANK_SESSIONS_MAX = 20
+# Versions one ranking replays at most.
+RANK_VERSIONS_MAX = 20
+# What a ranking puts first, after staying within the window; the rest break ties.
+RANK_ORDERS = {
+    "retention": "the fewest collections under a gate, then the highest anchor retention at "
+    "equal size",
+    "cost": "the lowest cost with prompt caching",
+    "tokens": "the fewest tokens sent",
+}
+RANKING_WAITING = "waiting for a worker"
+
+
+class RankError(InputError):
+    """A ranking that cannot be made: an unknown order, no session with turns, too many
+    sessions or versions, or sessions and versions of another project (whose gates and prices
+    differ)."""
+
+
+def _ranking_digest(
+    project: Project,
+    sessions: list[AgentSession],
+    versions: list[PolicyVersion],
+    by: str,
+    context_limit: int | None,
+) -> str:
+    """What a ranking's figures depend on: each version's gc.json as it runs on each session
+    (with the session's pins), the sessions as uploaded, the order, the window, and the
+    project's gates and prices."""
+    configs = [config_validated(v.config) for v in versions]
+    inputs = {
+        "sessions": [
+            [
+                s.pk,
+                s.sha256,
+                [gcengine.dump_gc_config(config_with_session_pins(c, s)) for c in configs],
+            ]
+            for s in sessions
+        ],
+        "versions": [v.pk for v in versions],
+        "by": by,
+        "context_limit": context_limit,
+        "gates": project.retention_gates,
+        "prices": project.prices,
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def ranking_get_or_queue(
+    *,
+    project: Project,
+    sessions: list[AgentSession],
+    versions: list[PolicyVersion],
+    by: str = "retention",
+    context_limit: int | None = None,
+) -> tuple[PolicyRanking, bool]:
+    """The ranking of ``versions`` over ``sessions`` (those with turns; the first is the one
+    a compare page shows in detail) ``by`` one of ``RANK_ORDERS``: the one stored for the
+    same inputs, or one queued now. With it, whether it was queued just now (new, or failed
+    before and asked for again), so a worker must be asked for it. Bad input raises
+    ``RankError`` (or the engine's ``ConfigError`` for a window) before anything is stored."""
+    if by not in RANK_ORDERS:
+        raise RankError(f"no ranking by {by!r} (one of {', '.join(RANK_ORDERS)})", "by")
+    sessions = [s for s in dict.fromkeys(sessions) if s.turn_count]
+    versions = list(dict.fromkeys(versions))
+    if not sessions:
+        raise RankError("give at least one session with turns to rank over", "session_ids")
+    if len(sessions) > RANK_SESSIONS_MAX:
+        raise RankError(f"rank over at most {RANK_SESSIONS_MAX} sessions", "session_ids")
+    if not versions or len(versions) > RANK_VERSIONS_MAX:
+        raise RankError(f"rank 1 to {RANK_VERSIONS_MAX} policy versions", "version_ids")
+    if {s.project_id for s in sessions} | {v.policy.project_id for v in versions} != {project.pk}:
+        raise RankError("the sessions and versions ranked must be of one project")
+    for version in versions:
+        gc_policy_checked(version.policy, "version_ids")
+    if context_limit is not None:
+        gcengine.context_limit_checked(context_limit)
+    digest = _ranking_digest(project, sessions, versions, by, context_limit)
+    with transaction.atomic():
+        ranking, created = PolicyRanking.objects.get_or_create(
+            project=project,
+            inputs_digest=digest,
+            defaults={
+                "session_ids": [s.pk for s in sessions],
+                "version_ids": [v.pk for v in versions],
+                "by": by,
+                "context_limit": context_limit,
+                "replays_total": len(sessions) * len(versions),
+                "progress": RANKING_WAITING,
+            },
+        )
+        # A ranking that failed (or whose sessions went) is worked out again when asked for.
+        retried = not created and bool(
+            PolicyRanking.objects.filter(pk=ranking.pk, status=JobStatus.FAILED).update(
+                status=JobStatus.QUEUED,
+                error="",
+                progress=RANKING_WAITING,
+                attempts=0,
+                replays_done=0,
+                started_at=None,
+                finished_at=None,
+            )
+        )
+        if retried:
+            ranking.refresh_from_db()
+    return ranking, created or retried

@@ -61,12 +61,7 @@ def replay_get_or_queue(
     if context_limit is not None:
         gcengine.context_limit_checked(context_limit)
     compaction_checked(session, compaction_id)
-    canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
-    window = context_limit if context_limit != session.context_limit else None
-    keyed: Any = canonical
-    if window or compaction_id:
-        keyed = {"gc.json": canonical, "context_limit": window, "compaction": compaction_id}
-    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+    canonical, window, digest = _replay_keyed(session, config, context_limit, compaction_id)
     label = str(policy_version) if policy_version is not None else ""
     with transaction.atomic():
         replay, created = Replay.objects.get_or_create(
@@ -117,6 +112,41 @@ def replay_get_or_queue(
                 replay.refresh_from_db()
                 queued = True
     return replay, queued
+
+
+def _replay_keyed(
+    session: AgentSession, config: Any, context_limit: int | None, compaction_id: str = ""
+) -> tuple[dict[str, Any], int | None, str]:
+    """What a replay of ``session`` under ``config`` is stored by: the gc.json as it runs on
+    the session (with its pins), the window when not the session's own, and their digest."""
+    canonical = gcengine.dump_gc_config(config_with_session_pins(config_validated(config), session))
+    window = context_limit if context_limit != session.context_limit else None
+    keyed: Any = canonical
+    if window or compaction_id:
+        keyed = {"gc.json": canonical, "context_limit": window, "compaction": compaction_id}
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
+    return canonical, window, digest
+
+
+def replay_scored_series(
+    session: AgentSession, config: gcengine.GCConfig, context_limit: int | None = None
+) -> dict[str, Any] | None:
+    """The series of a replay of ``session`` under ``config`` stored done with every
+    collection scored, if there is one: what a ranking would replay again otherwise. A
+    replay drawn before replays recorded their requests, or left unscored, is not one."""
+    _, _, digest = _replay_keyed(session, gcengine.dump_gc_config(config), context_limit)
+    series = (
+        Replay.objects.filter(
+            session=session,
+            config_digest=digest,
+            status=JobStatus.DONE,
+            retention_pending=False,
+            unscored_because="",
+        )
+        .values_list("series", flat=True)
+        .first()
+    )
+    return series if isinstance(series, dict) and "requests" in series else None
 
 
 def replay_draw(*, replay_id: int, lease: Lease) -> None:
@@ -181,16 +211,24 @@ def _without_scores(series: dict[str, Any]) -> dict[str, Any]:
 
 
 def replay_series_of(
-    engine: gcengine.Session, config: gcengine.GCConfig, *, scored: bool
+    engine: gcengine.Session,
+    config: gcengine.GCConfig,
+    *,
+    scored: bool,
+    without_gc: list[gcengine.PromptRequest] | None = None,
+    scorer: gcengine.AnchorScorer | None = None,
 ) -> dict[str, Any]:
     """The stored series of a replay: the policy's (``scored``: with each collection's anchor
     retention), and the requests the same session sends without GC, which its cost is
-    weighed against.
+    weighed against (``without_gc`` when the caller has them already: they are the same for
+    every policy, so a ranking replays them once a session; ``scorer`` likewise, a
+    ``gcengine.replay_scorer`` of the session, so it reads each message's anchors once).
 
     With the cycle collector paused in a web process too (the editor's chart): a replay
     makes millions of short-lived objects, none in a cycle, and the collections they set off
     walked the whole process (a 10,000-turn continuous replay: 2.4 s paused, 2.75 s not)."""
     with gcengine.cyclic_gc_paused():
-        simulation = gcengine.simulate(engine, config, score_anchors=scored)
-        without_gc = gcengine.requests_without_gc(engine)
+        simulation = gcengine.simulate(engine, config, score_anchors=scored, scorer=scorer)
+        if without_gc is None:
+            without_gc = gcengine.requests_without_gc(engine)
     return storage.replay_series(simulation, without_gc, scored=scored)

@@ -1,7 +1,7 @@
 """What a use case carried out in the background and the lease that wraps it agree on.
 
-Reading an upload, a run and a replay are carried out by a worker under a lease
-(``dashboard.background``): the worker claims the work, hands the use case a ``Lease``, and
+Reading an upload, a run, a replay and a ranking of policies are carried out by a worker under
+a lease (``dashboard.background``): the worker claims the work, hands the use case a ``Lease``, and
 ends the work failed if the use case raises. The use case reports through that lease alone, so
 it never imports the background package that calls it.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from jaato_web.dashboard.models import GCRun, IngestJob, Replay
+from jaato_web.dashboard.models import GCRun, IngestJob, PolicyRanking, Replay
 
-Work = IngestJob | GCRun | Replay
-WorkModel = type[IngestJob] | type[GCRun] | type[Replay]
+Work = IngestJob | GCRun | Replay | PolicyRanking
+WorkModel = type[IngestJob] | type[GCRun] | type[Replay] | type[PolicyRanking]
 # The work that is done before its anchor retention is scored.
 ScoredModel = type[GCRun] | type[Replay]
 
@@ -22,6 +22,7 @@ DOING: dict[WorkModel, str] = {
     IngestJob: "reading this file",
     GCRun: "collecting this session",
     Replay: "replaying this session",
+    PolicyRanking: "ranking these policies",
 }
 
 
@@ -34,8 +35,8 @@ class Lease(Protocol):
     renews the hold or ends the work, and raises ``WorkLost`` when the work is no longer this
     worker's (``failed`` and ``scored`` then change nothing instead)."""
 
-    def progress(self, text: str) -> None:
-        """Say what the work is doing now."""
+    def progress(self, text: str, **fields: Any) -> None:
+        """Say what the work is doing now (and store ``fields``: how far a ranking got)."""
 
     def done(self, **fields: Any) -> None:
         """End the work as done with ``fields``, inside the transaction that stores its
