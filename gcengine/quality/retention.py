@@ -30,7 +30,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -39,7 +40,6 @@ from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
 from gcengine.quality.anchors import (
     ANCHOR_CLASSES,
-    CLASS_INFO,
     Anchor,
     AnchorClass,
     MatchRule,
@@ -55,6 +55,7 @@ from gcengine.quality.anchors import (
     vocabulary_words,
 )
 from gcengine.quality.session_anchors import AnchorContext, anchor_context
+from gcengine.quality.tally import AnchorKey, Held, Tally, held
 from gcengine.session import ObservedCompaction, Session, message_counts
 from gcengine.tokens import counter_by_name
 
@@ -274,15 +275,32 @@ class _View:
     """What the model reads of one message: its pieces normalised, joined by line breaks (a
     literal anchor never spans a sentence, so it is looked for in the whole text), and every
     word in it; each sentence's words are read only when a terms anchor could match there.
+    The words are read only when the message is in view after a compaction (the session's
+    context and vocabulary read every message's text, most never shown after one).
 
     A view is the same as another only if it is that view (a scorer makes one a message).
     """
 
     pieces: tuple[str, ...]
     text: str
-    words: frozenset[str]
-    literal_words: frozenset[str]
+    _literal_words: frozenset[str] | None = None
+    _words: frozenset[str] | None = None
     _sentences: tuple[frozenset[str], ...] | None = None
+
+    @property
+    def literal_words(self) -> frozenset[str]:
+        if self._literal_words is None:
+            self._literal_words = literal_words(self.text)
+        return self._literal_words
+
+    @property
+    def words(self) -> frozenset[str]:
+        if self._words is None:
+            # A text's terms are its literal words with apostrophes dropped: the same without
+            # any.
+            text = self.text
+            self._words = self.literal_words if "'" not in text else sentence_terms(text)
+        return self._words
 
     def sentences(self) -> tuple[frozenset[str], ...]:
         if self._sentences is None:
@@ -296,10 +314,7 @@ class _View:
 
 def _view(message: Message) -> _View:
     pieces = tuple(normalised(piece) for piece in visible_pieces(message))
-    text = "\n".join(pieces)
-    literal = literal_words(text)
-    # A text's terms are its literal words with apostrophes dropped: the same without any.
-    return _View(pieces, text, literal if "'" not in text else sentence_terms(text), literal)
+    return _View(pieces, "\n".join(pieces))
 
 
 _MESSAGE_ID = attrgetter("message_id")
@@ -332,7 +347,11 @@ class AnchorScorer:
         self._tokens = tokens
         self._vocabulary: frozenset[str] | None = None
         self._views: dict[str, tuple[Message, _View]] = {}
-        self._anchors: dict[str, tuple[Message, list[Anchor]]] = {}
+        self._held: dict[str, tuple[Message, Held]] = {}
+        # The anchors of the last context scored, and what its compaction left (a replay's
+        # next context is that and a few more turns).
+        self._tally: Tally | None = None
+        self._pending: tuple[list[Message], list[int]] | None = None
         # The words of the last context scored, kept up to date from one score to the next (a
         # replay's contexts differ by a few turns): how many views in it hold each word.
         self._shown: set[_View] = set()
@@ -359,11 +378,15 @@ class AnchorScorer:
             known = self._views[message.message_id] = (message, _view(message))
         return known[1]
 
-    def _anchors_of(self, message: Message) -> list[Anchor]:
-        known = self._anchors.get(message.message_id)
-        if known is None or known[0] is not message:
-            anchors = message_anchors(message, self.context)
-            known = self._anchors[message.message_id] = (message, anchors)
+    def _held_of(self, message: Message) -> Held:
+        """The anchors of ``message``, read once per message id and content (a stored session
+        read again holds the same messages as other objects)."""
+        known = self._held.get(message.message_id)
+        if known is None or (known[0] is not message and _not_carried(message, known[0])):
+            known = self._held[message.message_id] = (
+                message,
+                held(message_anchors(message, self.context)),
+            )
         return known[1]
 
     def _vocabulary_words(self) -> frozenset[str]:
@@ -413,58 +436,60 @@ class AnchorScorer:
         An anchor some kept message holds is in view as it was; only the ones held by
         removed messages alone are looked for in ``after`` (most of a context is kept)."""
         gone = {m.message_id for m in removed}
-        # Each anchor's last mention in the context before, and whether a message kept
-        # unchanged holds it.
-        found: dict[tuple[AnchorClass, str], tuple[Anchor, int, bool]] = {}
-        for position, message in enumerate(before):
-            carried = message.message_id not in gone
-            for anchor in self._anchors_of(message):
-                key = (anchor.anchor_class, anchor.key)
-                known = found.get(key)
-                found[key] = (anchor, position, carried or (known is not None and known[2]))
-        views = list(map(self._view_of, after))
         with self._lock:
+            tally = self._tally_of(before)
+            gone_at = [p for p, m in enumerate(before) if m.message_id in gone] if gone else []
+            # The anchors no message kept unchanged holds, by their first mention (the order
+            # lost ones are listed in), each with its last mention and where that is.
+            held, holders = tally.held, tally.holders
+            gone_holders: Counter[AnchorKey] = Counter()
+            unheld: dict[AnchorKey, tuple[Anchor, int]] = {}
+            for position in gone_at:
+                entry = held[position]
+                gone_holders.update(entry.keys)
+                unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
+            for key in [k for k in unheld if len(holders[k]) != gone_holders[k]]:
+                del unheld[key]
+            views = list(map(self._view_of, after))
             in_view = _InView(views, self._words_in_view(after, views))
-            retained = [
-                carried or _retained(anchor, in_view) for anchor, _, carried in found.values()
-            ]
-        # A context can hold hundreds of thousands of anchors: they are counted by class,
-        # third and fate in one pass, and the models built from the counts.
-        thirds = [_third(position, len(before)) for position in range(len(before))]
-        counts = Counter(
-            (anchor.anchor_class, thirds[position], kept)
-            for (anchor, position, _), kept in zip(found.values(), retained, strict=True)
-        )
-        lost: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
-        for (anchor, _, _), kept in zip(found.values(), retained, strict=True):
-            if not kept and len(shown := lost[anchor.anchor_class]) < LOST_SHOWN:
-                shown.append(anchor.text)
-        classes = _empty_classes()
-        for part in classes:
-            part.anchors = sum(n for (c, _, _), n in counts.items() if c is part.anchor_class)
-            part.retained = sum(
-                n for (c, _, kept), n in counts.items() if c is part.anchor_class and kept
+            lost = _lost(unheld.values(), in_view)
+            anchors = dict(tally.per_class)
+            last_weights = tally.last_weights()
+            tokens_before = tally.tokens
+            kept = _kept_as_after(before, after, gone_at)
+            tokens_after = (
+                tokens_before - sum(tally.costs[p] for p in gone_at)
+                if kept
+                else self.tokens_of(after)
             )
-            part.lost = lost[part.anchor_class]
-        recency = RecencyRetention()
-        for (anchor_class, third, kept), number in counts.items():
-            weight = CLASS_INFO[anchor_class].weight * number
-            if third < 0:
-                recency.oldest_weight += weight
-                recency.oldest_retained += weight if kept else 0
-            elif third > 0:
-                recency.newest_weight += weight
-                recency.newest_retained += weight if kept else 0
+            # The next context a replay scores is this one's after and then more turns.
+            self._pending = (list(after), gone_at) if kept else None
         return AnchorRetention(
-            classes=classes,
+            classes=_classes(anchors, lost),
             invented=self._invented(replacement),
-            recency=recency,
+            recency=_recency(last_weights, lost),
             removed_messages=len(removed),
             removed_tokens=self.tokens_of(removed),
             replacement_tokens=self.tokens_of(replacement),
-            tokens_before=self.tokens_of(before),
-            tokens_after=self.tokens_of(after),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
         )
+
+    def _tally_of(self, before: Sequence[Message]) -> Tally:
+        """The tally of ``before``: the last one kept, brought up to it when ``before`` is
+        the context it counted (or the one after its compaction) and then more; else a new
+        one."""
+        tally = self._tally
+        if tally is not None and self._pending is not None and not tally.extends_to(before):
+            after, gone_at = self._pending
+            if len(before) >= len(after) and all(map(is_, after, before)):
+                tally.drop(gone_at)
+        self._pending = None
+        if tally is None or not tally.extends_to(before):
+            tally = Tally()
+        tally.extend(before[len(tally.messages) :], self._held_of, self._tokens)
+        self._tally = tally
+        return tally
 
     def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> _WordCount:
         """``_words_shown`` for ``visible``: the views that left the context taken out, the ones
@@ -537,6 +562,61 @@ def _third(position: int, messages: int) -> int:
     return -1 if share < 1 / 3 else 1 if share > 2 / 3 else 0
 
 
+def _thirds(messages: int) -> tuple[int, int]:
+    """Where the middle and the newest third of ``messages`` start (``_third``), found from
+    just before each."""
+    oldest_end = max(int(messages / 3 - 0.5) - 1, 0)
+    while oldest_end < messages and _third(oldest_end, messages) < 0:
+        oldest_end += 1
+    newest_start = max(int(2 * messages / 3 - 0.5) - 1, oldest_end)
+    while newest_start < messages and _third(newest_start, messages) <= 0:
+        newest_start += 1
+    return oldest_end, newest_start
+
+
+def _kept_as_after(before: Sequence[Message], after: Sequence[Message], gone_at: list[int]) -> bool:
+    """Whether ``after`` is ``before`` without the messages at ``gone_at``, nothing added."""
+    if len(after) != len(before) - len(gone_at):
+        return False
+    going = set(gone_at)
+    return all(map(is_, after, (m for p, m in enumerate(before) if p not in going)))
+
+
+def _classes(
+    anchors: Mapping[AnchorClass, int], lost: list[tuple[Anchor, int]]
+) -> list[ClassRetention]:
+    """Each class's distinct anchors, how many are kept, and the first lost ones."""
+    lost_count: Counter[AnchorClass] = Counter(anchor.anchor_class for anchor, _ in lost)
+    shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+    for anchor, _ in lost:
+        if len(texts := shown[anchor.anchor_class]) < LOST_SHOWN:
+            texts.append(anchor.text)
+    return [
+        ClassRetention(
+            anchor_class=c.anchor_class,
+            weight=c.weight,
+            anchors=anchors.get(c.anchor_class, 0),
+            retained=anchors.get(c.anchor_class, 0) - lost_count[c.anchor_class],
+            lost=shown[c.anchor_class],
+        )
+        for c in ANCHOR_CLASSES
+    ]
+
+
+def _recency(last_weights: list[int], lost: list[tuple[Anchor, int]]) -> RecencyRetention:
+    """The weight of the anchors last mentioned in the oldest and newest third of a context
+    (``last_weights``: what each of its messages mentions last), and of those kept."""
+    oldest_end, newest_start = _thirds(len(last_weights))
+    oldest, newest = sum(last_weights[:oldest_end]), sum(last_weights[newest_start:])
+    weight = {c.anchor_class: c.weight for c in ANCHOR_CLASSES}
+    return RecencyRetention(
+        oldest_weight=oldest,
+        oldest_retained=oldest - sum(weight[a.anchor_class] for a, p in lost if p < oldest_end),
+        newest_weight=newest,
+        newest_retained=newest - sum(weight[a.anchor_class] for a, p in lost if p >= newest_start),
+    )
+
+
 @dataclass
 class _WordCount:
     """How many views of a context hold each word, as how many times views holding it came
@@ -565,6 +645,21 @@ class _InView:
         decided by the words in view, and a long context's text is megabytes (a replay scores
         thousands of contexts)."""
         return "\n".join(view.text for view in self.views)
+
+
+def _lost(unheld: Iterable[tuple[Anchor, int]], in_view: _InView) -> list[tuple[Anchor, int]]:
+    """Of anchors no message kept holds, the ones not in view (``_retained``); a one-word
+    literal one, most of them, decided here by the count of the words in view."""
+    holds, literal = in_view.words.holds, MatchRule.LITERAL
+    return [
+        (anchor, position)
+        for anchor, position in unheld
+        if not (
+            holds(anchor.key)
+            if anchor.rule is literal and is_literal_word(anchor.key)
+            else _retained(anchor, in_view)
+        )
+    ]
 
 
 def _retained(anchor: Anchor, in_view: _InView) -> bool:
