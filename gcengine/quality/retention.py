@@ -30,8 +30,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import repeat
-from operator import attrgetter, is_
+from itertools import compress, repeat
+from operator import attrgetter, is_, not_
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -47,15 +47,11 @@ from gcengine.quality.anchors import (
     literal_anchors_of,
     literal_found,
     literal_words,
-    message_anchors,
-    normalised,
-    normalised_sentences,
-    sentence_terms,
-    visible_pieces,
     vocabulary_words,
 )
-from gcengine.quality.session_anchors import AnchorContext, anchor_context
-from gcengine.quality.tally import AnchorKey, Held, Tally, held
+from gcengine.quality.reading import AnchorCache, View, not_carried
+from gcengine.quality.session_anchors import AnchorContext
+from gcengine.quality.tally import AnchorKey, Tally
 from gcengine.session import ObservedCompaction, Session, message_counts
 from gcengine.tokens import counter_by_name
 
@@ -270,135 +266,48 @@ def load_retention_gates(data: Any) -> dict[AnchorClass, float]:
 # --- Scoring -----------------------------------------------------------------------------------
 
 
-@dataclass(slots=True, eq=False)
-class _View:
-    """What the model reads of one message: its pieces normalised, joined by line breaks (a
-    literal anchor never spans a sentence, so it is looked for in the whole text), and every
-    word in it; each sentence's words are read only when a terms anchor could match there.
-    The words are read only when the message is in view after a compaction (the session's
-    context and vocabulary read every message's text, most never shown after one).
-
-    A view is the same as another only if it is that view (a scorer makes one a message).
-    """
-
-    pieces: tuple[str, ...]
-    text: str
-    _literal_words: frozenset[str] | None = None
-    _words: frozenset[str] | None = None
-    _sentences: tuple[frozenset[str], ...] | None = None
-
-    @property
-    def literal_words(self) -> frozenset[str]:
-        if self._literal_words is None:
-            self._literal_words = literal_words(self.text)
-        return self._literal_words
-
-    @property
-    def words(self) -> frozenset[str]:
-        if self._words is None:
-            # A text's terms are its literal words with apostrophes dropped: the same without
-            # any.
-            text = self.text
-            self._words = self.literal_words if "'" not in text else sentence_terms(text)
-        return self._words
-
-    def sentences(self) -> tuple[frozenset[str], ...]:
-        if self._sentences is None:
-            self._sentences = tuple(
-                sentence_terms(sentence)
-                for piece in self.pieces
-                for sentence in normalised_sentences(piece)
-            )
-        return self._sentences
-
-
-def _view(message: Message) -> _View:
-    pieces = tuple(normalised(piece) for piece in visible_pieces(message))
-    return _View(pieces, "\n".join(pieces))
-
-
 _MESSAGE_ID = attrgetter("message_id")
-
-
-def _not_carried(message: Message, other: Message | None) -> bool:
-    """Whether ``message`` is not carried into a context where ``other`` has its id, when
-    ``other`` is not that very message (which callers check first, without a call: a replay
-    asks this of hundreds of messages at each collection, and most are). Only what the model
-    reads counts: a collection marking a kept message in its metadata (a closing answer whose
-    tool work went) leaves it in view."""
-    return (
-        other is None
-        or other.parts != message.parts
-        or other.role is not message.role
-        or other.kind is not message.kind
-    )
 
 
 class AnchorScorer:
     """Scores compactions of one session, reading each message once however many
     compactions keep or remove it (a replay collects the same window hundreds of times).
 
-    ``corpus`` is everything the session said (what an invented anchor is checked against);
-    ``tokens`` what a message costs.
+    ``corpus`` is everything the session said (what an invented anchor is checked against),
+    or what an earlier scorer of the session read of it (its ``cache``, or ``anchor_cache``'s):
+    a scorer given one reads no message that one has read. ``tokens`` is what a message costs.
     """
 
-    def __init__(self, corpus: Iterable[Message], tokens: Callable[[Message], int]) -> None:
-        self._corpus = [m for m in corpus if m.kind is MessageKind.CHAT]
+    def __init__(
+        self, corpus: Iterable[Message] | AnchorCache, tokens: Callable[[Message], int]
+    ) -> None:
+        self.cache = corpus if isinstance(corpus, AnchorCache) else AnchorCache(corpus)
         self._tokens = tokens
-        self._vocabulary: frozenset[str] | None = None
-        self._views: dict[str, tuple[Message, _View]] = {}
-        self._held: dict[str, tuple[Message, Held]] = {}
+        self._view_of = self.cache.view_of
+        self._held_of = self.cache.held_of
         # The anchors of the last context scored, and what its compaction left (a replay's
         # next context is that and a few more turns).
-        self._tally: Tally | None = None
-        self._pending: tuple[list[Message], list[int]] | None = None
+        self._tally: Tally[View] | None = None
+        self._pending: tuple[list[Message], list[int], bytes] | None = None
         # The words of the last context scored, kept up to date from one score to the next (a
         # replay's contexts differ by a few turns): how many views in it hold each word.
-        self._shown: set[_View] = set()
+        self._shown: set[View] = set()
         self._words_shown = _WordCount()
         # A scorer is shared by the requests previewing one session; its word count is not.
         self._lock = threading.Lock()
 
-    @cached_property
+    @property
     def context(self) -> AnchorContext:
         """What the session's anchors are read with: its root, the issue ids it names."""
-        return anchor_context(self._corpus, (self._view_of(m).text for m in self._corpus))
+        return self.cache.context
 
     @property
     def corpus_messages(self) -> int:
         """How many messages it may come to remember: what bounds its memory."""
-        return len(self._corpus)
+        return self.cache.corpus_messages
 
     def tokens_of(self, messages: Iterable[Message]) -> int:
         return sum(map(self._tokens, messages))
-
-    def _view_of(self, message: Message) -> _View:
-        known = self._views.get(message.message_id)
-        if known is None or known[0] is not message:
-            known = self._views[message.message_id] = (message, _view(message))
-        return known[1]
-
-    def _held_of(self, message: Message) -> Held:
-        """The anchors of ``message``, read once per message id and content (a stored session
-        read again holds the same messages as other objects)."""
-        known = self._held.get(message.message_id)
-        if known is None or (known[0] is not message and _not_carried(message, known[0])):
-            known = self._held[message.message_id] = (
-                message,
-                held(message_anchors(message, self.context)),
-            )
-        return known[1]
-
-    def _vocabulary_words(self) -> frozenset[str]:
-        if self._vocabulary is None:
-            words: set[str] = set()
-            for message in self._corpus:
-                said = vocabulary_words(self._view_of(message).text)
-                words.update(said)
-                # a name said only inside a dotted one (SpotterWeb.Router, this.updateSession)
-                words.update(part for word in said if "." in word for part in word.split("."))
-            self._vocabulary = frozenset(words)
-        return self._vocabulary
 
     def score_change(self, before: Sequence[Message], after: Sequence[Message]) -> AnchorRetention:
         """A compaction from the context ``before`` to the context ``after``: the messages of
@@ -407,10 +316,14 @@ class AnchorScorer:
         kept = dict(zip(map(_MESSAGE_ID, after), after, strict=True))
         earlier = dict(zip(map(_MESSAGE_ID, before), before, strict=True))
         removed = [
-            m for m in before if (o := kept.get(m.message_id)) is not m and _not_carried(m, o)
+            m
+            for m in _not_among(before, after, len(kept))
+            if (o := kept.get(m.message_id)) is not m and not_carried(m, o)
         ]
         came_in = [
-            m for m in after if (o := earlier.get(m.message_id)) is not m and _not_carried(m, o)
+            m
+            for m in _not_among(after, before, len(earlier))
+            if (o := earlier.get(m.message_id)) is not m and not_carried(m, o)
         ]
         return self.score(before, after, removed, came_in)
 
@@ -438,7 +351,12 @@ class AnchorScorer:
         gone = {m.message_id for m in removed}
         with self._lock:
             tally = self._tally_of(before)
-            gone_at = [p for p, m in enumerate(before) if m.message_id in gone] if gone else []
+            gone_at = list(
+                compress(range(len(before)), map(gone.__contains__, map(_MESSAGE_ID, before)))
+            )
+            keep = bytearray(b"\x01") * len(before)
+            for position in gone_at:
+                keep[position] = 0
             # The anchors no message kept unchanged holds, by their first mention (the order
             # lost ones are listed in), each with its last mention and where that is.
             held, holders = tally.held, tally.holders
@@ -450,20 +368,20 @@ class AnchorScorer:
                 unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
             for key in [k for k in unheld if len(holders[k]) != gone_holders[k]]:
                 del unheld[key]
-            views = list(map(self._view_of, after))
+            # Most compactions only take messages out: what is in view is then the rest.
+            rest = list(compress(before, keep))
+            only_taken = len(rest) == len(after) and all(map(is_, rest, after))
+            views = (
+                list(compress(tally.views, keep)) if only_taken else list(map(self._view_of, after))
+            )
             in_view = _InView(views, self._words_in_view(after, views))
             lost = _lost(unheld.values(), in_view)
             anchors = dict(tally.per_class)
             last_weights = tally.last_weights()
             tokens_before = tally.tokens
-            kept = _kept_as_after(before, after, gone_at)
-            tokens_after = (
-                tokens_before - sum(tally.costs[p] for p in gone_at)
-                if kept
-                else self.tokens_of(after)
-            )
+            tokens_after = sum(compress(tally.costs, keep)) if only_taken else self.tokens_of(after)
             # The next context a replay scores is this one's after and then more turns.
-            self._pending = (list(after), gone_at) if kept else None
+            self._pending = (rest, gone_at, bytes(keep)) if only_taken else None
         return AnchorRetention(
             classes=_classes(anchors, lost),
             invented=self._invented(replacement),
@@ -475,23 +393,23 @@ class AnchorScorer:
             tokens_after=tokens_after,
         )
 
-    def _tally_of(self, before: Sequence[Message]) -> Tally:
+    def _tally_of(self, before: Sequence[Message]) -> Tally[View]:
         """The tally of ``before``: the last one kept, brought up to it when ``before`` is
         the context it counted (or the one after its compaction) and then more; else a new
         one."""
         tally = self._tally
         if tally is not None and self._pending is not None and not tally.extends_to(before):
-            after, gone_at = self._pending
+            after, gone_at, keep = self._pending
             if len(before) >= len(after) and all(map(is_, after, before)):
-                tally.drop(gone_at)
+                tally.drop(gone_at, keep)
         self._pending = None
         if tally is None or not tally.extends_to(before):
             tally = Tally()
-        tally.extend(before[len(tally.messages) :], self._held_of, self._tokens)
+        tally.extend(before[len(tally.messages) :], self._held_of, self._tokens, self._view_of)
         self._tally = tally
         return tally
 
-    def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> _WordCount:
+    def _words_in_view(self, visible: Sequence[Message], views: Sequence[View]) -> _WordCount:
         """``_words_shown`` for ``visible``: the views that left the context taken out, the ones
         that came in added."""
         # A view belongs to one message id, so the views of two contexts compare as sets.
@@ -515,7 +433,7 @@ class AnchorScorer:
                     continue
                 keys.add((anchor.anchor_class, anchor.key))
                 invented.checked += 1
-                vocabulary = self._vocabulary_words()
+                vocabulary = self.cache.vocabulary
                 if any(w not in vocabulary for w in vocabulary_words(anchor.key)):
                     invented.invented += 1
                     if len(invented.examples) < INVENTED_SHOWN:
@@ -574,12 +492,16 @@ def _thirds(messages: int) -> tuple[int, int]:
     return oldest_end, newest_start
 
 
-def _kept_as_after(before: Sequence[Message], after: Sequence[Message], gone_at: list[int]) -> bool:
-    """Whether ``after`` is ``before`` without the messages at ``gone_at``, nothing added."""
-    if len(after) != len(before) - len(gone_at):
-        return False
-    going = set(gone_at)
-    return all(map(is_, after, (m for p, m in enumerate(before) if p not in going)))
+def _not_among(
+    messages: Sequence[Message], others: Sequence[Message], other_ids: int
+) -> Sequence[Message]:
+    """``messages`` but those ``others`` holds as they are (the same objects), when no two of
+    ``others`` share an id (``other_ids`` of them do not); else all of them. Compared in C:
+    a replay asks this of hundreds of messages at each collection, and keeps most."""
+    if other_ids != len(others):
+        return messages
+    there = set(map(id, others))
+    return list(compress(messages, map(not_, map(there.__contains__, map(id, messages)))))
 
 
 def _classes(
@@ -636,7 +558,7 @@ class _InView:
     """What a model sees after a compaction: the views of its messages, and how many of them
     hold each literal word."""
 
-    views: Sequence[_View]
+    views: Sequence[View]
     words: _WordCount
 
     @cached_property
@@ -693,26 +615,38 @@ def session_corpus(session: Session) -> list[Message]:
     ]
 
 
-def session_scorer(session: Session) -> AnchorScorer:
-    """A scorer of ``session``'s compactions: what its sub-agents said counts as said (an
-    anchor a summary takes from a sub-agent's report is not invented)."""
+def anchor_cache(session: Session) -> AnchorCache:
+    """What scoring reads of ``session``, to keep for its later scores: what its sub-agents
+    said counts as said (an anchor a summary takes from a sub-agent's report is not
+    invented)."""
+    return AnchorCache(
+        [*session_corpus(session), *(m for agent in session.subagents for m in agent.history)]
+    )
+
+
+def session_scorer(session: Session, cache: AnchorCache | None = None) -> AnchorScorer:
+    """A scorer of ``session``'s compactions, reading it into ``cache`` (``anchor_cache``'s)
+    when one is given."""
     counter = counter_by_name(session.token_counter)
-    corpus = [*session_corpus(session), *(m for agent in session.subagents for m in agent.history)]
-    return AnchorScorer(corpus, message_counts(session, counter, recorded=True))
+    tokens = message_counts(session, counter, recorded=True)
+    return AnchorScorer(anchor_cache(session) if cache is None else cache, tokens)
 
 
-def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:
+def score_collection(
+    session: Session, after: Sequence[Message], cache: AnchorCache | None = None
+) -> AnchorRetention:
     """What a collection that left ``after`` of ``session``'s history kept in view of the
-    anchors of that history (a run: ``score_collection(session, run_gc(...).session.history)``)."""
-    return session_scorer(session).score_change(session.history, after)
+    anchors of that history (a run: ``score_collection(session, run_gc(...).session.history)``).
+    With ``cache`` (``anchor_cache(session)``), what an earlier score read is not read again."""
+    return session_scorer(session, cache).score_change(session.history, after)
 
 
 def score_collections_at_equal_size(
-    session: Session, afters: Mapping[str, Sequence[Message]]
+    session: Session, afters: Mapping[str, Sequence[Message]], cache: AnchorCache | None = None
 ) -> dict[str, AnchorRetention]:
     """Collections of ``session``'s history (by name) scored at the size of the smallest
     context any of them left (``scores_at_equal_size``)."""
-    return scores_at_equal_size(session_scorer(session), session.history, afters)
+    return scores_at_equal_size(session_scorer(session, cache), session.history, afters)
 
 
 def _unreadable(messages: Sequence[Message]) -> bool:

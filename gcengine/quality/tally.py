@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import is_
 
 from gcengine.messages import Message
@@ -45,8 +46,9 @@ def held(anchors: Iterable[Anchor]) -> Held:
     return Held(tuple(last), tuple(last.values()), tuple(CLASS_INFO[c].weight for c, _ in last))
 
 
-class Tally:
-    """A context's messages in order, the ``Held`` of each and its tokens, and what scoring
+class Tally[View]:
+    """A context's messages in order, the ``Held`` of each, its tokens and its view (what the
+    model reads of it, in view after a compaction that keeps it), and what scoring
     counts of them: which messages hold each key (as slots, numbered in the order they came
     in, so a key's holders are in context order and its last holder is the last slot), how
     many distinct keys each class has, and each message's ``last weight``, the weight of the
@@ -56,6 +58,7 @@ class Tally:
         self.messages: list[Message] = []
         self.held: list[Held] = []
         self.costs: list[int] = []
+        self.views: list[View] = []
         self.tokens = 0
         self.holders: dict[AnchorKey, list[int]] = {}
         self.per_class: Counter[AnchorClass] = Counter()
@@ -73,6 +76,7 @@ class Tally:
         messages: Iterable[Message],
         held_of: Callable[[Message], Held],
         tokens: Callable[[Message], int],
+        view_of: Callable[[Message], View],
     ) -> None:
         """Add ``messages`` at the end of the context."""
         holders, last_weight, per_class = self.holders, self._last_weight, self.per_class
@@ -93,11 +97,13 @@ class Tally:
             self.messages.append(message)
             self.held.append(entry)
             self.costs.append(cost)
+            self.views.append(view_of(message))
             self._slots.append(slot)
             self.tokens += cost
 
-    def drop(self, positions: Sequence[int]) -> None:
-        """Take the messages at ``positions`` (ascending) out of the context."""
+    def drop(self, positions: Sequence[int], keep: bytes) -> None:
+        """Take the messages at ``positions`` out of the context; ``keep`` is 1 at every other
+        position, 0 at those."""
         holders, last_weight, per_class = self.holders, self._last_weight, self.per_class
         for position in positions:
             slot, entry = self._slots[position], self.held[position]
@@ -113,10 +119,11 @@ class Tally:
                     last_weight[holding[-1]] += weight
             del last_weight[slot]
             self.tokens -= self.costs[position]
-        going = set(positions)
-        for name in ("messages", "held", "costs", "_slots"):
-            column = getattr(self, name)
-            setattr(self, name, [item for p, item in enumerate(column) if p not in going])
+        self.messages = list(compress(self.messages, keep))
+        self.held = list(compress(self.held, keep))
+        self.costs = list(compress(self.costs, keep))
+        self.views = list(compress(self.views, keep))
+        self._slots = list(compress(self._slots, keep))
 
     def last_weights(self) -> list[int]:
         """Each message's last weight, in context order."""

@@ -35,6 +35,7 @@ from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message, Role, turn_number
 from gcengine.quality.prompt_cache import PromptRequest
+from gcengine.quality.reading import AnchorCache
 from gcengine.quality.retention import AnchorRetention, AnchorScorer, session_corpus
 from gcengine.running.run import plugin_for, without_entries
 from gcengine.session import (
@@ -160,11 +161,15 @@ def simulate(
     plugin: GCPlugin | str | None = None,
     *,
     score_anchors: bool = False,
+    anchor_cache: AnchorCache | None = None,
 ) -> Simulation:
     """The usage series (per turn, and per model call where the file recorded them), GC
     events and requests of ``session`` replayed under ``config``; with ``score_anchors``, each
-    collection's anchor retention too."""
-    return _Replay(session, config, plugin_for(config, plugin), score_anchors).run()
+    collection's anchor retention too, reading the session into ``anchor_cache`` when one is
+    given (``anchor_cache(session)``, kept from an earlier score of it: a replay then reads
+    no message that score read)."""
+    replay = _Replay(session, config, plugin_for(config, plugin), score_anchors, anchor_cache)
+    return replay.run()
 
 
 def requests_without_gc(session: Session) -> list[PromptRequest]:
@@ -199,7 +204,12 @@ class _Replay:
     """
 
     def __init__(
-        self, session: Session, config: GCConfig, plugin: GCPlugin, score_anchors: bool
+        self,
+        session: Session,
+        config: GCConfig,
+        plugin: GCPlugin,
+        score_anchors: bool,
+        anchor_cache: AnchorCache | None = None,
     ) -> None:
         self.session, self.config, self.plugin = session, config, plugin
         self.counter = counter_by_name(session.token_counter)
@@ -227,7 +237,7 @@ class _Replay:
         # still start with: all of that request until a collection rewrites part of it.
         self.shared_prefix = 0
         self.scorer = (
-            AnchorScorer(session_corpus(session), lambda m: self.figures(m)[0])
+            AnchorScorer(anchor_cache or session_corpus(session), lambda m: self.figures(m)[0])
             if score_anchors
             else None
         )

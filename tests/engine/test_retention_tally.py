@@ -1,16 +1,21 @@
 """A scorer counts each context from what it counted of the one before (a replay's next context
 is the last one's after and a few more turns): each of its scores must be what a plain recount
-of that context alone gives, anchor by anchor, whatever order contexts come in."""
+of that context alone gives, anchor by anchor, whatever order contexts come in. What a score
+read of a session, kept (``anchor_cache``), spares later scores reading it again."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gcengine
 from gcengine import AnchorRetention, AnchorScorer, Message, Part, Role
+from gcengine.quality import reading
 from gcengine.quality.anchors import (
     ANCHOR_CLASSES,
     CLASS_INFO,
@@ -24,7 +29,7 @@ from gcengine.quality.anchors import (
     sentence_terms,
     visible_pieces,
 )
-from gcengine.quality.retention import LOST_SHOWN, scores_at_equal_size
+from gcengine.quality.retention import LOST_SHOWN, scores_at_equal_size, session_corpus
 from gcengine.quality.session_anchors import AnchorContext
 from tests.engine.test_anchor_retention import FACTS, TEXTS, summary
 
@@ -167,3 +172,66 @@ def test_policies_compared_against_one_context_score_as_recounts_do(
             cut = cut[1:]
         removed = [m for m in before if m not in cut]
         assert figures(retention) == recount(before, cut, removed, scorer.context)
+
+
+# --- What a cache kept from an earlier score saves -----------------------------------------------
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the messages whose anchors are read from now on."""
+    reads: list[str] = []
+    read = reading.message_anchors
+
+    def counted(message: Message, context: AnchorContext) -> list[Anchor]:
+        reads.append(message.message_id)
+        return read(message, context)
+
+    monkeypatch.setattr(reading, "message_anchors", counted)
+    return reads
+
+
+def _demo(turns: int) -> bytes:
+    return json.dumps(gcengine.generate_demo_session(gcengine.DemoShape(turns=turns))).encode()
+
+
+def test_a_run_scored_with_the_cache_of_an_earlier_score_reads_no_message_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _demo(40)
+    session = gcengine.with_context_limit(gcengine.load_session(data), 12_000)
+    config = gcengine.load_gc_config({"type": "budget", "target_percent": 40}, env={})
+    runs = [gcengine.run_gc(session, config).session.history, session.history[5:]]
+    cache = gcengine.anchor_cache(session)
+    reads = _counting_reads(monkeypatch)
+    first = gcengine.score_collection(session, runs[0], cache)
+    assert len(reads) == len(session.history)
+    # The same stored session read again: other objects, the same messages.
+    again = gcengine.with_context_limit(gcengine.load_session(data), 12_000)
+    reads.clear()
+    rerun = gcengine.run_gc(again, config).session.history
+    assert gcengine.score_collection(again, rerun, cache) == first
+    assert gcengine.score_collection(session, runs[1], cache) == gcengine.score_collection(
+        session, runs[1]
+    )
+    assert reads == [m.message_id for m in session.history]  # only the scores without it
+    # A message changed under its id is read again.
+    changed = session.history[3].model_copy(update={"parts": [Part.from_text("src/new.py.")]})
+    history = [*session.history[:3], changed, *session.history[4:]]
+    edited = session.model_copy(update={"history": history})
+    reads.clear()
+    assert gcengine.score_collection(edited, history[2:], cache) == gcengine.score_collection(
+        edited, history[2:]
+    )
+    assert reads.count(changed.message_id) == 2
+    assert len(reads) == len(history) + 1
+
+
+def test_a_replay_scored_with_a_cache_scores_as_one_without() -> None:
+    session = gcengine.with_context_limit(gcengine.load_session(_demo(60)), 20_000)
+    config = gcengine.load_gc_config({"type": "truncate", "pressure_percent": 0}, env={})
+    cache = gcengine.AnchorCache(session_corpus(session))
+    fresh = gcengine.simulate(session, config, score_anchors=True)
+    assert fresh.events
+    kept = gcengine.simulate(session, config, score_anchors=True, anchor_cache=cache)
+    assert kept == fresh
+    assert gcengine.simulate(session, config, score_anchors=True, anchor_cache=cache) == fresh
