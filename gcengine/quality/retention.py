@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, repeat
-from operator import attrgetter, is_, not_
+from operator import attrgetter, is_, is_not, not_
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -369,8 +369,8 @@ class AnchorScorer:
             for key in [k for k in unheld if len(holders[k]) != gone_holders[k]]:
                 del unheld[key]
             # Most compactions only take messages out: what is in view is then the rest.
-            rest = list(compress(before, keep))
-            only_taken = len(rest) == len(after) and all(map(is_, rest, after))
+            copies = _copies_kept(list(compress(before, keep)), after)
+            only_taken = copies is not None
             views = (
                 list(compress(tally.views, keep)) if only_taken else list(map(self._view_of, after))
             )
@@ -379,9 +379,13 @@ class AnchorScorer:
             anchors = dict(tally.per_class)
             last_weights = tally.last_weights()
             tokens_before = tally.tokens
-            tokens_after = sum(compress(tally.costs, keep)) if only_taken else self.tokens_of(after)
+            if copies is None:
+                tokens_after = self.tokens_of(after)
+            else:
+                costs = list(compress(tally.costs, keep))
+                tokens_after = sum(costs) + sum(self._tokens(after[p]) - costs[p] for p in copies)
             # The next context a replay scores is this one's after and then more turns.
-            self._pending = (rest, gone_at, bytes(keep)) if only_taken else None
+            self._pending = (list(after), gone_at, bytes(keep)) if only_taken else None
         return AnchorRetention(
             classes=_classes(anchors, lost),
             invented=self._invented(replacement),
@@ -401,7 +405,7 @@ class AnchorScorer:
         if tally is not None and self._pending is not None and not tally.extends_to(before):
             after, gone_at, keep = self._pending
             if len(before) >= len(after) and all(map(is_, after, before)):
-                tally.drop(gone_at, keep)
+                tally.drop(gone_at, keep, after, self._tokens)
         self._pending = None
         if tally is None or not tally.extends_to(before):
             tally = Tally()
@@ -490,6 +494,20 @@ def _thirds(messages: int) -> tuple[int, int]:
     while newest_start < messages and _third(newest_start, messages) <= 0:
         newest_start += 1
     return oldest_end, newest_start
+
+
+def _copies_kept(rest: list[Message], after: Sequence[Message]) -> list[int] | None:
+    """Where ``after`` holds a copy of ``rest``'s message that the model reads alike (a
+    collection marking a kept message in its metadata), when ``after`` is ``rest`` so; None
+    when it is not (something came in, or a message changed)."""
+    if len(rest) != len(after):
+        return None
+    copies = list(compress(range(len(rest)), map(is_not, rest, after)))
+    for position in copies:
+        one, other = rest[position], after[position]
+        if one.message_id != other.message_id or not_carried(other, one):
+            return None
+    return copies
 
 
 def _not_among(

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import is_
+from operator import is_, is_not
 
 from gcengine.messages import Message
 from gcengine.quality.anchors import CLASS_INFO, Anchor, AnchorClass
@@ -101,9 +101,17 @@ class Tally[View]:
             self._slots.append(slot)
             self.tokens += cost
 
-    def drop(self, positions: Sequence[int], keep: bytes) -> None:
+    def drop(
+        self,
+        positions: Sequence[int],
+        keep: bytes,
+        kept: list[Message],
+        tokens: Callable[[Message], int],
+    ) -> None:
         """Take the messages at ``positions`` out of the context; ``keep`` is 1 at every other
-        position, 0 at those."""
+        position, 0 at those. ``kept`` is the rest as the context now holds it: the same
+        messages, or copies a collection made that the model reads alike (a message marked in
+        its metadata), whose tokens are counted again."""
         holders, last_weight, per_class = self.holders, self._last_weight, self.per_class
         for position in positions:
             slot, entry = self._slots[position], self.held[position]
@@ -119,9 +127,14 @@ class Tally[View]:
                     last_weight[holding[-1]] += weight
             del last_weight[slot]
             self.tokens -= self.costs[position]
-        self.messages = list(compress(self.messages, keep))
+        rest = list(compress(self.messages, keep))
         self.held = list(compress(self.held, keep))
         self.costs = list(compress(self.costs, keep))
+        for position in compress(range(len(kept)), map(is_not, kept, rest)):
+            cost = tokens(kept[position])
+            self.tokens += cost - self.costs[position]
+            self.costs[position] = cost
+        self.messages = kept
         self.views = list(compress(self.views, keep))
         self._slots = list(compress(self._slots, keep))
 

@@ -106,19 +106,31 @@ def figures(retention: AnchorRetention) -> dict[str, object]:
     }
 
 
+def _alike(one: Message, other: Message) -> bool:
+    """The same message as the model reads it: a copy marked in its metadata is."""
+    return (one.message_id, one.role, one.kind, one.parts) == (
+        other.message_id,
+        other.role,
+        other.kind,
+        other.parts,
+    )
+
+
 def message(text: str, number: int, user: bool) -> Message:
     role = Role.USER if user else Role.MODEL
     return Message(role=role, parts=[Part.from_text(text)], message_id=f"m{number}")
 
 
 # One step of a replay-like sequence: turns come in, then a collection keeps some of the window
-# (by a mask over it), now and then with a summary put in or a kept message rewritten.
+# (by a mask over it), now and then with a summary put in, a kept message rewritten, or one
+# marked in its metadata (a copy the model reads alike).
 STEPS = st.lists(
     st.tuples(
         st.lists(st.tuples(TEXTS, st.booleans()), min_size=0, max_size=3),
         st.lists(st.booleans(), min_size=8, max_size=8),
         st.one_of(st.none(), st.none(), st.none(), TEXTS),
         st.one_of(st.none(), st.none(), st.none(), FACTS),
+        st.booleans(),
     ),
     min_size=1,
     max_size=8,
@@ -128,12 +140,12 @@ STEPS = st.lists(
 @PROPERTY
 @given(STEPS)
 def test_a_scorer_kept_along_a_replay_scores_each_collection_as_a_recount_does(
-    steps: list[tuple[list[tuple[str, bool]], list[bool], str | None, str | None]],
+    steps: list[tuple[list[tuple[str, bool]], list[bool], str | None, str | None, bool]],
 ) -> None:
     scorer = AnchorScorer([], tokens)
     window: list[Message] = []
     number = 0
-    for step, (incoming, mask, written, rewrite) in enumerate(steps):
+    for step, (incoming, mask, written, rewrite, mark) in enumerate(steps):
         for text, user in incoming:
             window.append(message(text, number, user))
             number += 1
@@ -146,8 +158,10 @@ def test_a_scorer_kept_along_a_replay_scores_each_collection_as_a_recount_does(
         if rewrite is not None and after:
             first = after[0]
             after[0] = first.model_copy(update={"parts": [Part.from_text(f"{rewrite}.")]})
+        if mark and after:
+            after[-1] = after[-1].model_copy(update={"metadata": {"marked": step}})
         scored = scorer.score_change(before, after)
-        removed = [m for m in before if m not in after]
+        removed = [m for m in before if not any(_alike(m, o) for o in after)]
         assert figures(scored) == recount(before, after, removed, scorer.context)
         window = after
 
@@ -235,3 +249,14 @@ def test_a_replay_scored_with_a_cache_scores_as_one_without() -> None:
     kept = gcengine.simulate(session, config, score_anchors=True, anchor_cache=cache)
     assert kept == fresh
     assert gcengine.simulate(session, config, score_anchors=True, anchor_cache=cache) == fresh
+
+
+def test_a_message_changed_under_its_id_is_read_as_it_is_after() -> None:
+    """A caller's list of what went need not name a message that changed in place: what the
+    model sees after is the changed text."""
+    earlier, went = message("gamma.", 1, False), message("alpha_beta.", 2, False)
+    changed = earlier.model_copy(update={"parts": [Part.from_text("alpha_beta.")]})
+    scorer = AnchorScorer([], tokens)
+    retention = scorer.score([earlier, went], [changed], [went])
+    assert figures(retention) == recount([earlier, went], [changed], [went], scorer.context)
+    assert retention.of_class(gcengine.AnchorClass.IDENTIFIERS).retained == 1
