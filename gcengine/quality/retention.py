@@ -359,14 +359,14 @@ class AnchorScorer:
                 keep[position] = 0
             # The anchors no message kept unchanged holds, by their first mention (the order
             # lost ones are listed in), each with its last mention and where that is.
-            held, holders = tally.held, tally.holders
+            held, holding = tally.held, tally.holding
             gone_holders: Counter[AnchorKey] = Counter()
             unheld: dict[AnchorKey, tuple[Anchor, int]] = {}
             for position in gone_at:
                 entry = held[position]
                 gone_holders.update(entry.keys)
                 unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
-            for key in [k for k in unheld if len(holders[k]) != gone_holders[k]]:
+            for key in [k for k in unheld if holding(k) != gone_holders[k]]:
                 del unheld[key]
             # Most compactions only take messages out: what is in view is then the rest.
             copies = _copies_kept(list(compress(before, keep)), after)

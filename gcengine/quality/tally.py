@@ -60,7 +60,9 @@ class Tally[View]:
         self.costs: list[int] = []
         self.views: list[View] = []
         self.tokens = 0
-        self.holders: dict[AnchorKey, list[int]] = {}
+        # One holder's slot, or several in order (most keys have one: a list each would be
+        # most of a long context's tally).
+        self.holders: dict[AnchorKey, int | list[int]] = {}
         self.per_class: Counter[AnchorClass] = Counter()
         self._slots: list[int] = []
         self._last_weight: dict[int, int] = {}
@@ -87,8 +89,11 @@ class Tally[View]:
             for key, weight in zip(entry.keys, entry.weights, strict=True):
                 holding = holders.get(key)
                 if holding is None:
-                    holders[key] = [slot]
+                    holders[key] = slot
                     per_class[key[0]] += 1
+                elif isinstance(holding, int):
+                    last_weight[holding] -= weight
+                    holders[key] = [holding, slot]
                 else:
                     last_weight[holding[-1]] -= weight
                     holding.append(slot)
@@ -117,7 +122,7 @@ class Tally[View]:
             slot, entry = self._slots[position], self.held[position]
             for key, weight in zip(entry.keys, entry.weights, strict=True):
                 holding = holders[key]
-                if len(holding) == 1:
+                if isinstance(holding, int):
                     del holders[key]
                     per_class[key[0]] -= 1
                     continue
@@ -125,6 +130,8 @@ class Tally[View]:
                 holding.remove(slot)
                 if was_last:
                     last_weight[holding[-1]] += weight
+                if len(holding) == 1:
+                    holders[key] = holding[0]
             del last_weight[slot]
             self.tokens -= self.costs[position]
         rest = list(compress(self.messages, keep))
@@ -137,6 +144,11 @@ class Tally[View]:
         self.messages = kept
         self.views = list(compress(self.views, keep))
         self._slots = list(compress(self._slots, keep))
+
+    def holding(self, key: AnchorKey) -> int:
+        """How many of the context's messages hold ``key``."""
+        holding = self.holders[key]
+        return 1 if isinstance(holding, int) else len(holding)
 
     def last_weights(self) -> list[int]:
         """Each message's last weight, in context order."""

@@ -126,18 +126,18 @@ def message(text: str, number: int, user: bool) -> Message:
 # marked in its metadata (a copy the model reads alike).
 STEPS = st.lists(
     st.tuples(
-        st.lists(st.tuples(TEXTS, st.booleans()), min_size=0, max_size=3),
+        st.lists(st.tuples(TEXTS, st.booleans()), min_size=0, max_size=5),
         st.lists(st.booleans(), min_size=8, max_size=8),
         st.one_of(st.none(), st.none(), st.none(), TEXTS),
         st.one_of(st.none(), st.none(), st.none(), FACTS),
         st.booleans(),
     ),
     min_size=1,
-    max_size=8,
+    max_size=12,
 )
 
 
-@PROPERTY
+@settings(max_examples=400, deadline=None)
 @given(STEPS)
 def test_a_scorer_kept_along_a_replay_scores_each_collection_as_a_recount_does(
     steps: list[tuple[list[tuple[str, bool]], list[bool], str | None, str | None, bool]],
