@@ -9,16 +9,25 @@ work in every stretch), tried against a window small enough that policies collec
   stored replay adds), and the replay without GC its cost is weighed against;
 * ``score_observed_compactions`` on a generated Claude Code transcript with compactions;
 * with ``--synthetic 10000``: a generated session of that many turns (JAATO's benchmark
-  shape, ``gcengine.synthetic``), ``score_collection`` of a gc_budget run of it, and a
-  continuous replay of it without and with scores (one run each: a replay takes seconds).
+  shape, ``gcengine.synthetic``), ``score_collection`` of a gc_budget run of it, first with
+  nothing read yet (every message's anchors are read) and then with the session's
+  ``anchor_cache`` kept from an earlier score (what a stored session's later runs and replays
+  pay), interleaved; and continuous replays of it without scores, with them, and with them and
+  the cache (one run each: a replay takes seconds): truncate, whose window stays at the
+  target, and gc_budget, which never takes preservable content in continuous mode, so its
+  context climbs past the window (``--budget-replay``: minutes at 10,000 turns).
 
-    python benchmarks/quality.py [--turns 240] [--window 60000] [--repeat 3] [--synthetic 10000]
+The load average is printed before and after: the machine is shared.
+
+    python benchmarks/quality.py [--turns 240] [--window 60000] [--repeat 3]
+        [--synthetic 10000 [--budget-replay]]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -38,6 +47,12 @@ THRESHOLD = {
     "preserve_recent_turns": 5,
 }
 CONTINUOUS = {**THRESHOLD, "pressure_percent": 0}
+TRUNCATE_CONTINUOUS = {
+    "type": "truncate",
+    "threshold_percent": 80,
+    "target_percent": 60,
+    "pressure_percent": 0,
+}
 SUMMARIZE = {"type": "summarize", "threshold_percent": 80, "target_percent": 60}
 
 
@@ -66,7 +81,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=60_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--synthetic", type=int, default=0, metavar="TURNS")
+    parser.add_argument("--budget-replay", action="store_true")
     args = parser.parse_args()
+    print(f"load average {load()}")
 
     demo = gcengine.generate_demo_session(gcengine.DemoShape(turns=args.turns))
     session = gcengine.with_context_limit(gcengine.load_session(json.dumps(demo)), args.window)
@@ -108,28 +125,50 @@ def main() -> None:
             f"Claude Code transcript scored in {observed:8.1f} ms"
         )
         if args.synthetic:
-            synthetic(args.synthetic, args.repeat)
+            synthetic(args.synthetic, args.repeat, budget_replay=args.budget_replay)
+    print(f"load average {load()}")
 
 
-def synthetic(turns: int, repeat: int) -> None:
+def load() -> str:
+    return ", ".join(f"{figure:.2f}" for figure in os.getloadavg())
+
+
+def synthetic(turns: int, repeat: int, *, budget_replay: bool) -> None:
     shape = gcengine.SessionShape(turns=turns, seed=1)
     session = gcengine.load_session(json.dumps(gcengine.generate_session_file(shape)).encode())
     config = gcengine.load_gc_config(THRESHOLD, env={})
-    outcome = gcengine.run_gc(session, config)
-    score = median_ms(lambda: gcengine.score_collection(session, outcome.session.history), repeat)
-    removed = sum(len(item.message_ids) for item in outcome.result.removal_list)
+    after = gcengine.run_gc(session, config).session.history
+    cache = gcengine.anchor_cache(session)
+    gcengine.score_collection(session, after, cache)
+    first: list[float] = []
+    cached: list[float] = []
+    for _ in range(repeat):  # interleaved, so both see the same load
+        first.append(median_ms(lambda: gcengine.score_collection(session, after), 1))
+        cached.append(median_ms(lambda: gcengine.score_collection(session, after, cache), 1))
     print(
         f"generated session: {turns:,} turns, {session.budget.total_tokens():,} tokens; "
-        f"score_collection of a gc_budget run {score / 1000:6.2f} s ({removed:,} messages "
-        "taken out)"
+        f"score_collection of a gc_budget run ({len(session.history) - len(after):,} messages "
+        f"taken out): {statistics.median(first) / 1000:6.2f} s reading every message, "
+        f"{statistics.median(cached) / 1000:6.2f} s with the session's anchor cache"
     )
-    config = gcengine.load_gc_config(CONTINUOUS, env={})
-    plain = median_ms(lambda: gcengine.simulate(session, config), 1)
-    scored = median_ms(lambda: gcengine.simulate(session, config, score_anchors=True), 1)
-    print(
-        f"continuous replay of it: simulate {plain / 1000:6.2f} s; with scores "
-        f"{scored / 1000:6.2f} s"
-    )
+    policies = [("truncate", TRUNCATE_CONTINUOUS)]
+    if budget_replay:
+        policies.append(("gc_budget", CONTINUOUS))
+    for name, policy in policies:
+        config = gcengine.load_gc_config(policy, env={})
+        replay = gcengine.simulate(session, config)
+        plain = median_ms(lambda c=config: gcengine.simulate(session, c), 1)
+        scored = median_ms(lambda c=config: gcengine.simulate(session, c, score_anchors=True), 1)
+        kept = median_ms(
+            lambda c=config: gcengine.simulate(session, c, score_anchors=True, anchor_cache=cache),
+            1,
+        )
+        print(
+            f"continuous {name} replay ({len(replay.events):,} collections, "
+            f"{replay.steps[-1].tokens_after:,} tokens at the end): simulate "
+            f"{plain / 1000:6.2f} s; with scores {scored / 1000:6.2f} s, and with the anchor "
+            f"cache {kept / 1000:6.2f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -162,6 +162,7 @@ from gcengine.quality.prompt_cache import (
     price_for_model,
     prompt_cache_usage,
 )
+from gcengine.quality.reading import AnchorCache
 from gcengine.quality.retention import (
     DEFAULT_RETENTION_GATES,
     AnchorRetention,
@@ -171,6 +172,7 @@ from gcengine.quality.retention import (
     InventedAnchors,
     RecencyRetention,
     RetentionGates,
+    anchor_cache,
     gate_failures,
     load_retention_gates,
     pooled_retention,
@@ -302,6 +304,7 @@ __all__ = [
     "Analysis",
     "AnalyzedSegment",
     "Anchor",
+    "AnchorCache",
     "AnchorClass",
     "AnchorClassInfo",
     "AnchorRetention",
@@ -425,6 +428,7 @@ __all__ = [
     "UsageReport",
     "UserInputRecord",
     "analyze",
+    "anchor_cache",
     "budget_figures",
     "build_budget",
     "cache_cost",

@@ -30,7 +30,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not, not_
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -39,7 +40,6 @@ from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
 from gcengine.quality.anchors import (
     ANCHOR_CLASSES,
-    CLASS_INFO,
     Anchor,
     AnchorClass,
     MatchRule,
@@ -47,14 +47,11 @@ from gcengine.quality.anchors import (
     literal_anchors_of,
     literal_found,
     literal_words,
-    message_anchors,
-    normalised,
-    normalised_sentences,
-    sentence_terms,
-    visible_pieces,
     vocabulary_words,
 )
-from gcengine.quality.session_anchors import AnchorContext, anchor_context
+from gcengine.quality.reading import AnchorCache, View, not_carried
+from gcengine.quality.session_anchors import AnchorContext
+from gcengine.quality.tally import AnchorKey, Tally
 from gcengine.session import ObservedCompaction, Session, message_counts
 from gcengine.tokens import counter_by_name
 
@@ -269,113 +266,48 @@ def load_retention_gates(data: Any) -> dict[AnchorClass, float]:
 # --- Scoring -----------------------------------------------------------------------------------
 
 
-@dataclass(slots=True, eq=False)
-class _View:
-    """What the model reads of one message: its pieces normalised, joined by line breaks (a
-    literal anchor never spans a sentence, so it is looked for in the whole text), and every
-    word in it; each sentence's words are read only when a terms anchor could match there.
-
-    A view is the same as another only if it is that view (a scorer makes one a message).
-    """
-
-    pieces: tuple[str, ...]
-    text: str
-    words: frozenset[str]
-    literal_words: frozenset[str]
-    _sentences: tuple[frozenset[str], ...] | None = None
-
-    def sentences(self) -> tuple[frozenset[str], ...]:
-        if self._sentences is None:
-            self._sentences = tuple(
-                sentence_terms(sentence)
-                for piece in self.pieces
-                for sentence in normalised_sentences(piece)
-            )
-        return self._sentences
-
-
-def _view(message: Message) -> _View:
-    pieces = tuple(normalised(piece) for piece in visible_pieces(message))
-    text = "\n".join(pieces)
-    literal = literal_words(text)
-    # A text's terms are its literal words with apostrophes dropped: the same without any.
-    return _View(pieces, text, literal if "'" not in text else sentence_terms(text), literal)
-
-
 _MESSAGE_ID = attrgetter("message_id")
-
-
-def _not_carried(message: Message, other: Message | None) -> bool:
-    """Whether ``message`` is not carried into a context where ``other`` has its id, when
-    ``other`` is not that very message (which callers check first, without a call: a replay
-    asks this of hundreds of messages at each collection, and most are). Only what the model
-    reads counts: a collection marking a kept message in its metadata (a closing answer whose
-    tool work went) leaves it in view."""
-    return (
-        other is None
-        or other.parts != message.parts
-        or other.role is not message.role
-        or other.kind is not message.kind
-    )
 
 
 class AnchorScorer:
     """Scores compactions of one session, reading each message once however many
     compactions keep or remove it (a replay collects the same window hundreds of times).
 
-    ``corpus`` is everything the session said (what an invented anchor is checked against);
-    ``tokens`` what a message costs.
+    ``corpus`` is everything the session said (what an invented anchor is checked against),
+    or what an earlier scorer of the session read of it (its ``cache``, or ``anchor_cache``'s):
+    a scorer given one reads no message that one has read. ``tokens`` is what a message costs.
     """
 
-    def __init__(self, corpus: Iterable[Message], tokens: Callable[[Message], int]) -> None:
-        self._corpus = [m for m in corpus if m.kind is MessageKind.CHAT]
+    def __init__(
+        self, corpus: Iterable[Message] | AnchorCache, tokens: Callable[[Message], int]
+    ) -> None:
+        self.cache = corpus if isinstance(corpus, AnchorCache) else AnchorCache(corpus)
         self._tokens = tokens
-        self._vocabulary: frozenset[str] | None = None
-        self._views: dict[str, tuple[Message, _View]] = {}
-        self._anchors: dict[str, tuple[Message, list[Anchor]]] = {}
+        self._view_of = self.cache.view_of
+        self._held_of = self.cache.held_of
+        # The anchors of the last context scored, and what its compaction left (a replay's
+        # next context is that and a few more turns).
+        self._tally: Tally[View] | None = None
+        self._pending: tuple[list[Message], list[int], bytes] | None = None
         # The words of the last context scored, kept up to date from one score to the next (a
         # replay's contexts differ by a few turns): how many views in it hold each word.
-        self._shown: set[_View] = set()
+        self._shown: set[View] = set()
         self._words_shown = _WordCount()
         # A scorer is shared by the requests previewing one session; its word count is not.
         self._lock = threading.Lock()
 
-    @cached_property
+    @property
     def context(self) -> AnchorContext:
         """What the session's anchors are read with: its root, the issue ids it names."""
-        return anchor_context(self._corpus, (self._view_of(m).text for m in self._corpus))
+        return self.cache.context
 
     @property
     def corpus_messages(self) -> int:
         """How many messages it may come to remember: what bounds its memory."""
-        return len(self._corpus)
+        return self.cache.corpus_messages
 
     def tokens_of(self, messages: Iterable[Message]) -> int:
         return sum(map(self._tokens, messages))
-
-    def _view_of(self, message: Message) -> _View:
-        known = self._views.get(message.message_id)
-        if known is None or known[0] is not message:
-            known = self._views[message.message_id] = (message, _view(message))
-        return known[1]
-
-    def _anchors_of(self, message: Message) -> list[Anchor]:
-        known = self._anchors.get(message.message_id)
-        if known is None or known[0] is not message:
-            anchors = message_anchors(message, self.context)
-            known = self._anchors[message.message_id] = (message, anchors)
-        return known[1]
-
-    def _vocabulary_words(self) -> frozenset[str]:
-        if self._vocabulary is None:
-            words: set[str] = set()
-            for message in self._corpus:
-                said = vocabulary_words(self._view_of(message).text)
-                words.update(said)
-                # a name said only inside a dotted one (SpotterWeb.Router, this.updateSession)
-                words.update(part for word in said if "." in word for part in word.split("."))
-            self._vocabulary = frozenset(words)
-        return self._vocabulary
 
     def score_change(self, before: Sequence[Message], after: Sequence[Message]) -> AnchorRetention:
         """A compaction from the context ``before`` to the context ``after``: the messages of
@@ -384,10 +316,14 @@ class AnchorScorer:
         kept = dict(zip(map(_MESSAGE_ID, after), after, strict=True))
         earlier = dict(zip(map(_MESSAGE_ID, before), before, strict=True))
         removed = [
-            m for m in before if (o := kept.get(m.message_id)) is not m and _not_carried(m, o)
+            m
+            for m in _not_among(before, after, len(kept))
+            if (o := kept.get(m.message_id)) is not m and not_carried(m, o)
         ]
         came_in = [
-            m for m in after if (o := earlier.get(m.message_id)) is not m and _not_carried(m, o)
+            m
+            for m in _not_among(after, before, len(earlier))
+            if (o := earlier.get(m.message_id)) is not m and not_carried(m, o)
         ]
         return self.score(before, after, removed, came_in)
 
@@ -413,60 +349,71 @@ class AnchorScorer:
         An anchor some kept message holds is in view as it was; only the ones held by
         removed messages alone are looked for in ``after`` (most of a context is kept)."""
         gone = {m.message_id for m in removed}
-        # Each anchor's last mention in the context before, and whether a message kept
-        # unchanged holds it.
-        found: dict[tuple[AnchorClass, str], tuple[Anchor, int, bool]] = {}
-        for position, message in enumerate(before):
-            carried = message.message_id not in gone
-            for anchor in self._anchors_of(message):
-                key = (anchor.anchor_class, anchor.key)
-                known = found.get(key)
-                found[key] = (anchor, position, carried or (known is not None and known[2]))
-        views = list(map(self._view_of, after))
         with self._lock:
-            in_view = _InView(views, self._words_in_view(after, views))
-            retained = [
-                carried or _retained(anchor, in_view) for anchor, _, carried in found.values()
-            ]
-        # A context can hold hundreds of thousands of anchors: they are counted by class,
-        # third and fate in one pass, and the models built from the counts.
-        thirds = [_third(position, len(before)) for position in range(len(before))]
-        counts = Counter(
-            (anchor.anchor_class, thirds[position], kept)
-            for (anchor, position, _), kept in zip(found.values(), retained, strict=True)
-        )
-        lost: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
-        for (anchor, _, _), kept in zip(found.values(), retained, strict=True):
-            if not kept and len(shown := lost[anchor.anchor_class]) < LOST_SHOWN:
-                shown.append(anchor.text)
-        classes = _empty_classes()
-        for part in classes:
-            part.anchors = sum(n for (c, _, _), n in counts.items() if c is part.anchor_class)
-            part.retained = sum(
-                n for (c, _, kept), n in counts.items() if c is part.anchor_class and kept
+            tally = self._tally_of(before)
+            gone_at = list(
+                compress(range(len(before)), map(gone.__contains__, map(_MESSAGE_ID, before)))
             )
-            part.lost = lost[part.anchor_class]
-        recency = RecencyRetention()
-        for (anchor_class, third, kept), number in counts.items():
-            weight = CLASS_INFO[anchor_class].weight * number
-            if third < 0:
-                recency.oldest_weight += weight
-                recency.oldest_retained += weight if kept else 0
-            elif third > 0:
-                recency.newest_weight += weight
-                recency.newest_retained += weight if kept else 0
+            keep = bytearray(b"\x01") * len(before)
+            for position in gone_at:
+                keep[position] = 0
+            # The anchors no message kept unchanged holds, by their first mention (the order
+            # lost ones are listed in), each with its last mention and where that is.
+            held, holding = tally.held, tally.holding
+            gone_holders: Counter[AnchorKey] = Counter()
+            unheld: dict[AnchorKey, tuple[Anchor, int]] = {}
+            for position in gone_at:
+                entry = held[position]
+                gone_holders.update(entry.keys)
+                unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
+            for key in [k for k in unheld if holding(k) != gone_holders[k]]:
+                del unheld[key]
+            # Most compactions only take messages out: what is in view is then the rest.
+            copies = _copies_kept(list(compress(before, keep)), after)
+            only_taken = copies is not None
+            views = (
+                list(compress(tally.views, keep)) if only_taken else list(map(self._view_of, after))
+            )
+            in_view = _InView(views, self._words_in_view(after, views))
+            lost = _lost(unheld.values(), in_view)
+            anchors = dict(tally.per_class)
+            last_weights = tally.last_weights()
+            tokens_before = tally.tokens
+            if copies is None:
+                tokens_after = self.tokens_of(after)
+            else:
+                costs = list(compress(tally.costs, keep))
+                tokens_after = sum(costs) + sum(self._tokens(after[p]) - costs[p] for p in copies)
+            # The next context a replay scores is this one's after and then more turns.
+            self._pending = (list(after), gone_at, bytes(keep)) if only_taken else None
         return AnchorRetention(
-            classes=classes,
+            classes=_classes(anchors, lost),
             invented=self._invented(replacement),
-            recency=recency,
+            recency=_recency(last_weights, lost),
             removed_messages=len(removed),
             removed_tokens=self.tokens_of(removed),
             replacement_tokens=self.tokens_of(replacement),
-            tokens_before=self.tokens_of(before),
-            tokens_after=self.tokens_of(after),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
         )
 
-    def _words_in_view(self, visible: Sequence[Message], views: Sequence[_View]) -> _WordCount:
+    def _tally_of(self, before: Sequence[Message]) -> Tally[View]:
+        """The tally of ``before``: the last one kept, brought up to it when ``before`` is
+        the context it counted (or the one after its compaction) and then more; else a new
+        one."""
+        tally = self._tally
+        if tally is not None and self._pending is not None and not tally.extends_to(before):
+            after, gone_at, keep = self._pending
+            if len(before) >= len(after) and all(map(is_, after, before)):
+                tally.drop(gone_at, keep, after, self._tokens)
+        self._pending = None
+        if tally is None or not tally.extends_to(before):
+            tally = Tally()
+        tally.extend(before[len(tally.messages) :], self._held_of, self._tokens, self._view_of)
+        self._tally = tally
+        return tally
+
+    def _words_in_view(self, visible: Sequence[Message], views: Sequence[View]) -> _WordCount:
         """``_words_shown`` for ``visible``: the views that left the context taken out, the ones
         that came in added."""
         # A view belongs to one message id, so the views of two contexts compare as sets.
@@ -490,7 +437,7 @@ class AnchorScorer:
                     continue
                 keys.add((anchor.anchor_class, anchor.key))
                 invented.checked += 1
-                vocabulary = self._vocabulary_words()
+                vocabulary = self.cache.vocabulary
                 if any(w not in vocabulary for w in vocabulary_words(anchor.key)):
                     invented.invented += 1
                     if len(invented.examples) < INVENTED_SHOWN:
@@ -537,6 +484,79 @@ def _third(position: int, messages: int) -> int:
     return -1 if share < 1 / 3 else 1 if share > 2 / 3 else 0
 
 
+def _thirds(messages: int) -> tuple[int, int]:
+    """Where the middle and the newest third of ``messages`` start (``_third``), found from
+    just before each."""
+    oldest_end = max(int(messages / 3 - 0.5) - 1, 0)
+    while oldest_end < messages and _third(oldest_end, messages) < 0:
+        oldest_end += 1
+    newest_start = max(int(2 * messages / 3 - 0.5) - 1, oldest_end)
+    while newest_start < messages and _third(newest_start, messages) <= 0:
+        newest_start += 1
+    return oldest_end, newest_start
+
+
+def _copies_kept(rest: list[Message], after: Sequence[Message]) -> list[int] | None:
+    """Where ``after`` holds a copy of ``rest``'s message that the model reads alike (a
+    collection marking a kept message in its metadata), when ``after`` is ``rest`` so; None
+    when it is not (something came in, or a message changed)."""
+    if len(rest) != len(after):
+        return None
+    copies = list(compress(range(len(rest)), map(is_not, rest, after)))
+    for position in copies:
+        one, other = rest[position], after[position]
+        if one.message_id != other.message_id or not_carried(other, one):
+            return None
+    return copies
+
+
+def _not_among(
+    messages: Sequence[Message], others: Sequence[Message], other_ids: int
+) -> Sequence[Message]:
+    """``messages`` but those ``others`` holds as they are (the same objects), when no two of
+    ``others`` share an id (``other_ids`` of them do not); else all of them. Compared in C:
+    a replay asks this of hundreds of messages at each collection, and keeps most."""
+    if other_ids != len(others):
+        return messages
+    there = set(map(id, others))
+    return list(compress(messages, map(not_, map(there.__contains__, map(id, messages)))))
+
+
+def _classes(
+    anchors: Mapping[AnchorClass, int], lost: list[tuple[Anchor, int]]
+) -> list[ClassRetention]:
+    """Each class's distinct anchors, how many are kept, and the first lost ones."""
+    lost_count: Counter[AnchorClass] = Counter(anchor.anchor_class for anchor, _ in lost)
+    shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+    for anchor, _ in lost:
+        if len(texts := shown[anchor.anchor_class]) < LOST_SHOWN:
+            texts.append(anchor.text)
+    return [
+        ClassRetention(
+            anchor_class=c.anchor_class,
+            weight=c.weight,
+            anchors=anchors.get(c.anchor_class, 0),
+            retained=anchors.get(c.anchor_class, 0) - lost_count[c.anchor_class],
+            lost=shown[c.anchor_class],
+        )
+        for c in ANCHOR_CLASSES
+    ]
+
+
+def _recency(last_weights: list[int], lost: list[tuple[Anchor, int]]) -> RecencyRetention:
+    """The weight of the anchors last mentioned in the oldest and newest third of a context
+    (``last_weights``: what each of its messages mentions last), and of those kept."""
+    oldest_end, newest_start = _thirds(len(last_weights))
+    oldest, newest = sum(last_weights[:oldest_end]), sum(last_weights[newest_start:])
+    weight = {c.anchor_class: c.weight for c in ANCHOR_CLASSES}
+    return RecencyRetention(
+        oldest_weight=oldest,
+        oldest_retained=oldest - sum(weight[a.anchor_class] for a, p in lost if p < oldest_end),
+        newest_weight=newest,
+        newest_retained=newest - sum(weight[a.anchor_class] for a, p in lost if p >= newest_start),
+    )
+
+
 @dataclass
 class _WordCount:
     """How many views of a context hold each word, as how many times views holding it came
@@ -556,7 +576,7 @@ class _InView:
     """What a model sees after a compaction: the views of its messages, and how many of them
     hold each literal word."""
 
-    views: Sequence[_View]
+    views: Sequence[View]
     words: _WordCount
 
     @cached_property
@@ -565,6 +585,21 @@ class _InView:
         decided by the words in view, and a long context's text is megabytes (a replay scores
         thousands of contexts)."""
         return "\n".join(view.text for view in self.views)
+
+
+def _lost(unheld: Iterable[tuple[Anchor, int]], in_view: _InView) -> list[tuple[Anchor, int]]:
+    """Of anchors no message kept holds, the ones not in view (``_retained``); a one-word
+    literal one, most of them, decided here by the count of the words in view."""
+    holds, literal = in_view.words.holds, MatchRule.LITERAL
+    return [
+        (anchor, position)
+        for anchor, position in unheld
+        if not (
+            holds(anchor.key)
+            if anchor.rule is literal and is_literal_word(anchor.key)
+            else _retained(anchor, in_view)
+        )
+    ]
 
 
 def _retained(anchor: Anchor, in_view: _InView) -> bool:
@@ -598,26 +633,38 @@ def session_corpus(session: Session) -> list[Message]:
     ]
 
 
-def session_scorer(session: Session) -> AnchorScorer:
-    """A scorer of ``session``'s compactions: what its sub-agents said counts as said (an
-    anchor a summary takes from a sub-agent's report is not invented)."""
+def anchor_cache(session: Session) -> AnchorCache:
+    """What scoring reads of ``session``, to keep for its later scores: what its sub-agents
+    said counts as said (an anchor a summary takes from a sub-agent's report is not
+    invented)."""
+    return AnchorCache(
+        [*session_corpus(session), *(m for agent in session.subagents for m in agent.history)]
+    )
+
+
+def session_scorer(session: Session, cache: AnchorCache | None = None) -> AnchorScorer:
+    """A scorer of ``session``'s compactions, reading it into ``cache`` (``anchor_cache``'s)
+    when one is given."""
     counter = counter_by_name(session.token_counter)
-    corpus = [*session_corpus(session), *(m for agent in session.subagents for m in agent.history)]
-    return AnchorScorer(corpus, message_counts(session, counter, recorded=True))
+    tokens = message_counts(session, counter, recorded=True)
+    return AnchorScorer(anchor_cache(session) if cache is None else cache, tokens)
 
 
-def score_collection(session: Session, after: Sequence[Message]) -> AnchorRetention:
+def score_collection(
+    session: Session, after: Sequence[Message], cache: AnchorCache | None = None
+) -> AnchorRetention:
     """What a collection that left ``after`` of ``session``'s history kept in view of the
-    anchors of that history (a run: ``score_collection(session, run_gc(...).session.history)``)."""
-    return session_scorer(session).score_change(session.history, after)
+    anchors of that history (a run: ``score_collection(session, run_gc(...).session.history)``).
+    With ``cache`` (``anchor_cache(session)``), what an earlier score read is not read again."""
+    return session_scorer(session, cache).score_change(session.history, after)
 
 
 def score_collections_at_equal_size(
-    session: Session, afters: Mapping[str, Sequence[Message]]
+    session: Session, afters: Mapping[str, Sequence[Message]], cache: AnchorCache | None = None
 ) -> dict[str, AnchorRetention]:
     """Collections of ``session``'s history (by name) scored at the size of the smallest
     context any of them left (``scores_at_equal_size``)."""
-    return scores_at_equal_size(session_scorer(session), session.history, afters)
+    return scores_at_equal_size(session_scorer(session, cache), session.history, afters)
 
 
 def _unreadable(messages: Sequence[Message]) -> bool:

@@ -35,6 +35,7 @@ from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message, Role, turn_number
 from gcengine.quality.prompt_cache import PromptRequest
+from gcengine.quality.reading import AnchorCache
 from gcengine.quality.retention import AnchorRetention, AnchorScorer, session_corpus
 from gcengine.running.run import plugin_for, without_entries
 from gcengine.session import (
@@ -161,14 +162,17 @@ def simulate(
     *,
     score_anchors: bool = False,
     scorer: AnchorScorer | None = None,
+    anchor_cache: AnchorCache | None = None,
 ) -> Simulation:
     """The usage series (per turn, and per model call where the file recorded them), GC
     events and requests of ``session`` replayed under ``config``; with ``score_anchors``, each
     collection's anchor retention too, scored by ``scorer`` when given (``replay_scorer``
     of the same session: replays of one session under several configs then read each
-    message's anchors once for all of them)."""
+    message's anchors once for all of them), else by a scorer reading the session into
+    ``anchor_cache`` when one is given (``anchor_cache(session)``, kept from an earlier score
+    of it: a replay then reads no message that score read)."""
     plugin = plugin_for(config, plugin)
-    return _Replay(session, config, plugin, score_anchors, scorer).run()
+    return _Replay(session, config, plugin, score_anchors, scorer, anchor_cache).run()
 
 
 def replay_scorer(session: Session) -> AnchorScorer:
@@ -220,6 +224,7 @@ class _Replay:
         plugin: GCPlugin,
         score_anchors: bool,
         scorer: AnchorScorer | None = None,
+        anchor_cache: AnchorCache | None = None,
     ) -> None:
         self.session, self.config, self.plugin = session, config, plugin
         self.counter = counter_by_name(session.token_counter)
@@ -247,7 +252,8 @@ class _Replay:
         # still start with: all of that request until a collection rewrites part of it.
         self.shared_prefix = 0
         self.scorer = (
-            scorer or AnchorScorer(session_corpus(session), lambda m: self.figures(m)[0])
+            scorer
+            or AnchorScorer(anchor_cache or session_corpus(session), lambda m: self.figures(m)[0])
             if score_anchors
             else None
         )

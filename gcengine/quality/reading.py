@@ -1,0 +1,138 @@
+"""What scoring reads of a session's messages, read once: each message's view (what the model
+reads of it) and its anchors, the session's anchor context and its vocabulary.
+
+Reading is most of what scoring costs: a 10,000-turn session's anchors take seconds to find,
+where counting a context from them takes a fraction of one. An ``AnchorCache`` keeps them for
+one session (its corpus), keyed by message id and content, so every score of that session
+(a run, the runs and replays after it, a preview) reads each message once: the caller keeps
+it, and passes it to ``AnchorScorer``, ``session_scorer``, ``score_collection`` or
+``simulate``. Nothing here is kept between calls unless a caller keeps the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+from gcengine.messages import Message, MessageKind
+from gcengine.quality.anchors import (
+    literal_words,
+    message_anchors,
+    normalised,
+    normalised_sentences,
+    sentence_terms,
+    visible_pieces,
+    vocabulary_words,
+)
+from gcengine.quality.session_anchors import AnchorContext, anchor_context
+from gcengine.quality.tally import Held, held
+
+
+@dataclass(slots=True, eq=False)
+class View:
+    """What the model reads of one message: its pieces normalised, joined by line breaks (a
+    literal anchor never spans a sentence, so it is looked for in the whole text), and every
+    word in it; each sentence's words are read only when a terms anchor could match there.
+    The words are read only when the message is in view after a compaction (the session's
+    context and vocabulary read every message's text, most never shown after one).
+
+    A view is the same as another only if it is that view (a cache makes one a message).
+    """
+
+    pieces: tuple[str, ...]
+    text: str
+    _literal_words: frozenset[str] | None = None
+    _words: frozenset[str] | None = None
+    _sentences: tuple[frozenset[str], ...] | None = None
+
+    @property
+    def literal_words(self) -> frozenset[str]:
+        if self._literal_words is None:
+            self._literal_words = literal_words(self.text)
+        return self._literal_words
+
+    @property
+    def words(self) -> frozenset[str]:
+        if self._words is None:
+            # A text's terms are its literal words with apostrophes dropped: the same without
+            # any.
+            text = self.text
+            self._words = self.literal_words if "'" not in text else sentence_terms(text)
+        return self._words
+
+    def sentences(self) -> tuple[frozenset[str], ...]:
+        if self._sentences is None:
+            self._sentences = tuple(
+                sentence_terms(sentence)
+                for piece in self.pieces
+                for sentence in normalised_sentences(piece)
+            )
+        return self._sentences
+
+
+def _view(message: Message) -> View:
+    pieces = tuple(normalised(piece) for piece in visible_pieces(message))
+    return View(pieces, "\n".join(pieces))
+
+
+def not_carried(message: Message, other: Message | None) -> bool:
+    """Whether ``message`` is not carried into a context where ``other`` has its id, when
+    ``other`` is not that very message (which callers check first, without a call: a replay
+    asks this of hundreds of messages at each collection, and most are). Only what the model
+    reads counts: a collection marking a kept message in its metadata (a closing answer whose
+    tool work went) leaves it in view."""
+    return (
+        other is None
+        or other.parts != message.parts
+        or other.role is not message.role
+        or other.kind is not message.kind
+    )
+
+
+class AnchorCache:
+    """What scoring has read of one session's messages: ``corpus`` is everything the session
+    said (what its anchor context and an invented anchor's words are read from). A message is
+    read again only when its content changed (same id, other parts, role or kind)."""
+
+    def __init__(self, corpus: Iterable[Message]) -> None:
+        self._corpus = [m for m in corpus if m.kind is MessageKind.CHAT]
+        self._views: dict[str, tuple[Message, View]] = {}
+        self._held: dict[str, tuple[Message, Held]] = {}
+
+    @property
+    def corpus_messages(self) -> int:
+        """How many messages it may come to remember: what bounds its memory."""
+        return len(self._corpus)
+
+    @cached_property
+    def context(self) -> AnchorContext:
+        """What the session's anchors are read with: its root, the issue ids it names."""
+        return anchor_context(self._corpus, (self.view_of(m).text for m in self._corpus))
+
+    @cached_property
+    def vocabulary(self) -> frozenset[str]:
+        """Every word the session said, and the names said only inside a dotted one
+        (SpotterWeb.Router, this.updateSession)."""
+        words: set[str] = set()
+        for message in self._corpus:
+            said = vocabulary_words(self.view_of(message).text)
+            words.update(said)
+            words.update(part for word in said if "." in word for part in word.split("."))
+        return frozenset(words)
+
+    def view_of(self, message: Message) -> View:
+        known = self._views.get(message.message_id)
+        if known is None or (known[0] is not message and not_carried(message, known[0])):
+            known = self._views[message.message_id] = (message, _view(message))
+        return known[1]
+
+    def held_of(self, message: Message) -> Held:
+        """The anchors of ``message``."""
+        known = self._held.get(message.message_id)
+        if known is None or (known[0] is not message and not_carried(message, known[0])):
+            known = self._held[message.message_id] = (
+                message,
+                held(message_anchors(message, self.context)),
+            )
+        return known[1]
