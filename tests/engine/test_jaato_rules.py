@@ -419,7 +419,7 @@ def test_jaatos_truncate_keeps_exactly_the_protected_turns_with_tool_pairs_whole
     kept = {m.message_id for m in outcome.session.history}
     locked = {mid for mid, p in leaves(session).items() if p is GCPolicy.LOCKED}
     every = session.turns()
-    recent = every[len(every) - preserve :] if preserve else []
+    recent = every[max(0, len(every) - preserve) :] if preserve else []
     for turn in every:
         ids = set(turn.message_ids)
         protected = turn in recent or turn.index in set(pins) or bool(ids & locked)
