@@ -88,7 +88,7 @@ def test_the_provider_writes_the_summary_within_the_cap_and_its_cost_is_recorded
     [
         ({"status": 500}, "HTTP 500"),
         ({"raw": b"<html>not json"}, "not"),
-        ({"delay": 2.0}, "no answer within 0.5 s"),
+        ({"delay": 30.0}, "no answer within 0.5 s"),
     ],
 )
 def test_a_failing_provider_leaves_the_deterministic_summary_and_says_why(
@@ -111,9 +111,12 @@ def test_a_failing_provider_leaves_the_deterministic_summary_and_says_why(
     assert summary.metadata["summarizer"] == "extractive"
     assert SUMMARY not in summary.text
     # What the deterministic summarizer writes for the same turns, after one request (no
-    # retries), bounded by the timeout rather than the server's delay.
+    # retries), bounded by the timeout rather than the server's delay: the server answers
+    # after 30 s; a loaded machine adds seconds of its own (the SDK's import, the fallback
+    # summary), never that.
     assert len(FakeChatServer.requests) == 1
-    assert call["seconds"] < failure.get("delay", 0.5) + 1.0
+    if "delay" in failure:
+        assert call["seconds"] < failure["delay"] / 3
     expected, _ = summarized(session, ExtractiveSummarizer())
     assert summary.text == expected.text
 
