@@ -58,6 +58,7 @@ def index_conversation(
     reuse: ConversationIndex | None = None,
     exchange_figures: bool = True,
     revision: Revision | None = None,
+    taken: dict[int, Message] | None = None,
 ) -> tuple[ConversationIndex, Copied]:
     """The conversation of a history laid out flat, without building its budget tree, and
     the runs of its turns copied unchanged from ``reuse``.
@@ -82,6 +83,11 @@ def index_conversation(
     The messages read count their edits against ``revision`` (a new one by default; the
     budget builder's is its tree's), unless they count them against one already; the index
     holds while none of those revisions moves on (``ConversationIndex.unedited``).
+
+    ``taken``, when given, is filled with the messages of ``reuse`` whose figures the turns
+    read took over, by position here: the message itself, or the copy of it a collection
+    marked (the same id, role, kind and parts). The budget builder takes those messages'
+    leaves over from ``reuse``'s tree rather than making them again.
     """
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded, clarifications)
@@ -146,6 +152,8 @@ def index_conversation(
                 was = known.get(id(message)) if known else None
                 if was is None or was[0] is not message:
                     was = _copy_in(known, message) if known else None
+                if was is not None and taken is not None:
+                    taken[start + offset] = was[0]
                 message_tokens, made_by = was[1] if was else figure(message)
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
@@ -338,12 +346,18 @@ def _copied_runs(
             end += 1
         first = turn
         while first < end:
-            different = first_different(first, end, old_first + first - turn)
+            # A turn that lost or gained messages (most of those a collection took a part
+            # of) differs by its length alone: no search needed to find it.
+            there = old_first + first - turn
+            if stop(first) - starts[first] != old_stop(there) - old_starts[there]:
+                first += 1
+                continue
+            different = first_different(first, end, there)
             if different is None:
-                runs.append((first, end, old_first + first - turn))
+                runs.append((first, end, there))
                 break
             if different > first:
-                runs.append((first, different, old_first + first - turn))
+                runs.append((first, different, there))
             first = different + 1
         turn = end
     return runs, mapped
