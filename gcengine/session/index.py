@@ -130,6 +130,9 @@ def index_conversation(
     exchanges: list[Exchange] = []
     groups: list[ExchangeGroup] = []
     starts, size = layout.starts, len(messages)
+    old_messages, old_tokens, old_counted_by = (
+        (old.messages, old.tokens, old.counted_by or []) if old is not None else ([], [], [])
+    )
 
     def read(first: int, end: int) -> None:
         """Lay out turns ``first`` to ``end`` from their messages; the figures of messages the
@@ -147,14 +150,17 @@ def index_conversation(
             step = width / (stop - start)
             traffic: list[TrafficMember] = []
             old_turn = mapped[turn] if mapped else None
-            known = _old_figures(old, old_turn) if old_turn is not None else {}
+            known = _old_positions(old, old_turn) if old_turn is not None else {}
             for offset, message in enumerate(turn_messages):
                 was = known.get(id(message)) if known else None
-                if was is None or was[0] is not message:
-                    was = _copy_in(known, message) if known else None
-                if was is not None and taken is not None:
-                    taken[start + offset] = was[0]
-                message_tokens, made_by = was[1] if was else figure(message)
+                if was is None or old_messages[was] is not message:
+                    was = _copy_in(old_messages, known, message) if known else None
+                if was is None:
+                    message_tokens, made_by = figure(message)
+                else:
+                    message_tokens, made_by = old_tokens[was], old_counted_by[was]
+                    if taken is not None:
+                        taken[start + offset] = old_messages[was]
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
                 policies.append(message_policy(message, original, closing, clarifications))
@@ -223,31 +229,27 @@ def index_conversation(
     return index, copied
 
 
-def _old_figures(
-    old: ConversationIndex | None, turn: int
-) -> dict[int, tuple[Message, tuple[int, str]]]:
-    """The figures of ``old``'s turn ``turn``, by message identity."""
+def _old_positions(old: ConversationIndex | None, turn: int) -> dict[int, int]:
+    """Where the messages of ``old``'s turn ``turn`` are in ``old``, by message identity."""
     assert old is not None
-    assert old.counted_by is not None
     start, stop = old.layout.span(turn)
-    tokens, counted_by, messages = old.tokens, old.counted_by, old.messages
-    return {id(messages[p]): (messages[p], (tokens[p], counted_by[p])) for p in range(start, stop)}
+    messages = old.messages
+    return {id(messages[p]): p for p in range(start, stop)}
 
 
-def _copy_in(
-    known: dict[int, tuple[Message, tuple[int, str]]], message: Message
-) -> tuple[Message, tuple[int, str]] | None:
-    """The figure of the message ``known`` holds that ``message`` is a copy of, with other
-    metadata only (a closing answer a collection kept and marked as one): the same id, role
-    and kind, and the very same parts, so the same figure. None for none."""
-    for old, figure in known.values():
+def _copy_in(old: Sequence[Message], known: dict[int, int], message: Message) -> int | None:
+    """Where the message ``known`` holds that ``message`` is a copy of is in ``old``, a copy
+    with other metadata only (a closing answer a collection kept and marked as one): the same
+    id, role and kind, and the very same parts, so the same figure. None for none."""
+    for position in known.values():
+        was = old[position]
         if (
-            old.parts is message.parts
-            and old.message_id == message.message_id
-            and old.role is message.role
-            and old.kind is message.kind
+            was.parts is message.parts
+            and was.message_id == message.message_id
+            and was.role is message.role
+            and was.kind is message.kind
         ):
-            return old, figure
+            return position
     return None
 
 
