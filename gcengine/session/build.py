@@ -80,6 +80,7 @@ def build_conversation(
     """
     known = index_of(reuse)
     revision = (reuse.revision() if reuse is not None and known is not None else None) or Revision()
+    taken: dict[int, Message] = {}
     index, copied = index_conversation(
         history,
         counter,
@@ -89,11 +90,19 @@ def build_conversation(
         reuse=known,
         figure=figure,
         revision=revision,
+        taken=taken,
     )
     kept: list[tuple[str, SourceEntry]] = []
     if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
         kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
-    conversation = conversation_tree(index, created_base, copied if kept else [], kept, revision)
+    conversation = conversation_tree(
+        index,
+        created_base,
+        copied if kept else [],
+        kept,
+        revision,
+        _Kept(reuse.children, taken) if kept and reuse is not None and taken else None,
+    )
     conversation.keep_index(index)
     return conversation
 
@@ -104,19 +113,24 @@ def conversation_tree(
     copied: Copied | None = None,
     kept: Sequence[tuple[str, SourceEntry]] = (),
     revision: Revision | None = None,
+    taken: _Kept | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry of an index: one container per turn and one leaf per message,
     except the runs of turns ``copied`` from another index, whose entries are that index's
     tree's (``kept``: its turns' keys and entries, in order). Every entry made is stamped with
-    ``revision`` (a new one by default): the kept ones must have it already."""
+    ``revision`` (a new one by default): the kept ones must have it already.
+
+    ``taken`` is what was taken over from that other index's messages (``_Kept``): in a
+    turn a collection took a part of, their leaves are the ones its tree has, with the
+    policy and time they have now."""
     revision = revision or Revision()
     children: dict[str, SourceEntry] = {}
     done = 0
     for first, end, old_first in copied or ():
-        _turn_entries(index, done, first, children, revision)
+        _turn_entries(index, done, first, children, revision, taken)
         children.update(kept[old_first : old_first + end - first])
         done = end
-    _turn_entries(index, done, len(index.layout), children, revision)
+    _turn_entries(index, done, len(index.layout), children, revision, taken)
     conversation = construct(
         SourceEntry,
         source=InstructionSource.CONVERSATION,
@@ -144,9 +158,10 @@ def _turn_entries(
     end: int,
     children: dict[str, SourceEntry],
     revision: Revision,
+    old: _Kept | None = None,
 ) -> None:
     """Add the entries of turns ``first`` to ``end`` of the index to ``children``, each
-    stamped with ``revision``.
+    stamped with ``revision``; the leaves of messages ``old`` took over are its tree's.
 
     A conversation has an entry per message, so this is the budget builder's inner loop: it
     reads the index's flat lists by position and builds each entry straight from its fields
@@ -164,6 +179,7 @@ def _turn_entries(
     size, turns = len(messages), len(starts)
     entry = entry_maker(SourceEntry)
     conversation = InstructionSource.CONVERSATION
+    taken: Mapping[int, Message] = old.taken if old is not None else {}
     for turn in range(first, end):
         start = starts[turn]
         stop = starts[turn + 1] if turn + 1 < turns else size
@@ -171,10 +187,19 @@ def _turn_entries(
         name = turn_name(turn_index, kind)
         # JAATO's label: ``turn_1`` for the first turn (the key keeps the stable index).
         turn_label = name if turn_index is not None else "inserted"
+        key = turn_key_of(turn_index, messages[start])
         leaves: dict[str, SourceEntry] = {}
+        old_leaves = old.leaves(key) if old is not None and turn_index is not None else None
         for position in range(start, stop):
-            message = messages[position]
             message_id = ids[position]
+            if old_leaves is not None and position in taken:
+                leaf = old_leaves.get(message_id)
+                if leaf is not None:
+                    leaves[message_id] = _leaf_now(
+                        leaf, policies[position], created[position], revision
+                    )
+                    continue
+            message = messages[position]
             leaves[message_id] = entry(
                 {
                     "source": conversation,
@@ -191,7 +216,7 @@ def _turn_entries(
                     REVISION_KEY: revision,
                 }
             )
-        children[turn_key_of(turn_index, messages[start])] = entry(
+        children[key] = entry(
             {
                 "source": conversation,
                 "tokens": sum(tokens[start:stop]),
@@ -204,6 +229,54 @@ def _turn_entries(
                 REVISION_KEY: revision,
             }
         )
+
+
+class _Kept:
+    """The tree a budget is rebuilt from, as its leaves are taken over: its turns by key, and
+    the positions of the messages whose figures the new index took from its index
+    (``index_conversation``'s ``taken``)."""
+
+    def __init__(self, turns: Mapping[str, SourceEntry], taken: Mapping[int, Message]) -> None:
+        self.turns, self.taken = turns, taken
+
+    def leaves(self, key: str) -> dict[str, SourceEntry] | None:
+        """The leaves of the uploaded turn ``key`` by message id, when it names each of its
+        messages once (so each leaf is the one of the message its id names)."""
+        turn = self.turns.get(key)
+        if turn is None or len(turn.children) != len(turn.message_ids):
+            return None
+        return turn.children
+
+
+_make_leaf = entry_maker(SourceEntry)
+
+
+def _leaf_now(
+    leaf: SourceEntry, policy: GCPolicy, created_at: float, revision: Revision
+) -> SourceEntry:
+    """The leaf of a message whose figure was taken over, in a turn that lost other messages:
+    its label, figure and metadata are the same (they depend on the message, its turn's
+    stable index and its figure), its policy and time may not be (a turn's closing answer and
+    its messages' times follow the turn's messages). The very leaf when nothing changed."""
+    if (
+        leaf.gc_policy is policy
+        and leaf.created_at == created_at
+        and leaf.__dict__.get(REVISION_KEY) is revision
+    ):
+        return leaf
+    return _make_leaf(
+        {
+            "source": leaf.source,
+            "tokens": leaf.tokens,
+            "gc_policy": policy,
+            "label": leaf.label,
+            "children": {},
+            "metadata": dict(leaf.metadata),
+            "created_at": created_at,
+            "message_ids": list(leaf.message_ids),
+            REVISION_KEY: revision,
+        }
+    )
 
 
 _ROLE_VALUES = {role: role.value for role in Role}

@@ -58,6 +58,7 @@ def index_conversation(
     reuse: ConversationIndex | None = None,
     exchange_figures: bool = True,
     revision: Revision | None = None,
+    taken: dict[int, Message] | None = None,
 ) -> tuple[ConversationIndex, Copied]:
     """The conversation of a history laid out flat, without building its budget tree, and
     the runs of its turns copied unchanged from ``reuse``.
@@ -82,6 +83,11 @@ def index_conversation(
     The messages read count their edits against ``revision`` (a new one by default; the
     budget builder's is its tree's), unless they count them against one already; the index
     holds while none of those revisions moves on (``ConversationIndex.unedited``).
+
+    ``taken``, when given, is filled with the messages of ``reuse`` whose figures the turns
+    read took over, by position here: the message itself, or the copy of it a collection
+    marked (the same id, role, kind and parts). The budget builder takes those messages'
+    leaves over from ``reuse``'s tree rather than making them again.
     """
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded, clarifications)
@@ -124,6 +130,9 @@ def index_conversation(
     exchanges: list[Exchange] = []
     groups: list[ExchangeGroup] = []
     starts, size = layout.starts, len(messages)
+    old_messages, old_tokens, old_counted_by = (
+        (old.messages, old.tokens, old.counted_by or []) if old is not None else ([], [], [])
+    )
 
     def read(first: int, end: int) -> None:
         """Lay out turns ``first`` to ``end`` from their messages; the figures of messages the
@@ -141,12 +150,17 @@ def index_conversation(
             step = width / (stop - start)
             traffic: list[TrafficMember] = []
             old_turn = mapped[turn] if mapped else None
-            known = _old_figures(old, old_turn) if old_turn is not None else {}
+            known = _old_positions(old, old_turn) if old_turn is not None else {}
             for offset, message in enumerate(turn_messages):
                 was = known.get(id(message)) if known else None
-                if was is None or was[0] is not message:
-                    was = _copy_in(known, message) if known else None
-                message_tokens, made_by = was[1] if was else figure(message)
+                if was is None or old_messages[was] is not message:
+                    was = _copy_in(old_messages, known, message) if known else None
+                if was is None:
+                    message_tokens, made_by = figure(message)
+                else:
+                    message_tokens, made_by = old_tokens[was], old_counted_by[was]
+                    if taken is not None:
+                        taken[start + offset] = old_messages[was]
                 tokens.append(message_tokens)
                 counted_by.append(made_by)
                 policies.append(message_policy(message, original, closing, clarifications))
@@ -215,31 +229,27 @@ def index_conversation(
     return index, copied
 
 
-def _old_figures(
-    old: ConversationIndex | None, turn: int
-) -> dict[int, tuple[Message, tuple[int, str]]]:
-    """The figures of ``old``'s turn ``turn``, by message identity."""
+def _old_positions(old: ConversationIndex | None, turn: int) -> dict[int, int]:
+    """Where the messages of ``old``'s turn ``turn`` are in ``old``, by message identity."""
     assert old is not None
-    assert old.counted_by is not None
     start, stop = old.layout.span(turn)
-    tokens, counted_by, messages = old.tokens, old.counted_by, old.messages
-    return {id(messages[p]): (messages[p], (tokens[p], counted_by[p])) for p in range(start, stop)}
+    messages = old.messages
+    return {id(messages[p]): p for p in range(start, stop)}
 
 
-def _copy_in(
-    known: dict[int, tuple[Message, tuple[int, str]]], message: Message
-) -> tuple[Message, tuple[int, str]] | None:
-    """The figure of the message ``known`` holds that ``message`` is a copy of, with other
-    metadata only (a closing answer a collection kept and marked as one): the same id, role
-    and kind, and the very same parts, so the same figure. None for none."""
-    for old, figure in known.values():
+def _copy_in(old: Sequence[Message], known: dict[int, int], message: Message) -> int | None:
+    """Where the message ``known`` holds that ``message`` is a copy of is in ``old``, a copy
+    with other metadata only (a closing answer a collection kept and marked as one): the same
+    id, role and kind, and the very same parts, so the same figure. None for none."""
+    for position in known.values():
+        was = old[position]
         if (
-            old.parts is message.parts
-            and old.message_id == message.message_id
-            and old.role is message.role
-            and old.kind is message.kind
+            was.parts is message.parts
+            and was.message_id == message.message_id
+            and was.role is message.role
+            and was.kind is message.kind
         ):
-            return old, figure
+            return position
     return None
 
 
@@ -338,12 +348,18 @@ def _copied_runs(
             end += 1
         first = turn
         while first < end:
-            different = first_different(first, end, old_first + first - turn)
+            # A turn that lost or gained messages (most of those a collection took a part
+            # of) differs by its length alone: no search needed to find it.
+            there = old_first + first - turn
+            if stop(first) - starts[first] != old_stop(there) - old_starts[there]:
+                first += 1
+                continue
+            different = first_different(first, end, there)
             if different is None:
-                runs.append((first, end, old_first + first - turn))
+                runs.append((first, end, there))
                 break
             if different > first:
-                runs.append((first, different, old_first + first - turn))
+                runs.append((first, different, there))
             first = different + 1
         turn = end
     return runs, mapped
