@@ -33,7 +33,7 @@ from gcengine.gc.plan import index_by_id, index_in_order
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import Message, MessageKind, read_new, turn_layout
-from gcengine.running.jaato_reading import BudgetReading, engine_message, read_budget
+from gcengine.running.jaato_reading import BudgetReading, engine_messages, read_budget
 from gcengine.running.jaato_seen import LastRead, LeafFigures, Seen
 from gcengine.strategies import STRATEGY_SPECS
 from gcengine.strategies.common import CommonKeys
@@ -364,28 +364,44 @@ class JaatoPlugin:
         if last is not None and last.seen is not None and seen is not None:
             same = last.seen.unchanged_head(seen)
         messages = last.messages[:same] if last is not None else []
-        made: list[Message] = []
-        for message in history[same:]:
-            hit = known.get(id(message))
-            parts = message.parts or ()
-            if (
-                hit is None
-                or hit[0] is not message
-                or hit[1] != message.message_id
-                or hit[2] is not message.role
-                or len(hit[3]) != len(parts)
-                or not all(map(is_, hit[3], parts))
-            ):
-                hit = (
-                    message,
-                    message.message_id,
-                    message.role,
-                    tuple(parts),
-                    engine_message(message),
-                )
-                known[id(message)] = hit
-                made.append(hit[4])
-            messages.append(hit[4])
+        rest = history[same:]
+        # The engine's copy of each message of ``rest`` still as it was, None for those to
+        # convert (``fresh``): all of them, on a plugin that has seen no history.
+        taken: list[Message | None] = [None] * len(rest)
+        fresh: list[Any] = rest
+        if known:
+            fresh = []
+            for at, message in enumerate(rest):
+                hit = known.get(id(message))
+                parts = message.parts or ()
+                if (
+                    hit is None
+                    or hit[0] is not message
+                    or hit[1] != message.message_id
+                    or hit[2] is not message.role
+                    or len(hit[3]) != len(parts)
+                    or not all(map(is_, hit[3], parts))
+                ):
+                    fresh.append(message)
+                else:
+                    taken[at] = hit[4]
+        made = engine_messages(fresh)
+        known.update(
+            zip(
+                map(id, fresh),
+                zip(
+                    fresh,
+                    [message.message_id for message in fresh],
+                    [message.role for message in fresh],
+                    [tuple(message.parts or ()) for message in fresh],
+                    made,
+                    strict=True,
+                ),
+                strict=True,
+            )
+        )
+        converted = iter(made)
+        messages += [next(converted) if copy is None else copy for copy in taken]
         # The index of these messages (``ConversationIndex``) notes what each counts its edits
         # against: the new ones are told so as they are made, not looked at one by one there.
         read_new(made, self._revision)

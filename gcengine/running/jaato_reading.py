@@ -9,11 +9,11 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
+from itertools import chain, compress, islice, repeat
 from operator import attrgetter, not_
 from typing import Any
 
-from gcengine._fast import construct, entry_maker
+from gcengine._fast import construct, entries_made, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.gc.plan import BudgetLeaf
 from gcengine.messages import (
@@ -33,7 +33,6 @@ _OPAQUE_FIELDS = ("executable_code", "code_execution_result")
 
 # Makers taking every field, for the loops that convert a whole history and budget (the
 # conversion is most of what a plugin costs JAATO: a 10,000-turn history has 40,000 messages).
-_new_message = entry_maker(Message)
 _new_part = entry_maker(Part)
 _new_call = entry_maker(FunctionCall)
 _new_entry = entry_maker(SourceEntry)
@@ -122,19 +121,56 @@ def _size(data: Any) -> int:
     return len(data) * 3 // 4 if isinstance(data, str) else 0
 
 
-def engine_message(message: Any) -> Message:
-    """One JAATO ``Message`` as the engine's, under the same id."""
-    parts = [p for p in map(engine_part, message.parts or ()) if p is not None]
-    return _new_message(
-        {
-            # The member's own attribute: ``value`` is a property, run a message at a time.
-            "role": _ROLES[message.role._value_],
-            "parts": parts,
-            "message_id": message.message_id,
-            "kind": MessageKind.CHAT,
-            "turn_index": None,
-            "metadata": {},
-        }
+_TEXT = attrgetter("text")
+
+
+def engine_messages(history: Sequence[Any]) -> list[Message]:
+    """Each JAATO ``Message`` of ``history`` as the engine's, under the same id, made in a few
+    passes over all their parts rather than a few calls a part: text parts (most of a
+    history's) are made in one loop, the others one by one (``engine_part``), which drops a
+    part carrying nothing."""
+    lists = [message.parts or () for message in history]
+    flat = list(chain.from_iterable(lists))
+    texts = list(map(_TEXT, flat))
+    others = [engine_part(part) for text, part in zip(texts, flat, strict=True) if text is None]
+    made = iter(
+        entries_made(
+            Part,
+            [
+                {
+                    "type": PartType.TEXT,
+                    "text": text,
+                    "function_call": None,
+                    "function_response": None,
+                    "inline_data": None,
+                    "opaque": None,
+                    "extra": {},
+                }
+                for text in texts
+                if text is not None
+            ],
+        )
+    )
+    rest = iter(others)
+    parts = [next(made) if text is not None else next(rest) for text in texts]
+    at = iter(parts)
+    grouped = [list(islice(at, size)) for size in map(len, lists)]
+    if any(part is None for part in others):
+        grouped = [[part for part in group if part is not None] for group in grouped]
+    return entries_made(
+        Message,
+        [
+            {
+                # The member's own attribute: ``value`` is a property, run a message at a time.
+                "role": _ROLES[message.role._value_],
+                "parts": group,
+                "message_id": message.message_id,
+                "kind": MessageKind.CHAT,
+                "turn_index": None,
+                "metadata": {},
+            }
+            for message, group in zip(history, grouped, strict=True)
+        ],
     )
 
 
