@@ -470,8 +470,17 @@ class JaatoPlugin:
             # The same messages lay out alike: a budget JAATO rebuilt with new times (as it
             # does after each response) still reuses the layout.
             layout = previous.layout if previous is not None else turn_layout(messages)
+            # Every message this plugin made counts its edits against its revision
+            # (``_engine_history``): the index need not read each for it.
+            revisions = {self._revision: self._revision.edits}
             index, _ = index_in_order(
-                messages, layout, reading.tokens, reading.policies, reading.created, reading.named
+                messages,
+                layout,
+                reading.tokens,
+                reading.policies,
+                reading.created,
+                reading.named,
+                revisions,
             ) or index_by_id(messages, layout, reading.leaves(), _COUNTER, budgeted=True)
         now.index, now.leaves = index, leaves
         return index
