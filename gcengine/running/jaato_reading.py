@@ -35,6 +35,7 @@ _OPAQUE_FIELDS = ("executable_code", "code_execution_result")
 # conversion is most of what a plugin costs JAATO: a 10,000-turn history has 40,000 messages).
 _new_part = entry_maker(Part)
 _new_call = entry_maker(FunctionCall)
+_new_response = entry_maker(FunctionResponse)
 _new_entry = entry_maker(SourceEntry)
 _ROLES = {role.value: role for role in Role}
 _SOURCES = {source.value: source for source in InstructionSource}
@@ -83,15 +84,25 @@ def engine_part(part: Any) -> Part | None:
                 {"mime_type": getattr(a, "mime_type", None), "bytes": _size(a.data)}
                 for a in attachments
             ]
-        return Part.from_function_response(
-            construct(
-                FunctionResponse,
-                call_id=response.call_id,
-                name=response.name or "",
-                result=response.result,
-                is_error=bool(response.is_error),
-                extra=extra,
-            )
+        answer = _new_response(
+            {
+                "call_id": response.call_id,
+                "name": response.name or "",
+                "result": response.result,
+                "is_error": bool(response.is_error),
+                "extra": extra,
+            }
+        )
+        return _new_part(
+            {
+                "type": PartType.FUNCTION_RESPONSE,
+                "text": None,
+                "function_call": None,
+                "function_response": answer,
+                "inline_data": None,
+                "opaque": None,
+                "extra": {},
+            }
         )
     inline = part.inline_data
     if inline:
