@@ -152,13 +152,10 @@ def jaato_removals(
     Without a budget, the engine's own keys stay."""
     conversation = InstructionSource.CONVERSATION
     gone = {i for item in removals if item.source is conversation for i in item.message_ids}
-    # JAATO's sources by the engine's: calling JAATO's enum runs Python code, once an item.
-    sources = {source: jaato.InstructionSource(source.value) for source in InstructionSource}
-    owner = reading.owner if reading is not None else {}
     items: list[Any] = []
     done: set[str] = set()
     for item in removals:
-        source = sources[item.source]
+        source = jaato.InstructionSource(item.source.value)
         if item.source is not conversation or reading is None:
             items.append(
                 jaato.GCRemovalItem(
@@ -166,16 +163,19 @@ def jaato_removals(
                 )
             )
             continue
-        ids = item.message_ids
-        keys = list(map(owner.get, ids))
-        unmatched = [i for i, key in zip(ids, keys, strict=True) if key is None]
-        # Each child once, in the order the ids name them.
-        touched = dict.fromkeys([key for key in keys if key is not None])
+        touched: dict[str, None] = {}
+        unmatched: list[str] = []
+        for message_id in item.message_ids:
+            key = reading.owner.get(message_id)
+            if key is None:
+                unmatched.append(message_id)
+            else:
+                touched[key] = None
         for key in touched:
             if key in done:
                 continue
             tokens, named = reading.child(key)
-            if gone.issuperset(named):
+            if all(i in gone for i in named):
                 done.add(key)
                 items.append(jaato.GCRemovalItem(source, key, tokens, str(item.reason), named))
             else:
@@ -364,7 +364,7 @@ class JaatoPlugin:
         if last is not None and last.seen is not None and seen is not None:
             same = last.seen.unchanged_head(seen)
         messages = last.messages[:same] if last is not None else []
-        rest = list(history[same:])
+        rest = history[same:]
         # The engine's copy of each message of ``rest`` still as it was, None for those to
         # convert (``fresh``): all of them, on a plugin that has seen no history.
         taken: list[Message | None] = [None] * len(rest)
