@@ -364,7 +364,7 @@ class JaatoPlugin:
         if last is not None and last.seen is not None and seen is not None:
             same = last.seen.unchanged_head(seen)
         messages = last.messages[:same] if last is not None else []
-        rest = history[same:]
+        rest = list(history[same:])
         # The engine's copy of each message of ``rest`` still as it was, None for those to
         # convert (``fresh``): all of them, on a plugin that has seen no history.
         taken: list[Message | None] = [None] * len(rest)
