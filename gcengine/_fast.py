@@ -99,6 +99,22 @@ def entry_maker[M: BaseModel](model: type[M]) -> Callable[[dict[str, Any]], M]:
     return make
 
 
+def entries_made[M: BaseModel](model: type[M], values: Iterable[dict[str, Any]]) -> list[M]:
+    """``entry_maker(model)`` applied to each of ``values`` in one loop, with no call per
+    instance: for converters making tens of thousands at once (a JAATO history's messages)."""
+    every = _all_fields(model)
+    new = model.__new__
+    made = []
+    for fields in values:
+        instance = new(model)
+        _set(instance, "__dict__", fields)
+        _set(instance, "__pydantic_fields_set__", every)
+        _set(instance, "__pydantic_extra__", None)
+        _set(instance, "__pydantic_private__", None)
+        made.append(instance)
+    return made
+
+
 class _Pauses:
     """The pauses of the cycle collector in progress, process-wide: the first to begin
     switches it off, the last to end switches it back on if it was on before the first.

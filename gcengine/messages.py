@@ -24,8 +24,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import compress, count, islice
-from operator import attrgetter, is_not, ne
+from itertools import compress, count, islice, repeat
+from operator import attrgetter, is_, is_not, ne
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -407,6 +407,9 @@ class TurnLayout:
         return turn if turn < len(self.starts) and self.starts[turn] == position else None
 
 
+_ROLE = attrgetter("role")
+
+
 def turn_layout(history: Sequence[Message]) -> TurnLayout:
     """The layout of ``history`` (the rule is in ``split_into_turns``)."""
     ids = [message.message_id for message in history]
@@ -419,6 +422,14 @@ def turn_layout(history: Sequence[Message]) -> TurnLayout:
         starts = [0, *changes] if history else []
         chat = [MessageKind.CHAT] * len(starts)
         return TurnLayout(ids, starts, [recorded[s] for s in starts], chat)
+    if history and kinds.count(MessageKind.CHAT) == len(kinds) == recorded.count(None):
+        # Conversation carrying no turn (a JAATO history): a turn starts at the first message
+        # and at each user message that is no tool result, numbered in order. Only the user
+        # messages are looked at.
+        users = compress(count(), map(is_, map(_ROLE, history), repeat(Role.USER)))
+        starts = [0, *(p for p in users if p and not history[p].is_function_response)]
+        chat = [MessageKind.CHAT] * len(starts)
+        return TurnLayout(ids, starts, list(range(len(starts))), chat)
     starts = []
     opener: Message | None = None
     for position, message in enumerate(history):

@@ -256,3 +256,41 @@ def test_the_builder_flags_each_turns_closing_answer_also_in_turns_it_copies(
     # tree, no flags).
     again = outcome.session
     assert collect(again, again.budget) == collect(again, again.budget.model_copy(deep=True))
+
+
+def test_a_history_carrying_no_turns_is_split_at_user_messages_that_are_no_tool_results(
+    counter: TokenCounter,
+) -> None:
+    """JAATO's messages carry no turn index: the layout of such a history starts a turn at its
+    first message and at each user message that is no tool result (tool results sent as user
+    messages and as tool messages alike stay in the turn that called), numbered in order: the
+    turns a session reading the same messages with their turns recorded has."""
+    from gcengine import Message, Role
+    from gcengine.messages import FunctionCall, FunctionResponse, turn_layout
+
+    def said(role: Role, text: str) -> Message:
+        return Message(role=role, parts=[Part.from_text(text)], message_id=text)
+
+    call = Part.from_function_call(FunctionCall(id="c1", name="read", args={}))
+    answer = Part.from_function_response(FunctionResponse(call_id="c1", name="read", result=1))
+    history = [
+        said(Role.MODEL, "before any user"),
+        said(Role.USER, "ask"),
+        Message(role=Role.MODEL, parts=[call], message_id="call"),
+        Message(role=Role.USER, parts=[answer], message_id="result as user"),
+        Message(role=Role.TOOL, parts=[answer], message_id="result as tool"),
+        said(Role.MODEL, "answer"),
+        said(Role.USER, "ask again"),
+        said(Role.MODEL, "answer again"),
+    ]
+    layout = turn_layout(history)
+    assert layout.starts == [0, 1, 6]
+    assert layout.indices == [0, 1, 2]
+
+    session = session_at(40, 90, counter, tool_every=2, parallel_calls=2, seed=3)
+    recorded = session.history
+    assert all(m.turn_index is not None for m in recorded)
+    bare = [m.model_copy(update={"turn_index": None}) for m in recorded]
+    expected = turn_layout(recorded)
+    assert expected.indices == list(range(len(expected))), "the generator numbers turns in order"
+    assert turn_layout(bare) == expected

@@ -439,3 +439,27 @@ def test_a_plugin_collecting_after_its_own_collection_answers_as_a_new_one(
     grown = [*after, *history()[:8]]
     budget = session_budget(grown, layout)
     assert answer_of(plugin, grown, budget) == answer_of(plugin_named(name, rules), grown, budget)
+
+
+def test_a_history_converted_at_once_reads_as_its_parts_one_by_one() -> None:
+    """A plugin converts a whole history at once (text parts together, the others one by
+    one): each message reads as its JAATO parts converted one at a time, in their order,
+    a part carrying nothing left out, under the message's own id and role."""
+    from gcengine.running.jaato_reading import engine_messages, engine_part
+
+    call = FunctionCall(id="call_0", name="readFile", args={"path": "a.py"})
+    result = ToolResult(call_id="call_0", name="readFile", result={"text": "print(1)"})
+    messages = [
+        Message(role=Role.USER, parts=[Part(text="first"), Part(), Part(text="second")]),
+        Message(role=Role.MODEL, parts=[Part(thought="thinking"), Part(function_call=call)]),
+        Message(role=Role.USER, parts=[Part(function_response=result), Part(text="after")]),
+        Message(role=Role.MODEL, parts=[]),
+        Message(role=Role.USER, parts=[Part(inline_data={"mime_type": "audio/wav", "data": b"1"})]),
+    ]
+    converted = engine_messages(messages)
+    assert [m.message_id for m in converted] == [m.message_id for m in messages]
+    assert [m.role.value for m in converted] == [m.role.value for m in messages]
+    for message, copy in zip(messages, converted, strict=True):
+        one_by_one = [p for p in map(engine_part, message.parts) if p is not None]
+        assert copy.parts == one_by_one
+    assert [p.text for p in converted[0].parts] == ["first", "second"]

@@ -200,13 +200,16 @@ def index_in_order(
     policies: list[GCPolicy],
     created: list[float | None],
     named: Sequence[Sequence[str]],
+    revisions: dict[Revision, int] | None = None,
 ) -> tuple[ConversationIndex, int] | None:
     """``index_by_id`` of a budget, for leaves given as parallel lists (each leaf's tokens,
     policy, time and the ids it names), when they are laid out as a session's budget is: each
     leaf naming one message, the leaves naming the history's messages in order, each once. The
     figures are then the leaves' own, position by position, and no message is looked up by
     id; None for any other budget (``index_by_id`` reads it). ``tokens`` and ``policies`` are
-    kept by the index: the caller hands over lists it no longer changes."""
+    kept by the index: the caller hands over lists it no longer changes. ``revisions``, when
+    the caller knows what every message counts its edits against (``ConversationIndex``),
+    spares the index reading each message for it."""
     ids = layout.message_ids
     if len(named) != len(ids) or len(set(ids)) != len(ids):
         return None
@@ -215,7 +218,14 @@ def index_in_order(
     if len(flat) != len(ids) or flat != ids:
         return None
     times = [0.0 if c is None else c for c in created] if None in created else list(created)
-    index = ConversationIndex(history, layout, tokens, policies, times)  # type: ignore[arg-type]
+    index = ConversationIndex(
+        history,
+        layout,
+        tokens,
+        policies,
+        times,  # type: ignore[arg-type]
+        revisions=dict(revisions or {}),
+    )
     return index, index.total
 
 

@@ -1,0 +1,381 @@
+"""JAATO's objects read into the engine's model, for the JAATO plugins (``jaato_plugins``):
+a history's messages (``engine_message``) and a budget (``read_budget``). Attributes are only
+read here: JAATO is never imported (``jaato_plugins`` imports it, when JAATO calls a plugin).
+A 10,000-turn history has tens of thousands of messages, so the loops read JAATO's objects a
+field at a time where they can, at C speed."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, compress, islice, repeat
+from operator import attrgetter, not_
+from typing import Any
+
+from gcengine._fast import construct, entries_made, entry_maker
+from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.gc.plan import BudgetLeaf
+from gcengine.messages import (
+    FunctionCall,
+    FunctionResponse,
+    InlineData,
+    Message,
+    MessageKind,
+    Part,
+    PartType,
+    Role,
+)
+
+# JAATO's part fields the engine carries without reading, and the opaque kind each becomes.
+_OPAQUE_FIELDS = ("executable_code", "code_execution_result")
+
+
+# Makers taking every field, for the loops that convert a whole history and budget (the
+# conversion is most of what a plugin costs JAATO: a 10,000-turn history has 40,000 messages).
+_new_part = entry_maker(Part)
+_new_call = entry_maker(FunctionCall)
+_new_response = entry_maker(FunctionResponse)
+_new_entry = entry_maker(SourceEntry)
+_ROLES = {role.value: role for role in Role}
+_SOURCES = {source.value: source for source in InstructionSource}
+_POLICIES = {policy.value: policy for policy in GCPolicy}
+
+
+def _text_part(kind: PartType, text: str) -> Part:
+    return _new_part(
+        {
+            "type": kind,
+            "text": text,
+            "function_call": None,
+            "function_response": None,
+            "inline_data": None,
+            "opaque": None,
+            "extra": {},
+        }
+    )
+
+
+def engine_part(part: Any) -> Part | None:
+    """One JAATO ``Part`` as the engine's (None for a part carrying nothing)."""
+    if part.text is not None:
+        return _text_part(PartType.TEXT, part.text)
+    call = part.function_call
+    if call is not None:
+        made = _new_call({"id": call.id, "name": call.name or "", "args": dict(call.args or {})})
+        return _new_part(
+            {
+                "type": PartType.FUNCTION_CALL,
+                "text": None,
+                "function_call": made,
+                "function_response": None,
+                "inline_data": None,
+                "opaque": None,
+                "extra": {},
+            }
+        )
+    response = part.function_response
+    if response is not None:
+        extra: dict[str, Any] = {}
+        attachments = getattr(response, "attachments", None)
+        if attachments:
+            # Counted like inline data: their payload is sent with the result.
+            extra["attachments"] = [
+                {"mime_type": getattr(a, "mime_type", None), "bytes": _size(a.data)}
+                for a in attachments
+            ]
+        answer = _new_response(
+            {
+                "call_id": response.call_id,
+                "name": response.name or "",
+                "result": response.result,
+                "is_error": bool(response.is_error),
+                "extra": extra,
+            }
+        )
+        return _new_part(
+            {
+                "type": PartType.FUNCTION_RESPONSE,
+                "text": None,
+                "function_call": None,
+                "function_response": answer,
+                "inline_data": None,
+                "opaque": None,
+                "extra": {},
+            }
+        )
+    inline = part.inline_data
+    if inline:
+        data = inline.get("data")
+        if isinstance(data, bytes | bytearray):
+            data = base64.b64encode(data).decode("ascii")
+        return Part.from_inline_data(
+            construct(
+                InlineData,
+                mime_type=str(inline.get("mime_type") or "application/octet-stream"),
+                data=data if isinstance(data, str) else "",
+                extra={},
+            )
+        )
+    if part.thought is not None:
+        return _text_part(PartType.THOUGHT, part.thought)
+    for name in _OPAQUE_FIELDS:
+        value = getattr(part, name, None)
+        if value is not None:
+            return Part.from_opaque(name, {"value": value})
+    return None
+
+
+def _size(data: Any) -> int:
+    if isinstance(data, bytes | bytearray):
+        return len(data)
+    return len(data) * 3 // 4 if isinstance(data, str) else 0
+
+
+_TEXT = attrgetter("text")
+
+
+def engine_messages(history: Sequence[Any]) -> list[Message]:
+    """Each JAATO ``Message`` of ``history`` as the engine's, under the same id, made in a few
+    passes over all their parts rather than a few calls a part: text parts (most of a
+    history's) are made in one loop, the others one by one (``engine_part``), which drops a
+    part carrying nothing."""
+    lists = [message.parts or () for message in history]
+    flat = list(chain.from_iterable(lists))
+    texts = list(map(_TEXT, flat))
+    others = [engine_part(part) for text, part in zip(texts, flat, strict=True) if text is None]
+    made = iter(
+        entries_made(
+            Part,
+            [
+                {
+                    "type": PartType.TEXT,
+                    "text": text,
+                    "function_call": None,
+                    "function_response": None,
+                    "inline_data": None,
+                    "opaque": None,
+                    "extra": {},
+                }
+                for text in texts
+                if text is not None
+            ],
+        )
+    )
+    rest = iter(others)
+    parts = [next(made) if text is not None else next(rest) for text in texts]
+    at = iter(parts)
+    grouped = [list(islice(at, size)) for size in map(len, lists)]
+    if any(part is None for part in others):
+        grouped = [[part for part in group if part is not None] for group in grouped]
+    return entries_made(
+        Message,
+        [
+            {
+                # The member's own attribute: ``value`` is a property, run a message at a time.
+                "role": _ROLES[message.role._value_],
+                "parts": group,
+                "message_id": message.message_id,
+                "kind": MessageKind.CHAT,
+                "turn_index": None,
+                "metadata": {},
+            }
+            for message, group in zip(history, grouped, strict=True)
+        ],
+    )
+
+
+@dataclass
+class BudgetReading:
+    """JAATO's ``InstructionBudget`` as the engine reads it, in one pass over its tree.
+
+    ``budget`` is the engine's copy of every source but the conversation, whose entry is an
+    empty container: the conversation is its leaves naming messages, as four parallel lists
+    (``tokens``, ``policies``, ``created``, ``named``: each leaf's tokens, stored policy, time
+    and the ids it names), which the engine's index of the history is made from
+    (``index_by_id``). A conversation holding tokens no leaf names (a bare figure, a summary
+    child naming no message) is copied whole instead, and ``copied`` says so: the engine reads
+    it as it reads its own budgets, so every token of it counts.
+
+    What a removal must name for JAATO's ``apply_gc_removal_list``, which removes top-level
+    children only: ``owner``, the top-level conversation child naming each message id (the
+    first, if several do), and ``conversation``, JAATO's own entry, read again only for the
+    children a collection touches. Parallel lists and one dict of ids, no container per leaf:
+    a session's budget has a leaf per message, and the cycle collector (left running in
+    JAATO's process) walks every container made."""
+
+    budget: InstructionBudget
+    copied: bool
+    tokens: list[int] = field(default_factory=list)
+    policies: list[GCPolicy] = field(default_factory=list)
+    created: list[float | None] = field(default_factory=list)
+    named: list[Sequence[str]] = field(default_factory=list)
+    owner: dict[str, str] = field(default_factory=dict)
+    conversation: Any = None
+
+    def leaves(self) -> Iterator[BudgetLeaf]:
+        return zip(self.tokens, self.policies, self.created, self.named, strict=True)
+
+    def child(self, key: str) -> tuple[int, list[str]]:
+        """Top-level conversation child ``key`` of JAATO's budget: its tokens (its leaves')
+        and every message it names."""
+        node = self.conversation.children[key]
+        if not node.children:  # a session's budget: the message's leaf
+            if not node.message_ids:
+                return 0, []
+            return max(0, int(node.tokens)), list(node.message_ids)
+        total, every = 0, []
+        stack = [node]
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            elif node.message_ids:
+                total += max(0, int(node.tokens))
+                every.extend(node.message_ids)
+        return total, every
+
+
+def read_budget(budget: Any) -> BudgetReading:
+    """One pass over JAATO's budget (see ``BudgetReading``): a session's conversation is a
+    leaf per message, so the loop reads each leaf's fields once, straight into the lists."""
+    entries: dict[InstructionSource, SourceEntry] = {}
+    reading = BudgetReading(construct(InstructionBudget), copied=False)
+    tokens, policies, created, named = (
+        reading.tokens,
+        reading.policies,
+        reading.created,
+        reading.named,
+    )
+    owner = reading.owner
+    policy_of: dict[Any, GCPolicy] = {}  # JAATO's policies as the engine's, by member
+    for jaato_source, entry in budget.entries.items():
+        source = _SOURCES[jaato_source.value]
+        if source is not InstructionSource.CONVERSATION:
+            entries[source] = _engine_entry(entry)
+            continue
+        reading.conversation = entry
+        # Tokens in a leaf naming no message (or in a conversation without children).
+        unnamed = not entry.children and bool(entry.tokens) and not entry.message_ids
+        flat = _flat_leaves(entry, reading)
+        if flat is not None:
+            unnamed = unnamed or flat
+        for key, child in () if flat is not None else entry.children.items():
+            if child.children:
+                stack, nodes = [child], []
+                while stack:
+                    node = stack.pop()
+                    if node.children:
+                        stack.extend(node.children.values())
+                    else:
+                        nodes.append(node)
+            else:  # a session's budget: the child is the message's leaf
+                nodes = [child]
+            for node in nodes:
+                ids = node.message_ids
+                if not ids:
+                    unnamed = unnamed or bool(node.tokens)
+                    continue
+                count = node.tokens
+                tokens.append(count if type(count) is int and count > 0 else max(0, int(count)))
+                jaato_policy = node.gc_policy
+                policy = policy_of.get(jaato_policy)
+                if policy is None:
+                    policy = policy_of[jaato_policy] = _POLICIES[jaato_policy.value]
+                policies.append(policy)
+                created.append(node.created_at)
+                named.append(ids)
+                if len(ids) == 1:
+                    owner.setdefault(ids[0], key)
+                else:
+                    for message_id in ids:
+                        owner.setdefault(message_id, key)
+        if unnamed:
+            entries[source] = _engine_entry(entry)
+            reading.copied = True
+        else:
+            entries[source] = _new_entry(
+                {
+                    "source": source,
+                    "tokens": 0,
+                    "gc_policy": _POLICIES[entry.gc_policy.value],
+                    "label": entry.label,
+                    "children": {},
+                    "metadata": {},
+                    "created_at": entry.created_at,
+                    "message_ids": [],
+                }
+            )
+    reading.budget = construct(
+        InstructionBudget,
+        session_id=budget.session_id or "",
+        agent_id=budget.agent_id or "main",
+        agent_type=budget.agent_type,
+        context_limit=int(budget.context_limit),
+        entries=entries,
+    )
+    return reading
+
+
+_CHILDREN = attrgetter("children")
+_NAMES = attrgetter("message_ids")
+_TOKENS = attrgetter("tokens")
+_POLICY = attrgetter("gc_policy")
+_CREATED = attrgetter("created_at")
+
+
+def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
+    """``read_budget``'s loop for a conversation whose children are all leaves (a session's
+    budget: a child per message) or all containers of leaves (a budget JAATO restored from a
+    file: a container per turn), at C speed, a field at a time, leaves in the tree's order;
+    None, reading nothing, for any other. Else whether a leaf holds tokens naming no message.
+    A leaf of a container is owned by the container's key, as ``apply_gc_removal_list``
+    removes top-level children only."""
+    children = list(entry.children.values())
+    keys = list(entry.children.keys())
+    groups = list(map(_CHILDREN, children))
+    if any(groups):
+        if not all(groups):
+            return None
+        children = list(chain.from_iterable(map(dict.values, groups)))
+        if any(map(_CHILDREN, children)):
+            return None
+        keys = list(chain.from_iterable(map(repeat, keys, map(len, groups))))
+    names = list(map(_NAMES, children))
+    counts = list(map(_TOKENS, children))
+    unnamed = any(compress(counts, map(not_, names)))
+    if not all(names):  # leaves naming no message are not read
+        children = list(compress(children, names))
+        keys = list(compress(keys, names))
+        names, counts = list(compress(names, names)), list(compress(counts, names))
+    if children and not (set(map(type, counts)) == {int} and min(counts) >= 0):
+        counts = [max(0, int(c)) for c in counts]
+    jaato_policies = list(map(_POLICY, children))
+    # By the members' identity: hashing a member of JAATO's enum runs Python code.
+    policy_of = {id(p): _POLICIES[p.value] for p in {id(p): p for p in jaato_policies}.values()}
+    reading.tokens += counts
+    reading.policies += map(policy_of.__getitem__, map(id, jaato_policies))
+    reading.created += map(_CREATED, children)
+    reading.named += names
+    # Each id's first child owns it: the pairs in reverse, so the first is written last.
+    sizes = list(map(len, names))
+    ids = list(chain.from_iterable(names))
+    owners = list(chain.from_iterable(map(repeat, keys, sizes)))
+    reading.owner.update(zip(reversed(ids), reversed(owners), strict=True))
+    return unnamed
+
+
+def _engine_entry(entry: Any) -> SourceEntry:
+    children = entry.children
+    return _new_entry(
+        {
+            "source": _SOURCES[entry.source.value],
+            "tokens": max(0, int(entry.tokens)),
+            "gc_policy": _POLICIES[entry.gc_policy.value],
+            "label": entry.label,
+            "children": {k: _engine_entry(c) for k, c in children.items()} if children else {},
+            "metadata": dict(entry.metadata) if entry.metadata else {},
+            "created_at": entry.created_at,
+            "message_ids": list(entry.message_ids) if entry.message_ids else [],
+        }
+    )
