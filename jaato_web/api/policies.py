@@ -472,8 +472,9 @@ class RankIn(ObjectIn):
     )
 
 
-class RankedOnSession(Schema):
-    session_id: int
+class RankedFigures(Schema):
+    """What a ranking adds up, for a policy over every session and on each session alike."""
+
     collections: int
     over_window_checks: int
     tokens_sent: int
@@ -485,19 +486,14 @@ class RankedOnSession(Schema):
     cost_without_gc: float | None
 
 
-class RankedPolicy(Schema):
+class RankedOnSession(RankedFigures):
+    session_id: int
+
+
+class RankedPolicy(RankedFigures):
     rank: int
     policy_version_id: int
     policy: str
-    collections: int
-    over_window_checks: int
-    tokens_sent: int
-    tokens_without_gc: int
-    anchor_retention: gcengine.AnchorRetention
-    anchor_retention_at_equal_size: gcengine.AnchorRetention
-    collections_under_gate: int
-    cost: float | None
-    cost_without_gc: float | None
     sessions: list[RankedOnSession]
 
 
