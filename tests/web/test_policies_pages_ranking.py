@@ -26,7 +26,7 @@ from jaato_web.dashboard.models import (
     Project,
 )
 from jaato_web.dashboard.previews import ranking as ranking_module
-from jaato_web.dashboard.services.work import Lease
+from tests.web.ranking_lease import RankingLease
 
 pytestmark = pytest.mark.django_db
 
@@ -117,30 +117,17 @@ def test_the_compare_page_starts_a_ranking_and_polls_it_until_the_ranked_table(
 
 
 @dataclass
-class Watched(Lease):
+class Watched(RankingLease):
     """A worker's lease that, each time the ranking says how far it got, reads the ranking
     section as the page polling it would see it then."""
 
-    held: Lease
     client: Client
     row: PolicyRanking
     seen: list[tuple[str, str]] = field(default_factory=list)
 
     def progress(self, text: str, **fields: Any) -> None:
-        self.held.progress(text, **fields)
+        super().progress(text, **fields)
         self.seen.append((text, ranking_section(self.client, self.row)))
-
-    def done(self, **fields: Any) -> None:
-        self.held.done(**fields)
-
-    def done_scoring(self, **fields: Any) -> None:
-        raise AssertionError("a ranking is not scored after it is done")
-
-    def scored(self, **scores: Any) -> None:
-        raise AssertionError("a ranking is not scored after it is done")
-
-    def failed(self, error: str, **fields: Any) -> None:
-        self.held.failed(error, **fields)
 
 
 def test_the_page_shows_each_replay_the_worker_is_at_and_how_long_it_has_worked(

@@ -14,8 +14,8 @@ from playwright.sync_api import Page, expect
 import gcengine
 from jaato_web.dashboard import background, presenters, previews, services
 from jaato_web.dashboard.models import AgentSession, PolicyRanking, PolicyVersion
-from jaato_web.dashboard.services.work import Lease
 from tests.web.browser.page_log import PageLog
+from tests.web.ranking_lease import RankingLease
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -101,34 +101,21 @@ def test_the_compare_page_ranks_two_policies(page: Page, page_log: PageLog) -> N
 
 
 @dataclass
-class ShownOnThePage(Lease):
+class ShownOnThePage(RankingLease):
     """A worker's lease that, before the ranking goes on from its first replay, waits until
     the page polling it shows that replay: what the worker says reaches the page as it works."""
 
-    held: Lease
     page: Page
     said: list[str] = field(default_factory=list)
 
     def progress(self, text: str, **fields: Any) -> None:
-        self.held.progress(text, **fields)
+        super().progress(text, **fields)
         self.said.append(text)
         if text.startswith("replaying") and fields.get("replays_done") == 1:
             progress = self.page.locator("#ranking [data-ranking-progress]")
             expect(progress).to_contain_text("1 of 4 replays done")
             expect(progress).to_contain_text(text)
             expect(progress.locator("[data-ranking-elapsed]")).to_be_visible()
-
-    def done(self, **fields: Any) -> None:
-        self.held.done(**fields)
-
-    def done_scoring(self, **fields: Any) -> None:
-        raise AssertionError("a ranking is not scored after it is done")
-
-    def scored(self, **scores: Any) -> None:
-        raise AssertionError("a ranking is not scored after it is done")
-
-    def failed(self, error: str, **fields: Any) -> None:
-        self.held.failed(error, **fields)
 
 
 def test_a_ranking_runs_in_the_background_with_its_progress_on_the_page(
