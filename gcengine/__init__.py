@@ -190,6 +190,11 @@ from gcengine.quality.session_cost import (
     recorded_cost,
     uncompacted,
 )
+from gcengine.quality.stored_anchors import (
+    anchors_record,
+    cache_from_record,
+    extractor_version,
+)
 from gcengine.running import (
     GCOutcome,
     Simulation,
@@ -429,9 +434,11 @@ __all__ = [
     "UserInputRecord",
     "analyze",
     "anchor_cache",
+    "anchors_record",
     "budget_figures",
     "build_budget",
     "cache_cost",
+    "cache_from_record",
     "call_dollars",
     "call_timeline",
     "check_pruning",
@@ -451,6 +458,7 @@ __all__ = [
     "export_gc_json",
     "export_policy",
     "export_window",
+    "extractor_version",
     "flatten_gc_json",
     "format_json_path",
     "gate_failures",

@@ -11,7 +11,7 @@ it, and passes it to ``AnchorScorer``, ``session_scorer``, ``score_collection`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -120,6 +120,34 @@ class AnchorCache:
             words.update(said)
             words.update(part for word in said if "." in word for part in word.split("."))
         return frozenset(words)
+
+    @classmethod
+    def having_read(
+        cls,
+        corpus: Iterable[Message],
+        context: AnchorContext,
+        vocabulary: frozenset[str],
+        held_each: Sequence[Held],
+    ) -> AnchorCache:
+        """A cache of ``corpus`` that has read it already: its ``context``, ``vocabulary`` and
+        the anchors of each of its ``messages`` (``held_each``, in order), as
+        ``read_all`` gave them for the same corpus (kept between processes, say). It reads
+        again only what ``corpus`` alone does not hold."""
+        cache = cls(corpus)
+        cache.context = context
+        cache.vocabulary = vocabulary
+        cache._held = {m.message_id: (m, h) for m, h in zip(cache._corpus, held_each, strict=True)}
+        return cache
+
+    @property
+    def messages(self) -> list[Message]:
+        """The corpus's messages whose anchors count (its chat), in order."""
+        return self._corpus
+
+    def read_all(self) -> list[Held]:
+        """Every corpus message's anchors, in order (with the context and vocabulary, what
+        ``having_read`` takes to read none of them again)."""
+        return [self.held_of(message) for message in self._corpus]
 
     def view_of(self, message: Message) -> View:
         known = self._views.get(message.message_id)

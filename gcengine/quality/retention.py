@@ -671,14 +671,17 @@ def _unreadable(messages: Sequence[Message]) -> bool:
     return any(part.type is PartType.OPAQUE for m in messages for part in m.parts)
 
 
-def score_observed_compactions(session: Session) -> dict[str, AnchorRetention]:
+def score_observed_compactions(
+    session: Session, cache: AnchorCache | None = None
+) -> dict[str, AnchorRetention]:
     """Every compaction the agent performed, by id, scored as a policy's would be: the
     context before it against the context that followed it (what it kept, and its summary).
+    With ``cache`` (``anchor_cache(session)``), what an earlier score read is not read again.
 
     A compaction whose summary the file holds only as an opaque or encrypted item (a Codex
     or OpenAI remote compaction) is unscorable: nobody can read what it kept.
     """
-    scorer = session_scorer(session)
+    scorer = session_scorer(session, cache)
     pool = {m.message_id: m for m in session_corpus(session)}
     contexts = [c.context_before for c in session.compactions]
     contexts.append([m.message_id for m in session.history])

@@ -175,15 +175,18 @@ def simulate(
     return _Replay(session, config, plugin, score_anchors, scorer, anchor_cache).run()
 
 
-def replay_scorer(session: Session) -> AnchorScorer:
+def replay_scorer(session: Session, cache: AnchorCache | None = None) -> AnchorScorer:
     """The scorer a scored replay of ``session`` makes for itself, for several replays of the
-    session to share (``simulate``'s ``scorer``): it counts a message as a replay does."""
+    session to share (``simulate``'s ``scorer``): it counts a message as a replay does. With
+    ``cache``, what an earlier reading of the same corpus (``session_corpus(session)``) read
+    is not read again."""
     figures = _Figures(
         counter_by_name(session.token_counter),
         recorded_message_figures(session.recorded_budget),
         session.budget,
     )
-    return AnchorScorer(session_corpus(session), lambda m: figures(m)[0])
+    corpus = session_corpus(session) if cache is None else cache
+    return AnchorScorer(corpus, lambda m: figures(m)[0])
 
 
 def requests_without_gc(session: Session) -> list[PromptRequest]:

@@ -187,6 +187,23 @@ class SessionDocument(models.Model):
         return f"document of session {self.session_id}"
 
 
+class SessionAnchors(models.Model):
+    """What scoring reads of a session's messages (``gcengine.anchors_record``: its anchor
+    context, vocabulary and each message's anchors), read when the session is stored and
+    read back by every score of it instead of reading the session again. Written by the
+    extractor ``extractor`` (``gcengine.extractor_version``): another extractor's record is
+    read afresh and replaced. The session's file never changes, so its row is its key."""
+
+    session = models.OneToOneField(
+        AgentSession, on_delete=models.CASCADE, primary_key=True, related_name="anchors"
+    )
+    extractor = models.CharField(max_length=64)
+    record = models.BinaryField(help_text="gcengine.anchors_record as JSON, zstd-compressed.")
+
+    def __str__(self) -> str:
+        return f"anchors of session {self.session_id}"
+
+
 class SessionTurn(models.Model):
     """One turn of a session's history: its messages, kept here and nowhere else, with each
     message's figure; the history view and the budget tree's turns are drawn from these rows."""

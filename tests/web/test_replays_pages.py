@@ -242,10 +242,10 @@ def test_a_replay_whose_scoring_fails_keeps_its_chart_and_says_why(
 ) -> None:
     drawn = replays.replay_series_of
 
-    def scoring_breaks(*args: Any, scored: bool) -> dict[str, Any]:
+    def scoring_breaks(*args: Any, scored: bool, **kwargs: Any) -> dict[str, Any]:
         if scored:
             raise RuntimeError("scorer broke")
-        return drawn(*args, scored=scored)
+        return drawn(*args, scored=scored, **kwargs)
 
     monkeypatch.setattr(replays, "replay_series_of", scoring_breaks)
     replay_of(client, stored_session, budget_policy, django_capture_on_commit_callbacks)
@@ -297,8 +297,10 @@ def test_a_replay_that_collects_differently_when_scored_keeps_the_chart_it_showe
     drawn_first = replays.replay_series_of
     charts: list[dict[str, Any]] = []
 
-    def another_collection_the_second_time(*args: Any, scored: bool) -> dict[str, Any]:
-        series = drawn_first(*args, scored=scored)
+    def another_collection_the_second_time(
+        *args: Any, scored: bool, **kwargs: Any
+    ) -> dict[str, Any]:
+        series = drawn_first(*args, scored=scored, **kwargs)
         if scored:
             series["events"][0]["tokens_after"] -= 1
         else:

@@ -76,7 +76,7 @@ def _scorer(session: AgentSession, engine: gcengine.Session) -> gcengine.AnchorS
     key = (session.pk, session.sha256)
     scorer = _scorers.get(key)
     if scorer is None:
-        scorer = gcengine.session_scorer(engine)
+        scorer = gcengine.session_scorer(engine, services.session_anchors(session))
         _scorers.put(key, scorer)
     return scorer
 

@@ -231,7 +231,12 @@ def rank(
     for session in sessions:
         engine = services.engine_session_of(session, context_limit)
         equal = _at_equal_size(session, configs, context_limit)
-        shared = (gcengine.requests_without_gc(engine), gcengine.replay_scorer(engine))
+        # The scorer of every version's replays, reading the anchors the equal-size scores
+        # read (both from what the session's upload stored).
+        replay_scorer = services.session_replay_scorer(
+            session, engine, _scorer(session, engine).cache
+        )
+        shared = (gcengine.requests_without_gc(engine), replay_scorer)
         for position, (version, config) in enumerate(zip(versions, configs, strict=True)):
             if progress is not None:
                 progress(done, session, version)

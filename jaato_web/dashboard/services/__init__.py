@@ -78,6 +78,8 @@ from jaato_web.dashboard.services.stored_sessions import (
     SESSION_CACHE_MESSAGES,
     engine_session_of,
     session_after_of,
+    session_anchors,
+    session_replay_scorer,
 )
 from jaato_web.dashboard.services.uploads import (
     FILENAME_MAX_CHARS,
@@ -150,9 +152,11 @@ __all__ = [
     "replay_series_of",
     "run_result_session",
     "session_after_of",
+    "session_anchors",
     "session_pin",
     "session_pins",
     "session_recorded_cost",
+    "session_replay_scorer",
     "stash_restore",
     "upload_name_check",
     "upload_size_check",

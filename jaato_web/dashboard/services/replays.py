@@ -168,7 +168,8 @@ def replay_draw(*, replay_id: int, lease: Lease) -> None:
         config = config_validated(replay.config)
         scored_at_once = config.plugin_config.get("summarizer") in ("llm", "provider")
         config = config_with_project_summarizer(config, replay.session.project)
-        series = replay_series_of(engine, config, scored=scored_at_once)
+        scorer = _scorer(replay, engine) if scored_at_once else None
+        series = replay_series_of(engine, config, scored=scored_at_once, scorer=scorer)
     except gcengine.GCEngineError as error:
         lease.failed(str(error))
         return
@@ -176,7 +177,15 @@ def replay_draw(*, replay_id: int, lease: Lease) -> None:
         lease.done(series=series, unscored_because="")
         return
     lease.done_scoring(series=series, unscored_because="")
-    lease.scored(**_replay_scores(engine, config, series))
+    lease.scored(**_replay_scores(replay, engine, config, series))
+
+
+def _scorer(replay: Replay, engine: gcengine.Session) -> gcengine.AnchorScorer | None:
+    """The scorer of ``replay``, reading the session's stored anchors; None (the replay's
+    own) for the session before one of its compactions, which reads another corpus."""
+    if replay.compaction_id:
+        return None
+    return stored_sessions.session_replay_scorer(replay.session, engine)
 
 
 # What a replay says when replaying it again to score it collected differently.
@@ -187,13 +196,13 @@ REPLAYED_DIFFERENTLY = (
 
 
 def _replay_scores(
-    engine: gcengine.Session, config: gcengine.GCConfig, drawn: dict[str, Any]
+    replay: Replay, engine: gcengine.Session, config: gcengine.GCConfig, drawn: dict[str, Any]
 ) -> dict[str, Any]:
     """The series ``drawn`` with each collection scored, from a second replay that scores
     them; a scorer that fails, or a second replay that differs from the chart (a plugin that
     does not collect the same way twice), says so on the replay, whose chart stands."""
     try:
-        scored = replay_series_of(engine, config, scored=True)
+        scored = replay_series_of(engine, config, scored=True, scorer=_scorer(replay, engine))
     except Exception as error:
         logger.exception("scoring the anchor retention of a replay failed")
         return {

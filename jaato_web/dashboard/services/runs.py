@@ -151,15 +151,18 @@ def run_collect(*, run_id: int, lease: Lease) -> None:
     _run_store(run, before, outcome, lease)
     # After the run is stored and done, its ledger readable: scoring reads every message the
     # run took out of view, seconds on a long session.
-    lease.scored(retention=storage.retention_record(_retention_of(before, outcome)))
+    lease.scored(retention=storage.retention_record(_retention_of(run, before, outcome)))
 
 
 def _retention_of(
-    before: gcengine.Session, outcome: gcengine.GCOutcome
+    run: GCRun, before: gcengine.Session, outcome: gcengine.GCOutcome
 ) -> gcengine.AnchorRetention:
-    """The run's anchor retention; a scorer that fails says so on the run, which stands."""
+    """The run's anchor retention, read from the session's stored anchors (unless the run is
+    of the session before one of its compactions); a scorer that fails says so on the run,
+    which stands."""
     try:
-        return gcengine.score_collection(before, outcome.session.history)
+        anchors = None if run.compaction_id else stored_sessions.session_anchors(run.session)
+        return gcengine.score_collection(before, outcome.session.history, anchors)
     except Exception as error:
         logger.exception("scoring the anchor retention of a run failed")
         return gcengine.AnchorRetention(

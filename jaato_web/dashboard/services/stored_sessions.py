@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from pydantic_core import to_json
 
 import gcengine
@@ -21,6 +21,7 @@ from jaato_web.dashboard.models import (
     BudgetNode,
     GCRun,
     Project,
+    SessionAnchors,
     SessionDocument,
     SessionTurn,
 )
@@ -39,6 +40,9 @@ def session_store(
 ) -> AgentSession:
     budget = engine.budget
     total = budget.total_tokens()
+    # Read once here, for the compactions the agent made (scored now) and for every later
+    # score of the session (stored below).
+    anchors = gcengine.anchor_cache(engine)
     session = AgentSession.objects.create(
         project=project,
         label=filename[:300],
@@ -60,7 +64,7 @@ def session_store(
         token_counter=engine.token_counter,
         drift=storage.drift_record(engine),
         warnings=list(engine.warnings),
-        agent_state=storage.agent_state_record(engine),
+        agent_state=storage.agent_state_record(engine, anchors),
     )
     # The turns are written a batch at a time, each before the next is packed, and before the
     # document is: a long session's packed turns and its document are never held together.
@@ -78,6 +82,7 @@ def session_store(
     if not blobs.blobs_set(SessionDocument, session.pk, values):
         raise WorkLost  # the upload was cancelled: its bytes are gone
     budget_store(session, None, budget)
+    _anchors_store(session, anchors)
     # What was just read is what a run of it (the default policy, on upload) reads back.
     _sessions.put(_session_key(session), engine)
     return session
@@ -230,6 +235,57 @@ def engine_session_of(
     if compaction_id:
         engine = gcengine.history_before(engine, compaction_id)
     return gcengine.with_context_limit(engine, context_limit) if context_limit else engine
+
+
+def session_anchors(session: AgentSession) -> gcengine.AnchorCache:
+    """What scoring reads of the session as uploaded (``gcengine.anchor_cache`` of
+    ``engine_session_of(session)``), read back from what its upload stored: every score of
+    it (a run, a replay, a preview, a ranking) then reads none of its messages' anchors
+    again. Read now and stored when nothing is stored for this extractor (a session stored
+    before its anchors were, or read by an extractor since changed).
+
+    Not for the session before one of its compactions: that reads another corpus."""
+    engine = engine_session_of(session)
+    fresh = gcengine.anchor_cache(engine)
+    record = (
+        SessionAnchors.objects.filter(session=session, extractor=gcengine.extractor_version())
+        .values_list("record", flat=True)
+        .first()
+    )
+    if record is not None:
+        cache = gcengine.cache_from_record(fresh.messages, storage.unpacked(record))
+        if cache is not None:
+            return cache
+    try:
+        with transaction.atomic():
+            _anchors_store(session, fresh)
+    except IntegrityError:
+        pass  # another worker stored them meanwhile, as these
+    return fresh
+
+
+def session_replay_scorer(
+    session: AgentSession, engine: gcengine.Session, anchors: gcengine.AnchorCache | None = None
+) -> gcengine.AnchorScorer:
+    """``gcengine.replay_scorer`` of ``engine`` (the session, against any window; not before
+    a compaction), reading what ``session_anchors`` stored (``anchors``, when the caller has
+    read them back already) when that is what a replay reads: a replay's corpus leaves out
+    what sub-agents said, which the stored anchors count as said."""
+    if engine.subagents:
+        return gcengine.replay_scorer(engine)
+    return gcengine.replay_scorer(engine, anchors or session_anchors(session))
+
+
+def _anchors_store(session: AgentSession, cache: gcengine.AnchorCache) -> None:
+    """Store what ``cache`` reads of the session (reading it all now), replacing what an
+    earlier extractor stored."""
+    SessionAnchors.objects.update_or_create(
+        session=session,
+        defaults={
+            "extractor": gcengine.extractor_version(),
+            "record": storage.packed(gcengine.anchors_record(cache)),
+        },
+    )
 
 
 def _stored_engine_session(session: AgentSession) -> gcengine.Session:

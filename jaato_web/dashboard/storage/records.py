@@ -200,10 +200,13 @@ def _turn_of(message: gcengine.Message) -> int | None:
     return gcengine.turn_number(message.turn_index) if message.turn_index is not None else None
 
 
-def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
+def agent_state_record(
+    engine: gcengine.Session, anchors: gcengine.AnchorCache | None = None
+) -> StoredAgentState:
     """The state a page can show without the engine: an interrupted turn and the calls it left
     waiting, sub-agents, plugin states, failed tool results, the compactions the agent itself
-    performed, and tool calls and results that lost their other half."""
+    performed, and tool calls and results that lost their other half. ``anchors``: what
+    scoring has read of the session (``gcengine.anchor_cache``), if anything."""
     interrupted = engine.interrupted_turn
     failed = [
         (message, response)
@@ -214,7 +217,7 @@ def agent_state_record(engine: gcengine.Session) -> StoredAgentState:
     problems = gcengine.tool_pair_report(engine)
     timeline = gcengine.call_timeline(engine)
     placed = {c.compaction_id: c for c in timeline.compactions}
-    scores = gcengine.score_observed_compactions(engine) if engine.compactions else {}
+    scores = gcengine.score_observed_compactions(engine, anchors) if engine.compactions else {}
     return {
         "interrupted": None
         if interrupted is None
