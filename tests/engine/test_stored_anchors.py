@@ -1,0 +1,128 @@
+"""A session's anchors kept as a record: read back, they score every compaction, replay and
+observed compaction of the session as reading it afresh does, reading none of its messages
+again; a record of another extractor or another corpus is not read back."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gcengine
+from gcengine.messages import Message
+from gcengine.quality import reading, stored_anchors
+
+SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
+# A real Claude Code session with one compaction of its own (the manual one, at 142,431).
+REAL = SPOTTER / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+
+
+@pytest.fixture(scope="module")
+def session() -> gcengine.Session:
+    """The session against a 40,000-token window (it holds 74,047 after its compaction), so
+    every policy collects."""
+    return gcengine.with_context_limit(gcengine.load_session(REAL.read_bytes()), 40_000)
+
+
+def kept(session: gcengine.Session) -> dict[str, Any]:
+    """The session's anchors as a caller keeps them: read, written as JSON, read back."""
+    return json.loads(json.dumps(gcengine.anchors_record(gcengine.anchor_cache(session))))
+
+
+def read_back(session: gcengine.Session, record: dict[str, Any]) -> gcengine.AnchorCache:
+    cache = gcengine.cache_from_record(gcengine.anchor_cache(session).messages, record)
+    assert cache is not None
+    return cache
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the messages whose anchors are read from now on."""
+    read: list[str] = []
+    extract = reading.message_anchors
+
+    def counted(message: Message, *args: Any) -> Any:
+        read.append(message.message_id)
+        return extract(message, *args)
+
+    monkeypatch.setattr(reading, "message_anchors", counted)
+    return read
+
+
+def test_stored_anchors_score_every_policy_as_reading_the_session_does_and_read_none_again(
+    session: gcengine.Session, reads: list[str]
+) -> None:
+    afters = {
+        name: gcengine.run_gc(session, gcengine.load_gc_config(config, env={})).session.history
+        for name, config in gcengine.starter_policies().items()
+    }
+    fresh = {name: gcengine.score_collection(session, after) for name, after in afters.items()}
+    record = kept(session)
+    said = {m.message_id for m in gcengine.anchor_cache(session).messages}
+    reads.clear()
+
+    cache = read_back(session, record)
+    stored = {
+        name: gcengine.score_collection(session, after, cache) for name, after in afters.items()
+    }
+
+    assert stored == fresh
+    assert any(r.score is not None and r.score < 1 for r in fresh.values())
+    assert not said & set(reads)  # only what a collection wrote (summaries) is read
+
+
+def test_stored_anchors_score_replays_and_the_agents_own_compaction_as_reading_it_does(
+    session: gcengine.Session, reads: list[str]
+) -> None:
+    config = gcengine.load_gc_config(gcengine.starter_policies()["Summarize old turns"], env={})
+    fresh = gcengine.simulate(session, config, score_anchors=True).events
+    observed = gcengine.score_observed_compactions(session)
+    record = kept(session)
+    reads.clear()
+
+    cache = read_back(session, record)
+    scorer = gcengine.replay_scorer(session, cache)
+    replayed = gcengine.simulate(session, config, score_anchors=True, scorer=scorer).events
+
+    assert [e.retention for e in replayed] == [e.retention for e in fresh]
+    assert any(e.retention is not None for e in fresh)
+    assert gcengine.score_observed_compactions(session, cache) == observed
+    assert not {m.message_id for m in cache.messages} & set(reads)
+
+
+def test_a_record_of_another_extractor_or_another_corpus_is_not_read_back(
+    session: gcengine.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = kept(session)
+    before = gcengine.history_before(session, session.compactions[0].compaction_id)
+
+    assert gcengine.cache_from_record(gcengine.anchor_cache(before).messages, record) is None
+    monkeypatch.setattr(stored_anchors, "extractor_version", lambda: "another extractor")
+    assert gcengine.cache_from_record(gcengine.anchor_cache(session).messages, record) is None
+
+
+@pytest.mark.parametrize(
+    "changed",
+    ["gcengine.quality.anchors", "gcengine.quality.anchor_shapes", "gcengine.text"],
+)
+def test_a_change_to_any_module_reading_anchors_makes_another_extractor_version(
+    changed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored_anchors.extractor_version.cache_clear()
+    before = gcengine.extractor_version()
+    source = inspect.getsource
+
+    def edited(module: Any) -> str:
+        return source(module) + ("\n# edited" if module.__name__ == changed else "")
+
+    monkeypatch.setattr(inspect, "getsource", edited)
+    stored_anchors.extractor_version.cache_clear()
+    try:
+        assert gcengine.extractor_version() != before
+    finally:
+        monkeypatch.undo()
+        stored_anchors.extractor_version.cache_clear()
+    assert gcengine.extractor_version() == before
