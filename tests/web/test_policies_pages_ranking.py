@@ -95,7 +95,7 @@ def test_the_compare_page_starts_a_ranking_and_polls_it_until_the_ranked_table(
     row = PolicyRanking.objects.get()
     poll = reverse("policy_ranking", args=[row.pk])
     assert 'data-ranking-state="queued"' in html
-    assert f'hx-get="{poll}" hx-trigger="every 500ms"' in html
+    assert f'hx-get="{poll}" hx-trigger="every 250ms"' in html
     assert "0 of 4 replays done" in html
     assert "waiting for a worker" in html
     assert RANKED_TABLE not in html
