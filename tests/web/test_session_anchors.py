@@ -1,10 +1,12 @@
-"""Each stored session's anchors are read once, when it is uploaded, and read back by every
-score of it: a run's, a ranking's; an extractor changed since reads them again; and storing
-them is part of storing the upload, which stands whole or not at all."""
+"""Each stored session's anchors are read once, by its upload when it scores the agent's own
+compactions or else by its first score, and read back by every later score of it: a run's, a
+ranking's; an extractor changed since reads them again; and storing them with an upload is
+part of storing it, which stands whole or not at all."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +26,15 @@ from jaato_web.dashboard.models import (
     SessionDocument,
     SessionTurn,
 )
-from tests.web.conftest import session_bytes
+
+# A real Claude Code session with one compaction of its own (2.7 MB).
+COMPACTED = (
+    Path(__file__).parents[1]
+    / "fixtures"
+    / "formats"
+    / "spotter"
+    / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+)
 
 
 @pytest.fixture
@@ -42,54 +52,53 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def said(session: AgentSession) -> set[str]:
-    """The ids of the messages the session said (whose anchors its upload read)."""
-    return {
-        m.message_id for m in gcengine.anchor_cache(services.engine_session_of(session)).messages
-    }
+    """The ids of the messages the session said (whose anchors scoring reads)."""
+    engine = services.engine_session_of(session)
+    return {m.message_id for m in gcengine.anchor_cache(engine).messages}
 
 
-def test_an_uploaded_sessions_anchors_are_stored_and_its_runs_and_rankings_read_none_again(
+def rank(session: AgentSession, policy: Policy) -> previews.Ranking:
+    project = session.project
+    return previews.rank(
+        [session],
+        [policy.versions.get()],
+        services.project_gates(project),
+        services.project_prices(project),
+        context_limit=4_000,
+    )
+
+
+def test_a_sessions_first_score_stores_its_anchors_and_later_runs_and_rankings_read_none(
     stored_session: AgentSession,
     budget_policy: Policy,
     run_finished: Callable[..., GCRun],
     reads: list[str],
 ) -> None:
+    first = run_finished(stored_session, policy_version=budget_policy.versions.get())
     stored = SessionAnchors.objects.get(session=stored_session)
     assert stored.extractor == gcengine.extractor_version()
+    assert said(stored_session) <= set(reads)
     caches.clear_all()  # as a worker that has read nothing
     reads.clear()
 
-    run = run_finished(stored_session, policy_version=budget_policy.versions.get())
-    version = budget_policy.versions.get()
-    project = stored_session.project
-    ranked = previews.rank(
-        [stored_session],
-        [version],
-        services.project_gates(project),
-        services.project_prices(project),
-        context_limit=4_000,
-    )
+    again = run_finished(stored_session, policy_version=budget_policy.versions.get())
+    ranked = rank(stored_session, budget_policy)
 
-    assert run.retention is not None
-    assert run.retention["score"] is not None
-    assert ranked.ranks[0].sessions[0].collections > 0
     assert not said(stored_session) & set(reads)
+    assert again.retention == first.retention
+    assert ranked.ranks[0].sessions[0].collections > 0
     # The same figures as reading the session afresh.
     caches.clear_all()
     SessionAnchors.objects.all().delete()
-    again = previews.rank(
-        [stored_session],
-        [version],
-        services.project_gates(project),
-        services.project_prices(project),
-        context_limit=4_000,
+    assert previews.ranking_record(rank(stored_session, budget_policy)) == (
+        previews.ranking_record(ranked)
     )
-    assert previews.ranking_record(again) == previews.ranking_record(ranked)
 
 
 def test_anchors_an_older_extractor_stored_are_read_again_and_replaced(
     stored_session: AgentSession, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    services.session_anchors(stored_session)
     monkeypatch.setattr(stored_anchors, "extractor_version", lambda: "a changed extractor")
     monkeypatch.setattr(gcengine, "extractor_version", lambda: "a changed extractor")
     caches.clear_all()
@@ -106,29 +115,36 @@ def test_anchors_an_older_extractor_stored_are_read_again_and_replaced(
     assert not reads
 
 
-def test_a_session_stored_before_its_anchors_were_has_them_read_and_stored_on_first_need(
-    stored_session: AgentSession, reads: list[str]
+def test_an_upload_that_scores_the_agents_compactions_stores_the_anchors_it_read(
+    client: Client, settings: Any, reads: list[str]
 ) -> None:
-    SessionAnchors.objects.all().delete()
+    settings.JAATO_INLINE_INGEST_BYTES = 4 * 1024 * 1024
+    answer = client.post(
+        "/sessions/upload/", {"files": [SimpleUploadedFile("real.jsonl", COMPACTED.read_bytes())]}
+    )
+    assert answer.status_code == 200
+    session = AgentSession.objects.get()
+    assert session.agent_state["compactions"]
     caches.clear_all()
-
-    services.session_anchors(stored_session)
-    assert SessionAnchors.objects.filter(session=stored_session).exists()
     reads.clear()
-    services.session_anchors(stored_session)
+
+    services.session_anchors(session)
+
+    assert SessionAnchors.objects.get(session=session).extractor == gcengine.extractor_version()
     assert not reads
 
 
 def test_an_upload_whose_anchors_cannot_be_stored_is_not_stored_at_all(
-    client: Client, monkeypatch: pytest.MonkeyPatch
+    client: Client, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def fail(*args: Any) -> Any:
         raise ValueError("boom from a bug")
 
     monkeypatch.setattr(gcengine, "anchors_record", fail)
+    settings.JAATO_INLINE_INGEST_BYTES = 4 * 1024 * 1024
 
     answer = client.post(
-        "/sessions/upload/", {"files": [SimpleUploadedFile("crash.json", session_bytes())]}
+        "/sessions/upload/", {"files": [SimpleUploadedFile("real.jsonl", COMPACTED.read_bytes())]}
     )
 
     assert answer.status_code == 500
