@@ -162,7 +162,10 @@ def _retention_of(
     which stands."""
     try:
         anchors = None if run.compaction_id else stored_sessions.session_anchors(run.session)
-        return gcengine.score_collection(before, outcome.session.history, anchors)
+        # Paused as a replay is: scoring a 10,000-turn run beside the session took half as
+        # long again with the collector walking it.
+        with gcengine.cyclic_gc_paused():
+            return gcengine.score_collection(before, outcome.session.history, anchors)
     except Exception as error:
         logger.exception("scoring the anchor retention of a run failed")
         return gcengine.AnchorRetention(
