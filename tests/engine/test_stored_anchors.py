@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import gcengine
-from gcengine.messages import Message
-from gcengine.quality import reading, stored_anchors
+from gcengine.quality import stored_anchors
+from tests.engine.anchor_reads import anchors_read, extractor_changed
 
 SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
 # A real Claude Code session with one compaction of its own (the manual one, at 142,431).
@@ -40,16 +40,7 @@ def read_back(session: gcengine.Session, record: dict[str, Any]) -> gcengine.Anc
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids of the messages whose anchors are read from now on."""
-    read: list[str] = []
-    extract = reading.message_anchors
-
-    def counted(message: Message, *args: Any) -> Any:
-        read.append(message.message_id)
-        return extract(message, *args)
-
-    monkeypatch.setattr(reading, "message_anchors", counted)
-    return read
+    return anchors_read(monkeypatch)
 
 
 def test_stored_anchors_score_every_policy_as_reading_the_session_does_and_read_none_again(
@@ -100,7 +91,7 @@ def test_a_record_of_another_extractor_or_another_corpus_is_not_read_back(
     before = gcengine.history_before(session, session.compactions[0].compaction_id)
 
     assert gcengine.cache_from_record(gcengine.anchor_cache(before).messages, record) is None
-    monkeypatch.setattr(stored_anchors, "extractor_version", lambda: "another extractor")
+    extractor_changed(monkeypatch, "another extractor")
     assert gcengine.cache_from_record(gcengine.anchor_cache(session).messages, record) is None
 
 

@@ -14,8 +14,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 import gcengine
-from gcengine.messages import Message
-from gcengine.quality import reading, stored_anchors
 from jaato_web import caches
 from jaato_web.dashboard import previews, services
 from jaato_web.dashboard.models import (
@@ -26,6 +24,7 @@ from jaato_web.dashboard.models import (
     SessionDocument,
     SessionTurn,
 )
+from tests.engine.anchor_reads import anchors_read, extractor_changed
 
 # A real Claude Code session with one compaction of its own (2.7 MB).
 COMPACTED = (
@@ -39,16 +38,7 @@ COMPACTED = (
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids of the messages whose anchors are read from now on."""
-    read: list[str] = []
-    extract = reading.message_anchors
-
-    def counted(message: Message, *args: Any) -> Any:
-        read.append(message.message_id)
-        return extract(message, *args)
-
-    monkeypatch.setattr(reading, "message_anchors", counted)
-    return read
+    return anchors_read(monkeypatch)
 
 
 def said(session: AgentSession) -> set[str]:
@@ -99,8 +89,7 @@ def test_anchors_an_older_extractor_stored_are_read_again_and_replaced(
     stored_session: AgentSession, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     services.session_anchors(stored_session)
-    monkeypatch.setattr(stored_anchors, "extractor_version", lambda: "a changed extractor")
-    monkeypatch.setattr(gcengine, "extractor_version", lambda: "a changed extractor")
+    extractor_changed(monkeypatch, "a changed extractor")
     caches.clear_all()
     reads.clear()
 
