@@ -4,11 +4,14 @@ The demo is loaded as ``./dev serve`` loads it (``manage.py load_demo``: the sta
 and a 240-turn session), two more demo sessions of the same shape are uploaded (other seeds),
 and the first four starter policies are ranked over the three sessions, every process cache
 emptied before each ranking (as a worker that has read nothing), in a throwaway SQLite
-database. Medians of ``--repeat`` rankings:
+database. Each session's anchors are stored before, as its first score (the run on upload)
+stores them. Medians of ``--repeat`` rankings:
 
 * ``rank, cold``: ``previews.rank`` in this process, nothing cached (wall time, and the CPU
   time of the process, which other work on a shared machine does not inflate as much);
-* ``rank, warm``: the same again with the sessions and replays cached.
+* ``rank, warm``: the same again with the sessions and replays cached;
+* ``rank, cold, no session's anchors stored yet``: the CPU of a cold ranking that is the
+  sessions' first score, so it reads their anchors and stores them.
 
 ``--profile`` prints where a cold ranking spends its time (cProfile, by cumulative time).
 
@@ -23,13 +26,24 @@ meanwhile (what other work on a shared machine does not inflate as much).
     python benchmarks/ranking.py [--repeat 3] [--profile] [--end-to-end]
 
 Measured on the shared 2-vCPU machine (load average 2.5-3 from other work): a cold ranking
-takes 2.8-3.6 s of CPU (5.0-5.7 s before a ranking shared each session's reading, its
+took 2.8-3.6 s of CPU (5.0-5.7 s before a ranking shared each session's reading, its
 requests without GC and its messages' anchors between its replays, read back replays stored
 with their scores, and budgets stopped copying the recorded conversation); from the click to
 the table, 3.3-5.5 s (median 4.8 s), of which the worker's CPU 2.8-3.3 s, its taking the
 ranking up 0.2 s (0.8-1.0 s when idle workers looked for work every second), the rest the
 page and its polling. Scoring each replayed collection's anchor retention and the scores at
-equal size are two thirds of the worker's time.
+equal size were two thirds of the worker's time, reading each session's anchors most of that.
+
+Since each stored session's anchors are read once and read back (``SessionAnchors``), the
+equal-size scores and the replays share them, and the page polls every quarter second, timed
+interleaved with the code before on the same machine at load average 8-10 (six helpers'
+work): a cold ranking's CPU 2.6-2.9 s against 3.6-3.9 s before (medians of 3; 1.9 s at load
+10 in a later run, 2.5 s when it is the sessions' first score and reads their anchors, once
+for both kinds of score); from the click to the table, median 6.8 s
+(6.8-8.0 s; the worker's CPU 1.9-2.3 s, taken up after 0.1-0.26 s, the page answering in
+0.4-0.6 s) against 11.1 s before (8.8-14.1 s; its CPU 3.4-4.8 s). At that load a second of
+CPU takes three of wall time, so the 3 s goal is not shown here; what is left of the worker's
+CPU is scoring the collections (about half of it) and replaying them.
 """
 
 from __future__ import annotations
@@ -92,6 +106,8 @@ def demo_inputs() -> tuple[list[Any], list[Any]]:
             assert receipt.job is not None
             background.ingest_job_execute(job_id=receipt.job.pk)
     sessions = list(AgentSession.objects.filter(project=project).order_by("pk")[:SESSIONS])
+    for session in sessions:  # as each one's first score (the run on upload) stores them
+        services.session_anchors(session)
     names = list(gcengine.starter_policies())[:POLICIES]
     versions = [
         selectors.policy_latest_version(
@@ -187,6 +203,7 @@ def main() -> int:
         setup_django(Path(folder) / "bench.sqlite3")
         from jaato_web import caches
         from jaato_web.dashboard import previews, services
+        from jaato_web.dashboard.models import SessionAnchors
 
         sessions, versions = demo_inputs()
         project = sessions[0].project
@@ -195,13 +212,20 @@ def main() -> int:
         def rank() -> Any:
             return previews.rank(sessions, versions, gates, prices)
 
-        cold, cold_cpu, warm = [], [], []
+        cold, cold_cpu, warm, unread_cpu = [], [], [], []
         for _ in range(args.repeat):
             caches.clear_all()
             cold_cpu.append(timed(rank, time.process_time))
             caches.clear_all()
             cold.append(timed(rank))
             warm.append(timed(rank))
+            # The same with no session's anchors stored yet: this ranking reads and stores them.
+            records = list(SessionAnchors.objects.all())
+            SessionAnchors.objects.all().delete()
+            caches.clear_all()
+            unread_cpu.append(timed(rank, time.process_time))
+            SessionAnchors.objects.all().delete()
+            SessionAnchors.objects.bulk_create(records)
         print(
             f"{len(sessions)} sessions ({', '.join(str(s.turn_count) for s in sessions)} turns) "
             f"x {len(versions)} policies ({', '.join(v.policy.name for v in versions)})"
@@ -211,6 +235,10 @@ def main() -> int:
             f"(CPU {statistics.median(cold_cpu):5.2f} s)   "
             f"rank, warm {statistics.median(warm):6.2f} s   "
             f"(median of {args.repeat}; load average {os.getloadavg()[0]:.2f})"
+        )
+        print(
+            f"rank, cold, no session's anchors stored yet: CPU "
+            f"{statistics.median(unread_cpu):5.2f} s (median of {args.repeat})"
         )
         if args.end_to_end:
             waited = end_to_end(sessions, versions, args.repeat)
