@@ -189,8 +189,8 @@ class SessionDocument(models.Model):
 
 class SessionAnchors(models.Model):
     """What scoring reads of a session's messages (``gcengine.anchors_record``: its anchor
-    context, vocabulary and each message's anchors), read when the session is stored and
-    read back by every score of it instead of reading the session again. Written by the
+    context, vocabulary and each message's anchors), stored by its upload or its first score
+    and read back by every later score instead of reading the session again. Written by the
     extractor ``extractor`` (``gcengine.extractor_version``): another extractor's record is
     read afresh and replaced. The session's file never changes, so its row is its key."""
 
