@@ -428,6 +428,10 @@ def _literal_anchors(
     """
     unpathed = sentence
     for found in _in_order(raw):
+        if found.kind == AnchorKind.NAME:  # most are identifiers: the steps a name takes, alone
+            if (anchor := _name_anchor(found.value, sentence, raw)) is not None:
+                yield anchor
+            continue
         key = _folded(found.value)
         if found.kind == AnchorKind.URL and (
             shapes.NO_ADDRESS.search(key) or _cut_by_placeholder(key, sentence)
@@ -493,12 +497,22 @@ def _cut_by_placeholder(url: str, sentence: str) -> bool:
     return at >= 0 and sentence[at + len(url) : at + len(url) + 1] in shapes.URL_PLACEHOLDER
 
 
+def _name_anchor(name: str, sentence: str, raw: str) -> Anchor | None:
+    """``_literal_as_found`` for a name ``gcengine.anchors`` found (a test function is a test
+    name): a name holds no space, so one ``raw`` spells as its key, as most are, is shown as
+    its key (``_clip`` and ``_as_written`` leave it as it is)."""
+    key = name.lower() if name.isascii() and "," not in name else _folded(name)
+    if len(key) < 2 or not literal_found(sentence, key):
+        return None
+    anchor_class = AnchorClass.TESTS if shapes.TEST_NAME.match(name) else AnchorClass.IDENTIFIERS
+    shown = key if len(key) <= ANCHOR_TEXT_CHARS and key in raw else _clip(_as_written(key, raw))
+    return Anchor(anchor_class, key, shown, MatchRule.LITERAL)
+
+
 def _class_of(found: Found, key: str, sentence: str) -> AnchorClass:
-    """The class of what ``gcengine.anchors`` found in a sentence: a test function is a test
-    name, a link to an issue or pull request an issue, a tracker's ``PROJ-42`` an issue but in
-    a sentence about an error (``BILL-4012``), an issue tag an issue."""
-    if found.kind == AnchorKind.NAME and shapes.TEST_NAME.match(found.value):
-        return AnchorClass.TESTS
+    """The class of what ``gcengine.anchors`` found in a sentence, a name aside
+    (``_name_anchor``): a link to an issue or pull request an issue, a tracker's ``PROJ-42``
+    an issue but in a sentence about an error (``BILL-4012``), an issue tag an issue."""
     if found.kind == AnchorKind.URL and shapes.ISSUE_URL.search(key):
         return AnchorClass.ISSUES
     if found.kind == AnchorKind.CODE and "-" in key and key[0] != "[":
@@ -571,9 +585,9 @@ def _names_error(sentence: str, raw: str | None = None) -> bool:
     ``raw``, the sentence as written, an error type or the word itself), traceback, failed, or
     fail:, fatal: or panic:."""
     if "error" in sentence:
-        sentence = shapes.GENERIC_ERROR.sub(" ", sentence)
+        sentence = shapes.without_generic_errors(sentence)
     named = ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence)
-    if named and (raw is None or shapes.ERROR_NAME.search(shapes.GENERIC_ERROR.sub(" ", raw))):
+    if named and (raw is None or shapes.ERROR_NAME.search(shapes.without_generic_errors(raw))):
         return True
     return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
 
