@@ -25,7 +25,8 @@ _HORIZONTAL_SPACE = re.compile(r"[^\S\n](?:(?<! )|[^\S\n])[^\S\n]*")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
-_TERM = re.compile(r"[a-z0-9_]+")
+# A word of normalised text: letters, digits and underscores.
+TERM = re.compile(r"[a-z0-9_]+")
 _VOCABULARY_WORD = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 # What a literal anchor found by a pattern is trimmed of at its ends.
 EDGE_PUNCTUATION = ".,;:!?'\"("
@@ -74,7 +75,7 @@ def key_terms(sentence: str) -> frozenset[str]:
     characters or more (two for numbers)."""
     terms: list[str] = []
     # Read word by word: a long sentence's first terms are all it needs.
-    for match in _TERM.finditer(sentence.replace("'", "")):
+    for match in TERM.finditer(sentence.replace("'", "")):
         word = match.group()
         if word in shapes.STOP_WORDS or (len(word) < 3 and not word.isdigit()) or word in terms:
             continue
@@ -86,18 +87,18 @@ def key_terms(sentence: str) -> frozenset[str]:
 
 def sentence_terms(sentence: str) -> frozenset[str]:
     """Every word of normalised text, which a terms anchor's terms are looked for in."""
-    return frozenset(_TERM.findall(sentence.replace("'", "")))
+    return frozenset(TERM.findall(sentence.replace("'", "")))
 
 
 def literal_words(text: str) -> frozenset[str]:
     """Every run of letters, digits and underscores in normalised text, as written: a literal
     anchor found as whole words is made of such runs, each a whole one there."""
-    return frozenset(_TERM.findall(text))
+    return frozenset(TERM.findall(text))
 
 
 def is_literal_word(text: str) -> bool:
     """Whether normalised text is a single one of ``literal_words``."""
-    return _TERM.fullmatch(text) is not None
+    return TERM.fullmatch(text) is not None
 
 
 def vocabulary_words(text: str) -> list[str]:
