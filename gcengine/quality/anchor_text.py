@@ -22,7 +22,9 @@ MAX_TERMS = 16
 # pattern starts with the whitespace it replaces, so the search skips every other character
 # without trying a match there: ``[^\S\n]{2,}|[^\S\n ]`` found the same runs at twice the cost.
 _HORIZONTAL_SPACE = re.compile(r"[^\S\n](?:(?<! )|[^\S\n])[^\S\n]*")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+# Led by the comma it takes out (``,(?<=\d,)`` is ``(?<=\d),``): a search skips to the commas,
+# where a pattern led by a look behind is tried at every character.
+_THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 # A word of normalised text: letters, digits and underscores.

@@ -37,6 +37,8 @@ _TRACKER_COMMAND = re.compile(
 # child's own pattern (led by a look behind) is tried at every character.
 _CHILD_CUE = re.compile(r"-[a-z0-9]{3,4}\.\d")
 _BARE_ISSUE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*-[a-z0-9]{3,4})(?![\w-]|\.\d)")
+# What every bare issue id holds, led by its dash (as ``_CHILD_CUE``).
+_BARE_CUE = re.compile(r"-[a-z0-9]{3,4}(?![\w-]|\.\d)")
 # Folders a root must be deeper than: every absolute path shares these.
 _MIN_ROOT_PARTS = 2
 # A root is looked for among this many folders, by this many of the session's paths.
@@ -72,7 +74,7 @@ def issue_ids(sentence: str, context: AnchorContext) -> list[str]:
     found = [m.group(0) for m in _CHILD_ISSUE.finditer(sentence)] if _child_cue(sentence) else []
     if "bd " in sentence:
         found.extend(m.group(1) for m in _TRACKER_COMMAND.finditer(sentence))
-    if context.issues:
+    if context.issues and _BARE_CUE.search(sentence) is not None:
         found.extend(
             m.group(1) for m in _BARE_ISSUE.finditer(sentence) if m.group(1) in context.issues
         )
