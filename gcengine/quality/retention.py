@@ -548,9 +548,14 @@ def _classes(
     """Each class's distinct anchors, how many are kept, and the first lost ones."""
     lost_count: Counter[AnchorClass] = Counter(map(_CLASS, map(_ANCHOR, lost)))
     shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+    # Read until every class shows all it will: a run can lose hundreds of thousands.
+    wanted = sum(min(count, LOST_SHOWN) for count in lost_count.values())
     for anchor, _ in lost:
+        if not wanted:
+            break
         if len(texts := shown[anchor.anchor_class]) < LOST_SHOWN:
             texts.append(anchor.text)
+            wanted -= 1
     return [
         ClassRetention(
             anchor_class=c.anchor_class,
