@@ -39,15 +39,11 @@ from gcengine.quality import anchor_shapes as shapes
 from gcengine.quality import named_tests
 
 # What scoring reads text with is ``anchor_text``'s; read from here too, where anchors are.
-from gcengine.quality.anchor_text import (
-    EDGE_PUNCTUATION,
-    folded,
-    key_terms,
-    literal_found,
-    normalised,
-)
+from gcengine.quality.anchor_text import EDGE_PUNCTUATION, folded, key_terms
 from gcengine.quality.anchor_text import is_literal_word as is_literal_word
+from gcengine.quality.anchor_text import literal_found as literal_found
 from gcengine.quality.anchor_text import literal_words as literal_words
+from gcengine.quality.anchor_text import normalised as normalised
 from gcengine.quality.anchor_text import normalised_sentences as normalised_sentences
 from gcengine.quality.anchor_text import sentence_terms as sentence_terms
 from gcengine.quality.anchor_text import vocabulary_words as vocabulary_words

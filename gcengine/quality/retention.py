@@ -498,7 +498,7 @@ def _thirds(messages: int) -> tuple[int, int]:
 
 
 def _still_held(
-    tally: Tally[View], keys: Iterable[AnchorKey], gone_at: Sequence[int], keep: bytes
+    tally: Tally[View], keys: Iterable[AnchorKey], gone_at: Sequence[int], keep: bytearray
 ) -> list[AnchorKey]:
     """Of ``keys``, held by the messages at ``gone_at``, the ones a message ``keep`` keeps
     holds too. Counted on the smaller side: a key whose holders are not all gone, when most
