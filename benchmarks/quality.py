@@ -129,6 +129,20 @@ def main() -> None:
     print(f"load average {load()}")
 
 
+def wall_and_cpu(function: Callable[[], object]) -> tuple[float, float]:
+    """Seconds ``function`` took, on the clock and of this process's CPU time: on a shared
+    machine the CPU time sees through the load."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    function()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def seconds(times: list[tuple[float, float]]) -> str:
+    """The medians of ``wall_and_cpu``'s figures."""
+    wall = statistics.median(t[0] for t in times)
+    return f"{wall:6.2f} s ({statistics.median(t[1] for t in times):.2f} s CPU)"
+
+
 def load() -> str:
     return ", ".join(f"{figure:.2f}" for figure in os.getloadavg())
 
@@ -140,16 +154,16 @@ def synthetic(turns: int, repeat: int, *, budget_replay: bool) -> None:
     after = gcengine.run_gc(session, config).session.history
     cache = gcengine.anchor_cache(session)
     gcengine.score_collection(session, after, cache)
-    first: list[float] = []
-    cached: list[float] = []
+    first: list[tuple[float, float]] = []
+    cached: list[tuple[float, float]] = []
     for _ in range(repeat):  # interleaved, so both see the same load
-        first.append(median_ms(lambda: gcengine.score_collection(session, after), 1))
-        cached.append(median_ms(lambda: gcengine.score_collection(session, after, cache), 1))
+        first.append(wall_and_cpu(lambda: gcengine.score_collection(session, after)))
+        cached.append(wall_and_cpu(lambda: gcengine.score_collection(session, after, cache)))
     print(
         f"generated session: {turns:,} turns, {session.budget.total_tokens():,} tokens; "
         f"score_collection of a gc_budget run ({len(session.history) - len(after):,} messages "
-        f"taken out): {statistics.median(first) / 1000:6.2f} s reading every message, "
-        f"{statistics.median(cached) / 1000:6.2f} s with the session's anchor cache"
+        f"taken out): {seconds(first)} reading every message, {seconds(cached)} with the "
+        "session's anchor cache"
     )
     policies = [("truncate", TRUNCATE_CONTINUOUS)]
     if budget_replay:

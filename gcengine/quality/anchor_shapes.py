@@ -73,12 +73,33 @@ ISSUE_URL = re.compile(r"//(?:www\.)?git(?:hub|lab)\.[\w./-]+/(?:issues|pull|mer
 
 # Errors as a topic, not one that happened ("error messages", "error handling").
 # Code that returns or raises one as behaviour ("API failure → return error") is a topic too.
+_ERROR_TOPICS = (
+    r"messages?|handling|output|paths?|cases?|codes?|spans?|status|strings?|recovery|states?|"
+    r"types?|handlers?|reporting|tracking|responses?|logging|logs?"
+)
 GENERIC_ERROR = re.compile(
-    r"\berrors? (?:messages?|handling|output|paths?|cases?|codes?|spans?|status|strings?|"
-    r"recovery|states?|types?|handlers?|reporting|tracking|responses?|logging|logs?)\b|"
+    rf"\berrors? (?:{_ERROR_TOPICS})\b|"
     r"(?:→|->|returns?|raises?|throws?) (?:an? )?(?:error|exception)\b",
     re.IGNORECASE,
 )
+# The same in lower-case ASCII text, each alternative led by a character of its own
+# (``e(?<!\we)`` is ``\be``): a search then skips to the few characters that could start a
+# match, where a leading ``\b``, a group or ignoring case has it try every character.
+_GENERIC_ERROR_LOWER = re.compile(
+    rf"e(?<!\we)rrors? (?:{_ERROR_TOPICS})\b|"
+    r"→ (?:an? )?(?:error|exception)\b|-> (?:an? )?(?:error|exception)\b|"
+    r"r(?:eturns?|aises?) (?:an? )?(?:error|exception)\b|throws? (?:an? )?(?:error|exception)\b"
+)
+
+
+def without_generic_errors(text: str) -> str:
+    """``text`` with errors as a topic (``GENERIC_ERROR``) cut out. Most text holds none,
+    which the lower-case pattern finds out for a fraction of the cost (ignoring case changes
+    nothing in ASCII text but the letters' case)."""
+    if text.isascii() and _GENERIC_ERROR_LOWER.search(text.lower()) is None:
+        return text
+    return GENERIC_ERROR.sub(" ", text)
+
 
 # A colour written as digits (background: #333), which reads as an issue tag.
 COLOUR = re.compile(r"(?:colou?r|background|border|fill|stroke)[\w-]*: ?#\d{3}(?:\d{3})?\b")

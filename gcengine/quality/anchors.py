@@ -37,6 +37,16 @@ from gcengine.anchors import AnchorKind, Found, argument_path, found_in
 from gcengine.messages import Message, MessageKind, PartType, Role
 from gcengine.quality import anchor_shapes as shapes
 from gcengine.quality import named_tests
+
+# What scoring reads text with is ``anchor_text``'s; read from here too, where anchors are.
+from gcengine.quality.anchor_text import EDGE_PUNCTUATION, folded, key_terms
+from gcengine.quality.anchor_text import is_literal_word as is_literal_word
+from gcengine.quality.anchor_text import literal_found as literal_found
+from gcengine.quality.anchor_text import literal_words as literal_words
+from gcengine.quality.anchor_text import normalised as normalised
+from gcengine.quality.anchor_text import normalised_sentences as normalised_sentences
+from gcengine.quality.anchor_text import sentence_terms as sentence_terms
+from gcengine.quality.anchor_text import vocabulary_words as vocabulary_words
 from gcengine.quality.session_anchors import NO_CONTEXT, AnchorContext, issue_ids
 from gcengine.text import sentences
 
@@ -196,10 +206,9 @@ LITERAL_CLASSES = frozenset(
 
 # A terms anchor is kept when one sentence holds this share of its key terms.
 TERMS_SHARE = 0.75
-# Sentences shorter than this many key terms say too little to be an anchor; longer ones
-# count their first terms only, so one run-on sentence cannot become unmatchable.
+# Sentences shorter than this many key terms say too little to be an anchor (longer ones count
+# their first terms only: ``MAX_TERMS``).
 MIN_TERMS = 2
-MAX_TERMS = 16
 # A tool result can hold a whole log; its first error lines are the signature.
 ERROR_LINES_PER_RESULT = 5
 ANCHOR_TEXT_CHARS = 200
@@ -223,96 +232,6 @@ class Anchor:
     def needed(self) -> int:
         """How many of a terms anchor's terms one sentence must hold."""
         return math.ceil(TERMS_SHARE * len(self.terms))
-
-
-# --- Normalising and matching ---------------------------------------------------------------
-
-# Runs of spaces and any other horizontal whitespace become one space (a lone space is left
-# alone: most text has nothing to change, and a no-op substitution still copies it). The
-# pattern starts with the whitespace it replaces, so the search skips every other character
-# without trying a match there: ``[^\S\n]{2,}|[^\S\n ]`` found the same runs at twice the cost.
-_HORIZONTAL_SPACE = re.compile(r"[^\S\n](?:(?<! )|[^\S\n])[^\S\n]*")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
-_TERM = re.compile(r"[a-z0-9_]+")
-_VOCABULARY_WORD = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
-_EDGE_PUNCTUATION = ".,;:!?'\"("
-
-
-def normalised(text: str) -> str:
-    """Lower case, straight quotes, no thousands separators, one space between words."""
-    return _HORIZONTAL_SPACE.sub(" ", _folded(text))
-
-
-def _folded(text: str) -> str:
-    """``normalised`` but for the spaces: what a caller that splits the text into words anyway
-    (and so collapses every run of whitespace itself) needs."""
-    text = text.lower()
-    if not text.isascii():
-        text = text.translate(_QUOTES)
-    if "," in text:
-        text = _THOUSANDS.sub("", text)
-    return text
-
-
-def normalised_sentences(text: str) -> list[str]:
-    """The text's sentences, normalised and stripped, empty ones left out."""
-    return [s for piece in sentences(normalised(text)) if (s := piece.strip())]
-
-
-def literal_found(haystack: str, key: str) -> bool:
-    """Whether ``key`` occurs in ``haystack`` as whole words: an end of the key that is a
-    letter, digit or underscore must not continue a longer word there."""
-    start = haystack.find(key)
-    if start < 0 or not key:
-        return False
-    open_start, open_end = key[0] in _WORD_CHARS, key[-1] in _WORD_CHARS
-    while start >= 0:
-        end = start + len(key)
-        before_ok = not open_start or start == 0 or haystack[start - 1] not in _WORD_CHARS
-        after_ok = not open_end or end == len(haystack) or haystack[end] not in _WORD_CHARS
-        if before_ok and after_ok:
-            return True
-        start = haystack.find(key, start + 1)
-    return False
-
-
-def key_terms(sentence: str) -> frozenset[str]:
-    """The words of a normalised sentence that carry its meaning: not stop words, and three
-    characters or more (two for numbers)."""
-    terms: list[str] = []
-    # Read word by word: a long sentence's first terms are all it needs.
-    for match in _TERM.finditer(sentence.replace("'", "")):
-        word = match.group()
-        if word in shapes.STOP_WORDS or (len(word) < 3 and not word.isdigit()) or word in terms:
-            continue
-        terms.append(word)
-        if len(terms) == MAX_TERMS:
-            break
-    return frozenset(terms)
-
-
-def sentence_terms(sentence: str) -> frozenset[str]:
-    """Every word of normalised text, which a terms anchor's terms are looked for in."""
-    return frozenset(_TERM.findall(sentence.replace("'", "")))
-
-
-def literal_words(text: str) -> frozenset[str]:
-    """Every run of letters, digits and underscores in normalised text, as written: a literal
-    anchor found as whole words is made of such runs, each a whole one there."""
-    return frozenset(_TERM.findall(text))
-
-
-def is_literal_word(text: str) -> bool:
-    """Whether normalised text is a single one of ``literal_words``."""
-    return _TERM.fullmatch(text) is not None
-
-
-def vocabulary_words(text: str) -> list[str]:
-    """Words with their inner dots kept (tax.py, 3.12.3, 47500): what an invented anchor is
-    checked against."""
-    return _VOCABULARY_WORD.findall(text)
 
 
 # --- Finding anchors in one sentence ---------------------------------------------------------
@@ -384,7 +303,7 @@ def _clip(text: str) -> str:
 
 def _literal(anchor_class: AnchorClass, key: str, sentence: str, raw: str) -> Anchor | None:
     """``_literal_as_found`` for what a pattern matched, trimmed of edge punctuation."""
-    key = key.strip().strip(_EDGE_PUNCTUATION).strip()
+    key = key.strip().strip(EDGE_PUNCTUATION).strip()
     return _literal_as_found(anchor_class, key, sentence, raw)
 
 
@@ -428,7 +347,11 @@ def _literal_anchors(
     """
     unpathed = sentence
     for found in _in_order(raw):
-        key = _folded(found.value)
+        if found.kind == AnchorKind.NAME:  # most are identifiers: the steps a name takes, alone
+            if (anchor := _name_anchor(found.value, sentence, raw)) is not None:
+                yield anchor
+            continue
+        key = folded(found.value)
         if found.kind == AnchorKind.URL and (
             shapes.NO_ADDRESS.search(key) or _cut_by_placeholder(key, sentence)
         ):
@@ -493,12 +416,22 @@ def _cut_by_placeholder(url: str, sentence: str) -> bool:
     return at >= 0 and sentence[at + len(url) : at + len(url) + 1] in shapes.URL_PLACEHOLDER
 
 
+def _name_anchor(name: str, sentence: str, raw: str) -> Anchor | None:
+    """``_literal_as_found`` for a name ``gcengine.anchors`` found (a test function is a test
+    name): a name holds no space, so one ``raw`` spells as its key, as most are, is shown as
+    its key (``_clip`` and ``_as_written`` leave it as it is)."""
+    key = name.lower() if name.isascii() and "," not in name else folded(name)
+    if len(key) < 2 or not literal_found(sentence, key):
+        return None
+    anchor_class = AnchorClass.TESTS if shapes.TEST_NAME.match(name) else AnchorClass.IDENTIFIERS
+    shown = key if len(key) <= ANCHOR_TEXT_CHARS and key in raw else _clip(_as_written(key, raw))
+    return Anchor(anchor_class, key, shown, MatchRule.LITERAL)
+
+
 def _class_of(found: Found, key: str, sentence: str) -> AnchorClass:
-    """The class of what ``gcengine.anchors`` found in a sentence: a test function is a test
-    name, a link to an issue or pull request an issue, a tracker's ``PROJ-42`` an issue but in
-    a sentence about an error (``BILL-4012``), an issue tag an issue."""
-    if found.kind == AnchorKind.NAME and shapes.TEST_NAME.match(found.value):
-        return AnchorClass.TESTS
+    """The class of what ``gcengine.anchors`` found in a sentence, a name aside
+    (``_name_anchor``): a link to an issue or pull request an issue, a tracker's ``PROJ-42``
+    an issue but in a sentence about an error (``BILL-4012``), an issue tag an issue."""
     if found.kind == AnchorKind.URL and shapes.ISSUE_URL.search(key):
         return AnchorClass.ISSUES
     if found.kind == AnchorKind.CODE and "-" in key and key[0] != "[":
@@ -558,7 +491,7 @@ def _sentence_pairs(text: str) -> Iterator[tuple[str, str]]:
         text = shapes.ANSI_ESCAPE.sub("", text)
     for piece in sentences(text):
         raw = piece.strip()
-        if raw and (sentence := " ".join(_folded(raw).split())):
+        if raw and (sentence := " ".join(folded(raw).split())):
             yield raw, sentence
 
 
@@ -571,9 +504,9 @@ def _names_error(sentence: str, raw: str | None = None) -> bool:
     ``raw``, the sentence as written, an error type or the word itself), traceback, failed, or
     fail:, fatal: or panic:."""
     if "error" in sentence:
-        sentence = shapes.GENERIC_ERROR.sub(" ", sentence)
+        sentence = shapes.without_generic_errors(sentence)
     named = ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence)
-    if named and (raw is None or shapes.ERROR_NAME.search(shapes.GENERIC_ERROR.sub(" ", raw))):
+    if named and (raw is None or shapes.ERROR_NAME.search(shapes.without_generic_errors(raw))):
         return True
     return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
 
@@ -594,7 +527,7 @@ def _prose_anchors(
     if "[" in text:
         for match in shapes.CHECKBOX.finditer(text):
             item = match.group(1).strip()
-            if anchor := _terms_anchor(AnchorClass.TASKS, item, " ".join(_folded(item).split())):
+            if anchor := _terms_anchor(AnchorClass.TASKS, item, " ".join(folded(item).split())):
                 yield anchor
     for raw, sentence, code in _prose_or_code(text):
         yield from _literal_anchors(raw, sentence, context)
@@ -673,7 +606,7 @@ def _call_anchors(args: dict[str, Any], context: AnchorContext) -> Iterator[Anch
             content = next((todo[k] for k in _TODO_TEXT if todo.get(k)), None)
             if not isinstance(content, str):
                 continue
-            item = " ".join(_folded(content).split())
+            item = " ".join(folded(content).split())
             if (anchor := _terms_anchor(AnchorClass.TASKS, content.strip(), item)) is not None:
                 yield anchor
             if status in _OPEN_TODO:
@@ -726,15 +659,15 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
         failed
         and not tests
         and not any(
-            _reports_error(" ".join(_folded(line).split()))
+            _reports_error(" ".join(folded(line).split()))
             for text in texts
             for line in text.splitlines()
             if not shapes.SOURCE_LINE.match(line)
         )
     )
     for line, name in tests:
-        folded = " ".join(_folded(line).split())
-        if tested := _literal_as_found(AnchorClass.TESTS, _folded(name), folded, line):
+        spaced = " ".join(folded(line).split())
+        if tested := _literal_as_found(AnchorClass.TESTS, folded(name), spaced, line):
             yield tested
     for text in texts:
         for line in text.splitlines():
@@ -757,7 +690,7 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
                     yield anchor
                 for named in _in_order(raw):
                     if named.kind == AnchorKind.CODE:
-                        key = _folded(named.value)
+                        key = folded(named.value)
                         code = _literal_as_found(AnchorClass.ERRORS, key, sentence, raw)
                         if code is not None:
                             yield code

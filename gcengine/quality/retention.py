@@ -31,13 +31,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, repeat
-from operator import attrgetter, is_, is_not, not_
+from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
 from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
+from gcengine.quality.anchor_text import TERM
 from gcengine.quality.anchors import (
     ANCHOR_CLASSES,
     Anchor,
@@ -267,6 +268,8 @@ def load_retention_gates(data: Any) -> dict[AnchorClass, float]:
 
 
 _MESSAGE_ID = attrgetter("message_id")
+# Read in C from each of a long list of (anchor, where) pairs.
+_ANCHOR, _CLASS = itemgetter(0), attrgetter("anchor_class")
 
 
 class AnchorScorer:
@@ -359,14 +362,12 @@ class AnchorScorer:
                 keep[position] = 0
             # The anchors no message kept unchanged holds, by their first mention (the order
             # lost ones are listed in), each with its last mention and where that is.
-            held, holding = tally.held, tally.holding
-            gone_holders: Counter[AnchorKey] = Counter()
+            held = tally.held
             unheld: dict[AnchorKey, tuple[Anchor, int]] = {}
             for position in gone_at:
                 entry = held[position]
-                gone_holders.update(entry.keys)
                 unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
-            for key in [k for k in unheld if holding(k) != gone_holders[k]]:
+            for key in _still_held(tally, unheld, gone_at, keep):
                 del unheld[key]
             # Most compactions only take messages out: what is in view is then the rest.
             copies = _copies_kept(list(compress(before, keep)), after)
@@ -496,6 +497,25 @@ def _thirds(messages: int) -> tuple[int, int]:
     return oldest_end, newest_start
 
 
+def _still_held(
+    tally: Tally[View], keys: Iterable[AnchorKey], gone_at: Sequence[int], keep: bytearray
+) -> list[AnchorKey]:
+    """Of ``keys``, held by the messages at ``gone_at``, the ones a message ``keep`` keeps
+    holds too. Counted on the smaller side: a key whose holders are not all gone, when most
+    of the context stays (a replay's collection); a key some kept message holds, when most
+    of it goes (a run that took out all but the last turns)."""
+    if 2 * len(gone_at) <= len(keep):
+        gone_holders: Counter[AnchorKey] = Counter()
+        for position in gone_at:
+            gone_holders.update(tally.held[position].keys)
+        holding = tally.holding
+        return [k for k in keys if holding(k) != gone_holders[k]]
+    kept_keys: set[AnchorKey] = set()
+    for entry in compress(tally.held, keep):
+        kept_keys.update(entry.keys)
+    return [k for k in keys if k in kept_keys]
+
+
 def _copies_kept(rest: list[Message], after: Sequence[Message]) -> list[int] | None:
     """Where ``after`` holds a copy of ``rest``'s message that the model reads alike (a
     collection marking a kept message in its metadata), when ``after`` is ``rest`` so; None
@@ -526,11 +546,16 @@ def _classes(
     anchors: Mapping[AnchorClass, int], lost: list[tuple[Anchor, int]]
 ) -> list[ClassRetention]:
     """Each class's distinct anchors, how many are kept, and the first lost ones."""
-    lost_count: Counter[AnchorClass] = Counter(anchor.anchor_class for anchor, _ in lost)
+    lost_count: Counter[AnchorClass] = Counter(map(_CLASS, map(_ANCHOR, lost)))
     shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+    # Read until every class shows all it will: a run can lose hundreds of thousands.
+    wanted = sum(min(count, LOST_SHOWN) for count in lost_count.values())
     for anchor, _ in lost:
+        if not wanted:
+            break
         if len(texts := shown[anchor.anchor_class]) < LOST_SHOWN:
             texts.append(anchor.text)
+            wanted -= 1
     return [
         ClassRetention(
             anchor_class=c.anchor_class,
@@ -590,13 +615,14 @@ class _InView:
 def _lost(unheld: Iterable[tuple[Anchor, int]], in_view: _InView) -> list[tuple[Anchor, int]]:
     """Of anchors no message kept holds, the ones not in view (``_retained``); a one-word
     literal one, most of them, decided here by the count of the words in view."""
-    holds, literal = in_view.words.holds, MatchRule.LITERAL
+    came, left, literal = in_view.words.came.get, in_view.words.left.get, MatchRule.LITERAL
+    one_word = TERM.fullmatch  # ``is_literal_word``, read once an anchor (most are lost)
     return [
         (anchor, position)
         for anchor, position in unheld
         if not (
-            holds(anchor.key)
-            if anchor.rule is literal and is_literal_word(anchor.key)
+            came(anchor.key, 0) > left(anchor.key, 0)  # ``_WordCount.holds``
+            if anchor.rule is literal and one_word(anchor.key)
             else _retained(anchor, in_view)
         )
     ]

@@ -33,7 +33,12 @@ _TRACKER_COMMAND = re.compile(
     r"\bbd (?:show|close|update|create|reopen|dep add|edit)\s+([a-z][a-z0-9]*-[a-z0-9]{3,4})"
     r"(?![\w-]|\.\d)"
 )
+# What every child issue holds, led by its dash: a search skips to the dashes, where the
+# child's own pattern (led by a look behind) is tried at every character.
+_CHILD_CUE = re.compile(r"-[a-z0-9]{3,4}\.\d")
 _BARE_ISSUE = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*-[a-z0-9]{3,4})(?![\w-]|\.\d)")
+# What every bare issue id holds, led by its dash (as ``_CHILD_CUE``).
+_BARE_CUE = re.compile(r"-[a-z0-9]{3,4}(?![\w-]|\.\d)")
 # Folders a root must be deeper than: every absolute path shares these.
 _MIN_ROOT_PARTS = 2
 # A root is looked for among this many folders, by this many of the session's paths.
@@ -66,13 +71,18 @@ NO_CONTEXT = AnchorContext()
 def issue_ids(sentence: str, context: AnchorContext) -> list[str]:
     """The tracker issue ids a normalised sentence names: child ids always, a bare id when the
     session knows it as one (or a tracker command names it here)."""
-    found = [m.group(0) for m in _CHILD_ISSUE.finditer(sentence)]
-    found.extend(m.group(1) for m in _TRACKER_COMMAND.finditer(sentence))
-    if context.issues:
+    found = [m.group(0) for m in _CHILD_ISSUE.finditer(sentence)] if _child_cue(sentence) else []
+    if "bd " in sentence:
+        found.extend(m.group(1) for m in _TRACKER_COMMAND.finditer(sentence))
+    if context.issues and _BARE_CUE.search(sentence) is not None:
         found.extend(
             m.group(1) for m in _BARE_ISSUE.finditer(sentence) if m.group(1) in context.issues
         )
     return list(dict.fromkeys(found))
+
+
+def _child_cue(text: str) -> bool:
+    return _CHILD_CUE.search(text) is not None
 
 
 def anchor_context(messages: Iterable[Message], texts: Iterable[str] = ()) -> AnchorContext:
@@ -95,8 +105,10 @@ def anchor_context(messages: Iterable[Message], texts: Iterable[str] = ()) -> An
         said.append(text)
         if "-" not in text:
             continue
-        issues.update(m.group(1) for m in _CHILD_ISSUE.finditer(text))
-        issues.update(m.group(1) for m in _TRACKER_COMMAND.finditer(text))
+        if _child_cue(text):
+            issues.update(m.group(1) for m in _CHILD_ISSUE.finditer(text))
+        if "bd " in text:
+            issues.update(m.group(1) for m in _TRACKER_COMMAND.finditer(text))
     root = roots.most_common(1)[0][0] if roots else _shared_folder(absolute, said)
     return AnchorContext(_as_root(root), frozenset(issues))
 
