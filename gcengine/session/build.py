@@ -257,7 +257,9 @@ def _leaf_now(
     """The leaf of a message whose figure was taken over, in a turn that lost other messages:
     its label, figure and metadata are the same (they depend on the message, its turn's
     stable index and its figure), its policy and time may not be (a turn's closing answer and
-    its messages' times follow the turn's messages). The very leaf when nothing changed."""
+    its messages' times follow the turn's messages). The very leaf when nothing changed; else
+    a new one sharing its metadata and ids, as a copy does (entries are values: neither is
+    changed in place)."""
     if (
         leaf.gc_policy is policy
         and leaf.created_at == created_at
@@ -271,9 +273,9 @@ def _leaf_now(
             "gc_policy": policy,
             "label": leaf.label,
             "children": {},
-            "metadata": dict(leaf.metadata),
+            "metadata": leaf.metadata,
             "created_at": created_at,
-            "message_ids": list(leaf.message_ids),
+            "message_ids": leaf.message_ids,
             REVISION_KEY: revision,
         }
     )
