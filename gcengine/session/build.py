@@ -92,16 +92,16 @@ def build_conversation(
         revision=revision,
         taken=taken,
     )
-    kept: list[tuple[str, SourceEntry]] = []
+    kept: Mapping[str, SourceEntry] = {}
     if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
-        kept = list(reuse.children.items())  # one entry per turn of ``known``, in order
+        kept = reuse.children  # one entry per turn of ``known``, in order
     conversation = conversation_tree(
         index,
         created_base,
         copied if kept else [],
         kept,
         revision,
-        _Kept(reuse.children, taken) if kept and reuse is not None and taken else None,
+        _Kept(kept, taken) if kept and taken else None,
     )
     conversation.keep_index(index)
     return conversation
@@ -111,13 +111,13 @@ def conversation_tree(
     index: ConversationIndex,
     created_base: float = 0.0,
     copied: Copied | None = None,
-    kept: Sequence[tuple[str, SourceEntry]] = (),
+    kept: Mapping[str, SourceEntry] | None = None,
     revision: Revision | None = None,
     taken: _Kept | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry of an index: one container per turn and one leaf per message,
     except the runs of turns ``copied`` from another index, whose entries are that index's
-    tree's (``kept``: its turns' keys and entries, in order). Every entry made is stamped with
+    tree's (``kept``: its turns by key, in order). Every entry made is stamped with
     ``revision`` (a new one by default): the kept ones must have it already.
 
     ``taken`` is what was taken over from that other index's messages (``_Kept``): in a
@@ -126,9 +126,13 @@ def conversation_tree(
     revision = revision or Revision()
     children: dict[str, SourceEntry] = {}
     done = 0
+    # Keys and entries in two lists, sliced for each run: a list of (key, entry) pairs of
+    # every turn cost a new pair per turn.
+    keys, entries = (list(kept), list(kept.values())) if copied and kept else ([], [])
     for first, end, old_first in copied or ():
         _turn_entries(index, done, first, children, revision, taken)
-        children.update(kept[old_first : old_first + end - first])
+        last = old_first + end - first
+        children.update(zip(keys[old_first:last], entries[old_first:last], strict=True))
         done = end
     _turn_entries(index, done, len(index.layout), children, revision, taken)
     conversation = construct(
@@ -257,7 +261,9 @@ def _leaf_now(
     """The leaf of a message whose figure was taken over, in a turn that lost other messages:
     its label, figure and metadata are the same (they depend on the message, its turn's
     stable index and its figure), its policy and time may not be (a turn's closing answer and
-    its messages' times follow the turn's messages). The very leaf when nothing changed."""
+    its messages' times follow the turn's messages). The very leaf when nothing changed; else
+    a new one sharing its metadata and ids, as a copy does (entries are values: neither is
+    changed in place)."""
     if (
         leaf.gc_policy is policy
         and leaf.created_at == created_at
@@ -271,9 +277,9 @@ def _leaf_now(
             "gc_policy": policy,
             "label": leaf.label,
             "children": {},
-            "metadata": dict(leaf.metadata),
+            "metadata": leaf.metadata,
             "created_at": created_at,
-            "message_ids": list(leaf.message_ids),
+            "message_ids": leaf.message_ids,
             REVISION_KEY: revision,
         }
     )

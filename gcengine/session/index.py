@@ -43,6 +43,9 @@ from gcengine.tokens import (
     TokenCounter,
 )
 
+_new_tuple = tuple.__new__
+"""Makes a named tuple of its fields without the class's ``__new__`` (a Python function)."""
+
 Copied = list[tuple[int, int, int]]
 """Runs of turns copied from another index: ``(first turn, end turn, its first turn there)``."""
 
@@ -197,11 +200,17 @@ def index_conversation(
             revisions.setdefault(old_revision, edits)
         shift, turn_shift = starts[first] - old_start, first - old_first
         if exchange_figures:
-            # Made as tuples of their fields: ``_replace`` costs several times as much, and a
-            # run copies every exchange of the turns it left alone.
+            # Made as tuples of their fields, unpacked by name and without a call of the
+            # class: ``_replace`` costs several times as much, and a run copies every exchange
+            # of the turns it left alone.
             exchanges += [
-                Exchange(e.turn + turn_shift, [p + shift for p in e.positions], *e[2:])
-                for e in _in_turns(old.exchanges or [], old_first, old_first + end - first)
+                _new_tuple(
+                    Exchange,
+                    (turn + turn_shift, [p + shift for p in positions], key, ids, cost, policy, at),
+                )
+                for turn, positions, key, ids, cost, policy, at in _in_turns(
+                    old.exchanges or [], old_first, old_first + end - first
+                )
             ]
         else:
             groups += [

@@ -13,12 +13,23 @@ from hypothesis import strategies as st
 
 import gcengine
 from gcengine import InstructionBudget, InstructionSource, Session, TokenCounter
+from gcengine.conversation import budget_index
 from gcengine.demo.shape import DemoShape
 from gcengine.demo.story import generate_demo_session
 from gcengine.running import run_gc
 from tests.engine.strategies import policy, session_at
 
 STRATEGIES = ["truncate", "summarize", "hybrid", "budget", "reachability"]
+INDEX_FIELDS = (
+    "tokens",
+    "counted_by",
+    "policies",
+    "created_at",
+    "closing",
+    "exchanges",
+    "exchange_groups",
+    "original",
+)
 FIELDS = ("source", "tokens", "gc_policy", "label", "metadata", "created_at", "message_ids")
 
 
@@ -66,6 +77,13 @@ def assert_same_budget(updated: InstructionBudget, rebuilt: InstructionBudget) -
             assert getattr(entry, field) == getattr(other, field), f"{key}: {field}"
     assert updated.snapshot() == rebuilt.snapshot()
     assert updated == rebuilt
+    # What the next run reads instead of the tree: the conversation laid out flat.
+    index, expected_index = budget_index(updated), budget_index(rebuilt)
+    assert index is not None
+    assert expected_index is not None
+    assert index.layout == expected_index.layout
+    for field in INDEX_FIELDS:
+        assert getattr(index, field) == getattr(expected_index, field), field
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
