@@ -24,6 +24,8 @@ retention (``gcengine.quality.retention``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import compress, count, islice
+from operator import is_, is_not
 from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
@@ -397,12 +399,35 @@ class _Replay:
             self.outside = rebuild_budget(self.state, self.counter)
         self.base = _outside_conversation(self.outside)
         self.window = list(history)
-        self.window_tokens = self.lay_out().total
+        taken = _taken_run(window_before, self.window)
+        if taken is None:
+            self.window_tokens = self.lay_out().total
+        else:
+            # Laid out again only at the next collection, from the index before this one.
+            self.window_tokens = index.total - sum(index.tokens[slice(*taken)])
         self.shared_prefix = min(
             self.shared_prefix, self.prefix_kept(outside_before, window_before)
         )
-        retention = self.scorer.score_change(window_before, self.window) if self.scorer else None
+        retention = None
+        if self.scorer is not None:
+            retention = (
+                self.scorer.score_change(window_before, self.window)
+                if taken is None
+                else self.scorer.score_taken(window_before, self.window, *taken)
+            )
         collected = result.model_copy(
             update={"tokens_before": total, "tokens_after": self.base + self.window_tokens}
         )
         return collected, retention
+
+
+def _taken_run(before: list[Message], after: list[Message]) -> tuple[int, int] | None:
+    """Where the run of messages a collection took out of ``before`` was (a truncation takes
+    the oldest turns but the original request), when ``after`` is the rest of it, the very
+    same objects; None when the collection did anything else (put a summary in, marked or
+    took messages in several places)."""
+    first = next(compress(count(), map(is_not, before, after)), len(after))
+    end = first + len(before) - len(after)
+    if end < first or not all(map(is_, islice(before, end, None), islice(after, first, None))):
+        return None
+    return first, end
