@@ -408,6 +408,7 @@ class TurnLayout:
 
 
 _ROLE = attrgetter("role")
+_TURN_INDEX = attrgetter("turn_index")
 
 
 def turn_layout(history: Sequence[Message]) -> TurnLayout:
@@ -480,7 +481,10 @@ def relaid_out(
     if stop < start:
         return turn_layout(messages)
     middle = messages[start:stop]
-    if any(m.turn_index is None and m.kind is MessageKind.CHAT for m in middle):
+    # Most often every message carries its turn: found in C, with no call per message.
+    if None in map(_TURN_INDEX, middle) and any(
+        m.turn_index is None and m.kind is MessageKind.CHAT for m in middle
+    ):
         return turn_layout(messages)
     between = turn_layout(middle)
     if (

@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
+from gcengine._fast import construct
 from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
 from gcengine.quality.anchors import (
@@ -410,7 +411,10 @@ class AnchorScorer:
                 tokens_after = sum(costs) + sum(self._tokens(after[p]) - costs[p] for p in copies)
             # The next context a replay scores is this one's after and then more turns.
             self._pending = (list(after), gone_at, bytes(keep)) if only_taken else None
-        return AnchorRetention(
+        # Built unchecked (a replay scores thousands): every figure is one counted above, and
+        # every field is given, in the order they are written out.
+        return construct(
+            AnchorRetention,
             classes=_classes(anchors, lost),
             invented=self._invented(replacement),
             recency=_recency(last_weights, lost),
@@ -419,6 +423,9 @@ class AnchorScorer:
             replacement_tokens=self.tokens_of(replacement),
             tokens_before=tokens_before,
             tokens_after=tokens_after,
+            size=None,
+            compactions=1,
+            unscorable=None,
         )
 
     def _tally_of(self, before: Sequence[Message]) -> Tally[View]:
@@ -572,7 +579,8 @@ def _classes(
         if len(texts := shown[anchor.anchor_class]) < LOST_SHOWN:
             texts.append(anchor.text)
     return [
-        ClassRetention(
+        construct(
+            ClassRetention,
             anchor_class=c.anchor_class,
             weight=c.weight,
             anchors=anchors.get(c.anchor_class, 0),
@@ -589,7 +597,8 @@ def _recency(last_weights: list[int], lost: list[tuple[Anchor, int]]) -> Recency
     oldest_end, newest_start = _thirds(len(last_weights))
     oldest, newest = sum(last_weights[:oldest_end]), sum(last_weights[newest_start:])
     weight = {c.anchor_class: c.weight for c in ANCHOR_CLASSES}
-    return RecencyRetention(
+    return construct(
+        RecencyRetention,
         oldest_weight=oldest,
         oldest_retained=oldest - sum(weight[a.anchor_class] for a, p in lost if p < oldest_end),
         newest_weight=newest,
