@@ -409,13 +409,15 @@ class TurnLayout:
 
 _ROLE = attrgetter("role")
 _TURN_INDEX = attrgetter("turn_index")
+_MESSAGE_ID = attrgetter("message_id")
+_KIND = attrgetter("kind")
 
 
 def turn_layout(history: Sequence[Message]) -> TurnLayout:
     """The layout of ``history`` (the rule is in ``split_into_turns``)."""
-    ids = [message.message_id for message in history]
-    kinds = [message.kind for message in history]
-    recorded = [message.turn_index for message in history]
+    ids = list(map(_MESSAGE_ID, history))
+    kinds = list(map(_KIND, history))
+    recorded = list(map(_TURN_INDEX, history))
     if kinds.count(MessageKind.CHAT) == len(kinds) and None not in recorded:
         # Every message is conversation and carries its turn: a turn starts exactly where the
         # recorded index changes, which C-level iteration finds without a call per message.

@@ -297,20 +297,21 @@ class _Replay:
         )
         self.shared_prefix = tokens
 
-    def prefix_kept(
-        self, outside_before: list[tuple[InstructionSource, int]], window_before: list[Message]
-    ) -> int:
+    def prefix_kept(self, outside_before: InstructionBudget, window_before: list[Message]) -> int:
         """Tokens at the start of the prompt a collection left as they were: the entries
         outside the conversation up to the first it changed, then, if it changed none, the
         messages up to the first it removed or replaced."""
-        outside_after = _outside_entries(self.outside)
         kept = 0
-        for old, new in zip(outside_before, outside_after, strict=False):
-            if old != new:
+        if outside_before is not self.outside:  # most collections leave it as it was
+            entries_before, entries_after = map(_outside_entries, (outside_before, self.outside))
+            for old, new in zip(entries_before, entries_after, strict=False):
+                if old != new:
+                    return kept
+                kept += old[1]
+            if len(entries_before) != len(entries_after):
                 return kept
-            kept += old[1]
-        if len(outside_before) != len(outside_after):
-            return kept
+        else:
+            kept = self.base
         for old_message, new_message in zip(window_before, self.window, strict=False):
             if old_message is not new_message and old_message != new_message:
                 break
@@ -392,12 +393,12 @@ class _Replay:
             history, result = self.plugin.collect(self.window, usage, self.config, reason, budget)
         if not result.success:
             return result, None
-        window_before, outside_before = self.window, _outside_entries(self.outside)
+        window_before, outside_before = self.window, self.outside
         recorded = without_entries(self.state.recorded_budget, result.removal_list)
         if recorded is not self.state.recorded_budget:
             self.state = self.state.model_copy(update={"recorded_budget": recorded})
             self.outside = rebuild_budget(self.state, self.counter)
-        self.base = _outside_conversation(self.outside)
+            self.base = _outside_conversation(self.outside)
         self.window = list(history)
         taken = _taken_run(window_before, self.window)
         if taken is None:

@@ -29,9 +29,11 @@ POLICIES = [
 ]
 
 
-def synthetic(seed: int, turns: int, limit: int) -> Session:
-    session = gcengine.load_session(generate_session_file(SessionShape(turns=turns, seed=seed)))
-    return gcengine.with_context_limit(session, limit)
+def synthetic(seed: int, turns: int, limit: int, recorded: bool = False) -> Session:
+    """A generated session; ``recorded``: with JAATO's budget of it, whose entries a
+    collection takes out too."""
+    shape = SessionShape(turns=turns, seed=seed, with_budget_state=recorded)
+    return gcengine.with_context_limit(gcengine.load_session(generate_session_file(shape)), limit)
 
 
 SESSIONS = st.builds(
@@ -39,6 +41,7 @@ SESSIONS = st.builds(
     st.integers(0, 10_000),
     st.integers(12, 60),
     st.sampled_from([6_000, 12_000, 25_000]),
+    st.booleans(),
 )
 
 
