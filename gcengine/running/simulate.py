@@ -400,17 +400,13 @@ class _Replay:
             self.outside = rebuild_budget(self.state, self.counter)
             self.base = _outside_conversation(self.outside)
         self.window = list(history)
-        taken = _taken_run(window_before, self.window)
-        if taken is None:
-            self.window_tokens = self.lay_out().total
-        else:
-            # Laid out again only at the next collection, from the index before this one.
-            self.window_tokens = index.total - sum(index.tokens[slice(*taken)])
+        self.window_tokens = self.lay_out().total
         self.shared_prefix = min(
             self.shared_prefix, self.prefix_kept(outside_before, window_before)
         )
         retention = None
         if self.scorer is not None:
+            taken = _taken_run(window_before, self.window)
             retention = (
                 self.scorer.score_change(window_before, self.window)
                 if taken is None

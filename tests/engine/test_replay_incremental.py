@@ -1,7 +1,7 @@
-"""A replay works at each collection from the one before: a collection that took a run of
-turns leaves the window laid out as it was (the next lay-out copies from it) and tells the
-scorer which run went, so neither compares the windows message by message. Its figures must be
-what laying out the window afresh and scoring each context with a new scorer give."""
+"""A replay works at each collection from the one before: it lays the window out from the
+last layout, and tells the scorer which run of turns a collection took, so the scorer does not
+compare the windows message by message. Its figures must be what laying out the window afresh
+and scoring each context with a new scorer give."""
 
 from __future__ import annotations
 
