@@ -18,7 +18,8 @@ strategies read the layout), and each message's figure is worked out once per re
 Along the way it records each request the agent sent (before each model message that follows
 another kind) with the prefix it shares with the request before, for the prompt-cache cost
 model (``gcengine.quality.prompt_cache``), and, when asked, scores each collection's anchor
-retention (``gcengine.quality.retention``).
+retention (``gcengine.quality.retention``) with one scorer kept along the replay, told the run
+of turns a collection took when that is all it did (``AnchorScorer.score_taken``).
 """
 
 from __future__ import annotations
