@@ -408,13 +408,16 @@ class TurnLayout:
 
 
 _ROLE = attrgetter("role")
+_TURN_INDEX = attrgetter("turn_index")
+_MESSAGE_ID = attrgetter("message_id")
+_KIND = attrgetter("kind")
 
 
 def turn_layout(history: Sequence[Message]) -> TurnLayout:
     """The layout of ``history`` (the rule is in ``split_into_turns``)."""
-    ids = [message.message_id for message in history]
-    kinds = [message.kind for message in history]
-    recorded = [message.turn_index for message in history]
+    ids = list(map(_MESSAGE_ID, history))
+    kinds = list(map(_KIND, history))
+    recorded = list(map(_TURN_INDEX, history))
     if kinds.count(MessageKind.CHAT) == len(kinds) and None not in recorded:
         # Every message is conversation and carries its turn: a turn starts exactly where the
         # recorded index changes, which C-level iteration finds without a call per message.
@@ -480,7 +483,10 @@ def relaid_out(
     if stop < start:
         return turn_layout(messages)
     middle = messages[start:stop]
-    if any(m.turn_index is None and m.kind is MessageKind.CHAT for m in middle):
+    # Most often every message carries its turn: found in C, with no call per message.
+    if None in map(_TURN_INDEX, middle) and any(
+        m.turn_index is None and m.kind is MessageKind.CHAT for m in middle
+    ):
         return turn_layout(messages)
     between = turn_layout(middle)
     if (

@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
+from gcengine._fast import construct
 from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
 from gcengine.quality.anchor_text import TERM
@@ -296,6 +297,9 @@ class AnchorScorer:
         # replay's contexts differ by a few turns): how many views in it hold each word.
         self._shown: set[View] = set()
         self._words_shown = _WordCount()
+        # How many of the tally's messages are that last context, when it is the context
+        # before of the score under way but for the messages after them (a replay's next).
+        self._shown_until: int | None = None
         # A scorer is shared by the requests previewing one session; its word count is not.
         self._lock = threading.Lock()
 
@@ -330,6 +334,17 @@ class AnchorScorer:
         ]
         return self.score(before, after, removed, came_in)
 
+    def score_taken(
+        self, before: Sequence[Message], after: Sequence[Message], first: int, end: int
+    ) -> AnchorRetention:
+        """``score_change`` when ``after`` is ``before`` without its messages ``first`` to
+        ``end``, the very same objects otherwise (a replay's collection that took a run of
+        turns, which the replay finds as it goes): nothing is compared message by message, so
+        a score costs what changed, not the context."""
+        if len(set(map(_MESSAGE_ID, before))) != len(before):
+            return self.score_change(before, after)  # ids say which messages went
+        return self.score(before, after, before[first:end], taken=(first, end))
+
     def score_at_size(
         self, before: Sequence[Message], after: Sequence[Message], size: int
     ) -> AnchorRetention:
@@ -344,19 +359,25 @@ class AnchorScorer:
         after: Sequence[Message],
         removed: Sequence[Message],
         replacement: Sequence[Message] = (),
+        *,
+        taken: tuple[int, int] | None = None,
     ) -> AnchorRetention:
         """``before``: the whole context before, oldest first; ``after``: everything the model
         still sees; ``removed``: the messages of ``before`` it no longer sees unchanged;
         ``replacement``: what came in for them (summaries, notices), part of ``after`` too.
+        ``taken`` (``score_taken``'s): ``removed`` is that run of ``before``, ``after`` the rest.
 
         An anchor some kept message holds is in view as it was; only the ones held by
         removed messages alone are looked for in ``after`` (most of a context is kept)."""
-        gone = {m.message_id for m in removed}
         with self._lock:
             tally = self._tally_of(before)
-            gone_at = list(
-                compress(range(len(before)), map(gone.__contains__, map(_MESSAGE_ID, before)))
-            )
+            if taken is None:
+                gone = {m.message_id for m in removed}
+                gone_at = list(
+                    compress(range(len(before)), map(gone.__contains__, map(_MESSAGE_ID, before)))
+                )
+            else:
+                gone_at = list(range(*taken))
             keep = bytearray(b"\x01") * len(before)
             for position in gone_at:
                 keep[position] = 0
@@ -370,12 +391,16 @@ class AnchorScorer:
             for key in _still_held(tally, unheld, gone_at, keep):
                 del unheld[key]
             # Most compactions only take messages out: what is in view is then the rest.
-            copies = _copies_kept(list(compress(before, keep)), after)
+            copies = [] if taken else _copies_kept(list(compress(before, keep)), after)
             only_taken = copies is not None
             views = (
                 list(compress(tally.views, keep)) if only_taken else list(map(self._view_of, after))
             )
-            in_view = _InView(views, self._words_in_view(after, views))
+            if taken and self._shown_until is not None:
+                words = self._words_taken(tally.views, self._shown_until, taken)
+            else:
+                words = self._words_in_view(after, views)
+            in_view = _InView(views, words)
             lost = _lost(unheld.values(), in_view)
             anchors = dict(tally.per_class)
             last_weights = tally.last_weights()
@@ -387,7 +412,10 @@ class AnchorScorer:
                 tokens_after = sum(costs) + sum(self._tokens(after[p]) - costs[p] for p in copies)
             # The next context a replay scores is this one's after and then more turns.
             self._pending = (list(after), gone_at, bytes(keep)) if only_taken else None
-        return AnchorRetention(
+        # Built unchecked (a replay scores thousands): every figure is one counted above, and
+        # every field is given, in the order they are written out.
+        return construct(
+            AnchorRetention,
             classes=_classes(anchors, lost),
             invented=self._invented(replacement),
             recency=_recency(last_weights, lost),
@@ -396,6 +424,9 @@ class AnchorScorer:
             replacement_tokens=self.tokens_of(replacement),
             tokens_before=tokens_before,
             tokens_after=tokens_after,
+            size=None,
+            compactions=1,
+            unscorable=None,
         )
 
     def _tally_of(self, before: Sequence[Message]) -> Tally[View]:
@@ -403,10 +434,12 @@ class AnchorScorer:
         the context it counted (or the one after its compaction) and then more; else a new
         one."""
         tally = self._tally
+        self._shown_until = None
         if tally is not None and self._pending is not None and not tally.extends_to(before):
             after, gone_at, keep = self._pending
             if len(before) >= len(after) and all(map(is_, after, before)):
                 tally.drop(gone_at, keep, after, self._tokens)
+                self._shown_until = len(after)
         self._pending = None
         if tally is None or not tally.extends_to(before):
             tally = Tally()
@@ -424,6 +457,20 @@ class AnchorScorer:
         for view in now - self._shown:
             self._words_shown.came.update(view.literal_words)
         self._shown = now
+        return self._words_shown
+
+    def _words_taken(self, views: Sequence[View], shown: int, taken: tuple[int, int]) -> _WordCount:
+        """``_words_in_view`` when the context before is the last one after (the first
+        ``shown`` of ``views``) and then more, and this compaction took the run ``taken`` of
+        it: the new views come in, those of the run leave (a view both does is counted both
+        ways, so it is not in view)."""
+        came, left = views[shown:], views[slice(*taken)]
+        for view in came:
+            self._words_shown.came.update(view.literal_words)
+        for view in left:
+            self._words_shown.left.update(view.literal_words)
+        self._shown.update(came)
+        self._shown.difference_update(left)
         return self._words_shown
 
     def _invented(self, replacement: Sequence[Message]) -> InventedAnchors:
@@ -557,7 +604,8 @@ def _classes(
             texts.append(anchor.text)
             wanted -= 1
     return [
-        ClassRetention(
+        construct(
+            ClassRetention,
             anchor_class=c.anchor_class,
             weight=c.weight,
             anchors=anchors.get(c.anchor_class, 0),
@@ -574,7 +622,8 @@ def _recency(last_weights: list[int], lost: list[tuple[Anchor, int]]) -> Recency
     oldest_end, newest_start = _thirds(len(last_weights))
     oldest, newest = sum(last_weights[:oldest_end]), sum(last_weights[newest_start:])
     weight = {c.anchor_class: c.weight for c in ANCHOR_CLASSES}
-    return RecencyRetention(
+    return construct(
+        RecencyRetention,
         oldest_weight=oldest,
         oldest_retained=oldest - sum(weight[a.anchor_class] for a, p in lost if p < oldest_end),
         newest_weight=newest,

@@ -18,12 +18,15 @@ strategies read the layout), and each message's figure is worked out once per re
 Along the way it records each request the agent sent (before each model message that follows
 another kind) with the prefix it shares with the request before, for the prompt-cache cost
 model (``gcengine.quality.prompt_cache``), and, when asked, scores each collection's anchor
-retention (``gcengine.quality.retention``).
+retention (``gcengine.quality.retention``) with one scorer kept along the replay, told the run
+of turns a collection took when that is all it did (``AnchorScorer.score_taken``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import compress, count, islice
+from operator import is_, is_not
 from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
@@ -298,20 +301,21 @@ class _Replay:
         )
         self.shared_prefix = tokens
 
-    def prefix_kept(
-        self, outside_before: list[tuple[InstructionSource, int]], window_before: list[Message]
-    ) -> int:
+    def prefix_kept(self, outside_before: InstructionBudget, window_before: list[Message]) -> int:
         """Tokens at the start of the prompt a collection left as they were: the entries
         outside the conversation up to the first it changed, then, if it changed none, the
         messages up to the first it removed or replaced."""
-        outside_after = _outside_entries(self.outside)
         kept = 0
-        for old, new in zip(outside_before, outside_after, strict=False):
-            if old != new:
+        if outside_before is not self.outside:  # most collections leave it as it was
+            entries_before, entries_after = map(_outside_entries, (outside_before, self.outside))
+            for old, new in zip(entries_before, entries_after, strict=False):
+                if old != new:
+                    return kept
+                kept += old[1]
+            if len(entries_before) != len(entries_after):
                 return kept
-            kept += old[1]
-        if len(outside_before) != len(outside_after):
-            return kept
+        else:
+            kept = self.base
         for old_message, new_message in zip(window_before, self.window, strict=False):
             if old_message is not new_message and old_message != new_message:
                 break
@@ -393,19 +397,38 @@ class _Replay:
             history, result = self.plugin.collect(self.window, usage, self.config, reason, budget)
         if not result.success:
             return result, None
-        window_before, outside_before = self.window, _outside_entries(self.outside)
+        window_before, outside_before = self.window, self.outside
         recorded = without_entries(self.state.recorded_budget, result.removal_list)
         if recorded is not self.state.recorded_budget:
             self.state = self.state.model_copy(update={"recorded_budget": recorded})
             self.outside = rebuild_budget(self.state, self.counter)
-        self.base = _outside_conversation(self.outside)
+            self.base = _outside_conversation(self.outside)
         self.window = list(history)
         self.window_tokens = self.lay_out().total
         self.shared_prefix = min(
             self.shared_prefix, self.prefix_kept(outside_before, window_before)
         )
-        retention = self.scorer.score_change(window_before, self.window) if self.scorer else None
+        retention = None
+        if self.scorer is not None:
+            taken = _taken_run(window_before, self.window)
+            retention = (
+                self.scorer.score_change(window_before, self.window)
+                if taken is None
+                else self.scorer.score_taken(window_before, self.window, *taken)
+            )
         collected = result.model_copy(
             update={"tokens_before": total, "tokens_after": self.base + self.window_tokens}
         )
         return collected, retention
+
+
+def _taken_run(before: list[Message], after: list[Message]) -> tuple[int, int] | None:
+    """Where the run of messages a collection took out of ``before`` was (a truncation takes
+    the oldest turns but the original request), when ``after`` is the rest of it, the very
+    same objects; None when the collection did anything else (put a summary in, marked or
+    took messages in several places)."""
+    first = next(compress(count(), map(is_not, before, after)), len(after))
+    end = first + len(before) - len(after)
+    if end < first or not all(map(is_, islice(before, end, None), islice(after, first, None))):
+        return None
+    return first, end

@@ -1,0 +1,148 @@
+"""A replay works at each collection from the one before: it lays the window out from the
+last layout, and tells the scorer which run of turns a collection took, so the scorer does not
+compare the windows message by message. Its figures must be what laying out the window afresh
+and scoring each context with a new scorer give."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gcengine
+from gcengine import AnchorRetention, AnchorScorer, Message, Session
+from gcengine.quality.retention import session_corpus
+from gcengine.running import load_gc_plugin, simulate
+from gcengine.synthetic import SessionShape, generate_session_file
+
+POLICIES = [
+    {"type": "truncate", "pressure_percent": 0},
+    {"type": "truncate", "pressure_percent": 0, "notify_on_gc": True},
+    {"type": "truncate", "preserve_recent_exchanges": None, "pinned_turn_indices": [3]},
+    {"type": "budget", "pressure_percent": 0},
+    {"type": "budget"},
+    {"type": "summarize", "pressure_percent": 0},
+    {"type": "hybrid"},
+]
+
+
+def synthetic(seed: int, turns: int, limit: int, recorded: bool = False) -> Session:
+    """A generated session; ``recorded``: with JAATO's budget of it, whose entries a
+    collection takes out too."""
+    shape = SessionShape(turns=turns, seed=seed, with_budget_state=recorded)
+    return gcengine.with_context_limit(gcengine.load_session(generate_session_file(shape)), limit)
+
+
+SESSIONS = st.builds(
+    synthetic,
+    st.integers(0, 10_000),
+    st.integers(12, 60),
+    st.sampled_from([6_000, 12_000, 25_000]),
+    st.booleans(),
+)
+
+
+class _Counting(AnchorScorer):
+    """A scorer kept along the replay, counting the collections it was told the run of."""
+
+    taken = 0
+
+    def score_taken(
+        self, before: Sequence[Message], after: Sequence[Message], first: int, end: int
+    ) -> AnchorRetention:
+        self.taken += 1
+        return super().score_taken(before, after, first, end)
+
+
+class _Recounting(AnchorScorer):
+    """Scores every context afresh: a new scorer each time, which compares the windows."""
+
+    def score_change(self, before: Sequence[Message], after: Sequence[Message]) -> AnchorRetention:
+        return AnchorScorer(self.cache, lambda m: self.tokens_of([m])).score_change(before, after)
+
+    def score_taken(
+        self, before: Sequence[Message], after: Sequence[Message], first: int, end: int
+    ) -> AnchorRetention:
+        return self.score_change(before, after)
+
+
+def scorers(session: Session) -> tuple[_Counting, _Recounting]:
+    """Two scorers counting a message as the replay does."""
+    replays = gcengine.replay_scorer(session)
+
+    def tokens(message: Message) -> int:
+        return replays.tokens_of([message])
+
+    return _Counting(session_corpus(session), tokens), _Recounting(session_corpus(session), tokens)
+
+
+@settings(max_examples=40, deadline=None)
+@given(SESSIONS, st.sampled_from(POLICIES))
+def test_a_replay_scores_each_collection_as_a_new_scorer_of_that_context_does(
+    session: Session, policy: dict[str, Any]
+) -> None:
+    config = gcengine.load_gc_config(policy, env={})
+    kept, fresh = scorers(session)
+    scored = simulate(session, config, score_anchors=True, scorer=kept)
+    assert scored == simulate(session, config, score_anchors=True, scorer=fresh)
+    plain = simulate(session, config)
+    assert plain.steps == scored.steps
+    assert [e.result for e in plain.events] == [e.result for e in scored.events]
+
+
+def test_a_truncating_replay_tells_the_scorer_the_run_each_collection_took() -> None:
+    session = synthetic(1, 200, 20_000)
+    config = gcengine.load_gc_config(POLICIES[0], env={})
+    kept, fresh = scorers(session)
+    scored = simulate(session, config, score_anchors=True, scorer=kept)
+    assert len(scored.events) > 100
+    assert kept.taken == len(scored.events)
+    assert scored == simulate(session, config, score_anchors=True, scorer=fresh)
+    assert scored == simulate(session, config, score_anchors=True)
+
+
+class _Checking:
+    """A plugin the engine does not know, collecting as ``inner`` does: it is handed the
+    window's budget tree (laid out from what the replay kept), and checks it and the usage
+    the replay's running total gave against the budget built afresh for that window."""
+
+    name = "checking"
+
+    def __init__(self, inner: str, session: Session) -> None:
+        self.inner = load_gc_plugin(inner)
+        self.session, self.checked = session, 0
+        self.usage: dict[str, Any] = {}
+
+    def initialize(self, config: Any = None) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def should_collect(self, usage: Any, config: gcengine.GCConfig) -> Any:
+        self.usage = dict(usage)
+        return self.inner.should_collect(usage, config)
+
+    def collect(self, history: Any, usage: Any, config: Any, reason: Any, budget: Any) -> Any:
+        window = self.session.model_copy(update={"history": list(history)})
+        built = gcengine.rebuild_budget(window, gcengine.counter_by_name(window.token_counter))
+        assert budget == built
+        assert self.usage["total_tokens"] == built.total_tokens()
+        self.checked += 1
+        return self.inner.collect(history, usage, config, reason, budget)
+
+
+@settings(max_examples=25, deadline=None)
+@given(SESSIONS, st.sampled_from(POLICIES))
+def test_a_replay_lays_each_window_out_as_a_budget_built_for_it_afresh(
+    session: Session, policy: dict[str, Any]
+) -> None:
+    config = gcengine.load_gc_config(policy, env={})
+    checking = _Checking(policy["type"], session)
+    replay = simulate(session, config, plugin=checking)  # type: ignore[arg-type]
+    ours = simulate(session, config)
+    assert checking.checked == len(replay.events)
+    assert json.loads(replay.model_dump_json(exclude={"plugin"})) == json.loads(
+        ours.model_dump_json(exclude={"plugin"})
+    )
