@@ -7,14 +7,16 @@ field at a time where they can, at C speed."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, islice, repeat
-from operator import attrgetter, not_
+from itertools import accumulate, chain, compress, count, islice, repeat
+from operator import attrgetter, is_, is_not, not_
 from typing import Any
 
 from gcengine._fast import construct, entries_made, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.foreign import ForeignHistory
 from gcengine.gc.plan import BudgetLeaf
 from gcengine.messages import (
     FunctionCall,
@@ -25,6 +27,7 @@ from gcengine.messages import (
     Part,
     PartType,
     Role,
+    ToolTraffic,
 )
 
 # JAATO's part fields the engine carries without reading, and the opaque kind each becomes.
@@ -183,6 +186,57 @@ def engine_messages(history: Sequence[Any]) -> list[Message]:
             for message, group in zip(history, grouped, strict=True)
         ],
     )
+
+
+_CALL = attrgetter("function_call")
+_RESPONSE = attrgetter("function_response")
+
+
+def foreign_history(
+    history: list[Any],
+    ids: list[str],
+    roles: list[Any],
+    counts: list[int],
+    parts: list[Any],
+    make: Callable[[list[Any]], list[Message]],
+) -> ForeignHistory:
+    """JAATO's ``history`` as a ``ForeignHistory``: what a collection reads of every message,
+    read in one pass over their parts (``ids``, JAATO's ``roles``, each message's count of
+    ``parts`` and those parts, flattened), as the engine's copy made by ``make`` would read:
+    a part with text is text whatever else it holds, then a call, then a result
+    (``engine_part``). Only the parts holding a call or a result are looked at one by one."""
+    # JAATO's roles as the engine's, by the members' identity: hashing one of JAATO's runs
+    # Python code, and ``value`` is a property.
+    role_of = {id(r): _ROLES[r._value_] for r in {id(r): r for r in roles}.values()}
+    engine_roles = list(map(role_of.__getitem__, map(id, roles)))
+    answers_call = list(map(is_, engine_roles, repeat(Role.TOOL)))
+    traffic: list[ToolTraffic | None] = [None] * len(history)
+    calls = list(map(_CALL, parts))
+    responses = list(map(_RESPONSE, parts))
+    tool_parts = sorted(
+        {
+            *compress(count(), map(is_not, calls, repeat(None))),
+            *compress(count(), map(is_not, responses, repeat(None))),
+        }
+    )
+    if tool_parts:
+        ends = list(accumulate(counts))
+        for at in tool_parts:
+            if parts[at].text is not None:
+                continue
+            position = bisect_right(ends, at)
+            made = traffic[position] or ([], [])
+            call = calls[at]
+            if call is not None:
+                if call.id:
+                    made[0].append(call.id)
+            else:
+                answers_call[position] = True
+                if responses[at].call_id:
+                    made[1].append(responses[at].call_id)
+            if made[0] or made[1]:
+                traffic[position] = made
+    return ForeignHistory(history, ids, engine_roles, traffic, answers_call, make)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from gcengine._fast import construct, entry_maker
+from gcengine.foreign import originals_of
 from gcengine.gc.types import (
     GCRemovalItem,
     GCResult,
@@ -171,16 +172,21 @@ def apply(
     for position in removed:
         keep[position - start] = 0
     taken_whole = decision.turns_taken_whole()
-    marked = _closing_answers_kept(collection, touched, removed, taken_whole)
+    # The new history is cut from the objects the history stands for: a foreign history's
+    # are the framework's own, which carry no mark (the framework keeps their policies).
+    source = originals_of(history)
+    marked = {}
+    if source is history:
+        marked = _closing_answers_kept(collection, touched, removed, taken_whole)
     if marked:
         kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
     else:
-        kept = list(compress(history[start:end], keep))
+        kept = list(compress(source[start:end], keep))
     if at_top:
-        new_history = [*inserts, *history[:start], *kept, *history[end:]]
+        new_history = [*inserts, *source[:start], *kept, *source[end:]]
         first = 0
     else:
-        new_history = [*history[:start], *inserts, *kept, *history[end:]]
+        new_history = [*source[:start], *inserts, *kept, *source[end:]]
     counter = counter or load_counter()
     added = sum(
         count_message(m, counter)
