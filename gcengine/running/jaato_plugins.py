@@ -160,6 +160,7 @@ def jaato_removals(
     gone = {i for item in removals if item.source is conversation for i in item.message_ids}
     items: list[Any] = []
     done: set[str] = set()
+    owner, keys = (reading.owner, reading.keys) if reading is not None else ({}, [])
     for item in removals:
         source = jaato.InstructionSource(item.source.value)
         if item.source is not conversation or reading is None:
@@ -169,19 +170,19 @@ def jaato_removals(
                 )
             )
             continue
-        touched: dict[str, None] = {}
+        touched: dict[str, int] = {}  # each child touched, with a leaf of it
         unmatched: list[str] = []
         for message_id in item.message_ids:
-            key = reading.owner.get(message_id)
-            if key is None:
+            leaf = owner.get(message_id)
+            if leaf is None:
                 unmatched.append(message_id)
             else:
-                touched[key] = None
-        for key in touched:
+                touched.setdefault(keys[leaf], leaf)
+        for key, leaf in touched.items():
             if key in done:
                 continue
-            tokens, named = reading.child(key)
-            if all(i in gone for i in named):
+            tokens, named = reading.child(key, leaf)
+            if gone.issuperset(named):
                 done.add(key)
                 items.append(jaato.GCRemovalItem(source, key, tokens, str(item.reason), named))
             else:

@@ -252,11 +252,12 @@ class BudgetReading:
     it as it reads its own budgets, so every token of it counts.
 
     What a removal must name for JAATO's ``apply_gc_removal_list``, which removes top-level
-    children only: ``owner``, the top-level conversation child naming each message id (the
-    first, if several do), and ``conversation``, JAATO's own entry, read again only for the
-    children a collection touches. Parallel lists and one dict of ids, no container per leaf:
-    a session's budget has a leaf per message, and the cycle collector (left running in
-    JAATO's process) walks every container made."""
+    children only: ``keys``, the top-level conversation child each leaf is in, ``owner``,
+    the leaf naming each message id (the first, if several do), and ``conversation``,
+    JAATO's own entry, read again only for the children a collection touches when they are
+    containers (``leaf_children`` false). Parallel lists and one dict of ids, no container
+    per leaf: a session's budget has a leaf per message, and the cycle collector (left
+    running in JAATO's process) walks every container made."""
 
     budget: InstructionBudget
     copied: bool
@@ -264,15 +265,21 @@ class BudgetReading:
     policies: list[GCPolicy] = field(default_factory=list)
     created: list[float | None] = field(default_factory=list)
     named: list[Sequence[str]] = field(default_factory=list)
-    owner: dict[str, str] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
+    owner: dict[str, int] = field(default_factory=dict)
+    # Whether every top-level conversation child is a leaf (a session's budget): a child's
+    # figures are then its leaf's, as read.
+    leaf_children: bool = True
     conversation: Any = None
 
     def leaves(self) -> Iterator[BudgetLeaf]:
         return zip(self.tokens, self.policies, self.created, self.named, strict=True)
 
-    def child(self, key: str) -> tuple[int, list[str]]:
-        """Top-level conversation child ``key`` of JAATO's budget: its tokens (its leaves')
-        and every message it names."""
+    def child(self, key: str, leaf: int) -> tuple[int, list[str]]:
+        """Top-level conversation child ``key`` of JAATO's budget, which holds leaf ``leaf``:
+        its tokens (its leaves') and every message it names."""
+        if self.leaf_children:
+            return self.tokens[leaf], list(self.named[leaf])
         node = self.conversation.children[key]
         if not node.children:  # a session's budget: the message's leaf
             if not node.message_ids:
@@ -316,6 +323,7 @@ def read_budget(budget: Any) -> BudgetReading:
             unnamed = unnamed or flat
         for key, child in () if flat is not None else entry.children.items():
             if child.children:
+                reading.leaf_children = False
                 stack, nodes = [child], []
                 while stack:
                     node = stack.pop()
@@ -338,12 +346,14 @@ def read_budget(budget: Any) -> BudgetReading:
                     policy = policy_of[jaato_policy] = _POLICIES[jaato_policy.value]
                 policies.append(policy)
                 created.append(node.created_at)
+                leaf = len(named)
                 named.append(ids)
+                reading.keys.append(key)
                 if len(ids) == 1:
-                    owner.setdefault(ids[0], key)
+                    owner.setdefault(ids[0], leaf)
                 else:
                     for message_id in ids:
-                        owner.setdefault(message_id, key)
+                        owner.setdefault(message_id, leaf)
         if unnamed:
             entries[source] = _engine_entry(entry)
             reading.copied = True
@@ -391,6 +401,7 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
     if any(groups):
         if not all(groups):
             return None
+        reading.leaf_children = False
         children = list(chain.from_iterable(map(dict.values, groups)))
         if any(map(_CHILDREN, children)):
             return None
@@ -410,11 +421,13 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
     reading.tokens += counts
     reading.policies += map(policy_of.__getitem__, map(id, jaato_policies))
     reading.created += map(_CREATED, children)
+    first = len(reading.named)
     reading.named += names
-    # Each id's first child owns it: the pairs in reverse, so the first is written last.
+    reading.keys += keys
+    # Each id's first leaf owns it: the pairs in reverse, so the first is written last.
     sizes = list(map(len, names))
     ids = list(chain.from_iterable(names))
-    owners = list(chain.from_iterable(map(repeat, keys, sizes)))
+    owners = list(chain.from_iterable(map(repeat, count(first), sizes)))
     reading.owner.update(zip(reversed(ids), reversed(owners), strict=True))
     return unnamed
 
