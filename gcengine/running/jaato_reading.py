@@ -268,8 +268,11 @@ class BudgetReading:
     keys: list[str] = field(default_factory=list)
     owner: dict[str, int] = field(default_factory=dict)
     # Whether every top-level conversation child is a leaf (a session's budget): a child's
-    # figures are then its leaf's, as read.
+    # figures are then its leaf's, as read. Else whether every one is a container of leaves
+    # read in the tree's order (a budget restored from a file: a container per turn): a
+    # child's are then those of the run of leaves it holds.
     leaf_children: bool = True
+    leaf_runs: bool = False
     conversation: Any = None
 
     def leaves(self) -> Iterator[BudgetLeaf]:
@@ -280,6 +283,15 @@ class BudgetReading:
         its tokens (its leaves') and every message it names."""
         if self.leaf_children:
             return self.tokens[leaf], list(self.named[leaf])
+        if self.leaf_runs:
+            keys, start, end = self.keys, leaf, leaf + 1
+            while start and keys[start - 1] == key:
+                start -= 1
+            while end < len(keys) and keys[end] == key:
+                end += 1
+            # In the order of the walk below, which meets a container's leaves last first.
+            named = chain.from_iterable(reversed(self.named[start:end]))
+            return sum(self.tokens[start:end]), list(named)
         node = self.conversation.children[key]
         if not node.children:  # a session's budget: the message's leaf
             if not node.message_ids:
@@ -401,10 +413,10 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
     if any(groups):
         if not all(groups):
             return None
-        reading.leaf_children = False
         children = list(chain.from_iterable(map(dict.values, groups)))
         if any(map(_CHILDREN, children)):
             return None
+        reading.leaf_children, reading.leaf_runs = False, True
         keys = list(chain.from_iterable(map(repeat, keys, map(len, groups))))
     names = list(map(_NAMES, children))
     counts = list(map(_TOKENS, children))
