@@ -130,7 +130,7 @@ class ConversationIndex:
     (``reachability.graph.segment_graph``): it holds while the index does.
     """
 
-    messages: list[Message]
+    messages: Sequence[Message]
     layout: TurnLayout
     tokens: list[int]
     policies: list[GCPolicy]
