@@ -161,8 +161,10 @@ def jaato_removals(
     items: list[Any] = []
     done: set[str] = set()
     owner, keys = (reading.owner, reading.keys) if reading is not None else ({}, [])
+    # JAATO's member for each source, looked up once: a collection may remove thousands of items.
+    sources = {s: jaato.InstructionSource(s.value) for s in {item.source for item in removals}}
     for item in removals:
-        source = jaato.InstructionSource(item.source.value)
+        source = sources[item.source]
         if item.source is not conversation or reading is None:
             items.append(
                 jaato.GCRemovalItem(

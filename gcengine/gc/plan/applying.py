@@ -190,7 +190,8 @@ def apply(
         keep[position - start] = 0
     taken_whole = decision.turns_taken_whole()
     # The new history is cut from the objects the history stands for: a foreign history's
-    # are the framework's own, which carry no mark (the framework keeps their policies).
+    # are the framework's own, kept as they are (a closing answer too: its policy is the
+    # framework's budget's, so no marked copy of it is made).
     source = originals_of(history)
     marked = {}
     if source is history:
