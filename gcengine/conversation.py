@@ -34,6 +34,7 @@ from gcengine.budget import (
     SourceEntry,
     most_protective,
 )
+from gcengine.foreign import ForeignHistory
 from gcengine.messages import (
     Message,
     MessageKind,
@@ -68,12 +69,13 @@ ExchangeGroup = tuple[int, list[int]]
 """An exchange as ``turn_exchanges`` finds it: its turn and its messages' positions."""
 
 
-def turn_key_of(index: int | None, first: Message) -> str:
+def turn_key_of(index: int | None, first: Message | None) -> str:
     """Budget key of the turn with stable index ``index`` that begins with ``first``:
     ``turn_<index>`` for uploaded turns; inserted summaries are ``gc_summary_<n>`` (their place
     in the summary chain), inserted notices ``gc_notice_<id>``."""
     if index is not None:
         return f"turn_{index}"
+    assert first is not None, "a turn without an index is named by its first message"
     if first.kind is MessageKind.SUMMARY:
         return f"gc_summary_{first.metadata.get('summary_number', first.message_id)}"
     return f"gc_notice_{first.message_id}"
@@ -89,8 +91,9 @@ def turn_exchange_figures(
     created: Sequence[float],
 ) -> Iterator[Exchange]:
     """The exchanges of one turn, from its ``turn_exchanges`` groups and the flat figures."""
-    start = layout.starts[turn]
-    key = turn_key_of(layout.indices[turn], messages[start])
+    index = layout.indices[turn]
+    # A turn's own index names it; only a summary or notice is named by its first message.
+    key = turn_key_of(index, messages[layout.starts[turn]] if index is None else None)
     ids = layout.message_ids
     for positions in groups:
         yield Exchange(
@@ -127,7 +130,7 @@ class ConversationIndex:
     (``reachability.graph.segment_graph``): it holds while the index does.
     """
 
-    messages: list[Message]
+    messages: Sequence[Message]
     layout: TurnLayout
     tokens: list[int]
     policies: list[GCPolicy]
@@ -174,8 +177,10 @@ class ConversationIndex:
             return
         end = layout.starts[turn]
         members: list[TrafficMember] = []
+        # A foreign history's traffic is read already: its messages are not made for it.
+        known = self.messages.traffic if isinstance(self.messages, ForeignHistory) else None
         for position in range(end, len(self.messages)):
-            traffic = tool_traffic(self.messages[position])
+            traffic = tool_traffic(self.messages[position]) if known is None else known[position]
             if traffic is None:
                 continue
             if position >= end:
@@ -225,10 +230,9 @@ class ConversationIndex:
         """Whether this is the index of ``history``: the very same messages, in order, none of
         them edited since it was made."""
         return (
-            len(history) == len(self.messages)
-            and all(map(is_, history, self.messages))
-            and self.unedited()
-        )
+            history is self.messages
+            or (len(history) == len(self.messages) and all(map(is_, history, self.messages)))
+        ) and self.unedited()
 
     def unedited(self) -> bool:
         """Whether none of the messages was edited since the index was made: what it says of

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress, count, islice, repeat
@@ -426,13 +426,9 @@ def turn_layout(history: Sequence[Message]) -> TurnLayout:
         chat = [MessageKind.CHAT] * len(starts)
         return TurnLayout(ids, starts, [recorded[s] for s in starts], chat)
     if history and kinds.count(MessageKind.CHAT) == len(kinds) == recorded.count(None):
-        # Conversation carrying no turn (a JAATO history): a turn starts at the first message
-        # and at each user message that is no tool result, numbered in order. Only the user
-        # messages are looked at.
-        users = compress(count(), map(is_, map(_ROLE, history), repeat(Role.USER)))
-        starts = [0, *(p for p in users if p and not history[p].is_function_response)]
-        chat = [MessageKind.CHAT] * len(starts)
-        return TurnLayout(ids, starts, list(range(len(starts))), chat)
+        return untagged_layout(
+            ids, list(map(_ROLE, history)), lambda p: history[p].is_function_response
+        )
     starts = []
     opener: Message | None = None
     for position, message in enumerate(history):
@@ -450,6 +446,21 @@ def turn_layout(history: Sequence[Message]) -> TurnLayout:
             next_free = index + 1
         indices.append(index)
     return TurnLayout(ids, starts, indices, [kinds[s] for s in starts])
+
+
+def untagged_layout(
+    ids: list[str], roles: Sequence[Role], answers_call: Callable[[int], bool]
+) -> TurnLayout:
+    """The layout of a conversation carrying no turn (a JAATO history), from its messages'
+    ids and roles, and whether the message at a position answers a tool call
+    (``is_function_response``): a turn starts at the first message and at each user message
+    that is no tool result, numbered in order. Only the user messages are asked about."""
+    if not ids:
+        return TurnLayout(ids, [], [], [])
+    users = compress(count(), map(is_, roles, repeat(Role.USER)))
+    starts = [0, *(p for p in users if p and not answers_call(p))]
+    chat = [MessageKind.CHAT] * len(starts)
+    return TurnLayout(ids, starts, list(range(len(starts))), chat)
 
 
 def relaid_out(

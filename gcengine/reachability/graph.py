@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -356,7 +356,7 @@ def _tool_kind(tools: tuple[str, ...]) -> SegmentKind:
 
 def _rest_kind(
     positions: list[int],
-    history: list[Message],
+    history: Sequence[Message],
     policies: list[GCPolicy],
     anchors: list[MessageAnchors],
 ) -> SegmentKind:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, count, repeat
+from itertools import chain
 from operator import is_
 from typing import Any, ClassVar
 
@@ -29,11 +29,17 @@ from gcengine._fast import Revision, cyclic_gc_paused
 from gcengine.budget import InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex
+from gcengine.foreign import ForeignHistory
 from gcengine.gc.plan import index_by_id, index_in_order
 from gcengine.gc.strategy import Strategy
 from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
-from gcengine.messages import Message, MessageKind, read_new, turn_layout
-from gcengine.running.jaato_reading import BudgetReading, engine_messages, read_budget
+from gcengine.messages import Message, MessageKind, read_new
+from gcengine.running.jaato_reading import (
+    BudgetReading,
+    engine_messages,
+    foreign_history,
+    read_budget,
+)
 from gcengine.running.jaato_seen import LastRead, LeafFigures, Seen
 from gcengine.strategies import STRATEGY_SPECS
 from gcengine.strategies.common import CommonKeys
@@ -154,8 +160,11 @@ def jaato_removals(
     gone = {i for item in removals if item.source is conversation for i in item.message_ids}
     items: list[Any] = []
     done: set[str] = set()
+    owner, keys = (reading.owner, reading.keys) if reading is not None else ({}, [])
+    # JAATO's member for each source, looked up once: a collection may remove thousands of items.
+    sources = {s: jaato.InstructionSource(s.value) for s in {item.source for item in removals}}
     for item in removals:
-        source = jaato.InstructionSource(item.source.value)
+        source = sources[item.source]
         if item.source is not conversation or reading is None:
             items.append(
                 jaato.GCRemovalItem(
@@ -163,19 +172,19 @@ def jaato_removals(
                 )
             )
             continue
-        touched: dict[str, None] = {}
+        touched: dict[str, int] = {}  # each child touched, with a leaf of it
         unmatched: list[str] = []
         for message_id in item.message_ids:
-            key = reading.owner.get(message_id)
-            if key is None:
+            leaf = owner.get(message_id)
+            if leaf is None:
                 unmatched.append(message_id)
             else:
-                touched[key] = None
-        for key in touched:
+                touched.setdefault(keys[leaf], leaf)
+        for key, leaf in touched.items():
             if key in done:
                 continue
-            tokens, named = reading.child(key)
-            if all(i in gone for i in named):
+            tokens, named = reading.child(key, leaf)
+            if gone.issuperset(named):
                 done.add(key)
                 items.append(jaato.GCRemovalItem(source, key, tokens, str(item.reason), named))
             else:
@@ -186,47 +195,24 @@ def jaato_removals(
     return items
 
 
-def jaato_history(
-    new_history: Sequence[Message], copies: Sequence[Message], history: Sequence[Any], jaato: _Jaato
-) -> list[Any]:
-    """The engine's new history as JAATO's: kept messages are the objects JAATO gave
-    (``history``, whose engine copies are ``copies``, position by position); a summary or
-    notice the engine wrote is made by JAATO's own helper.
-
-    A kept message is found by the identity of its copy, or, when the engine kept it as a new
-    copy (a closing answer it marks as one while taking the tool work before it), as the next
-    message of JAATO's history under its id: a collection keeps messages in their order, so
-    the walk never goes back and repeated ids cannot swap them."""
-    at = {id(copy): position for position, copy in enumerate(copies)}
-    kept = list(map(at.get, map(id, new_history)))
-    if None not in kept:  # only messages kept as they were: every one is JAATO's
-        return list(map(history.__getitem__, kept))  # type: ignore[arg-type]
-    # Only the messages not found by identity are looked at, each where the walk stands: the
-    # position after the message kept before it.
-    written: dict[int, Any] = {}
-    for at_new in compress(count(), map(is_, kept, repeat(None))):
-        message = new_history[at_new]
-        if message.kind is MessageKind.CHAT:
-            before = at_new - 1
-            while before >= 0 and kept[before] is None:
-                before -= 1
-            after = kept[before] + 1 if before >= 0 else 0  # type: ignore[operator]
-            wanted = message.message_id
-            kept[at_new] = next(
-                (p for p in range(after, len(copies)) if copies[p].message_id == wanted), None
-            )
-            if kept[at_new] is not None:
-                continue
-        if message.kind is MessageKind.SUMMARY:
-            written[at_new] = jaato.create_summary_message(_summary_body(message.text))
-        elif message.kind is MessageKind.NOTICE:
-            written[at_new] = jaato.create_gc_notification_message(_notice_body(message.text))
-        else:  # the engine only ever keeps messages, inserts summaries and notices
-            raise AssertionError(f"a message the engine did not keep nor write: {message}")
+def jaato_history(new_history: Sequence[Any], jaato: _Jaato) -> list[Any]:
+    """The engine's new history as JAATO's: a collection cuts it from JAATO's own objects (the
+    history is a ``ForeignHistory``), so every message it kept is the very object JAATO gave;
+    a summary or notice the engine wrote is made by JAATO's own helper."""
     return [
-        history[position] if position is not None else written[at_new]
-        for at_new, position in enumerate(kept)
+        _jaato_message(message, jaato) if isinstance(message, Message) else message
+        for message in new_history
     ]
+
+
+def _jaato_message(message: Message, jaato: _Jaato) -> Any:
+    """A message the engine wrote, as JAATO's helper writes it."""
+    if message.kind is MessageKind.SUMMARY:
+        return jaato.create_summary_message(_summary_body(message.text))
+    if message.kind is MessageKind.NOTICE:
+        return jaato.create_gc_notification_message(_notice_body(message.text))
+    # The engine only ever keeps messages, inserts summaries and notices.
+    raise AssertionError(f"a message the engine did not keep nor write: {message}")
 
 
 _SUMMARY_HEAD = "[Context Summary - Previous conversation compressed]\n"
@@ -349,68 +335,77 @@ class JaatoPlugin:
             map(callable, (config.plugin_config or {}).values())
         )
 
-    def _engine_history(self, history: Sequence[Any]) -> list[Message]:
-        """The engine's copy of JAATO's history. JAATO hands a plugin the same message objects
-        collection after collection (a session's history, less what the last one removed, plus
-        the new turns), so a message converted last time is reused while it is the same
-        object with the same id, role and part objects; JAATO replaces a part to change it
-        (``dataclasses.replace``, as its media eviction does), never edits one in place. Only
-        the last history's messages are remembered. A message reused makes nothing new. The
-        messages the history begins with that the last one began with, unchanged, are taken
-        over at once (``Seen``: compared a field at a time), as when JAATO only appended."""
+    def _history(self, history: Sequence[Any]) -> ForeignHistory:
+        """JAATO's history as the engine reads it: what a collection reads of every message
+        read in one pass (``foreign_history``), the engine's copy of a message made only when
+        the strategy reads it (``_made``). The very history the last collection read (the
+        same message objects, each with the same id, role and part objects: ``Seen``) is the
+        one it read, with the copies made then."""
         last, known = self._last, self._converted
         seen = Seen.of(history)
-        same = 0
-        if last is not None and last.seen is not None and seen is not None:
-            same = last.seen.unchanged_head(seen)
-        messages = last.messages[:same] if last is not None else []
-        rest = list(history[same:])
-        # The engine's copy of each message of ``rest`` still as it was, None for those to
-        # convert (``fresh``): all of them, on a plugin that has seen no history.
-        taken: list[Message | None] = [None] * len(rest)
-        fresh: list[Any] = rest
-        if known:
-            fresh = []
-            for at, message in enumerate(rest):
-                hit = known.get(id(message))
-                parts = message.parts or ()
-                if (
-                    hit is None
-                    or hit[0] is not message
-                    or hit[1] != message.message_id
-                    or hit[2] is not message.role
-                    or len(hit[3]) != len(parts)
-                    or not all(map(is_, hit[3], parts))
-                ):
-                    fresh.append(message)
-                else:
-                    taken[at] = hit[4]
-        made = engine_messages(fresh)
-        known.update(
-            zip(
-                map(id, fresh),
-                zip(
-                    fresh,
-                    [message.message_id for message in fresh],
-                    [message.role for message in fresh],
-                    [tuple(message.parts or ()) for message in fresh],
-                    made,
-                    strict=True,
-                ),
-                strict=True,
-            )
-        )
-        converted = iter(made)
-        messages += [next(converted) if copy is None else copy for copy in taken]
-        # The index of these messages (``ConversationIndex``) notes what each counts its edits
-        # against: the new ones are told so as they are made, not looked at one by one there.
-        read_new(made, self._revision)
-        if len(known) > len(messages):  # forget what left the history
+        if (
+            last is not None
+            and last.seen is not None
+            and seen is not None
+            and len(history) == len(last.seen.messages)
+            and last.seen.unchanged_head(seen) == len(history)
+        ):
+            self._last = LastRead(seen, last.messages, last.index, last.leaves)
+            return last.messages
+        if known:  # forget what left the history
             present = set(map(id, history))
             for stale in [k for k in known if k not in present]:
                 del known[stale]
+        if seen is not None:
+            ids, roles, counts, parts = seen.ids, seen.roles, seen.counts, seen.parts
+        else:  # a message without a list of parts: read one by one, not taken over next time
+            lists = [message.parts or () for message in history]
+            ids = [message.message_id for message in history]
+            roles = [message.role for message in history]
+            counts, parts = list(map(len, lists)), list(chain.from_iterable(lists))
+        messages = foreign_history(list(history), ids, roles, counts, parts, self._made)
         self._last = LastRead(seen=seen, messages=messages)
         return messages
+
+    def _made(self, originals: list[Any]) -> list[Message]:
+        """The engine's copies of JAATO's messages ``originals``. JAATO hands a plugin the
+        same message objects collection after collection (a session's history, less what the
+        last one removed, plus the new turns), so a copy made before is reused while its
+        message is the same object with the same id, role and part objects; JAATO replaces a
+        part to change it (``dataclasses.replace``, as its media eviction does), never edits
+        one in place. Copies of the messages that left the history are forgotten
+        (``_history``); those not made before are made together (``engine_messages``)."""
+        known = self._converted
+        copies: list[Message | None] = [None] * len(originals)
+        fresh: list[Any] = []
+        for at, message in enumerate(originals):
+            hit = known.get(id(message))
+            parts = message.parts or ()
+            if (
+                hit is None
+                or hit[0] is not message
+                or hit[1] != message.message_id
+                or hit[2] is not message.role
+                or len(hit[3]) != len(parts)
+                or not all(map(is_, hit[3], parts))
+            ):
+                fresh.append(message)
+            else:
+                copies[at] = hit[4]
+        made = engine_messages(fresh)
+        for message, copy in zip(fresh, made, strict=True):
+            known[id(message)] = (
+                message,
+                message.message_id,
+                message.role,
+                tuple(message.parts or ()),
+                copy,
+            )
+        # The index of a history (``ConversationIndex``) notes what its messages count their
+        # edits against: each copy is told so as it is made, not looked at one by one there.
+        read_new(made, self._revision)
+        converted = iter(made)
+        return [next(converted) if copy is None else copy for copy in copies]
 
     def _collect(
         self,
@@ -423,7 +418,7 @@ class JaatoPlugin:
         jaato = _jaato()
         policy = engine_config(self.spec, config, self._options)
         last = self._last
-        messages = self._engine_history(history)
+        messages = self._history(history)
         reading = read_budget(budget) if budget is not None else None
         index = None
         if reading is not None and not reading.copied:
@@ -444,12 +439,12 @@ class JaatoPlugin:
         if not result.success:
             return list(history), jaato_result(result, self.name, reason, [], jaato)
         removals = jaato_removals(result.removal_list, reading, jaato)
-        return jaato_history(new_history, messages, history, jaato), jaato_result(
+        return jaato_history(new_history, jaato), jaato_result(
             result, self.name, reason, removals, jaato
         )
 
     def _index(
-        self, messages: list[Message], reading: BudgetReading, last: LastRead | None
+        self, messages: ForeignHistory, reading: BudgetReading, last: LastRead | None
     ) -> ConversationIndex:
         """The engine's index of the history from JAATO's budget: the last collection's when
         the history is the very same messages and the budget's leaves read the same (a history
@@ -457,21 +452,18 @@ class JaatoPlugin:
         when only the budget changed)."""
         leaves = LeafFigures.of(reading.tokens, reading.policies, reading.created, reading.named)
         now = self._last
-        assert now is not None  # ``_engine_history`` has just read the history
+        assert now is not None  # ``_history`` has just read the history
         previous = last.index if last is not None else None
-        if previous is not None and not (
-            len(now.messages) == len(previous.messages)
-            and all(map(is_, now.messages, previous.messages))
-        ):
-            previous = None
+        if previous is not None and previous.messages is not messages:
+            previous = None  # not the history read last time (``_history``)
         if previous is not None and last is not None and last.leaves == leaves:
             index = previous
         else:
             # The same messages lay out alike: a budget JAATO rebuilt with new times (as it
             # does after each response) still reuses the layout.
-            layout = previous.layout if previous is not None else turn_layout(messages)
-            # Every message this plugin made counts its edits against its revision
-            # (``_engine_history``): the index need not read each for it.
+            layout = previous.layout if previous is not None else messages.layout()
+            # Every copy this plugin made counts its edits against its revision (``_made``):
+            # the index need not read each for it.
             revisions = {self._revision: self._revision.edits}
             index, _ = index_in_order(
                 messages,

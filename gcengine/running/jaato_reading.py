@@ -7,14 +7,16 @@ field at a time where they can, at C speed."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, islice, repeat
-from operator import attrgetter, not_
+from itertools import accumulate, chain, compress, count, islice, repeat
+from operator import attrgetter, is_, is_not, not_
 from typing import Any
 
 from gcengine._fast import construct, entries_made, entry_maker
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
+from gcengine.foreign import ForeignHistory
 from gcengine.gc.plan import BudgetLeaf
 from gcengine.messages import (
     FunctionCall,
@@ -25,6 +27,7 @@ from gcengine.messages import (
     Part,
     PartType,
     Role,
+    ToolTraffic,
 )
 
 # JAATO's part fields the engine carries without reading, and the opaque kind each becomes.
@@ -185,6 +188,57 @@ def engine_messages(history: Sequence[Any]) -> list[Message]:
     )
 
 
+_CALL = attrgetter("function_call")
+_RESPONSE = attrgetter("function_response")
+
+
+def foreign_history(
+    history: list[Any],
+    ids: list[str],
+    roles: list[Any],
+    counts: list[int],
+    parts: list[Any],
+    make: Callable[[list[Any]], list[Message]],
+) -> ForeignHistory:
+    """JAATO's ``history`` as a ``ForeignHistory``: what a collection reads of every message,
+    read in one pass over their parts (``ids``, JAATO's ``roles``, each message's count of
+    ``parts`` and those parts, flattened), as the engine's copy made by ``make`` would read:
+    a part with text is text whatever else it holds, then a call, then a result
+    (``engine_part``). Only the parts holding a call or a result are looked at one by one."""
+    # JAATO's roles as the engine's, by the members' identity: hashing one of JAATO's runs
+    # Python code, and ``value`` is a property.
+    role_of = {id(r): _ROLES[r._value_] for r in {id(r): r for r in roles}.values()}
+    engine_roles = list(map(role_of.__getitem__, map(id, roles)))
+    answers_call = list(map(is_, engine_roles, repeat(Role.TOOL)))
+    traffic: list[ToolTraffic | None] = [None] * len(history)
+    calls = list(map(_CALL, parts))
+    responses = list(map(_RESPONSE, parts))
+    tool_parts = sorted(
+        {
+            *compress(count(), map(is_not, calls, repeat(None))),
+            *compress(count(), map(is_not, responses, repeat(None))),
+        }
+    )
+    if tool_parts:
+        ends = list(accumulate(counts))
+        for at in tool_parts:
+            if parts[at].text is not None:
+                continue
+            position = bisect_right(ends, at)
+            made = traffic[position] or ([], [])
+            call = calls[at]
+            if call is not None:
+                if call.id:
+                    made[0].append(call.id)
+            else:
+                answers_call[position] = True
+                if responses[at].call_id:
+                    made[1].append(responses[at].call_id)
+            if made[0] or made[1]:
+                traffic[position] = made
+    return ForeignHistory(history, ids, engine_roles, traffic, answers_call, make)
+
+
 @dataclass
 class BudgetReading:
     """JAATO's ``InstructionBudget`` as the engine reads it, in one pass over its tree.
@@ -198,11 +252,12 @@ class BudgetReading:
     it as it reads its own budgets, so every token of it counts.
 
     What a removal must name for JAATO's ``apply_gc_removal_list``, which removes top-level
-    children only: ``owner``, the top-level conversation child naming each message id (the
-    first, if several do), and ``conversation``, JAATO's own entry, read again only for the
-    children a collection touches. Parallel lists and one dict of ids, no container per leaf:
-    a session's budget has a leaf per message, and the cycle collector (left running in
-    JAATO's process) walks every container made."""
+    children only: ``keys``, the top-level conversation child each leaf is in, ``owner``,
+    the leaf naming each message id (the first, if several do), and ``conversation``,
+    JAATO's own entry, read again only for the children a collection touches when they are
+    containers (``leaf_children`` false). Parallel lists and one dict of ids, no container
+    per leaf: a session's budget has a leaf per message, and the cycle collector (left
+    running in JAATO's process) walks every container made."""
 
     budget: InstructionBudget
     copied: bool
@@ -210,15 +265,33 @@ class BudgetReading:
     policies: list[GCPolicy] = field(default_factory=list)
     created: list[float | None] = field(default_factory=list)
     named: list[Sequence[str]] = field(default_factory=list)
-    owner: dict[str, str] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
+    owner: dict[str, int] = field(default_factory=dict)
+    # Whether every top-level conversation child is a leaf (a session's budget): a child's
+    # figures are then its leaf's, as read. Else whether every one is a container of leaves
+    # read in the tree's order (a budget restored from a file: a container per turn): a
+    # child's are then those of the run of leaves it holds.
+    leaf_children: bool = True
+    leaf_runs: bool = False
     conversation: Any = None
 
     def leaves(self) -> Iterator[BudgetLeaf]:
         return zip(self.tokens, self.policies, self.created, self.named, strict=True)
 
-    def child(self, key: str) -> tuple[int, list[str]]:
-        """Top-level conversation child ``key`` of JAATO's budget: its tokens (its leaves')
-        and every message it names."""
+    def child(self, key: str, leaf: int) -> tuple[int, list[str]]:
+        """Top-level conversation child ``key`` of JAATO's budget, which holds leaf ``leaf``:
+        its tokens (its leaves') and every message it names."""
+        if self.leaf_children:
+            return self.tokens[leaf], list(self.named[leaf])
+        if self.leaf_runs:
+            keys, start, end = self.keys, leaf, leaf + 1
+            while start and keys[start - 1] == key:
+                start -= 1
+            while end < len(keys) and keys[end] == key:
+                end += 1
+            # In the order of the walk below, which meets a container's leaves last first.
+            named = chain.from_iterable(reversed(self.named[start:end]))
+            return sum(self.tokens[start:end]), list(named)
         node = self.conversation.children[key]
         if not node.children:  # a session's budget: the message's leaf
             if not node.message_ids:
@@ -262,6 +335,7 @@ def read_budget(budget: Any) -> BudgetReading:
             unnamed = unnamed or flat
         for key, child in () if flat is not None else entry.children.items():
             if child.children:
+                reading.leaf_children = False
                 stack, nodes = [child], []
                 while stack:
                     node = stack.pop()
@@ -284,12 +358,14 @@ def read_budget(budget: Any) -> BudgetReading:
                     policy = policy_of[jaato_policy] = _POLICIES[jaato_policy.value]
                 policies.append(policy)
                 created.append(node.created_at)
+                leaf = len(named)
                 named.append(ids)
+                reading.keys.append(key)
                 if len(ids) == 1:
-                    owner.setdefault(ids[0], key)
+                    owner.setdefault(ids[0], leaf)
                 else:
                     for message_id in ids:
-                        owner.setdefault(message_id, key)
+                        owner.setdefault(message_id, leaf)
         if unnamed:
             entries[source] = _engine_entry(entry)
             reading.copied = True
@@ -340,6 +416,7 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
         children = list(chain.from_iterable(map(dict.values, groups)))
         if any(map(_CHILDREN, children)):
             return None
+        reading.leaf_children, reading.leaf_runs = False, True
         keys = list(chain.from_iterable(map(repeat, keys, map(len, groups))))
     names = list(map(_NAMES, children))
     counts = list(map(_TOKENS, children))
@@ -356,11 +433,13 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
     reading.tokens += counts
     reading.policies += map(policy_of.__getitem__, map(id, jaato_policies))
     reading.created += map(_CREATED, children)
+    first = len(reading.named)
     reading.named += names
-    # Each id's first child owns it: the pairs in reverse, so the first is written last.
+    reading.keys += keys
+    # Each id's first leaf owns it: the pairs in reverse, so the first is written last.
     sizes = list(map(len, names))
     ids = list(chain.from_iterable(names))
-    owners = list(chain.from_iterable(map(repeat, keys, sizes)))
+    owners = list(chain.from_iterable(map(repeat, count(first), sizes)))
     reading.owner.update(zip(reversed(ids), reversed(owners), strict=True))
     return unnamed
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from gcengine.budget import GCPolicy
 from gcengine.conversation import ConversationIndex
-from gcengine.messages import Message
+from gcengine.foreign import ForeignHistory
 
 _MESSAGE_ID = attrgetter("message_id")
 _ROLE = attrgetter("role")
@@ -97,9 +97,10 @@ class LeafFigures:
 @dataclass
 class LastRead:
     """The last history a plugin collected, as read: JAATO's messages and what they were
-    (``seen``), their engine copies, and the index made of them with the budget's leaves."""
+    (``seen``), the history the strategy read of them, and the index made of it with the
+    budget's leaves."""
 
     seen: Seen | None
-    messages: list[Message]
+    messages: ForeignHistory
     index: ConversationIndex | None = None
     leaves: LeafFigures | None = None

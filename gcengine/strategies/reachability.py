@@ -471,7 +471,12 @@ class ReachabilityStrategy(Strategy):
                 )
             )
         known = collection.figures.ids
-        notices = [m.message_id for m in new_history if m.kind is MessageKind.NOTICE]
+        # A foreign history's kept messages are the framework's own objects, never a notice.
+        notices = [
+            m.message_id
+            for m in new_history
+            if isinstance(m, Message) and m.kind is MessageKind.NOTICE
+        ]
         notice = next((i for i in notices if i not in known), None)
         summary = decision.inserted.message_id if decision.inserted is not None else None
         stash = construct(

@@ -14,6 +14,8 @@ import gc
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jaato import FunctionCall, Message, Part, Role, ToolResult
 from shared import gc_support
 from shared.instruction_budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
@@ -463,3 +465,181 @@ def test_a_history_converted_at_once_reads_as_its_parts_one_by_one() -> None:
         one_by_one = [p for p in map(engine_part, message.parts) if p is not None]
         assert copy.parts == one_by_one
     assert [p.text for p in converted[0].parts] == ["first", "second"]
+
+
+@st.composite
+def jaato_histories(draw: st.DrawFn) -> list[Message]:
+    """A JAATO history of a few turns: each a request (with audio, sometimes), then model
+    text, thoughts, calls answered one by one, together or not at all, results sent as tool
+    or user messages, a part with text and a call (text wins), an empty message; sometimes
+    after model text whose request is gone."""
+    messages: list[Message] = []
+    calls = 0
+    if draw(st.booleans()):  # a history whose first turn's request is gone already
+        call = FunctionCall(id="call_before", name="readFile", args={"path": "a.py"})
+        result = ToolResult(call_id="call_before", name="readFile", result="w" * 800)
+        messages += [
+            Message(role=Role.MODEL, parts=[Part(text="Going on. " * 40)]),
+            Message(role=Role.MODEL, parts=[Part(function_call=call)]),
+            Message(role=Role.TOOL, parts=[Part(function_response=result)]),
+        ]
+    for turn in range(draw(st.integers(1, 9))):
+        request = [Part(text=f"Turn {turn}: " + "fix it " * draw(st.integers(1, 60)))]
+        if draw(st.integers(0, 5)) == 0:
+            request.append(Part(inline_data={"mime_type": "audio/wav", "data": b"\0" * 4_000}))
+        messages.append(Message(role=Role.USER, parts=request))
+        for _ in range(draw(st.integers(0, 4))):
+            step = draw(
+                st.sampled_from(
+                    ["text", "thought", "call", "parallel", "unanswered", "both", "empty"]
+                )
+            )
+            size = draw(st.integers(1, 300))
+            if step in ("text", "thought", "empty"):
+                part = Part(text="x " * size) if step == "text" else Part(thought="y " * size)
+                messages.append(Message(role=Role.MODEL, parts=[] if step == "empty" else [part]))
+                continue
+            ids = [f"call_{calls + n}" for n in range(2 if step == "parallel" else 1)]
+            calls += len(ids)
+            made = [FunctionCall(id=i, name="readFile", args={"path": i}) for i in ids]
+            parts = [Part(function_call=call) for call in made]
+            if step == "both":  # text and a call in one part: JAATO's text wins
+                parts = [Part(text="calling", function_call=made[0])]
+            messages.append(Message(role=Role.MODEL, parts=parts))
+            if step == "unanswered":
+                continue
+            role = draw(st.sampled_from([Role.TOOL, Role.USER]))
+            results = [
+                Part(function_response=ToolResult(call_id=i, name="readFile", result="z" * size))
+                for i in ids
+            ]
+            together = draw(st.booleans())
+            for group in [results] if together else [[r] for r in results]:
+                messages.append(Message(role=role, parts=group))
+        if draw(st.booleans()):
+            closing = "Done. " * draw(st.integers(1, 100))
+            messages.append(Message(role=Role.MODEL, parts=[Part(text=closing)]))
+    return messages
+
+
+def engine_messages_answer(
+    name: str, rules: str, messages: list[Message], budget: InstructionBudget, config: GCConfig
+) -> Any:
+    """``answer_of`` on the engine's path without the plugin's flat reading: every message
+    converted to the engine's, the index made from them, the strategy run on them, and its
+    answer put in JAATO's terms as the plugin does (a kept copy is the JAATO message at its
+    position, or under its id after it for a closing answer the engine marked)."""
+    from gcengine.gc.plan import index_by_id, index_in_order
+    from gcengine.messages import MessageKind, turn_layout
+    from gcengine.running.jaato_plugins import JAATO_PLUGINS, _jaato, engine_config, jaato_removals
+    from gcengine.running.jaato_reading import engine_messages, read_budget
+    from gcengine.tokens import ApproxCounter
+
+    counter = ApproxCounter()
+    spec = JAATO_PLUGINS[name].spec
+    given = options(rules, preserve_recent_turns=config.preserve_recent_turns, notify_on_gc=True)
+    strategy = spec.plugin()
+    strategy.initialize(given)
+    copies = engine_messages(messages)
+    reading = read_budget(budget)
+    index = None
+    if not reading.copied:
+        layout = turn_layout(copies)
+        index = (
+            index_in_order(
+                copies, layout, reading.tokens, reading.policies, reading.created, reading.named
+            )
+            or index_by_id(copies, layout, reading.leaves(), counter, budgeted=True)
+        )[0]
+    new, result = strategy.collect(
+        copies,
+        usage(budget),
+        engine_config(spec, config, given),
+        GCTriggerReason.THRESHOLD,
+        reading.budget,
+        counter=counter,
+        conversation=index,
+    )
+    at = {id(copy): position for position, copy in enumerate(copies)}
+    kept: list[Any] = []
+    for message in new:
+        position = at.get(id(message))
+        if position is None and message.kind is MessageKind.CHAT:
+            after = next((p for p in reversed(kept) if isinstance(p, int)), -1) + 1
+            position = next(
+                p
+                for p in range(after, len(copies))
+                if copies[p] is not None and copies[p].message_id == message.message_id
+            )
+        kept.append(position if position is not None else message.text)
+    removals = [
+        (r.child_key, r.tokens_freed, list(r.message_ids))
+        for r in jaato_removals(result.removal_list, reading, _jaato())
+    ]
+    return (
+        kept,
+        removals,
+        result.items_collected,
+        result.tokens_before,
+        result.tokens_after,
+        result.details,
+    )
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=jaato_histories(),
+    name=st.sampled_from(OURS),
+    rules=st.sampled_from(RULES),
+    layout=st.sampled_from(["messages", "turns"]),
+    policies=st.lists(
+        st.sampled_from([GCPolicy.EPHEMERAL, GCPolicy.PRESERVABLE, GCPolicy.LOCKED]), min_size=1
+    ),
+    target=st.integers(10, 70),
+    preserve=st.integers(0, 4),
+    percent=st.integers(60, 140),
+)
+def test_the_plugins_flat_reading_decides_as_the_engines_messages(
+    messages: list[Message],
+    name: str,
+    rules: str,
+    layout: str,
+    policies: list[GCPolicy],
+    target: int,
+    preserve: int,
+    percent: int,
+) -> None:
+    """The plugin reads JAATO's history as flat lists, making the engine's copy of a message
+    only when the strategy reads it: on any history, budget and policy it answers as the
+    strategy run on every message converted (the same history kept, summaries and notices,
+    removals, figures and details)."""
+    budget = session_budget(messages, layout, lambda n: policies[n % len(policies)])
+    budget.context_limit = max(1, budget.total_tokens() * 100 // percent)
+    config = GCConfig(
+        threshold_percent=50.0,
+        target_percent=float(target),
+        pressure_percent=90.0,
+        preserve_recent_turns=preserve,
+    )
+    plugin = discover_gc_plugins()[name]()
+    plugin.initialize(options(rules, preserve_recent_turns=preserve, notify_on_gc=True))
+    new, result = plugin.collect(
+        messages, usage(budget), config, GCTriggerReason.THRESHOLD, budget=budget
+    )
+    where = {id(m): position for position, m in enumerate(messages)}
+    kept = [where.get(id(m), m.parts[0].text if m.parts else None) for m in new]
+    removals = [(r.child_key, r.tokens_freed, list(r.message_ids)) for r in result.removal_list]
+    flat = (
+        kept,
+        removals,
+        result.items_collected,
+        result.tokens_before,
+        result.tokens_after,
+        result.details,
+    )
+    expected = engine_messages_answer(name, rules, messages, budget, config)
+    # The engine writes a summary or notice as JAATO's helper does: compared by their text.
+    assert flat[1:] == expected[1:]
+    assert [k if isinstance(k, int) else "written" for k in flat[0]] == [
+        k if isinstance(k, int) else "written" for k in expected[0]
+    ]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import compress
+from itertools import compress, filterfalse
 from typing import TYPE_CHECKING, Any
 
 from gcengine._fast import construct, entry_maker
+from gcengine.foreign import ForeignHistory, originals_of
 from gcengine.gc.types import (
     GCRemovalItem,
     GCResult,
@@ -79,6 +80,23 @@ def _turns_after(
         in_step = opener is history[layout.starts[turn]]
         turn += 1
     return turns
+
+
+def _foreign_turns_after(
+    collection: Collection, history: ForeignHistory, at: int, inserts: int, removed: set[int]
+) -> int:
+    """``_turns_after`` for a foreign history, from its layout, reading no message: its
+    messages are conversation carrying no turn, so one of them starts a turn of the new
+    history where it starts one of the old (a user message that is no tool result, or the
+    first), where it comes first, and right after what the collection inserted at ``at`` (a
+    summary or notice starts a turn of its own, and so does what follows one)."""
+    starts = collection.layout.starts
+    turns = inserts + len(starts) - len(removed.intersection(starts))
+    size = len(history)
+    heads = {next(filterfalse(removed.__contains__, range(at if inserts else 0, size)), None)}
+    heads.add(next(filterfalse(removed.__contains__, range(size)), None))
+    turn_of = collection.layout.turn_of
+    return turns + sum(1 for p in heads if p is not None and starts[turn_of(p)] != p)
 
 
 def _split_rest(
@@ -171,16 +189,22 @@ def apply(
     for position in removed:
         keep[position - start] = 0
     taken_whole = decision.turns_taken_whole()
-    marked = _closing_answers_kept(collection, touched, removed, taken_whole)
+    # The new history is cut from the objects the history stands for: a foreign history's
+    # are the framework's own, kept as they are (a closing answer too: its policy is the
+    # framework's budget's, so no marked copy of it is made).
+    source = originals_of(history)
+    marked = {}
+    if source is history:
+        marked = _closing_answers_kept(collection, touched, removed, taken_whole)
     if marked:
         kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
     else:
-        kept = list(compress(history[start:end], keep))
+        kept = list(compress(source[start:end], keep))
     if at_top:
-        new_history = [*inserts, *history[:start], *kept, *history[end:]]
+        new_history = [*inserts, *source[:start], *kept, *source[end:]]
         first = 0
     else:
-        new_history = [*history[:start], *inserts, *kept, *history[end:]]
+        new_history = [*source[:start], *inserts, *kept, *source[end:]]
     counter = counter or load_counter()
     added = sum(
         count_message(m, counter)
@@ -214,7 +238,13 @@ def apply(
             "target_tokens": collection.target_tokens,
             "tokens_to_free": max(0, collection.to_free),
             "turns_before": len(layout),
-            "turns_after": _turns_after(collection, first, touched, inserts, removed, taken_whole),
+            "turns_after": (
+                _foreign_turns_after(
+                    collection, history, 0 if at_top else start, len(inserts), removed
+                )
+                if isinstance(history, ForeignHistory)
+                else _turns_after(collection, first, touched, inserts, removed, taken_whole)
+            ),
             "protected_turns": sorted(
                 index for p in collection.protected if (index := layout.indices[p]) is not None
             ),

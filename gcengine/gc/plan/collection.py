@@ -16,6 +16,7 @@ from gcengine.budget import (
     most_protective,
 )
 from gcengine.conversation import ConversationIndex, Exchange, turn_key_of
+from gcengine.foreign import ForeignHistory
 from gcengine.gc.types import (
     ContextUsage,
 )
@@ -50,7 +51,7 @@ class Collection:
     units are built on demand, for the turns a strategy reaches.
     """
 
-    history: list[Message]
+    history: Sequence[Message]
     ids: list[str]
     config: GCConfig
     layout: TurnLayout
@@ -109,8 +110,10 @@ class Collection:
         )
 
     def turn_key(self, position: int) -> str:
-        first = self.history[self.layout.starts[position]]
-        return turn_key_of(self.layout.indices[position], first)
+        index = self.layout.indices[position]
+        return turn_key_of(
+            index, self.history[self.layout.starts[position]] if index is None else None
+        )
 
     def turn_unit(
         self, position: int, left: list[int] | None = None, policy: GCPolicy | None = None
@@ -206,11 +209,19 @@ class Collection:
         """The model's text messages just before ``position``, back to ``start`` or to any
         other message (a request, a result): what the model said leading up to an exchange."""
         history, text = self.history, []
+        # A foreign history's roles and traffic are read already: no message is made for them.
+        foreign = history if isinstance(history, ForeignHistory) else None
         for p in range(position - 1, start - 1, -1):
-            message = history[p]
-            if message.role is not Role.MODEL or message.kind is not MessageKind.CHAT:
-                break
-            if tool_traffic(message) is not None:
+            if foreign is not None:
+                said = foreign.roles[p] is Role.MODEL and foreign.traffic[p] is None
+            else:
+                message = history[p]
+                said = (
+                    message.role is Role.MODEL
+                    and message.kind is MessageKind.CHAT
+                    and tool_traffic(message) is None
+                )
+            if not said:
                 break
             text.append(p)
         return text[::-1]
@@ -316,7 +327,8 @@ def start_collection(
     last ``preserve_recent`` turns, whatever they hold, and pinned turns are sealed whole, and
     only locked content is protected beyond them: without a budget nothing is locked, as
     JAATO's plugins lock nothing (the engine's own rules lock the original request)."""
-    history = list(history)
+    # A foreign history makes its messages as they are read: it is not read whole to copy it.
+    history = history if isinstance(history, ForeignHistory) else list(history)
     counter = counter or load_counter()
     figures, tokens_before = read_conversation(
         history, budget, counter, conversation, lock_original=not jaato_rules
@@ -373,7 +385,7 @@ def start_collection(
 
 
 def _jaato_collection(
-    history: list[Message],
+    history: Sequence[Message],
     ids: list[str],
     config: GCConfig,
     figures: ConversationIndex,

@@ -58,7 +58,7 @@ class Unit:
 
 
 def _read_as_laid_out(
-    history: list[Message], layout: TurnLayout, conversation: SourceEntry
+    history: Sequence[Message], layout: TurnLayout, conversation: SourceEntry
 ) -> ConversationIndex | None:
     """The index of a conversation entry laid out as ``build_conversation`` lays it out: one
     container per turn and, in history order, one leaf per message naming only that message.
@@ -119,7 +119,7 @@ def _read_as_laid_out(
 
 
 def _read_by_id(
-    history: list[Message],
+    history: Sequence[Message],
     layout: TurnLayout,
     conversation: SourceEntry | None,
     counter: TokenCounter,
@@ -144,7 +144,7 @@ and the messages it names."""
 
 
 def index_by_id(
-    history: list[Message],
+    history: Sequence[Message],
     layout: TurnLayout,
     leaves: Iterable[BudgetLeaf],
     counter: TokenCounter,
@@ -194,7 +194,7 @@ def index_by_id(
 
 
 def index_in_order(
-    history: list[Message],
+    history: Sequence[Message],
     layout: TurnLayout,
     tokens: list[int],
     policies: list[GCPolicy],
@@ -230,7 +230,7 @@ def index_in_order(
 
 
 def read_conversation(
-    history: list[Message],
+    history: Sequence[Message],
     budget: InstructionBudget | None,
     counter: TokenCounter,
     given: ConversationIndex | None,
