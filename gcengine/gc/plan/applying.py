@@ -176,11 +176,11 @@ def apply(
     for position in removed:
         keep[position - start] = 0
     taken_whole = decision.turns_taken_whole()
-    marked = _closing_answers_kept(collection, touched, removed, taken_whole)
-    if marked:
-        kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
-    else:
-        kept = list(compress(history[start:end], keep))
+    # The kept messages of the touched turns, the marked copies of closing answers in place.
+    touched_messages = history[start:end]
+    for position, copy in _closing_answers_kept(collection, touched, removed, taken_whole).items():
+        touched_messages[position - start] = copy
+    kept = list(compress(touched_messages, keep))
     if at_top:
         new_history = [*inserts, *history[:start], *kept, *history[end:]]
         first = 0
@@ -198,7 +198,7 @@ def apply(
             unit.key,
             unit.tokens,
             why,
-            list(unit.message_ids),
+            [*unit.message_ids],
             unit.turn_index,
             unit.verdict,
         )
