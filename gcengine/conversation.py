@@ -220,7 +220,8 @@ class ConversationIndex:
         """Turns holding locked content. A session locks a message or two (its original
         request): they are found by the list's own search, which compares in C, and kept
         where the entry is the policy itself (an equal string is not)."""
-        policies, locked, turns, position = self.policies, GCPolicy.LOCKED, set(), -1
+        policies, locked, position = self.policies, GCPolicy.LOCKED, -1
+        turns: set[int] = set()
         while True:
             try:
                 position = policies.index(locked, position + 1)
