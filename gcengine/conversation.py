@@ -22,7 +22,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress, count, islice, repeat
+from itertools import islice
 from operator import attrgetter, is_, itemgetter, lt
 from typing import NamedTuple
 
@@ -222,9 +222,18 @@ class ConversationIndex:
 
     @cached_property
     def locked_turns(self) -> frozenset[int]:
-        """Turns holding locked content."""
-        locked = compress(count(), map(is_, self.policies, repeat(GCPolicy.LOCKED)))
-        return frozenset(self.layout.turn_of(position) for position in locked)
+        """Turns holding locked content. A session locks a message or two (its original
+        request): they are found by the list's own search, which compares in C, and kept
+        where the entry is the policy itself (an equal string is not)."""
+        policies, locked, position = self.policies, GCPolicy.LOCKED, -1
+        turns: set[int] = set()
+        while True:
+            try:
+                position = policies.index(locked, position + 1)
+            except ValueError:
+                return frozenset(turns)
+            if policies[position] is locked:
+                turns.add(self.layout.turn_of(position))
 
     def describes(self, history: Sequence[Message]) -> bool:
         """Whether this is the index of ``history``: the very same messages, in order, none of

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from itertools import compress, filterfalse
 from typing import TYPE_CHECKING, Any
 
-from gcengine._fast import construct, entry_maker
+from gcengine._fast import construct, entries_made
 from gcengine.foreign import ForeignHistory, originals_of
 from gcengine.gc.types import (
     GCRemovalItem,
@@ -49,23 +49,24 @@ def _turns_after(
     where the old one did, a turn that keeps its first message stays one turn; only turns that
     lost it, or that follow a place where the split changed, are looked at again.
     """
-    history, layout = collection.history, collection.layout
+    history, starts = collection.history, collection.layout.starts
+    size = len(starts)
     turns = first
-    opener = history[layout.starts[first - 1]] if first else None
+    opener = history[starts[first - 1]] if first else None
     for message in inserts:
         if starts_turn(message, opener):
             turns += 1
             opener = message
     in_step = not inserts  # the split so far ends where the old one did
     turn = first
-    for lost in [*(t for t in touched if layout.starts[t] in removed), len(layout)]:
+    for lost in [*(t for t in touched if starts[t] in removed), size]:
         while turn < lost:  # these turns keep their first message
             if in_step:
                 turns += lost - turn
                 turn = lost
-                opener = history[layout.starts[turn - 1]]
+                opener = history[starts[turn - 1]]
                 break
-            head = history[layout.starts[turn]]
+            head = history[starts[turn]]
             if starts_turn(head, opener):
                 turns += 1
                 opener = head
@@ -73,11 +74,11 @@ def _turns_after(
                 turns, opener = _split_rest(collection, turn, removed, turns, opener)
             in_step = opener is head
             turn += 1
-        if turn == len(layout):
+        if turn == size:
             break
         if turn not in taken_whole:  # a turn with nothing left has nothing to split
             turns, opener = _split_rest(collection, turn, removed, turns, opener)
-        in_step = opener is history[layout.starts[turn]]
+        in_step = opener is history[starts[turn]]
         turn += 1
     return turns
 
@@ -119,7 +120,7 @@ def _closing_answers_kept(
     by position, marked as closing answers (``CLOSING_ANSWER_KEY``): their policy must
     outlive the tool work that told it, or the next run of the same policy would take them.
     ``taken_whole``: the turns a whole-turn unit took, passed over unread."""
-    marked: dict[int, Message] = {}
+    marked: list[int] = []
     history, span = collection.history, collection.layout.span
     flags = collection.figures.closing  # the builder's: no message read to find them
     for turn in touched:
@@ -142,13 +143,17 @@ def _closing_answers_kept(
                 and position not in removed
                 and message.metadata.get(CLOSING_ANSWER_KEY) is not True
             ):
-                marked[position] = _new_message(  # a copy without pydantic's cost
-                    {**message.__dict__, "metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
-                )
-    return marked
+                marked.append(position)
+    # Copies without pydantic's cost, made in one loop: every field the message's, the mark added.
+    copies = entries_made(Message, map(_marked_fields, map(history.__getitem__, marked)))
+    return dict(zip(marked, copies, strict=True))
 
 
-_new_message = entry_maker(Message)  # every field given: the message's, the mark added
+def _marked_fields(message: Message) -> dict[str, Any]:
+    """The fields of ``message``, marked as a closing answer."""
+    fields = message.__dict__.copy()
+    fields["metadata"] = {**message.metadata, CLOSING_ANSWER_KEY: True}
+    return fields
 
 
 def apply(
@@ -193,11 +198,13 @@ def apply(
     # are the framework's own, kept as they are (a closing answer too: its policy is the
     # framework's budget's, so no marked copy of it is made).
     source = originals_of(history)
-    marked = {}
     if source is history:
-        marked = _closing_answers_kept(collection, touched, removed, taken_whole)
-    if marked:
-        kept = [marked.get(p) or history[p] for p in compress(range(start, end), keep)]
+        # The kept messages of the touched turns, the marked copies of closing answers in place.
+        touched_messages = history[start:end]
+        closing = _closing_answers_kept(collection, touched, removed, taken_whole)
+        for position, copy in closing.items():
+            touched_messages[position - start] = copy
+        kept = list(compress(touched_messages, keep))
     else:
         kept = list(compress(source[start:end], keep))
     if at_top:
@@ -217,7 +224,7 @@ def apply(
             unit.key,
             unit.tokens,
             why,
-            list(unit.message_ids),
+            [*unit.message_ids],
             unit.turn_index,
             unit.verdict,
         )

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain, count, islice
 from typing import TYPE_CHECKING, Any
 
 from gcengine._fast import construct
@@ -15,7 +16,7 @@ from gcengine.budget import (
     InstructionSource,
     most_protective,
 )
-from gcengine.conversation import ConversationIndex, Exchange, turn_key_of
+from gcengine.conversation import ConversationIndex, turn_key_of
 from gcengine.foreign import ForeignHistory
 from gcengine.gc.types import (
     ContextUsage,
@@ -97,7 +98,12 @@ class Collection:
     def still_short(self, decision: Decision) -> bool:
         """Whether the decision, with what it will insert (its summary, the notice), still
         leaves usage above the target."""
-        return decision.freed < self.to_free + self.notice_reserve + decision.summary_reserve
+        return decision.freed < self.enough(decision)
+
+    def enough(self, decision: Decision) -> int:
+        """The tokens the decision must free for usage, with what it will insert, to be at or
+        below the target."""
+        return self.to_free + self.notice_reserve + decision.summary_reserve
 
     @property
     def turn_count(self) -> int:
@@ -123,20 +129,27 @@ class Collection:
         messages are a run of the history: its figures are read as slices. ``policy``: the
         turn's, when the caller has just found every message of it has that one."""
         start, end = self.layout.span(position)
+        return self._turn_unit(position, start, end, left, policy)
+
+    def _turn_unit(
+        self, position: int, start: int, end: int, left: list[int] | None, policy: GCPolicy | None
+    ) -> Unit:
+        """``turn_unit`` of the turn whose messages are at ``start`` to ``end``."""
         figures = self.figures
         if left is None:
             left = list(range(start, end))
-            ids, tokens = self.ids[start:end], figures.tokens[start:end]
+            ids, tokens = self.ids[start:end], sum(figures.tokens[start:end])
         else:
-            ids, tokens = [self.ids[p] for p in left], [figures.tokens[p] for p in left]
+            ids, tokens = [self.ids[p] for p in left], sum([figures.tokens[p] for p in left])
+        index = self.layout.indices[position]
         return Unit(
             InstructionSource.CONVERSATION,
-            self.turn_key(position),
+            turn_key_of(index, self.history[start] if index is None else None),
             ids,
-            sum(tokens),
+            tokens,
             policy or most_protective(figures.policies[start:end]),
             min(figures.created_at[start:end]),
-            self.layout.indices[position],
+            index,
             position,
             True,
             left,
@@ -169,35 +182,26 @@ class Collection:
         as a strategy asks for them, so one that stops early makes no more.
         """
         layout, sealed, open_before = self.layout, self.sealed, self.open_before
+        starts, indices = layout.starts, layout.indices
         first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
-        held: list[Exchange] = []  # the exchanges of the turn being read
+        conversation, text_before = InstructionSource.CONVERSATION, self._text_before
+        turn, start, index = -1, 0, None
         for exchange in self.figures.exchanges_from(first):
-            if held and exchange.turn != held[0].turn:
-                yield from self._pieces(held)
-                held = []
-            if exchange.turn not in sealed and exchange.positions[-1] < open_before:
-                held.append(exchange)
-        if held:
-            yield from self._pieces(held)
-
-    def _pieces(self, exchanges: list[Exchange]) -> Iterator[Unit]:
-        """A turn's exchanges as units, each after the model text leading up to it."""
-        turn = exchanges[0].turn
-        index = self.layout.indices[turn]
-        conversation = InstructionSource.CONVERSATION
-        start = self.layout.starts[turn]
-        for exchange in exchanges:
-            text = self._text_before(exchange.positions[0], start)
+            at, positions, key, message_ids, tokens, policy, created_at = exchange
+            if at in sealed or positions[-1] >= open_before:
+                continue
+            if at != turn:  # the first exchange of a turn: the model's text from its start
+                turn, start, index = at, starts[at], indices[at]
+            text = text_before(positions[0], start)
             if text:
-                yield self.piece_unit(turn, text, f"{exchange.key}/text")
-            turn_key, positions = exchange.key, exchange.positions
+                yield self.piece_unit(turn, text, f"{key}/text")
             yield Unit(
                 conversation,
-                turn_key,
-                exchange.message_ids,
-                exchange.tokens,
-                exchange.policy,
-                exchange.created_at,
+                key,
+                message_ids,
+                tokens,
+                policy,
+                created_at,
                 index,
                 turn,
                 False,
@@ -264,20 +268,20 @@ class Collection:
         ephemeral tool exchanges and notices (gc_budget's phase 1b). One pass, turn by turn,
         so a collection that stops early looks at no further turn."""
         policies, layout = self.figures.policies, self.layout
+        sealed, protected, make = self.sealed, self.protected, self._turn_unit
+        ephemeral = GCPolicy.EPHEMERAL
         exchanges = self.inner_units()
         pending = next(exchanges, None)
-        for turn in range(len(layout)):
-            if turn in self.sealed:
+        # Where each turn starts and ends, read in one zip rather than a span per turn.
+        ends = chain(islice(layout.starts, 1, None), (len(self.ids),))
+        for turn, start, end in zip(count(), layout.starts, ends):
+            if turn in sealed:
                 continue
-            start, end = layout.span(turn)
-            wholly = (
-                turn not in self.protected
-                and policies[start:end].count(GCPolicy.EPHEMERAL) == end - start
-            )
+            wholly = turn not in protected and policies[start:end].count(ephemeral) == end - start
             if wholly:
-                yield self.turn_unit(turn, policy=GCPolicy.EPHEMERAL)
+                yield make(turn, start, end, None, ephemeral)
             while pending is not None and pending.turn_position == turn:
-                if not wholly and pending.policy is GCPolicy.EPHEMERAL:
+                if not wholly and pending.policy is ephemeral:
                     yield pending
                 pending = next(exchanges, None)
 
