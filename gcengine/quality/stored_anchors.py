@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from gcengine._fast import cyclic_gc_paused
 from gcengine.messages import Message
 from gcengine.quality import reading
 from gcengine.quality.anchors import CLASS_INFO, Anchor, AnchorClass, MatchRule
@@ -33,7 +32,7 @@ from gcengine.quality.tally import Held
 ANCHORS_FORMAT = 1
 
 
-@functools.cache  # the code it digests does not change while a process runs
+@functools.cache  # bounded: one value, of code that does not change while a process runs
 def extractor_version() -> str:
     """A digest of the source of every gcengine module reading anchors reaches (from
     ``reading``, through the names each module holds), and of the record's format: any
@@ -66,14 +65,17 @@ def _corpus_digest(messages: Iterable[Message]) -> str:
 def anchors_record(cache: AnchorCache) -> dict[str, Any]:
     """Everything ``cache`` reads of its corpus, read now, as JSON: each distinct anchor
     once (a path a session names in hundreds of messages is one entry), each message as the
-    places of its anchors among them."""
-    with cyclic_gc_paused():  # reading makes hundreds of thousands of objects, no cycle
-        held_each = cache.read_all()
-        table: dict[Anchor, int] = {}
-        for held in held_each:
-            for anchor in held.anchors:
-                table.setdefault(anchor, len(table))
-        context = cache.context
+    places of its anchors among them.
+
+    Reading makes hundreds of thousands of objects, none in a cycle: an entry point that owns
+    its process pauses the cycle collector around this (``cyclic_gc_paused``), as the
+    dashboard's stored sessions do."""
+    held_each = cache.read_all()
+    table: dict[Anchor, int] = {}
+    for held in held_each:
+        for anchor in held.anchors:
+            table.setdefault(anchor, len(table))
+    context = cache.context
     return {
         "format": ANCHORS_FORMAT,
         "extractor": extractor_version(),
@@ -89,7 +91,11 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
 
 def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> AnchorCache | None:
     """A cache of ``corpus`` holding what ``record`` read; None when ``record`` is another
-    extractor's or another corpus's (a caller then reads the corpus afresh)."""
+    extractor's or another corpus's (a caller then reads the corpus afresh).
+
+    Hundreds of thousands of objects on a long session, none in a cycle: the collector walking
+    the session held beside them took as long as making them, so an entry point owning its
+    process pauses it around this (``cyclic_gc_paused``)."""
     cache = AnchorCache(corpus)
     if (
         record.get("format") != ANCHORS_FORMAT
@@ -97,34 +103,31 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
         or record.get("corpus") != _corpus_digest(cache.messages)
     ):
         return None
-    # Hundreds of thousands of objects on a long session, none in a cycle: the collector
-    # walking the session held beside them took as long as making them.
-    with cyclic_gc_paused():
-        anchors = [
-            Anchor(_CLASSES[c], key, text, _RULES[rule], frozenset(terms) if terms else _NONE)
-            for c, key, text, rule, terms in record["anchors"]
-        ]
-        keys = [(a.anchor_class, a.key) for a in anchors]
-        weights = [CLASS_INFO[a.anchor_class].weight for a in anchors]
-        # Most messages hold no anchor, or the same few as another: one ``Held`` for each.
-        made: dict[tuple[int, ...], Held] = {}
-        held_each = []
-        for places in map(tuple, record["messages"]):
-            held = made.get(places)
-            if held is None:
-                held = made[places] = Held(
-                    tuple([keys[i] for i in places]),
-                    tuple([anchors[i] for i in places]),
-                    tuple([weights[i] for i in places]),
-                )
-            held_each.append(held)
-        context = record["context"]
-        return AnchorCache.having_read(
-            cache.messages,
-            AnchorContext(context["root"], frozenset(context["issues"])),
-            frozenset(record["vocabulary"]),
-            held_each,
-        )
+    anchors = [
+        Anchor(_CLASSES[c], key, text, _RULES[rule], frozenset(terms) if terms else _NONE)
+        for c, key, text, rule, terms in record["anchors"]
+    ]
+    keys = [(a.anchor_class, a.key) for a in anchors]
+    weights = [CLASS_INFO[a.anchor_class].weight for a in anchors]
+    # Most messages hold no anchor, or the same few as another: one ``Held`` for each.
+    made: dict[tuple[int, ...], Held] = {}
+    held_each = []
+    for places in map(tuple, record["messages"]):
+        held = made.get(places)
+        if held is None:
+            held = made[places] = Held(
+                tuple([keys[i] for i in places]),
+                tuple([anchors[i] for i in places]),
+                tuple([weights[i] for i in places]),
+            )
+        held_each.append(held)
+    context = record["context"]
+    return AnchorCache.having_read(
+        cache.messages,
+        AnchorContext(context["root"], frozenset(context["issues"])),
+        frozenset(record["vocabulary"]),
+        held_each,
+    )
 
 
 # Looked up by value without calling the enums (a call each is most of making an anchor).

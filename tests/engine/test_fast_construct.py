@@ -40,6 +40,13 @@ from gcengine._fast import construct, entry_maker, set_fresh
 from gcengine.gc.segments import SegmentKind
 from gcengine.gc.stash import RecordedLeaf, Stash, StashedSegment
 from gcengine.planner.model import ItemRole, PlannerItem, Priority, Source
+from gcengine.quality.anchors import AnchorClass
+from gcengine.quality.retention import (
+    AnchorRetention,
+    ClassRetention,
+    InventedAnchors,
+    RecencyRetention,
+)
 
 PACKAGE_DIR = Path(gcengine.__file__).resolve().parent
 
@@ -165,6 +172,32 @@ EVERY_FIELD: dict[type[BaseModel], dict[str, Any]] = {
         "notice_id": "n1",
         "summary_id": "s1",
         "recorded_prompt_tokens": 90_118,
+    },
+    ClassRetention: {
+        "anchor_class": AnchorClass.PATHS,
+        "weight": 3,
+        "anchors": 4,
+        "retained": 3,
+        "lost": ["src/app.py"],
+    },
+    RecencyRetention: {
+        "oldest_weight": 9,
+        "oldest_retained": 3,
+        "newest_weight": 12,
+        "newest_retained": 12,
+    },
+    AnchorRetention: {
+        "classes": [],
+        "invented": InventedAnchors(checked=2, invented=1, examples=["BILL-9"]),
+        "recency": RecencyRetention(oldest_weight=1),
+        "removed_messages": 5,
+        "removed_tokens": 400,
+        "replacement_tokens": 60,
+        "tokens_before": 1_000,
+        "tokens_after": 660,
+        "size": 700,
+        "compactions": 2,
+        "unscorable": None,
     },
     PlannerItem: {
         "id": "msg-7",

@@ -200,7 +200,8 @@ def apply(
     source = originals_of(history)
     if source is history:
         # The kept messages of the touched turns, the marked copies of closing answers in place.
-        touched_messages = history[start:end]
+        window = history[start:end]  # a list's slice is a new list: no second copy made
+        touched_messages = window if isinstance(window, list) else list(window)
         closing = _closing_answers_kept(collection, touched, removed, taken_whole)
         for position, copy in closing.items():
             touched_messages[position - start] = copy

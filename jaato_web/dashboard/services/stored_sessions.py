@@ -256,7 +256,8 @@ def session_anchors(session: AgentSession) -> gcengine.AnchorCache:
         .first()
     )
     if record is not None:
-        cache = gcengine.cache_from_record(fresh.messages, storage.unpacked(record))
+        with gcengine.cyclic_gc_paused():  # as reading the session back (below)
+            cache = gcengine.cache_from_record(fresh.messages, storage.unpacked(record))
         if cache is not None:
             return cache
     try:
@@ -286,9 +287,16 @@ def _anchors_store(session: AgentSession, cache: gcengine.AnchorCache) -> None:
         session=session,
         defaults={
             "extractor": gcengine.extractor_version(),
-            "record": storage.packed(gcengine.anchors_record(cache)),
+            "record": storage.packed(_read_all(cache)),
         },
     )
+
+
+def _read_all(cache: gcengine.AnchorCache) -> dict[str, object]:
+    """``gcengine.anchors_record`` of ``cache``, the cycle collector paused while it reads
+    (hundreds of thousands of objects on a long session, none in a cycle)."""
+    with gcengine.cyclic_gc_paused():
+        return gcengine.anchors_record(cache)
 
 
 def _stored_engine_session(session: AgentSession) -> gcengine.Session:
