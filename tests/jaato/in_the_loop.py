@@ -576,6 +576,12 @@ def engine_messages_answer(
         (r.child_key, r.tokens_freed, list(r.message_ids))
         for r in jaato_removals(result.removal_list, reading, _jaato())
     ]
+    return compared(kept, removals, result)
+
+
+def compared(kept: list[Any], removals: list[Any], result: Any) -> tuple[Any, ...]:
+    """What the flat-reading property compares of a collection: the history kept, the
+    removals and the result's figures and details."""
     return (
         kept,
         removals,
@@ -629,14 +635,7 @@ def test_the_plugins_flat_reading_decides_as_the_engines_messages(
     where = {id(m): position for position, m in enumerate(messages)}
     kept = [where.get(id(m), m.parts[0].text if m.parts else None) for m in new]
     removals = [(r.child_key, r.tokens_freed, list(r.message_ids)) for r in result.removal_list]
-    flat = (
-        kept,
-        removals,
-        result.items_collected,
-        result.tokens_before,
-        result.tokens_after,
-        result.details,
-    )
+    flat = compared(kept, removals, result)
     expected = engine_messages_answer(name, rules, messages, budget, config)
     # The engine writes a summary or notice as JAATO's helper does: compared by their text.
     assert flat[1:] == expected[1:]
