@@ -45,18 +45,21 @@ _SOURCES = {source.value: source for source in InstructionSource}
 _POLICIES = {policy.value: policy for policy in GCPolicy}
 
 
+def _text_fields(kind: PartType, text: str) -> dict[str, Any]:
+    """Every field of a text part, for making it without pydantic's checks."""
+    return {
+        "type": kind,
+        "text": text,
+        "function_call": None,
+        "function_response": None,
+        "inline_data": None,
+        "opaque": None,
+        "extra": {},
+    }
+
+
 def _text_part(kind: PartType, text: str) -> Part:
-    return _new_part(
-        {
-            "type": kind,
-            "text": text,
-            "function_call": None,
-            "function_response": None,
-            "inline_data": None,
-            "opaque": None,
-            "extra": {},
-        }
-    )
+    return _new_part(_text_fields(kind, text))
 
 
 def engine_part(part: Any) -> Part | None:
@@ -150,19 +153,7 @@ def engine_messages(history: Sequence[Any]) -> list[Message]:
     made = iter(
         entries_made(
             Part,
-            [
-                {
-                    "type": PartType.TEXT,
-                    "text": text,
-                    "function_call": None,
-                    "function_response": None,
-                    "inline_data": None,
-                    "opaque": None,
-                    "extra": {},
-                }
-                for text in texts
-                if text is not None
-            ],
+            [_text_fields(PartType.TEXT, text) for text in texts if text is not None],
         )
     )
     rest = iter(others)
