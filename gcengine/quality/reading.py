@@ -11,8 +11,7 @@ it, and passes it to ``AnchorScorer``, ``session_scorer``, ``score_collection`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 
 from gcengine.messages import Message, MessageKind
@@ -29,22 +28,39 @@ from gcengine.quality.session_anchors import AnchorContext, anchor_context
 from gcengine.quality.tally import Held, held
 
 
-@dataclass(slots=True, eq=False)
 class View:
     """What the model reads of one message: its pieces normalised, joined by line breaks (a
     literal anchor never spans a sentence, so it is looked for in the whole text), and every
     word in it; each sentence's words are read only when a terms anchor could match there.
-    The words are read only when the message is in view after a compaction (the session's
-    context and vocabulary read every message's text, most never shown after one).
+    Each is read from the message when first asked for: a score reads only the views of what
+    is in view after a compaction (a run of a long session keeps a few hundred of its tens of
+    thousands of messages), and the session's context and vocabulary, which read every
+    message's text, are read back with its stored anchors.
 
     A view is the same as another only if it is that view (a cache makes one a message).
     """
 
-    pieces: tuple[str, ...]
-    text: str
-    _literal_words: frozenset[str] | None = None
-    _words: frozenset[str] | None = None
-    _sentences: tuple[frozenset[str], ...] | None = None
+    __slots__ = ("_literal_words", "_message", "_pieces", "_sentences", "_text", "_words")
+
+    def __init__(self, message: Message) -> None:
+        self._message = message
+        self._pieces: tuple[str, ...] | None = None
+        self._text: str | None = None
+        self._literal_words: frozenset[str] | None = None
+        self._words: frozenset[str] | None = None
+        self._sentences: tuple[frozenset[str], ...] | None = None
+
+    @property
+    def pieces(self) -> tuple[str, ...]:
+        if self._pieces is None:
+            self._pieces = tuple(normalised(piece) for piece in visible_pieces(self._message))
+        return self._pieces
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = "\n".join(self.pieces)
+        return self._text
 
     @property
     def literal_words(self) -> frozenset[str]:
@@ -71,11 +87,6 @@ class View:
         return self._sentences
 
 
-def _view(message: Message) -> View:
-    pieces = tuple(normalised(piece) for piece in visible_pieces(message))
-    return View(pieces, "\n".join(pieces))
-
-
 def not_carried(message: Message, other: Message | None) -> bool:
     """Whether ``message`` is not carried into a context where ``other`` has its id, when
     ``other`` is not that very message (which callers check first, without a call: a replay
@@ -99,6 +110,7 @@ class AnchorCache:
         self._corpus = [m for m in corpus if m.kind is MessageKind.CHAT]
         self._views: dict[str, tuple[Message, View]] = {}
         self._held: dict[str, tuple[Message, Held]] = {}
+        self._vocabulary_read: Callable[[], frozenset[str]] | None = None
 
     @property
     def corpus_messages(self) -> int:
@@ -114,6 +126,8 @@ class AnchorCache:
     def vocabulary(self) -> frozenset[str]:
         """Every word the session said, and the names said only inside a dotted one
         (SpotterWeb.Router, this.updateSession)."""
+        if self._vocabulary_read is not None:
+            return self._vocabulary_read()
         words: set[str] = set()
         for message in self._corpus:
             said = vocabulary_words(self.view_of(message).text)
@@ -126,16 +140,17 @@ class AnchorCache:
         cls,
         corpus: Iterable[Message],
         context: AnchorContext,
-        vocabulary: frozenset[str],
+        vocabulary: Callable[[], frozenset[str]],
         held_each: Sequence[Held],
     ) -> AnchorCache:
-        """A cache of ``corpus`` that has read it already: its ``context``, ``vocabulary`` and
-        the anchors of each of its ``messages`` (``held_each``, in order), as
-        ``read_all`` gave them for the same corpus (kept between processes, say). It reads
-        again only what ``corpus`` alone does not hold."""
+        """A cache of ``corpus`` that has read it already: its ``context``, ``vocabulary``
+        (what the callable gives, called when first needed: only a summary's anchors are
+        checked against it) and the anchors of each of its ``messages`` (``held_each``, in
+        order), as ``read_all`` gave them for the same corpus (kept between processes, say).
+        It reads again only what ``corpus`` alone does not hold."""
         cache = cls(corpus)
         cache.context = context
-        cache.vocabulary = vocabulary
+        cache._vocabulary_read = vocabulary
         cache._held = {m.message_id: (m, h) for m, h in zip(cache._corpus, held_each, strict=True)}
         return cache
 
@@ -152,7 +167,7 @@ class AnchorCache:
     def view_of(self, message: Message) -> View:
         known = self._views.get(message.message_id)
         if known is None or (known[0] is not message and not_carried(message, known[0])):
-            known = self._views[message.message_id] = (message, _view(message))
+            known = self._views[message.message_id] = (message, View(message))
         return known[1]
 
     def held_of(self, message: Message) -> Held:

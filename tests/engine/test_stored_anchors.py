@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import gcengine
-from gcengine.quality import stored_anchors
+from gcengine.quality import reading, stored_anchors
 from tests.engine.anchor_reads import anchors_read, extractor_changed
 
 SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
@@ -84,6 +86,74 @@ def test_stored_anchors_score_replays_and_the_agents_own_compaction_as_reading_i
     assert not {m.message_id for m in cache.messages} & set(reads)
 
 
+def test_a_read_back_cache_holds_every_anchor_as_reading_gave_it(
+    session: gcengine.Session,
+) -> None:
+    """Every field of every anchor (a text other than its key, a terms anchor's terms, each
+    class), the anchor context and the vocabulary."""
+    fresh = gcengine.anchor_cache(session)
+    cache = read_back(session, kept(session))
+
+    held = cache.read_all()
+    assert held == fresh.read_all()
+    anchors = {a for h in held for a in h.anchors}
+    assert len({hash(a) for a in anchors}) == len(anchors)  # hashed by their fields, as made
+    assert {a.rule for a in anchors} == set(gcengine.MatchRule)
+    assert any(a.text != a.key for a in anchors)
+    assert (cache.context, cache.vocabulary) == (fresh.context, fresh.vocabulary)
+
+
+@pytest.fixture(scope="module")
+def session_record(session: gcengine.Session) -> dict[str, Any]:
+    return kept(session)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_any_collection_scores_alike_from_a_read_back_cache_and_a_fresh_one(
+    session: gcengine.Session, session_record: dict[str, Any], data: st.DataObject
+) -> None:
+    """Whatever a collection keeps of the history, in order: the score read back is the score
+    read afresh."""
+    history = session.history
+    taken = data.draw(st.sets(st.integers(0, len(history) - 1), max_size=len(history)))
+    after = [m for i, m in enumerate(history) if i not in taken]
+
+    stored = gcengine.score_collection(session, after, read_back(session, session_record))
+
+    assert stored == gcengine.score_collection(session, after)
+
+
+def test_scoring_from_a_read_back_cache_reads_the_text_of_only_what_stays_in_view(
+    session: gcengine.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of a long session keeps a few of its messages in view: the others' text is not
+    read again to score it (it was, for every message, at each score of a stored session)."""
+    after = gcengine.run_gc(
+        session, gcengine.load_gc_config(gcengine.starter_policies()["Summarize old turns"], env={})
+    ).session.history
+    fresh = gcengine.score_collection(session, after)
+    cache = read_back(session, kept(session))
+    shown: list[str] = []
+    pieces = reading.visible_pieces
+
+    def counted(message: Any) -> Any:
+        shown.append(message.message_id)
+        return pieces(message)
+
+    monkeypatch.setattr(reading, "visible_pieces", counted)
+
+    assert gcengine.score_collection(session, after, cache) == fresh
+    in_view = {m.message_id for m in after}
+    assert shown
+    assert set(shown) <= in_view
+    assert len(in_view) < len(session.history) / 2
+
+
 def test_a_record_of_another_extractor_or_another_corpus_is_not_read_back(
     session: gcengine.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +161,8 @@ def test_a_record_of_another_extractor_or_another_corpus_is_not_read_back(
     before = gcengine.history_before(session, session.compactions[0].compaction_id)
 
     assert gcengine.cache_from_record(gcengine.anchor_cache(before).messages, record) is None
+    older = record | {"format": stored_anchors.ANCHORS_FORMAT - 1}
+    assert gcengine.cache_from_record(gcengine.anchor_cache(session).messages, older) is None
     extractor_changed(monkeypatch, "another extractor")
     assert gcengine.cache_from_record(gcengine.anchor_cache(session).messages, record) is None
 
