@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import compress, count, islice, repeat
 from operator import attrgetter, is_, is_not, ne
@@ -385,6 +385,9 @@ class TurnLayout:
     starts: list[int]
     indices: list[int | None]
     kinds: list[MessageKind]
+    # Whether every message is conversation carrying its turn, so a turn is a run of messages
+    # of one recorded index (what ``gcengine.session.cut`` relies on); not part of equality.
+    by_turn_index: bool = field(default=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -424,7 +427,7 @@ def turn_layout(history: Sequence[Message]) -> TurnLayout:
         changes = compress(count(1), map(ne, recorded, islice(recorded, 1, None)))
         starts = [0, *changes] if history else []
         chat = [MessageKind.CHAT] * len(starts)
-        return TurnLayout(ids, starts, [recorded[s] for s in starts], chat)
+        return TurnLayout(ids, starts, [recorded[s] for s in starts], chat, by_turn_index=True)
     if history and kinds.count(MessageKind.CHAT) == len(kinds) == recorded.count(None):
         return untagged_layout(
             ids, list(map(_ROLE, history)), lambda p: history[p].is_function_response
@@ -516,6 +519,7 @@ def relaid_out(
         ],
         [*old.indices[:head], *between.indices, *old.indices[first_old:]],
         [*old.kinds[:head], *between.kinds, *old.kinds[first_old:]],
+        by_turn_index=old.by_turn_index and between.by_turn_index,
     )
 
 

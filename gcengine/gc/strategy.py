@@ -36,6 +36,7 @@ from gcengine.tokens import TokenCounter, count_message, load_counter
 if TYPE_CHECKING:
     # Policies sit above the machinery that carries them out: named in signatures only.
     from gcengine.config import GCConfig
+    from gcengine.session.cut import Cut
 
 DEFAULT_NOOP_TEMPLATE = (
     "GC triggered but all {total} turns preserved (preserve_recent_turns={preserve}). "
@@ -121,9 +122,12 @@ class Strategy:
         *,
         counter: TokenCounter | None = None,
         conversation: ConversationIndex | None = None,
+        cuts: list[Cut] | None = None,
     ) -> tuple[list[Message], GCResult]:
         """JAATO's ``collect``. ``conversation``, when given, is the index of ``history`` that
-        stands for the budget's conversation entry (a replay keeps one and builds no tree)."""
+        stands for the budget's conversation entry (a replay keeps one and builds no tree).
+        ``cuts``, when given, receives how the new history was cut from ``history`` when the
+        collection only took messages (``Cut``): the budget after is then cut by position."""
         counter = counter or load_counter()
         collection = start_collection(
             history,
@@ -135,7 +139,10 @@ class Strategy:
             conversation,
             jaato_rules=self.follows_jaato(config),
         )
-        return self.collect_from(collection, reason, counter)
+        new_history, result = self.collect_from(collection, reason, counter)
+        if cuts is not None and collection.cut is not None:
+            cuts.append(collection.cut)
+        return new_history, result
 
     def follows_jaato(self, config: GCConfig) -> bool:
         """Whether a collection follows JAATO's plugins' rules (``rules`` "jaato")."""

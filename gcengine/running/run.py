@@ -16,6 +16,7 @@ from gcengine.gc.types import GCPlugin, GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import Message
 from gcengine.running.plugins import load_gc_plugin
 from gcengine.session import Session, rebuild_budget
+from gcengine.session.cut import Cut
 from gcengine.strategies.reachability import SEGMENT_IDS
 from gcengine.tokens import counter_by_name
 
@@ -157,9 +158,10 @@ def run_gc(
     usage = context_usage(
         session.budget, turns=len(history_layout(session.history, session.budget))
     )
+    cuts: list[Cut] = []  # how the strategy cut the history, if it only took messages
     if isinstance(plugin, Strategy):
         new_history, result = plugin.collect(
-            session.history, usage, config, reason, session.budget, counter=counter
+            session.history, usage, config, reason, session.budget, counter=counter, cuts=cuts
         )
     else:
         new_history, result = plugin.collect(session.history, usage, config, reason, session.budget)
@@ -187,8 +189,11 @@ def run_gc(
             "warnings": [],
         }
     )
-    # The messages kept have their figures in the budget before: they are not counted again.
-    new_session.budget = rebuild_budget(new_session, counter, reuse=session.budget)
+    # The messages kept have their figures in the budget before: they are not counted again,
+    # and where the strategy says how it cut the history, they are found there by position.
+    new_session.budget = rebuild_budget(
+        new_session, counter, reuse=session.budget, cut=cuts[0] if cuts else None
+    )
     # The figures the file recorded for stashed messages, and the provider's last prompt
     # size, leave the session's recording; they travel with the stash, so a restore puts them
     # back.

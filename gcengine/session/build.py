@@ -37,6 +37,7 @@ from gcengine.messages import (
     Role,
     turn_number,
 )
+from gcengine.session.cut import Cut
 from gcengine.session.figures import (
     RECORDED,
     recorded_clarifications,
@@ -67,6 +68,7 @@ def build_conversation(
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
     figure: Figure | None = None,
+    cut: Cut | None = None,
 ) -> SourceEntry:
     """The CONVERSATION entry for a history: one container per turn, one leaf per message.
 
@@ -76,7 +78,8 @@ def build_conversation(
     costs what the collection changed. The entry keeps its index, which a collection reads
     instead of the tree, until an entry of the tree is edited: every entry of the tree, and
     every message read, counts its edits against one ``Revision``, the one of ``reuse`` when
-    entries are taken from it.
+    entries are taken from it. ``cut`` is how a collection made the history from ``reuse``'s
+    (``index_conversation``'s).
     """
     known = index_of(reuse)
     revision = (reuse.revision() if reuse is not None and known is not None else None) or Revision()
@@ -91,6 +94,7 @@ def build_conversation(
         figure=figure,
         revision=revision,
         taken=taken,
+        cut=cut,
     )
     kept: Mapping[str, SourceEntry] = {}
     if reuse is not None and known is not None and len(reuse.children) == len(known.layout):
@@ -304,13 +308,14 @@ def build_budget(
     created_base: float = 0.0,
     reuse: SourceEntry | None = None,
     figure: Figure | None = None,
+    cut: Cut | None = None,
 ) -> InstructionBudget:
     """Build the budget of a history; sources the history cannot tell come from the recording.
 
     With no history (a bare budget snapshot) the recorded conversation is all there is, so it is
     kept as recorded. ``unseen_overhead`` is the prompt the file does not hold
-    (``Session.unseen_overhead``): a locked system entry of its own. ``reuse`` and ``figure``
-    are ``build_conversation``'s.
+    (``Session.unseen_overhead``): a locked system entry of its own. ``reuse``, ``figure``
+    and ``cut`` are ``build_conversation``'s.
     """
     counter = counter or load_counter()
     budget = InstructionBudget.create_default(
@@ -362,6 +367,7 @@ def build_budget(
             created_base=created_base,
             reuse=reuse,
             figure=figure,
+            cut=cut,
         )
     if thinking_tokens is not None and not _has_thinking(recorded_budget):
         set_fresh(budget.entries[InstructionSource.THINKING], "tokens", thinking_tokens)
@@ -382,6 +388,7 @@ def rebuild_budget(
     *,
     reuse: InstructionBudget | None = None,
     figure: Figure | None = None,
+    cut: Cut | None = None,
 ) -> InstructionBudget:
     """The budget the session's history implies now (after an edit or a collection).
 
@@ -389,7 +396,9 @@ def rebuild_budget(
     session with another history (a shorter one, or the one a collection started from): what
     the two histories share is taken from it rather than worked out again (see
     ``index_conversation``). ``figure`` gives each message's figure where the caller kept
-    them (``gcengine.stored``). The result is exactly the budget rebuilt from scratch.
+    them (``gcengine.stored``). ``cut``, with ``reuse``, is how the collection that made this
+    history from ``reuse``'s cut it (``gcengine.session.cut``): what the two share is then read
+    by position. The result is exactly the budget rebuilt from scratch.
     """
     thinking = [t.thinking for t in session.turn_accounting if t.thinking is not None]
     return build_budget(
@@ -404,6 +413,7 @@ def rebuild_budget(
         created_base=iso_to_epoch(session.created_at) or 0.0,
         reuse=reuse.get_entry(InstructionSource.CONVERSATION) if reuse is not None else None,
         figure=figure,
+        cut=cut,
     )
 
 

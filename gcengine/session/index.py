@@ -31,6 +31,7 @@ from gcengine.messages import (
     tool_traffic,
     turn_layout,
 )
+from gcengine.session.cut import Cut, cut_plan
 from gcengine.session.figures import (
     closing_answer_ids,
     counted_figures,
@@ -62,6 +63,7 @@ def index_conversation(
     exchange_figures: bool = True,
     revision: Revision | None = None,
     taken: dict[int, Message] | None = None,
+    cut: Cut | None = None,
 ) -> tuple[ConversationIndex, Copied]:
     """The conversation of a history laid out flat, without building its budget tree, and
     the runs of its turns copied unchanged from ``reuse``.
@@ -91,6 +93,10 @@ def index_conversation(
     read took over, by position here: the message itself, or the copy of it a collection
     marked (the same id, role, kind and parts). The budget builder takes those messages'
     leaves over from ``reuse``'s tree rather than making them again.
+
+    ``cut``, when given, is how a collection made ``history`` from ``reuse``'s (``Cut``): the
+    layout, the turns copied and where each message was are then read off ``reuse`` by
+    position (``cut_plan``) rather than found by comparing the two histories.
     """
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded, clarifications)
@@ -104,8 +110,11 @@ def index_conversation(
         def figure(message: Message) -> tuple[int, str]:
             return message_figure(message, counter, recorded)
 
+    plan = cut_plan(reuse, len(messages), cut) if cut is not None and reuse is not None else None
     layout = (
-        relaid_out(messages, reuse.messages, reuse.layout)
+        plan.layout
+        if plan is not None
+        else relaid_out(messages, reuse.messages, reuse.layout)
         if reuse is not None
         else turn_layout(messages)
     )
@@ -117,7 +126,10 @@ def index_conversation(
         and _can_copy_turns(reuse, basis, original, created_base, exchange_figures)
         else None
     )
-    if old is not None:
+    mapped: Sequence[int | None]
+    if old is not None and plan is not None:
+        copied, mapped = plan.copied, plan.mapped
+    elif old is not None:
         copied, mapped = _copied_runs(old, messages, layout)
     else:
         copied, mapped = [], []
@@ -133,6 +145,8 @@ def index_conversation(
     exchanges: list[Exchange] = []
     groups: list[ExchangeGroup] = []
     starts, size = layout.starts, len(messages)
+    # Where each message was in ``old``'s history, when the cut says (it holds them all).
+    origins = plan.origins if plan is not None and old is not None else None
     old_messages, old_tokens, old_counted_by = (
         (old.messages, old.tokens, old.counted_by or []) if old is not None else ([], [], [])
     )
@@ -153,11 +167,17 @@ def index_conversation(
             step = width / (stop - start)
             traffic: list[TrafficMember] = []
             old_turn = mapped[turn] if mapped else None
-            known = _old_positions(old, old_turn) if old_turn is not None else {}
+            known = (
+                _old_positions(old, old_turn) if old_turn is not None and origins is None else {}
+            )
             for offset, message in enumerate(turn_messages):
-                was = known.get(id(message)) if known else None
-                if was is None or old_messages[was] is not message:
-                    was = _copy_in(old_messages, known, message) if known else None
+                was: int | None
+                if origins is not None:
+                    was = origins[start + offset]
+                else:
+                    was = known.get(id(message)) if known else None
+                    if was is None or old_messages[was] is not message:
+                        was = _copy_in(old_messages, known, message) if known else None
                 if was is None:
                     message_tokens, made_by = figure(message)
                 else:

@@ -20,6 +20,7 @@ from gcengine.tokens import TokenCounter
 if TYPE_CHECKING:
     # Policies are composed of the strategies' keys: named in signatures only.
     from gcengine.config import GCConfig
+    from gcengine.session.cut import Cut
 
 
 class BudgetStrategy(Strategy):
@@ -59,6 +60,7 @@ class BudgetStrategy(Strategy):
         *,
         counter: TokenCounter | None = None,
         conversation: ConversationIndex | None = None,
+        cuts: list[Cut] | None = None,
     ) -> tuple[list[Message], GCResult]:
         if budget is None:  # the fallback, a truncate, reads the rules; the phases do not
             fallback = _FallbackTruncate()
@@ -77,6 +79,7 @@ class BudgetStrategy(Strategy):
             budget,
             counter=counter,
             conversation=conversation,
+            cuts=cuts,
         )
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:

@@ -22,6 +22,7 @@ from gcengine.session import (
     CLOSING_ANSWER_KEY,
     closing_answer_ids,
 )
+from gcengine.session.cut import Cut
 from gcengine.tokens import TokenCounter, count_message, load_counter
 
 if TYPE_CHECKING:
@@ -213,6 +214,8 @@ def apply(
         first = 0
     else:
         new_history = [*source[:start], *inserts, *kept, *source[end:]]
+    if source is history and touched and not inserts:
+        collection.cut = Cut(collection.figures, start, end, bytes(keep), frozenset(touched))
     counter = counter or load_counter()
     added = sum(
         count_message(m, counter)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     # Policies sit above the machinery that carries them out: named in signatures only.
     from gcengine.config import GCConfig
     from gcengine.gc.plan.decision import Decision
+    from gcengine.session.cut import Cut
 
 
 from gcengine.gc.plan.units import Unit, read_conversation
@@ -76,6 +77,8 @@ class Collection:
     # JAATO's plugins' rules (``rules`` "jaato"): recent and pinned turns are sealed whole,
     # locked content stays, and every other turn is taken whatever the target.
     jaato_rules: bool = False
+    # How applying the decision cut the history, when it only took messages (set by ``apply``).
+    cut: Cut | None = None
 
     @cached_property
     def target_tokens(self) -> int:

@@ -1,0 +1,115 @@
+"""A history cut from another by a collection (``Cut``), and what the index of the history
+before says of it by position (``cut_plan``): its layout, the turns it copies and where each
+of its messages was. A budget after a run is then cut from the index before instead of laid
+out again from the messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import compress
+
+from gcengine.conversation import ConversationIndex
+from gcengine.messages import MessageKind, TurnLayout
+
+
+@dataclass(frozen=True, eq=False)
+class Cut:
+    """How a collection made a history from the one before, nothing inserted: of positions
+    ``start`` to ``end`` of the one before (a run of whole turns), those ``keep`` flags (1 for
+    kept) stay, in order; every other message stays where it was, less what went before it.
+    A message kept is the very one, or (in one of the ``touched`` turns, by position before)
+    a copy with other metadata only: the same id, role, kind, turn and parts. ``index`` is the
+    index of the history before that the collection read: the positions are its."""
+
+    index: ConversationIndex
+    start: int
+    end: int
+    keep: bytes
+    touched: frozenset[int]
+
+
+@dataclass(frozen=True)
+class CutPlan:
+    """What ``index_conversation`` otherwise finds by comparing the two histories: the layout
+    of the history after, the runs of turns it copies from the index before
+    (``index_conversation``'s ``Copied``), the turn before of each of its turns, and the
+    position before of each of its messages."""
+
+    layout: TurnLayout
+    copied: list[tuple[int, int, int]]
+    mapped: list[int]
+    origins: list[int]
+
+
+def cut_plan(old: ConversationIndex, size: int, cut: Cut) -> CutPlan | None:
+    """The plan of the history of ``size`` messages ``cut`` made from ``old``'s, or None when
+    the index cannot tell it (it is then laid out from its messages): ``old`` must be the
+    very index the collection read.
+
+    Only for a history laid out by its recorded turns (``TurnLayout.by_turn_index``): there a
+    turn is a run of messages of one stable index, so the turns after are the turns before
+    that keep a message, unless two of them with the same index come together (then None).
+    """
+    layout, starts = old.layout, old.layout.starts
+    old_size, turns = len(old.messages), len(starts)
+    if cut.index is not old or not layout.by_turn_index:
+        return None
+    if size != old_size - cut.keep.count(0):
+        return None
+    first = layout.turn_starting_at(cut.start)
+    last = layout.turn_starting_at(cut.end)
+    if first is None or last is None or len(cut.keep) != cut.end - cut.start:
+        return None
+    indices, keep, window = layout.indices, cut.keep, cut.start
+    new_starts, new_indices = starts[:first], indices[:first]
+    mapped = list(range(first))
+    runs: list[tuple[int, int, int]] = []  # the turns after holding their turns before as they were
+    _add_run(runs, 0, first, 0)
+    position = cut.start
+    for turn in range(first, last):
+        stop = starts[turn + 1] if turn + 1 < turns else old_size
+        kept = keep.count(1, starts[turn] - window, stop - window)
+        if not kept:
+            continue
+        if new_indices and new_indices[-1] == indices[turn]:
+            return None  # two turns of one index now together: one turn after
+        if turn not in cut.touched and kept == stop - starts[turn]:
+            _add_run(runs, len(new_starts), len(new_starts) + 1, turn)
+        new_starts.append(position)
+        new_indices.append(indices[turn])
+        mapped.append(turn)
+        position += kept
+    if last < turns and new_indices and new_indices[-1] == indices[last]:
+        return None
+    shift, after = position - cut.end, len(new_starts)
+    _add_run(runs, after, after + turns - last, last)
+    new_starts += [start + shift for start in starts[last:]]
+    new_indices += indices[last:]
+    mapped += range(last, turns)
+    ids = layout.message_ids
+    new_layout = TurnLayout(
+        [*ids[: cut.start], *compress(ids[cut.start : cut.end], keep), *ids[cut.end :]],
+        new_starts,
+        new_indices,
+        [MessageKind.CHAT] * len(new_starts),
+        by_turn_index=True,
+    )
+    origins = [
+        *range(cut.start),
+        *compress(range(cut.start, cut.end), keep),
+        *range(cut.end, old_size),
+    ]
+    return CutPlan(new_layout, runs, mapped, origins)
+
+
+def _add_run(runs: list[tuple[int, int, int]], first: int, end: int, old_first: int) -> None:
+    """Add turns ``first`` to ``end`` after, turns ``old_first`` on before, to ``runs``: to the
+    last run when they follow it in both histories."""
+    if first >= end:
+        return
+    if runs:
+        run_first, run_end, run_old = runs[-1]
+        if run_end == first and run_old + first - run_first == old_first:
+            runs[-1] = (run_first, end, run_old)
+            return
+    runs.append((first, end, old_first))
