@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
+from typing import cast
 
 from gcengine._fast import construct
 from gcengine.messages import Message
@@ -99,15 +100,16 @@ def _keys(helds: Iterable[Held], views: Iterable[View]) -> _Keys:
             by_word.setdefault(rarest(words)[0], []).append((key, words))
     terms_by: dict[str, list[_TermsKey]] = {}
     walked: dict[str, _TermsKey] = {}
-    for key, entry in terms.items():
+    for key, sought in terms.items():
         # A sentence holding ``needed`` of the terms lacks at most the others: it holds one of
         # any ``len - needed + 1`` of them.
-        filed = rarest(entry[1])[: len(entry[1]) - entry[2] + 1]
+        _, key_terms, needed = sought
+        filed = rarest(key_terms)[: len(key_terms) - needed + 1]
         if sum(holding[term] for term in filed) > FILED_TERMS_MESSAGES:
-            walked[key] = entry
+            walked[key] = sought
             continue
         for term in filed:
-            terms_by.setdefault(term, []).append(entry)
+            terms_by.setdefault(term, []).append(sought)
     return _Keys(
         frozenset(one_word),
         by_word,
@@ -206,7 +208,8 @@ class ReplayScorer(AnchorScorer):
         for position in gone_at:
             entry = window.held[position]
             unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
-        for key in _still_held(window, unheld, gone_at, keep):
+        # ``_still_held`` reads only the window's anchors, whatever its views are.
+        for key in _still_held(cast("Tally[View]", window), unheld, gone_at, keep):
             del unheld[key]
         went_literal, went_terms = self._went
         for shows in window.views[first:end]:

@@ -19,7 +19,9 @@ Along the way it records each request the agent sent (before each model message 
 another kind) with the prefix it shares with the request before, for the prompt-cache cost
 model (``gcengine.quality.prompt_cache``), and, when asked, scores each collection's anchor
 retention (``gcengine.quality.retention``) with one scorer kept along the replay, told the run
-of turns a collection took when that is all it did (``AnchorScorer.score_taken``).
+of turns a collection took when that is all it did (``AnchorScorer.score_taken``): its own
+scorer, a ``ReplayScorer`` (``gcengine.quality.replay_scoring``), then counts the score from
+that run's anchors alone.
 """
 
 from __future__ import annotations
