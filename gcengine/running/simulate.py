@@ -19,7 +19,9 @@ Along the way it records each request the agent sent (before each model message 
 another kind) with the prefix it shares with the request before, for the prompt-cache cost
 model (``gcengine.quality.prompt_cache``), and, when asked, scores each collection's anchor
 retention (``gcengine.quality.retention``) with one scorer kept along the replay, told the run
-of turns a collection took when that is all it did (``AnchorScorer.score_taken``).
+of turns a collection took when that is all it did (``AnchorScorer.score_taken``): its own
+scorer, a ``ReplayScorer`` (``gcengine.quality.replay_scoring``), then counts the score from
+that run's anchors alone.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gcengine.gc.types import GCPlugin, GCResult, GCTriggerReason, context_usage
 from gcengine.messages import Message, Role, turn_number
 from gcengine.quality.prompt_cache import PromptRequest
 from gcengine.quality.reading import AnchorCache
+from gcengine.quality.replay_scoring import ReplayScorer
 from gcengine.quality.retention import AnchorRetention, AnchorScorer, session_corpus
 from gcengine.running.run import plugin_for, without_entries
 from gcengine.session import (
@@ -189,7 +192,7 @@ def replay_scorer(session: Session, cache: AnchorCache | None = None) -> AnchorS
         session.budget,
     )
     corpus = session_corpus(session) if cache is None else cache
-    return AnchorScorer(corpus, lambda m: figures(m)[0])
+    return ReplayScorer(corpus, lambda m: figures(m)[0], session.history)
 
 
 def requests_without_gc(session: Session) -> list[PromptRequest]:
@@ -259,7 +262,11 @@ class _Replay:
         self.shared_prefix = 0
         self.scorer = (
             scorer
-            or AnchorScorer(anchor_cache or session_corpus(session), lambda m: self.figures(m)[0])
+            or ReplayScorer(
+                anchor_cache or session_corpus(session),
+                lambda m: self.figures(m)[0],
+                session.history,
+            )
             if score_anchors
             else None
         )

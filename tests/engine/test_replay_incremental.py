@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import gcengine
 from gcengine import AnchorRetention, AnchorScorer, Message, Session
+from gcengine.quality.replay_scoring import ReplayScorer
 from gcengine.quality.retention import session_corpus
 from gcengine.running import load_gc_plugin, simulate
 from gcengine.synthetic import SessionShape, generate_session_file
@@ -146,3 +147,58 @@ def test_a_replay_lays_each_window_out_as_a_budget_built_for_it_afresh(
     assert json.loads(replay.model_dump_json(exclude={"plugin"})) == json.loads(
         ours.model_dump_json(exclude={"plugin"})
     )
+
+
+class _Watching(ReplayScorer):
+    """The scorer a replay makes for itself, counting the contexts it scored by comparing
+    or counting them whole (``AnchorScorer.score``) rather than from the run taken."""
+
+    compared = 0
+
+    def score(self, *args: Any, **kwargs: Any) -> AnchorRetention:
+        self.compared += 1
+        return super().score(*args, **kwargs)
+
+
+def watching(session: Session) -> _Watching:
+    replays = gcengine.replay_scorer(session)
+    return _Watching(replays.cache, lambda m: replays.tokens_of([m]), session.history)
+
+
+@settings(max_examples=40, deadline=None)
+@given(SESSIONS, st.sampled_from(POLICIES))
+def test_a_replay_scorer_scores_each_collection_as_a_new_scorer_of_that_context_does(
+    session: Session, policy: dict[str, Any]
+) -> None:
+    config = gcengine.load_gc_config(policy, env={})
+    _, fresh = scorers(session)
+    scored = simulate(session, config, score_anchors=True, scorer=watching(session))
+    assert scored == simulate(session, config, score_anchors=True, scorer=fresh)
+    assert scored == simulate(session, config, score_anchors=True)
+
+
+def test_a_truncating_replay_scores_each_collection_from_the_run_it_took() -> None:
+    session = synthetic(2, 300, 20_000)
+    config = gcengine.load_gc_config(POLICIES[0], env={})
+    replays = watching(session)
+    scored = simulate(session, config, score_anchors=True, scorer=replays)
+    assert len(scored.events) > 150
+    assert replays.compared == 0
+    assert scored == simulate(session, config, score_anchors=True, scorer=scorers(session)[1])
+    # Shared by a second replay of the session, it starts from an empty window again.
+    assert simulate(session, config, score_anchors=True, scorer=replays) == scored
+    assert replays.compared == 0
+
+
+def test_a_replay_scorer_scores_a_window_the_session_does_not_hold_as_any_scorer() -> None:
+    session = synthetic(3, 40, 12_000)
+    replays = watching(session)
+    history = session.history
+    stranger = history[5].model_copy(update={"message_id": "not-in-the-session"})
+    before = [*history[:20], stranger, *history[20:30]]
+    after = before[:1] + before[12:]
+    _, fresh = scorers(session)
+    assert replays.score_taken(before, after, 1, 12) == fresh.score_change(before, after)
+    assert replays.compared == 1
+    twice = [*history[:20], history[3]]
+    assert replays.score_taken(twice, twice[:2], 2, 21) == fresh.score_change(twice, twice[:2])
