@@ -16,17 +16,20 @@ each message's last weight; which of them are in view.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, compress, count, product, repeat
 from operator import and_, attrgetter, is_, itemgetter, le, not_
+from typing import TYPE_CHECKING
 
 from gcengine.messages import Message
 from gcengine.quality.anchor_text import is_literal_word, literal_found, literal_words
 from gcengine.quality.anchors import ANCHOR_CLASSES, CLASS_INFO, Anchor, AnchorClass, MatchRule
-from gcengine.quality.reading import View
 from gcengine.quality.tally import AnchorKey, Held
+
+if TYPE_CHECKING:
+    from gcengine.quality.reading import View
 
 _KEYS, _ANCHORS = attrgetter("keys"), attrgetter("anchors")
 _KEY, _RULE, _CLASS = attrgetter("key"), attrgetter("rule"), itemgetter(0)
@@ -54,28 +57,20 @@ class Kept:
     newest_retained: int
 
 
-class ContextCount:
-    """A context's anchors, counted at once (what a ``Tally`` of it holds that a score reads):
-    each message's ``Held``, cost and view, the context's tokens, its distinct anchors per
-    class, and each anchor's last mention and where it is, by first mention (``last``).
+class ContextAnchors:
+    """A context's anchors, counted at once: each message's ``Held``, the context's distinct
+    anchors per class, and each anchor's last mention and where it is, by first mention
+    (``last``). An ``AnchorCache`` keeps the last one it counted: every run of a session is
+    scored against its history.
 
     What a compaction kept of them is counted from what it kept (``kept``): an anchor a kept
     message holds, a one-word one whose word is in view, one found in view one by one. A run
     keeps a few hundred of tens of thousands of anchors, and the ones it lost are then a
     count and the first few of each class."""
 
-    def __init__(
-        self,
-        messages: Sequence[Message],
-        held_of: Callable[[Message], Held],
-        tokens: Callable[[Message], int],
-        view_of: Callable[[Message], View],
-    ) -> None:
+    def __init__(self, messages: Sequence[Message], held_of: Callable[[Message], Held]) -> None:
         self.messages = list(messages)
         self.held = list(map(held_of, self.messages))
-        self.costs = list(map(tokens, self.messages))
-        self.views = list(map(view_of, self.messages))
-        self.tokens = sum(self.costs)
         # Each mention's position: the message's, once per anchor it holds.
         where = chain.from_iterable(map(repeat, count(), map(len, map(_KEYS, self.held))))
         mentions = zip(chain.from_iterable(map(_ANCHORS, self.held)), where, strict=True)
@@ -85,6 +80,9 @@ class ContextCount:
         )
         self.per_class = Counter(map(_CLASS, self.last))
         self._one_by_one: list[AnchorKey] | None = None
+        # The weight of the anchors mentioned last in the oldest and the newest third, for
+        # the thirds they were counted for.
+        self._thirds: tuple[tuple[int, int], int, int] | None = None
 
     def counts(self, context: Sequence[Message]) -> bool:
         """Whether ``context`` is this one: the same messages (objects) in the same order."""
@@ -99,19 +97,34 @@ class ContextCount:
         held = set(chain.from_iterable(map(_KEYS, compress(self.held, keep))))
         retained = [*held, *self._by_word(held, in_view), *self._found(held, in_view)]
         retained_count = Counter(map(_CLASS, retained))
-        oldest_end, newest_start = thirds
-        where = list(map(itemgetter(1), self.last.values()))
-        weights = list(map(_WEIGHT.__getitem__, map(_CLASS, self.last)))
-        kept_where = list(map(itemgetter(1), map(self.last.__getitem__, retained)))
-        kept_weights = list(map(_WEIGHT.__getitem__, map(_CLASS, retained)))
+        oldest, newest = self._weighed(thirds, self.last)
+        kept_oldest, kept_newest = self._weighed(thirds, retained)
         return Kept(
             retained=retained_count,
             lost_shown=self._lost_shown(set(retained), retained_count, shown),
-            oldest=sum(compress(weights, map(oldest_end.__gt__, where))),
-            oldest_retained=sum(compress(kept_weights, map(oldest_end.__gt__, kept_where))),
-            newest=sum(compress(weights, map(newest_start.__le__, where))),
-            newest_retained=sum(compress(kept_weights, map(newest_start.__le__, kept_where))),
+            oldest=oldest,
+            oldest_retained=kept_oldest,
+            newest=newest,
+            newest_retained=kept_newest,
         )
+
+    def _weighed(self, thirds: tuple[int, int], keys: Collection[AnchorKey]) -> tuple[int, int]:
+        """The weight of ``keys`` mentioned last in the oldest and in the newest third (which
+        start at ``thirds``); the context's own, once for each thirds."""
+        every = keys is self.last
+        if every and self._thirds is not None and self._thirds[0] == thirds:
+            return self._thirds[1:]
+        oldest_end, newest_start = thirds
+        mentions = self.last.values() if every else map(self.last.__getitem__, keys)
+        where = list(map(itemgetter(1), mentions))
+        weights = list(map(_WEIGHT.__getitem__, map(_CLASS, keys)))
+        weighed = (
+            sum(compress(weights, map(oldest_end.__gt__, where))),
+            sum(compress(weights, map(newest_start.__le__, where))),
+        )
+        if every:
+            self._thirds = (thirds, *weighed)
+        return weighed
 
     def _by_word(self, held: set[AnchorKey], in_view: InView) -> list[AnchorKey]:
         """The literal anchors of one word no kept message holds whose word is in view: each
@@ -140,17 +153,45 @@ class ContextCount:
         self, retained: set[AnchorKey], retained_count: Counter[AnchorClass], shown: int
     ) -> dict[AnchorClass, list[str]]:
         """The first ``shown`` anchors each class lost, read until every class has all it
-        will show (a run loses hundreds of thousands)."""
+        will show (a run loses hundreds of thousands); the anchors of a class that has are
+        passed over in C."""
         lost_shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
-        per_class = self.per_class
-        wanted = sum(min(per_class[c] - retained_count[c], shown) for c in per_class)
-        for key, (anchor, _) in self.last.items():
-            if not wanted:
+        wanted = {
+            anchor_class: min(anchors - retained_count[anchor_class], shown)
+            for anchor_class, anchors in self.per_class.items()
+        }
+        showing = {anchor_class for anchor_class, count in wanted.items() if count}
+        of_showing = map(showing.__contains__, map(_CLASS, self.last))
+        for key, (anchor, _) in compress(self.last.items(), of_showing):
+            if not showing:
                 break
-            if key not in retained and len(texts := lost_shown[key[0]]) < shown:
-                texts.append(anchor.text)
-                wanted -= 1
+            if key not in retained:
+                (texts := lost_shown[key[0]]).append(anchor.text)
+                if len(texts) == wanted[key[0]]:
+                    showing.discard(key[0])
         return lost_shown
+
+
+class ContextCount:
+    """A context counted at once for one scorer (what a ``Tally`` of it holds that a score
+    reads): its ``anchors``, and each message's view and cost by the scorer's count, and the
+    context's tokens."""
+
+    def __init__(
+        self,
+        anchors: ContextAnchors,
+        tokens: Callable[[Message], int],
+        view_of: Callable[[Message], View],
+    ) -> None:
+        self.anchors = anchors
+        self.held = anchors.held
+        self.per_class = anchors.per_class
+        self.costs = list(map(tokens, anchors.messages))
+        self.views = list(map(view_of, anchors.messages))
+        self.tokens = sum(self.costs)
+
+    def counts(self, context: Sequence[Message]) -> bool:
+        return self.anchors.counts(context)
 
 
 def _decided_by_word(anchors: Iterable[Anchor]) -> Iterator[bool]:

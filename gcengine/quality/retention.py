@@ -392,7 +392,7 @@ class AnchorScorer:
                 words = self._words_in_view(after, views)
             in_view = InView(views, words)
             if isinstance(counted, ContextCount):
-                kept = counted.kept(keep, in_view, _thirds(len(before)), LOST_SHOWN)
+                kept = counted.anchors.kept(keep, in_view, _thirds(len(before)), LOST_SHOWN)
                 lost_count = counted.per_class - kept.retained
                 classes = _class_retention(counted.per_class, lost_count, kept.lost_shown)
                 recency = construct(
@@ -448,7 +448,8 @@ class AnchorScorer:
         more turns)."""
         whole = self._whole
         if self._tally is None and whole is None:
-            whole = self._whole = ContextCount(before, self._held_of, self._tokens, self._view_of)
+            anchors = self.cache.counted(before)
+            whole = self._whole = ContextCount(anchors, self._tokens, self._view_of)
         if whole is not None and not whole.counts(before):
             whole = self._whole = None
         return whole
