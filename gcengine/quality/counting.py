@@ -174,20 +174,14 @@ class ContextAnchors:
 
 class ContextCount:
     """A context counted at once for one scorer (what a ``Tally`` of it holds that a score
-    reads): its ``anchors``, and each message's view and cost by the scorer's count, and the
-    context's tokens."""
+    reads but the views, of which a score reads only those it keeps): its ``anchors``, each
+    message's cost by the scorer's count, and the context's tokens."""
 
-    def __init__(
-        self,
-        anchors: ContextAnchors,
-        tokens: Callable[[Message], int],
-        view_of: Callable[[Message], View],
-    ) -> None:
+    def __init__(self, anchors: ContextAnchors, tokens: Callable[[Message], int]) -> None:
         self.anchors = anchors
         self.held = anchors.held
         self.per_class = anchors.per_class
         self.costs = list(map(tokens, anchors.messages))
-        self.views = list(map(view_of, anchors.messages))
         self.tokens = sum(self.costs)
 
     def counts(self, context: Sequence[Message]) -> bool:

@@ -381,12 +381,13 @@ class AnchorScorer:
             # Most compactions only take messages out: what is in view is then the rest.
             copies = [] if taken else _copies_kept(list(compress(before, keep)), after)
             only_taken = copies is not None
-            views = (
-                list(compress(counted.views, keep))
-                if only_taken
-                else list(map(self._view_of, after))
-            )
-            if taken and self._shown_until is not None:
+            if not only_taken:
+                views = list(map(self._view_of, after))
+            elif isinstance(counted, ContextCount):  # what it kept is read now, no more
+                views = list(map(self._view_of, compress(before, keep)))
+            else:
+                views = list(compress(counted.views, keep))
+            if isinstance(counted, Tally) and taken and self._shown_until is not None:
                 words = self._words_taken(counted.views, self._shown_until, taken)
             else:
                 words = self._words_in_view(after, views)
@@ -449,7 +450,7 @@ class AnchorScorer:
         whole = self._whole
         if self._tally is None and whole is None:
             anchors = self.cache.counted(before)
-            whole = self._whole = ContextCount(anchors, self._tokens, self._view_of)
+            whole = self._whole = ContextCount(anchors, self._tokens)
         if whole is not None and not whole.counts(before):
             whole = self._whole = None
         return whole
