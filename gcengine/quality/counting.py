@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from gcengine.quality.reading import View
 
 _KEYS, _ANCHORS = attrgetter("keys"), attrgetter("anchors")
-_KEY, _RULE, _CLASS = attrgetter("key"), attrgetter("rule"), itemgetter(0)
+_KEY, _RULE, _CLASS, _TEXT = attrgetter("key"), attrgetter("rule"), itemgetter(0), itemgetter(1)
 _WEIGHT = {anchor_class: info.weight for anchor_class, info in CLASS_INFO.items()}
 # The characters of a word (``TERM``): a key that is nothing but these is one word. Stripping
 # them tells it in C, where a regular expression's match is several times the cost.
@@ -142,8 +142,10 @@ class ContextAnchors:
         """The other anchors (sentences, literal ones of several words) no kept message holds
         that are in view, each looked for there."""
         if self._one_by_one is None:
-            anchors = list(map(itemgetter(0), self.last.values()))
-            self._one_by_one = list(compress(self.last, map(not_, _decided_by_word(anchors))))
+            by_word = _decided_by_word(
+                map(_TEXT, self.last), map(itemgetter(0), self.last.values())
+            )
+            self._one_by_one = list(compress(self.last, map(not_, by_word)))
         checked = [key for key in self._one_by_one if key not in held]
         if len(checked) >= _GATHERED_FROM:
             in_view.gathered()
@@ -163,12 +165,12 @@ class ContextAnchors:
         showing = {anchor_class for anchor_class, count in wanted.items() if count}
         of_showing = map(showing.__contains__, map(_CLASS, self.last))
         for key, (anchor, _) in compress(self.last.items(), of_showing):
-            if not showing:
-                break
             if key not in retained:
                 (texts := lost_shown[key[0]]).append(anchor.text)
                 if len(texts) == wanted[key[0]]:
                     showing.discard(key[0])
+                    if not showing:
+                        break
         return lost_shown
 
 
@@ -188,13 +190,12 @@ class ContextCount:
         return self.anchors.counts(context)
 
 
-def _decided_by_word(anchors: Iterable[Anchor]) -> Iterator[bool]:
-    """For each of ``anchors``, whether it is decided by the count of the words in view: a
-    literal anchor of one word (``is_literal_word``, told by stripping its word characters,
-    in C). An empty key (none is found) counts as one word here: its word is in view nowhere,
-    as its text is found nowhere, so it is lost either way."""
-    anchors = list(anchors)
-    one_word = map(not_, map(str.strip, map(_KEY, anchors), repeat(_WORD_CHARS)))
+def _decided_by_word(keys: Iterable[str], anchors: Iterable[Anchor]) -> Iterator[bool]:
+    """For each of ``anchors`` (whose ``keys`` these are), whether it is decided by the count
+    of the words in view: a literal anchor of one word (``is_literal_word``, told by stripping
+    its word characters, in C). An empty key (none is found) counts as one word here: its word
+    is in view nowhere, as its text is found nowhere, so it is lost either way."""
+    one_word = map(not_, map(str.strip, keys, repeat(_WORD_CHARS)))
     return map(and_, one_word, map(is_, map(_RULE, anchors), repeat(MatchRule.LITERAL)))
 
 
@@ -269,7 +270,8 @@ def lost_of(unheld: Sequence[tuple[Anchor, int]], in_view: InView) -> list[tuple
     keys = list(map(_KEY, anchors))
     came, left = in_view.words.came.get, in_view.words.left.get
     lost = list(map(le, map(came, keys, repeat(0)), map(left, keys, repeat(0))))
-    one_by_one = list(compress(range(len(anchors)), map(not_, _decided_by_word(anchors))))
+    by_word = _decided_by_word(keys, anchors)
+    one_by_one = list(compress(range(len(anchors)), map(not_, by_word)))
     if len(one_by_one) >= _GATHERED_FROM:
         in_view.gathered()
     for position in one_by_one:
