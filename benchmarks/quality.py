@@ -10,17 +10,17 @@ work in every stretch), tried against a window small enough that policies collec
 * ``score_observed_compactions`` on a generated Claude Code transcript with compactions;
 * with ``--synthetic 10000``: a generated session of that many turns (JAATO's benchmark
   shape, ``gcengine.synthetic``), ``score_collection`` of a gc_budget run of it, first with
-  nothing read yet (every message's anchors are read) and then with the session's
-  ``anchor_cache`` kept from an earlier score (what a stored session's later runs and replays
-  pay), interleaved; and continuous replays of it without scores, with them, and with them and
-  the cache (one run each: a replay takes seconds): truncate, whose window stays at the
-  target, and gc_budget, which never takes preservable content in continuous mode, so its
-  context climbs past the window (``--budget-replay``: minutes at 10,000 turns). The scored
-  truncate replays use the replay's own scorer (``gcengine.quality.replay_scoring``): on a
-  2-core machine shared with five other jobs (load 4.7-8.1), medians of 3, CPU time in
-  brackets: unscored 9.8 s (3.9 s), scored 45.5 s (18.1 s), with the cache 28.6 s (11.5 s),
-  against 10.8 s (4.3 s), 50.6 s (23.0 s) and 37.1 s (14.6 s) with the scorer before
-  (``docs/engine.md``, Cost).
+  nothing read yet (every message's anchors are read), then with the session's
+  ``anchor_cache`` kept from an earlier score (its messages read and its history counted:
+  what a process that keeps the cache pays for the session's later runs), and with a cache
+  read back from its record (``cache_from_record``: what the dashboard's scores of a stored
+  session count, the record's reading aside), interleaved; and continuous replays of it
+  without scores, with them, and with them and the cache (one run each: a replay takes
+  seconds): truncate, whose window stays at the target, and gc_budget, which never takes
+  preservable content in continuous mode, so its context climbs past the window
+  (``--budget-replay``: minutes at 10,000 turns). The scored truncate replays use the
+  replay's own scorer (``gcengine.quality.replay_scoring``); figures in ``docs/engine.md``
+  (Cost).
 
 The load average is printed before and after: the machine is shared.
 
@@ -37,6 +37,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,16 +160,20 @@ def synthetic(turns: int, repeat: int, *, budget_replay: bool) -> None:
     after = gcengine.run_gc(session, config).session.history
     cache = gcengine.anchor_cache(session)
     gcengine.score_collection(session, after, cache)
+    record = gcengine.anchors_record(cache)
     first: list[tuple[float, float]] = []
     cached: list[tuple[float, float]] = []
-    for _ in range(repeat):  # interleaved, so both see the same load
+    read_back: list[tuple[float, float]] = []
+    for _ in range(repeat):  # interleaved, so all see the same load
         first.append(wall_and_cpu(lambda: gcengine.score_collection(session, after)))
         cached.append(wall_and_cpu(lambda: gcengine.score_collection(session, after, cache)))
+        stored = gcengine.cache_from_record(cache.messages, record)  # the dashboard's
+        read_back.append(wall_and_cpu(partial(gcengine.score_collection, session, after, stored)))
     print(
         f"generated session: {turns:,} turns, {session.budget.total_tokens():,} tokens; "
         f"score_collection of a gc_budget run ({len(session.history) - len(after):,} messages "
         f"taken out): {seconds(first)} reading every message, {seconds(cached)} with the "
-        "session's anchor cache"
+        f"session's anchor cache, {seconds(read_back)} with a cache read back from its record"
     )
     policies = [("truncate", TRUNCATE_CONTINUOUS)]
     if budget_replay:

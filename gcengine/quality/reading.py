@@ -24,6 +24,7 @@ from gcengine.quality.anchors import (
     visible_pieces,
     vocabulary_words,
 )
+from gcengine.quality.counting import ContextAnchors
 from gcengine.quality.session_anchors import AnchorContext, anchor_context
 from gcengine.quality.tally import Held, held
 
@@ -106,6 +107,9 @@ class AnchorCache:
     said (what its anchor context and an invented anchor's words are read from). A message is
     read again only when its content changed (same id, other parts, role or kind)."""
 
+    # The last context whose anchors were counted at once (``counted``).
+    _counted: ContextAnchors | None = None
+
     def __init__(self, corpus: Iterable[Message]) -> None:
         self._corpus = [m for m in corpus if m.kind is MessageKind.CHAT]
         self._views: dict[str, tuple[Message, View]] = {}
@@ -179,3 +183,11 @@ class AnchorCache:
                 held(message_anchors(message, self.context)),
             )
         return known[1]
+
+    def counted(self, context: Sequence[Message]) -> ContextAnchors:
+        """The anchors of ``context`` counted at once, kept for the next score of the same
+        context (the same messages): every run of a session is scored against its history."""
+        counted = self._counted
+        if counted is None or not counted.counts(context):
+            counted = self._counted = ContextAnchors(context, self.held_of)
+        return counted

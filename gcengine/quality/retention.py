@@ -28,8 +28,6 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter, not_
 from typing import Any
@@ -39,18 +37,14 @@ from pydantic import BaseModel, Field, computed_field
 from gcengine._fast import construct
 from gcengine.errors import RetentionGateError
 from gcengine.messages import Message, MessageKind, PartType
-from gcengine.quality.anchor_text import TERM
 from gcengine.quality.anchors import (
     ANCHOR_CLASSES,
     Anchor,
     AnchorClass,
-    MatchRule,
-    is_literal_word,
     literal_anchors_of,
-    literal_found,
-    literal_words,
     vocabulary_words,
 )
+from gcengine.quality.counting import ContextCount, InView, WordCount, lost_of
 from gcengine.quality.reading import AnchorCache, View, not_carried
 from gcengine.quality.session_anchors import AnchorContext
 from gcengine.quality.tally import AnchorKey, Tally
@@ -292,11 +286,13 @@ class AnchorScorer:
         # The anchors of the last context scored, and what its compaction left (a replay's
         # next context is that and a few more turns).
         self._tally: Tally[View] | None = None
+        # Its first context, counted at once, until it scores another (``_whole_of``).
+        self._whole: ContextCount | None = None
         self._pending: tuple[list[Message], list[int], bytes] | None = None
         # The words of the last context scored, kept up to date from one score to the next (a
         # replay's contexts differ by a few turns): how many views in it hold each word.
         self._shown: set[View] = set()
-        self._words_shown = _WordCount()
+        self._words_shown = WordCount()
         # How many of the tally's messages are that last context, when it is the context
         # before of the score under way but for the messages after them (a replay's next).
         self._shown_until: int | None = None
@@ -370,7 +366,8 @@ class AnchorScorer:
         An anchor some kept message holds is in view as it was; only the ones held by
         removed messages alone are looked for in ``after`` (most of a context is kept)."""
         with self._lock:
-            tally = self._tally_of(before)
+            whole = self._whole_of(before)
+            counted: ContextCount | Tally[View] = whole or self._tally_of(before)
             if taken is None:
                 gone = {m.message_id for m in removed}
                 gone_at = list(
@@ -381,44 +378,60 @@ class AnchorScorer:
             keep = bytearray(b"\x01") * len(before)
             for position in gone_at:
                 keep[position] = 0
-            # The anchors no message kept unchanged holds, by their first mention (the order
-            # lost ones are listed in), each with its last mention and where that is.
-            held = tally.held
-            unheld: dict[AnchorKey, tuple[Anchor, int]] = {}
-            for position in gone_at:
-                entry = held[position]
-                unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
-            for key in _still_held(tally, unheld, gone_at, keep):
-                del unheld[key]
             # Most compactions only take messages out: what is in view is then the rest.
             copies = [] if taken else _copies_kept(list(compress(before, keep)), after)
             only_taken = copies is not None
-            views = (
-                list(compress(tally.views, keep)) if only_taken else list(map(self._view_of, after))
-            )
-            if taken and self._shown_until is not None:
-                words = self._words_taken(tally.views, self._shown_until, taken)
+            if not only_taken:
+                views = list(map(self._view_of, after))
+            elif isinstance(counted, ContextCount):  # what it kept is read now, no more
+                views = list(map(self._view_of, compress(before, keep)))
+            else:
+                views = list(compress(counted.views, keep))
+            if isinstance(counted, Tally) and taken and self._shown_until is not None:
+                words = self._words_taken(counted.views, self._shown_until, taken)
             else:
                 words = self._words_in_view(after, views)
-            in_view = _InView(views, words)
-            lost = _lost(unheld.values(), in_view)
-            anchors = dict(tally.per_class)
-            last_weights = tally.last_weights()
-            tokens_before = tally.tokens
+            in_view = InView(views, words)
+            if isinstance(counted, ContextCount):
+                kept = counted.anchors.kept(keep, in_view, _thirds(len(before)), LOST_SHOWN)
+                lost_count = counted.per_class - kept.retained
+                classes = _class_retention(counted.per_class, lost_count, kept.lost_shown)
+                recency = construct(
+                    RecencyRetention,
+                    oldest_weight=kept.oldest,
+                    oldest_retained=kept.oldest_retained,
+                    newest_weight=kept.newest,
+                    newest_retained=kept.newest_retained,
+                )
+            else:
+                # The anchors no message kept unchanged holds, by their first mention (the
+                # order lost ones are listed in), each with its last mention and where that is.
+                unheld: dict[AnchorKey, tuple[Anchor, int]] = {}
+                for position in gone_at:
+                    entry = counted.held[position]
+                    mentions = zip(entry.anchors, repeat(position))
+                    unheld.update(zip(entry.keys, mentions, strict=True))
+                for key in _still_held(counted, unheld, gone_at, keep):
+                    del unheld[key]
+                lost = lost_of(list(unheld.values()), in_view)
+                classes = _classes(counted.per_class, lost)
+                recency = _recency(counted.last_weights(), lost)
+            tokens_before = counted.tokens
             if copies is None:
                 tokens_after = self.tokens_of(after)
             else:
-                costs = list(compress(tally.costs, keep))
+                costs = list(compress(counted.costs, keep))
                 tokens_after = sum(costs) + sum(self._tokens(after[p]) - costs[p] for p in copies)
             # The next context a replay scores is this one's after and then more turns.
-            self._pending = (list(after), gone_at, bytes(keep)) if only_taken else None
+            pending = only_taken and whole is None
+            self._pending = (list(after), gone_at, bytes(keep)) if pending else None
         # Built unchecked (a replay scores thousands): every figure is one counted above, and
         # every field is given, in the order they are written out.
         return construct(
             AnchorRetention,
-            classes=_classes(anchors, lost),
+            classes=classes,
             invented=self._invented(replacement),
-            recency=_recency(last_weights, lost),
+            recency=recency,
             removed_messages=len(removed),
             removed_tokens=self.tokens_of(removed),
             replacement_tokens=self.tokens_of(replacement),
@@ -428,6 +441,19 @@ class AnchorScorer:
             compactions=1,
             unscorable=None,
         )
+
+    def _whole_of(self, before: Sequence[Message]) -> ContextCount | None:
+        """``before`` counted at once, when it is the first context this scorer scores (a run's
+        score, a ranking's contexts after one context before); None from the first other one
+        on, which the tally counts (a replay's contexts, each the last one's after and a few
+        more turns)."""
+        whole = self._whole
+        if self._tally is None and whole is None:
+            anchors = self.cache.counted(before)
+            whole = self._whole = ContextCount(anchors, self._tokens)
+        if whole is not None and not whole.counts(before):
+            whole = self._whole = None
+        return whole
 
     def _tally_of(self, before: Sequence[Message]) -> Tally[View]:
         """The tally of ``before``: the last one kept, brought up to it when ``before`` is
@@ -447,7 +473,7 @@ class AnchorScorer:
         self._tally = tally
         return tally
 
-    def _words_in_view(self, visible: Sequence[Message], views: Sequence[View]) -> _WordCount:
+    def _words_in_view(self, visible: Sequence[Message], views: Sequence[View]) -> WordCount:
         """``_words_shown`` for ``visible``: the views that left the context taken out, the ones
         that came in added."""
         # A view belongs to one message id, so the views of two contexts compare as sets.
@@ -459,7 +485,7 @@ class AnchorScorer:
         self._shown = now
         return self._words_shown
 
-    def _words_taken(self, views: Sequence[View], shown: int, taken: tuple[int, int]) -> _WordCount:
+    def _words_taken(self, views: Sequence[View], shown: int, taken: tuple[int, int]) -> WordCount:
         """``_words_in_view`` when the context before is the last one after (the first
         ``shown`` of ``views``) and then more, and this compaction took the run ``taken`` of
         it: the new views come in, those of the run leave (a view both does is counted both
@@ -603,13 +629,22 @@ def _classes(
         if len(texts := shown[anchor.anchor_class]) < LOST_SHOWN:
             texts.append(anchor.text)
             wanted -= 1
+    return _class_retention(anchors, lost_count, shown)
+
+
+def _class_retention(
+    anchors: Mapping[AnchorClass, int],
+    lost: Mapping[AnchorClass, int],
+    shown: Mapping[AnchorClass, list[str]],
+) -> list[ClassRetention]:
+    """Each class's ``anchors``, how many it ``lost`` and the first of them ``shown``."""
     return [
         construct(
             ClassRetention,
             anchor_class=c.anchor_class,
             weight=c.weight,
             anchors=anchors.get(c.anchor_class, 0),
-            retained=anchors.get(c.anchor_class, 0) - lost_count[c.anchor_class],
+            retained=anchors.get(c.anchor_class, 0) - lost.get(c.anchor_class, 0),
             lost=shown[c.anchor_class],
         )
         for c in ANCHOR_CLASSES
@@ -629,72 +664,6 @@ def _recency(last_weights: list[int], lost: list[tuple[Anchor, int]]) -> Recency
         newest_weight=newest,
         newest_retained=newest - sum(weight[a.anchor_class] for a, p in lost if p >= newest_start),
     )
-
-
-@dataclass
-class _WordCount:
-    """How many views of a context hold each word, as how many times views holding it came
-    into the context and left it: both are counted by ``Counter.update``, in C, where
-    ``Counter.subtract`` is a Python loop over every word of every view that leaves (a replay
-    takes views out at each of its collections)."""
-
-    came: Counter[str] = field(default_factory=Counter)
-    left: Counter[str] = field(default_factory=Counter)
-
-    def holds(self, word: str) -> bool:
-        return self.came.get(word, 0) > self.left.get(word, 0)
-
-
-@dataclass
-class _InView:
-    """What a model sees after a compaction: the views of its messages, and how many of them
-    hold each literal word."""
-
-    views: Sequence[View]
-    words: _WordCount
-
-    @cached_property
-    def text(self) -> str:
-        """Every view's text, joined only when an anchor has to be looked for in it: most are
-        decided by the words in view, and a long context's text is megabytes (a replay scores
-        thousands of contexts)."""
-        return "\n".join(view.text for view in self.views)
-
-
-def _lost(unheld: Iterable[tuple[Anchor, int]], in_view: _InView) -> list[tuple[Anchor, int]]:
-    """Of anchors no message kept holds, the ones not in view (``_retained``); a one-word
-    literal one, most of them, decided here by the count of the words in view."""
-    came, left, literal = in_view.words.came.get, in_view.words.left.get, MatchRule.LITERAL
-    one_word = TERM.fullmatch  # ``is_literal_word``, read once an anchor (most are lost)
-    return [
-        (anchor, position)
-        for anchor, position in unheld
-        if not (
-            came(anchor.key, 0) > left(anchor.key, 0)  # ``_WordCount.holds``
-            if anchor.rule is literal and one_word(anchor.key)
-            else _retained(anchor, in_view)
-        )
-    ]
-
-
-def _retained(anchor: Anchor, in_view: _InView) -> bool:
-    if anchor.rule is MatchRule.LITERAL:
-        # A key that is one word is found exactly when that word is in view (most are). Each
-        # word of a longer key found as whole words is a whole word where it is found, so a
-        # key with a word nowhere in view is not looked for in the text.
-        holds = in_view.words.holds
-        if is_literal_word(anchor.key):
-            return holds(anchor.key)
-        if not all(map(holds, literal_words(anchor.key))):
-            return False
-        return literal_found(in_view.text, anchor.key)
-    needed = anchor.needed()
-    for view in in_view.views:
-        if len(anchor.terms & view.words) < needed:
-            continue
-        if any(len(anchor.terms & sentence) >= needed for sentence in view.sentences()):
-            return True
-    return False
 
 
 # --- Runs and observed compactions -------------------------------------------------------------
