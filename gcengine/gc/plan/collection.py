@@ -20,7 +20,6 @@ from gcengine.conversation import ConversationIndex, Exchange, turn_key_of
 from gcengine.foreign import ForeignHistory
 from gcengine.gc.types import (
     ContextUsage,
-    GCRemovalItem,
 )
 from gcengine.messages import (
     Message,
@@ -276,6 +275,7 @@ class Collection:
         on positions (``Planned``), its units made only if asked for."""
         figures, layout = self.figures, self.layout
         policies, tokens, created = figures.policies, figures.tokens, figures.created_at
+        in_order = figures.created_in_order  # a turn's oldest message is then its first
         sealed, protected = self.sealed, self.protected
         ephemeral, new = GCPolicy.EPHEMERAL, tuple.__new__
         exchanges = self._inner(_planned_exchange)
@@ -294,7 +294,7 @@ class Collection:
                         turn,
                         range(start, end),
                         sum(tokens[start:end]),
-                        min(created[start:end]),
+                        created[start] if in_order else min(created[start:end]),
                         ephemeral,
                         True,
                         None,
@@ -312,7 +312,7 @@ class Planned(NamedTuple):
     ``positions`` a range) or a tool exchange or notice inside one, with what deciding reads
     (tokens, oldest creation time, policy, positions, turn). Its ``Unit`` and removal item are
     made only when asked for: a collection takes thousands, and its result needs only the
-    removal items, made straight from this.
+    removal items, made straight from this (``Decision.removal_items``).
 
     An exchange's ``positions``, ``key`` and ``message_ids`` are its own (for a whole turn the
     key and ids are read from the collection when asked for). Made with ``tuple.__new__``
@@ -348,26 +348,6 @@ class Planned(NamedTuple):
             turn,
             False,
             self.positions,  # type: ignore[arg-type]  # an exchange's: its list
-        )
-
-    def removal_item(self, reason: str) -> GCRemovalItem:
-        """What the result's removal list says of this unit, as of its ``Unit``."""
-        collection, turn = self.collection, self.turn_position
-        if self.whole_turn:
-            start, end = collection.layout.span(turn)
-            key, message_ids = collection.turn_key(turn), collection.ids[start:end]
-        else:
-            assert self.key is not None
-            assert self.message_ids is not None
-            key, message_ids = self.key, [*self.message_ids]
-        return GCRemovalItem(
-            InstructionSource.CONVERSATION,
-            key,
-            self.tokens,
-            reason,
-            message_ids,
-            collection.layout.indices[turn],
-            None,
         )
 
 

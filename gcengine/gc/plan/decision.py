@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from gcengine.budget import InstructionSource
+from gcengine.conversation import turn_key_of
 from gcengine.gc.types import (
     GCRemovalItem,
     RemovalReason,
@@ -89,27 +93,39 @@ class Decision:
 
     def reasons(self) -> dict[str, int]:
         """How many units were taken for each reason."""
-        counts: dict[str, int] = {}
-        for _, why in self.taken:
-            counts[why] = counts.get(why, 0) + 1
-        return counts
+        return Counter(map(itemgetter(1), self.taken))
 
     def removal_items(self) -> list[GCRemovalItem]:
-        """The result's removal list: an item a unit taken, in order."""
-        return [
-            GCRemovalItem(
-                unit.source,
-                unit.key,
-                unit.tokens,
-                why,
-                [*unit.message_ids],
-                unit.turn_index,
-                unit.verdict,
-            )
-            if isinstance(unit, Unit)
-            else unit.removal_item(why)
-            for unit, why in self.taken
-        ]
+        """The result's removal list: an item a unit taken, in order, each as of its ``Unit``;
+        one loop, a unit decided on by position read as the tuple it is (a collection takes
+        thousands, and reading their fields by name cost as much as making the items)."""
+        items: list[GCRemovalItem] = []
+        add, conversation = items.append, InstructionSource.CONVERSATION
+        for unit, why in self.taken:
+            if isinstance(unit, Unit):
+                add(
+                    GCRemovalItem(
+                        unit.source,
+                        unit.key,
+                        unit.tokens,
+                        why,
+                        [*unit.message_ids],
+                        unit.turn_index,
+                        unit.verdict,
+                    )
+                )
+                continue
+            collection, turn, positions, tokens, _, _, whole, key, message_ids = unit
+            index = collection.layout.indices[turn]
+            if whole:  # a whole turn: its key and ids are the collection's
+                start = positions[0]
+                key = turn_key_of(index, None if index is not None else collection.history[start])
+                message_ids = collection.ids[start : start + len(positions)]
+            else:
+                assert message_ids is not None
+                message_ids = [*message_ids]
+            add(GCRemovalItem(conversation, key, tokens, why, message_ids, index, None))
+        return items
 
     def remove(self, unit: Unit, reason: str) -> None:
         self.take((unit,), reason, None)
