@@ -170,13 +170,13 @@ class Strategy:
         except SummarizerError as error:
             return list(collection.history), failed(collection, self.name, reason, str(error))
         notification = None
-        if decision.removed and notifies:
+        if decision.items and notifies:
             if jaato:  # JAATO's notice, whatever it costs
                 fields = self.notification_fields(collection, decision)
                 notification = render_template(template, fields)
             else:
                 notification, decision = self._settle(collection, decision, template, counter)
-        if not decision.removed:
+        if not decision.items:
             return self._nothing_taken(collection, decision, config, reason, counter, notifies)
         new_history, result = apply(
             collection,
@@ -291,7 +291,7 @@ class Strategy:
             return _jaato_fields(collection, decision)
         kinds = collection.layout.kinds
         truncated = summarized = 0
-        for unit, why in decision.removed:
+        for unit, why in decision.taken:
             position = unit.turn_position
             if unit.whole_turn and position is not None and kinds[position] is MessageKind.CHAT:
                 if why == RemovalReason.SUMMARIZED:
@@ -304,7 +304,7 @@ class Strategy:
             "kept": _recent_turns_kept(collection, decision),
             "truncated": truncated,
             "summarized": summarized,
-            "items": len(decision.removed),
+            "items": decision.items,
             "freed": freed,
             "tokens_freed": freed,
         }

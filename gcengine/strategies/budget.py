@@ -117,9 +117,7 @@ class BudgetStrategy(Strategy):
             take_until_target(
                 collection, preservable, RemovalReason.PRESERVABLE_UNDER_PRESSURE, decision
             )
-        counts: dict[str, int] = {}
-        for _, why in decision.removed:
-            counts[why] = counts.get(why, 0) + 1
+        counts = decision.reasons()
         decision.details.update(
             {
                 "enrichment_cleared": counts.get(RemovalReason.ENRICHMENT_BULK_CLEAR, 0) > 0,

@@ -44,6 +44,7 @@ agent's summary are not kept, and without a budget nothing is locked, as in JAAT
 from gcengine.gc.plan.applying import apply, failed
 from gcengine.gc.plan.collection import (
     Collection,
+    Planned,
     jaato_rules,
     pinned_turns,
     preserve_count,
@@ -65,6 +66,7 @@ __all__ = [
     "BudgetLeaf",
     "Collection",
     "Decision",
+    "Planned",
     "Unit",
     "apply",
     "failed",

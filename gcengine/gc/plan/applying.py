@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from gcengine._fast import construct, entries_made
 from gcengine.foreign import ForeignHistory, originals_of
 from gcengine.gc.types import (
-    GCRemovalItem,
     GCResult,
     GCTriggerReason,
 )
@@ -222,18 +221,7 @@ def apply(
         for m in inserts
         if m.kind is not MessageKind.CHAT and not collection.figures.covers(m.message_id)
     )
-    removal_list = [
-        GCRemovalItem(
-            unit.source,
-            unit.key,
-            unit.tokens,
-            why,
-            [*unit.message_ids],
-            unit.turn_index,
-            unit.verdict,
-        )
-        for unit, why in decision.removed
-    ]
+    removal_list = decision.removal_items()
     tokens_after = collection.tokens_before - decision.freed + added
     # Every figure here is the engine's own: the result is made without validating it again.
     result = construct(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, count, islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gcengine._fast import construct
 from gcengine.budget import (
@@ -16,7 +16,7 @@ from gcengine.budget import (
     InstructionSource,
     most_protective,
 )
-from gcengine.conversation import ConversationIndex, turn_key_of
+from gcengine.conversation import ConversationIndex, Exchange, turn_key_of
 from gcengine.foreign import ForeignHistory
 from gcengine.gc.types import (
     ContextUsage,
@@ -184,54 +184,59 @@ class Collection:
         units like any other, and a unit with a locked member is itself locked. Units are made
         as a strategy asks for them, so one that stops early makes no more.
         """
+        return self._inner(_exchange_unit)
+
+    def _inner[M](
+        self, make: Callable[[Collection, Exchange, int | None], M]
+    ) -> Iterator[M | Unit]:
+        """``inner_units``, each exchange made by ``make`` (from the collection, the exchange
+        and its turn's stable index); the model's text before one is a ``Unit``."""
         layout, sealed, open_before = self.layout, self.sealed, self.open_before
         starts, indices = layout.starts, layout.indices
         first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
-        conversation, text_before = InstructionSource.CONVERSATION, self._text_before
+        said = self._model_text
         turn, start, index = -1, 0, None
         for exchange in self.figures.exchanges_from(first):
-            at, positions, key, message_ids, tokens, policy, created_at = exchange
+            at, positions = exchange.turn, exchange.positions
             if at in sealed or positions[-1] >= open_before:
                 continue
             if at != turn:  # the first exchange of a turn: the model's text from its start
                 turn, start, index = at, starts[at], indices[at]
-            text = text_before(positions[0], start)
-            if text:
-                yield self.piece_unit(turn, text, f"{key}/text")
-            yield Unit(
-                conversation,
-                key,
-                message_ids,
-                tokens,
-                policy,
-                created_at,
-                index,
-                turn,
-                False,
-                positions,
-            )
+            before = positions[0] - 1  # most often a request or a result: no text to read back
+            if before >= start and said(before):
+                text = self._text_before(positions[0], start)
+                yield self.piece_unit(turn, text, f"{exchange.key}/text")
+            yield make(self, exchange, index)
             start = positions[-1] + 1
 
     def _text_before(self, position: int, start: int) -> list[int]:
         """The model's text messages just before ``position``, back to ``start`` or to any
         other message (a request, a result): what the model said leading up to an exchange."""
-        history, text = self.history, []
-        # A foreign history's roles and traffic are read already: no message is made for them.
-        foreign = history if isinstance(history, ForeignHistory) else None
-        for p in range(position - 1, start - 1, -1):
-            if foreign is not None:
-                said = foreign.roles[p] is Role.MODEL and foreign.traffic[p] is None
-            else:
-                message = history[p]
-                said = (
-                    message.role is Role.MODEL
-                    and message.kind is MessageKind.CHAT
-                    and tool_traffic(message) is None
-                )
-            if not said:
-                break
+        said, text, p = self._model_text, [], position - 1
+        while p >= start and said(p):
             text.append(p)
+            p -= 1
         return text[::-1]
+
+    @cached_property
+    def _model_text(self) -> Callable[[int], bool]:
+        """Whether the message at a position is the model's text, in no tool traffic. Told
+        once a collection whether the history is foreign (which costs more than reading a
+        message): its roles and traffic are read already, and no message is made for them."""
+        history = self.history
+        if isinstance(history, ForeignHistory):
+            roles, traffic = history.roles, history.traffic
+            return lambda p: roles[p] is Role.MODEL and traffic[p] is None
+
+        def said(p: int) -> bool:
+            message = history[p]
+            return (
+                message.role is Role.MODEL
+                and message.kind is MessageKind.CHAT
+                and tool_traffic(message) is None
+            )
+
+        return said
 
     def piece_unit(self, turn: int, positions: list[int], key: str) -> Unit:
         """Messages of turn ``turn`` as one unit, with the most protective of their policies."""
@@ -265,15 +270,18 @@ class Collection:
             if unit.turn_position in self.protected and unit.policy not in kept
         )
 
-    def ephemeral_units(self) -> Iterator[Unit]:
+    def ephemeral_units(self) -> Iterator[Unit | Planned]:
         """Ephemeral content of the conversation, oldest first, as asked for: a removable turn
         whose every message is ephemeral as one unit, and in any other unsealed turn its
         ephemeral tool exchanges and notices (gc_budget's phase 1b). One pass, turn by turn,
-        so a collection that stops early looks at no further turn."""
-        policies, layout = self.figures.policies, self.layout
-        sealed, protected, make = self.sealed, self.protected, self._turn_unit
-        ephemeral = GCPolicy.EPHEMERAL
-        exchanges = self.inner_units()
+        so a collection that stops early looks at no further turn; what it takes is decided
+        on positions (``Planned``), its units made only if asked for."""
+        figures, layout = self.figures, self.layout
+        policies, tokens, created = figures.policies, figures.tokens, figures.created_at
+        in_order = figures.created_in_order  # a turn's oldest message is then its first
+        sealed, protected = self.sealed, self.protected
+        ephemeral, new = GCPolicy.EPHEMERAL, tuple.__new__
+        exchanges = self._inner(_planned_exchange)
         pending = next(exchanges, None)
         # Where each turn starts and ends, read in one zip rather than a span per turn.
         ends = chain(islice(layout.starts, 1, None), (len(self.ids),))
@@ -282,11 +290,91 @@ class Collection:
                 continue
             wholly = turn not in protected and policies[start:end].count(ephemeral) == end - start
             if wholly:
-                yield make(turn, start, end, None, ephemeral)
+                yield new(
+                    Planned,
+                    (
+                        self,
+                        turn,
+                        range(start, end),
+                        sum(tokens[start:end]),
+                        created[start] if in_order else min(created[start:end]),
+                        ephemeral,
+                        True,
+                        None,
+                        None,
+                    ),
+                )
             while pending is not None and pending.turn_position == turn:
                 if not wholly and pending.policy is ephemeral:
                     yield pending
                 pending = next(exchanges, None)
+
+
+class Planned(NamedTuple):
+    """A conversation unit decided on by position: a whole turn (``whole_turn``, its
+    ``positions`` a range) or a tool exchange or notice inside one, with what deciding reads
+    (tokens, oldest creation time, policy, positions, turn). Its ``Unit`` and removal item are
+    made only when asked for: a collection takes thousands, and its result needs only the
+    removal items, made straight from this (``Decision.removal_items``).
+
+    An exchange's ``positions``, ``key`` and ``message_ids`` are its own (for a whole turn the
+    key and ids are read from the collection when asked for). Made with ``tuple.__new__``
+    and every field given: a named tuple's own ``__new__`` is a Python function, costing
+    three times as much, as much as a ``Unit``."""
+
+    collection: Collection
+    turn_position: int
+    positions: Sequence[int]
+    tokens: int
+    created_at: float
+    policy: GCPolicy
+    whole_turn: bool
+    key: str | None = None
+    message_ids: list[str] | None = None
+
+    def unit(self) -> Unit:
+        """The ``Unit`` this stands for, as the collection makes it."""
+        collection, turn = self.collection, self.turn_position
+        if self.whole_turn:
+            start, end = collection.layout.span(turn)
+            return collection._turn_unit(turn, start, end, None, self.policy)
+        assert self.key is not None
+        assert self.message_ids is not None
+        return Unit(
+            InstructionSource.CONVERSATION,
+            self.key,
+            self.message_ids,
+            self.tokens,
+            self.policy,
+            self.created_at,
+            collection.layout.indices[turn],
+            turn,
+            False,
+            self.positions,  # type: ignore[arg-type]  # an exchange's: its list
+        )
+
+
+def _exchange_unit(collection: Collection, exchange: Exchange, index: int | None) -> Unit:
+    """An exchange (or notice) as a unit, its turn's stable index ``index``."""
+    return Unit(
+        InstructionSource.CONVERSATION,
+        exchange.key,
+        exchange.message_ids,
+        exchange.tokens,
+        exchange.policy,
+        exchange.created_at,
+        index,
+        exchange.turn,
+        False,
+        exchange.positions,
+    )
+
+
+def _planned_exchange(collection: Collection, exchange: Exchange, index: int | None) -> Planned:
+    """An exchange (or notice) as a ``Planned`` unit."""
+    turn, positions, key, message_ids, tokens, policy, created_at = exchange
+    fields = (collection, turn, positions, tokens, created_at, policy, False, key, message_ids)
+    return tuple.__new__(Planned, fields)
 
 
 def pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from gcengine.budget import InstructionSource
+from gcengine.conversation import turn_key_of
 from gcengine.gc.types import (
+    GCRemovalItem,
     RemovalReason,
 )
 from gcengine.messages import (
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
     pass
 
 
-from gcengine.gc.plan.collection import Collection
+from gcengine.gc.plan.collection import Collection, Planned
 from gcengine.gc.plan.units import Unit
 
 
@@ -53,9 +58,13 @@ def notice_message(collection: Collection, decision: Decision, notification: str
 
 @dataclass
 class Decision:
-    """What a strategy chose; ``apply`` turns it into a history and a result."""
+    """What a strategy chose; ``apply`` turns it into a history and a result.
 
-    removed: list[tuple[Unit, str]] = field(default_factory=list)
+    ``taken`` holds what was taken, in order, each with why: ``Unit``s, or units decided on by
+    position (``Planned``) whose ``Unit`` is made only when ``removed`` is read; the result's
+    removal items are made from either (``removal_items``)."""
+
+    taken: list[tuple[Unit | Planned, str]] = field(default_factory=list)
     inserted: Message | None = None
     details: dict[str, Any] = field(default_factory=dict)
     # Both kept as units are added: strategies ask after every candidate.
@@ -63,14 +72,68 @@ class Decision:
     removed_positions: set[int] = field(default_factory=set)
     # The most the summary this decision will write may cost (0 while it writes none).
     summary_reserve: int = 0
+    # ``removed`` as last made: the units of the first so many of ``taken``.
+    _units: list[tuple[Unit, str]] = field(default_factory=list, repr=False)
+
+    @property
+    def removed(self) -> list[tuple[Unit, str]]:
+        """Every unit taken, in order, with why (units decided on by position made now, once)."""
+        units, taken = self._units, self.taken
+        if len(units) < len(taken):
+            units.extend(
+                (unit if isinstance(unit, Unit) else unit.unit(), why)
+                for unit, why in taken[len(units) :]
+            )
+        return units
+
+    @property
+    def items(self) -> int:
+        """How many units were taken: the entries of the removal list."""
+        return len(self.taken)
+
+    def reasons(self) -> dict[str, int]:
+        """How many units were taken for each reason."""
+        return Counter(map(itemgetter(1), self.taken))
+
+    def removal_items(self) -> list[GCRemovalItem]:
+        """The result's removal list: an item a unit taken, in order, each as of its ``Unit``;
+        one loop, a unit decided on by position read as the tuple it is (a collection takes
+        thousands, and reading their fields by name cost as much as making the items)."""
+        items: list[GCRemovalItem] = []
+        add, conversation = items.append, InstructionSource.CONVERSATION
+        for unit, why in self.taken:
+            if isinstance(unit, Unit):
+                add(
+                    GCRemovalItem(
+                        unit.source,
+                        unit.key,
+                        unit.tokens,
+                        why,
+                        [*unit.message_ids],
+                        unit.turn_index,
+                        unit.verdict,
+                    )
+                )
+                continue
+            collection, turn, positions, tokens, _, _, whole, key, message_ids = unit
+            index = collection.layout.indices[turn]
+            if whole:  # a whole turn: its key and ids are the collection's
+                start = positions[0]
+                key = turn_key_of(index, None if index is not None else collection.history[start])
+                message_ids = collection.ids[start : start + len(positions)]
+            else:
+                assert message_ids is not None
+                message_ids = [*message_ids]
+            add(GCRemovalItem(conversation, key, tokens, why, message_ids, index, None))
+        return items
 
     def remove(self, unit: Unit, reason: str) -> None:
         self.take((unit,), reason, None)
 
-    def take(self, units: Iterable[Unit], reason: str, enough: int | None) -> None:
+    def take(self, units: Iterable[Unit | Planned], reason: str, enough: int | None) -> None:
         """Remove ``units`` in turn, stopping once ``enough`` tokens are freed (None: all):
         one loop with nothing looked up per unit, as a collection takes thousands."""
-        removed, positions = self.removed.append, self.removed_positions.update
+        removed, positions = self.taken.append, self.removed_positions.update
         freed = self.freed
         try:
             for unit in units:
@@ -86,7 +149,7 @@ class Decision:
         """The positions of the turns a whole-turn unit took: every message they had left."""
         return {
             unit.turn_position
-            for unit, _ in self.removed
+            for unit, _ in self.taken
             if unit.whole_turn and unit.turn_position is not None
         }
 
@@ -96,9 +159,13 @@ class Decision:
 
     def truncate_instead(self, why: str) -> None:
         """Drop the summary and truncate the turns it would have replaced, saying why."""
-        self.removed = [
+        self.taken = [
             (unit, RemovalReason.TRUNCATED if reason == RemovalReason.SUMMARIZED else reason)
-            for unit, reason in self.removed
+            for unit, reason in self.taken
+        ]
+        self._units = [
+            (unit, RemovalReason.TRUNCATED if reason == RemovalReason.SUMMARIZED else reason)
+            for unit, reason in self._units
         ]
         self.inserted = None
         self.summary_reserve = 0
@@ -113,7 +180,7 @@ class Decision:
 
 
 def take_until_target(
-    collection: Collection, candidates: Iterable[Unit], reason: str, decision: Decision
+    collection: Collection, candidates: Iterable[Unit | Planned], reason: str, decision: Decision
 ) -> None:
     """Take candidates in order until the collection is at or below its target.
 
@@ -145,9 +212,9 @@ def jaato_turn_details(collection: Collection, decision: Decision) -> dict[str, 
 def oldest_first(
     collection: Collection,
     entries: list[Unit],
-    turn_units: Iterable[Unit],
-    key: Callable[[Unit], Any],
-) -> Iterable[Unit]:
+    turn_units: Iterable[Unit | Planned],
+    key: Callable[[Unit | Planned], Any],
+) -> Iterable[Unit | Planned]:
     """``sorted(entries + list(turn_units), key=key)``, where ``key`` orders by ``created_at``
     first, without building every turn's units when the order is already known.
 
@@ -167,7 +234,7 @@ def touched_turns(collection: Collection, decision: Decision) -> set[int]:
     """The turns a decision takes messages from: a conversation unit's own, and those of the
     messages an entry outside the conversation names."""
     touched: set[int] = set()
-    for unit, _ in decision.removed:
+    for unit, _ in decision.taken:
         if unit.turn_position is not None:
             touched.add(unit.turn_position)
         else:
