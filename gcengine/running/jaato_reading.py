@@ -10,8 +10,9 @@ import base64
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate, chain, compress, count, islice, repeat
-from operator import attrgetter, is_, is_not, not_
+from operator import attrgetter, is_, is_not, ne, not_
 from typing import Any
 
 from gcengine._fast import construct, entries_made, entry_maker
@@ -283,6 +284,13 @@ class BudgetReading:
             self._owner = dict(zip(reversed(self.flat), reversed(list(leaf_of_id)), strict=True))
         return self._owner
 
+    @cached_property
+    def _run_ends(self) -> list[int]:
+        """Where each top-level child's run of leaves ends (``leaf_runs``): a child's leaves
+        are read one after another, so its run ends where the next leaf's key differs."""
+        keys = self.keys
+        return [*compress(count(1), map(ne, keys, islice(keys, 1, None))), len(keys)]
+
     def leaves(self) -> Iterator[BudgetLeaf]:
         return zip(self.tokens, self.policies, self.created, self.named, strict=True)
 
@@ -292,11 +300,9 @@ class BudgetReading:
         if self.leaf_children:
             return self.tokens[leaf], list(self.named[leaf])
         if self.leaf_runs:
-            keys, start, end = self.keys, leaf, leaf + 1
-            while start and keys[start - 1] == key:
-                start -= 1
-            while end < len(keys) and keys[end] == key:
-                end += 1
+            ends = self._run_ends
+            run = bisect_right(ends, leaf)
+            start, end = ends[run - 1] if run else 0, ends[run]
             # In the order of the walk below, which meets a container's leaves last first.
             named = chain.from_iterable(reversed(self.named[start:end]))
             return sum(self.tokens[start:end]), list(named)
