@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate, chain, compress, count, islice, repeat
-from operator import attrgetter, is_, is_not, ne, not_
+from operator import attrgetter, is_, is_not, ne, not_, or_
 from typing import Any
 
 from gcengine._fast import construct, entries_made, entry_maker
@@ -197,37 +197,31 @@ def foreign_history(
     ``parts`` and those parts, flattened), as the engine's copy made by ``make`` would read:
     a part with text is text whatever else it holds, then a call, then a result
     (``engine_part``). Only the parts holding a call or a result are looked at one by one."""
-    # JAATO's roles as the engine's, by the members' identity: hashing one of JAATO's runs
-    # Python code, and ``value`` is a property.
-    role_of = {id(r): _ROLES[r._value_] for r in {id(r): r for r in roles}.values()}
-    engine_roles = list(map(role_of.__getitem__, map(id, roles)))
+    engine_roles = list(map(_ROLES.__getitem__, map(_VALUE, roles)))
     answers_call = list(map(is_, engine_roles, repeat(Role.TOOL)))
     traffic: list[ToolTraffic | None] = [None] * len(history)
     calls = list(map(_CALL, parts))
     responses = list(map(_RESPONSE, parts))
-    tool_parts = sorted(
-        {
-            *compress(count(), map(is_not, calls, repeat(None))),
-            *compress(count(), map(is_not, responses, repeat(None))),
-        }
-    )
+    holding = map(or_, map(is_not, calls, repeat(None)), map(is_not, responses, repeat(None)))
+    tool_parts = list(compress(count(), holding))
     if tool_parts:
+        # A part with text is text, whatever else it holds.
+        texts = map(_TEXT, map(parts.__getitem__, tool_parts))
+        tool_parts = list(compress(tool_parts, map(is_, texts, repeat(None))))
         ends = list(accumulate(counts))
-        for at in tool_parts:
-            if parts[at].text is not None:
-                continue
-            position = bisect_right(ends, at)
-            made = traffic[position] or ([], [])
+        positions = map(bisect_right, repeat(ends), tool_parts)
+        for at, position in zip(tool_parts, positions, strict=True):
             call = calls[at]
-            if call is not None:
-                if call.id:
-                    made[0].append(call.id)
-            else:
+            if call is None:
                 answers_call[position] = True
-                if responses[at].call_id:
-                    made[1].append(responses[at].call_id)
-            if made[0] or made[1]:
-                traffic[position] = made
+                named, side = responses[at].call_id, 1
+            else:
+                named, side = call.id, 0
+            if named:
+                made = traffic[position]
+                if made is None:
+                    made = traffic[position] = ([], [])
+                made[side].append(named)
     return ForeignHistory(history, ids, engine_roles, traffic, answers_call, make)
 
 
