@@ -168,11 +168,11 @@ def jaato_removals(
     # JAATO's member for each source, looked up once: a collection may remove thousands of items.
     sources = {s: jaato.InstructionSource(s.value) for s in {item.source for item in removals}}
     for item in removals:
-        source = sources[item.source]
+        source, reason = sources[item.source], str(item.reason)
         if item.source is not conversation or reading is None:
             items.append(
                 jaato.GCRemovalItem(
-                    source, item.child_key, item.tokens_freed, str(item.reason), item.message_ids
+                    source, item.child_key, item.tokens_freed, reason, item.message_ids
                 )
             )
             continue
@@ -190,12 +190,12 @@ def jaato_removals(
             tokens, named = reading.child(key, leaf)
             if gone.issuperset(named):
                 done.add(key)
-                items.append(jaato.GCRemovalItem(source, key, tokens, str(item.reason), named))
+                items.append(jaato.GCRemovalItem(source, key, tokens, reason, named))
             else:
                 unmatched.extend(i for i in named if i in item.message_ids)
         if unmatched:
             key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
-            items.append(jaato.GCRemovalItem(source, key, 0, str(item.reason), unmatched))
+            items.append(jaato.GCRemovalItem(source, key, 0, reason, unmatched))
     return items
 
 

@@ -298,8 +298,12 @@ class BudgetReading:
             run = bisect_right(ends, leaf)
             start, end = ends[run - 1] if run else 0, ends[run]
             # In the order of the walk below, which meets a container's leaves last first.
-            named = chain.from_iterable(reversed(self.named[start:end]))
-            return sum(self.tokens[start:end]), list(named)
+            if self.in_order:  # a leaf names one message
+                named = self.flat[start:end]
+                named.reverse()
+            else:
+                named = list(chain.from_iterable(reversed(self.named[start:end])))
+            return sum(self.tokens[start:end]), named
         node = self.conversation.children[key]
         if not node.children:  # a session's budget: the message's leaf
             if not node.message_ids:
