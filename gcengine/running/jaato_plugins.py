@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, is_
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from gcengine._fast import Revision, cyclic_gc_paused
 from gcengine.budget import InstructionSource
@@ -217,9 +217,10 @@ def _message_removals(
         return None
     lists = list(map(_MESSAGE_IDS, removals))
     ids = list(chain.from_iterable(lists))
-    leaves = list(map(reading.owner.get, ids))
-    if None in leaves or len(set(ids)) != len(ids):
+    found = list(map(reading.owner.get, ids))
+    if None in found or len(set(ids)) != len(ids):
         return None
+    leaves = cast(list[int], found)  # none is None, as just checked
     reasons = chain.from_iterable(map(repeat, map(str, map(_REASON, removals)), map(len, lists)))
     return list(
         map(
