@@ -18,6 +18,7 @@ the engine's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from itertools import count
 from typing import Any, overload
 
 from gcengine.messages import Message, Role, ToolTraffic, TurnLayout, untagged_layout
@@ -32,7 +33,16 @@ class ForeignHistory(Sequence[Message]):
     position, as its engine copy would read. ``make`` makes the engine's copies of the
     originals it is given, in their order."""
 
-    __slots__ = ("_made", "answers_call", "ids", "make", "originals", "roles", "traffic")
+    __slots__ = (
+        "_made",
+        "_positions",
+        "answers_call",
+        "ids",
+        "make",
+        "originals",
+        "roles",
+        "traffic",
+    )
 
     def __init__(
         self,
@@ -50,6 +60,7 @@ class ForeignHistory(Sequence[Message]):
         self.answers_call = answers_call
         self.make = make
         self._made: list[Message | None] = [None] * len(originals)
+        self._positions: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self.originals)
@@ -81,6 +92,14 @@ class ForeignHistory(Sequence[Message]):
             for p, message in zip(wanted, self.make([originals[p] for p in wanted]), strict=True):
                 made[p] = message
         return [made[p] for p in positions]  # type: ignore[misc]
+
+    def positions(self) -> dict[str, int] | None:
+        """Each message's position by its id, None when two messages share an id. Made once
+        and kept with the history: a plugin hands the strategy the same history while its
+        messages are the same, and a collection maps the removed messages' ids to positions."""
+        if self._positions is None:
+            self._positions = dict(zip(self.ids, count()))
+        return self._positions if len(self._positions) == len(self.ids) else None
 
     def layout(self) -> TurnLayout:
         """``turn_layout`` of the engine's copies, from the flat lists."""

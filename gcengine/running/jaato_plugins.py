@@ -21,9 +21,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
-from operator import is_
-from typing import Any, ClassVar
+from itertools import chain, repeat
+from operator import attrgetter, is_
+from typing import Any, ClassVar, cast
 
 from gcengine._fast import Revision, cyclic_gc_paused
 from gcengine.budget import InstructionSource
@@ -156,6 +156,10 @@ def jaato_removals(
     child names, or named by a child that keeps others, are reported under a key naming no
     child, which JAATO's budget is left alone for: never under no key, which would clear it.
     Without a budget, the engine's own keys stay."""
+    if reading is not None and reading.in_order and reading.leaf_children:
+        made = _message_removals(removals, reading, jaato)
+        if made is not None:
+            return made
     conversation = InstructionSource.CONVERSATION
     gone = {i for item in removals if item.source is conversation for i in item.message_ids}
     items: list[Any] = []
@@ -164,11 +168,11 @@ def jaato_removals(
     # JAATO's member for each source, looked up once: a collection may remove thousands of items.
     sources = {s: jaato.InstructionSource(s.value) for s in {item.source for item in removals}}
     for item in removals:
-        source = sources[item.source]
+        source, reason = sources[item.source], str(item.reason)
         if item.source is not conversation or reading is None:
             items.append(
                 jaato.GCRemovalItem(
-                    source, item.child_key, item.tokens_freed, str(item.reason), item.message_ids
+                    source, item.child_key, item.tokens_freed, reason, item.message_ids
                 )
             )
             continue
@@ -186,13 +190,48 @@ def jaato_removals(
             tokens, named = reading.child(key, leaf)
             if gone.issuperset(named):
                 done.add(key)
-                items.append(jaato.GCRemovalItem(source, key, tokens, str(item.reason), named))
+                items.append(jaato.GCRemovalItem(source, key, tokens, reason, named))
             else:
                 unmatched.extend(i for i in named if i in item.message_ids)
         if unmatched:
             key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
-            items.append(jaato.GCRemovalItem(source, key, 0, str(item.reason), unmatched))
+            items.append(jaato.GCRemovalItem(source, key, 0, reason, unmatched))
     return items
+
+
+_SOURCE = attrgetter("source")
+_MESSAGE_IDS = attrgetter("message_ids")
+_REASON = attrgetter("reason")
+
+
+def _message_removals(
+    removals: Sequence[GCRemovalItem], reading: BudgetReading, jaato: _Jaato
+) -> list[Any] | None:
+    """``jaato_removals`` for a budget of a leaf per message naming the history's messages in
+    order (a session's): every removed message is a top-level child of its own, so the list
+    is an item per message removed, in the removals' order, made in one batch rather than a
+    few branches a message (a collection removes thousands). None, for the general way, when
+    a removal is not of the conversation, or names a message twice or one no leaf names."""
+    conversation = InstructionSource.CONVERSATION
+    if not all(map(is_, map(_SOURCE, removals), repeat(conversation))):
+        return None
+    lists = list(map(_MESSAGE_IDS, removals))
+    ids = list(chain.from_iterable(lists))
+    found = list(map(reading.owner.get, ids))
+    if None in found or len(set(ids)) != len(ids):
+        return None
+    leaves = cast(list[int], found)  # none is None, as just checked
+    reasons = chain.from_iterable(map(repeat, map(str, map(_REASON, removals)), map(len, lists)))
+    return list(
+        map(
+            jaato.GCRemovalItem,
+            repeat(jaato.InstructionSource(conversation.value)),
+            map(reading.keys.__getitem__, leaves),
+            map(reading.tokens.__getitem__, leaves),
+            reasons,
+            map(list, map(reading.named.__getitem__, leaves)),
+        )
+    )
 
 
 def jaato_history(new_history: Sequence[Any], jaato: _Jaato) -> list[Any]:
@@ -419,7 +458,7 @@ class JaatoPlugin:
         policy = engine_config(self.spec, config, self._options)
         last = self._last
         messages = self._history(history)
-        reading = read_budget(budget) if budget is not None else None
+        reading = read_budget(budget, messages) if budget is not None else None
         index = None
         if reading is not None and not reading.copied:
             index = self._index(messages, reading, last)
@@ -450,7 +489,9 @@ class JaatoPlugin:
         the history is the very same messages and the budget's leaves read the same (a history
         collected again before JAATO changed anything), else made again (on the last layout,
         when only the budget changed)."""
-        leaves = LeafFigures.of(reading.tokens, reading.policies, reading.created, reading.named)
+        leaves = LeafFigures.of(
+            reading.tokens, reading.policies, reading.created, reading.named, reading.flat
+        )
         now = self._last
         assert now is not None  # ``_history`` has just read the history
         previous = last.index if last is not None else None
@@ -473,6 +514,7 @@ class JaatoPlugin:
                 reading.created,
                 reading.named,
                 revisions,
+                in_order=reading.in_order,
             ) or index_by_id(messages, layout, reading.leaves(), _COUNTER, budgeted=True)
         now.index, now.leaves = index, leaves
         return index

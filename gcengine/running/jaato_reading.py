@@ -10,8 +10,9 @@ import base64
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate, chain, compress, count, islice, repeat
-from operator import attrgetter, is_, is_not, not_
+from operator import attrgetter, is_, is_not, ne, not_, or_
 from typing import Any
 
 from gcengine._fast import construct, entries_made, entry_maker
@@ -196,37 +197,31 @@ def foreign_history(
     ``parts`` and those parts, flattened), as the engine's copy made by ``make`` would read:
     a part with text is text whatever else it holds, then a call, then a result
     (``engine_part``). Only the parts holding a call or a result are looked at one by one."""
-    # JAATO's roles as the engine's, by the members' identity: hashing one of JAATO's runs
-    # Python code, and ``value`` is a property.
-    role_of = {id(r): _ROLES[r._value_] for r in {id(r): r for r in roles}.values()}
-    engine_roles = list(map(role_of.__getitem__, map(id, roles)))
+    engine_roles = list(map(_ROLES.__getitem__, map(_VALUE, roles)))
     answers_call = list(map(is_, engine_roles, repeat(Role.TOOL)))
     traffic: list[ToolTraffic | None] = [None] * len(history)
     calls = list(map(_CALL, parts))
     responses = list(map(_RESPONSE, parts))
-    tool_parts = sorted(
-        {
-            *compress(count(), map(is_not, calls, repeat(None))),
-            *compress(count(), map(is_not, responses, repeat(None))),
-        }
-    )
+    holding = map(or_, map(is_not, calls, repeat(None)), map(is_not, responses, repeat(None)))
+    tool_parts = list(compress(count(), holding))
     if tool_parts:
+        # A part with text is text, whatever else it holds.
+        texts = map(_TEXT, map(parts.__getitem__, tool_parts))
+        tool_parts = list(compress(tool_parts, map(is_, texts, repeat(None))))
         ends = list(accumulate(counts))
-        for at in tool_parts:
-            if parts[at].text is not None:
-                continue
-            position = bisect_right(ends, at)
-            made = traffic[position] or ([], [])
+        positions = map(bisect_right, repeat(ends), tool_parts)
+        for at, position in zip(tool_parts, positions, strict=True):
             call = calls[at]
-            if call is not None:
-                if call.id:
-                    made[0].append(call.id)
-            else:
+            if call is None:
                 answers_call[position] = True
-                if responses[at].call_id:
-                    made[1].append(responses[at].call_id)
-            if made[0] or made[1]:
-                traffic[position] = made
+                named, side = responses[at].call_id, 1
+            else:
+                named, side = call.id, 0
+            if named:
+                made = traffic[position]
+                if made is None:
+                    made = traffic[position] = ([], [])
+                made[side].append(named)
     return ForeignHistory(history, ids, engine_roles, traffic, answers_call, make)
 
 
@@ -246,9 +241,14 @@ class BudgetReading:
     children only: ``keys``, the top-level conversation child each leaf is in, ``owner``,
     the leaf naming each message id (the first, if several do), and ``conversation``,
     JAATO's own entry, read again only for the children a collection touches when they are
-    containers (``leaf_children`` false). Parallel lists and one dict of ids, no container
-    per leaf: a session's budget has a leaf per message, and the cycle collector (left
-    running in JAATO's process) walks every container made."""
+    containers (``leaf_children`` false). Parallel lists, no container per leaf: a session's
+    budget has a leaf per message, and the cycle collector (left running in JAATO's process)
+    walks every container made.
+
+    ``in_order`` says the leaves name the messages of the history read with the budget, one
+    a leaf, in the history's order (as a session's budget and a restored one do): leaf and
+    message position are then one number, and ``owner`` is the history's own map of ids to
+    positions, made once per history rather than per budget."""
 
     budget: InstructionBudget
     copied: bool
@@ -257,7 +257,9 @@ class BudgetReading:
     created: list[float | None] = field(default_factory=list)
     named: list[Sequence[str]] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
-    owner: dict[str, int] = field(default_factory=dict)
+    # The ids the leaves name, flattened in the leaves' order.
+    flat: list[str] = field(default_factory=list)
+    in_order: bool = False
     # Whether every top-level conversation child is a leaf (a session's budget): a child's
     # figures are then its leaf's, as read. Else whether every one is a container of leaves
     # read in the tree's order (a budget restored from a file: a container per turn): a
@@ -265,6 +267,23 @@ class BudgetReading:
     leaf_children: bool = True
     leaf_runs: bool = False
     conversation: Any = None
+    _owner: dict[str, int] | None = None
+
+    @property
+    def owner(self) -> dict[str, int]:
+        """The leaf naming each message id (the first, if several do), made when a removal
+        first asks: the pairs in reverse, so that the first leaf is written last."""
+        if self._owner is None:
+            leaf_of_id = chain.from_iterable(map(repeat, count(), map(len, self.named)))
+            self._owner = dict(zip(reversed(self.flat), reversed(list(leaf_of_id)), strict=True))
+        return self._owner
+
+    @cached_property
+    def _run_ends(self) -> list[int]:
+        """Where each top-level child's run of leaves ends (``leaf_runs``): a child's leaves
+        are read one after another, so its run ends where the next leaf's key differs."""
+        keys = self.keys
+        return [*compress(count(1), map(ne, keys, islice(keys, 1, None))), len(keys)]
 
     def leaves(self) -> Iterator[BudgetLeaf]:
         return zip(self.tokens, self.policies, self.created, self.named, strict=True)
@@ -275,14 +294,16 @@ class BudgetReading:
         if self.leaf_children:
             return self.tokens[leaf], list(self.named[leaf])
         if self.leaf_runs:
-            keys, start, end = self.keys, leaf, leaf + 1
-            while start and keys[start - 1] == key:
-                start -= 1
-            while end < len(keys) and keys[end] == key:
-                end += 1
+            ends = self._run_ends
+            run = bisect_right(ends, leaf)
+            start, end = ends[run - 1] if run else 0, ends[run]
             # In the order of the walk below, which meets a container's leaves last first.
-            named = chain.from_iterable(reversed(self.named[start:end]))
-            return sum(self.tokens[start:end]), list(named)
+            if self.in_order:  # a leaf names one message
+                named = self.flat[start:end]
+                named.reverse()
+            else:
+                named = list(chain.from_iterable(reversed(self.named[start:end])))
+            return sum(self.tokens[start:end]), named
         node = self.conversation.children[key]
         if not node.children:  # a session's budget: the message's leaf
             if not node.message_ids:
@@ -300,19 +321,13 @@ class BudgetReading:
         return total, every
 
 
-def read_budget(budget: Any) -> BudgetReading:
+def read_budget(budget: Any, history: ForeignHistory | None = None) -> BudgetReading:
     """One pass over JAATO's budget (see ``BudgetReading``): a session's conversation is a
-    leaf per message, so the loop reads each leaf's fields once, straight into the lists."""
+    leaf per message, so each field of every leaf is read in one loop at C speed
+    (``_flat_leaves``), and any other tree a leaf at a time. With the ``history`` read beside
+    it, whether its leaves name that history's messages in order (``in_order``)."""
     entries: dict[InstructionSource, SourceEntry] = {}
     reading = BudgetReading(construct(InstructionBudget), copied=False)
-    tokens, policies, created, named = (
-        reading.tokens,
-        reading.policies,
-        reading.created,
-        reading.named,
-    )
-    owner = reading.owner
-    policy_of: dict[Any, GCPolicy] = {}  # JAATO's policies as the engine's, by member
     for jaato_source, entry in budget.entries.items():
         source = _SOURCES[jaato_source.value]
         if source is not InstructionSource.CONVERSATION:
@@ -322,42 +337,9 @@ def read_budget(budget: Any) -> BudgetReading:
         # Tokens in a leaf naming no message (or in a conversation without children).
         unnamed = not entry.children and bool(entry.tokens) and not entry.message_ids
         flat = _flat_leaves(entry, reading)
-        if flat is not None:
-            unnamed = unnamed or flat
-        for key, child in () if flat is not None else entry.children.items():
-            if child.children:
-                reading.leaf_children = False
-                stack, nodes = [child], []
-                while stack:
-                    node = stack.pop()
-                    if node.children:
-                        stack.extend(node.children.values())
-                    else:
-                        nodes.append(node)
-            else:  # a session's budget: the child is the message's leaf
-                nodes = [child]
-            for node in nodes:
-                ids = node.message_ids
-                if not ids:
-                    unnamed = unnamed or bool(node.tokens)
-                    continue
-                count = node.tokens
-                tokens.append(count if type(count) is int and count > 0 else max(0, int(count)))
-                jaato_policy = node.gc_policy
-                policy = policy_of.get(jaato_policy)
-                if policy is None:
-                    policy = policy_of[jaato_policy] = _POLICIES[jaato_policy.value]
-                policies.append(policy)
-                created.append(node.created_at)
-                leaf = len(named)
-                named.append(ids)
-                reading.keys.append(key)
-                if len(ids) == 1:
-                    owner.setdefault(ids[0], leaf)
-                else:
-                    for message_id in ids:
-                        owner.setdefault(message_id, leaf)
-        if unnamed:
+        if flat is None:
+            flat = _tree_leaves(entry, reading)
+        if unnamed or flat:
             entries[source] = _engine_entry(entry)
             reading.copied = True
         else:
@@ -381,7 +363,61 @@ def read_budget(budget: Any) -> BudgetReading:
         context_limit=int(budget.context_limit),
         entries=entries,
     )
+    named = reading.named
+    reading.flat = flat_ids = list(chain.from_iterable(named))
+    if (
+        history is not None
+        and not reading.copied
+        # Every leaf read names a message: as many ids as leaves is one id a leaf.
+        and len(flat_ids) == len(named)
+        and flat_ids == history.ids
+    ):
+        positions = history.positions()
+        if positions is not None:
+            reading.in_order, reading._owner = True, positions
     return reading
+
+
+def _tree_leaves(entry: Any, reading: BudgetReading) -> bool:
+    """``read_budget``'s loop for any conversation tree, a leaf at a time, leaves in the
+    order of a walk from each top-level child (a container's last child first). Whether a
+    leaf holds tokens naming no message."""
+    tokens, policies, created, named = (
+        reading.tokens,
+        reading.policies,
+        reading.created,
+        reading.named,
+    )
+    unnamed = False
+    policy_of: dict[Any, GCPolicy] = {}  # JAATO's policies as the engine's, by member
+    for key, child in entry.children.items():
+        if child.children:
+            reading.leaf_children = False
+            stack, nodes = [child], []
+            while stack:
+                node = stack.pop()
+                if node.children:
+                    stack.extend(node.children.values())
+                else:
+                    nodes.append(node)
+        else:  # a session's budget: the child is the message's leaf
+            nodes = [child]
+        for node in nodes:
+            ids = node.message_ids
+            if not ids:
+                unnamed = unnamed or bool(node.tokens)
+                continue
+            count = node.tokens
+            tokens.append(count if type(count) is int and count > 0 else max(0, int(count)))
+            jaato_policy = node.gc_policy
+            policy = policy_of.get(jaato_policy)
+            if policy is None:
+                policy = policy_of[jaato_policy] = _POLICIES[jaato_policy.value]
+            policies.append(policy)
+            created.append(node.created_at)
+            named.append(ids)
+            reading.keys.append(key)
+    return unnamed
 
 
 _CHILDREN = attrgetter("children")
@@ -389,6 +425,9 @@ _NAMES = attrgetter("message_ids")
 _TOKENS = attrgetter("tokens")
 _POLICY = attrgetter("gc_policy")
 _CREATED = attrgetter("created_at")
+# An enum member's own attribute: ``value`` is a property, run a member at a time, and
+# hashing a member of JAATO's enum runs Python code; its value is a plain string.
+_VALUE = attrgetter("_value_")
 
 
 def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
@@ -411,27 +450,19 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
         keys = list(chain.from_iterable(map(repeat, keys, map(len, groups))))
     names = list(map(_NAMES, children))
     counts = list(map(_TOKENS, children))
-    unnamed = any(compress(counts, map(not_, names)))
+    unnamed = False
     if not all(names):  # leaves naming no message are not read
+        unnamed = any(compress(counts, map(not_, names)))
         children = list(compress(children, names))
         keys = list(compress(keys, names))
         names, counts = list(compress(names, names)), list(compress(counts, names))
     if children and not (set(map(type, counts)) == {int} and min(counts) >= 0):
         counts = [max(0, int(c)) for c in counts]
-    jaato_policies = list(map(_POLICY, children))
-    # By the members' identity: hashing a member of JAATO's enum runs Python code.
-    policy_of = {id(p): _POLICIES[p.value] for p in {id(p): p for p in jaato_policies}.values()}
     reading.tokens += counts
-    reading.policies += map(policy_of.__getitem__, map(id, jaato_policies))
+    reading.policies += map(_POLICIES.__getitem__, map(_VALUE, map(_POLICY, children)))
     reading.created += map(_CREATED, children)
-    first = len(reading.named)
     reading.named += names
     reading.keys += keys
-    # Each id's first leaf owns it: the pairs in reverse, so the first is written last.
-    sizes = list(map(len, names))
-    ids = list(chain.from_iterable(names))
-    owners = list(chain.from_iterable(map(repeat, count(first), sizes)))
-    reading.owner.update(zip(reversed(ids), reversed(owners), strict=True))
     return unnamed
 
 

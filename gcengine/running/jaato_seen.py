@@ -67,12 +67,12 @@ class Seen:
 class LeafFigures:
     """A budget's conversation leaves as read (``jaato_plugins.BudgetReading``), compared at
     C speed: the ids they name flattened, since JAATO's lists of ids are its own and may
-    change."""
+    change, with how many each names (None when each names one: a session's budget)."""
 
     tokens: list[int]
     policies: list[GCPolicy]
     created: list[float | None]
-    sizes: list[int]
+    sizes: list[int] | None
     ids: list[str]
 
     @classmethod
@@ -82,16 +82,12 @@ class LeafFigures:
         policies: list[GCPolicy],
         created: list[float | None],
         named: list[Sequence[str]],
+        flat: list[str],
     ) -> LeafFigures:
         """The leaves as four parallel lists (each leaf's tokens, policy, time and the ids it
-        names), copied."""
-        return cls(
-            list(tokens),
-            list(policies),
-            list(created),
-            list(map(len, named)),
-            list(chain.from_iterable(named)),
-        )
+        names, none empty), copied, with those ids flattened (``flat``, kept as given)."""
+        sizes = None if len(flat) == len(named) else list(map(len, named))
+        return cls(list(tokens), list(policies), list(created), sizes, flat)
 
 
 @dataclass

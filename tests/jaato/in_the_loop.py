@@ -528,7 +528,9 @@ def engine_messages_answer(
     """``answer_of`` on the engine's path without the plugin's flat reading: every message
     converted to the engine's, the index made from them, the strategy run on them, and its
     answer put in JAATO's terms as the plugin does (a kept copy is the JAATO message at its
-    position, or under its id after it for a closing answer the engine marked)."""
+    position, or under its id after it for a closing answer the engine marked). The budget
+    is read without the history, so its leaves are matched to messages by id and removals
+    made the general way, never by position as the plugin does for a budget in order."""
     from gcengine.gc.plan import index_by_id, index_in_order
     from gcengine.messages import MessageKind, turn_layout
     from gcengine.running.jaato_plugins import JAATO_PLUGINS, _jaato, engine_config, jaato_removals

@@ -201,6 +201,8 @@ def index_in_order(
     created: list[float | None],
     named: Sequence[Sequence[str]],
     revisions: dict[Revision, int] | None = None,
+    *,
+    in_order: bool = False,
 ) -> tuple[ConversationIndex, int] | None:
     """``index_by_id`` of a budget, for leaves given as parallel lists (each leaf's tokens,
     policy, time and the ids it names), when they are laid out as a session's budget is: each
@@ -209,14 +211,16 @@ def index_in_order(
     id; None for any other budget (``index_by_id`` reads it). ``tokens`` and ``policies`` are
     kept by the index: the caller hands over lists it no longer changes. ``revisions``, when
     the caller knows what every message counts its edits against (``ConversationIndex``),
-    spares the index reading each message for it."""
+    spares the index reading each message for it. ``in_order`` says the caller checked the
+    layout as it read the leaves (the JAATO plugins do): it is not checked again."""
     ids = layout.message_ids
-    if len(named) != len(ids) or len(set(ids)) != len(ids):
-        return None
-    flat = list(chain.from_iterable(named))
-    # As many ids as leaves, none empty (a leaf naming nothing is not read): one id a leaf.
-    if len(flat) != len(ids) or flat != ids:
-        return None
+    if not in_order:
+        if len(named) != len(ids) or len(set(ids)) != len(ids):
+            return None
+        flat = list(chain.from_iterable(named))
+        # As many ids as leaves, none empty (a leaf naming nothing is not read): one id a leaf.
+        if len(flat) != len(ids) or flat != ids:
+            return None
     times = [0.0 if c is None else c for c in created] if None in created else list(created)
     index = ConversationIndex(
         history,
