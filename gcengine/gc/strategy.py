@@ -122,12 +122,34 @@ class Strategy:
         *,
         counter: TokenCounter | None = None,
         conversation: ConversationIndex | None = None,
-        cuts: list[Cut] | None = None,
     ) -> tuple[list[Message], GCResult]:
         """JAATO's ``collect``. ``conversation``, when given, is the index of ``history`` that
-        stands for the budget's conversation entry (a replay keeps one and builds no tree).
-        ``cuts``, when given, receives how the new history was cut from ``history`` when the
-        collection only took messages (``Cut``): the budget after is then cut by position."""
+        stands for the budget's conversation entry (a replay keeps one and builds no tree)."""
+        new_history, result, _ = self.collect_cut(
+            history,
+            context_usage,
+            config,
+            reason,
+            budget,
+            counter=counter,
+            conversation=conversation,
+        )
+        return new_history, result
+
+    def collect_cut(
+        self,
+        history: Sequence[Message],
+        context_usage: ContextUsage,
+        config: GCConfig,
+        reason: GCTriggerReason,
+        budget: InstructionBudget | None = None,
+        *,
+        counter: TokenCounter | None = None,
+        conversation: ConversationIndex | None = None,
+    ) -> tuple[list[Message], GCResult, Cut | None]:
+        """``collect``, and how the new history was cut from ``history`` when the collection
+        only took messages (``Cut``; None otherwise): a run then cuts the budget after from
+        the budget before by position."""
         counter = counter or load_counter()
         collection = start_collection(
             history,
@@ -140,9 +162,7 @@ class Strategy:
             jaato_rules=self.follows_jaato(config),
         )
         new_history, result = self.collect_from(collection, reason, counter)
-        if cuts is not None and collection.cut is not None:
-            cuts.append(collection.cut)
-        return new_history, result
+        return new_history, result, collection.cut
 
     def follows_jaato(self, config: GCConfig) -> bool:
         """Whether a collection follows JAATO's plugins' rules (``rules`` "jaato")."""

@@ -33,9 +33,9 @@ from gcengine.quality.reading import AnchorCache, View
 from gcengine.quality.retention import (
     AnchorRetention,
     AnchorScorer,
-    _classes,
-    _recency,
-    _still_held,
+    class_retentions,
+    keys_still_held,
+    recency_retention,
 )
 from gcengine.quality.tally import AnchorKey, Held, Tally
 
@@ -208,8 +208,8 @@ class ReplayScorer(AnchorScorer):
         for position in gone_at:
             entry = window.held[position]
             unheld.update(zip(entry.keys, zip(entry.anchors, repeat(position)), strict=True))
-        # ``_still_held`` reads only the window's anchors, whatever its views are.
-        for key in _still_held(cast("Tally[View]", window), unheld, gone_at, keep):
+        # ``keys_still_held`` reads only the window's anchors, whatever its views are.
+        for key in keys_still_held(cast("Tally[View]", window), unheld, gone_at, keep):
             del unheld[key]
         went_literal, went_terms = self._went
         for shows in window.views[first:end]:
@@ -226,9 +226,9 @@ class ReplayScorer(AnchorScorer):
         window.drop(gone_at, bytes(keep), [*messages[:first], *messages[end:]], self._tokens)
         return construct(
             AnchorRetention,
-            classes=_classes(anchors, lost),
+            classes=class_retentions(anchors, lost),
             invented=self._invented(()),
-            recency=_recency(last_weights, lost),
+            recency=recency_retention(last_weights, lost),
             removed_messages=end - first,
             removed_tokens=removed_tokens,
             replacement_tokens=0,

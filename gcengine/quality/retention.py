@@ -411,11 +411,11 @@ class AnchorScorer:
                     entry = counted.held[position]
                     mentions = zip(entry.anchors, repeat(position))
                     unheld.update(zip(entry.keys, mentions, strict=True))
-                for key in _still_held(counted, unheld, gone_at, keep):
+                for key in keys_still_held(counted, unheld, gone_at, keep):
                     del unheld[key]
                 lost = lost_of(list(unheld.values()), in_view)
-                classes = _classes(counted.per_class, lost)
-                recency = _recency(counted.last_weights(), lost)
+                classes = class_retentions(counted.per_class, lost)
+                recency = recency_retention(counted.last_weights(), lost)
             tokens_before = counted.tokens
             if copies is None:
                 tokens_after = self.tokens_of(after)
@@ -570,7 +570,7 @@ def _thirds(messages: int) -> tuple[int, int]:
     return oldest_end, newest_start
 
 
-def _still_held(
+def keys_still_held(
     tally: Tally[View], keys: Iterable[AnchorKey], gone_at: Sequence[int], keep: bytearray
 ) -> list[AnchorKey]:
     """Of ``keys``, held by the messages at ``gone_at``, the ones a message ``keep`` keeps
@@ -615,7 +615,7 @@ def _not_among(
     return list(compress(messages, map(not_, map(there.__contains__, map(id, messages)))))
 
 
-def _classes(
+def class_retentions(
     anchors: Mapping[AnchorClass, int], lost: list[tuple[Anchor, int]]
 ) -> list[ClassRetention]:
     """Each class's distinct anchors, how many are kept, and the first lost ones."""
@@ -651,7 +651,7 @@ def _class_retention(
     ]
 
 
-def _recency(last_weights: list[int], lost: list[tuple[Anchor, int]]) -> RecencyRetention:
+def recency_retention(last_weights: list[int], lost: list[tuple[Anchor, int]]) -> RecencyRetention:
     """The weight of the anchors last mentioned in the oldest and newest third of a context
     (``last_weights``: what each of its messages mentions last), and of those kept."""
     oldest_end, newest_start = _thirds(len(last_weights))

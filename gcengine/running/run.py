@@ -158,10 +158,10 @@ def run_gc(
     usage = context_usage(
         session.budget, turns=len(history_layout(session.history, session.budget))
     )
-    cuts: list[Cut] = []  # how the strategy cut the history, if it only took messages
+    cut: Cut | None = None  # how the strategy cut the history, if it only took messages
     if isinstance(plugin, Strategy):
-        new_history, result = plugin.collect(
-            session.history, usage, config, reason, session.budget, counter=counter, cuts=cuts
+        new_history, result, cut = plugin.collect_cut(
+            session.history, usage, config, reason, session.budget, counter=counter
         )
     else:
         new_history, result = plugin.collect(session.history, usage, config, reason, session.budget)
@@ -191,9 +191,7 @@ def run_gc(
     )
     # The messages kept have their figures in the budget before: they are not counted again,
     # and where the strategy says how it cut the history, they are found there by position.
-    new_session.budget = rebuild_budget(
-        new_session, counter, reuse=session.budget, cut=cuts[0] if cuts else None
-    )
+    new_session.budget = rebuild_budget(new_session, counter, reuse=session.budget, cut=cut)
     # The figures the file recorded for stashed messages, and the provider's last prompt
     # size, leave the session's recording; they travel with the stash, so a restore puts them
     # back.

@@ -50,7 +50,7 @@ class BudgetStrategy(Strategy):
         noop=False,
     )
 
-    def collect(
+    def collect_cut(
         self,
         history: Sequence[Message],
         context_usage: ContextUsage,
@@ -60,18 +60,17 @@ class BudgetStrategy(Strategy):
         *,
         counter: TokenCounter | None = None,
         conversation: ConversationIndex | None = None,
-        cuts: list[Cut] | None = None,
-    ) -> tuple[list[Message], GCResult]:
+    ) -> tuple[list[Message], GCResult, Cut | None]:
         if budget is None:  # the fallback, a truncate, reads the rules; the phases do not
             fallback = _FallbackTruncate()
             fallback.initialize(self._options)
-            new_history, result = fallback.collect(
+            new_history, result, cut = fallback.collect_cut(
                 history, context_usage, config, reason, counter=counter
             )
             result.plugin_name = self.name
             result.details["mode"] = "fallback_truncate"
-            return new_history, result
-        return super().collect(
+            return new_history, result, cut
+        return super().collect_cut(
             history,
             context_usage,
             config,
@@ -79,7 +78,6 @@ class BudgetStrategy(Strategy):
             budget,
             counter=counter,
             conversation=conversation,
-            cuts=cuts,
         )
 
     def decide(self, collection: Collection, counter: TokenCounter) -> Decision:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from gcengine import Message, MessageKind, Session, TokenCounter
 from gcengine.conversation import ConversationIndex, budget_index
 from gcengine.gc import GCTriggerReason, context_usage
+from gcengine.gc.strategy import Strategy
 from gcengine.messages import relaid_out, turn_layout
 from gcengine.running import load_gc_plugin
 from gcengine.session.cut import Cut, cut_plan
@@ -17,22 +18,22 @@ from tests.engine.strategies import model, policy, session_at, user
 INDEX_FIELDS = ("tokens", "counted_by", "policies", "created_at", "closing", "exchanges")
 
 
-def _collect(session: Session, counter: TokenCounter) -> tuple[list[Message], list[Cut]]:
-    """A budget collection of ``session`` to 50 %: the history after, and the cuts it
-    said it made."""
+def _collect(session: Session, counter: TokenCounter) -> tuple[list[Message], Cut | None]:
+    """A budget collection of ``session`` to 50 %: the history after, and the cut it said
+    it made."""
     config = policy(type="budget", target_percent=50, preserve_recent_turns=3)
     usage = context_usage(session.budget, turns=len(turn_layout(session.history)))
-    cuts: list[Cut] = []
-    after, _ = load_gc_plugin("gc_budget", {}).collect(  # type: ignore[call-arg]
+    strategy = load_gc_plugin("gc_budget", {})
+    assert isinstance(strategy, Strategy)
+    after, _, cut = strategy.collect_cut(
         session.history,
         usage,
         config,
         GCTriggerReason.THRESHOLD,
         session.budget,
         counter=counter,
-        cuts=cuts,
     )
-    return after, cuts
+    return after, cut
 
 
 def _tools_session(counter: TokenCounter) -> Session:
@@ -44,9 +45,8 @@ def test_a_collection_that_only_takes_messages_says_how_it_cut_the_history(
 ) -> None:
     session = _tools_session(counter)
     before = session.history
-    after, cuts = _collect(session, counter)
-    assert len(cuts) == 1
-    cut = cuts[0]
+    after, cut = _collect(session, counter)
+    assert cut is not None
     assert cut.index is budget_index(session.budget)
     kept = [before[cut.start + offset] for offset, flag in enumerate(cut.keep) if flag]
     size = len(kept)
@@ -69,8 +69,9 @@ def test_the_plan_read_off_the_index_is_what_comparing_the_histories_finds(
     session = _tools_session(counter)
     index = budget_index(session.budget)
     assert index is not None
-    after, cuts = _collect(session, counter)
-    plan = cut_plan(index, len(after), cuts[0])
+    after, cut = _collect(session, counter)
+    assert cut is not None
+    plan = cut_plan(index, len(after), cut)
     assert plan is not None
     assert plan.layout == turn_layout(after)
     assert plan.layout.by_turn_index
@@ -78,7 +79,7 @@ def test_the_plan_read_off_the_index_is_what_comparing_the_histories_finds(
     assert plan.copied == compared_runs
     assert [index.messages[p].message_id for p in plan.origins] == [m.message_id for m in after]
     # The index made with the cut is the one made by comparing the two histories.
-    with_cut, _ = index_conversation(after, counter, reuse=index, cut=cuts[0])
+    with_cut, _ = index_conversation(after, counter, reuse=index, cut=cut)
     compared, _ = index_conversation(after, counter, reuse=index)
     assert with_cut.layout == compared.layout
     for field in INDEX_FIELDS:
