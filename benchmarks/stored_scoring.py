@@ -155,7 +155,9 @@ def main() -> int:
         assert not expected.unscorable, expected.unscorable
 
         def scored_in_memory() -> None:
-            assert runs._retention_of(run, before, outcome) == expected
+            # As its worker holds it: the session it read for the run, read from memory.
+            held = stored_sessions.engine_session_of(session, run.context_limit)
+            assert runs._retention_of(run, held, outcome) == expected
 
         def scored_from_rows() -> None:
             caches.clear_all()

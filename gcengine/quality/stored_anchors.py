@@ -28,12 +28,13 @@ from typing import Any
 from gcengine.messages import Message
 from gcengine.quality import reading
 from gcengine.quality.anchors import CLASS_INFO, Anchor, AnchorClass, MatchRule
+from gcengine.quality.counting import ContextAnchors
 from gcengine.quality.reading import AnchorCache
 from gcengine.quality.session_anchors import AnchorContext
 from gcengine.quality.tally import Held
 
 # The record's own shape; a new one makes every older record another extractor's.
-ANCHORS_FORMAT = 2
+ANCHORS_FORMAT = 3
 
 
 @functools.cache  # bounded: one value, of code that does not change while a process runs
@@ -85,6 +86,9 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         for anchor in held.anchors:
             table.setdefault(anchor, len(table))
     context = cache.context
+    # The corpus counted at once, as a run's score counts the session's history.
+    counted = cache.counted(cache.messages)
+    order = {key: i for i, key in enumerate(counted.last)}
     return {
         "format": ANCHORS_FORMAT,
         "extractor": extractor_version(),
@@ -99,6 +103,11 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         "texts": [[i, a.text] for i, a in enumerate(table) if a.text != a.key],
         "terms": [[i, sorted(a.terms)] for i, a in enumerate(table) if a.terms],
         "messages": [[table[anchor] for anchor in held.anchors] for held in held_each],
+        # The count: each distinct key's anchor of its last mention and where that is, by
+        # first mention; which of them are looked for one by one.
+        "last_anchors": [table[anchor] for anchor, _ in counted.last.values()],
+        "last_at": [at for _, at in counted.last.values()],
+        "one_by_one": [order[key] for key in counted.one_by_one()],
     }
 
 
@@ -148,11 +157,24 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
         held_each.append(held)
     context = record["context"]
     vocabulary: str = record["vocabulary"]
+    last_anchors: list[int] = record["last_anchors"]
+    last_at: list[int] = record["last_at"]
+    one_by_one: list[int] = record["one_by_one"]
+
+    def counted() -> ContextAnchors:
+        last_keys = list(map(keys.__getitem__, last_anchors))
+        mentions = zip(map(anchors.__getitem__, last_anchors), last_at, strict=True)
+        last = dict(zip(last_keys, mentions, strict=True))
+        return ContextAnchors.having_counted(
+            cache.messages, held_each, last, list(map(last_keys.__getitem__, one_by_one))
+        )
+
     return AnchorCache.having_read(
         cache.messages,
         AnchorContext(context["root"], frozenset(context["issues"])),
         lambda: frozenset(vocabulary.split(" ")) if vocabulary else _NONE,
         held_each,
+        counted,
     )
 
 
