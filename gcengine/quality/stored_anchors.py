@@ -133,7 +133,8 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
     terms = [_NONE] * len(keys_text)
     for i, said in record["terms"]:
         terms[i] = frozenset(said)
-    anchors = _anchors_unchecked(
+    anchors = _unchecked(
+        Anchor,
         anchor_class=classes,
         key=keys_text,
         text=texts,
@@ -144,17 +145,17 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
     weight_of = {c: CLASS_INFO[c].weight for c in AnchorClass}
     weights = list(map(weight_of.__getitem__, classes))
     # Most messages hold no anchor, or the same few as another: one ``Held`` for each.
-    made: dict[tuple[int, ...], Held] = {}
-    held_each = []
-    for places in map(tuple, record["messages"]):
-        held = made.get(places)
-        if held is None:
-            held = made[places] = Held(
-                tuple([keys[i] for i in places]),
-                tuple([anchors[i] for i in places]),
-                tuple([weights[i] for i in places]),
-            )
-        held_each.append(held)
+    distinct: dict[tuple[int, ...], int] = {}
+    which = [
+        distinct.setdefault(places, len(distinct)) for places in map(tuple, record["messages"])
+    ]
+    made = _unchecked(
+        Held,
+        keys=[tuple(map(keys.__getitem__, places)) for places in distinct],
+        anchors=[tuple(map(anchors.__getitem__, places)) for places in distinct],
+        weights=[tuple(map(weights.__getitem__, places)) for places in distinct],
+    )
+    held_each = list(map(made.__getitem__, which))
     context = record["context"]
     vocabulary: str = record["vocabulary"]
     last_anchors: list[int] = record["last_anchors"]
@@ -178,15 +179,16 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
     )
 
 
-def _anchors_unchecked(**columns: Sequence[Any]) -> list[Anchor]:
-    """The anchors whose fields are ``columns`` (one sequence a field, by name), as
-    ``Anchor(...)`` makes them, each field set through its slot: a frozen dataclass's
-    ``__init__`` sets each field by a call of its own, which made most of reading a long
-    session's 240,000 anchors back (0.36 s; this, 0.1 s). Only for fields read back from a
-    record ``anchors_record`` wrote, which ``Anchor(...)`` made."""
-    made = list(map(object.__new__, repeat(Anchor, len(columns["key"]))))
-    for field in fields(Anchor):  # every field, or a KeyError: none is left unset
-        deque(map(getattr(Anchor, field.name).__set__, made, columns[field.name]), maxlen=0)
+def _unchecked[T](kind: type[T], **columns: Sequence[Any]) -> list[T]:
+    """The ``kind`` (a frozen dataclass with slots: an anchor, a message's ``Held``) whose
+    fields are ``columns`` (one sequence a field, by name), as ``kind(...)`` makes them, each
+    field set through its slot: a frozen dataclass's ``__init__`` sets each field by a call
+    of its own, which made most of reading a long session's 240,000 anchors back (0.36 s;
+    this, 0.1 s). Only for fields read back from a record ``anchors_record`` wrote, which
+    ``kind(...)`` made."""
+    made = list(map(object.__new__, repeat(kind, len(next(iter(columns.values()))))))
+    for field in fields(kind):  # type: ignore[arg-type]  # every field, or a KeyError
+        deque(map(getattr(kind, field.name).__set__, made, columns[field.name]), maxlen=0)
     return made
 
 
