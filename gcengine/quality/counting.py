@@ -84,6 +84,26 @@ class ContextAnchors:
         # the thirds they were counted for.
         self._thirds: tuple[tuple[int, int], int, int] | None = None
 
+    @classmethod
+    def having_counted(
+        cls,
+        messages: Sequence[Message],
+        held: Sequence[Held],
+        last: dict[AnchorKey, tuple[Anchor, int]],
+        one_by_one: list[AnchorKey],
+    ) -> ContextAnchors:
+        """The count of ``messages`` made already (each message's ``held``, the ``last`` and
+        ``one_by_one`` a count of them made, kept between processes): a stored session's
+        history is counted once, not at every run's score."""
+        made = cls.__new__(cls)
+        made.messages = list(messages)
+        made.held = list(held)
+        made.last = last
+        made.per_class = Counter(map(_CLASS, last))
+        made._one_by_one = one_by_one
+        made._thirds = None
+        return made
+
     def counts(self, context: Sequence[Message]) -> bool:
         """Whether ``context`` is this one: the same messages (objects) in the same order."""
         return len(context) == len(self.messages) and all(map(is_, context, self.messages))
@@ -138,15 +158,20 @@ class ContextAnchors:
             if key not in held and last[key][0].rule is literal
         ]
 
-    def _found(self, held: set[AnchorKey], in_view: InView) -> list[AnchorKey]:
-        """The other anchors (sentences, literal ones of several words) no kept message holds
-        that are in view, each looked for there."""
+    def one_by_one(self) -> list[AnchorKey]:
+        """The anchors a score looks for one by one (sentences, literal ones of several
+        words), by first mention: the rest are decided by the words in view."""
         if self._one_by_one is None:
             by_word = _decided_by_word(
                 map(_TEXT, self.last), map(itemgetter(0), self.last.values())
             )
             self._one_by_one = list(compress(self.last, map(not_, by_word)))
-        checked = [key for key in self._one_by_one if key not in held]
+        return self._one_by_one
+
+    def _found(self, held: set[AnchorKey], in_view: InView) -> list[AnchorKey]:
+        """The other anchors (sentences, literal ones of several words) no kept message holds
+        that are in view, each looked for there."""
+        checked = [key for key in self.one_by_one() if key not in held]
         if len(checked) >= _GATHERED_FROM:
             in_view.gathered()
         return [key for key in checked if in_view.retained(self.last[key][0])]

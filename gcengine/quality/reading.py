@@ -115,6 +115,7 @@ class AnchorCache:
         self._views: dict[str, tuple[Message, View]] = {}
         self._held: dict[str, tuple[Message, Held]] = {}
         self._vocabulary_read: Callable[[], frozenset[str]] | None = None
+        self._count_read: Callable[[], ContextAnchors] | None = None
 
     @property
     def corpus_messages(self) -> int:
@@ -146,15 +147,19 @@ class AnchorCache:
         context: AnchorContext,
         vocabulary: Callable[[], frozenset[str]],
         held_each: Sequence[Held],
+        counted: Callable[[], ContextAnchors] | None = None,
     ) -> AnchorCache:
         """A cache of ``corpus`` that has read it already: its ``context``, ``vocabulary``
         (what the callable gives, called when first needed: only a summary's anchors are
         checked against it) and the anchors of each of its ``messages`` (``held_each``, in
-        order), as ``read_all`` gave them for the same corpus (kept between processes, say).
+        order), as ``read_all`` gave them for the same corpus (kept between processes, say),
+        and, when given, the count of those messages (``counted``'s, called when first
+        needed: a replay never counts the whole corpus at once).
         It reads again only what ``corpus`` alone does not hold."""
         cache = cls(corpus)
         cache.context = context
         cache._vocabulary_read = vocabulary
+        cache._count_read = counted
         cache._held = {m.message_id: (m, h) for m, h in zip(cache._corpus, held_each, strict=True)}
         return cache
 
@@ -187,6 +192,8 @@ class AnchorCache:
     def counted(self, context: Sequence[Message]) -> ContextAnchors:
         """The anchors of ``context`` counted at once, kept for the next score of the same
         context (the same messages): every run of a session is scored against its history."""
+        if self._count_read is not None:
+            self._counted, self._count_read = self._count_read(), None
         counted = self._counted
         if counted is None or not counted.counts(context):
             counted = self._counted = ContextAnchors(context, self.held_of)

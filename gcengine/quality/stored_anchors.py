@@ -17,6 +17,7 @@ import functools
 import hashlib
 import inspect
 import sys
+from array import array
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
@@ -28,12 +29,13 @@ from typing import Any
 from gcengine.messages import Message
 from gcengine.quality import reading
 from gcengine.quality.anchors import CLASS_INFO, Anchor, AnchorClass, MatchRule
+from gcengine.quality.counting import ContextAnchors
 from gcengine.quality.reading import AnchorCache
 from gcengine.quality.session_anchors import AnchorContext
 from gcengine.quality.tally import Held
 
 # The record's own shape; a new one makes every older record another extractor's.
-ANCHORS_FORMAT = 2
+ANCHORS_FORMAT = 3
 
 
 @functools.cache  # bounded: one value, of code that does not change while a process runs
@@ -85,6 +87,9 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         for anchor in held.anchors:
             table.setdefault(anchor, len(table))
     context = cache.context
+    # The corpus counted at once, as a run's score counts the session's history.
+    counted = cache.counted(cache.messages)
+    order = {key: i for i, key in enumerate(counted.last)}
     return {
         "format": ANCHORS_FORMAT,
         "extractor": extractor_version(),
@@ -99,6 +104,11 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         "texts": [[i, a.text] for i, a in enumerate(table) if a.text != a.key],
         "terms": [[i, sorted(a.terms)] for i, a in enumerate(table) if a.terms],
         "messages": [[table[anchor] for anchor in held.anchors] for held in held_each],
+        # The count: each distinct key's anchor of its last mention and where that is, by
+        # first mention; which of them are looked for one by one.
+        "last_anchors": [table[anchor] for anchor, _ in counted.last.values()],
+        "last_at": [at for _, at in counted.last.values()],
+        "one_by_one": [order[key] for key in counted.one_by_one()],
     }
 
 
@@ -124,7 +134,8 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
     terms = [_NONE] * len(keys_text)
     for i, said in record["terms"]:
         terms[i] = frozenset(said)
-    anchors = _anchors_unchecked(
+    anchors = _unchecked(
+        Anchor,
         anchor_class=classes,
         key=keys_text,
         text=texts,
@@ -135,36 +146,52 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
     weight_of = {c: CLASS_INFO[c].weight for c in AnchorClass}
     weights = list(map(weight_of.__getitem__, classes))
     # Most messages hold no anchor, or the same few as another: one ``Held`` for each.
-    made: dict[tuple[int, ...], Held] = {}
-    held_each = []
-    for places in map(tuple, record["messages"]):
-        held = made.get(places)
-        if held is None:
-            held = made[places] = Held(
-                tuple([keys[i] for i in places]),
-                tuple([anchors[i] for i in places]),
-                tuple([weights[i] for i in places]),
-            )
-        held_each.append(held)
+    distinct: dict[tuple[int, ...], int] = {}
+    which = [
+        distinct.setdefault(places, len(distinct)) for places in map(tuple, record["messages"])
+    ]
+    made = _unchecked(
+        Held,
+        keys=[tuple(map(keys.__getitem__, places)) for places in distinct],
+        anchors=[tuple(map(anchors.__getitem__, places)) for places in distinct],
+        weights=[tuple(map(weights.__getitem__, places)) for places in distinct],
+    )
+    held_each = list(map(made.__getitem__, which))
     context = record["context"]
     vocabulary: str = record["vocabulary"]
+    # Kept until the count is first read (a replay never reads it), as arrays: 24.6 MB of
+    # a 10,000-turn session's as lists of int objects, 8.6 MB so.
+    last_anchors = array("q", record["last_anchors"])
+    last_at = array("q", record["last_at"])
+    one_by_one = array("q", record["one_by_one"])
+
+    def counted() -> ContextAnchors:
+        last_keys = list(map(keys.__getitem__, last_anchors))
+        mentions = zip(map(anchors.__getitem__, last_anchors), last_at, strict=True)
+        last = dict(zip(last_keys, mentions, strict=True))
+        return ContextAnchors.having_counted(
+            cache.messages, held_each, last, list(map(last_keys.__getitem__, one_by_one))
+        )
+
     return AnchorCache.having_read(
         cache.messages,
         AnchorContext(context["root"], frozenset(context["issues"])),
         lambda: frozenset(vocabulary.split(" ")) if vocabulary else _NONE,
         held_each,
+        counted,
     )
 
 
-def _anchors_unchecked(**columns: Sequence[Any]) -> list[Anchor]:
-    """The anchors whose fields are ``columns`` (one sequence a field, by name), as
-    ``Anchor(...)`` makes them, each field set through its slot: a frozen dataclass's
-    ``__init__`` sets each field by a call of its own, which made most of reading a long
-    session's 240,000 anchors back (0.36 s; this, 0.1 s). Only for fields read back from a
-    record ``anchors_record`` wrote, which ``Anchor(...)`` made."""
-    made = list(map(object.__new__, repeat(Anchor, len(columns["key"]))))
-    for field in fields(Anchor):  # every field, or a KeyError: none is left unset
-        deque(map(getattr(Anchor, field.name).__set__, made, columns[field.name]), maxlen=0)
+def _unchecked[T](kind: type[T], **columns: Sequence[Any]) -> list[T]:
+    """The ``kind`` (a frozen dataclass with slots: an anchor, a message's ``Held``) whose
+    fields are ``columns`` (one sequence a field, by name), as ``kind(...)`` makes them, each
+    field set through its slot: a frozen dataclass's ``__init__`` sets each field by a call
+    of its own, which made most of reading a long session's 240,000 anchors back (0.36 s;
+    this, 0.1 s). Only for fields read back from a record ``anchors_record`` wrote, which
+    ``kind(...)`` made."""
+    made = list(map(object.__new__, repeat(kind, len(next(iter(columns.values()))))))
+    for field in fields(kind):  # type: ignore[arg-type]  # every field, or a KeyError
+        deque(map(getattr(kind, field.name).__set__, made, columns[field.name]), maxlen=0)
     return made
 
 

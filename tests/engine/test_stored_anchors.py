@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gcengine
-from gcengine.quality import reading, stored_anchors
+from gcengine.quality import counting, reading, stored_anchors
 from tests.engine.anchor_reads import anchors_read, extractor_changed
 
 SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
@@ -189,3 +189,45 @@ def test_a_change_to_any_module_reading_anchors_makes_another_extractor_version(
         monkeypatch.undo()
         stored_anchors.extractor_version.cache_clear()
     assert gcengine.extractor_version() == before
+
+
+@pytest.fixture(scope="module")
+def generated() -> gcengine.Session:
+    """A generated session with no compaction: its history is its whole corpus, so a run's
+    score counts the history the record counted (a real one's holds its summary instead)."""
+    shape = gcengine.SessionShape(turns=150, seed=3)
+    return gcengine.load_session(json.dumps(gcengine.generate_session_file(shape)).encode())
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_a_read_back_cache_scores_a_run_from_the_stored_count_as_counting_afresh_does(
+    generated: gcengine.Session, data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The history's count (each anchor's last mention, the ones looked for one by one) is
+    read back with the record, not counted again, and scores any collection as a fresh
+    count does."""
+    history = generated.history
+    taken = data.draw(st.sets(st.integers(0, len(history) - 1), max_size=len(history)))
+    after = [m for i, m in enumerate(history) if i not in taken]
+    fresh = gcengine.score_collection(generated, after)
+    cache = read_back(generated, kept(generated))
+    assert cache.messages == history
+
+    with monkeypatch.context() as patched:
+        patched.setattr(counting.ContextAnchors, "__init__", _counted_again)
+        stored = gcengine.score_collection(generated, after, cache)
+
+    assert stored == fresh
+    counted, recounted = cache.counted(history), gcengine.anchor_cache(generated).counted(history)
+    assert list(counted.last.items()) == list(recounted.last.items())  # in first-mention order
+    assert counted.one_by_one() == recounted.one_by_one()
+    assert counted.per_class == recounted.per_class
+
+
+def _counted_again(*_: object) -> None:
+    raise AssertionError("the history was counted again")
