@@ -65,12 +65,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from quality import seconds, wall_and_cpu  # noqa: E402  (beside this script)
 
 TARGET_SECONDS = 1.0
 BUDGET = {
@@ -131,18 +132,6 @@ class _Lease:
 
     def scored(self, **fields: Any) -> None:
         pass
-
-
-def wall_and_cpu(function: Callable[[], object]) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    function()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
-def seconds(times: list[tuple[float, float]]) -> str:
-    """The medians of ``wall_and_cpu``'s figures."""
-    wall = statistics.median(t[0] for t in times)
-    return f"{wall:5.2f} s ({statistics.median(t[1] for t in times):.2f} s CPU)"
 
 
 def main() -> int:
