@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress, filterfalse
 from typing import TYPE_CHECKING, Any
 
@@ -120,40 +120,60 @@ def _closing_answers_kept(
     by position, marked as closing answers (``CLOSING_ANSWER_KEY``): their policy must
     outlive the tool work that told it, or the next run of the same policy would take them.
     ``taken_whole``: the turns a whole-turn unit took, passed over unread."""
+    if not touched:
+        return {}
+    history = collection.history
+    flags = collection.figures.closing  # the builder's: no message read to find them
+    if flags is None:
+        marked = _closing_answers_read(collection, touched, removed, taken_whole)
+    else:
+        # One pass over the flags from the first touched turn to the end of the last: a
+        # closing answer of a turn taken whole is among the positions removed, so only those
+        # of turns not touched, when there are any between, need their turn looked up.
+        start, end = collection.layout.starts[touched[0]], collection.layout.span(touched[-1])[1]
+        flagged: Iterable[int] = compress(range(start, end), flags[start:end])
+        if len(touched) != touched[-1] - touched[0] + 1:
+            touched_set, turn_of = set(touched), collection.layout.turn_of
+            flagged = (p for p in flagged if turn_of(p) in touched_set)
+        marked = [
+            p
+            for p in flagged
+            if p not in removed and history[p].metadata.get(CLOSING_ANSWER_KEY) is not True
+        ]
+    # Copies without pydantic's cost, made in one loop: every field the message's, the mark added.
+    copies = entries_made(
+        Message,
+        [
+            {**message.__dict__, "metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
+            for message in map(history.__getitem__, marked)
+        ],
+    )
+    return dict(zip(marked, copies, strict=True))
+
+
+def _closing_answers_read(
+    collection: Collection, touched: Sequence[int], removed: set[int], taken_whole: set[int]
+) -> list[int]:
+    """The positions ``_closing_answers_kept`` marks, found by reading the touched turns'
+    messages (an index the builder did not make flags no closing answer)."""
     marked: list[int] = []
     history, span = collection.history, collection.layout.span
-    flags = collection.figures.closing  # the builder's: no message read to find them
     for turn in touched:
         if turn in taken_whole:
             continue
         start, end = span(turn)
         if removed.issuperset(range(start, end)):  # a turn taken whole keeps nothing
             continue
-        positions: Iterator[int]
-        if flags is not None:
-            closing = None
-            positions = compress(range(start, end), flags[start:end])
-        else:
-            closing = closing_answer_ids(history[start:end])
-            positions = iter(range(start, end)) if closing else iter(())
-        for position in positions:
+        closing = closing_answer_ids(history[start:end])
+        for position in range(start, end) if closing else ():
             message = history[position]
             if (
-                (closing is None or message.message_id in closing)
+                message.message_id in closing
                 and position not in removed
                 and message.metadata.get(CLOSING_ANSWER_KEY) is not True
             ):
                 marked.append(position)
-    # Copies without pydantic's cost, made in one loop: every field the message's, the mark added.
-    copies = entries_made(Message, map(_marked_fields, map(history.__getitem__, marked)))
-    return dict(zip(marked, copies, strict=True))
-
-
-def _marked_fields(message: Message) -> dict[str, Any]:
-    """The fields of ``message``, marked as a closing answer."""
-    fields = message.__dict__.copy()
-    fields["metadata"] = {**message.metadata, CLOSING_ANSWER_KEY: True}
-    return fields
+    return marked
 
 
 def apply(

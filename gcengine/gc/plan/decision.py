@@ -101,6 +101,11 @@ class Decision:
         thousands, and reading their fields by name cost as much as making the items)."""
         items: list[GCRemovalItem] = []
         add, conversation = items.append, InstructionSource.CONVERSATION
+        # What is read of a unit's collection, looked up again only when the collection
+        # changes (a decision's units are all of one).
+        read_of: Collection | None = None
+        indices: list[int | None] = []
+        ids: list[str] = []
         for unit, why in self.taken:
             if isinstance(unit, Unit):
                 add(
@@ -116,11 +121,13 @@ class Decision:
                 )
                 continue
             collection, turn, positions, tokens, _, _, whole, key, message_ids = unit
-            index = collection.layout.indices[turn]
+            if collection is not read_of:
+                read_of, indices, ids = collection, collection.layout.indices, collection.ids
+            index = indices[turn]
             if whole:  # a whole turn: its key and ids are the collection's
                 start = positions[0]
                 key = turn_key_of(index, None if index is not None else collection.history[start])
-                message_ids = collection.ids[start : start + len(positions)]
+                message_ids = ids[start : start + len(positions)]
             else:
                 assert message_ids is not None
                 message_ids = [*message_ids]
