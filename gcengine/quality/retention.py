@@ -316,19 +316,7 @@ class AnchorScorer:
         """A compaction from the context ``before`` to the context ``after``: the messages of
         ``before`` that ``after`` no longer holds unchanged went; the messages of ``after``
         that ``before`` did not hold came in."""
-        kept = dict(zip(map(_MESSAGE_ID, after), after, strict=True))
-        earlier = dict(zip(map(_MESSAGE_ID, before), before, strict=True))
-        removed = [
-            m
-            for m in _not_among(before, after, len(kept))
-            if (o := kept.get(m.message_id)) is not m and not_carried(m, o)
-        ]
-        came_in = [
-            m
-            for m in _not_among(after, before, len(earlier))
-            if (o := earlier.get(m.message_id)) is not m and not_carried(m, o)
-        ]
-        return self.score(before, after, removed, came_in)
+        return self.score(before, after, _not_held(before, after), _not_held(after, before))
 
     def score_taken(
         self, before: Sequence[Message], after: Sequence[Message], first: int, end: int
@@ -603,16 +591,26 @@ def _copies_kept(rest: list[Message], after: Sequence[Message]) -> list[int] | N
     return copies
 
 
-def _not_among(
-    messages: Sequence[Message], others: Sequence[Message], other_ids: int
-) -> Sequence[Message]:
-    """``messages`` but those ``others`` holds as they are (the same objects), when no two of
-    ``others`` share an id (``other_ids`` of them do not); else all of them. Compared in C:
-    a replay asks this of hundreds of messages at each collection, and keeps most."""
-    if other_ids != len(others):
-        return messages
+def _not_held(messages: Sequence[Message], others: Sequence[Message]) -> list[Message]:
+    """The messages of ``messages`` that ``others`` does not hold: neither the very object
+    nor a message under its id that the model reads alike (a copy a collection marked in its
+    metadata). A message ``others`` holds as it is stays held when another of ``others``
+    shares its id (a summary given the id of a message it kept, say). The objects are
+    compared in C: a replay asks this of hundreds of messages at each collection, and keeps
+    most."""
     there = set(map(id, others))
-    return list(compress(messages, map(not_, map(there.__contains__, map(id, messages)))))
+    rest = list(compress(messages, map(not_, map(there.__contains__, map(id, messages)))))
+    if not rest:
+        return rest
+    wanted = set(map(_MESSAGE_ID, rest))
+    by_id: dict[str, list[Message]] = {}
+    for other in compress(others, map(wanted.__contains__, map(_MESSAGE_ID, others))):
+        by_id.setdefault(other.message_id, []).append(other)
+    return [
+        m
+        for m in rest
+        if (alike := by_id.get(m.message_id)) is None or all(not_carried(m, o) for o in alike)
+    ]
 
 
 def class_retentions(

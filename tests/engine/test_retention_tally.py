@@ -260,3 +260,28 @@ def test_a_message_changed_under_its_id_is_read_as_it_is_after() -> None:
     retention = scorer.score([earlier, went], [changed], [went])
     assert figures(retention) == recount([earlier, went], [changed], [went], scorer.context)
     assert retention.of_class(gcengine.AnchorClass.IDENTIFIERS).retained == 1
+
+
+def test_a_message_kept_as_it_is_stays_kept_when_a_message_after_shares_its_id() -> None:
+    """A summary given the id of a message the compaction kept (both in view after) takes
+    nothing from that message: its anchors are kept, not lost."""
+    kept = message(
+        "Fix the crash in src/engine/parser.py: ParseError E1234 from load_config.", 1, True
+    )
+    went = message(
+        "Then update tests/test_widget.py and docs/guide.md for RenderContext.", 2, False
+    )
+    last = message(
+        "The failure in lib/cache/store.py is a KeyError from CacheStore.evict.", 3, True
+    )
+    summary_of = Message(role=Role.MODEL, parts=[Part.from_text("Earlier work.")], message_id="m1")
+    before, after = [kept, went, last], [kept, summary_of, last]
+
+    def scorer() -> AnchorScorer:
+        return AnchorScorer(before, tokens)
+
+    changed = scorer().score_change(before, after)
+    assert changed == scorer().score(before, after, [went], [summary_of])
+    lost = {text for retention in changed.classes for text in retention.lost}
+    assert "src/engine/parser.py" not in lost
+    assert "tests/test_widget.py" in lost
