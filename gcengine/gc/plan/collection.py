@@ -438,9 +438,10 @@ def start_collection(
         return _jaato_collection(
             history, ids, config, figures, budget, tokens_before, limit, preserve_recent
         )
+    only_chat = layout.kinds.count(MessageKind.CHAT) == len(layout)
     chat: Sequence[int] = (
         range(len(layout))
-        if layout.kinds.count(MessageKind.CHAT) == len(layout)
+        if only_chat
         else [p for p, kind in enumerate(layout.kinds) if kind is MessageKind.CHAT]
     )
     recent = list(chat[-preserve_recent:]) if preserve_recent else []
@@ -451,10 +452,15 @@ def start_collection(
     sealed = set(recent) - unsealed_recent | pinned_turns(layout, ids, config)
     task = latest_request(history)
     current = {layout.turn_of(task)} if task is not None else set()
+    # A history of chat turns only (most) holds no summary: its turns are not gone through.
     agent = frozenset(
-        p
-        for p, kind in enumerate(layout.kinds)
-        if kind is MessageKind.SUMMARY and is_agent_summary(history[layout.starts[p]])
+        ()
+        if only_chat
+        else (
+            p
+            for p, kind in enumerate(layout.kinds)
+            if kind is MessageKind.SUMMARY and is_agent_summary(history[layout.starts[p]])
+        )
     )
     collection = Collection(
         history=history,
