@@ -1,0 +1,257 @@
+"""A stored session's anchors and their count read back as the record's columns: an anchor,
+a message's ``Held`` and the count's ``last`` are made only when something reads them.
+
+A run's score of a stored session reads little of its record: which anchors the few hundred
+messages the run kept hold, the one-word anchors whose word is still in view, the anchors it
+looks for one by one, and the first lost ones of each class. Made whole, the record is
+242,000 anchors, 26,000 ``Held`` and a dict of every key on a 10,000-turn session, about
+half of what reading it back cost; counted from the columns, a run's score makes only the
+anchors it looks for one by one (17,000 there) and no ``Held``.
+
+A replay, which reads every message's ``Held``, has them all made at its first ask, as
+reading the record whole made them (``RecordColumns.held_each``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import fields
+from functools import cached_property
+from itertools import accumulate, chain, compress, repeat
+from typing import Any
+
+from gcengine.messages import Message
+from gcengine.quality.anchors import ANCHOR_CLASSES, CLASS_INFO, Anchor, AnchorClass, MatchRule
+from gcengine.quality.counting import _GATHERED_FROM, ContextAnchors, InView, Kept
+from gcengine.quality.tally import AnchorKey, Held
+
+_NONE: frozenset[str] = frozenset()
+
+
+class RecordColumns:
+    """The columns of a record ``anchors_record`` wrote, as read back: the distinct anchors
+    (each field a column, by their place in the record), each corpus message's places among
+    them (one array, with where each message's start), and the corpus's count by key (each
+    key's anchor of its last mention and where that is, by first mention; each key's place
+    in the record's anchors is its ``key_of``)."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        named: dict[str, str] = record["class_codes"]
+        self.class_of = {letter: AnchorClass(value) for letter, value in named.items()}
+        named = record["rule_codes"]
+        self._rule_of = {letter: MatchRule(value) for letter, value in named.items()}
+        # The letter of a literal anchor's rule: the rule the words in view decide.
+        self.literal = next(k for k, rule in self._rule_of.items() if rule is MatchRule.LITERAL)
+        self.classes: str = record["classes"]
+        self.rules: str = record["rules"]
+        self.keys: list[str] = record["keys"]
+        self._texts: list[list[Any]] = record["texts"]
+        self._terms: list[list[Any]] = record["terms"]
+        places: list[list[int]] = record["messages"]
+        # As arrays: a 10,000-turn session's as lists of int objects are 24.6 MB, so 8.6 MB.
+        self.places = array("q", chain.from_iterable(places))
+        self.starts = array("q", chain((0,), accumulate(map(len, places))))
+        self.key_of = array("q", record["key_of"])
+        self.last_anchors = array("q", record["last_anchors"])
+        self.last_at = array("q", record["last_at"])
+        self.one_by_one = array("q", record["one_by_one"])
+        self.last_weights = array("q", record["last_weights"])
+        self.per_class = Counter({AnchorClass(value): n for value, n in record["per_class"]})
+        self._weight_of = {letter: CLASS_INFO[c].weight for letter, c in self.class_of.items()}
+
+    @cached_property
+    def texts(self) -> dict[int, str]:
+        """The anchors' texts where they are not their keys (most are), by place."""
+        return dict(map(tuple, self._texts))
+
+    def text(self, place: int) -> str:
+        return self.texts.get(place, self.keys[place])
+
+    def key(self, place: int) -> AnchorKey:
+        return (self.class_of[self.classes[place]], self.keys[place])
+
+    def anchors(self, places: Sequence[int]) -> list[Anchor]:
+        """The anchors at ``places``, as ``anchors_record`` read them."""
+        terms = self._terms_by_place
+        return self._made(
+            places,
+            list(map(self.text, places)),
+            [frozenset(terms[p]) if p in terms else _NONE for p in places],
+        )
+
+    @cached_property
+    def _terms_by_place(self) -> dict[int, list[str]]:
+        return dict(map(tuple, self._terms))
+
+    @cached_property
+    def every_anchor(self) -> list[Anchor]:
+        """Every anchor, in the record's order (what a replay's ``Held`` hold)."""
+        texts = list(self.keys)
+        for place, text in self._texts:
+            texts[place] = text
+        terms = [_NONE] * len(self.keys)
+        for place, said in self._terms:
+            terms[place] = frozenset(said)
+        return self._made(range(len(self.keys)), texts, terms)
+
+    def _made(
+        self, places: Sequence[int], texts: list[str], terms: list[frozenset[str]]
+    ) -> list[Anchor]:
+        letters = map(self.classes.__getitem__, places)
+        return unchecked(
+            Anchor,
+            anchor_class=list(map(self.class_of.__getitem__, letters)),
+            key=list(map(self.keys.__getitem__, places)),
+            text=texts,
+            rule=list(map(self._rule_of.__getitem__, map(self.rules.__getitem__, places))),
+            terms=terms,
+        )
+
+    @cached_property
+    def every_key(self) -> list[AnchorKey]:
+        return list(zip(map(self.class_of.__getitem__, self.classes), self.keys, strict=True))
+
+    def held_each(self) -> list[Held]:
+        """Each corpus message's ``Held``, in order: most messages hold no anchor, or the
+        same few as another, so one ``Held`` is made for each distinct set."""
+        keys, anchors = self.every_key, self.every_anchor
+        weights = list(map(self._weight_of.__getitem__, self.classes))
+        distinct: dict[tuple[int, ...], int] = {}
+        each = map(self.places.__getitem__, map(slice, self.starts, self.starts[1:]))
+        which = [distinct.setdefault(places, len(distinct)) for places in map(tuple, each)]
+        made = unchecked(
+            Held,
+            keys=[tuple(map(keys.__getitem__, places)) for places in distinct],
+            anchors=[tuple(map(anchors.__getitem__, places)) for places in distinct],
+            weights=[tuple(map(weights.__getitem__, places)) for places in distinct],
+        )
+        return list(map(made.__getitem__, which))
+
+    def last(self) -> dict[AnchorKey, tuple[Anchor, int]]:
+        """Each key's anchor of its last mention and where that is, by first mention (a
+        ``ContextAnchors``' ``last``)."""
+        keys, anchors = self.every_key, self.every_anchor
+        mentions = zip(map(anchors.__getitem__, self.last_anchors), self.last_at, strict=True)
+        return dict(zip(map(keys.__getitem__, self.last_anchors), mentions, strict=True))
+
+
+class StoredCount(ContextAnchors):
+    """A corpus's ``ContextAnchors`` as stored (``RecordColumns``): what a compaction kept
+    (``kept``) counted by each key's place among the count's keys, the anchors made only for
+    those looked for one by one. ``held`` and ``last`` are made whole when first read."""
+
+    def __init__(self, messages: Sequence[Message], columns: RecordColumns) -> None:
+        self.messages = list(messages)
+        self.columns = columns
+        self.per_class = columns.per_class
+
+    def __getattr__(self, name: str) -> Any:
+        """``held`` and ``last`` (which the other ``ContextAnchors`` set as they count),
+        made from the columns the first time they are read."""
+        if name == "held":
+            value: Any = self.columns.held_each()
+        elif name == "last":
+            value = self.columns.last()
+        else:
+            raise AttributeError(name)
+        setattr(self, name, value)
+        return value
+
+    def one_by_one(self) -> list[AnchorKey]:
+        columns = self.columns
+        return list(map(columns.key, map(columns.last_anchors.__getitem__, columns.one_by_one)))
+
+    def kept(
+        self, keep: bytes | bytearray, in_view: InView, thirds: tuple[int, int], shown: int
+    ) -> Kept:
+        """``ContextAnchors.kept``, each key its place among the count's keys."""
+        columns = self.columns
+        starts, ends = compress(columns.starts, keep), compress(columns.starts[1:], keep)
+        kept_places = map(columns.places.__getitem__, map(slice, starts, ends))
+        held = set(map(columns.key_of.__getitem__, chain.from_iterable(kept_places)))
+        retained = [*held, *self._by_word_at(held, in_view), *self._found_at(held, in_view)]
+        letter_of = columns.classes.__getitem__
+        of_retained = list(map(letter_of, map(columns.last_anchors.__getitem__, retained)))
+        retained_count = Counter(
+            {columns.class_of[letter]: n for letter, n in Counter(of_retained).items()}
+        )
+        oldest_end, newest_start = thirds
+        weights = columns.last_weights
+        where = list(map(columns.last_at.__getitem__, retained))
+        weighs = list(map(columns._weight_of.__getitem__, of_retained))
+        return Kept(
+            retained=retained_count,
+            lost_shown=self._lost_shown_at(set(retained), retained_count, shown),
+            oldest=sum(weights[:oldest_end]),
+            oldest_retained=sum(compress(weighs, map(oldest_end.__gt__, where))),
+            newest=sum(weights[newest_start:]),
+            newest_retained=sum(compress(weighs, map(newest_start.__le__, where))),
+        )
+
+    def _by_word_at(self, held: set[int], in_view: InView) -> list[int]:
+        """The literal keys no kept message holds whose word is in view (a key is a word
+        in view whatever its class)."""
+        columns = self.columns
+        came, left = in_view.words.came, in_view.words.left.get
+        words = {word for word, views in came.items() if views > left(word, 0)}
+        said = compress(range(len(columns.keys)), map(words.__contains__, columns.keys))
+        literal, rules, last_anchors = columns.literal, columns.rules, columns.last_anchors
+        return [
+            key
+            for key in dict.fromkeys(map(columns.key_of.__getitem__, said))
+            if key not in held and rules[last_anchors[key]] == literal
+        ]
+
+    def _found_at(self, held: set[int], in_view: InView) -> list[int]:
+        """The keys looked for one by one that no kept message holds and are in view."""
+        checked = [key for key in self.columns.one_by_one if key not in held]
+        if len(checked) >= _GATHERED_FROM:
+            in_view.gathered()
+        anchors = self.columns.anchors(list(map(self.columns.last_anchors.__getitem__, checked)))
+        return list(compress(checked, map(in_view.retained, anchors)))
+
+    def _lost_shown_at(
+        self, retained: set[int], retained_count: Counter[AnchorClass], shown: int
+    ) -> dict[AnchorClass, list[str]]:
+        """``ContextAnchors._lost_shown``: the first ``shown`` anchors each class lost, read
+        until every class has all it will show; the anchors of a class that has are passed
+        over in C."""
+        columns = self.columns
+        lost_shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+        wanted = {
+            anchor_class: min(anchors - retained_count[anchor_class], shown)
+            for anchor_class, anchors in self.per_class.items()
+        }
+        showing = {
+            letter
+            for letter, anchor_class in columns.class_of.items()
+            if wanted.get(anchor_class, 0)
+        }
+        last_anchors = columns.last_anchors
+        of_showing = map(showing.__contains__, map(columns.classes.__getitem__, last_anchors))
+        for key in compress(range(len(last_anchors)), of_showing):
+            if key not in retained:
+                place = last_anchors[key]
+                letter = columns.classes[place]
+                anchor_class = columns.class_of[letter]
+                (texts := lost_shown[anchor_class]).append(columns.text(place))
+                if len(texts) == wanted[anchor_class]:
+                    showing.discard(letter)
+                    if not showing:
+                        break
+        return lost_shown
+
+
+def unchecked[T](kind: type[T], **columns: Sequence[Any]) -> list[T]:
+    """The ``kind`` (a frozen dataclass with slots: an anchor, a message's ``Held``) whose
+    fields are ``columns`` (one sequence a field, by name), as ``kind(...)`` makes them, each
+    field set through its slot: a frozen dataclass's ``__init__`` sets each field by a call
+    of its own, which made most of reading a long session's 240,000 anchors back (0.36 s;
+    this, 0.1 s). Only for fields read back from a record ``anchors_record`` wrote, which
+    ``kind(...)`` made."""
+    made = list(map(object.__new__, repeat(kind, len(next(iter(columns.values()))))))
+    for field in fields(kind):  # type: ignore[arg-type]  # every field, or a KeyError
+        deque(map(getattr(kind, field.name).__set__, made, columns[field.name]), maxlen=0)
+    return made
