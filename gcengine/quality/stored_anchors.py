@@ -70,8 +70,9 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
 
     In columns, each field of the anchors in a list or string of its own, so reading it back
     makes no object per anchor but the anchor: a class and a rule as one letter each, a
-    text only where it is not the key (most are), terms only where there are any; the
-    vocabulary as one string, split only when a score needs it.
+    text only where it is not the key (most are), terms only where there are any; the keys
+    as one string, a line each (``_joined``), the vocabulary as one string, split only when a
+    score needs it.
 
     Reading makes hundreds of thousands of objects, none in a cycle: an entry point that owns
     its process pauses the cycle collector around this (``cyclic_gc_paused``), as the
@@ -98,7 +99,7 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         "rule_codes": _RULE_CODES.named,
         "classes": "".join([_CLASS_CODES.code[a.anchor_class] for a in table]),
         "rules": "".join([_RULE_CODES.code[a.rule] for a in table]),
-        "keys": [a.key for a in table],
+        "keys": _joined([a.key for a in table]),
         "texts": [[i, a.text] for i, a in enumerate(table) if a.text != a.key],
         "terms": [[i, sorted(a.terms)] for i, a in enumerate(table) if a.terms],
         "messages": [[table[anchor] for anchor in held.anchors] for held in held_each],
@@ -113,6 +114,13 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         "last_weights": last_weights,
         "per_class": [[c.value, n] for c, n in counted.per_class.items()],
     }
+
+
+def _joined(keys: list[str]) -> list[str] | str:
+    """``keys`` as one string, a line each, when none holds a line break: read back, one
+    string and a split are a tenth of the time of a list of 240,000 strings."""
+    joined = "\n".join(keys)
+    return joined if keys and joined.count("\n") == len(keys) - 1 else keys
 
 
 def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> AnchorCache | None:

@@ -46,7 +46,8 @@ class RecordColumns:
         self.literal = next(k for k, rule in self._rule_of.items() if rule is MatchRule.LITERAL)
         self.classes: str = record["classes"]
         self.rules: str = record["rules"]
-        self.keys: list[str] = record["keys"]
+        keys: list[str] | str = record["keys"]
+        self.keys = keys.split("\n") if isinstance(keys, str) else keys
         self._texts: list[list[Any]] = record["texts"]
         self._terms: list[list[Any]] = record["terms"]
         places: list[list[int]] = record["messages"]
@@ -74,16 +75,17 @@ class RecordColumns:
 
     def anchors(self, places: Sequence[int]) -> list[Anchor]:
         """The anchors at ``places``, as ``anchors_record`` read them."""
-        terms = self._terms_by_place
+        keys = list(map(self.keys.__getitem__, places))
         return self._made(
             places,
-            list(map(self.text, places)),
-            [frozenset(terms[p]) if p in terms else _NONE for p in places],
+            keys,
+            list(map(self.texts.get, places, keys)),
+            list(map(self._terms_by_place.get, places, repeat(_NONE))),
         )
 
     @cached_property
-    def _terms_by_place(self) -> dict[int, list[str]]:
-        return dict(map(tuple, self._terms))
+    def _terms_by_place(self) -> dict[int, frozenset[str]]:
+        return {place: frozenset(terms) for place, terms in self._terms}
 
     @cached_property
     def every_anchor(self) -> list[Anchor]:
@@ -94,16 +96,20 @@ class RecordColumns:
         terms = [_NONE] * len(self.keys)
         for place, said in self._terms:
             terms[place] = frozenset(said)
-        return self._made(range(len(self.keys)), texts, terms)
+        return self._made(range(len(self.keys)), self.keys, texts, terms)
 
     def _made(
-        self, places: Sequence[int], texts: list[str], terms: list[frozenset[str]]
+        self,
+        places: Sequence[int],
+        keys: list[str],
+        texts: list[str],
+        terms: list[frozenset[str]],
     ) -> list[Anchor]:
         letters = map(self.classes.__getitem__, places)
         return unchecked(
             Anchor,
             anchor_class=list(map(self.class_of.__getitem__, letters)),
-            key=list(map(self.keys.__getitem__, places)),
+            key=keys,
             text=texts,
             rule=list(map(self._rule_of.__getitem__, map(self.rules.__getitem__, places))),
             terms=terms,
