@@ -20,16 +20,18 @@ import sys
 from collections.abc import Iterable
 from enum import Enum
 from itertools import accumulate, chain
+from operator import attrgetter
 from types import ModuleType
 from typing import Any
 
 from gcengine.messages import Message
 from gcengine.quality import reading
-from gcengine.quality.anchors import CLASS_INFO, Anchor, AnchorClass, MatchRule
+from gcengine.quality.anchors import CLASS_INFO, AnchorClass, MatchRule
 from gcengine.quality.reading import AnchorCache
 from gcengine.quality.session_anchors import AnchorContext
 from gcengine.quality.stored_count import RecordColumns, StoredCount, ints_text, joined
 
+_KEY = attrgetter("key")
 # The record's own shape; a new one makes every older record another extractor's.
 ANCHORS_FORMAT = 4
 
@@ -79,10 +81,9 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
     its process pauses the cycle collector around this (``cyclic_gc_paused``), as the
     dashboard's stored sessions do."""
     held_each = cache.read_all()
-    table: dict[Anchor, int] = {}
-    for held in held_each:
-        for anchor in held.anchors:
-            table.setdefault(anchor, len(table))
+    distinct = dict.fromkeys(anchor for held in held_each for anchor in held.anchors)
+    # By key, so a score finds the anchors of a word by bisection (``RecordColumns.said``).
+    table = {anchor: i for i, anchor in enumerate(sorted(distinct, key=_KEY))}
     context = cache.context
     # The corpus counted at once, as a run's score counts the session's history.
     counted = cache.counted(cache.messages)

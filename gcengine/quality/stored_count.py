@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from array import array
 from base64 import b64decode, b64encode
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
@@ -73,6 +74,14 @@ class RecordColumns:
 
     def text(self, place: int) -> str:
         return self.texts.get(place, self.keys[place])
+
+    def said(self, word: str) -> range:
+        """The places of the anchors whose key is ``word``: the anchors are in the order of
+        their keys, so they are found by bisection, never by reading every key (hashing a
+        10,000-turn session's 19 MB of keys took longer than the rest of a run's count)."""
+        keys = self.keys
+        start = bisect_left(keys, word)
+        return range(start, bisect_right(keys, word, start))
 
     def key(self, place: int) -> AnchorKey:
         return (self.class_of[self.classes[place]], self.keys[place])
@@ -205,8 +214,8 @@ class StoredCount(ContextAnchors):
         in view whatever its class)."""
         columns = self.columns
         came, left = in_view.words.came, in_view.words.left.get
-        words = {word for word, views in came.items() if views > left(word, 0)}
-        said = compress(range(len(columns.keys)), map(words.__contains__, columns.keys))
+        words = [word for word, views in came.items() if views > left(word, 0)]
+        said = chain.from_iterable(map(columns.said, words))
         literal, rules, last_anchors = columns.literal, columns.rules, columns.last_anchors
         return [
             key
