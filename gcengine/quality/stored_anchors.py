@@ -29,7 +29,13 @@ from gcengine.quality import reading
 from gcengine.quality.anchors import CLASS_INFO, AnchorClass, MatchRule
 from gcengine.quality.reading import AnchorCache
 from gcengine.quality.session_anchors import AnchorContext
-from gcengine.quality.stored_count import RecordColumns, StoredCount, ints_text, joined
+from gcengine.quality.stored_count import (
+    RecordColumns,
+    StoredCount,
+    ints_text,
+    joined,
+    terms_text,
+)
 
 _KEY = attrgetter("key")
 # The record's own shape; a new one makes every older record another extractor's.
@@ -106,7 +112,7 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         "texts_at": ints_text(i for i, a in enumerate(table) if a.text != a.key),
         "texts": joined([a.text for a in table if a.text != a.key]),
         "terms_at": ints_text(i for i, a in enumerate(table) if a.terms),
-        "terms": _terms_text([sorted(a.terms) for a in table if a.terms]),
+        "terms": terms_text([sorted(a.terms) for a in table if a.terms]),
         "messages": ints_text(chain.from_iterable(places)),
         "message_starts": ints_text(chain((0,), accumulate(map(len, places)))),
         # The count: each distinct key's anchor of its last mention and where that is, by
@@ -120,15 +126,6 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         "last_weights": ints_text(last_weights),
         "per_class": [[c.value, n] for c, n in counted.per_class.items()],
     }
-
-
-def _terms_text(terms: list[list[str]]) -> str | list[list[str]]:
-    """Each anchor's terms a line, joined by spaces (``joined``), when no term holds a space
-    or a line break; else as they are."""
-    if any(" " in term or "\n" in term for said in terms for term in said):
-        return terms
-    text = joined([" ".join(said) for said in terms])
-    return text if isinstance(text, str) else terms
 
 
 def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> AnchorCache | None:

@@ -53,10 +53,7 @@ class RecordColumns:
         self._texts_at = ints(record["texts_at"])
         self._texts = lines(record["texts"])
         self._terms_at = ints(record["terms_at"])
-        said: str | list[list[str]] = record["terms"]
-        self._terms = (
-            list(map(str.split, lines(said), repeat(" "))) if isinstance(said, str) else said
-        )
+        self._terms = term_lists(record["terms"])
         self.places = ints(record["messages"])
         self.starts = ints(record["message_starts"])
         self.key_of = ints(record["key_of"])
@@ -274,6 +271,20 @@ def joined(items: list[str], by: str = "\n") -> str | list[str]:
 def lines(said: str | list[str]) -> list[str]:
     """What ``joined`` wrote, as the strings it was given."""
     return said.split("\n") if isinstance(said, str) else said
+
+
+def terms_text(terms: list[list[str]]) -> str | list[list[str]]:
+    """Each anchor's terms a line, joined by spaces (read back by ``term_lists``), when no
+    term holds a space or a line break; else as they are."""
+    if any(" " in term or "\n" in term for said in terms for term in said):
+        return terms
+    text = joined([" ".join(said) for said in terms])
+    return text if isinstance(text, str) else terms
+
+
+def term_lists(said: str | list[list[str]]) -> list[list[str]]:
+    """What ``terms_text`` wrote, as the lists it was given."""
+    return list(map(str.split, lines(said), repeat(" "))) if isinstance(said, str) else said
 
 
 def ints_text(values: Iterable[int]) -> str:
