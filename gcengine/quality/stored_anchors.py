@@ -37,7 +37,7 @@ from gcengine.quality.stored_count import (
     terms_text,
 )
 
-_KEY = attrgetter("key")
+_KEY, _MESSAGE_ID = attrgetter("key"), attrgetter("message_id")
 # The record's own shape; a new one makes every older record another extractor's.
 ANCHORS_FORMAT = 4
 
@@ -69,7 +69,7 @@ def extractor_version() -> str:
 
 
 def _corpus_digest(messages: Iterable[Message]) -> str:
-    return hashlib.sha256("\n".join(m.message_id for m in messages).encode()).hexdigest()
+    return hashlib.sha256("\n".join(map(_MESSAGE_ID, messages)).encode()).hexdigest()
 
 
 def anchors_record(cache: AnchorCache) -> dict[str, Any]:

@@ -53,7 +53,7 @@ class RecordColumns:
         self._texts_at = ints(record["texts_at"])
         self._texts = lines(record["texts"])
         self._terms_at = ints(record["terms_at"])
-        self._terms = term_lists(record["terms"])
+        self._terms: str | list[list[str]] = record["terms"]
         self.places = ints(record["messages"])
         self.starts = ints(record["message_starts"])
         self.key_of = ints(record["key_of"])
@@ -95,7 +95,11 @@ class RecordColumns:
 
     @cached_property
     def _terms_by_place(self) -> dict[int, frozenset[str]]:
-        return dict(zip(self._terms_at, map(frozenset, self._terms), strict=True))
+        """The terms anchors' terms, by place: read when an anchor is first made, one
+        frozenset each, shared by every anchor made of that place."""
+        terms = map(frozenset, term_lists(self._terms))
+        self._terms = ""  # read: its lists are not kept beside the sets
+        return dict(zip(self._terms_at, terms, strict=True))
 
     @cached_property
     def every_anchor(self) -> list[Anchor]:
@@ -104,8 +108,8 @@ class RecordColumns:
         for place, text in zip(self._texts_at, self._texts, strict=True):
             texts[place] = text
         terms = [_NONE] * len(self.keys)
-        for place, said in zip(self._terms_at, self._terms, strict=True):
-            terms[place] = frozenset(said)
+        for place, said in self._terms_by_place.items():
+            terms[place] = said
         return self._made(range(len(self.keys)), self.keys, texts, terms)
 
     def _made(
