@@ -294,8 +294,8 @@ def term_lists(said: str | list[list[str]]) -> list[list[str]]:
 def ints_text(values: Iterable[int]) -> str:
     """``values`` (non-negative, under 2**31: places and weights in a record) as base64 of
     4-byte little-endian integers (read back by ``ints``): JSON's lists of numbers took
-    ten times as long to read back, and as lists of int objects held three times the memory
-    of arrays."""
+    about eight times as long to read back, and as lists of int objects held several times
+    the memory of arrays."""
     column = array("i", values)
     if sys.byteorder == "big":
         column.byteswap()
