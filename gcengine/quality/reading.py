@@ -183,10 +183,11 @@ class AnchorCache:
 
     def held_of(self, message: Message) -> Held:
         """The anchors of ``message``."""
-        if self._held_read is not None:
-            held_each, self._held_read = self._held_read(), None
-            read = zip(self._corpus, held_each, strict=True)
+        if self._held_read is not None:  # all at once, then no more (a score in another
+            # thread meanwhile makes them again, or reads its message afresh: the same)
+            read = zip(self._corpus, self._held_read(), strict=True)
             self._held = {m.message_id: (m, h) for m, h in read}
+            self._held_read = None
         known = self._held.get(message.message_id)
         if known is None or (known[0] is not message and not_carried(message, known[0])):
             known = self._held[message.message_id] = (

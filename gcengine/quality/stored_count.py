@@ -97,9 +97,7 @@ class RecordColumns:
     def _terms_by_place(self) -> dict[int, frozenset[str]]:
         """The terms anchors' terms, by place: read when an anchor is first made, one
         frozenset each, shared by every anchor made of that place."""
-        terms = map(frozenset, term_lists(self._terms))
-        self._terms = ""  # read: its lists are not kept beside the sets
-        return dict(zip(self._terms_at, terms, strict=True))
+        return dict(zip(self._terms_at, map(frozenset, term_lists(self._terms)), strict=True))
 
     @cached_property
     def every_anchor(self) -> list[Anchor]:
