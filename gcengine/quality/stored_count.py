@@ -36,7 +36,7 @@ _NONE: frozenset[str] = frozenset()
 class RecordColumns:
     """The columns of a record ``anchors_record`` wrote, as read back: the distinct anchors
     (each field a column, by their place in the record), each corpus message's places among
-    them (one array, with where each message's start), and the corpus's count by key (each
+    them (one array, with where each message's places start), and the corpus's count by key (each
     key's anchor of its last mention and where that is, by first mention; each key's place
     in the record's anchors is its ``key_of``)."""
 
