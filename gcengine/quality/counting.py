@@ -206,7 +206,6 @@ class ContextCount:
 
     def __init__(self, anchors: ContextAnchors, tokens: Callable[[Message], int]) -> None:
         self.anchors = anchors
-        self.held = anchors.held
         self.per_class = anchors.per_class
         self.costs = list(map(tokens, anchors.messages))
         self.tokens = sum(self.costs)

@@ -116,6 +116,7 @@ class AnchorCache:
         self._held: dict[str, tuple[Message, Held]] = {}
         self._vocabulary_read: Callable[[], frozenset[str]] | None = None
         self._count_read: Callable[[], ContextAnchors] | None = None
+        self._held_read: Callable[[], Sequence[Held]] | None = None
 
     @property
     def corpus_messages(self) -> int:
@@ -146,13 +147,14 @@ class AnchorCache:
         corpus: Iterable[Message],
         context: AnchorContext,
         vocabulary: Callable[[], frozenset[str]],
-        held_each: Sequence[Held],
+        held_each: Callable[[], Sequence[Held]],
         counted: Callable[[], ContextAnchors] | None = None,
     ) -> AnchorCache:
         """A cache of ``corpus`` that has read it already: its ``context``, ``vocabulary``
         (what the callable gives, called when first needed: only a summary's anchors are
-        checked against it) and the anchors of each of its ``messages`` (``held_each``, in
-        order), as ``read_all`` gave them for the same corpus (kept between processes, say),
+        checked against it) and the anchors of each of its ``messages`` (what ``held_each``
+        gives, in order, called when one is first asked for: a run's score asks for none),
+        as ``read_all`` gave them for the same corpus (kept between processes, say),
         and, when given, the count of those messages (``counted``'s, called when first
         needed: a replay never counts the whole corpus at once).
         It reads again only what ``corpus`` alone does not hold."""
@@ -160,7 +162,7 @@ class AnchorCache:
         cache.context = context
         cache._vocabulary_read = vocabulary
         cache._count_read = counted
-        cache._held = {m.message_id: (m, h) for m, h in zip(cache._corpus, held_each, strict=True)}
+        cache._held_read = held_each
         return cache
 
     @property
@@ -181,6 +183,11 @@ class AnchorCache:
 
     def held_of(self, message: Message) -> Held:
         """The anchors of ``message``."""
+        if self._held_read is not None:  # all at once, then no more (a score in another
+            # thread meanwhile makes them again, or reads its message afresh: the same)
+            read = zip(self._corpus, self._held_read(), strict=True)
+            self._held = {m.message_id: (m, h) for m, h in read}
+            self._held_read = None
         known = self._held.get(message.message_id)
         if known is None or (known[0] is not message and not_carried(message, known[0])):
             known = self._held[message.message_id] = (

@@ -17,25 +17,29 @@ import functools
 import hashlib
 import inspect
 import sys
-from array import array
-from collections import deque
-from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from collections.abc import Iterable
 from enum import Enum
-from itertools import repeat
+from itertools import accumulate, chain
+from operator import attrgetter
 from types import ModuleType
 from typing import Any
 
 from gcengine.messages import Message
 from gcengine.quality import reading
-from gcengine.quality.anchors import CLASS_INFO, Anchor, AnchorClass, MatchRule
-from gcengine.quality.counting import ContextAnchors
+from gcengine.quality.anchors import CLASS_INFO, AnchorClass, MatchRule
 from gcengine.quality.reading import AnchorCache
 from gcengine.quality.session_anchors import AnchorContext
-from gcengine.quality.tally import Held
+from gcengine.quality.stored_count import (
+    RecordColumns,
+    StoredCount,
+    ints_text,
+    joined,
+    terms_text,
+)
 
+_KEY, _MESSAGE_ID = attrgetter("key"), attrgetter("message_id")
 # The record's own shape; a new one makes every older record another extractor's.
-ANCHORS_FORMAT = 3
+ANCHORS_FORMAT = 4
 
 
 @functools.cache  # bounded: one value, of code that does not change while a process runs
@@ -65,7 +69,7 @@ def extractor_version() -> str:
 
 
 def _corpus_digest(messages: Iterable[Message]) -> str:
-    return hashlib.sha256("\n".join(m.message_id for m in messages).encode()).hexdigest()
+    return hashlib.sha256("\n".join(map(_MESSAGE_ID, messages)).encode()).hexdigest()
 
 
 def anchors_record(cache: AnchorCache) -> dict[str, Any]:
@@ -75,21 +79,25 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
 
     In columns, each field of the anchors in a list or string of its own, so reading it back
     makes no object per anchor but the anchor: a class and a rule as one letter each, a
-    text only where it is not the key (most are), terms only where there are any; the
-    vocabulary as one string, split only when a score needs it.
+    text only where it is not the key (most are), terms only where there are any; the keys
+    as one string, a line each (``_joined``), the vocabulary as one string, split only when a
+    score needs it.
 
     Reading makes hundreds of thousands of objects, none in a cycle: an entry point that owns
     its process pauses the cycle collector around this (``cyclic_gc_paused``), as the
     dashboard's stored sessions do."""
     held_each = cache.read_all()
-    table: dict[Anchor, int] = {}
-    for held in held_each:
-        for anchor in held.anchors:
-            table.setdefault(anchor, len(table))
+    distinct = dict.fromkeys(anchor for held in held_each for anchor in held.anchors)
+    # By key, so a score finds the anchors of a word by bisection (``RecordColumns.said``).
+    table = {anchor: i for i, anchor in enumerate(sorted(distinct, key=_KEY))}
     context = cache.context
     # The corpus counted at once, as a run's score counts the session's history.
     counted = cache.counted(cache.messages)
     order = {key: i for i, key in enumerate(counted.last)}
+    places = [[table[anchor] for anchor in held.anchors] for held in held_each]
+    last_weights = [0] * len(cache.messages)
+    for key, (_, at) in counted.last.items():
+        last_weights[at] += CLASS_INFO[key[0]].weight
     return {
         "format": ANCHORS_FORMAT,
         "extractor": extractor_version(),
@@ -100,15 +108,23 @@ def anchors_record(cache: AnchorCache) -> dict[str, Any]:
         "rule_codes": _RULE_CODES.named,
         "classes": "".join([_CLASS_CODES.code[a.anchor_class] for a in table]),
         "rules": "".join([_RULE_CODES.code[a.rule] for a in table]),
-        "keys": [a.key for a in table],
-        "texts": [[i, a.text] for i, a in enumerate(table) if a.text != a.key],
-        "terms": [[i, sorted(a.terms)] for i, a in enumerate(table) if a.terms],
-        "messages": [[table[anchor] for anchor in held.anchors] for held in held_each],
+        "keys": joined([a.key for a in table]),
+        "texts_at": ints_text(i for i, a in enumerate(table) if a.text != a.key),
+        "texts": joined([a.text for a in table if a.text != a.key]),
+        "terms_at": ints_text(i for i, a in enumerate(table) if a.terms),
+        "terms": terms_text([sorted(a.terms) for a in table if a.terms]),
+        "messages": ints_text(chain.from_iterable(places)),
+        "message_starts": ints_text(chain((0,), accumulate(map(len, places)))),
         # The count: each distinct key's anchor of its last mention and where that is, by
         # first mention; which of them are looked for one by one.
-        "last_anchors": [table[anchor] for anchor, _ in counted.last.values()],
-        "last_at": [at for _, at in counted.last.values()],
-        "one_by_one": [order[key] for key in counted.one_by_one()],
+        "last_anchors": ints_text(table[anchor] for anchor, _ in counted.last.values()),
+        "last_at": ints_text(at for _, at in counted.last.values()),
+        "one_by_one": ints_text(order[key] for key in counted.one_by_one()),
+        # Read by a score without making the anchors: each anchor's key's place in the
+        # count, each message's weight of the keys mentioned last there, each class's keys.
+        "key_of": ints_text(order[(a.anchor_class, a.key)] for a in table),
+        "last_weights": ints_text(last_weights),
+        "per_class": [[c.value, n] for c, n in counted.per_class.items()],
     }
 
 
@@ -116,9 +132,12 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
     """A cache of ``corpus`` holding what ``record`` read; None when ``record`` is another
     extractor's or another corpus's (a caller then reads the corpus afresh).
 
-    Hundreds of thousands of objects on a long session, none in a cycle: the collector walking
-    the session held beside them took as long as making them, so an entry point owning its
-    process pauses it around this (``cyclic_gc_paused``)."""
+    The record's columns are kept as they are read (``RecordColumns``): a run's score counts
+    what it kept from them (``StoredCount``), and the anchors and each message's ``Held`` are
+    made, all at once, only when something asks for one (a replay, a summary's score).
+    Hundreds of thousands of objects on a long session then, none in a cycle: the collector
+    walking the session held beside them took as long as making them, so an entry point
+    owning its process pauses it around this (``cyclic_gc_paused``)."""
     cache = AnchorCache(corpus)
     if (
         record.get("format") != ANCHORS_FORMAT
@@ -126,73 +145,16 @@ def cache_from_record(corpus: Iterable[Message], record: dict[str, Any]) -> Anch
         or record.get("corpus") != _corpus_digest(cache.messages)
     ):
         return None
-    keys_text: list[str] = record["keys"]
-    classes = _CLASS_CODES.column(record["class_codes"], record["classes"])
-    texts = list(keys_text)
-    for i, text in record["texts"]:
-        texts[i] = text
-    terms = [_NONE] * len(keys_text)
-    for i, said in record["terms"]:
-        terms[i] = frozenset(said)
-    anchors = _unchecked(
-        Anchor,
-        anchor_class=classes,
-        key=keys_text,
-        text=texts,
-        rule=_RULE_CODES.column(record["rule_codes"], record["rules"]),
-        terms=terms,
-    )
-    keys = list(zip(classes, keys_text, strict=True))
-    weight_of = {c: CLASS_INFO[c].weight for c in AnchorClass}
-    weights = list(map(weight_of.__getitem__, classes))
-    # Most messages hold no anchor, or the same few as another: one ``Held`` for each.
-    distinct: dict[tuple[int, ...], int] = {}
-    which = [
-        distinct.setdefault(places, len(distinct)) for places in map(tuple, record["messages"])
-    ]
-    made = _unchecked(
-        Held,
-        keys=[tuple(map(keys.__getitem__, places)) for places in distinct],
-        anchors=[tuple(map(anchors.__getitem__, places)) for places in distinct],
-        weights=[tuple(map(weights.__getitem__, places)) for places in distinct],
-    )
-    held_each = list(map(made.__getitem__, which))
+    columns = RecordColumns(record)
     context = record["context"]
     vocabulary: str = record["vocabulary"]
-    # Kept until the count is first read (a replay never reads it), as arrays: 24.6 MB of
-    # a 10,000-turn session's as lists of int objects, 8.6 MB so.
-    last_anchors = array("q", record["last_anchors"])
-    last_at = array("q", record["last_at"])
-    one_by_one = array("q", record["one_by_one"])
-
-    def counted() -> ContextAnchors:
-        last_keys = list(map(keys.__getitem__, last_anchors))
-        mentions = zip(map(anchors.__getitem__, last_anchors), last_at, strict=True)
-        last = dict(zip(last_keys, mentions, strict=True))
-        return ContextAnchors.having_counted(
-            cache.messages, held_each, last, list(map(last_keys.__getitem__, one_by_one))
-        )
-
     return AnchorCache.having_read(
         cache.messages,
         AnchorContext(context["root"], frozenset(context["issues"])),
         lambda: frozenset(vocabulary.split(" ")) if vocabulary else _NONE,
-        held_each,
-        counted,
+        columns.held_each,
+        lambda: StoredCount(cache.messages, columns),
     )
-
-
-def _unchecked[T](kind: type[T], **columns: Sequence[Any]) -> list[T]:
-    """The ``kind`` (a frozen dataclass with slots: an anchor, a message's ``Held``) whose
-    fields are ``columns`` (one sequence a field, by name), as ``kind(...)`` makes them, each
-    field set through its slot: a frozen dataclass's ``__init__`` sets each field by a call
-    of its own, which made most of reading a long session's 240,000 anchors back (0.36 s;
-    this, 0.1 s). Only for fields read back from a record ``anchors_record`` wrote, which
-    ``kind(...)`` made."""
-    made = list(map(object.__new__, repeat(kind, len(next(iter(columns.values()))))))
-    for field in fields(kind):  # type: ignore[arg-type]  # every field, or a KeyError
-        deque(map(getattr(kind, field.name).__set__, made, columns[field.name]), maxlen=0)
-    return made
 
 
 class _Codes[E: Enum]:

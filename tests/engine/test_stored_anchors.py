@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gcengine
-from gcengine.quality import counting, reading, stored_anchors
+from gcengine.quality import counting, reading, stored_anchors, stored_count
 from tests.engine.anchor_reads import anchors_read, extractor_changed
 
 SPOTTER = Path(__file__).parents[1] / "fixtures" / "formats" / "spotter"
@@ -231,3 +231,50 @@ def test_a_read_back_cache_scores_a_run_from_the_stored_count_as_counting_afresh
 
 def _counted_again(*_: object) -> None:
     raise AssertionError("the history was counted again")
+
+
+def test_a_runs_score_from_a_read_back_cache_makes_no_messages_held_and_few_anchors(
+    generated: gcengine.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's score counts what it kept from the record's columns: no message's ``Held``
+    and not every anchor is made (most of what reading a long session's record back cost),
+    only the anchors it looks for one by one."""
+    history = generated.history
+    after = history[: len(history) // 10] + history[-len(history) // 10 :]
+    fresh = gcengine.score_collection(generated, after)
+    cache = read_back(generated, kept(generated))
+    made: list[int] = []
+    anchors = stored_count.RecordColumns.anchors
+
+    def counted(columns: stored_count.RecordColumns, places: Any) -> Any:
+        made.append(len(places))
+        return anchors(columns, places)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(stored_count.RecordColumns, "held_each", _made_whole)
+        patched.setattr(stored_count.RecordColumns, "anchors", counted)
+        stored = gcengine.score_collection(generated, after, cache)
+
+    assert stored == fresh
+    assert 0 < sum(made) < len(cache.counted(history).last) / 2
+
+
+def _made_whole(*_: object) -> None:
+    raise AssertionError("every message's Held was made")
+
+
+@given(st.lists(st.text()))
+def test_strings_kept_as_lines_read_back_as_written(items: list[str]) -> None:
+    """Keys and texts are kept as one string, a line each, unless one holds a line break."""
+    assert stored_count.lines(json.loads(json.dumps(stored_count.joined(items)))) == items
+
+
+@given(st.lists(st.lists(st.text(), min_size=1)))
+def test_terms_kept_as_lines_read_back_as_written(terms: list[list[str]]) -> None:
+    written = json.loads(json.dumps(stored_count.terms_text(terms)))
+    assert stored_count.term_lists(written) == terms
+
+
+@given(st.lists(st.integers(0, 2**31 - 1)))
+def test_integers_kept_as_base64_read_back_as_written(values: list[int]) -> None:
+    assert list(stored_count.ints(json.loads(json.dumps(stored_count.ints_text(values))))) == values
