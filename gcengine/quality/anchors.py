@@ -281,6 +281,9 @@ _ANY_TRIGGER_WORD = re.compile(
     )
     + r"\b"
 )
+# What each of ``REQUEST``'s asks holds but the verbs it starts with: a sentence without any
+# is asked only whether it starts with one (a search tries the pattern at every character).
+_ASKING = ("please", "you", "i want", "i'd like", "need", "let's", "make it")
 # A search pattern (\bname\b, *.py) is not a fact about the work.
 _PATTERN_KEYS = frozenset({"pattern", "regex", "glob", "include", "exclude"})
 _OPEN_TODO = frozenset({"pending", "in_progress", "in progress", "todo", "open"})
@@ -503,12 +506,22 @@ def _names_error(sentence: str, raw: str | None = None) -> bool:
     """Whether a normalised sentence names an error: a word ending in error or exception (in
     ``raw``, the sentence as written, an error type or the word itself), traceback, failed, or
     fail:, fatal: or panic:."""
+    stripped = sentence
     if "error" in sentence:
-        sentence = shapes.without_generic_errors(sentence)
-    named = ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence)
-    if named and (raw is None or shapes.ERROR_NAME.search(shapes.without_generic_errors(raw))):
+        stripped = shapes.without_generic_errors(sentence)
+    named = ("error" in stripped or "exception" in stripped) and _ERROR_WORD.search(stripped)
+    if named and (raw is None or shapes.names_error(_raw_stripped(raw, sentence, stripped))):
         return True
-    return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
+    return _mentions(stripped, _ERROR_MARK_CUES) and _ERROR_MARK.search(stripped) is not None
+
+
+def _raw_stripped(raw: str, sentence: str, stripped: str) -> str:
+    """``without_generic_errors(raw)``, from what it made of ``sentence`` (``stripped``): a
+    sentence as written that is its normalised form but for capitals (most ASCII text) holds
+    no error as a topic when the normalised one holds none, and is then left as it is."""
+    if stripped is sentence and "error" in sentence and raw.isascii() and raw.lower() == sentence:
+        return raw
+    return shapes.without_generic_errors(raw)
 
 
 def _prose_anchors(
@@ -578,7 +591,9 @@ def _decides(sentence: str, *, speaker_is_user: bool, typed: bool = True) -> boo
 
 def _asks(sentence: str) -> bool:
     """Whether a normalised sentence of the user's asks for something."""
-    return shapes.REQUEST.search(sentence) is not None
+    if _mentions(sentence, _ASKING):
+        return shapes.REQUEST.search(sentence) is not None
+    return shapes.REQUEST.match(sentence) is not None  # without them, only a verb at its start
 
 
 def _answers(result: Any) -> Iterator[Anchor]:
