@@ -300,6 +300,13 @@ _CLASS_OF = {
 
 
 def _clip(text: str) -> str:
+    """``text`` with one space between its words, cut to ``ANCHOR_TEXT_CHARS``. Of a long text
+    only its head is spaced when that is long enough: the words of a head are the text's first
+    words (the last maybe cut short), so its spacing is the start of the text's."""
+    if len(text) > 2 * ANCHOR_TEXT_CHARS:
+        head = " ".join(text[: 2 * ANCHOR_TEXT_CHARS].split())
+        if len(head) > ANCHOR_TEXT_CHARS:
+            return head[: ANCHOR_TEXT_CHARS - 1] + "…"
     text = " ".join(text.split())
     return text if len(text) <= ANCHOR_TEXT_CHARS else text[: ANCHOR_TEXT_CHARS - 1] + "…"
 

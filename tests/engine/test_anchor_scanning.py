@@ -62,3 +62,14 @@ _SENTENCE_PIECES = st.sampled_from(
 def test_names_error_of_a_sentence_is_the_patterns(raw: str) -> None:
     sentence = " ".join(anchors.folded(raw).split())
     assert anchors._names_error(sentence, raw) == _names_error_by_patterns(sentence, raw)
+
+
+_CLIP_PIECES = st.sampled_from(["word", "x" * 150, " ", "   ", "\t", "\u00a0", " " * 300, "é"])
+
+
+@given(st.lists(_CLIP_PIECES, max_size=12).map("".join))
+def test_clip_of_a_long_text_spaces_its_head_as_the_whole(text: str) -> None:
+    spaced = " ".join(text.split())
+    limit = anchors.ANCHOR_TEXT_CHARS
+    expected = spaced if len(spaced) <= limit else spaced[: limit - 1] + "…"
+    assert anchors._clip(text) == expected
