@@ -234,6 +234,32 @@ class Anchor:
         return math.ceil(TERMS_SHARE * len(self.terms))
 
 
+_new_object = object.__new__
+# The fields' own setters: a frozen dataclass with slots holds each field in a slot.
+_set_class, _set_key, _set_text, _set_rule, _set_terms = (
+    vars(Anchor)[field].__set__ for field in ("anchor_class", "key", "text", "rule", "terms")
+)
+
+
+def _anchor(
+    anchor_class: AnchorClass,
+    key: str,
+    text: str,
+    rule: MatchRule,
+    terms: frozenset[str] = frozenset(),
+) -> Anchor:
+    """``Anchor(...)`` in half the time: a session's anchors are made by the hundred thousand,
+    and a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; this
+    sets its slots directly, to the same anchor."""
+    anchor = _new_object(Anchor)
+    _set_class(anchor, anchor_class)
+    _set_key(anchor, key)
+    _set_text(anchor, text)
+    _set_rule(anchor, rule)
+    _set_terms(anchor, terms)
+    return anchor
+
+
 # --- Finding anchors in one sentence ---------------------------------------------------------
 
 _DIGIT = re.compile(r"\d")
@@ -326,7 +352,7 @@ def _literal_as_found(
     trims what it finds itself, and a relative path keeps its ``./``."""
     if len(key) < 2 or not literal_found(sentence, key):
         return None
-    return Anchor(anchor_class, key, _clip(_as_written(key, raw)), MatchRule.LITERAL)
+    return _anchor(anchor_class, key, _clip(_as_written(key, raw)), MatchRule.LITERAL)
 
 
 def _as_written(key: str, raw: str) -> str:
@@ -435,7 +461,7 @@ def _name_anchor(name: str, sentence: str, raw: str) -> Anchor | None:
         return None
     anchor_class = AnchorClass.TESTS if shapes.TEST_NAME.match(name) else AnchorClass.IDENTIFIERS
     shown = key if len(key) <= ANCHOR_TEXT_CHARS and key in raw else _clip(_as_written(key, raw))
-    return Anchor(anchor_class, key, shown, MatchRule.LITERAL)
+    return _anchor(anchor_class, key, shown, MatchRule.LITERAL)
 
 
 def _class_of(found: Found, key: str, sentence: str) -> AnchorClass:
@@ -459,7 +485,7 @@ def _terms_anchor(anchor_class: AnchorClass, raw: str, sentence: str) -> Anchor 
     terms = key_terms(sentence)
     if len(terms) < MIN_TERMS:
         return None
-    return Anchor(anchor_class, sentence, _clip(raw), MatchRule.TERMS, terms)
+    return _anchor(anchor_class, sentence, _clip(raw), MatchRule.TERMS, terms)
 
 
 # --- Finding anchors in messages -------------------------------------------------------------

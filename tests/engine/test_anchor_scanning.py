@@ -3,8 +3,10 @@ skips work a plain search does, never a match."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -73,3 +75,13 @@ def test_clip_of_a_long_text_spaces_its_head_as_the_whole(text: str) -> None:
     limit = anchors.ANCHOR_TEXT_CHARS
     expected = spaced if len(spaced) <= limit else spaced[: limit - 1] + "…"
     assert anchors._clip(text) == expected
+
+
+def test_anchors_made_fast_are_anchors_made_plainly() -> None:
+    fields = [field.name for field in dataclasses.fields(anchors.Anchor)]
+    values = (anchors.AnchorClass.ERRORS, "key", "Key", anchors.MatchRule.TERMS, frozenset({"k"}))
+    assert fields == ["anchor_class", "key", "text", "rule", "terms"]  # every one set
+    fast, plain = anchors._anchor(*values), anchors.Anchor(*values)
+    assert (fast, hash(fast), repr(fast)) == (plain, hash(plain), repr(plain))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.key = "other"  # type: ignore[misc]
