@@ -148,6 +148,31 @@ ANSWER = re.compile(r'"(?:[^"\\]|\\.)*"="((?:[^"\\]|\\.)*)"')
 ERROR_NAME = re.compile(
     r"(?<![\w])(?:[A-Z]\w*)?(?:Error|Exception)\b|\b(?:error|exception|ERROR)\b"
 )
+# Where a match of ``ERROR_NAME`` ends: led by the word's own letters, a search skips to them,
+# where ``ERROR_NAME`` (led by a look behind) is tried at every character.
+_ERROR_NAME_END = re.compile(r"(?:Error|Exception|error|exception|ERROR)\b")
+
+
+def names_error(text: str) -> bool:
+    """Whether ``ERROR_NAME`` finds an error in ``text``, several times faster: each word's
+    end it could match at, checked for what must start the word (the word's own start, or a
+    capital leading a longer word: ``BadMapError``)."""
+    for end in _ERROR_NAME_END.finditer(text):
+        start = end.start()
+        if start == 0 or not _is_word_char(text[start - 1]):
+            return True
+        if end.group() in ("Error", "Exception"):  # after a capital and letters: a type
+            while start > 0 and _is_word_char(text[start - 1]):
+                start -= 1
+            if "A" <= text[start] <= "Z":
+                return True
+    return False
+
+
+def _is_word_char(character: str) -> bool:
+    """Whether a pattern's ``\\w`` matches ``character`` (in text, not bytes)."""
+    return character.isalnum() or character == "_"
+
 
 # Numbers: a quantity with its unit, a version, an HTTP status, a commit.
 # A count of things (5 tests, 150 lines, 2 files) is no unit: how many tests passed is a tally a

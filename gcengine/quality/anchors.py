@@ -234,6 +234,32 @@ class Anchor:
         return math.ceil(TERMS_SHARE * len(self.terms))
 
 
+_new_object = object.__new__
+# The fields' own setters: a frozen dataclass with slots holds each field in a slot.
+_set_class, _set_key, _set_text, _set_rule, _set_terms = (
+    vars(Anchor)[field].__set__ for field in ("anchor_class", "key", "text", "rule", "terms")
+)
+
+
+def _anchor(
+    anchor_class: AnchorClass,
+    key: str,
+    text: str,
+    rule: MatchRule,
+    terms: frozenset[str] = frozenset(),
+) -> Anchor:
+    """``Anchor(...)`` in half the time: a session's anchors are made by the hundred thousand,
+    and a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; this
+    sets its slots directly, to the same anchor."""
+    anchor = _new_object(Anchor)
+    _set_class(anchor, anchor_class)
+    _set_key(anchor, key)
+    _set_text(anchor, text)
+    _set_rule(anchor, rule)
+    _set_terms(anchor, terms)
+    return anchor
+
+
 # --- Finding anchors in one sentence ---------------------------------------------------------
 
 _DIGIT = re.compile(r"\d")
@@ -281,6 +307,9 @@ _ANY_TRIGGER_WORD = re.compile(
     )
     + r"\b"
 )
+# What each of ``REQUEST``'s asks holds but the verbs it starts with: a sentence without any
+# is asked only whether it starts with one (a search tries the pattern at every character).
+_ASKING = ("please", "you", "i want", "i'd like", "need", "let's", "make it")
 # A search pattern (\bname\b, *.py) is not a fact about the work.
 _PATTERN_KEYS = frozenset({"pattern", "regex", "glob", "include", "exclude"})
 _OPEN_TODO = frozenset({"pending", "in_progress", "in progress", "todo", "open"})
@@ -297,6 +326,13 @@ _CLASS_OF = {
 
 
 def _clip(text: str) -> str:
+    """``text`` with one space between its words, cut to ``ANCHOR_TEXT_CHARS``. Of a long text
+    only its head is spaced when that is long enough: the words of a head are the text's first
+    words (the last maybe cut short), so its spacing is the start of the text's."""
+    if len(text) > 2 * ANCHOR_TEXT_CHARS:
+        head = " ".join(text[: 2 * ANCHOR_TEXT_CHARS].split())
+        if len(head) > ANCHOR_TEXT_CHARS:
+            return head[: ANCHOR_TEXT_CHARS - 1] + "…"
     text = " ".join(text.split())
     return text if len(text) <= ANCHOR_TEXT_CHARS else text[: ANCHOR_TEXT_CHARS - 1] + "…"
 
@@ -316,7 +352,7 @@ def _literal_as_found(
     trims what it finds itself, and a relative path keeps its ``./``."""
     if len(key) < 2 or not literal_found(sentence, key):
         return None
-    return Anchor(anchor_class, key, _clip(_as_written(key, raw)), MatchRule.LITERAL)
+    return _anchor(anchor_class, key, _clip(_as_written(key, raw)), MatchRule.LITERAL)
 
 
 def _as_written(key: str, raw: str) -> str:
@@ -425,7 +461,7 @@ def _name_anchor(name: str, sentence: str, raw: str) -> Anchor | None:
         return None
     anchor_class = AnchorClass.TESTS if shapes.TEST_NAME.match(name) else AnchorClass.IDENTIFIERS
     shown = key if len(key) <= ANCHOR_TEXT_CHARS and key in raw else _clip(_as_written(key, raw))
-    return Anchor(anchor_class, key, shown, MatchRule.LITERAL)
+    return _anchor(anchor_class, key, shown, MatchRule.LITERAL)
 
 
 def _class_of(found: Found, key: str, sentence: str) -> AnchorClass:
@@ -449,7 +485,7 @@ def _terms_anchor(anchor_class: AnchorClass, raw: str, sentence: str) -> Anchor 
     terms = key_terms(sentence)
     if len(terms) < MIN_TERMS:
         return None
-    return Anchor(anchor_class, sentence, _clip(raw), MatchRule.TERMS, terms)
+    return _anchor(anchor_class, sentence, _clip(raw), MatchRule.TERMS, terms)
 
 
 # --- Finding anchors in messages -------------------------------------------------------------
@@ -503,12 +539,22 @@ def _names_error(sentence: str, raw: str | None = None) -> bool:
     """Whether a normalised sentence names an error: a word ending in error or exception (in
     ``raw``, the sentence as written, an error type or the word itself), traceback, failed, or
     fail:, fatal: or panic:."""
+    stripped = sentence
     if "error" in sentence:
-        sentence = shapes.without_generic_errors(sentence)
-    named = ("error" in sentence or "exception" in sentence) and _ERROR_WORD.search(sentence)
-    if named and (raw is None or shapes.ERROR_NAME.search(shapes.without_generic_errors(raw))):
+        stripped = shapes.without_generic_errors(sentence)
+    named = ("error" in stripped or "exception" in stripped) and _ERROR_WORD.search(stripped)
+    if named and (raw is None or shapes.names_error(_raw_stripped(raw, sentence, stripped))):
         return True
-    return _mentions(sentence, _ERROR_MARK_CUES) and _ERROR_MARK.search(sentence) is not None
+    return _mentions(stripped, _ERROR_MARK_CUES) and _ERROR_MARK.search(stripped) is not None
+
+
+def _raw_stripped(raw: str, sentence: str, stripped: str) -> str:
+    """``without_generic_errors(raw)``, from what it made of ``sentence`` (``stripped``): a
+    sentence as written that is its normalised form but for capitals (most ASCII text) holds
+    no error as a topic when the normalised one holds none, and is then left as it is."""
+    if stripped is sentence and "error" in sentence and raw.isascii() and raw.lower() == sentence:
+        return raw
+    return shapes.without_generic_errors(raw)
 
 
 def _prose_anchors(
@@ -578,7 +624,9 @@ def _decides(sentence: str, *, speaker_is_user: bool, typed: bool = True) -> boo
 
 def _asks(sentence: str) -> bool:
     """Whether a normalised sentence of the user's asks for something."""
-    return shapes.REQUEST.search(sentence) is not None
+    if _mentions(sentence, _ASKING):
+        return shapes.REQUEST.search(sentence) is not None
+    return shapes.REQUEST.match(sentence) is not None  # without them, only a verb at its start
 
 
 def _answers(result: Any) -> Iterator[Anchor]:

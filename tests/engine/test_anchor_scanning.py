@@ -1,0 +1,87 @@
+"""The anchor finder's fast checks answer exactly as the patterns they stand in for: each
+skips work a plain search does, never a match."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gcengine.quality import anchor_shapes as shapes
+from gcengine.quality import anchors
+
+# Pieces that make the edges of an error's name (word characters of several scripts, a digit
+# of another script, capitals, an underscore) meet in every order.
+_ERROR_PIECES = st.sampled_from(
+    ["Error", "Exception", "error", "exception", "ERROR", "E", "e", "rror", "Bad", "x", "_",
+     "1", "٣", "é", "É", "ß", " ", ".", "(", "\n"]
+)  # fmt: skip
+
+
+@given(st.lists(_ERROR_PIECES, max_size=8).map("".join))
+def test_names_error_is_error_name_found(text: str) -> None:
+    assert shapes.names_error(text) is (shapes.ERROR_NAME.search(text) is not None)
+
+
+def test_names_error_tells_a_type_from_a_name_ending_in_one() -> None:
+    assert shapes.names_error("raised BadMapError here")
+    assert shapes.names_error("Error: no such file")
+    assert not shapes.names_error("lastSyncError is set")
+    assert not shapes.names_error("set_error and errors")
+
+
+_REQUEST_PIECES = st.sampled_from(
+    ["please", "can you", "could", "you", "i want", "i'd like", "i need", "need", "let's",
+     "make it", "make", "add", "fix", "run", "x", "'", " ", ".", "-"]
+)  # fmt: skip
+
+
+@given(st.lists(_REQUEST_PIECES, max_size=6).map("".join))
+def test_asks_is_request_found(sentence: str) -> None:
+    assert anchors._asks(sentence) is (shapes.REQUEST.search(sentence) is not None)
+
+
+def _names_error_by_patterns(sentence: str, raw: str) -> bool:
+    """``_names_error`` as the patterns alone say it: its specification."""
+    if "error" in sentence:
+        sentence = shapes.GENERIC_ERROR.sub(" ", sentence)
+    named = re.search(r"(?:error|exception)\b", sentence)
+    if named and shapes.ERROR_NAME.search(shapes.GENERIC_ERROR.sub(" ", raw)):
+        return True
+    return re.search(r"\b(?:traceback|failed)\b|\b(?:fail|fatal|panic):", sentence) is not None
+
+
+_SENTENCE_PIECES = st.sampled_from(
+    ["Error", "error", "errors", "ValueError", "Exception", "exception", "error messages",
+     "returns an error", "Raises Error", "FAILED", "fatal:", "x", "é", "_", " ", "  ", "."]
+)  # fmt: skip
+
+
+@given(st.lists(_SENTENCE_PIECES, max_size=8).map("".join))
+def test_names_error_of_a_sentence_is_the_patterns(raw: str) -> None:
+    sentence = " ".join(anchors.folded(raw).split())
+    assert anchors._names_error(sentence, raw) == _names_error_by_patterns(sentence, raw)
+
+
+_CLIP_PIECES = st.sampled_from(["word", "x" * 150, " ", "   ", "\t", "\u00a0", " " * 300, "é"])
+
+
+@given(st.lists(_CLIP_PIECES, max_size=12).map("".join))
+def test_clip_of_a_long_text_spaces_its_head_as_the_whole(text: str) -> None:
+    spaced = " ".join(text.split())
+    limit = anchors.ANCHOR_TEXT_CHARS
+    expected = spaced if len(spaced) <= limit else spaced[: limit - 1] + "…"
+    assert anchors._clip(text) == expected
+
+
+def test_anchors_made_fast_are_anchors_made_plainly() -> None:
+    fields = [field.name for field in dataclasses.fields(anchors.Anchor)]
+    values = (anchors.AnchorClass.ERRORS, "key", "Key", anchors.MatchRule.TERMS, frozenset({"k"}))
+    assert fields == ["anchor_class", "key", "text", "rule", "terms"]  # every one set
+    fast, plain = anchors._anchor(*values), anchors.Anchor(*values)
+    assert (fast, hash(fast), repr(fast)) == (plain, hash(plain), repr(plain))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.key = "other"  # type: ignore[misc]
