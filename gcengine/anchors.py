@@ -136,6 +136,9 @@ def found_in(text: str) -> list[Found]:
     same order in every process, so a list of them reads alike wherever it is made)."""
     found: list[Found] = []
     text = _spaced(text)
+    # Before the URLs are taken out: a code is bracketed at the end of its line as written, so
+    # a URL after it (which a reader of one sentence may not see) never makes it one.
+    bracketed = _BRACKETED_CODE.findall(text) if "[" in text else ()
     if "://" in text and "http" in text:
         found.extend(_found(AnchorKind.URL, url.rstrip(_URL_END)) for url in _URL.findall(text))
         text = _URL.sub(" ", text)
@@ -143,8 +146,7 @@ def found_in(text: str) -> list[Found]:
         found.extend(chain.from_iterable(map(_marked_code, _BACKTICKED.findall(text))))
     if "()" in text:
         found.extend(_called(text))
-    if "[" in text:
-        found.extend(_found(AnchorKind.CODE, code) for code in _BRACKETED_CODE.findall(text))
+    found.extend(_found(AnchorKind.CODE, code) for code in bracketed)
     if "&#" in text:
         text = text.replace("&#", "& ")  # an HTML character reference is no tag
     # Mapped, not looped over: each distinct word (most of them plain, known to the memo) is

@@ -120,6 +120,9 @@ DECIDED = [
         "ruff:SIM905, TS2345 and [arg-type]",
         {("code", "sim905"), ("code", "ts2345"), ("code", "[arg-type]")},
     ),
+    # A bracketed code ends its line as written: a URL after it, in the sentence or not, makes
+    # it none.
+    ("see [aa-aa] https://a.com/a. a.py", {("url", "https://a.com/a"), ("file", "a.py")}),
     # A URL keeps its query; a tag is not an HTML character reference.
     (
         "See https://example.com/a?q=1&x=2. (#412) &#413;",
