@@ -223,7 +223,7 @@ class ReplayScorer(AnchorScorer):
         removed_tokens = sum(window.costs[first:end])
         messages = window.messages
         self._ids.difference_update(m.message_id for m in messages[first:end])
-        window.drop(gone_at, bytes(keep), [*messages[:first], *messages[end:]], self._tokens)
+        window.take(first, end)
         return construct(
             AnchorRetention,
             classes=class_retentions(anchors, lost),

@@ -117,6 +117,29 @@ class Tally[View]:
         position, 0 at those. ``kept`` is the rest as the context now holds it: the same
         messages, or copies a collection made that the model reads alike (a message marked in
         its metadata), whose tokens are counted again."""
+        self._forget(positions)
+        rest = list(compress(self.messages, keep))
+        self.held = list(compress(self.held, keep))
+        self.costs = list(compress(self.costs, keep))
+        for position in compress(range(len(kept)), map(is_not, kept, rest)):
+            cost = tokens(kept[position])
+            self.tokens += cost - self.costs[position]
+            self.costs[position] = cost
+        self.messages = kept
+        self.views = list(compress(self.views, keep))
+        self._slots = list(compress(self._slots, keep))
+
+    def take(self, first: int, end: int) -> None:
+        """Take the run of messages ``first`` to ``end`` out of the context, every other one
+        staying as it is (a truncation): ``drop`` without comparing the rest to what the
+        context holds, and the lists cut in place rather than copied."""
+        self._forget(range(first, end))
+        for kept in (self.messages, self.held, self.costs, self.views, self._slots):
+            del kept[first:end]
+
+    def _forget(self, positions: Iterable[int]) -> None:
+        """Count the messages at ``positions`` out of the holders, the classes' keys, the
+        last weights and the tokens (their entries in the lists stay, for the caller)."""
         holders, last_weight, per_class = self.holders, self._last_weight, self.per_class
         for position in positions:
             slot, entry = self._slots[position], self.held[position]
@@ -134,16 +157,6 @@ class Tally[View]:
                     holders[key] = holding[0]
             del last_weight[slot]
             self.tokens -= self.costs[position]
-        rest = list(compress(self.messages, keep))
-        self.held = list(compress(self.held, keep))
-        self.costs = list(compress(self.costs, keep))
-        for position in compress(range(len(kept)), map(is_not, kept, rest)):
-            cost = tokens(kept[position])
-            self.tokens += cost - self.costs[position]
-            self.costs[position] = cost
-        self.messages = kept
-        self.views = list(compress(self.views, keep))
-        self._slots = list(compress(self._slots, keep))
 
     def holding(self, key: AnchorKey) -> int:
         """How many of the context's messages hold ``key``."""

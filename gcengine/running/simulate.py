@@ -55,6 +55,7 @@ from gcengine.session import (
     recorded_clarifications,
     recorded_message_figures,
 )
+from gcengine.session.cut import Cut
 from gcengine.tokens import TokenCounter, counter_by_name
 
 Point = Literal["pre_message", "pre_call", "post_turn"]
@@ -329,9 +330,10 @@ class _Replay:
             kept += self.figures(old_message)[0]
         return kept
 
-    def lay_out(self) -> ConversationIndex:
+    def lay_out(self, cut: Cut | None = None) -> ConversationIndex:
         """Index the window, copying from the last index the turns it still holds whole: all of
-        them but the new ones before a collection, all but those it touched after one."""
+        them but the new ones before a collection, all but those it touched after one, read
+        off the last index by position when the collection says how it cut (``cut``)."""
         index, _ = index_conversation(
             self.window,
             self.counter,
@@ -341,6 +343,7 @@ class _Replay:
             figure=self.figures,
             reuse=self.index,
             exchange_figures=False,
+            cut=cut,
         )
         self.index = index
         return index
@@ -387,8 +390,9 @@ class _Replay:
         total = self.base + index.total
         budget = self.outside
         usage = context_usage(budget, len(index.layout), total)
+        cut: Cut | None = None
         if isinstance(self.plugin, Strategy):
-            history, result = self.plugin.collect(
+            history, result, cut = self.plugin.collect_cut(
                 self.window,
                 usage,
                 self.config,
@@ -411,7 +415,7 @@ class _Replay:
             self.outside = rebuild_budget(self.state, self.counter)
             self.base = _outside_conversation(self.outside)
         self.window = list(history)
-        self.window_tokens = self.lay_out().total
+        self.window_tokens = self.lay_out(cut).total
         self.shared_prefix = min(
             self.shared_prefix, self.prefix_kept(outside_before, window_before)
         )

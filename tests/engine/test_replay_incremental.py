@@ -5,6 +5,7 @@ and scoring each context with a new scorer give."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -14,9 +15,16 @@ from hypothesis import strategies as st
 
 import gcengine
 from gcengine import AnchorRetention, AnchorScorer, Message, Session
+from gcengine.conversation import ConversationIndex
 from gcengine.quality.replay_scoring import ReplayScorer
 from gcengine.quality.retention import session_corpus
 from gcengine.running import load_gc_plugin, simulate
+from gcengine.session import (
+    index_conversation,
+    iso_to_epoch,
+    recorded_clarifications,
+    recorded_message_figures,
+)
 from gcengine.synthetic import SessionShape, generate_session_file
 
 POLICIES = [
@@ -202,3 +210,56 @@ def test_a_replay_scorer_scores_a_window_the_session_does_not_hold_as_any_scorer
     assert replays.compared == 1
     twice = [*history[:20], history[3]]
     assert replays.score_taken(twice, twice[:2], 2, 21) == fresh.score_change(twice, twice[:2])
+
+
+def _laid_out(index: ConversationIndex) -> tuple[object, ...]:
+    """What an index says of its window, as a collection reads it."""
+    layout = index.layout
+    return (
+        list(index.messages),
+        list(layout.starts),
+        list(layout.indices),
+        index.tokens,
+        index.policies,
+        index.created_at,
+        index.counted_by,
+        index.closing,
+        index.exchange_groups,
+        index.original,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(SESSIONS, st.sampled_from(POLICIES))
+def test_each_window_a_strategy_collects_is_laid_out_as_if_afresh(
+    session: Session, policy: dict[str, Any]
+) -> None:
+    """The replay lays each window out from the last one (after a collection, by how the
+    collection cut it): what the strategy is handed is the window's own layout."""
+    config = gcengine.load_gc_config(policy, env={})
+    strategy = load_gc_plugin(policy["type"])
+    recorded = recorded_message_figures(session.recorded_budget)
+    clarifications = recorded_clarifications(session.recorded_budget)
+    created_base = iso_to_epoch(session.created_at) or 0.0
+    counter = gcengine.counter_by_name(session.token_counter)
+    checked = []
+
+    class Checking(type(strategy)):  # type: ignore[misc]
+        def collect_cut(self, history: Any, *args: Any, **kwargs: Any) -> Any:
+            fresh, _ = index_conversation(
+                history,
+                counter,
+                recorded_figures=recorded,
+                clarifications=clarifications,
+                created_base=created_base,
+                exchange_figures=False,
+            )
+            assert _laid_out(kwargs["conversation"]) == _laid_out(fresh)
+            checked.append(len(history))
+            return super().collect_cut(history, *args, **kwargs)
+
+    checking = copy.copy(strategy)
+    checking.__class__ = Checking
+    replay = simulate(session, config, plugin=checking)
+    assert len(checked) == len(replay.events)
+    assert replay == simulate(session, config, plugin=strategy)

@@ -30,7 +30,8 @@ from gcengine.quality.anchors import (
     visible_pieces,
 )
 from gcengine.quality.retention import LOST_SHOWN, scores_at_equal_size, session_corpus
-from gcengine.quality.session_anchors import AnchorContext
+from gcengine.quality.session_anchors import NO_CONTEXT, AnchorContext
+from gcengine.quality.tally import Held, Tally, held
 from tests.engine.test_anchor_retention import FACTS, TEXTS, summary
 
 PROPERTY = settings(max_examples=120, deadline=None)
@@ -285,3 +286,51 @@ def test_a_message_kept_as_it_is_stays_kept_when_a_message_after_shares_its_id()
     lost = {text for retention in changed.classes for text in retention.lost}
     assert "src/engine/parser.py" not in lost
     assert "tests/test_widget.py" in lost
+
+
+def _tally_state(tally: Tally[str]) -> tuple[object, ...]:
+    """Everything a tally counts, as a score reads it."""
+    return (
+        tally.messages,
+        tally.held,
+        tally.costs,
+        tally.views,
+        tally.tokens,
+        {key: tally.holding(key) for key in tally.holders},
+        +tally.per_class,
+        tally.last_weights(),
+    )
+
+
+@PROPERTY
+@given(
+    st.lists(st.tuples(TEXTS, st.booleans()), min_size=1, max_size=12),
+    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), min_size=1, max_size=4),
+)
+def test_taking_a_run_out_of_a_tally_counts_as_dropping_it(
+    texts: list[tuple[str, bool]], runs: list[tuple[int, int]]
+) -> None:
+    """A truncation's run taken in place (``take``, a replay's scorer) leaves the tally as
+    ``drop`` of the same positions does, over several runs in turn, with messages coming in
+    between."""
+    taken: Tally[str] = Tally()
+    dropped: Tally[str] = Tally()
+    messages = [message(text, number, user) for number, (text, user) in enumerate(texts)]
+
+    def held_of(one: Message) -> Held:
+        return held(message_anchors(one, NO_CONTEXT))
+
+    for tally in (taken, dropped):
+        tally.extend(messages, held_of, tokens, lambda one: one.message_id)
+    for step, (one, other) in enumerate(runs):
+        size = len(taken.messages)
+        first, end = sorted((min(one, size), min(other, size)))
+        keep = bytes(not first <= position < end for position in range(size))
+        taken.take(first, end)
+        rest = [m for m, kept in zip(dropped.messages, keep, strict=True) if kept]
+        dropped.drop(range(first, end), keep, rest, tokens)
+        assert _tally_state(taken) == _tally_state(dropped)
+        more = [message(f"{texts[0][0]} {step}", 100 + step, False)]
+        for tally in (taken, dropped):
+            tally.extend(more, held_of, tokens, lambda one: one.message_id)
+    assert _tally_state(taken) == _tally_state(dropped)
