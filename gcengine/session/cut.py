@@ -5,8 +5,9 @@ out again from the messages."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, groupby, repeat
 
 from gcengine.conversation import ConversationIndex
 from gcengine.messages import MessageKind, TurnLayout
@@ -33,12 +34,28 @@ class CutPlan:
     """What ``index_conversation`` otherwise finds by comparing the two histories: the layout
     of the history after, the runs of turns it copies from the index before
     (``index_conversation``'s ``Copied``), the turn before of each of its turns, and the
-    position before of each of its messages."""
+    position before of each of its messages (``origins``): those of the cut window's kept
+    messages are listed (``kept``, from ``start``), the others follow from their position
+    after (those after the window are ``removed`` further on before)."""
 
     layout: TurnLayout
     copied: list[tuple[int, int, int]]
     mapped: list[int]
-    origins: list[int]
+    start: int
+    kept: list[int]
+    removed: int
+
+    def origins(self, first: int, end: int) -> list[int]:
+        """The positions before of messages ``first`` to ``end`` after: only the few a
+        reader of the turns a collection touched asks for are listed."""
+        start, window_end = self.start, self.start + len(self.kept)
+        low = min(max(first, start), window_end) - start
+        high = max(min(end, window_end), start) - start
+        return [
+            *range(first, min(end, start)),
+            *self.kept[low:high],
+            *range(max(first, window_end) + self.removed, max(end, window_end) + self.removed),
+        ]
 
 
 def cut_plan(old: ConversationIndex, size: int, cut: Cut) -> CutPlan | None:
@@ -60,17 +77,21 @@ def cut_plan(old: ConversationIndex, size: int, cut: Cut) -> CutPlan | None:
     last = layout.turn_starting_at(cut.end)
     if first is None or last is None or len(cut.keep) != cut.end - cut.start:
         return None
-    indices, keep, window = layout.indices, cut.keep, cut.start
+    indices, keep = layout.indices, cut.keep
     new_starts, new_indices = starts[:first], indices[:first]
     mapped = list(range(first))
     runs: list[tuple[int, int, int]] = []  # the turns after holding their turns before as they were
     _add_run(runs, 0, first, 0)
     position = cut.start
-    for turn in range(first, last):
-        stop = starts[turn + 1] if turn + 1 < turns else old_size
-        kept = keep.count(1, starts[turn] - window, stop - window)
-        if not kept:
-            continue
+    # Only the turns that keep a message are visited, by the turns of the messages kept (a
+    # collection takes most of the window's turns whole): how many each keeps is the length
+    # of its run of them.
+    kept_positions = list(compress(range(cut.start, cut.end), keep))
+    kept_turns = map(bisect_right, repeat(starts), kept_positions)
+    for after_start, run in groupby(kept_turns):
+        turn = after_start - 1
+        kept = len(list(run))
+        stop = starts[after_start] if after_start < turns else old_size
         if new_indices and new_indices[-1] == indices[turn]:
             return None  # two turns of one index now together: one turn after
         if turn not in cut.touched and kept == stop - starts[turn]:
@@ -94,12 +115,7 @@ def cut_plan(old: ConversationIndex, size: int, cut: Cut) -> CutPlan | None:
         [MessageKind.CHAT] * len(new_starts),
         by_turn_index=True,
     )
-    origins = [
-        *range(cut.start),
-        *compress(range(cut.start, cut.end), keep),
-        *range(cut.end, old_size),
-    ]
-    return CutPlan(new_layout, runs, mapped, origins)
+    return CutPlan(new_layout, runs, mapped, cut.start, kept_positions, cut.end - position)
 
 
 def _add_run(runs: list[tuple[int, int, int]], first: int, end: int, old_first: int) -> None:

@@ -145,8 +145,8 @@ def index_conversation(
     exchanges: list[Exchange] = []
     groups: list[ExchangeGroup] = []
     starts, size = layout.starts, len(messages)
-    # Where each message was in ``old``'s history, when the cut says (it holds them all).
-    origins = plan.origins if plan is not None and old is not None else None
+    # Where each message was in ``old``'s history is read off the cut, when it says.
+    by_position = plan if plan is not None and old is not None else None
     old_messages, old_tokens, old_counted_by = (
         (old.messages, old.tokens, old.counted_by or []) if old is not None else ([], [], [])
     )
@@ -154,9 +154,18 @@ def index_conversation(
     def read(first: int, end: int) -> None:
         """Lay out turns ``first`` to ``end`` from their messages; the figures of messages the
         same turn of ``old`` holds are taken from it (a turn a collection took a part of)."""
-        if first < end:
-            last = starts[end] if end < len(starts) else size
-            read_under(messages[starts[first] : last], messages_revision, revisions)
+        if first >= end:
+            return
+        last = starts[end] if end < len(starts) else size
+        read_under(messages[starts[first] : last], messages_revision, revisions)
+        if by_position is not None:
+            # Every message was in ``old``: its figure is taken over, for all turns at once.
+            begin = starts[first]
+            was = by_position.origins(begin, last)
+            tokens.extend([old_tokens[p] for p in was])
+            counted_by.extend([old_counted_by[p] for p in was])
+            if taken is not None:
+                taken.update(zip(range(begin, last), [old_messages[p] for p in was], strict=True))
         for turn in range(first, end):
             start = starts[turn]
             stop = starts[turn + 1] if turn + 1 < len(starts) else size
@@ -165,32 +174,17 @@ def index_conversation(
             closing_flags.extend([m.message_id in closing for m in turn_messages])
             clock, width = turn_time(layout.indices, turn)
             step = width / (stop - start)
-            traffic: list[TrafficMember] = []
-            old_turn = mapped[turn] if mapped else None
-            known = (
-                _old_positions(old, old_turn) if old_turn is not None and origins is None else {}
+            if by_position is None:
+                read_figures(turn_messages, start, mapped[turn] if mapped else None)
+            policies.extend(
+                [message_policy(m, original, closing, clarifications) for m in turn_messages]
             )
-            for offset, message in enumerate(turn_messages):
-                was: int | None
-                if origins is not None:
-                    was = origins[start + offset]
-                else:
-                    was = known.get(id(message)) if known else None
-                    if was is None or old_messages[was] is not message:
-                        was = _copy_in(old_messages, known, message) if known else None
-                if was is None:
-                    message_tokens, made_by = figure(message)
-                else:
-                    message_tokens, made_by = old_tokens[was], old_counted_by[was]
-                    if taken is not None:
-                        taken[start + offset] = old_messages[was]
-                tokens.append(message_tokens)
-                counted_by.append(made_by)
-                policies.append(message_policy(message, original, closing, clarifications))
-                created.append(created_base + clock + offset * step)
-                made = tool_traffic(message)
-                if made is not None:
-                    traffic.append((start + offset, *made))
+            created.extend([created_base + clock + offset * step for offset in range(stop - start)])
+            traffic: list[TrafficMember] = [
+                (start + offset, *made)
+                for offset, made in enumerate(map(tool_traffic, turn_messages))
+                if made is not None
+            ]
             if traffic:
                 found = turn_exchanges(traffic)
                 if exchange_figures:
@@ -201,6 +195,23 @@ def index_conversation(
                     )
                 else:
                     groups.extend([(turn, positions) for positions in found])
+
+    def read_figures(turn: list[Message], start: int, old_turn: int | None) -> None:
+        """The figures of a turn's messages, at ``start``: those the same turn of ``old``
+        holds (``old_turn``), the very message or a marked copy, taken from it."""
+        known = _old_positions(old, old_turn) if old_turn is not None else {}
+        for offset, message in enumerate(turn):
+            was = known.get(id(message)) if known else None
+            if was is None or old_messages[was] is not message:
+                was = _copy_in(old_messages, known, message) if known else None
+            if was is None:
+                message_tokens, made_by = figure(message)
+            else:
+                message_tokens, made_by = old_tokens[was], old_counted_by[was]
+                if taken is not None:
+                    taken[start + offset] = old_messages[was]
+            tokens.append(message_tokens)
+            counted_by.append(made_by)
 
     done = 0
     for first, end, old_first in copied:

@@ -77,7 +77,9 @@ def test_the_plan_read_off_the_index_is_what_comparing_the_histories_finds(
     assert plan.layout.by_turn_index
     compared_runs, _ = _copied_runs(index, after, relaid_out(after, index.messages, index.layout))
     assert plan.copied == compared_runs
-    assert [index.messages[p].message_id for p in plan.origins] == [m.message_id for m in after]
+    assert [index.messages[p].message_id for p in plan.origins(0, len(after))] == [
+        m.message_id for m in after
+    ]
     # The index made with the cut is the one made by comparing the two histories.
     with_cut, _ = index_conversation(after, counter, reuse=index, cut=cut)
     compared, _ = index_conversation(after, counter, reuse=index)
@@ -112,7 +114,9 @@ def test_two_turns_of_one_index_brought_together_are_laid_out_from_the_messages(
     assert plan is not None
     assert plan.layout == turn_layout([*history[:3], *history[4:]])
     assert plan.copied == [(0, 1, 0), (2, 3, 2)]
-    assert plan.origins == [0, 1, 2, 4, 5]
+    assert plan.origins(0, 5) == [0, 1, 2, 4, 5]
+    assert plan.origins(1, 4) == [1, 2, 4]
+    assert plan.origins(3, 5) == [4, 5]
 
 
 def test_a_cut_is_read_only_off_the_index_the_collection_read(counter: TokenCounter) -> None:
