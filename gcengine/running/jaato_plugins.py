@@ -440,16 +440,10 @@ class JaatoPlugin:
         same message objects, each with the same id, role and part objects: ``Seen``) is the
         one it read, with the copies made then."""
         last, known = self._last, self._converted
-        seen = Seen.of(history)
-        if (
-            last is not None
-            and last.seen is not None
-            and seen is not None
-            and len(history) == len(last.seen.messages)
-            and last.seen.unchanged_head(seen) == len(history)
-        ):
-            self._last = LastRead(seen, last.messages, last.index, last.leaves)
+        if last is not None and last.seen is not None and last.seen.holds(history):
+            self._last = LastRead(last.seen, last.messages, last.index, last.leaves)
             return last.messages
+        seen = Seen.of(history)
         if known:  # forget what left the history
             present = set(map(id, history))
             for stale in [k for k in known if k not in present]:
