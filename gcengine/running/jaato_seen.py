@@ -15,6 +15,7 @@ from typing import Any
 from gcengine.budget import GCPolicy
 from gcengine.conversation import ConversationIndex
 from gcengine.foreign import ForeignHistory
+from gcengine.running.jaato_reading import KnownIds
 
 _MESSAGE_ID = attrgetter("message_id")
 _ROLE = attrgetter("role")
@@ -96,9 +97,11 @@ class LeafFigures:
 class LastRead:
     """The last history a plugin collected, as read: JAATO's messages and what they were
     (``seen``), the history the strategy read of them, and the index made of it with the
-    budget's leaves."""
+    budget's leaves, and the ids those named."""
 
     seen: Seen | None
     messages: ForeignHistory
     index: ConversationIndex | None = None
     leaves: LeafFigures | None = None
+    # The ids the budget's leaves named (``jaato_reading.KnownIds``).
+    budget_ids: KnownIds | None = None
