@@ -329,8 +329,8 @@ class BudgetReading:
 @dataclass(frozen=True)
 class KnownIds:
     """The ids a budget's leaves named when last read: JAATO's own lists of them, as read
-    (``BudgetReading.named``), flattened (``flat``), and whether those were the ids of the
-    history read then (its ``ids``), in order.
+    (``BudgetReading.named``), flattened (``flat``), and whether they named the messages of
+    the history read then (its ``ids``) in order.
 
     A budget JAATO restored from a file keeps its leaves, and their lists of ids, from one
     collection to the next; its ids are strings of their own, equal to the history's but not
@@ -341,7 +341,7 @@ class KnownIds:
     named: list[Sequence[str]]
     flat: list[str]
     history_ids: list[str]
-    same_ids: bool
+    in_order: bool
 
     def names(self, named: list[Sequence[str]]) -> bool:
         """Whether ``named`` is these very lists, in the same order."""
@@ -349,9 +349,7 @@ class KnownIds:
 
     @classmethod
     def of(cls, reading: BudgetReading, history: ForeignHistory) -> KnownIds:
-        # In order means the very ids; otherwise compared here (rare: a budget not in order).
-        same = reading.in_order or reading.flat == history.ids
-        return cls(reading.named, reading.flat, history.ids, same)
+        return cls(reading.named, reading.flat, history.ids, reading.in_order)
 
 
 def read_budget(
@@ -403,7 +401,7 @@ def read_budget(
     if known is not None and known.names(named):
         reading.flat = flat_ids = known.flat
         # The same ids compared to the very same history's ids then: the same answer.
-        same = history is not None and history.ids is known.history_ids and known.same_ids
+        same = history is not None and history.ids is known.history_ids and known.in_order
     else:
         reading.flat = flat_ids = list(chain.from_iterable(named))
         same = None
