@@ -644,34 +644,3 @@ def test_the_plugins_flat_reading_decides_as_the_engines_messages(
     assert [k if isinstance(k, int) else "written" for k in flat[0]] == [
         k if isinstance(k, int) else "written" for k in expected[0]
     ]
-
-
-@pytest.mark.parametrize("layout", ["messages", "turns"])
-def test_a_budget_keeping_its_lists_of_ids_answers_as_a_new_plugin(layout: str) -> None:
-    """A budget JAATO keeps between collections keeps its leaves' lists of ids: the plugin
-    takes over what it made of them only for the very history it compared them to. The same
-    lists beside messages in another order, or a leaf given a new list, are read again."""
-    plugin = plugin_named("gc_gcengine_budget", "jaato")
-    messages = history()
-    budget = session_budget(messages, layout)
-    first = answer_of(plugin, messages, budget)
-    assert first == answer_of(plugin_named("gc_gcengine_budget", "jaato"), messages, budget)
-    assert answer_of(plugin, messages, budget) == first
-
-    # Two turns' messages in the other order, the budget (and its lists) as they were.
-    moved = [*messages[4:8], *messages[:4], *messages[8:]]
-    assert answer_of(plugin, moved, budget) == answer_of(
-        plugin_named("gc_gcengine_budget", "jaato"), moved, budget
-    )
-
-    # A leaf given a new list naming the message after it.
-    conversation = budget.get_entry(InstructionSource.CONVERSATION)
-    leaves = [
-        leaf
-        for child in conversation.children.values()
-        for leaf in (child.children.values() if child.children else [child])
-    ]
-    leaves[9].message_ids = [messages[10].message_id]
-    assert answer_of(plugin, messages, budget) == answer_of(
-        plugin_named("gc_gcengine_budget", "jaato"), messages, budget
-    )
