@@ -38,7 +38,6 @@ from gcengine.gc.types import GCRemovalItem, GCResult, GCTriggerReason
 from gcengine.messages import Message, MessageKind, read_new
 from gcengine.running.jaato_reading import (
     BudgetReading,
-    KnownIds,
     engine_messages,
     foreign_history,
     read_budget,
@@ -512,12 +511,7 @@ class JaatoPlugin:
         policy = engine_config(self.spec, config, self._options)
         last = self._last
         messages = self._history(history)
-        reading = None
-        if budget is not None:
-            reading = read_budget(budget, messages, last.budget_ids if last is not None else None)
-            now = self._last
-            assert now is not None  # ``_history`` has just read the history
-            now.budget_ids = KnownIds.of(reading, messages)
+        reading = read_budget(budget, messages) if budget is not None else None
         index = None
         if reading is not None and not reading.copied:
             index = self._index(messages, reading, last)

@@ -326,40 +326,11 @@ class BudgetReading:
         return total, every
 
 
-@dataclass(frozen=True)
-class KnownIds:
-    """The ids a budget's leaves named when last read: JAATO's own lists of them, as read
-    (``BudgetReading.named``), flattened (``flat``), and whether they named the messages of
-    the history read then (its ``ids``) in order.
-
-    A budget JAATO restored from a file keeps its leaves, and their lists of ids, from one
-    collection to the next; its ids are strings of their own, equal to the history's but not
-    the same objects, so each comparison reads both strings. Taking over what was made of
-    the very same lists saves a pass over every id: JAATO gives a leaf a new list to change
-    what it names, never edits one in place (as it replaces a message's part to change it)."""
-
-    named: list[Sequence[str]]
-    flat: list[str]
-    history_ids: list[str]
-    in_order: bool
-
-    def names(self, named: list[Sequence[str]]) -> bool:
-        """Whether ``named`` is these very lists, in the same order."""
-        return len(named) == len(self.named) and all(map(is_, named, self.named))
-
-    @classmethod
-    def of(cls, reading: BudgetReading, history: ForeignHistory) -> KnownIds:
-        return cls(reading.named, reading.flat, history.ids, reading.in_order)
-
-
-def read_budget(
-    budget: Any, history: ForeignHistory | None = None, known: KnownIds | None = None
-) -> BudgetReading:
+def read_budget(budget: Any, history: ForeignHistory | None = None) -> BudgetReading:
     """One pass over JAATO's budget (see ``BudgetReading``): a session's conversation is a
     leaf per message, so each field of every leaf is read in one loop at C speed
     (``_flat_leaves``), and any other tree a leaf at a time. With the ``history`` read beside
-    it, whether its leaves name that history's messages in order (``in_order``). What the
-    last reading made of the same lists of ids (``known``) is taken over."""
+    it, whether its leaves name that history's messages in order (``in_order``)."""
     entries: dict[InstructionSource, SourceEntry] = {}
     reading = BudgetReading(construct(InstructionBudget), copied=False)
     for jaato_source, entry in budget.entries.items():
@@ -398,19 +369,13 @@ def read_budget(
         entries=entries,
     )
     named = reading.named
-    if known is not None and known.names(named):
-        reading.flat = flat_ids = known.flat
-        # The same ids compared to the very same history's ids then: the same answer.
-        same = history is not None and history.ids is known.history_ids and known.in_order
-    else:
-        reading.flat = flat_ids = list(chain.from_iterable(named))
-        same = None
+    reading.flat = flat_ids = list(chain.from_iterable(named))
     if (
         history is not None
         and not reading.copied
         # Every leaf read names a message: as many ids as leaves is one id a leaf.
         and len(flat_ids) == len(named)
-        and (flat_ids == history.ids if same is None else same)
+        and flat_ids == history.ids
     ):
         positions = history.positions()
         if positions is not None:

@@ -15,7 +15,6 @@ from typing import Any
 from gcengine.budget import GCPolicy
 from gcengine.conversation import ConversationIndex
 from gcengine.foreign import ForeignHistory
-from gcengine.running.jaato_reading import KnownIds
 
 _MESSAGE_ID = attrgetter("message_id")
 _ROLE = attrgetter("role")
@@ -97,11 +96,9 @@ class LeafFigures:
 class LastRead:
     """The last history a plugin collected, as read: JAATO's messages and what they were
     (``seen``), the history the strategy read of them, and the index made of it with the
-    budget's leaves, and the ids those named."""
+    budget's leaves."""
 
     seen: Seen | None
     messages: ForeignHistory
     index: ConversationIndex | None = None
     leaves: LeafFigures | None = None
-    # The ids the budget's leaves named (``jaato_reading.KnownIds``).
-    budget_ids: KnownIds | None = None
