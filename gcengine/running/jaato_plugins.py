@@ -19,9 +19,11 @@ and nothing else in the engine imports it.
 from __future__ import annotations
 
 import importlib
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from operator import attrgetter, is_
 from typing import Any, ClassVar, cast
 
@@ -156,8 +158,9 @@ def jaato_removals(
     child names, or named by a child that keeps others, are reported under a key naming no
     child, which JAATO's budget is left alone for: never under no key, which would clear it.
     Without a budget, the engine's own keys stay."""
-    if reading is not None and reading.in_order and reading.leaf_children:
-        made = _message_removals(removals, reading, jaato)
+    if reading is not None and reading.in_order and (reading.leaf_children or reading.leaf_runs):
+        batch = _message_removals if reading.leaf_children else _run_removals
+        made = batch(removals, reading, jaato)
         if made is not None:
             return made
     conversation = InstructionSource.CONVERSATION
@@ -232,6 +235,62 @@ def _message_removals(
             map(list, map(reading.named.__getitem__, leaves)),
         )
     )
+
+
+def _run_removals(
+    removals: Sequence[GCRemovalItem], reading: BudgetReading, jaato: _Jaato
+) -> list[Any] | None:
+    """``jaato_removals`` for a budget of a container per turn whose leaves name the history's
+    messages in order, one a leaf (a budget restored from a file): a message's leaf is its
+    position, and its container the run of leaves holding it (``BudgetReading.run_ends``). Which
+    runs went whole is found for all removals at once; the items are then made a removal at
+    a time, in the general way's order (a run that went whole under the key of its first
+    removal, the rest of each removal under a key naming no child), without looking each
+    message up again. None, for the general way, when a removal is not of the conversation
+    or names a message no leaf names."""
+    conversation = InstructionSource.CONVERSATION
+    if not all(map(is_, map(_SOURCE, removals), repeat(conversation))):
+        return None
+    lists = list(map(_MESSAGE_IDS, removals))
+    found = list(map(reading.owner.get, chain.from_iterable(lists)))
+    if None in found:
+        return None
+    leaves = cast(list[int], found)  # none is None, as just checked
+    starts, ends = reading.run_starts, reading.run_ends
+    runs = list(map(bisect_right, repeat(ends), leaves))
+    # The runs all of whose leaves went: as many of their leaves gone as they hold.
+    gone = Counter(map(bisect_right, repeat(ends), set(leaves)))
+    whole = {run for run, size in gone.items() if size == ends[run] - starts[run]}
+    source = jaato.InstructionSource(conversation.value)
+    make = jaato.GCRemovalItem
+    flat, keys, tokens = reading.flat, reading.keys, reading.tokens
+    items: list[Any] = []
+    done: set[int] = set()
+    at, runs_at = iter(leaves), iter(runs)
+    for item, size in zip(removals, map(len, lists), strict=True):
+        mine = list(islice(at, size))
+        reason = str(item.reason)
+        partly: list[int] = []
+        for run in dict.fromkeys(islice(runs_at, size)):
+            if run not in whole:
+                partly.append(run)
+            elif run not in done:
+                done.add(run)
+                start, end = starts[run], ends[run]
+                named = flat[start:end]
+                named.reverse()  # as ``BudgetReading.child`` names them
+                items.append(make(source, keys[start], sum(tokens[start:end]), reason, named))
+        if partly:
+            taken = set(mine)
+            unmatched = [
+                flat[leaf]
+                for run in partly
+                for leaf in range(ends[run] - 1, starts[run] - 1, -1)
+                if leaf in taken
+            ]
+            key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
+            items.append(make(source, key, 0, reason, unmatched))
+    return items
 
 
 def jaato_history(new_history: Sequence[Any], jaato: _Jaato) -> list[Any]:
@@ -381,16 +440,10 @@ class JaatoPlugin:
         same message objects, each with the same id, role and part objects: ``Seen``) is the
         one it read, with the copies made then."""
         last, known = self._last, self._converted
-        seen = Seen.of(history)
-        if (
-            last is not None
-            and last.seen is not None
-            and seen is not None
-            and len(history) == len(last.seen.messages)
-            and last.seen.unchanged_head(seen) == len(history)
-        ):
-            self._last = LastRead(seen, last.messages, last.index, last.leaves)
+        if last is not None and last.seen is not None and last.seen.holds(history):
+            self._last = LastRead(last.seen, last.messages, last.index, last.leaves)
             return last.messages
+        seen = Seen.of(history)
         if known:  # forget what left the history
             present = set(map(id, history))
             for stale in [k for k in known if k not in present]:

@@ -279,11 +279,17 @@ class BudgetReading:
         return self._owner
 
     @cached_property
-    def _run_ends(self) -> list[int]:
+    def run_ends(self) -> list[int]:
         """Where each top-level child's run of leaves ends (``leaf_runs``): a child's leaves
-        are read one after another, so its run ends where the next leaf's key differs."""
+        are read one after another, so its run ends where the next leaf's key differs.
+        ``_flat_leaves`` sets it from the children's sizes when it reads every leaf."""
         keys = self.keys
         return [*compress(count(1), map(ne, keys, islice(keys, 1, None))), len(keys)]
+
+    @cached_property
+    def run_starts(self) -> list[int]:
+        """Where each top-level child's run of leaves begins (``leaf_runs``)."""
+        return [0, *self.run_ends[:-1]]
 
     def leaves(self) -> Iterator[BudgetLeaf]:
         return zip(self.tokens, self.policies, self.created, self.named, strict=True)
@@ -294,9 +300,8 @@ class BudgetReading:
         if self.leaf_children:
             return self.tokens[leaf], list(self.named[leaf])
         if self.leaf_runs:
-            ends = self._run_ends
-            run = bisect_right(ends, leaf)
-            start, end = ends[run - 1] if run else 0, ends[run]
+            run = bisect_right(self.run_ends, leaf)
+            start, end = self.run_starts[run], self.run_ends[run]
             # In the order of the walk below, which meets a container's leaves last first.
             if self.in_order:  # a leaf names one message
                 named = self.flat[start:end]
@@ -440,6 +445,7 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
     children = list(entry.children.values())
     keys = list(entry.children.keys())
     groups = list(map(_CHILDREN, children))
+    sizes = None  # each child's count of leaves, when children are containers
     if any(groups):
         if not all(groups):
             return None
@@ -447,7 +453,8 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
         if any(map(_CHILDREN, children)):
             return None
         reading.leaf_children, reading.leaf_runs = False, True
-        keys = list(chain.from_iterable(map(repeat, keys, map(len, groups))))
+        sizes = list(map(len, groups))
+        keys = list(chain.from_iterable(map(repeat, keys, sizes)))
     names = list(map(_NAMES, children))
     counts = list(map(_TOKENS, children))
     unnamed = False
@@ -456,6 +463,8 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
         children = list(compress(children, names))
         keys = list(compress(keys, names))
         names, counts = list(compress(names, names)), list(compress(counts, names))
+    elif sizes is not None:  # every leaf read: each child's run ends where its leaves do
+        reading.run_ends = list(accumulate(sizes))
     if children and not (set(map(type, counts)) == {int} and min(counts) >= 0):
         counts = [max(0, int(c)) for c in counts]
     reading.tokens += counts

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, count
-from operator import attrgetter, is_, is_not
+from itertools import chain
+from operator import attrgetter, is_
 from typing import Any
 
 from gcengine.budget import GCPolicy
@@ -45,22 +45,24 @@ class Seen:
             list(history), list(map(_MESSAGE_ID, history)), list(map(_ROLE, history)), counts, parts
         )
 
-    def unchanged_head(self, now: Seen) -> int:
-        """How many messages ``now`` begins with that are the very objects this history began
-        with, with the same ids, roles and part objects (0 when any of those changed)."""
-        size = min(len(self.messages), len(now.messages))
-        head = next(compress(count(), map(is_not, self.messages, now.messages)), size)
-        if not head:
-            return 0
-        width = sum(now.counts[:head])
-        if (
-            now.ids[:head] != self.ids[:head]
-            or not all(map(is_, now.roles[:head], self.roles))
-            or now.counts[:head] != self.counts[:head]
-            or not all(map(is_, now.parts[:width], self.parts))
-        ):
-            return 0
-        return head
+    def holds(self, history: Sequence[Any]) -> bool:
+        """Whether ``history`` is this one still: the very message objects, each with the same
+        id, role and part objects, compared as read rather than read into a new ``Seen``
+        first: a plugin asks this of every history it is handed, and most are the one it read
+        last."""
+        if len(history) != len(self.messages) or not all(map(is_, history, self.messages)):
+            return False
+        try:
+            lists = list(map(_PARTS, history))
+            if list(map(len, lists)) != self.counts:
+                return False
+        except TypeError:
+            return False
+        return (
+            list(map(_MESSAGE_ID, history)) == self.ids
+            and all(map(is_, map(_ROLE, history), self.roles))
+            and all(map(is_, chain.from_iterable(lists), self.parts))
+        )
 
 
 @dataclass(frozen=True)
