@@ -16,6 +16,7 @@ from gcengine import InstructionSource, Part
 from gcengine.conversation import budget_index
 from gcengine.gc import GCTriggerReason
 from gcengine.running import load_gc_plugin, plugin_options
+from gcengine.session import CLOSING_ANSWER_KEY
 from gcengine.tokens import TokenCounter
 from tests.engine.strategies import policy, session_at
 
@@ -125,6 +126,27 @@ def test_a_budget_rebuilt_after_a_run_shares_entries_and_sees_their_edits(
         totals[0] + 700,
         totals[1] + 700,
     )
+
+
+def test_editing_a_closing_answer_a_run_marked_drops_the_index_after(
+    counter: TokenCounter,
+) -> None:
+    """A closing answer a run keeps while taking the tool work before it is a marked copy; the
+    index of the budget after stops standing for the history once that copy is edited in place,
+    as for any message it holds."""
+    session = session_at(60, 95, counter, tool_every=1, seed=11)
+    outcome = gcengine.run_gc(session, CONFIG)
+    after = outcome.session.history
+    originals = {id(m) for m in session.history}
+    marked = [
+        m for m in after if m.metadata.get(CLOSING_ANSWER_KEY) is True and id(m) not in originals
+    ]
+    assert marked, "the run kept a closing answer of a turn it took tool work from"
+    index = budget_index(outcome.budget_after)
+    assert index is not None
+    assert index.describes(after)
+    marked[0].parts = [Part.from_text("edited after the run")]
+    assert not index.describes(after)
 
 
 def test_a_run_takes_the_figures_of_kept_messages_from_the_budget_before(

@@ -15,6 +15,7 @@ from gcengine.gc.types import (
 from gcengine.messages import (
     Message,
     MessageKind,
+    read_as_originals,
     starts_turn,
 )
 from gcengine.session import (
@@ -141,13 +142,15 @@ def _closing_answers_kept(
             if p not in removed and history[p].metadata.get(CLOSING_ANSWER_KEY) is not True
         ]
     # Copies without pydantic's cost, made in one loop: every field the message's, the mark added.
+    originals = list(map(history.__getitem__, marked))
     copies = entries_made(
         Message,
         [
             {**message.__dict__, "metadata": {**message.metadata, CLOSING_ANSWER_KEY: True}}
-            for message in map(history.__getitem__, marked)
+            for message in originals
         ],
     )
+    read_as_originals(copies, originals)
     return dict(zip(marked, copies, strict=True))
 
 
