@@ -172,8 +172,7 @@ class ContextAnchors:
         """The other anchors (sentences, literal ones of several words) no kept message holds
         that are in view, each looked for there."""
         checked = [key for key in self.one_by_one() if key not in held]
-        if len(checked) >= _GATHERED_FROM:
-            in_view.gathered()
+        in_view.looking_for(len(checked))
         return [key for key in checked if in_view.retained(self.last[key][0])]
 
     def _lost_shown(
@@ -254,11 +253,12 @@ class InView:
         thousands of contexts)."""
         return "\n".join(view.text for view in self.views)
 
-    def gathered(self) -> None:
-        """Gather every word of the views in view, by which a sentence anchor that no view
-        could match is told without trying each view (a run loses hundreds of them, each
-        tried in every view before)."""
-        if self._anywhere is None:
+    def looking_for(self, anchors: int) -> None:
+        """About to look for ``anchors`` anchors one by one: when there are enough of them
+        for it to pay (``_GATHERED_FROM``), gather every word of the views in view, by which a
+        sentence anchor that no view could match is told without trying each view (a run
+        loses hundreds of them, each tried in every view before)."""
+        if anchors >= _GATHERED_FROM and self._anywhere is None:
             self._anywhere = frozenset().union(*(view.words for view in self.views))
 
     def retained(self, anchor: Anchor) -> bool:
@@ -296,8 +296,7 @@ def lost_of(unheld: Sequence[tuple[Anchor, int]], in_view: InView) -> list[tuple
     lost = list(map(le, map(came, keys, repeat(0)), map(left, keys, repeat(0))))
     by_word = _decided_by_word(keys, anchors)
     one_by_one = list(compress(range(len(anchors)), map(not_, by_word)))
-    if len(one_by_one) >= _GATHERED_FROM:
-        in_view.gathered()
+    in_view.looking_for(len(one_by_one))
     for position in one_by_one:
         lost[position] = not in_view.retained(anchors[position])
     return list(compress(unheld, lost))

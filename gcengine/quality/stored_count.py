@@ -27,7 +27,7 @@ from typing import Any
 
 from gcengine.messages import Message
 from gcengine.quality.anchors import ANCHOR_CLASSES, CLASS_INFO, Anchor, AnchorClass, MatchRule
-from gcengine.quality.counting import _GATHERED_FROM, ContextAnchors, InView, Kept
+from gcengine.quality.counting import ContextAnchors, InView, Kept
 from gcengine.quality.tally import AnchorKey, Held
 
 _NONE: frozenset[str] = frozenset()
@@ -225,8 +225,7 @@ class StoredCount(ContextAnchors):
     def _found_at(self, held: set[int], in_view: InView) -> list[int]:
         """The keys looked for one by one that no kept message holds and are in view."""
         checked = [key for key in self.columns.one_by_one if key not in held]
-        if len(checked) >= _GATHERED_FROM:
-            in_view.gathered()
+        in_view.looking_for(len(checked))
         anchors = self.columns.anchors(list(map(self.columns.last_anchors.__getitem__, checked)))
         return list(compress(checked, map(in_view.retained, anchors)))
 
