@@ -16,7 +16,7 @@ each message's last weight; which of them are in view.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, compress, count, product, repeat
@@ -181,11 +181,7 @@ class ContextAnchors:
         """The first ``shown`` anchors each class lost, read until every class has all it
         will show (a run loses hundreds of thousands); the anchors of a class that has are
         passed over in C."""
-        lost_shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
-        wanted = {
-            anchor_class: min(anchors - retained_count[anchor_class], shown)
-            for anchor_class, anchors in self.per_class.items()
-        }
+        lost_shown, wanted = lost_to_show(self.per_class, retained_count, shown)
         showing = {anchor_class for anchor_class, count in wanted.items() if count}
         of_showing = map(showing.__contains__, map(_CLASS, self.last))
         for key, (anchor, _) in compress(self.last.items(), of_showing):
@@ -196,6 +192,19 @@ class ContextAnchors:
                     if not showing:
                         break
         return lost_shown
+
+
+def lost_to_show(
+    per_class: Mapping[AnchorClass, int], retained_count: Counter[AnchorClass], shown: int
+) -> tuple[dict[AnchorClass, list[str]], dict[AnchorClass, int]]:
+    """Where a score lists the anchors each class lost (empty for every class), and how many
+    each will show: ``shown`` at most, fewer where the class lost fewer."""
+    lost_shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
+    wanted = {
+        anchor_class: min(anchors - retained_count[anchor_class], shown)
+        for anchor_class, anchors in per_class.items()
+    }
+    return lost_shown, wanted
 
 
 class ContextCount:

@@ -26,8 +26,8 @@ from itertools import chain, compress, repeat
 from typing import Any
 
 from gcengine.messages import Message
-from gcengine.quality.anchors import ANCHOR_CLASSES, CLASS_INFO, Anchor, AnchorClass, MatchRule
-from gcengine.quality.counting import ContextAnchors, InView, Kept
+from gcengine.quality.anchors import CLASS_INFO, Anchor, AnchorClass, MatchRule
+from gcengine.quality.counting import ContextAnchors, InView, Kept, lost_to_show
 from gcengine.quality.tally import AnchorKey, Held
 
 _NONE: frozenset[str] = frozenset()
@@ -236,11 +236,7 @@ class StoredCount(ContextAnchors):
         until every class has all it will show; the anchors of a class that has are passed
         over in C."""
         columns = self.columns
-        lost_shown: dict[AnchorClass, list[str]] = {c.anchor_class: [] for c in ANCHOR_CLASSES}
-        wanted = {
-            anchor_class: min(anchors - retained_count[anchor_class], shown)
-            for anchor_class, anchors in self.per_class.items()
-        }
+        lost_shown, wanted = lost_to_show(self.per_class, retained_count, shown)
         showing = {
             letter
             for letter, anchor_class in columns.class_of.items()
