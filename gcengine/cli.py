@@ -24,7 +24,7 @@ from gcengine.budget import (
     InstructionSource,
     SourceEntry,
 )
-from gcengine.config import load_gc_config
+from gcengine.config import GCConfig, load_gc_config, load_jaato_gc_config
 from gcengine.errors import GCEngineError, PlannerError, PriceTableError
 from gcengine.formats import dump_session, load_session
 from gcengine.gc import GCRemovalItem
@@ -63,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="collect a session under a gc.json policy")
     run.add_argument("session", type=Path)
     run.add_argument("--config", type=Path, required=True, help="the gc.json policy")
+    _as_jaato_argument(run)
     run.add_argument("--plugin", help="run this strategy instead of the policy's")
     run.add_argument("--out", type=Path, help="write the collected session (JAATO 2.1) here")
     run.add_argument(
@@ -74,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("simulate", help="replay a session turn by turn under a policy")
     replay.add_argument("session", type=Path)
     replay.add_argument("--config", type=Path, required=True, help="the gc.json policy")
+    _as_jaato_argument(replay)
     replay.add_argument("--json", action="store_true", help="the whole series as JSON")
     plan = commands.add_parser("plan", help="what the next request sends, and why for each item")
     plan.add_argument("session", type=Path)
@@ -100,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
         help="score a run of this gc.json policy; given more than once, each run is scored "
         "too at the size of the smallest context any of them leaves",
     )
+    _as_jaato_argument(score)
     score.add_argument("--json", action="store_true", help="the scores as JSON")
     cost = commands.add_parser(
         "cost",
@@ -108,12 +111,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     cost.add_argument("session", type=Path)
     cost.add_argument("--config", type=Path, required=True, help="the gc.json policy")
+    _as_jaato_argument(cost)
     cost.add_argument("--model", help="price as this model (default: the session's)")
     cost.add_argument("--json", action="store_true", help="both costs as JSON")
     export = commands.add_parser(
         "export-policy", help="a gc.json as the nearest settings of other frameworks"
     )
     export.add_argument("config", type=Path, help="the gc.json policy")
+    _as_jaato_argument(export)
     export.add_argument("--window", type=int, help="the model's context window in tokens")
     export.add_argument("--session", type=Path, help="export for this session's window")
     export.add_argument("--model", help="export for this model's window")
@@ -125,6 +130,31 @@ def _parser() -> argparse.ArgumentParser:
     digest.add_argument("session", type=Path)
     digest.add_argument("--json", action="store_true", help="the comparisons as JSON")
     return parser
+
+
+def _as_jaato_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--as-jaato",
+        action="store_true",
+        help="read the gc.json as JAATO runs it: one naming JAATO's own plugin (or none) and "
+        "no rules means JAATO's rules",
+    )
+
+
+def _policy(path: Path, args: argparse.Namespace) -> GCConfig:
+    """The policy of the gc.json at ``path``: as the engine reads it, or with ``--as-jaato``
+    as JAATO runs it (the dashboard's reading of an imported file), saying on stderr when
+    that made it JAATO's rules, so a ledger never passes for the engine's when it is not."""
+    if not args.as_jaato:
+        return load_gc_config(path)
+    config, jaatos = load_jaato_gc_config(path)
+    if jaatos:
+        print(
+            f"note: {path} names JAATO's own plugin and no rules: read with JAATO's rules, "
+            "as JAATO runs it",
+            file=sys.stderr,
+        )
+    return config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,7 +279,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     session = load_session(args.session)
-    config = load_gc_config(args.config)
+    config = _policy(args.config, args)
     outcome = run_gc(session, config, plugin=args.plugin)
     result = outcome.result
     if args.out is not None and result.success:
@@ -312,7 +342,7 @@ def _ledger_lines(items: Sequence[GCRemovalItem], *, every: bool) -> list[str]:
 
 def _simulate(args: argparse.Namespace) -> int:
     session = load_session(args.session)
-    config = load_gc_config(args.config)
+    config = _policy(args.config, args)
     replay = simulate(session, config)
     if args.json:
         print(replay.model_dump_json(indent=2))
@@ -397,7 +427,7 @@ def _score(args: argparse.Namespace) -> int:
     if args.config:
         afters = {}
         for path in args.config:
-            outcome = run_gc(session, load_gc_config(path))
+            outcome = run_gc(session, _policy(path, args))
             if not outcome.result.success:
                 print(f"error: {path}: {outcome.result.error}", file=sys.stderr)
                 return EXIT_FAILED
@@ -461,7 +491,7 @@ def _totals_line(label: str, totals: CostTotals) -> str:
 
 def _cost(args: argparse.Namespace) -> int:
     session = load_session(_with_subagents(args.session))
-    config = load_gc_config(args.config)
+    config = _policy(args.config, args)
     model = args.model or session.model
     price = price_for_model(model, DEFAULT_PRICES)
     if price is None:
@@ -508,7 +538,7 @@ def _export(args: argparse.Namespace) -> int:
         session_window=load_session(args.session).context_limit if args.session else None,
         model=args.model,
     )
-    exported = export_policy(load_gc_config(args.config), window)
+    exported = export_policy(_policy(args.config, args), window)
     if args.json:
         print(exported.model_dump_json(indent=2))
         return 0

@@ -150,3 +150,70 @@ def test_the_tui_examples_notice_reports_what_went_in_jaatos_words(
         f"[System: Context cleaned: {removed} turns removed, 0 turns summarized, "
         f"{kept} recent turns preserved.]"
     ]
+
+
+def test_as_jaato_runs_a_file_naming_jaatos_plugin_with_jaatos_rules_and_says_so(
+    session_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JAATO's truncate takes every turn but the recent ones and the original request's,
+    whatever the target; the engine's stops at the target. ``--as-jaato`` gives the former for
+    a file naming JAATO's plugin, as the dashboard reads an imported one, and says why on
+    stderr (the ledger on stdout stays the ledger)."""
+    config = tmp_path / "gc.json"
+    config.write_text(
+        json.dumps(
+            {
+                "type": "truncate",
+                "threshold_percent": 50,
+                "target_percent": 40,
+                "preserve_recent_turns": 3,
+            }
+        )
+    )
+
+    results = {}
+    for flags in ((), ("--as-jaato",)):
+        code, out, err = run_cli(
+            capsys, "run", str(session_path), "--config", str(config), "--json", *flags
+        )
+        assert code == 0
+        results[flags] = (json.loads(out), err)
+
+    engine, engine_err = results[()]
+    jaato, jaato_err = results[("--as-jaato",)]
+    assert engine_err == ""
+    assert jaato_err == (
+        f"note: {config} names JAATO's own plugin and no rules: read with JAATO's rules, "
+        "as JAATO runs it\n"
+    )
+    assert engine["details"]["target_reached"]
+    assert engine["tokens_after"] <= 0.4 * 8192
+    # The original request's turn, the three recent ones, and the notice at the top.
+    assert jaato["details"]["turns_after"] == 5
+    assert jaato["details"]["preserved_indices"] == [0, 17, 18, 19]
+    assert jaato["tokens_after"] < engine["tokens_after"]
+
+
+def test_as_jaato_reads_a_file_that_states_its_rules_as_it_says(
+    session_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file stating the engine's rules means them under ``--as-jaato`` too, without a note
+    (it states the keys JAATO's loader would fill in otherwise: continuous mode, notices)."""
+    config = tmp_path / "gc.json"
+    policy = {
+        "type": "truncate",
+        "threshold_percent": 50,
+        "target_percent": 40,
+        "pressure_percent": 90,
+        "notify_on_gc": True,
+        "rules": "engine",
+    }
+    config.write_text(json.dumps(policy))
+    outputs = []
+    for flags in ((), ("--as-jaato",)):
+        code, out, err = run_cli(
+            capsys, "run", str(session_path), "--config", str(config), "--json", *flags
+        )
+        assert (code, err) == (0, "")
+        outputs.append(out)
+    assert outputs[0] == outputs[1]
