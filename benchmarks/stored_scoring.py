@@ -74,6 +74,21 @@ it is not: reading the session from its rows (0.60-0.64 s: each turn's messages 
 the budget built) is half of it, and it builds what scoring does not read. What is left of
 the score is the count of what the run kept (looking for the 16,608 sentence anchors in view
 one by one, the views it kept read) and the record's JSON and decompression.
+
+Then the session is read from its rows with each turn validated looking up only its JSON's
+keys in pydantic-core's cache of short strings, and the messages made given their readings
+in one loop before the budget is built. Reading the session back alone, the code before and
+after one after the other, CPU medians of 7-9 (load average 5-10, the machine shared with
+six other jobs, wall time three times the CPU time):
+
+CPU time at 10,000 turns              SQLite before/after           PostgreSQL before/after
+the session read from its rows        0.59-0.63 s / 0.57 s          0.67 s / 0.57 s
+
+and this benchmark after, medians of 5 (load 8-11): the session in memory 0.74 s of CPU on
+SQLite, 0.66 s on PostgreSQL; read from its rows 1.45 s and 1.33 s (the session read back
+0.63 s and 0.57 s of it). Still short of the 1 s target: what is left of the reading is the
+turns' validation (0.11 s) and the budget (0.2-0.25 s: its index, which the score reads,
+and its tree, a field of the session every dump and comparison reads).
 """
 
 from __future__ import annotations

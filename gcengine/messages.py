@@ -289,6 +289,22 @@ def read_new(messages: Iterable[Message], revision: Revision) -> None:
         put(message, readings)
 
 
+def readings_made(messages: Iterable[Message]) -> None:
+    """Give each of ``messages``, just made and nothing read from them yet (a store's history
+    read back, thousands at once), the empty ``Readings`` it would be given when first read.
+
+    Nothing changes but when they are made: the first index of a history reads every message
+    (``read_under``), and finding one at a time that a message has none (reading an unset
+    slot raises) took a tenth of building a 10,000-turn session's budget; this makes them
+    all in one loop. Unlike ``read_new`` the messages count their edits against no revision
+    yet: the index that reads them gives them its own, as it would have."""
+    make, put = Readings.__new__, _READINGS.__set__
+    for message in messages:
+        readings = make(Readings)
+        readings.anchors, readings.revision = None, None
+        put(message, readings)
+
+
 def read_as_originals(copies: Iterable[Message], originals: Iterable[Message]) -> None:
     """Have each copy count its edits against the revision its original counts against, when
     an index has read the original: a collection's marked copy of a message it keeps (a mark

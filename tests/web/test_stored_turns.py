@@ -54,6 +54,21 @@ def test_jaatos_own_files_read_back_as_loaded(name: str) -> None:
     assert read_back(engine) == engine
 
 
+def test_an_edit_of_a_message_read_back_drops_its_budgets_index_as_one_loaded() -> None:
+    """The messages read back are given their readings at once; they still count their edits
+    against the budget's own revision, so the index a collection would read stops holding as
+    soon as one is edited, as it does for the session loaded."""
+    loaded = gcengine.load_session(json.dumps(example("jaato_session_v2.10.json")).encode())
+    again = read_back(loaded)
+
+    for session in (loaded, again):
+        conversation = session.budget.get_entry(gcengine.InstructionSource.CONVERSATION)
+        assert conversation is not None
+        assert conversation.kept_index() is not None
+        session.history[0].metadata = {"edited": True}
+        assert conversation.kept_index() is None
+
+
 def test_a_stored_session_reopens_in_a_worker_that_never_read_it(project: Project) -> None:
     data = session_bytes()
     receipt = background.session_upload(project=project, filename="small.json", data=data)

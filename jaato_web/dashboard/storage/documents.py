@@ -28,13 +28,16 @@ def unpack_session(
     turns: Iterable[tuple[list[gcengine.Message], list[MessageFigure]]],
 ) -> gcengine.Session:
     """The session ``pack_session`` and the turn rows hold (each turn's messages and figures,
-    in order), read back without counting."""
+    in order), read back without counting. The messages are new, made as their turns are
+    read, so their readings are made at once (``gcengine.readings_made``) before the budget
+    is built."""
     stored = unpacked(document)
     history: list[gcengine.Message] = []
     figures: list[tuple[int, str]] = []
     for messages, turn_figures in turns:
         history += messages
         figures += [(tokens, counted_by) for tokens, _, counted_by, _ in turn_figures]
+    gcengine.readings_made(history)
     return gcengine.session_from_record(stored["session"], history, figures)
 
 
