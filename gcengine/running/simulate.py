@@ -339,10 +339,10 @@ class _Replay:
                 return kept + sum(islice(index_before.tokens, same))
             same += 1
 
-    def lay_out(self, cut: Cut | None = None) -> ConversationIndex:
+    def lay_out(self, cut: Cut | None = None, *, grown: bool = False) -> ConversationIndex:
         """Index the window, copying from the last index the turns it still holds whole: all of
-        them but the new ones before a collection (the window is the last index's messages
-        with those appended since, so nothing is compared: ``extends``), all but those it
+        them but the new ones before a collection (``grown``: the window is the last index's
+        messages with those appended since, so nothing is compared), all but those it
         touched after one, read off the last index by position when the collection says how
         it cut (``cut``)."""
         index, _ = index_conversation(
@@ -355,7 +355,7 @@ class _Replay:
             reuse=self.index,
             exchange_figures=False,
             cut=cut,
-            extends=cut is None,
+            extends=grown,
         )
         self.index = index
         return index
@@ -403,7 +403,7 @@ class _Replay:
     def collect(self, reason: GCTriggerReason) -> tuple[GCResult, AnchorRetention | None]:
         """What ``run_gc`` does to the window, without building its budget before or after,
         and what it kept of the anchors it took out (when scoring)."""
-        index = self.lay_out()
+        index = self.lay_out(grown=True)
         total = self.base + index.total
         budget = self.outside
         usage = context_usage(budget, len(index.layout), total)

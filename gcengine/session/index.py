@@ -454,7 +454,7 @@ def _grown_runs(
         or layout.indices[:whole] != old_layout.indices[:whole]
     ):
         return None
-    old_turn_of = {
+    old_turn_of: dict[int | None, int] = {
         index: turn
         for turn, index in zip(range(whole, turns), old_layout.indices[whole:], strict=True)
         if index is not None
