@@ -502,7 +502,11 @@ def untagged_layout(
 
 
 def relaid_out(
-    messages: Sequence[Message], old_messages: Sequence[Message], old: TurnLayout
+    messages: Sequence[Message],
+    old_messages: Sequence[Message],
+    old: TurnLayout,
+    *,
+    same_start: int | None = None,
 ) -> TurnLayout:
     """``turn_layout(messages)``, from ``old``, the layout of ``old_messages``: the turns both
     histories share at their start and at their end are taken from it (the end's moved), and
@@ -513,10 +517,14 @@ def relaid_out(
     split alike, and so is a shared end that begins a turn after the part between. A
     conversation message between that carries no stable index would be numbered by its
     position: then everything is split again.
+
+    ``same_start``, when the caller knows it, is how many messages both histories start with,
+    the very same (all of ``old_messages`` for a history grown at its end): not looked for.
     """
     size, old_size = len(messages), len(old_messages)
     limit = min(size, old_size)
-    same_start = next(compress(count(), map(is_not, messages, old_messages)), limit)
+    if same_start is None:
+        same_start = next(compress(count(), map(is_not, messages, old_messages)), limit)
     same_end = next(
         compress(count(), map(is_not, reversed(messages), reversed(old_messages))),
         limit - same_start,

@@ -33,6 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from gcengine._fast import construct
 from gcengine.budget import InstructionBudget, InstructionSource
 from gcengine.config import GCConfig
 from gcengine.conversation import ConversationIndex, index_of
@@ -300,8 +301,10 @@ class _Replay:
     def request(self, turn_index: int | None) -> None:
         """The agent asks the model for its next message with the window as it stands."""
         tokens = self.base + self.window_tokens
+        # Made without validation: both figures are sums of token counts, never negative.
         self.simulation.requests.append(
-            PromptRequest(
+            construct(
+                PromptRequest,
                 turn_index=turn_index,
                 tokens=tokens,
                 shared_prefix_tokens=min(self.shared_prefix, tokens),
@@ -309,10 +312,13 @@ class _Replay:
         )
         self.shared_prefix = tokens
 
-    def prefix_kept(self, outside_before: InstructionBudget, window_before: list[Message]) -> int:
+    def prefix_kept(
+        self, outside_before: InstructionBudget, index_before: ConversationIndex
+    ) -> int:
         """Tokens at the start of the prompt a collection left as they were: the entries
         outside the conversation up to the first it changed, then, if it changed none, the
-        messages up to the first it removed or replaced."""
+        messages up to the first it removed or replaced, counted off the index of the window
+        before (``index_before``)."""
         kept = 0
         if outside_before is not self.outside:  # most collections leave it as it was
             entries_before, entries_after = map(_outside_entries, (outside_before, self.outside))
@@ -324,16 +330,21 @@ class _Replay:
                 return kept
         else:
             kept = self.base
-        for old_message, new_message in zip(window_before, self.window, strict=False):
-            if old_message is not new_message and old_message != new_message:
-                break
-            kept += self.figures(old_message)[0]
-        return kept
+        before, after = index_before.messages, self.window
+        size, same = min(len(before), len(after)), 0
+        while True:  # the very same messages are passed over in C; an equal copy is kept too
+            unlike = map(is_not, islice(before, same, None), islice(after, same, None))
+            same = next(compress(count(same), unlike), size)
+            if same == size or not _equal(before[same], after[same]):
+                return kept + sum(islice(index_before.tokens, same))
+            same += 1
 
-    def lay_out(self, cut: Cut | None = None) -> ConversationIndex:
+    def lay_out(self, cut: Cut | None = None, *, grown: bool = False) -> ConversationIndex:
         """Index the window, copying from the last index the turns it still holds whole: all of
-        them but the new ones before a collection, all but those it touched after one, read
-        off the last index by position when the collection says how it cut (``cut``)."""
+        them but the new ones before a collection (``grown``: the window is the last index's
+        messages with those appended since, so nothing is compared), all but those it
+        touched after one, read off the last index by position when the collection says how
+        it cut (``cut``)."""
         index, _ = index_conversation(
             self.window,
             self.counter,
@@ -344,6 +355,7 @@ class _Replay:
             reuse=self.index,
             exchange_figures=False,
             cut=cut,
+            extends=grown,
         )
         self.index = index
         return index
@@ -357,11 +369,15 @@ class _Replay:
             "turns": self.turns_done,
         }
         wanted, reason = self.plugin.should_collect(usage, self.config)
-        step = SimulationStep(
+        # Steps and events are made from values the replay made itself: not validated again
+        # (a step is made at every check, 20,000 of them in a 10,000-turn replay).
+        step = construct(
+            SimulationStep,
             turn_index=turn_index,
             point=point,
             tokens_before=tokens,
             tokens_after=tokens,
+            collected=False,
             call_number=call,
         )
         self.simulation.steps.append(step)
@@ -370,7 +386,8 @@ class _Replay:
         # The reason is the trigger (threshold, continuous, turn_limit); ``point`` says when.
         result, retention = self.collect(reason)
         self.simulation.events.append(
-            SimulationEvent(
+            construct(
+                SimulationEvent,
                 turn_index=turn_index,
                 point=point,
                 reason=reason,
@@ -386,7 +403,7 @@ class _Replay:
     def collect(self, reason: GCTriggerReason) -> tuple[GCResult, AnchorRetention | None]:
         """What ``run_gc`` does to the window, without building its budget before or after,
         and what it kept of the anchors it took out (when scoring)."""
-        index = self.lay_out()
+        index = self.lay_out(grown=True)
         total = self.base + index.total
         budget = self.outside
         usage = context_usage(budget, len(index.layout), total)
@@ -416,9 +433,7 @@ class _Replay:
             self.base = _outside_conversation(self.outside)
         self.window = list(history)
         self.window_tokens = self.lay_out(cut).total
-        self.shared_prefix = min(
-            self.shared_prefix, self.prefix_kept(outside_before, window_before)
-        )
+        self.shared_prefix = min(self.shared_prefix, self.prefix_kept(outside_before, index))
         retention = None
         if self.scorer is not None:
             taken = _taken_run(window_before, self.window)
@@ -427,10 +442,17 @@ class _Replay:
                 if taken is None
                 else self.scorer.score_taken(window_before, self.window, *taken)
             )
-        collected = result.model_copy(
-            update={"tokens_before": total, "tokens_after": self.base + self.window_tokens}
-        )
-        return collected, retention
+        if not isinstance(self.plugin, Strategy):  # another plugin's result is left as it is
+            result = result.model_copy()
+        # An engine strategy's result is its own, made by this collection: set, not copied.
+        result.tokens_before, result.tokens_after = total, self.base + self.window_tokens
+        return result, retention
+
+
+def _equal(one: Message, other: Message) -> bool:
+    """Whether two messages are equal: those with different ids never are, and telling that
+    costs far less than comparing two models field by field (pydantic's ``==``)."""
+    return one.message_id == other.message_id and one == other
 
 
 def _taken_run(before: list[Message], after: list[Message]) -> tuple[int, int] | None:

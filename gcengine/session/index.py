@@ -64,6 +64,7 @@ def index_conversation(
     revision: Revision | None = None,
     taken: dict[int, Message] | None = None,
     cut: Cut | None = None,
+    extends: bool = False,
 ) -> tuple[ConversationIndex, Copied]:
     """The conversation of a history laid out flat, without building its budget tree, and
     the runs of its turns copied unchanged from ``reuse``.
@@ -97,6 +98,11 @@ def index_conversation(
     ``cut``, when given, is how a collection made ``history`` from ``reuse``'s (``Cut``): the
     layout, the turns copied and where each message was are then read off ``reuse`` by
     position (``cut_plan``) rather than found by comparing the two histories.
+
+    ``extends`` says that ``history`` is ``reuse``'s history, the very same messages, with
+    messages appended (a replay's window grown since its last collection): every turn of
+    ``reuse`` but its last, and that one too when nothing joined it, is then copied whole
+    without comparing the two histories message by message (``_grown_runs``).
     """
     recorded = recorded_figures or {}
     basis: FigureBasis = (counter.name, recorded, clarifications)
@@ -111,10 +117,11 @@ def index_conversation(
             return message_figure(message, counter, recorded)
 
     plan = cut_plan(reuse, len(messages), cut) if cut is not None and reuse is not None else None
+    grown_from = _grown_from(reuse, messages) if extends and plan is None else None
     layout = (
         plan.layout
         if plan is not None
-        else relaid_out(messages, reuse.messages, reuse.layout)
+        else relaid_out(messages, reuse.messages, reuse.layout, same_start=grown_from)
         if reuse is not None
         else turn_layout(messages)
     )
@@ -127,8 +134,11 @@ def index_conversation(
         else None
     )
     mapped: Sequence[int | None]
+    grown = _grown_runs(old, layout) if grown_from is not None and old is not None else None
     if old is not None and plan is not None:
         copied, mapped = plan.copied, plan.mapped
+    elif grown is not None:
+        copied, mapped = grown
     elif old is not None:
         copied, mapped = _copied_runs(old, messages, layout)
     else:
@@ -230,7 +240,14 @@ def index_conversation(
         for old_revision, edits in old.revisions.items():
             revisions.setdefault(old_revision, edits)
         shift, turn_shift = starts[first] - old_start, first - old_first
-        if exchange_figures:
+        if not shift and not turn_shift:
+            # Where nothing moved (a window grown at its end) the exchanges stand as they
+            # were: nothing changes an index's exchanges once it is made, so they are shared.
+            if exchange_figures:
+                exchanges += _in_turns(old.exchanges or [], old_first, end)
+            else:
+                groups += _in_turns(old.exchange_groups or [], old_first, end)
+        elif exchange_figures:
             # Made as tuples of their fields, unpacked by name and without a call of the
             # class: ``_replace`` costs several times as much, and a run copies every exchange
             # of the turns it left alone.
@@ -403,6 +420,47 @@ def _copied_runs(
             first = different + 1
         turn = end
     return runs, mapped
+
+
+def _grown_from(reuse: ConversationIndex | None, messages: list[Message]) -> int | None:
+    """How many messages ``messages`` starts with as ``reuse``'s history, when the caller says
+    it is that history grown at its end (``extends``): all of ``reuse``'s. Only its ends are
+    checked (a replay's window is never compared whole); None when they differ."""
+    if reuse is None:
+        return None
+    old = reuse.messages
+    if len(messages) < len(old) or (
+        old and (messages[0] is not old[0] or messages[len(old) - 1] is not old[-1])
+    ):
+        return None
+    return len(old)
+
+
+def _grown_runs(
+    old: ConversationIndex, layout: TurnLayout
+) -> tuple[Copied, list[int | None]] | None:
+    """``_copied_runs`` for a history that is ``old``'s with messages appended (laid out in
+    ``layout``): the turns both lay out alike (the same starts and stable indices; splitting
+    is causal, so all but the last of ``old``'s, and that one too when it ended where ``old``
+    did) are the very same messages, copied as one run; the turns after are read, each mapped
+    to the turn of ``old`` with its stable index, if any, as ``_copied_runs`` maps them."""
+    old_layout = old.layout
+    old_size, turns = len(old.messages), len(old_layout)
+    whole = turns
+    if turns and (len(layout) == turns or layout.starts[turns] != old_size):
+        whole -= 1  # the last turn of ``old`` may have grown: it is read again
+    if (
+        layout.starts[:whole] != old_layout.starts[:whole]
+        or layout.indices[:whole] != old_layout.indices[:whole]
+    ):
+        return None
+    old_turn_of: dict[int | None, int] = {
+        index: turn
+        for turn, index in zip(range(whole, turns), old_layout.indices[whole:], strict=True)
+        if index is not None
+    }
+    mapped: list[int | None] = [*range(whole), *map(old_turn_of.get, layout.indices[whole:])]
+    return ([(0, whole, 0)] if whole else []), mapped
 
 
 def _first_unequal(

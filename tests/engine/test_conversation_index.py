@@ -316,3 +316,38 @@ def test_a_history_carrying_no_turns_is_split_at_user_messages_that_are_no_tool_
     expected = turn_layout(recorded)
     assert expected.indices == list(range(len(expected))), "the generator numbers turns in order"
     assert turn_layout(bare) == expected
+
+
+@pytest.mark.parametrize("carry_turns", [True, False])
+def test_a_history_grown_at_its_end_is_laid_out_from_its_index_as_afresh(
+    counter: TokenCounter, carry_turns: bool
+) -> None:
+    """A replay's window grows by a message or a few turns between collections: laid out from
+    the index before (``extends``, nothing compared), it is what it is laid out as from its
+    messages alone, whether the last turn before went on or new turns began, with recorded
+    turns and without (JAATO's)."""
+    from gcengine.session import index_conversation
+
+    session = session_at(40, 90, counter, tool_every=2, parallel_calls=2, seed=5)
+    history = session.history
+    if not carry_turns:
+        history = [m.model_copy(update={"turn_index": None}) for m in history]
+
+    def laid_out(messages: list[gcengine.Message], **reuse: Any) -> tuple[object, ...]:
+        index, _ = index_conversation(messages, counter, exchange_figures=False, **reuse)
+        layout = index.layout
+        return (
+            layout.starts,
+            layout.indices,
+            index.tokens,
+            index.policies,
+            index.created_at,
+            index.closing,
+            index.exchange_groups,
+        )
+
+    for size in (1, 7, 30, len(history) // 2):
+        before, _ = index_conversation(history[:size], counter, exchange_figures=False)
+        for grown in (1, 2, 9, len(history) - size):
+            after = history[: size + grown]
+            assert laid_out(after, reuse=before, extends=True) == laid_out(after)
