@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import operator
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -197,3 +198,11 @@ def set_fresh(instance: BaseModel, name: str, value: Any) -> None:
     read from it (``Revision``)."""
     instance.__dict__[name] = value
     instance.__pydantic_fields_set__.add(name)
+
+
+def joined[T](lists: Iterable[Iterable[T]]) -> list[T]:
+    """The items of ``lists`` in one list, each list added whole (``list.__iadd__``): for
+    tens of thousands of short lists (a history's lists of parts, a budget's lists of ids)
+    about twice as fast as ``chain.from_iterable``, which makes an iterator for each."""
+    made: list[T] = []
+    return functools.reduce(operator.iadd, lists, made)

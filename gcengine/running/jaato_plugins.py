@@ -23,8 +23,8 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, islice, repeat
-from operator import attrgetter, is_
+from itertools import accumulate, chain, islice, repeat
+from operator import attrgetter, is_, lt, sub
 from typing import Any, ClassVar, cast
 
 from gcengine._fast import Revision, cyclic_gc_paused
@@ -256,18 +256,22 @@ def _run_removals(
     if None in found:
         return None
     leaves = cast(list[int], found)  # none is None, as just checked
+    source = jaato.InstructionSource(conversation.value)
+    sizes = list(map(len, lists))
+    made = _within_runs(removals, sizes, leaves, reading, source, jaato.GCRemovalItem)
+    if made is not None:
+        return made
     starts, ends = reading.run_starts, reading.run_ends
     runs = list(map(bisect_right, repeat(ends), leaves))
     # The runs all of whose leaves went: as many of their leaves gone as they hold.
     gone = Counter(map(bisect_right, repeat(ends), set(leaves)))
     whole = {run for run, size in gone.items() if size == ends[run] - starts[run]}
-    source = jaato.InstructionSource(conversation.value)
     make = jaato.GCRemovalItem
-    flat, keys, tokens = reading.flat, reading.keys, reading.tokens
+    flat, tokens = reading.flat, reading.tokens
     items: list[Any] = []
     done: set[int] = set()
     at, runs_at = iter(leaves), iter(runs)
-    for item, size in zip(removals, map(len, lists), strict=True):
+    for item, size in zip(removals, sizes, strict=True):
         mine = list(islice(at, size))
         reason = str(item.reason)
         partly: list[int] = []
@@ -279,7 +283,9 @@ def _run_removals(
                 start, end = starts[run], ends[run]
                 named = flat[start:end]
                 named.reverse()  # as ``BudgetReading.child`` names them
-                items.append(make(source, keys[start], sum(tokens[start:end]), reason, named))
+                items.append(
+                    make(source, reading.run_key(run), sum(tokens[start:end]), reason, named)
+                )
         if partly:
             taken = set(mine)
             unmatched = [
@@ -290,6 +296,51 @@ def _run_removals(
             ]
             key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
             items.append(make(source, key, 0, reason, unmatched))
+    return items
+
+
+def _within_runs(
+    removals: Sequence[GCRemovalItem],
+    sizes: list[int],
+    leaves: list[int],
+    reading: BudgetReading,
+    source: Any,
+    make: Any,
+) -> list[Any] | None:
+    """``_run_removals`` when the removals take the leaves in the tree's order, each removal
+    leaves of one top-level child (a collection taking exchanges and whole turns of a budget
+    with a container per turn): the removals of a child are then next to each other, so
+    whether a child went whole, and which removal names it, is known without looking at any
+    removal's leaves one by one. The same items, in the same order. None when the leaves
+    (``leaves``, each removal's ``sizes`` of them in turn) are not in the tree's order, each
+    once, or a removal has none or takes leaves of two children."""
+    if not leaves or 0 in sizes or not all(map(lt, leaves, islice(leaves, 1, None))):
+        return None
+    starts, ends = reading.run_starts, reading.run_ends
+    offsets = list(accumulate(sizes, initial=0))
+    offsets.pop()  # where the leaves after the last removal would begin
+    runs = list(map(bisect_right, repeat(ends), map(leaves.__getitem__, offsets)))
+    lasts = map(leaves.__getitem__, map(sub, accumulate(sizes), repeat(1)))
+    if not all(map(lt, lasts, map(ends.__getitem__, runs))):
+        return None
+    gone: dict[int, int] = {}  # each child's leaves taken
+    for run, size in zip(runs, sizes, strict=True):
+        gone[run] = gone.get(run, 0) + size
+    flat, tokens = reading.flat, reading.tokens
+    items: list[Any] = []
+    last = -1
+    for item, run, at, size in zip(removals, runs, offsets, sizes, strict=True):
+        start, end = starts[run], ends[run]
+        if gone[run] != end - start:  # the child keeps leaves: under a key naming no child
+            unmatched = list(map(flat.__getitem__, reversed(leaves[at : at + size])))
+            key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
+            items.append(make(source, key, 0, str(item.reason), unmatched))
+        elif run != last:  # the child went whole: under its key, with its first removal
+            named = flat[start:end]
+            named.reverse()  # as ``BudgetReading.child`` names them
+            tokens_freed = sum(tokens[start:end])
+            items.append(make(source, reading.run_key(run), tokens_freed, str(item.reason), named))
+        last = run
     return items
 
 

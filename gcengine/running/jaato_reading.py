@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate, chain, compress, count, islice, repeat
-from operator import attrgetter, is_, is_not, ne, not_, or_
+from operator import attrgetter, is_, is_not, ne, not_, or_, sub
 from typing import Any
 
-from gcengine._fast import construct, entries_made, entry_maker
+from gcengine._fast import construct, entries_made, entry_maker, joined
 from gcengine.budget import GCPolicy, InstructionBudget, InstructionSource, SourceEntry
 from gcengine.foreign import ForeignHistory
 from gcengine.gc.plan import BudgetLeaf
@@ -256,7 +256,12 @@ class BudgetReading:
     policies: list[GCPolicy] = field(default_factory=list)
     created: list[float | None] = field(default_factory=list)
     named: list[Sequence[str]] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
+    # Each leaf's top-level child (``keys``); None when made from ``run_keys`` when asked for.
+    _keys: list[str] | None = field(default_factory=list)
+    # Each top-level child's key in the tree's order, when every leaf of children that are
+    # all containers was read (``leaf_runs``): a collection taking whole children names
+    # them by these alone, never asking for a key per leaf.
+    run_keys: list[str] | None = None
     # The ids the leaves name, flattened in the leaves' order.
     flat: list[str] = field(default_factory=list)
     in_order: bool = False
@@ -277,6 +282,20 @@ class BudgetReading:
             leaf_of_id = chain.from_iterable(map(repeat, count(), map(len, self.named)))
             self._owner = dict(zip(reversed(self.flat), reversed(list(leaf_of_id)), strict=True))
         return self._owner
+
+    @property
+    def keys(self) -> list[str]:
+        """The top-level conversation child each leaf is in."""
+        if self._keys is None:
+            sizes = map(sub, self.run_ends, self.run_starts)
+            self._keys = list(chain.from_iterable(map(repeat, self.run_keys or (), sizes)))
+        return self._keys
+
+    def run_key(self, run: int) -> str:
+        """The key of the top-level child holding run ``run`` of leaves (``leaf_runs``)."""
+        if self.run_keys is not None:
+            return self.run_keys[run]
+        return self.keys[self.run_starts[run]]
 
     @cached_property
     def run_ends(self) -> list[int]:
@@ -369,7 +388,7 @@ def read_budget(budget: Any, history: ForeignHistory | None = None) -> BudgetRea
         entries=entries,
     )
     named = reading.named
-    reading.flat = flat_ids = list(chain.from_iterable(named))
+    reading.flat = flat_ids = joined(named)
     if (
         history is not None
         and not reading.copied
@@ -454,24 +473,29 @@ def _flat_leaves(entry: Any, reading: BudgetReading) -> bool | None:
             return None
         reading.leaf_children, reading.leaf_runs = False, True
         sizes = list(map(len, groups))
-        keys = list(chain.from_iterable(map(repeat, keys, sizes)))
     names = list(map(_NAMES, children))
     counts = list(map(_TOKENS, children))
-    unnamed = False
-    if not all(names):  # leaves naming no message are not read
+    unnamed, every = False, all(names)
+    if sizes is not None and every:
+        # Every leaf read: each child's run ends where its leaves do, and the children's keys
+        # name the runs (a key per leaf only when asked for: ``BudgetReading.keys``).
+        reading.run_ends = list(accumulate(sizes))
+        reading.run_keys, reading._keys, keys = keys, None, []
+    elif sizes is not None:
+        keys = list(chain.from_iterable(map(repeat, keys, sizes)))
+    if not every:  # leaves naming no message are not read
         unnamed = any(compress(counts, map(not_, names)))
         children = list(compress(children, names))
         keys = list(compress(keys, names))
         names, counts = list(compress(names, names)), list(compress(counts, names))
-    elif sizes is not None:  # every leaf read: each child's run ends where its leaves do
-        reading.run_ends = list(accumulate(sizes))
     if children and not (set(map(type, counts)) == {int} and min(counts) >= 0):
         counts = [max(0, int(c)) for c in counts]
     reading.tokens += counts
     reading.policies += map(_POLICIES.__getitem__, map(_VALUE, map(_POLICY, children)))
     reading.created += map(_CREATED, children)
     reading.named += names
-    reading.keys += keys
+    if keys:
+        reading.keys.extend(keys)
     return unnamed
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 from operator import attrgetter, is_
 from typing import Any
 
+from gcengine._fast import joined
 from gcengine.budget import GCPolicy
 from gcengine.conversation import ConversationIndex
 from gcengine.foreign import ForeignHistory
@@ -38,7 +38,7 @@ class Seen:
         try:
             lists = list(map(_PARTS, history))
             counts = list(map(len, lists))
-            parts = list(chain.from_iterable(lists))
+            parts = joined(lists)
         except TypeError:
             return None
         return cls(
@@ -61,7 +61,7 @@ class Seen:
         return (
             list(map(_MESSAGE_ID, history)) == self.ids
             and all(map(is_, map(_ROLE, history), self.roles))
-            and all(map(is_, chain.from_iterable(lists), self.parts))
+            and all(map(is_, joined(lists), self.parts))
         )
 
 
