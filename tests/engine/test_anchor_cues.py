@@ -9,6 +9,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gcengine import anchors as gcanchors
 from gcengine.quality import anchor_cues as cues
 from gcengine.quality import anchor_shapes as shapes
 from gcengine.quality import anchors
@@ -101,3 +102,25 @@ _LINE_PIECES = [
 def test_a_line_passed_over_reports_no_error(line: str) -> None:
     if not cues.may_report(line, line.lower(), anchors._ERROR_LINE_STARTS):
         assert not any(anchors._reports_error(s) for _, s in anchors._sentence_pairs(line))
+
+
+_WORDING_PIECES = [
+    "plain", "words", " ", "  ", "\t", "\n", "\x0c", "\x1c", "round_money", "Error", "A", "a",
+    "src/tax.py", "tax.py:38", "#412", "BILL-4012", "F401", ".", ":", "-", "_", "/", "#", "~",
+    "@", "+", "(", ")", "é", "É", "٣", "9", "x" * 40, "plain words " * 8,
+]  # fmt: skip
+
+
+@given(_texts(_WORDING_PIECES, 16))
+def test_words_a_search_skips_are_no_anchors(text: str) -> None:
+    words = list(gcanchors._split(text))
+    for few in (1, 10**9):  # a search for the words that may be anchors; splitting the text
+        original = gcanchors._FEW_ANCHOR_BYTES
+        gcanchors._FEW_ANCHOR_BYTES = few
+        try:
+            candidates = list(gcanchors._candidates(text))
+        finally:
+            gcanchors._FEW_ANCHOR_BYTES = original
+        assert candidates == [word for word in words if word in candidates]
+        left_out = [word for word in words if word not in candidates]
+        assert not any(gcanchors._classify(word.decode("utf-8", "replace")) for word in left_out)
