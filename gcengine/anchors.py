@@ -250,7 +250,7 @@ def _classify(word: str) -> tuple[Found, ...]:
     dotted = "/" in word or "." in word
     if dotted and (path := _path(word)):
         return path
-    if word[-1].isdigit() and _CODE.fullmatch(word):
+    if word[-1].isdigit() and "A" <= word[0] <= "Z" and _CODE.fullmatch(word):  # [A-Z] first
         return (_found(AnchorKind.CODE, word),)
     if _is_identifier(word):
         return (_found(AnchorKind.NAME, word),)

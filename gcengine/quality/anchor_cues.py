@@ -13,44 +13,42 @@ nanosecond a character, where ``str.translate`` with a mapping costs ten.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
+from gcengine.quality import anchor_shapes as shapes
+
 # Every ASCII letter, digit and underscore (what ``\w`` matches in ASCII) kept; every other
-# byte a space, a non-ASCII one too: a character ``\w`` matches outside ASCII (é) then splits
-# a run where a pattern's word boundary would not, which only lets more through.
+# byte a space, a non-ASCII one too: a character ``\w`` matches outside ASCII (é) then ends a
+# word where a pattern's word boundary would not, which only lets more through.
 _WORD_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _RUNS_TABLE = bytes(
     byte if byte in _WORD_BYTES else ord(" ") for byte in range(256)
 )  # fmt: skip
 
 
-def word_runs(text: str) -> list[bytes]:
-    """The runs of ASCII letters, digits and underscores in ``text``, split at every other
-    character: each whole word a pattern finds between word boundaries is one of them."""
-    return text.encode("utf-8", "surrogatepass").translate(_RUNS_TABLE).split()
+# The same for an alternative's text (ASCII).
+_RUNS_TEXT = {byte: " " for byte in range(128) if byte not in _WORD_BYTES}
 
 
 class WordAlternatives:
     """Whether a text may hold one of a pattern's alternatives that the pattern finds
-    between word boundaries (``\\b(?:must|do not|next:)\\b``): at a match, each run of
-    letters, digits and underscores in the alternative is a whole run of the text (the
-    boundary, or a character of the alternative that is no word character, ends it) and the
-    alternative itself is in the text. So a text whose runs (``word_runs``) hold no
-    alternative's key run (its longest), or that holds none of the alternatives with a key
-    run it has, holds no match."""
+    between word boundaries (``\\b(?:must|do not|next:)\\b``). At a match the characters
+    on either side of it are no word characters (nor, after ``next:``, is its colon): in the
+    text with every character but ASCII letters, digits and underscores a space, the
+    alternative read the same way (``next``, ``don t``) stands between spaces. That is
+    searched for, led by the space a search skips to, where the pattern, led by a word
+    boundary, is tried at every character."""
 
     def __init__(self, alternatives: Iterable[str]) -> None:
-        self._by_key: dict[bytes, list[str]] = {}
-        for alternative in alternatives:
-            runs = word_runs(alternative)
-            key = max(runs, key=len)  # the first of the longest
-            self._by_key.setdefault(key, []).append(alternative)
-        self._keys = frozenset(self._by_key)
+        spaced = {" ".join(words.translate(_RUNS_TEXT).split()) for words in alternatives}
+        # Alternatives that begin alike share that beginning: tried once a space, not once each.
+        self._pattern = re.compile(f" {shapes.shared_beginnings(sorted(spaced))}(?= )".encode())
 
-    def may_hold(self, text: str, runs: list[bytes]) -> bool:
-        """False when ``text`` (whose ``word_runs`` are ``runs``) holds no alternative."""
-        keys = self._keys.intersection(runs)
-        return any(alternative in text for key in keys for alternative in self._by_key[key])
+    def may_hold(self, text: str) -> bool:
+        """False when ``text`` holds no alternative."""
+        runs = text.encode("utf-8", "surrogatepass").translate(_RUNS_TABLE)
+        return self._pattern.search(b" " + runs + b" ") is not None
 
 
 # ``QUANTITY_START`` (``[$€£\d](?<![\w.$€£]\d)``) in ASCII text matches at a dollar sign or at

@@ -459,7 +459,8 @@ def _name_anchor(name: str, sentence: str, raw: str) -> Anchor | None:
     key = name.lower() if name.isascii() and "," not in name else folded(name)
     if len(key) < 2 or not literal_found(sentence, key):
         return None
-    anchor_class = AnchorClass.TESTS if shapes.TEST_NAME.match(name) else AnchorClass.IDENTIFIERS
+    test = name.startswith(("test_", "Test")) and shapes.TEST_NAME.match(name)  # what it starts
+    anchor_class = AnchorClass.TESTS if test else AnchorClass.IDENTIFIERS
     shown = key if len(key) <= ANCHOR_TEXT_CHARS and key in raw else _clip(_as_written(key, raw))
     return _anchor(anchor_class, key, shown, MatchRule.LITERAL)
 
@@ -589,8 +590,7 @@ def _prose_anchors(
         error = _names_error(sentence, raw)
         if error and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor
-        triggered = _TRIGGERS.may_hold(sentence, cues.word_runs(sentence))
-        if not (triggered and _ANY_TRIGGER_WORD.search(sentence)):
+        if not (_TRIGGERS.may_hold(sentence) and _ANY_TRIGGER_WORD.search(sentence)):
             continue
         decided = _decides(sentence, speaker_is_user=speaker_is_user, typed=prompt)
         if decided and (anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence)):

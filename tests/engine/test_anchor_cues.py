@@ -29,26 +29,15 @@ _TRIGGER_PIECES = [
 @given(_texts(_TRIGGER_PIECES))
 def test_trigger_words_are_looked_for_only_where_they_may_be(sentence: str) -> None:
     found = anchors._ANY_TRIGGER_WORD.search(sentence) is not None
-    may = anchors._TRIGGERS.may_hold(sentence, cues.word_runs(sentence))
+    may = anchors._TRIGGERS.may_hold(sentence)
     assert may or not found
 
 
 def test_a_sentence_without_a_trigger_word_is_not_searched() -> None:
     plain = "the agent read the window log and the budget_12 index do nothing now"
-    assert not anchors._TRIGGERS.may_hold(plain, cues.word_runs(plain))
+    assert not anchors._TRIGGERS.may_hold(plain)
     said = "we do not merge until review (next: deploy)"
-    assert anchors._TRIGGERS.may_hold(said, cues.word_runs(said))
-
-
-_WORD_PIECES = ["ab", "Ab", "_", "9", "é", "٣", " ", "-", "'", ".", "\t", "ß", "\ud800"]
-
-
-@given(_texts(_WORD_PIECES))
-def test_word_runs_hold_every_whole_word_a_pattern_finds(text: str) -> None:
-    runs = set(cues.word_runs(text))
-    for match in re.finditer(r"\b\w+\b", text):
-        if match.group().isascii():
-            assert match.group().encode() in runs
+    assert anchors._TRIGGERS.may_hold(said)
 
 
 _QUANTITY_PIECES = ["1", "12", "$", "€", "£", "٣", "a", "_", ".", " ", "-", "(", "x1", "é", ","]
