@@ -178,13 +178,16 @@ _WORDS_SPACED = bytes(ord(" ") if bytes([b]).isspace() else b for b in _SEPARATO
 # In text with fewer than one such character in this many (prose, a generated session's
 # words), the words holding one are found by a search that skips to them; other text is split.
 _FEW_ANCHOR_BYTES = 32
+# Shorter text is split at once: counting those characters costs more than the search spares.
+_SHORT = 256
 
 
 def _candidates(text: str) -> dict[bytes, None]:
     """The words of ``text`` that may be anchors, each once, in the order first written:
     ``_split``'s but for words that hold none of ``_ANCHOR_BYTES``."""
     data = text.encode("utf-8", "surrogatepass").translate(_WORDS_SPACED)
-    if len(data.translate(None, _PLAIN_BYTES)) * _FEW_ANCHOR_BYTES > len(data):
+    few = len(data) > _SHORT and len(data.translate(None, _PLAIN_BYTES)) * _FEW_ANCHOR_BYTES
+    if not few or few > len(data):
         return dict.fromkeys(data.split())
     before = data.rfind  # a word starts after the space before its first such character
     return dict.fromkeys(

@@ -51,6 +51,8 @@ class WordAlternatives:
         return self._pattern.search(b" " + runs + b" ") is not None
 
 
+_SHORT = 128
+
 # ``QUANTITY_START`` (``[$€£\d](?<![\w.$€£]\d)``) in ASCII text matches at a dollar sign or at
 # a digit that starts the text or follows neither a word character nor ``.$``: with digits as
 # ``0``, those characters and the word characters as ``a``, and the rest as spaces, that is a
@@ -65,11 +67,11 @@ _QUANTITY_TABLE = bytes(
 
 
 def may_start_quantity(text: str) -> bool:
-    """False when ``QUANTITY_START`` finds nothing in ``text``. Exact in ASCII text; any
-    other text (a currency sign, a digit of another script, a word character of another
-    script before a digit) is left to the pattern: True."""
-    if not text.isascii():
-        return True
+    """False when ``QUANTITY_START`` finds nothing in ``text``. Exact in ASCII text of
+    ``_SHORT`` characters or more; any other text (a currency sign, a digit of another script,
+    a word character of another script before a digit) is left to the pattern: True."""
+    if len(text) < _SHORT or not text.isascii():
+        return True  # a short text is searched at once, for less than this check costs
     marked = text.encode("ascii").translate(_QUANTITY_TABLE)
     return b"$" in marked or marked[:1] == b"0" or b" 0" in marked
 

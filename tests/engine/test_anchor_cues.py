@@ -45,11 +45,12 @@ _QUANTITY_PIECES = ["1", "12", "$", "€", "£", "٣", "a", "_", ".", " ", "-", 
 
 @given(_texts(_QUANTITY_PIECES))
 def test_a_quantity_start_is_looked_for_exactly_where_it_may_be(text: str) -> None:
-    found = shapes.QUANTITY_START.search(text) is not None
-    if text.isascii():
-        assert cues.may_start_quantity(text) is found
-    else:
-        assert cues.may_start_quantity(text)
+    for padded in (text.rjust(cues._SHORT), text.ljust(cues._SHORT)):  # spaces start none
+        found = shapes.QUANTITY_START.search(padded) is not None
+        if padded.isascii():
+            assert cues.may_start_quantity(padded) is found
+        else:
+            assert cues.may_start_quantity(padded)
 
 
 _HEX_PIECES = ["a", "f", "0", "9", "abc", "1234", "g", " ", "\x01", "é", "A", "-"]
@@ -104,12 +105,12 @@ _WORDING_PIECES = [
 def test_words_a_search_skips_are_no_anchors(text: str) -> None:
     words = list(gcanchors._split(text))
     for few in (1, 10**9):  # a search for the words that may be anchors; splitting the text
-        original = gcanchors._FEW_ANCHOR_BYTES
-        gcanchors._FEW_ANCHOR_BYTES = few
+        original = gcanchors._FEW_ANCHOR_BYTES, gcanchors._SHORT
+        gcanchors._FEW_ANCHOR_BYTES, gcanchors._SHORT = few, 0
         try:
             candidates = list(gcanchors._candidates(text))
         finally:
-            gcanchors._FEW_ANCHOR_BYTES = original
+            gcanchors._FEW_ANCHOR_BYTES, gcanchors._SHORT = original
         assert candidates == [word for word in words if word in candidates]
         left_out = [word for word in words if word not in candidates]
         assert not any(gcanchors._classify(word.decode("utf-8", "replace")) for word in left_out)
