@@ -173,7 +173,7 @@ _ANCHOR_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ_#./:-"
 _PLAIN_BYTES = bytes(byte for byte in range(256) if byte not in _ANCHOR_BYTES)
 # Such a character and the rest of its word, in text whose whitespace is all spaces (what
 # ``bytes.split`` splits at, as ``_split`` does).
-_ANCHOR_WORD_END = re.compile(rb"[A-Z_#./:\-][^ ]*")
+_ANCHOR_WORD_END = re.compile(b"[" + re.escape(_ANCHOR_BYTES) + b"][^ ]*")
 _WORDS_SPACED = bytes(ord(" ") if bytes([b]).isspace() else b for b in _SEPARATORS)
 # In text with fewer than one such character in this many (prose, a generated session's
 # words), the words holding one are found by a search that skips to them; other text is split.

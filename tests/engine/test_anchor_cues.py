@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gcengine import anchors as gcanchors
@@ -66,7 +66,7 @@ def test_a_hex_run_is_told_as_the_pattern_tells_it(text: str) -> None:
 _SPACE_PIECES = ["a", "b", " ", "  ", "\t", "\n", "\x1c", "\x0b", "\u00a0", "\u2003", "é", "\x7f"]
 
 
-@given(_texts(_SPACE_PIECES))
+@given(st.one_of(_texts(["a", "b", " ", "  ", "."]), _texts(_SPACE_PIECES)))
 def test_one_spaced_is_split_and_joined(text: str) -> None:
     assert cues.one_spaced(text) == " ".join(text.split())
 
@@ -89,6 +89,8 @@ _LINE_PIECES = [
 
 
 @given(_texts(_LINE_PIECES))
+@example("x? Traceback here")  # a sentence that starts after the line's
+@example("done. error: it broke")
 def test_a_line_passed_over_reports_no_error(line: str) -> None:
     if not cues.may_report(line, line.lower(), anchors._ERROR_LINE_STARTS):
         assert not any(anchors._reports_error(s) for _, s in anchors._sentence_pairs(line))
