@@ -104,6 +104,7 @@ _WORDING_PIECES = [
 
 
 @given(_texts(_WORDING_PIECES, 16))
+@example("A #412 and x.y, a-b c:d ~/e round_money")  # each character a word may need, alone
 def test_words_a_search_skips_are_no_anchors(text: str) -> None:
     words = list(gcanchors._split(text))
     for few in (1, 10**9):  # a search for the words that may be anchors; splitting the text
