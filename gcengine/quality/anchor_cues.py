@@ -51,6 +51,7 @@ class WordAlternatives:
         return self._pattern.search(b" " + runs + b" ") is not None
 
 
+# A text shorter than this is searched at once: checking it first costs more than it spares.
 _SHORT = 128
 
 # ``QUANTITY_START`` (``[$€£\d](?<![\w.$€£]\d)``) in ASCII text matches at a dollar sign or at
