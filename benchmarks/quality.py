@@ -22,7 +22,7 @@ work in every stretch), tried against a window small enough that policies collec
   replay's own scorer (``gcengine.quality.replay_scoring``); figures in ``docs/engine.md``
   (Cost). The first score is mostly finding every message's anchors: 4.84 s of CPU at load
   10 once the anchor finder's patterns were tried only on text that may hold a match
-  (``gcengine/quality/anchor_cues.py``), where the code before took 6.3-7.2 s at load 5.8-7.6.
+  (``gcengine/quality/anchor_cues.py``), where the code before took 6.53 s at load 8.4-9.4.
 
 The load average is printed before and after: the machine is shared.
 
