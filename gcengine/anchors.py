@@ -151,7 +151,7 @@ def found_in(text: str) -> list[Found]:
         text = text.replace("&#", "& ")  # an HTML character reference is no tag
     # Mapped, not looped over: each distinct word (most of them plain, known to the memo) is
     # looked up at C speed.
-    found.extend(chain.from_iterable(map(_word_anchors, _split(text))))
+    found.extend(chain.from_iterable(map(_word_anchors, _candidates(text))))
     return found
 
 
@@ -163,6 +163,36 @@ def words(text: str) -> dict[bytes, None]:
 
 def _split(text: str) -> dict[bytes, None]:
     return dict.fromkeys(text.encode("utf-8", "surrogatepass").translate(_SEPARATORS).split())
+
+
+# What a word must hold to be an anchor (``_classify``): a capital (a code, a name with one
+# inside), an underscore, a tag's "#", or a path's, a qualified or a joined word's ``./:-``. A
+# word without any is no path (no dot or slash), code (no capital), tag, identifier (no
+# underscore or capital) nor parts of one: ``_classify`` gives it nothing.
+_ANCHOR_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ_#./:-"
+_PLAIN_BYTES = bytes(byte for byte in range(256) if byte not in _ANCHOR_BYTES)
+# Such a character and the rest of its word, in text whose whitespace is all spaces (what
+# ``bytes.split`` splits at, as ``_split`` does).
+_ANCHOR_WORD_END = re.compile(b"[" + re.escape(_ANCHOR_BYTES) + b"][^ ]*")
+_WORDS_SPACED = bytes(ord(" ") if bytes([b]).isspace() else b for b in _SEPARATORS)
+# In text with fewer than one such character in this many (prose, a generated session's
+# words), the words holding one are found by a search that skips to them; other text is split.
+_FEW_ANCHOR_BYTES = 32
+# Shorter text is split at once: counting those characters costs more than the search spares.
+_SHORT = 256
+
+
+def _candidates(text: str) -> dict[bytes, None]:
+    """The words of ``text`` that may be anchors, each once, in the order first written:
+    ``_split``'s but for words that hold none of ``_ANCHOR_BYTES``."""
+    data = text.encode("utf-8", "surrogatepass").translate(_WORDS_SPACED)
+    few = len(data) > _SHORT and len(data.translate(None, _PLAIN_BYTES)) * _FEW_ANCHOR_BYTES
+    if not few or few > len(data):
+        return dict.fromkeys(data.split())
+    before = data.rfind  # a word starts after the space before its first such character
+    return dict.fromkeys(
+        [data[before(b" ", 0, m.start()) + 1 : m.end()] for m in _ANCHOR_WORD_END.finditer(data)]
+    )
 
 
 def _spaced(text: str) -> str:
@@ -223,7 +253,7 @@ def _classify(word: str) -> tuple[Found, ...]:
     dotted = "/" in word or "." in word
     if dotted and (path := _path(word)):
         return path
-    if word[-1].isdigit() and _CODE.fullmatch(word):
+    if word[-1].isdigit() and "A" <= word[0] <= "Z" and _CODE.fullmatch(word):  # [A-Z] first
         return (_found(AnchorKind.CODE, word),)
     if _is_identifier(word):
         return (_found(AnchorKind.NAME, word),)

@@ -92,12 +92,22 @@ _GENERIC_ERROR_LOWER = re.compile(
 )
 
 
+# Its first alternative alone, led by the whole word it looks for: a search skips to each
+# "error" as ``in`` does, where a pattern led by one letter stops at every "e". The others each
+# hold one of these (``→`` is no ASCII): lower-case ASCII text without any can match only this.
+_GENERIC_ERROR_TOPIC = re.compile(rf"error(?<!\werror)s? (?:{_ERROR_TOPICS})\b")
+_GENERIC_ERROR_CUES = ("->", "return", "raise", "throw")
+
+
 def without_generic_errors(text: str) -> str:
     """``text`` with errors as a topic (``GENERIC_ERROR``) cut out. Most text holds none,
     which the lower-case pattern finds out for a fraction of the cost (ignoring case changes
     nothing in ASCII text but the letters' case)."""
-    if text.isascii() and _GENERIC_ERROR_LOWER.search(text.lower()) is None:
-        return text
+    if text.isascii():
+        lower = text.lower()
+        behaviour = any(cue in lower for cue in _GENERIC_ERROR_CUES)
+        if (_GENERIC_ERROR_LOWER if behaviour else _GENERIC_ERROR_TOPIC).search(lower) is None:
+            return text
     return GENERIC_ERROR.sub(" ", text)
 
 
@@ -217,10 +227,6 @@ COMMIT = re.compile(
     r"(?<![\w-])(?<!id>)(?<!id: )(?<!id=)(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])"
     r"(?:[0-9a-f]{40}|[0-9a-f]{7,12})(?![\w-])"
 )
-# A commit is seven hexadecimal digits in a row at least: with each of them marked, ``in``
-# looks for the run far faster than the pattern is tried at every character.
-HEX_MARKS = str.maketrans(dict.fromkeys("0123456789abcdef", "\x01"))
-HEX_RUN = "\x01" * 7
 
 
 # Common English words that carry no fact of their own. Negations and modal verbs stay terms:

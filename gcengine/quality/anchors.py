@@ -35,6 +35,7 @@ from typing import Any
 
 from gcengine.anchors import AnchorKind, Found, argument_path, found_in
 from gcengine.messages import Message, MessageKind, PartType, Role
+from gcengine.quality import anchor_cues as cues
 from gcengine.quality import anchor_shapes as shapes
 from gcengine.quality import named_tests
 
@@ -300,13 +301,10 @@ _OPEN_WORK = re.compile(rf"\b(?:{_OPEN_WORK_WORDS})\b")
 
 # Whether a sentence holds any of those words: most do not, and this one search (a word
 # boundary checked once a character, not once a word) spares the three.
-_ANY_TRIGGER_WORD = re.compile(
-    r"\b"
-    + shapes.shared_beginnings(
-        f"{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS}".split("|")
-    )
-    + r"\b"
-)
+_TRIGGER_WORDS = f"{_CONSTRAINT_WORDS}|{_DECISION_WORDS}|{_OPEN_WORK_WORDS}".split("|")
+_ANY_TRIGGER_WORD = re.compile(r"\b" + shapes.shared_beginnings(_TRIGGER_WORDS) + r"\b")
+# Which sentences may hold one, told at C speed by their words (the search is sparingly run).
+_TRIGGERS = cues.WordAlternatives(_TRIGGER_WORDS)
 # What each of ``REQUEST``'s asks holds but the verbs it starts with: a sentence without any
 # is asked only whether it starts with one (a search tries the pattern at every character).
 _ASKING = ("please", "you", "i want", "i'd like", "need", "let's", "make it")
@@ -413,7 +411,9 @@ def _literal_anchors(
             if ranged is not None:
                 yield ranged
     quantities = (
-        shapes.QUANTITY.finditer(unpathed) if shapes.QUANTITY_START.search(unpathed) else ()
+        shapes.QUANTITY.finditer(unpathed)
+        if cues.may_start_quantity(unpathed) and shapes.QUANTITY_START.search(unpathed)
+        else ()
     )
     for match in quantities:
         if not (match.group(1) or match.group(3)) or shapes.code_value(unpathed, match):
@@ -440,7 +440,7 @@ def _literal_anchors(
     for match in shapes.HTTP_STATUS.finditer(unpathed) if status else ():
         if (anchor := _literal(AnchorClass.NUMBERS, match.group(1), sentence, raw)) is not None:
             yield anchor
-    commits = digits and shapes.HEX_RUN in unpathed.translate(shapes.HEX_MARKS)
+    commits = digits and cues.holds_hex_run(unpathed)
     for match in shapes.COMMIT.finditer(unpathed) if commits else ():
         if (anchor := _literal(AnchorClass.COMMITS, match.group(0), sentence, raw)) is not None:
             yield anchor
@@ -459,7 +459,8 @@ def _name_anchor(name: str, sentence: str, raw: str) -> Anchor | None:
     key = name.lower() if name.isascii() and "," not in name else folded(name)
     if len(key) < 2 or not literal_found(sentence, key):
         return None
-    anchor_class = AnchorClass.TESTS if shapes.TEST_NAME.match(name) else AnchorClass.IDENTIFIERS
+    test = name.startswith(("test_", "Test")) and shapes.TEST_NAME.match(name)  # what it starts
+    anchor_class = AnchorClass.TESTS if test else AnchorClass.IDENTIFIERS
     shown = key if len(key) <= ANCHOR_TEXT_CHARS and key in raw else _clip(_as_written(key, raw))
     return _anchor(anchor_class, key, shown, MatchRule.LITERAL)
 
@@ -527,7 +528,7 @@ def _sentence_pairs(text: str) -> Iterator[tuple[str, str]]:
         text = shapes.ANSI_ESCAPE.sub("", text)
     for piece in sentences(text):
         raw = piece.strip()
-        if raw and (sentence := " ".join(folded(raw).split())):
+        if raw and (sentence := cues.one_spaced(folded(raw))):
             yield raw, sentence
 
 
@@ -589,7 +590,7 @@ def _prose_anchors(
         error = _names_error(sentence, raw)
         if error and (anchor := _terms_anchor(AnchorClass.ERRORS, raw, sentence)):
             yield anchor
-        if not _ANY_TRIGGER_WORD.search(sentence):
+        if not (_TRIGGERS.may_hold(sentence) and _ANY_TRIGGER_WORD.search(sentence)):
             continue
         decided = _decides(sentence, speaker_is_user=speaker_is_user, typed=prompt)
         if decided and (anchor := _terms_anchor(AnchorClass.DECISIONS, raw, sentence)):
@@ -724,7 +725,10 @@ def _result_anchors(result: Any, *, failed: bool) -> Iterator[Anchor]:
                 and (shapes.EXIT_CODE.fullmatch(line.strip()) or shapes.PROGRESS_LINE.match(line))
             ):
                 continue  # a line of a file read is code; an exit code or progress says nothing
-            if not first and not _mentions(line.lower(), _ERROR_LINE_CUES):
+            if not first and not (
+                _mentions(low := line.lower(), _ERROR_LINE_CUES)
+                and cues.may_report(line, low, _ERROR_LINE_STARTS)
+            ):
                 continue
             for raw, sentence in _sentence_pairs(line):
                 if found == ERROR_LINES_PER_RESULT:
