@@ -41,12 +41,14 @@ from gcengine.gc.segments import SegmentKind
 from gcengine.gc.stash import RecordedLeaf, Stash, StashedSegment
 from gcengine.planner.model import ItemRole, PlannerItem, Priority, Source
 from gcengine.quality.anchors import AnchorClass
+from gcengine.quality.prompt_cache import PromptRequest
 from gcengine.quality.retention import (
     AnchorRetention,
     ClassRetention,
     InventedAnchors,
     RecencyRetention,
 )
+from gcengine.running.simulate import SimulationEvent, SimulationStep
 
 PACKAGE_DIR = Path(gcengine.__file__).resolve().parent
 
@@ -198,6 +200,30 @@ EVERY_FIELD: dict[type[BaseModel], dict[str, Any]] = {
         "size": 700,
         "compactions": 2,
         "unscorable": None,
+    },
+    PromptRequest: {"turn_index": 4, "tokens": 9_000, "shared_prefix_tokens": 8_200},
+    SimulationStep: {
+        "turn_index": 4,
+        "point": "pre_call",
+        "tokens_before": 9_000,
+        "tokens_after": 6_000,
+        "collected": True,
+        "call_number": 2,
+    },
+    SimulationEvent: {
+        "turn_index": 4,
+        "point": "post_turn",
+        "reason": GCTriggerReason.CONTINUOUS,
+        "result": GCResult(
+            success=True,
+            items_collected=2,
+            tokens_before=9_000,
+            tokens_after=6_000,
+            plugin_name="gc_truncate",
+            trigger_reason=GCTriggerReason.CONTINUOUS,
+        ),
+        "retention": AnchorRetention(recency=RecencyRetention(oldest_weight=1)),
+        "call_number": 2,
     },
     PlannerItem: {
         "id": "msg-7",
