@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 import gcengine
 from gcengine import AnchorRetention, AnchorScorer, Message, Session
 from gcengine.conversation import ConversationIndex
-from gcengine.quality.replay_scoring import ReplayScorer
+from gcengine.quality.anchor_text import is_literal_word, literal_found
+from gcengine.quality.anchors import MatchRule
+from gcengine.quality.reading import AnchorCache
+from gcengine.quality.replay_scoring import ReplayScorer, _keys, _shows
 from gcengine.quality.retention import session_corpus
 from gcengine.running import load_gc_plugin, simulate
 from gcengine.session import (
@@ -263,3 +266,28 @@ def test_each_window_a_strategy_collects_is_laid_out_as_if_afresh(
     replay = simulate(session, config, plugin=checking)
     assert len(checked) == len(replay.events)
     assert replay == simulate(session, config, plugin=strategy)
+
+
+def test_a_replay_scorer_reads_each_message_as_showing_the_literal_keys_its_text_holds() -> None:
+    """What a replay's scorer reads of each message, against what an anchor in view is: a
+    literal key of the session (one of several words too: a path) is shown by exactly the
+    messages whose text holds it as whole words. Replays reach keys of several words only when
+    a message shows one it does not hold, which generated sessions seldom do."""
+    session = synthetic(4, 150, 20_000)
+    cache = AnchorCache(session_corpus(session))
+    history = session.history
+    keys = _keys(map(cache.held_of, history), map(cache.view_of, history))
+    literal = {
+        anchor.key
+        for message in history
+        for anchor in cache.held_of(message).anchors
+        if anchor.rule is MatchRule.LITERAL
+    }
+    longer = {key for key in literal if not is_literal_word(key)}
+    assert len(longer) > 10
+    assert not keys.whole_text
+    for message in history:
+        view = cache.view_of(message)
+        shown = set(_shows(view, keys).literal)
+        assert shown & longer == {key for key in longer if literal_found(view.text, key)}
+        assert shown - longer == view.literal_words & literal
