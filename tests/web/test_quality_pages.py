@@ -103,6 +103,13 @@ def test_the_run_page_says_what_was_kept_and_flags_the_gates(
     ) in html
     assert 'data-under-gate="decisions"' in html
     assert "It is not what the agent remembers" in html
+    # Each class's row: its anchors in the context before, then those still in view after.
+    assert '<th scope="col" class="num">In the context before</th><th scope="col" ' in html
+    paths = retention.of_class(gcengine.AnchorClass.PATHS)
+    assert paths.anchors > paths.retained
+    assert (
+        f'<td class="num">{paths.anchors:,}</td>\n          <td class="num">{paths.retained:,}</td>'
+    ) in html
     # What went is what the run's ledger freed, the figures the agent recorded included.
     freed = sum(Removal.objects.filter(run=truncated).values_list("tokens_freed", flat=True))
     assert retention.removed_tokens == freed
