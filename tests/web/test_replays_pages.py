@@ -141,6 +141,15 @@ def test_continuous_mode_chart_has_no_threshold_line(
     assert "ripple" in html
     assert '<circle class="chart__event"' in html
     assert "&quot;pressure_percent&quot;: 0" in html  # the policy replayed
+    # Its collections' score pools them: the figures are sums over their contexts, and it
+    # says so.
+    assert replay.series is not None
+    collections = sum(e["success"] for e in replay.series["events"])
+    assert collections > 1
+    assert (
+        f"anchors in the contexts before its collections ({collections:,}, summed) are still "
+        "in view after them, weighted by class"
+    ) in html
 
 
 def test_pending_replay_polls(

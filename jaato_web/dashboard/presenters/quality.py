@@ -102,10 +102,18 @@ def retention_view(
             if retention.size is not None
             else ""
         )
+        # Several compactions pooled (a replay's): each context's anchors and tokens are
+        # counted once per compaction, so the figures are sums over those contexts.
+        pooled = retention.compactions > 1
+        contexts = (
+            f"the contexts before {what} ({retention.compactions:,}, summed)"
+            if pooled
+            else f"the context before {what}"
+        )
         sentence = (
             f"Anchor retention {share(retention.score)}: {kept:,} of the "
-            f"{counted(retention.anchors, 'anchor')} in the context before {what} are still "
-            f"in view after it, weighted by class, in "
+            f"{counted(retention.anchors, 'anchor')} in {contexts} are still "
+            f"in view after {'them' if pooled else 'it'}, weighted by class, in "
             f"{counted(retention.tokens_after, 'token')} (of "
             f"{retention.tokens_before:,} before){at_size}."
         )
