@@ -282,11 +282,7 @@ def read_new(messages: Iterable[Message], revision: Revision) -> None:
     """``read_under`` for messages just made, nothing read from them yet (a converter making
     thousands at once): each counts its edits against ``revision`` from now, without the
     checks ``read_under`` makes a message at a time to find whether it was read before."""
-    make, put = Readings.__new__, _READINGS.__set__
-    for message in messages:
-        readings = make(Readings)
-        readings.anchors, readings.revision = None, revision
-        put(message, readings)
+    _fresh_readings(messages, revision)
 
 
 def readings_made(messages: Iterable[Message]) -> None:
@@ -298,10 +294,16 @@ def readings_made(messages: Iterable[Message]) -> None:
     slot raises) took a tenth of building a 10,000-turn session's budget; this makes them
     all in one loop. Unlike ``read_new`` the messages count their edits against no revision
     yet: the index that reads them gives them its own, as it would have."""
+    _fresh_readings(messages, None)
+
+
+def _fresh_readings(messages: Iterable[Message], revision: Revision | None) -> None:
+    """Empty ``Readings`` counting against ``revision`` for each of ``messages``, made through
+    the slots in one loop (thousands of messages at once)."""
     make, put = Readings.__new__, _READINGS.__set__
     for message in messages:
         readings = make(Readings)
-        readings.anchors, readings.revision = None, None
+        readings.anchors, readings.revision = None, revision
         put(message, readings)
 
 

@@ -267,7 +267,7 @@ def _run_removals(
     gone = Counter(map(bisect_right, repeat(ends), set(leaves)))
     whole = {run for run, size in gone.items() if size == ends[run] - starts[run]}
     make = jaato.GCRemovalItem
-    flat, tokens = reading.flat, reading.tokens
+    flat = reading.flat
     items: list[Any] = []
     done: set[int] = set()
     at, runs_at = iter(leaves), iter(runs)
@@ -280,12 +280,7 @@ def _run_removals(
                 partly.append(run)
             elif run not in done:
                 done.add(run)
-                start, end = starts[run], ends[run]
-                named = flat[start:end]
-                named.reverse()  # as ``BudgetReading.child`` names them
-                items.append(
-                    make(source, reading.run_key(run), sum(tokens[start:end]), reason, named)
-                )
+                items.append(_whole_run_item(make, source, reading, run, reason))
         if partly:
             taken = set(mine)
             unmatched = [
@@ -294,9 +289,24 @@ def _run_removals(
                 for leaf in range(ends[run] - 1, starts[run] - 1, -1)
                 if leaf in taken
             ]
-            key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
-            items.append(make(source, key, 0, reason, unmatched))
+            items.append(_unmatched_item(make, source, item, unmatched))
     return items
+
+
+def _whole_run_item(make: Any, source: Any, reading: BudgetReading, run: int, reason: str) -> Any:
+    """JAATO's removal item for a turn container (``run``) that went whole: under its key, its
+    leaves' tokens, and the ids it names, last first as ``BudgetReading.child`` names them."""
+    start, end = reading.run_starts[run], reading.run_ends[run]
+    named = reading.flat[start:end]
+    named.reverse()
+    return make(source, reading.run_key(run), sum(reading.tokens[start:end]), reason, named)
+
+
+def _unmatched_item(make: Any, source: Any, item: GCRemovalItem, unmatched: list[str]) -> Any:
+    """JAATO's removal item for the ids a removal took from containers that keep others: under
+    a key naming no child, freeing nothing JAATO's budget would count twice."""
+    key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
+    return make(source, key, 0, str(item.reason), unmatched)
 
 
 def _within_runs(
@@ -326,20 +336,16 @@ def _within_runs(
     gone: dict[int, int] = {}  # each child's leaves taken
     for run, size in zip(runs, sizes, strict=True):
         gone[run] = gone.get(run, 0) + size
-    flat, tokens = reading.flat, reading.tokens
+    flat = reading.flat
     items: list[Any] = []
     last = -1
     for item, run, at, size in zip(removals, runs, offsets, sizes, strict=True):
         start, end = starts[run], ends[run]
         if gone[run] != end - start:  # the child keeps leaves: under a key naming no child
             unmatched = list(map(flat.__getitem__, reversed(leaves[at : at + size])))
-            key = f"{_NOT_IN_BUDGET}{item.child_key or ''}"
-            items.append(make(source, key, 0, str(item.reason), unmatched))
+            items.append(_unmatched_item(make, source, item, unmatched))
         elif run != last:  # the child went whole: under its key, with its first removal
-            named = flat[start:end]
-            named.reverse()  # as ``BudgetReading.child`` names them
-            tokens_freed = sum(tokens[start:end])
-            items.append(make(source, reading.run_key(run), tokens_freed, str(item.reason), named))
+            items.append(_whole_run_item(make, source, reading, run, str(item.reason)))
         last = run
     return items
 
