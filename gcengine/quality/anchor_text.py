@@ -29,6 +29,11 @@ _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 # A word of normalised text: letters, digits and underscores.
 TERM = re.compile(r"[a-z0-9_]+")
+# Every byte but a word's characters made a space: an ASCII text's words are then what a split
+# at spaces gives. Translating and splitting in C reads a long text in about 3/4 of the time
+# ``TERM.findall`` takes, and a replay's scorer reads every word of a session's tens of
+# megabytes of text.
+_SPACED_WORDS = bytes(byte if chr(byte) in _WORD_CHARS else ord(" ") for byte in range(256))
 _VOCABULARY_WORD = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 # What a literal anchor found by a pattern is trimmed of at its ends.
 EDGE_PUNCTUATION = ".,;:!?'\"("
@@ -89,12 +94,23 @@ def key_terms(sentence: str) -> frozenset[str]:
 
 def sentence_terms(sentence: str) -> frozenset[str]:
     """Every word of normalised text, which a terms anchor's terms are looked for in."""
-    return frozenset(TERM.findall(sentence.replace("'", "")))
+    return _words(sentence, b"'")
 
 
 def literal_words(text: str) -> frozenset[str]:
     """Every run of letters, digits and underscores in normalised text, as written: a literal
     anchor found as whole words is made of such runs, each a whole one there."""
+    return _words(text, b"")
+
+
+def _words(text: str, dropped: bytes) -> frozenset[str]:
+    """The words (``TERM``) of ``text`` once the characters ``dropped`` are taken out (an
+    apostrophe joins the two halves of "don't")."""
+    if text.isascii():
+        spaced = text.encode("ascii").translate(_SPACED_WORDS, dropped)
+        return frozenset(spaced.decode("ascii").split())
+    for character in dropped.decode("ascii"):
+        text = text.replace(character, "")
     return frozenset(TERM.findall(text))
 
 

@@ -84,9 +84,12 @@ def _keys(helds: Iterable[Held], views: Iterable[View]) -> _Keys:
                 one_word.add(key)
             elif key not in longer:
                 longer[key] = literal_words(key)
+    # Only the words anchors are filed under are counted: the rest are most of the session's
+    # hundreds of thousands.
+    filed_by = frozenset().union(*longer.values(), *(sought[1] for sought in terms.values()))
     holding: Counter[str] = Counter()
     for view in views:
-        holding.update(view.words)
+        holding.update(view.words & filed_by)
 
     def rarest(words: Iterable[str]) -> list[str]:
         return sorted(words, key=lambda word: (holding[word], word))

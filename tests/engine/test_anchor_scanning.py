@@ -85,3 +85,19 @@ def test_anchors_made_fast_are_anchors_made_plainly() -> None:
     assert (fast, hash(fast), repr(fast)) == (plain, hash(plain), repr(plain))
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.key = "other"  # type: ignore[misc]
+
+
+# Word characters, each separator ASCII has (whitespace ``split`` knows of included), an
+# apostrophe, and characters of other scripts, which end a word as any separator does.
+_WORD_PIECES = st.sampled_from(
+    ["ab", "z9", "_", "0", "'", " ", "\n", "\t", "\x0b", "\x0c", "\r", "\x1c", "\x1f", "\x00",
+     "\x7f", ".", "-", "A", "é", "’", "\x85", "\xa0", "٣"]
+)  # fmt: skip
+
+
+@given(st.lists(_WORD_PIECES, max_size=12).map("".join))
+def test_words_of_a_text_are_the_word_pattern_found(text: str) -> None:
+    """ASCII text is split in C rather than searched: the words are the pattern's all the same."""
+    assert anchors.literal_words(text) == frozenset(re.findall(r"[a-z0-9_]+", text))
+    terms = frozenset(re.findall(r"[a-z0-9_]+", text.replace("'", "")))
+    assert anchors.sentence_terms(text) == terms
