@@ -184,13 +184,6 @@ class Collection:
         units like any other, and a unit with a locked member is itself locked. Units are made
         as a strategy asks for them, so one that stops early makes no more.
         """
-        return self._inner(_exchange_unit)
-
-    def _inner[M](
-        self, make: Callable[[Collection, Exchange, int | None], M]
-    ) -> Iterator[M | Unit]:
-        """``inner_units``, each exchange made by ``make`` (from the collection, the exchange
-        and its turn's stable index); the model's text before one is a ``Unit``."""
         layout, sealed, open_before = self.layout, self.sealed, self.open_before
         starts, indices = layout.starts, layout.indices
         first = next((p for p in range(len(layout)) if p not in sealed), len(layout))
@@ -202,12 +195,18 @@ class Collection:
                 continue
             if at != turn:  # the first exchange of a turn: the model's text from its start
                 turn, start, index = at, starts[at], indices[at]
-            before = positions[0] - 1  # most often a request or a result: no text to read back
-            if before >= start and said(before):
-                text = self._text_before(positions[0], start)
-                yield self.piece_unit(turn, text, f"{exchange.key}/text")
-            yield make(self, exchange, index)
+            if positions[0] > start and said(positions[0] - 1):
+                yield self._text_piece(exchange, start)
+            yield _exchange_unit(exchange, index)
             start = positions[-1] + 1
+
+    def _text_piece(self, exchange: Exchange, start: int) -> Unit:
+        """The model's text just before ``exchange``, back to ``start`` (where its turn or the
+        exchange before it ends), as one unit: what the model said leading up to it. Asked for
+        only once the message before the exchange is known to be such text (most often a
+        request or a result comes just before, and nothing is read back)."""
+        text = self._text_before(exchange.positions[0], start)
+        return self.piece_unit(exchange.turn, text, f"{exchange.key}/text")
 
     def _text_before(self, position: int, start: int) -> list[int]:
         """The model's text messages just before ``position``, back to ``start`` or to any
@@ -273,22 +272,27 @@ class Collection:
     def ephemeral_units(self) -> Iterator[Unit | Planned]:
         """Ephemeral content of the conversation, oldest first, as asked for: a removable turn
         whose every message is ephemeral as one unit, and in any other unsealed turn its
-        ephemeral tool exchanges and notices (gc_budget's phase 1b). One pass, turn by turn,
-        so a collection that stops early looks at no further turn; what it takes is decided
-        on positions (``Planned``), its units made only if asked for."""
+        ephemeral tool exchanges and notices (gc_budget's phase 1b), as ``inner_units`` finds
+        them. One pass, turn by turn, the exchanges walked beside the turns (a turn's are read
+        only when it does not go whole), so a collection that stops early looks at no further
+        turn; what it takes is decided on positions (``Planned``), its units made only if
+        asked for."""
         figures, layout = self.figures, self.layout
         policies, tokens, created = figures.policies, figures.tokens, figures.created_at
         in_order = figures.created_in_order  # a turn's oldest message is then its first
-        sealed, protected = self.sealed, self.protected
-        ephemeral, new = GCPolicy.EPHEMERAL, tuple.__new__
-        exchanges = self._inner(_planned_exchange)
+        sealed, protected, open_before = self.sealed, self.protected, self.open_before
+        ephemeral, new, said = GCPolicy.EPHEMERAL, tuple.__new__, self._model_text
+        exchanges = figures.exchanges_from(0)
         pending = next(exchanges, None)
         # Where each turn starts and ends, read in one zip rather than a span per turn.
         ends = chain(islice(layout.starts, 1, None), (len(self.ids),))
         for turn, start, end in zip(count(), layout.starts, ends):
-            if turn in sealed:
-                continue
-            wholly = turn not in protected and policies[start:end].count(ephemeral) == end - start
+            opened = turn not in sealed
+            wholly = (
+                opened
+                and turn not in protected
+                and policies[start:end].count(ephemeral) == end - start
+            )
             if wholly:
                 yield new(
                     Planned,
@@ -304,10 +308,21 @@ class Collection:
                         None,
                     ),
                 )
-            while pending is not None and pending.turn_position == turn:
-                if not wholly and pending.policy is ephemeral:
-                    yield pending
-                pending = next(exchanges, None)
+            # The turn's exchanges: passed over when it is sealed or went whole.
+            while pending is not None and pending.turn == turn:
+                exchange, pending = pending, next(exchanges, None)
+                positions = exchange.positions
+                if wholly or not opened or positions[-1] >= open_before:
+                    continue
+                if positions[0] > start and said(positions[0] - 1):
+                    text = self._text_piece(exchange, start)
+                    if text.policy is ephemeral:
+                        yield text
+                if exchange.policy is ephemeral:
+                    _, _, key, message_ids, cost, _, at = exchange
+                    fields = (self, turn, positions, cost, at, ephemeral, False, key, message_ids)
+                    yield new(Planned, fields)
+                start = positions[-1] + 1
 
 
 class Planned(NamedTuple):
@@ -354,7 +369,7 @@ class Planned(NamedTuple):
         )
 
 
-def _exchange_unit(collection: Collection, exchange: Exchange, index: int | None) -> Unit:
+def _exchange_unit(exchange: Exchange, index: int | None) -> Unit:
     """An exchange (or notice) as a unit, its turn's stable index ``index``."""
     return Unit(
         InstructionSource.CONVERSATION,
@@ -368,13 +383,6 @@ def _exchange_unit(collection: Collection, exchange: Exchange, index: int | None
         False,
         exchange.positions,
     )
-
-
-def _planned_exchange(collection: Collection, exchange: Exchange, index: int | None) -> Planned:
-    """An exchange (or notice) as a ``Planned`` unit."""
-    turn, positions, key, message_ids, tokens, policy, created_at = exchange
-    fields = (collection, turn, positions, tokens, created_at, policy, False, key, message_ids)
-    return tuple.__new__(Planned, fields)
 
 
 def pinned_turns(layout: TurnLayout, ids: Sequence[str], config: GCConfig) -> set[int]:
