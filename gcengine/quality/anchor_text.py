@@ -26,7 +26,8 @@ _HORIZONTAL_SPACE = re.compile(r"[^\S\n](?:(?<! )|[^\S\n])[^\S\n]*")
 # where a pattern led by a look behind is tried at every character.
 _THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+# The characters of a word of normalised text (``TERM``).
+WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 # A word of normalised text: letters, digits and underscores.
 TERM = re.compile(r"[a-z0-9_]+")
 _VOCABULARY_WORD = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
@@ -61,11 +62,11 @@ def literal_found(haystack: str, key: str) -> bool:
     start = haystack.find(key)
     if start < 0 or not key:
         return False
-    open_start, open_end = key[0] in _WORD_CHARS, key[-1] in _WORD_CHARS
+    open_start, open_end = key[0] in WORD_CHARS, key[-1] in WORD_CHARS
     while start >= 0:
         end = start + len(key)
-        before_ok = not open_start or start == 0 or haystack[start - 1] not in _WORD_CHARS
-        after_ok = not open_end or end == len(haystack) or haystack[end] not in _WORD_CHARS
+        before_ok = not open_start or start == 0 or haystack[start - 1] not in WORD_CHARS
+        after_ok = not open_end or end == len(haystack) or haystack[end] not in WORD_CHARS
         if before_ok and after_ok:
             return True
         start = haystack.find(key, start + 1)
