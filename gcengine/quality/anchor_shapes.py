@@ -158,24 +158,30 @@ ANSWER = re.compile(r'"(?:[^"\\]|\\.)*"="((?:[^"\\]|\\.)*)"')
 ERROR_NAME = re.compile(
     r"(?<![\w])(?:[A-Z]\w*)?(?:Error|Exception)\b|\b(?:error|exception|ERROR)\b"
 )
-# Where a match of ``ERROR_NAME`` ends: led by the word's own letters, a search skips to them,
-# where ``ERROR_NAME`` (led by a look behind) is tried at every character.
-_ERROR_NAME_END = re.compile(r"(?:Error|Exception|error|exception|ERROR)\b")
+# The words a match of ``ERROR_NAME`` ends with (then a word boundary). No two can match where
+# another does, so each is looked for on its own (``str.find`` skips to it at C speed, where a
+# search for all five stops at every "e").
+_ERROR_NAME_ENDS = ("error", "Error", "exception", "Exception", "ERROR")
 
 
 def names_error(text: str) -> bool:
     """Whether ``ERROR_NAME`` finds an error in ``text``, several times faster: each word's
     end it could match at, checked for what must start the word (the word's own start, or a
     capital leading a longer word: ``BadMapError``)."""
-    for end in _ERROR_NAME_END.finditer(text):
-        start = end.start()
-        if start == 0 or not _is_word_char(text[start - 1]):
-            return True
-        if end.group() in ("Error", "Exception"):  # after a capital and letters: a type
-            while start > 0 and _is_word_char(text[start - 1]):
-                start -= 1
-            if "A" <= text[start] <= "Z":
-                return True
+    for word in _ERROR_NAME_ENDS:
+        start = text.find(word)
+        while start >= 0:
+            end = start + len(word)
+            if end == len(text) or not _is_word_char(text[end]):  # the boundary after it
+                if start == 0 or not _is_word_char(text[start - 1]):
+                    return True
+                if word in ("Error", "Exception"):  # after a capital and letters: a type
+                    first = start
+                    while first > 0 and _is_word_char(text[first - 1]):
+                        first -= 1
+                    if "A" <= text[first] <= "Z":
+                        return True
+            start = text.find(word, start + 1)
     return False
 
 

@@ -26,14 +26,15 @@ _HORIZONTAL_SPACE = re.compile(r"[^\S\n](?:(?<! )|[^\S\n])[^\S\n]*")
 # where a pattern led by a look behind is tried at every character.
 _THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+# The characters of a word of normalised text (``TERM``).
+WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 # A word of normalised text: letters, digits and underscores.
 TERM = re.compile(r"[a-z0-9_]+")
 # Every byte but a word's characters made a space: an ASCII text's words are then what a split
 # at spaces gives. Translating and splitting in C reads a long text in about 3/4 of the time
 # ``TERM.findall`` takes, and a replay's scorer reads every word of a session's tens of
 # megabytes of text.
-_SPACED_WORDS = bytes(byte if chr(byte) in _WORD_CHARS else ord(" ") for byte in range(256))
+_SPACED_WORDS = bytes(byte if chr(byte) in WORD_CHARS else ord(" ") for byte in range(256))
 _VOCABULARY_WORD = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 # What a literal anchor found by a pattern is trimmed of at its ends.
 EDGE_PUNCTUATION = ".,;:!?'\"("
@@ -66,11 +67,11 @@ def literal_found(haystack: str, key: str) -> bool:
     start = haystack.find(key)
     if start < 0 or not key:
         return False
-    open_start, open_end = key[0] in _WORD_CHARS, key[-1] in _WORD_CHARS
+    open_start, open_end = key[0] in WORD_CHARS, key[-1] in WORD_CHARS
     while start >= 0:
         end = start + len(key)
-        before_ok = not open_start or start == 0 or haystack[start - 1] not in _WORD_CHARS
-        after_ok = not open_end or end == len(haystack) or haystack[end] not in _WORD_CHARS
+        before_ok = not open_start or start == 0 or haystack[start - 1] not in WORD_CHARS
+        after_ok = not open_end or end == len(haystack) or haystack[end] not in WORD_CHARS
         if before_ok and after_ok:
             return True
         start = haystack.find(key, start + 1)

@@ -40,7 +40,7 @@ from gcengine.quality import anchor_shapes as shapes
 from gcengine.quality import named_tests
 
 # What scoring reads text with is ``anchor_text``'s; read from here too, where anchors are.
-from gcengine.quality.anchor_text import EDGE_PUNCTUATION, folded, key_terms
+from gcengine.quality.anchor_text import EDGE_PUNCTUATION, WORD_CHARS, folded, key_terms
 from gcengine.quality.anchor_text import is_literal_word as is_literal_word
 from gcengine.quality.anchor_text import literal_found as literal_found
 from gcengine.quality.anchor_text import literal_words as literal_words
@@ -457,11 +457,24 @@ def _name_anchor(name: str, sentence: str, raw: str) -> Anchor | None:
     name): a name holds no space, so one ``raw`` spells as its key, as most are, is shown as
     its key (``_clip`` and ``_as_written`` leave it as it is)."""
     key = name.lower() if name.isascii() and "," not in name else folded(name)
-    if len(key) < 2 or not literal_found(sentence, key):
+    size = len(key)
+    at = sentence.find(key)
+    if size < 2 or at < 0:
+        return None
+    # Where a name is first written is a whole word in most sentences: a look at the
+    # characters on either side then spares ``literal_found``'s search from the start.
+    end = at + size
+    whole = (at == 0 or sentence[at - 1] not in WORD_CHARS) and (
+        end == len(sentence) or sentence[end] not in WORD_CHARS
+    )
+    if not whole and not literal_found(sentence, key):
         return None
     test = name.startswith(("test_", "Test")) and shapes.TEST_NAME.match(name)  # what it starts
     anchor_class = AnchorClass.TESTS if test else AnchorClass.IDENTIFIERS
-    shown = key if len(key) <= ANCHOR_TEXT_CHARS and key in raw else _clip(_as_written(key, raw))
+    # A sentence as written is most often its normalised form but for capitals: the key is
+    # then where the sentence has it, which a comparison tells without searching ``raw``.
+    written = raw[at:end] == key or key in raw
+    shown = key if size <= ANCHOR_TEXT_CHARS and written else _clip(_as_written(key, raw))
     return _anchor(anchor_class, key, shown, MatchRule.LITERAL)
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gcengine.quality import anchor_shapes as shapes
@@ -101,3 +101,33 @@ def test_words_of_a_text_are_the_word_pattern_found(text: str) -> None:
     assert anchors.literal_words(text) == frozenset(re.findall(r"[a-z0-9_]+", text))
     terms = frozenset(re.findall(r"[a-z0-9_]+", text.replace("'", "")))
     assert anchors.sentence_terms(text) == terms
+
+
+# Pieces that make a name meet the text around it in every way: inside a longer word, in
+# capitals, after a thousands separator, beside characters of other scripts.
+_NAME_PIECES = st.sampled_from(
+    ["round_money", "Round_Money", "ROUND_MONEY", "round_money_all", "x", "_", "1", ",", "000",
+     " ", ".", "é", "\u212a", "\u2019", "  "]
+)  # fmt: skip
+
+
+def _name_anchor_by_steps(name: str, sentence: str, raw: str) -> tuple[str, str] | None:
+    """``_name_anchor``'s key and text as its rule says them: the key found as whole words
+    anywhere in the sentence, shown as its key when ``raw`` writes it so."""
+    key = anchors.folded(name)
+    if len(key) < 2 or not anchors.literal_found(sentence, key):
+        return None
+    shown = key if key in raw else anchors._clip(anchors._as_written(key, raw))
+    return key, shown
+
+
+@given(
+    st.sampled_from(["round_money", "Round_Money", "\u212aey_name"]),
+    st.lists(_NAME_PIECES, max_size=8).map("".join),
+)
+@example("round_money", "round_money_all, Round_Money")  # whole only where written again
+def test_a_name_is_found_where_its_key_is_a_whole_word(name: str, raw: str) -> None:
+    sentence = anchors.cues.one_spaced(anchors.folded(raw))
+    anchor = anchors._name_anchor(name, sentence, raw)
+    found = None if anchor is None else (anchor.key, anchor.text)
+    assert found == _name_anchor_by_steps(name, sentence, raw)
