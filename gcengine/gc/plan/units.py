@@ -251,11 +251,11 @@ def read_conversation(
     """
     conversation = budget.get_entry(InstructionSource.CONVERSATION) if budget else None
     # Only the engine's replay hands an index in: a mismatch is a bug here, not bad input.
-    assert given is None or (budget is not None and given.describes(history)), (
-        "a conversation index stands for a budget's, of the same history"
-    )
+    assert given is None or budget is not None, "a conversation index stands for a budget's"
     index = given or index_of(conversation)
+    # Asked once: the replay hands an index in for every one of its thousands of collections.
     if index is None or not index.describes(history):
+        assert given is None, "a conversation index given is of the same history"
         layout = turn_layout(history)
         index = None
         if conversation is not None and len(set(layout.message_ids)) == len(history):
